@@ -1,0 +1,16 @@
+import os, pytest
+from hypothesis import settings, HealthCheck
+
+# the `ci` profile: derandomized and bounded, so a run is reproducible and fits the suite's time budget
+settings.register_profile("ci", derandomize=True, deadline=None, max_examples=200, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", deadline=None, max_examples=100)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+def pytest_collection_modifyitems(config, items):
+  # NOTE: GPU tests run only where a real GPU answers; everywhere else they skip with the reason
+  from tinygrad.helpers import getenv
+  if getenv("RUN_GPU_TESTS", 0): return
+  skip = pytest.mark.skip(reason="needs a real GPU (set RUN_GPU_TESTS=1 on a GPU host)")
+  for it in items:
+    if "gpu" in it.keywords: it.add_marker(skip)

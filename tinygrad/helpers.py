@@ -1,0 +1,165 @@
+"""Env flags as context variables, and small pure helpers. Every flag the project reads is declared here, once."""
+from __future__ import annotations
+import os, functools, contextlib, math, sys, hashlib, sqlite3, pickle, tempfile, time
+from typing import Any, Callable, Iterable, Iterator, TypeVar, Sequence
+
+T = TypeVar("T")
+
+# ---- env flags ----
+
+class ContextVar:
+  """A flag read once from the environment, overridable in-process with `Context`."""
+  _registry: dict[str, ContextVar] = {}
+  __slots__ = ("key", "value", "default", "doc")
+  def __init__(self, key: str, default: Any, doc: str = ""):
+    if key in ContextVar._registry: raise RuntimeError(f"flag {key} declared twice")
+    self.key, self.default, self.doc = key, default, doc
+    raw = os.environ.get(key)
+    self.value = default if raw is None else (raw if isinstance(default, str) else type(default)(raw))
+    ContextVar._registry[key] = self
+  def __bool__(self) -> bool: return bool(self.value)
+  def __ge__(self, x: Any) -> bool: return self.value >= x
+  def __gt__(self, x: Any) -> bool: return self.value > x
+  def __lt__(self, x: Any) -> bool: return self.value < x
+  def __le__(self, x: Any) -> bool: return self.value <= x
+  def __eq__(self, x: Any) -> bool: return self.value == x  # type: ignore[override]
+  def __hash__(self) -> int: return hash(self.key)
+  def __int__(self) -> int: return int(self.value)
+  def __repr__(self) -> str: return f"{self.key}={self.value!r}"
+
+@functools.cache
+def getenv(key: str, default: Any = 0) -> Any:
+  """Read an env var once, typed like `default`. Prefer a declared ContextVar for anything that changes behaviour."""
+  raw = os.environ.get(key)
+  return default if raw is None else (raw if isinstance(default, str) else type(default)(raw))
+
+class Context(contextlib.ContextDecorator):
+  """`with Context(DEBUG=2): ...` or `@Context(SPEC=0)`: override flags for a block, restored on exit."""
+  def __init__(self, **kwargs: Any):
+    unknown = [k for k in kwargs if k not in ContextVar._registry]
+    if unknown: raise KeyError(f"Context: unknown flag(s) {unknown}; declared flags: {sorted(ContextVar._registry)}")
+    self.kwargs = kwargs
+    self.old: list[dict[str, Any]] = []
+  def __enter__(self) -> Context:
+    self.old.append({k: ContextVar._registry[k].value for k in self.kwargs})
+    for k, v in self.kwargs.items(): ContextVar._registry[k].value = v
+    return self
+  def __exit__(self, *exc: object) -> None:
+    for k, v in self.old.pop().items(): ContextVar._registry[k].value = v
+
+DEBUG = ContextVar("DEBUG", 0, "verbosity: 2 one line per kernel, 3 failing graphs printed, 4 kernel source, 5 uops")
+SPEC = ContextVar("SPEC", 1, "verification level: 0 off, 1 stage boundaries, 2 every UOp + round trip of sinks, 3 round trip of every UOp")
+IGNORE_OOB = ContextVar("IGNORE_OOB", 1, "1 skips the z3 proof that every LOAD/STORE index is in bounds; 0 runs it")
+NOOPT = ContextVar("NOOPT", 0, "1 disables kernel optimisations (heuristics and BEAM)")
+BEAM = ContextVar("BEAM", 0, "beam width of the kernel optimisation search; 0 uses hand-coded heuristics")
+DEVECTORIZE = ContextVar("DEVECTORIZE", 1, "0 keeps vector ops for the renderer, 1 devectorizes to what the target supports")
+TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always")
+CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0, "1 records every compiled kernel into the replay database")
+VIZ = ContextVar("VIZ", 0, "1 records every named rewrite pass for the viz page")
+HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "", "comma list of 0-based GPU ids the NV and AMD backends may open")
+DEV = ContextVar("DEV", "", "default device (CPU, PYTHON, NV, AMD); NV=1 etc. also select one")
+TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0, "1 records per-pass, per-rule match counts and time; 2 prints them at exit")
+EMULATE = ContextVar("EMULATE", "", "PYTHON backend: emulate the limits of NV or AMD")
+CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 uses every core")
+CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc")
+CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)")
+CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db")
+REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared non-terminating; 0 = automatic")
+
+# ---- small pure helpers ----
+
+def prod(x: Iterable[Any], start: Any = 1) -> Any:
+  return functools.reduce(lambda a, b: a * b, x, start)
+def all_same(items: Sequence[Any]) -> bool: return all(x == items[0] for x in items)
+def all_int(t: Iterable[Any]) -> bool: return all(isinstance(s, int) for s in t)
+def dedup(x: Iterable[T]) -> list[T]: return list(dict.fromkeys(x))
+def flatten(x: Iterable[Iterable[T]]) -> list[T]: return [i for s in x for i in s]
+def argsort(x: Sequence[Any]) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
+def argfix(*x: Any) -> tuple[Any, ...]:
+  """Accept f(1, 2) and f((1, 2)) alike."""
+  return tuple(x[0]) if x and isinstance(x[0], (tuple, list)) else tuple(x)
+def make_tuple(x: int | Sequence[int], cnt: int) -> tuple[int, ...]: return (x,) * cnt if isinstance(x, int) else tuple(x)
+def ceildiv(num: int, amt: int) -> int: return -(-num // amt)
+def round_up(num: int, amt: int) -> int: return ceildiv(num, amt) * amt
+def cdiv(x: int, y: int) -> int:
+  """Integer division truncating toward zero, as C does."""
+  return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) if y != 0 else 0
+def cmod(x: int, y: int) -> int:
+  """Remainder with the sign of the dividend, as C does."""
+  return x - cdiv(x, y) * y if y != 0 else 0
+def partition(itr: Iterable[T], fn: Callable[[T], bool]) -> tuple[list[T], list[T]]:
+  a: list[T] = []
+  b: list[T] = []
+  for s in itr: (a if fn(s) else b).append(s)
+  return a, b
+def unwrap(x: T | None) -> T:
+  assert x is not None
+  return x
+def merge_dicts(ds: Iterable[dict[Any, Any]]) -> dict[Any, Any]:
+  out: dict[Any, Any] = {}
+  for d in ds:
+    for k, v in d.items():
+      if k in out and out[k] != v: raise ValueError(f"merge_dicts: key {k!r} has two values {out[k]!r} and {v!r}")
+      out[k] = v
+  return out
+def colored(st: str, color: str | None, background: bool = False) -> str:
+  if color is None or not sys.stdout.isatty(): return st
+  colors = ["black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"]
+  return f"\u001b[{10*background + 60*(color.upper() == color) + 30 + colors.index(color.lower())}m{st}\u001b[0m"
+def to_function_name(s: str) -> str: return "".join(c if c.isalnum() or c == "_" else f"{ord(c):02X}" for c in s)
+def ansilen(s: str) -> int:
+  import re
+  return len(re.sub(r"\x1b\[\d+m", "", s))
+
+@contextlib.contextmanager
+def timed(label: str, enabled: bool = True) -> Iterator[None]:
+  st = time.perf_counter()
+  try: yield
+  finally:
+    if enabled: print(f"{label}: {(time.perf_counter()-st)*1e3:.2f} ms")
+
+# ---- atomic files ----
+
+def atomic_write(path: str, data: bytes | str) -> None:
+  """Write to a temporary file beside `path` and rename it, so a reader never sees a half-written file."""
+  d = os.path.dirname(os.path.abspath(path))
+  os.makedirs(d, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
+  try:
+    with os.fdopen(fd, "wb") as f: f.write(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
+  except BaseException:
+    with contextlib.suppress(FileNotFoundError): os.unlink(tmp)
+    raise
+
+# ---- sqlite cache (compile cache, BEAM results) ----
+
+def cache_path() -> str:
+  return CACHEDB.value or os.path.join(os.path.expanduser(os.environ.get("XDG_CACHE_HOME", "~/.cache")), "tinygrad", "cache.db")
+
+_db_conns: dict[str, sqlite3.Connection] = {}
+def _db(table: str) -> sqlite3.Connection:
+  path = cache_path()
+  if (conn := _db_conns.get(path)) is None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    _db_conns[path] = conn
+  conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (key TEXT PRIMARY KEY, val BLOB)")
+  return conn
+
+def diskcache_get(table: str, key: Any) -> Any:
+  if CACHELEVEL.value == 0: return None
+  k = hashlib.sha256(pickle.dumps(key)).hexdigest()
+  row = _db(table).execute(f"SELECT val FROM '{table}' WHERE key=?", (k,)).fetchone()
+  return pickle.loads(row[0]) if row is not None else None
+
+def diskcache_put(table: str, key: Any, val: Any) -> Any:
+  if CACHELEVEL.value == 0: return val
+  k = hashlib.sha256(pickle.dumps(key)).hexdigest()
+  _db(table).execute(f"INSERT OR REPLACE INTO '{table}' (key, val) VALUES (?, ?)", (k, pickle.dumps(val)))
+  return val
+
+def is_power2(x: int) -> bool: return x > 0 and (x & (x - 1)) == 0
+def getbits(value: int, start: int, end: int) -> int: return (value >> start) & ((1 << (end - start + 1)) - 1)
+def isinf(x: float) -> bool: return math.isinf(x)

@@ -1,0 +1,72 @@
+"""The op list, once. Grouped by the stage that introduces each op; enum order is also the linearizer's tie-break order."""
+from __future__ import annotations
+from enum import Enum, auto
+
+class FastEnum(Enum):
+  # NOTE: identity hash and ordering by value make Ops cheap as dict keys in the pattern matcher's index
+  def __lt__(self, x: FastEnum) -> bool: return self.value < x.value
+  def __hash__(self) -> int: return self.value
+  def __repr__(self) -> str: return f"{type(self).__name__}.{self.name}"
+  @staticmethod
+  def _generate_next_value_(_name: str, _start: int, count: int, _last_values: list) -> int: return count
+
+class Ops(FastEnum):
+  # ---- graph structure (every stage) ----
+  SINK = auto(); GROUP = auto(); NOOP = auto(); AFTER = auto()
+  # ---- tensor graph: buffers and devices ----
+  UNIQUE = auto(); DEVICE = auto(); BUFFER = auto(); BUFFER_VIEW = auto()
+  # ---- tensor graph: movement ----
+  RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()
+  # ---- tensor graph: other ----
+  CONTIGUOUS = auto(); DETACH = auto(); COPY = auto(); ASSIGN = auto(); REDUCE_AXIS = auto(); KERNEL = auto(); BUFFERIZE = auto()
+  # ---- kernel / program: definitions ----
+  DEFINE_GLOBAL = auto(); DEFINE_LOCAL = auto(); DEFINE_REG = auto(); DEFINE_VAR = auto(); BIND = auto(); SPECIAL = auto()
+  # ---- kernel / program: loops and memory ----
+  RANGE = auto(); END = auto(); REDUCE = auto(); INDEX = auto(); LOAD = auto(); STORE = auto()
+  # ---- vectors and expansion ----
+  VECTORIZE = auto(); GEP = auto(); VCONST = auto(); UNROLL = auto(); CONTRACT = auto(); WMMA = auto()
+  # ---- program-only control flow ----
+  IF = auto(); ENDIF = auto(); BARRIER = auto()
+  # ---- constants ----
+  CONST = auto()
+  # ---- unary ALU ----
+  CAST = auto(); BITCAST = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); SQRT = auto(); RECIPROCAL = auto(); NEG = auto()
+  TRUNC = auto()
+  # ---- binary ALU ----
+  ADD = auto(); MUL = auto(); SHL = auto(); SHR = auto(); IDIV = auto(); MAX = auto(); MOD = auto(); CMPLT = auto(); CMPNE = auto()
+  CMPEQ = auto(); XOR = auto(); OR = auto(); AND = auto(); THREEFRY = auto(); SUB = auto(); FDIV = auto(); POW = auto()
+  # ---- ternary ALU ----
+  WHERE = auto(); MULACC = auto()
+  # ---- escape hatch for renderers ----
+  CUSTOM = auto()
+
+class GroupOp:
+  Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}
+  Binary = {Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MAX, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.XOR, Ops.SHL, Ops.SHR, Ops.OR, Ops.AND,
+            Ops.THREEFRY, Ops.SUB, Ops.FDIV, Ops.POW}
+  Ternary = {Ops.WHERE, Ops.MULACC}
+  ALU = Unary | Binary | Ternary
+  Elementwise = ALU | {Ops.CAST, Ops.BITCAST}
+  Irreducible = {Ops.CONST, Ops.DEFINE_VAR, Ops.SPECIAL, Ops.RANGE}
+  Movement = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.PAD, Ops.SHRINK, Ops.FLIP}
+  Buffer = {Ops.LOAD, Ops.STORE, Ops.CONST, Ops.DEFINE_VAR}
+  Defines = {Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_REG}
+  # binary ops where a op b == b op a
+  Commutative = {Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.XOR, Ops.AND, Ops.OR}
+  # a op (b op c) == (a op b) op c
+  Associative = {Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.MAX}
+  # x op x == x
+  Idempotent = {Ops.OR, Ops.AND, Ops.MAX}
+  Comparison = {Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ}
+  # f(0) == 0, so padding with zeros stays zeros
+  UnsafePad = {Ops.RECIPROCAL, Ops.LOG2, Ops.EXP2, Ops.IDIV, Ops.POW, Ops.FDIV}
+  # ops that are not values (side effects, structure)
+  All = set(Ops)
+
+class AxisType(FastEnum):
+  """What a RANGE became. Order is the order axes are laid out in a kernel (outermost first)."""
+  GLOBAL = auto(); THREAD = auto(); LOCAL = auto(); WARP = auto(); LOOP = auto(); GROUP_REDUCE = auto(); REDUCE = auto()
+  UPCAST = auto(); UNROLL = auto()
+
+axis_letters = {AxisType.GLOBAL: "g", AxisType.THREAD: "t", AxisType.LOCAL: "l", AxisType.WARP: "w", AxisType.LOOP: "L",
+                AxisType.UPCAST: "u", AxisType.GROUP_REDUCE: "G", AxisType.REDUCE: "R", AxisType.UNROLL: "r"}

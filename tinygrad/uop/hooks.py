@@ -1,0 +1,60 @@
+"""Named checkpoints the harness (spec/, replay/, fuzz/) plugs into. tinygrad never imports the harness by name.
+
+A checkpoint is a module-level list of callbacks; the compiler tests the list for truthiness before building any
+argument, so a checkpoint with nothing registered costs one attribute load and one branch.
+
+Checkpoints, with the arguments each callback receives:
+  uop_created(u)                        every new UOp, right after hash-consing created it
+  tensor_graph(sink)                    the tensor graph handed to the scheduler
+  kernel_graph(sink)                    the graph after rangeify: KERNEL nodes over BUFFERs
+  kernel_ast(ast)                       each kernel's AST (a SINK) before codegen
+  program(ast, uops, renderer)          each linearized program (the list after line_rewrite)
+  compiled(ast, program_spec, opts)     each rendered program (ProgramSpec) ready to compile
+  rewrite_done(name, before, after)     each named graph_rewrite that ran (only when registered)
+"""
+from __future__ import annotations
+import importlib.metadata, sys
+from typing import Any, Callable
+
+uop_created: list[Callable[..., Any]] = []
+tensor_graph: list[Callable[..., Any]] = []
+kernel_graph: list[Callable[..., Any]] = []
+kernel_ast: list[Callable[..., Any]] = []
+program: list[Callable[..., Any]] = []
+compiled: list[Callable[..., Any]] = []
+rewrite_done: list[Callable[..., Any]] = []
+
+CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiled", "rewrite_done")
+
+def _list(name: str) -> list[Callable[..., Any]]:
+  if name not in CHECKPOINTS: raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {CHECKPOINTS}")
+  return getattr(sys.modules[__name__], name)
+
+def register(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+  """Call `fn` at checkpoint `name`. Registering the same function twice is a no-op. Returns `fn`."""
+  lst = _list(name)
+  if fn not in lst: lst.append(fn)
+  return fn
+
+def unregister(name: str, fn: Callable[..., Any]) -> None:
+  lst = _list(name)
+  if fn in lst: lst.remove(fn)
+
+def fire(name: str, *args: Any) -> None:
+  for fn in list(_list(name)): fn(*args)
+
+# ---- plugins ----
+
+PLUGIN_GROUP = "tinygrad.plugins"
+loaded_plugins: dict[str, Any] = {}
+
+def load_plugins() -> dict[str, Any]:
+  """Load every entry point of the `tinygrad.plugins` group and call it; each plugin decides from the env flags what to register."""
+  for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+    if ep.name in loaded_plugins: continue
+    try: install = ep.load()
+    except ImportError as e:
+      print(f"tinygrad: plugin {ep.name!r} ({ep.value}) failed to import: {e}", file=sys.stderr)
+      continue
+    loaded_plugins[ep.name] = install() if callable(install) else install
+  return loaded_plugins
