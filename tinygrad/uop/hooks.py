@@ -52,9 +52,10 @@ def load_plugins() -> dict[str, Any]:
   """Load every entry point of the `tinygrad.plugins` group and call it; each plugin decides from the env flags what to register."""
   for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP):
     if ep.name in loaded_plugins: continue
-    try: install = ep.load()
-    except ImportError as e:
-      print(f"tinygrad: plugin {ep.name!r} ({ep.value}) failed to import: {e}", file=sys.stderr)
-      continue
-    loaded_plugins[ep.name] = install() if callable(install) else install
+    # NOTE: a broken plugin must not take the compiler down with it: say which and why, and go on without it
+    try:
+      install = ep.load()
+      loaded_plugins[ep.name] = install() if callable(install) else install
+    except Exception as e:
+      print(f"tinygrad: plugin {ep.name!r} ({ep.value}) failed to load: {type(e).__name__}: {e}", file=sys.stderr)
   return loaded_plugins

@@ -1,0 +1,46 @@
+# The two set-up commands on a fresh machine are `make demo` and `make test`; each creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+JOBS ?= 2
+
+.PHONY: demo test test-spec3 test-shard lint types fuzz-smoke bench clean durations
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[testing,lint]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	SPEC=2 $(PY) examples/mlp.py
+
+# the suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core
+test: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
+
+test-spec3: $(STAMP)
+	SPEC=3 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
+
+# one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2
+SPLITS ?= 2
+GROUP ?= 1
+test-shard: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -q -p no:cacheprovider --splits $(SPLITS) --group $(GROUP) --durations-path .test_durations
+
+durations: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -q -p no:cacheprovider --store-durations --durations-path .test_durations
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+types: $(STAMP)
+	$(VENV)/bin/mypy tinygrad fuzz
+	$(VENV)/bin/mypy --strict spec
+
+fuzz-smoke: $(STAMP)
+	$(PY) -m fuzz symbolic --seconds 30
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

