@@ -10,6 +10,8 @@ T = TypeVar("T")
 class ContextVar:
   """A flag read once from the environment, overridable in-process with `Context`."""
   _registry: dict[str, ContextVar] = {}
+  # flag name -> callbacks run after `Context` changes that flag (the harness re-registers its checkpoints for SPEC=...)
+  watchers: dict[str, list[Callable[[], None]]] = {}
   __slots__ = ("key", "value", "default", "doc")
   def __init__(self, key: str, default: Any, doc: str = ""):
     if key in ContextVar._registry: raise RuntimeError(f"flag {key} declared twice")
@@ -43,9 +45,15 @@ class Context(contextlib.ContextDecorator):
   def __enter__(self) -> Context:
     self.old.append({k: ContextVar._registry[k].value for k in self.kwargs})
     for k, v in self.kwargs.items(): ContextVar._registry[k].value = v
+    Context._notify(self.kwargs)
     return self
   def __exit__(self, *exc: object) -> None:
-    for k, v in self.old.pop().items(): ContextVar._registry[k].value = v
+    old = self.old.pop()
+    for k, v in old.items(): ContextVar._registry[k].value = v
+    Context._notify(old)
+  @staticmethod
+  def _notify(keys: Iterable[str]) -> None:
+    for fn in dict.fromkeys(fn for k in keys for fn in ContextVar.watchers.get(k, ())): fn()
 
 DEBUG = ContextVar("DEBUG", 0, "verbosity: 2 one line per kernel, 3 failing graphs printed, 4 kernel source, 5 uops")
 SPEC = ContextVar("SPEC", 1, "verification level: 0 off, 1 stage boundaries, 2 every UOp + round trip of sinks, 3 round trip of every UOp")

@@ -22,6 +22,18 @@ all_metadata: weakref.WeakKeyDictionary[UOp, tuple[Metadata, ...]] = weakref.Wea
 
 # ---- UOp ----
 
+class recursive_property(functools.cached_property):
+  """A cached property defined recursively over sources, computed without Python recursion: uncached sources are filled
+  in bottom-up first, so a 100k-deep graph costs no stack."""
+  def __get__(self, instance: Any, owner: Any = None) -> Any:
+    if instance is None: return self
+    d = instance.__dict__
+    if (name := self.attrname) in d: return d[name]
+    for u in instance.toposort(gate=lambda x: name not in x.__dict__):
+      if u is not instance and name not in u.__dict__: u.__dict__[name] = self.func(u)
+    d[name] = ret = self.func(instance)
+    return ret
+
 def _argkey(a: Any) -> Any:
   # NOTE: 0.0 == -0.0 and nan != nan, so floats key by their bits; True == 1, so scalars key with their type
   t = type(a)
@@ -57,7 +69,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def __del__(self) -> None:
     try:
       key = (self.op, self.dtype, self.src, _argkey(self.arg), self.tag)
-      if (r := UOpMetaClass.ucache.get(key)) is not None and r() is None: del UOpMetaClass.ucache[key]
+      # NOTE: __del__ runs before CPython clears weakrefs, so the entry still points at self here
+      if (r := UOpMetaClass.ucache.get(key)) is not None and (r() is None or r() is self): del UOpMetaClass.ucache[key]
     except (AttributeError, TypeError, KeyError): pass
   def __reduce__(self) -> tuple: return (UOp, (self.op, self.dtype, self.src, self.arg, self.tag))
   def replace(self, **kwargs: Any) -> UOp:
@@ -193,13 +206,13 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
 
-  @functools.cached_property
+  @recursive_property
   def shape(self) -> tuple[int, ...] | None:
     """The tensor-graph shape, or None for nodes that have none (kernel and program nodes)."""
     return _shape(self)
   @property
   def size(self) -> int: return prod(self.shape) if self.shape is not None else 1
-  @property
+  @recursive_property
   def device(self) -> str | tuple[str, ...] | None:
     if self.op is Ops.DEVICE: return self.arg
     if self.op is Ops.BUFFER: return self.src[1].arg
@@ -208,7 +221,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return None
 
   # ---- ranges and bounds ----
-  @functools.cached_property
+  @recursive_property
   def _ranges(self) -> frozenset[UOp]:
     if self.op is Ops.RANGE: return frozenset({self}) | self.src[0]._ranges
     if self.op in (Ops.END, Ops.REDUCE): return self.src[0]._ranges.difference(*(s._ranges for s in self.src[1:]))
@@ -222,7 +235,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def vmin(self) -> Any: return self._min_max[0]
   @property
   def vmax(self) -> Any: return self._min_max[1]
-  @functools.cached_property
+  @recursive_property
   def _min_max(self) -> tuple[Any, Any]: return _min_max(self)
   def simplify(self) -> UOp:
     from tinygrad.uop.symbolic import symbolic
@@ -291,10 +304,12 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
   if len(src) != 2 or op not in GroupOp.Binary: return dmin, dmax
   (a0, a1), (b0, b1) = src[0]._min_max, src[1]._min_max
   if any(isinstance(x, InvalidType) for x in (a0, a1, b0, b1)): return dmin, dmax
-  if op is Ops.ADD: return _clamp(a0 + b0, a1 + b1, dmin, dmax)
+  # NOTE: float bounds can be infinite: inf - inf and 0 * inf are NaN, which bounds nothing
+  if op is Ops.ADD:
+    return (dmin, dmax) if _any_nan(a0 + b0, a1 + b1) else _clamp(a0 + b0, a1 + b1, dmin, dmax)
   if op is Ops.MUL:
     c = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
-    return _clamp(min(c), max(c), dmin, dmax)
+    return (dmin, dmax) if _any_nan(*c) else _clamp(min(c), max(c), dmin, dmax)
   if op is Ops.MAX: return max(a0, b0), max(a1, b1)
   if op is Ops.CMPLT: return bool(a1 < b0), bool(a0 < b1)
   if op is Ops.CMPNE: return bool(a1 < b0 or b1 < a0), not (a0 == a1 == b0 == b1)
@@ -305,7 +320,7 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
     return min(c), max(c)
   if op is Ops.MOD and (b0 > 0 or b1 < 0):
     m = max(abs(b0), abs(b1)) - 1
-    if a0 >= 0 and b0 == b1 and a0 // b0 == a1 // b0: return a0 % b0, a1 % b0
+    if a0 >= 0 and b0 == b1 and b0 > 0 and a0 // b0 == a1 // b0: return a0 % b0, a1 % b0
     return (max(-m, a0) if a0 < 0 else 0), (min(m, a1) if a1 > 0 else 0)
   if u.dtype is dtypes.bool:
     if op is Ops.AND: return bool(a0 and b0), bool(a1 and b1)
@@ -316,6 +331,8 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
   if op is Ops.SHL and b0 == b1 and 0 <= b0 < 64: return _clamp(a0 << b0, a1 << b0, dmin, dmax)
   if op is Ops.SHR and b0 == b1 and 0 <= b0 < 64: return a0 >> b0, a1 >> b0
   return dmin, dmax
+
+def _any_nan(*xs: Any) -> bool: return any(isinstance(x, float) and x != x for x in xs)
 
 def _clamp(lo: Any, hi: Any, dmin: Any, dmax: Any) -> tuple[Any, Any]:
   # NOTE: an integer op that can overflow has unknown bounds (it wraps), so fall back to the dtype's range

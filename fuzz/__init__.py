@@ -1,0 +1,1 @@
+"""The fuzz harness: generators (fuzz.strategies), oracles and campaigns. CLI: `python -m fuzz <subcommand>`."""

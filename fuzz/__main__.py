@@ -1,0 +1,33 @@
+"""`python -m fuzz <subcommand> [options]`. Each subcommand registers a parser builder and a runner in SUBCOMMANDS."""
+from __future__ import annotations
+import argparse, sys
+from typing import Callable
+
+def _symbolic_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--seconds", type=float, default=None, help="stop after this many seconds (default 30 without -n)")
+  p.add_argument("-n", type=int, default=None, help="stop after this many expressions")
+  p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--depth", type=int, default=4, help="maximum depth of the random expressions")
+
+def _symbolic_run(a: argparse.Namespace) -> int:
+  from fuzz.strategies import IndexExprConfig
+  from fuzz.symbolic import run_symbolic_fuzz
+  seconds = a.seconds if a.seconds is not None or a.n is not None else 30.0
+  cfg = IndexExprConfig(max_depth=a.depth)
+  summ = run_symbolic_fuzz(seconds=seconds, n=a.n, seed=a.seed, cfg=cfg, verbose=sys.stdout.isatty())
+  print(summ)
+  return 1 if summ.failures else 0
+
+# name -> (help, add arguments, run); a new subcommand is one more entry here
+SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
+  "symbolic": ("prove simplify() sound on random index expressions with z3", _symbolic_args, _symbolic_run),
+}
+
+def main(argv: list[str] | None = None) -> int:
+  ap = argparse.ArgumentParser(prog="python -m fuzz", description="fuzzers of the tinygrad harness")
+  sub = ap.add_subparsers(dest="cmd", required=True)
+  for name, (hlp, add_args, _) in SUBCOMMANDS.items(): add_args(sub.add_parser(name, help=hlp))
+  a = ap.parse_args(argv)
+  return SUBCOMMANDS[a.cmd][2](a)
+
+if __name__ == "__main__": sys.exit(main())

@@ -1,0 +1,150 @@
+"""Public hypothesis strategies of the fuzz harness, in front of seeded builders that atheris and plain scripts use too.
+
+A builder takes a `Chooser` (integers and choices from some source of randomness): `RandomChooser` wraps random.Random
+(fast, seeded: for campaigns and `python -m fuzz`), `DrawChooser` wraps hypothesis' `draw` (shrinkable: for pytest).
+"""
+from __future__ import annotations
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence, TypeVar
+from hypothesis import strategies as st
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes, DType
+
+T = TypeVar("T")
+
+class Chooser(Protocol):
+  def integer(self, lo: int, hi: int) -> int: ...
+  def choice(self, seq: Sequence[T]) -> T: ...
+
+class RandomChooser:
+  def __init__(self, rng: random.Random | int): self.rng = rng if isinstance(rng, random.Random) else random.Random(rng)
+  def integer(self, lo: int, hi: int) -> int: return self.rng.randint(lo, hi)
+  def choice(self, seq: Sequence[T]) -> T: return seq[self.rng.randrange(len(seq))]
+
+class DrawChooser:
+  def __init__(self, draw: Callable[[st.SearchStrategy[Any]], Any]): self.draw = draw
+  def integer(self, lo: int, hi: int) -> int: return int(self.draw(st.integers(lo, hi)))
+  def choice(self, seq: Sequence[T]) -> T: return seq[int(self.draw(st.integers(0, len(seq) - 1)))]
+
+# ---- symbolic index expressions ----
+
+DEFAULT_OP_WEIGHTS = {"add": 6, "sub": 3, "mul": 4, "mulx": 1, "div": 4, "mod": 4, "divx": 1, "modx": 1, "max": 2,
+                      "where": 2, "neg": 1, "masked": 1}
+
+@dataclass
+class IndexExprConfig:
+  """Knobs of the index expression builder. Small bounds keep the z3 proofs cheap; negative values are on purpose."""
+  max_depth: int = 4
+  n_vars: tuple[int, int] = (1, 3)
+  var_lo: tuple[int, int] = (-8, 8)
+  var_span: tuple[int, int] = (0, 16)
+  range_end: tuple[int, int] = (1, 16)
+  const: tuple[int, int] = (-12, 12)
+  invalid: bool = True
+  # a fixed-width signed int (e.g. dtypes.int32) has no ranges and no Invalid, and wraps; `big_const` draws some constants
+  # from a wide range so the wrapping matters
+  dtype: DType = dtypes.index
+  big_const: tuple[int, int] | None = None
+  # op names and their weights; "mulx" multiplies two expressions (nonlinear), "divx"/"modx" divide by an expression
+  ops: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_OP_WEIGHTS))
+
+def _leaf_pool(ch: Chooser, cfg: IndexExprConfig) -> list[UOp]:
+  pool: list[UOp] = []
+  for i in range(ch.integer(*cfg.n_vars)):
+    if cfg.dtype is dtypes.index and ch.integer(0, 2) == 0:
+      pool.append(UOp.range(ch.integer(*cfg.range_end), i, ch.choice([AxisType.LOOP, AxisType.REDUCE])))
+    else:
+      lo = ch.integer(*cfg.var_lo)
+      hi = min(lo + ch.integer(*cfg.var_span), int(dtypes.max(cfg.dtype)))
+      pool.append(UOp.variable("abc"[i % 3] + str(i // 3), lo, hi, cfg.dtype))
+  return pool
+
+class _IndexBuilder:
+  def __init__(self, ch: Chooser, cfg: IndexExprConfig):
+    self.ch, self.cfg, self.pool = ch, cfg, _leaf_pool(ch, cfg)
+    masks = cfg.invalid and cfg.dtype is dtypes.index
+    self.op_names = [k for k, w in cfg.ops.items() for _ in range(w) if k != "masked" or masks]
+
+  def const(self, nonzero: bool = False) -> UOp:
+    big = self.cfg.big_const is not None and self.ch.integer(0, 3) == 0
+    v = self.ch.integer(*(self.cfg.big_const if big and self.cfg.big_const is not None else self.cfg.const))
+    return UOp.const(self.cfg.dtype, (v or 1) if nonzero else v)
+
+  def leaf(self) -> tuple[UOp, bool]:
+    return (self.const(), False) if self.ch.integer(0, 3) == 0 else (self.ch.choice(self.pool), False)
+
+  def cond(self, depth: int) -> UOp:
+    """A bool built only from expressions that are never invalid (an index gate must itself be valid)."""
+    k = self.ch.integer(0, 5) if depth > 0 else self.ch.integer(0, 1)
+    a = self.valid_expr(depth - 1)
+    if k in (0, 2): return a < (self.const() if k == 0 else self.valid_expr(depth - 1))
+    if k in (1, 3): return a.ne(self.const() if k == 1 else self.valid_expr(depth - 1))
+    if k == 4:
+      l, r = self.cond(depth - 1), self.cond(depth - 1)
+      return l & r if self.ch.integer(0, 1) else l | r
+    return self.cond(depth - 1).ne(True)
+
+  def valid_expr(self, depth: int) -> UOp:
+    e, _ = self.expr(max(depth, 0), allow_invalid=False)
+    return e
+
+  def divisor(self, depth: int) -> UOp:
+    d = self.valid_expr(depth - 1)
+    return d if d.vmin > 0 or d.vmax < 0 else self.const(nonzero=True)
+
+  def expr(self, depth: int, allow_invalid: bool = True) -> tuple[UOp, bool]:
+    """(expression, may it be invalid)."""
+    if depth <= 0 or self.ch.integer(0, 4) == 0: return self.leaf()
+    op = self.ch.choice(self.op_names)
+    if op == "masked" and not allow_invalid: op = "add"
+    if op == "masked":
+      e, _ = self.expr(depth - 1, allow_invalid)
+      return self.cond(depth - 1).where(e, UOp.invalid()), True
+    if op == "neg":
+      e, m = self.expr(depth - 1, allow_invalid)
+      return -e, m
+    if op == "where":
+      (a, ma), (b, mb) = self.expr(depth - 1, allow_invalid), self.expr(depth - 1, allow_invalid)
+      return self.cond(depth - 1).where(a, b), ma or mb
+    a, ma = self.expr(depth - 1, allow_invalid)
+    if op in ("mul", "div", "mod"): b, mb = self.const(nonzero=op != "mul"), False
+    elif op in ("divx", "modx"): b, mb = self.divisor(depth), False
+    else: b, mb = self.expr(depth - 1, allow_invalid)
+    if self.ch.integer(0, 5) == 0 and op in ("add", "mul", "max", "mulx"): a, b = b, a
+    return _BINARY[op](a, b), ma or mb
+
+_BINARY: dict[str, Callable[[UOp, UOp], UOp]] = {
+  "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "mulx": lambda a, b: a * b,
+  "div": lambda a, b: a // b, "divx": lambda a, b: a // b, "mod": lambda a, b: a % b, "modx": lambda a, b: a % b,
+  "max": lambda a, b: a.maximum(b)}
+
+def variables_of(expr: UOp) -> list[UOp]:
+  """The DEFINE_VARs and RANGEs an expression depends on, in toposort order."""
+  return [u for u in expr.toposort() if u.op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)]
+
+def build_index_expression(ch: Chooser, cfg: IndexExprConfig | None = None) -> tuple[UOp, list[UOp]]:
+  """A random index expression (dtypes.index, or bool for a comparison at the root) and the variables it uses."""
+  cfg = cfg or IndexExprConfig()
+  b = _IndexBuilder(ch, cfg)
+  e = b.cond(cfg.max_depth - 1) if ch.integer(0, 7) == 0 else b.expr(cfg.max_depth)[0]
+  return e, variables_of(e)
+
+def index_expressions(cfg: IndexExprConfig | None = None) -> st.SearchStrategy[tuple[UOp, list[UOp]]]:
+  """Hypothesis strategy of (expr, variables): random index expressions over bounded variables and ranges."""
+  @st.composite
+  def strat(draw: Callable[[st.SearchStrategy[Any]], Any]) -> tuple[UOp, list[UOp]]:
+    return build_index_expression(DrawChooser(draw), cfg)
+  return strat()
+
+ExprAndVars = tuple[UOp, list[UOp]]
+
+def index_expression_batches(size: int, cfg: IndexExprConfig | None = None) -> st.SearchStrategy[list[ExprAndVars]]:
+  """Batches of `size` expressions from one seed (for bulk proofs: one hypothesis example checks many expressions)."""
+  def batch(seed: int) -> list[ExprAndVars]:
+    return [build_index_expression(RandomChooser(seed * 1_000_003 + i), cfg) for i in range(size)]
+  return st.integers(0, 2**32 - 1).map(batch)
+
+__all__ = ["Chooser", "RandomChooser", "DrawChooser", "IndexExprConfig", "build_index_expression", "index_expressions",
+           "index_expression_batches", "variables_of"]

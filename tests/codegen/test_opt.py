@@ -1,0 +1,332 @@
+import itertools, math, random
+import numpy as np
+import pytest
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, KernelInfo, apply_opts, output_axes, reduce_axes, axes_of, axis_size
+from tinygrad.dtype import dtypes, Invalid
+from tinygrad.helpers import Context, cdiv, cmod
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp
+
+# ---- a reference interpreter of kernel ASTs: opts change how ranges are lowered, never what the kernel computes, so
+# it ignores AxisTypes on purpose ----
+
+_ALU = {Ops.ADD: lambda a, b: a + b, Ops.MUL: lambda a, b: a * b, Ops.SUB: lambda a, b: a - b, Ops.MAX: max,
+        Ops.CMPLT: lambda a, b: a < b, Ops.CMPNE: lambda a, b: a != b, Ops.CMPEQ: lambda a, b: a == b,
+        Ops.AND: lambda a, b: a and b if isinstance(a, bool) else a & b, Ops.OR: lambda a, b: a or b if isinstance(a, bool) else a | b,
+        Ops.IDIV: cdiv, Ops.MOD: cmod, Ops.NEG: lambda a: -a}
+_IDENT = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: -math.inf}
+
+def run_kernel_ast(ast, bufs: dict[int, np.ndarray], var_vals: dict[str, int] | None = None) -> None:
+  """Run `ast` on numpy arrays keyed by DEFINE_GLOBAL number (written in place)."""
+  vv = var_vals or {}
+  def loop(rngs, env):
+    sizes = [ev(r.src[0], env) for r in rngs]
+    for vals in itertools.product(*[range(s) for s in sizes]): yield {**env, **dict(zip(rngs, vals))}
+  def ev(u, env):
+    op = u.op
+    if op is Ops.CONST: return u.arg
+    if op is Ops.RANGE: return env[u]
+    if op is Ops.DEFINE_VAR: return vv[u.arg[0]]
+    if op is Ops.DEFINE_GLOBAL: return bufs[u.arg]
+    if op is Ops.INDEX:
+      i = ev(u.src[1], env)
+      if len(u.src) > 2 and not ev(u.src[2], env): i = Invalid
+      return ev(u.src[0], env), i
+    if op is Ops.WHERE:
+      return ev(u.src[1], env) if ev(u.src[0], env) else ev(u.src[2], env)
+    if op is Ops.LOAD:
+      buf, i = ev(u.src[0], env)
+      return 0 if i is Invalid else buf[i].item()
+    if op is Ops.STORE:
+      buf, i = ev(u.src[0], env)
+      if i is not Invalid: buf[i] = ev(u.src[1], env)
+      return None
+    if op is Ops.END:
+      for e in loop(u.src[1:], env): ev(u.src[0], e)
+      return None
+    if op is Ops.REDUCE:
+      acc = _IDENT[u.arg]
+      for e in loop(u.src[1:], env): acc = _ALU[u.arg](acc, ev(u.src[0], e))
+      return acc
+    if op in (Ops.SINK, Ops.GROUP):
+      for s in u.src: ev(s, env)
+      return None
+    if op is Ops.CAST: return ev(u.src[0], env)
+    if op in _ALU: return _ALU[op](*[ev(s, env) for s in u.src])
+    raise NotImplementedError(f"kernel_ref: {op}")
+  ev(ast, {})
+
+class CPULike:
+  device, has_local, has_shared, has_threads, global_max, local_max, shared_max, tensor_cores = "CPU", False, False, True, None, None, 0, []
+  threads = 4
+
+class GPULike:
+  device, has_local, has_shared, has_threads = "PYTHON", True, True, False
+  global_max, local_max, shared_max, tensor_cores = (2**31 - 1, 65535, 65535), (1024, 1024, 64), 32768, []
+
+def _g(i, n, dt=dtypes.float32): return UOp(Ops.DEFINE_GLOBAL, dt.ptr(n), arg=i)
+
+def elementwise_ast(M=4, N=8):
+  # out[i, j] = a[i, j] + b[j]
+  i, j = UOp.range(M, 0), UOp.range(N, 1)
+  out, a, b = _g(0, M * N), _g(1, M * N), _g(2, N)
+  val = a.index(i * N + j).load() + b.index(j).load()
+  return UOp.sink(out.index(i * N + j).store(val).end(i, j), arg=KernelInfo(name="ew"))
+
+def reduce_ast(M=4, K=16):
+  # out[i] = sum_k a[i, k]
+  i, k = UOp.range(M, 0), UOp.range(K, 1, AxisType.REDUCE)
+  out, a = _g(0, M), _g(1, M * K)
+  return UOp.sink(out.index(i).store(a.index(i * K + k).load().reduce(k, arg=Ops.ADD)).end(i))
+
+def matmul_ast(M=8, N=8, K=8):
+  i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
+  out, a, b = _g(0, M * N), _g(1, M * K), _g(2, K * N)
+  acc = (a.index(i * K + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
+  return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
+
+def _bufs(ast, seed=0):
+  rng = np.random.default_rng(seed)
+  gs = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
+  return {g.arg: (np.zeros(g.dtype.size) if g.arg == 0 else rng.integers(-5, 5, g.dtype.size).astype(np.float64)) for g in gs}
+
+def _check_same(ast, opts, renderer=CPULike()):
+  ref = _bufs(ast)
+  run_kernel_ast(ast, ref)
+  new = apply_opts(ast, opts, renderer)
+  got = _bufs(ast)
+  run_kernel_ast(new, got)
+  np.testing.assert_array_equal(got[0], ref[0])
+  assert new.arg.applied_opts == tuple(opts)
+  return new
+
+LEGAL = [
+  (elementwise_ast, [Opt(OptOps.UPCAST, 1, 4)]),
+  (elementwise_ast, [Opt(OptOps.UPCAST, 0, 0)]),
+  (elementwise_ast, [Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 0, 2)]),
+  (elementwise_ast, [Opt(OptOps.THREAD, 0, 4), Opt(OptOps.UPCAST, 0, 8)]),
+  (elementwise_ast, [Opt(OptOps.THREAD, 1, 2)]),
+  (elementwise_ast, [Opt(OptOps.SWAP, 0, 1)]),
+  (reduce_ast, [Opt(OptOps.UNROLL, 0, 4)]),
+  (reduce_ast, [Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.UPCAST, 0, 4)]),
+  (reduce_ast, [Opt(OptOps.THREAD, 0, 2), Opt(OptOps.UNROLL, 0, 0)]),
+  (matmul_ast, [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2)]),
+]
+
+@pytest.mark.parametrize("mk,opts", LEGAL, ids=[f"{mk.__name__}-{i}" for i, (mk, _) in enumerate(LEGAL)])
+def test_opt_preserves_semantics(mk, opts):
+  _check_same(mk(), opts)
+
+@pytest.mark.parametrize("opts", [[Opt(OptOps.LOCAL, 1, 4)], [Opt(OptOps.GROUP, 0, 4)], [Opt(OptOps.GROUPTOP, 0, 8)],
+                                  [Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUPTOP, 0, 4), Opt(OptOps.UNROLL, 0, 2)]])
+def test_local_opts_preserve_semantics_on_gpu_like(opts):
+  mk = reduce_ast if all(o.op is not OptOps.LOCAL or o.axis == 0 for o in opts) and any(o.op is not OptOps.LOCAL for o in opts) else elementwise_ast
+  new = _check_same(mk(), opts, GPULike())
+  assert axes_of(new, AxisType.LOCAL, AxisType.GROUP_REDUCE)
+
+def test_random_opt_sequences_preserve_semantics():
+  rnd = random.Random(1234)
+  ops = [OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP, OptOps.PADTO, OptOps.LOCAL, OptOps.GROUPTOP]
+  tried = applied = 0
+  for trial in range(60):
+    mk = rnd.choice([elementwise_ast, reduce_ast, matmul_ast])
+    ast, ren = mk(), rnd.choice([CPULike(), GPULike()])
+    opts = []
+    for _ in range(rnd.randint(1, 4)):
+      cand = opts + [Opt(rnd.choice(ops), rnd.randint(0, 2), rnd.choice([0, 2, 3, 4, 8]))]
+      tried += 1
+      try: apply_opts(ast, cand, ren)
+      except KernelOptError: continue
+      opts, applied = cand, applied + 1
+    _check_same(ast, opts, ren)
+  assert applied > 20, f"only {applied} of {tried} random opts applied"
+
+def test_upcast_splits_into_upcast_range():
+  new = apply_opts(elementwise_ast(), [Opt(OptOps.UPCAST, 1, 4)], CPULike())
+  ups = axes_of(new, AxisType.UPCAST)
+  assert len(ups) == 1 and axis_size(ups[0]) == 4
+  assert sorted(axis_size(r) for r in output_axes(new)) == [2, 4]
+
+def test_thread_range_is_outer_and_sized_by_threads():
+  new = apply_opts(elementwise_ast(M=8), [Opt(OptOps.THREAD, 0, 4)], CPULike())
+  th = axes_of(new, AxisType.THREAD)
+  assert len(th) == 1 and axis_size(th[0]) == 4
+  # the thread's block is the outer part of the index: thread t covers rows 2t, 2t+1
+  store_idx = [u for u in new.toposort() if u.op is Ops.STORE][0].src[0].src[1]
+  assert th[0] in store_idx.toposort()
+
+def test_applied_opts_recorded_and_name_kept():
+  opts = [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.UNROLL, 0, 4)]
+  new = apply_opts(matmul_ast(), opts, CPULike())
+  assert isinstance(new.arg, KernelInfo) and new.arg.applied_opts == tuple(opts)
+  new2 = apply_opts(elementwise_ast(), [], CPULike())
+  assert new2.arg.name == "ew" and new2.arg.applied_opts == ()
+
+def test_apply_opts_is_deterministic_hash_consed():
+  opts = [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.THREAD, 1, 2)]
+  assert apply_opts(matmul_ast(), opts, CPULike()) is apply_opts(matmul_ast(), opts, CPULike())
+
+ILLEGAL = [
+  (elementwise_ast, Opt(OptOps.UPCAST, 1, 3), CPULike, "does not divide"),
+  (elementwise_ast, Opt(OptOps.UPCAST, 5, 2), CPULike, "out of range"),
+  (elementwise_ast, Opt(OptOps.UNROLL, 0, 2), CPULike, "0 reduce axes"),
+  (lambda: elementwise_ast(N=32), Opt(OptOps.UPCAST, 1, 32), CPULike, "limit of 16"),
+  (elementwise_ast, Opt(OptOps.LOCAL, 0, 2), CPULike, "no local"),
+  (elementwise_ast, Opt(OptOps.THREAD, 0, 2), GPULike, "no CPU threads"),
+  (lambda: elementwise_ast(N=16), Opt(OptOps.THREAD, 1, 8), CPULike, "8 threads > 4"),
+  (reduce_ast, Opt(OptOps.GROUP, 0, 4), CPULike, "no local"),
+  (reduce_ast, Opt(OptOps.UPCAST, 1, 2), CPULike, "out of range"),
+  (matmul_ast, Opt(OptOps.TC, 0, 0), CPULike, "tensor cores"),
+  (elementwise_ast, Opt(OptOps.PADTO, 1, 4), CPULike, "already a multiple"),
+  (elementwise_ast, Opt(OptOps.SWAP, 0, 0), CPULike, "itself"),
+  (elementwise_ast, Opt(OptOps.UPCAST, 0, 1), CPULike, "does nothing"),
+  (elementwise_ast, Opt(OptOps.NOLOCALS), CPULike, "no locals"),
+  (lambda: elementwise_ast(M=0), Opt(OptOps.UPCAST, 0, 0), CPULike, "empty"),
+]
+
+@pytest.mark.parametrize("mk,opt,ren,msg", ILLEGAL, ids=[f"{o.op.name}-{m}" for _, o, _, m in ILLEGAL])
+def test_illegal_opt_raises_clear_error(mk, opt, ren, msg):
+  with pytest.raises(KernelOptError, match=msg): apply_opts(mk(), [opt], ren())
+
+def test_only_one_thread_axis():
+  with pytest.raises(KernelOptError, match="already has a THREAD"):
+    apply_opts(matmul_ast(), [Opt(OptOps.THREAD, 0, 2), Opt(OptOps.THREAD, 1, 2)], CPULike())
+
+def test_total_upcast_limit():
+  ast = matmul_ast(16, 16, 16)
+  with pytest.raises(KernelOptError, match="total upcast"):
+    apply_opts(ast, [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UNROLL, 0, 2)], CPULike())
+
+def test_nolocals_blocks_later_locals():
+  with pytest.raises(KernelOptError, match="NOLOCALS"):
+    apply_opts(elementwise_ast(), [Opt(OptOps.NOLOCALS), Opt(OptOps.LOCAL, 0, 2)], GPULike())
+
+def test_padto_masks_and_preserves_semantics():
+  new = _check_same(elementwise_ast(M=4, N=6), [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4)])
+  assert sorted(axis_size(r) for r in new.toposort() if r.op is Ops.RANGE) == [2, 4, 4]
+  assert any(u.is_masked() for u in new.toposort() if u.op is Ops.WHERE)
+
+def test_padto_rejected_with_int_division_by_loaded_values():
+  i = UOp.range(6, 0)
+  out, a = _g(0, 6, dtypes.int32), _g(1, 6, dtypes.int32)
+  ast = UOp.sink(out.index(i).store(UOp.const(dtypes.int32, 100) // a.index(i).load()).end(i))
+  with pytest.raises(KernelOptError, match="divide by 0"): apply_opts(ast, [Opt(OptOps.PADTO, 0, 4)], CPULike())
+
+def test_gpu_like_output_axes_go_on_the_grid():
+  new = apply_opts(elementwise_ast(), [Opt(OptOps.LOCAL, 1, 4)], GPULike())
+  assert len(axes_of(new, AxisType.GLOBAL)) == 2 and len(axes_of(new, AxisType.LOCAL)) == 1
+  # CPU keeps loops
+  assert not axes_of(apply_opts(elementwise_ast(), [], CPULike()), AxisType.GLOBAL)
+
+def test_reduce_axes_stable_under_unroll():
+  ast = matmul_ast(8, 8, 16)
+  new = apply_opts(ast, [Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.UNROLL, 0, 2)], CPULike())
+  assert [axis_size(r) for r in reduce_axes(new)] == [4]
+  assert sorted(axis_size(r) for r in axes_of(new, AxisType.UNROLL)) == [2, 2]
+
+# ---- end to end on the CPU: opts through codegen, the C compiler and the runtime ----
+
+def _run_on_cpu(ast, opts):
+  from tinygrad.codegen import get_program
+  from tinygrad.device import Device, Buffer
+  dev = Device["CPU"]
+  p = get_program(ast, dev.renderer, opts=opts)
+  host = _bufs(ast, seed=1)
+  bufs = {i: Buffer("CPU", a.size, dtypes.float32).copyin(memoryview(a.astype(np.float32))) for i, a in host.items()}
+  prg = dev.runtime(p.name, dev.compiler.compile_cached(p.src))
+  gs, ls = p.launch_dims({})
+  prg(*[bufs[i]._buf for i in p.globals], global_size=gs, local_size=ls)
+  return bufs[0].numpy(), p
+
+E2E = [
+  (elementwise_ast, []), (elementwise_ast, [Opt(OptOps.UPCAST, 1, 4)]), (elementwise_ast, [Opt(OptOps.THREAD, 0, 4), Opt(OptOps.UPCAST, 0, 8)]),
+  (lambda: elementwise_ast(M=4, N=6), [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4)]),
+  (reduce_ast, [Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2)]), (matmul_ast, [Opt(OptOps.SWAP, 0, 1)]),
+  (matmul_ast, [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2)]),
+  (matmul_ast, None),
+]
+
+@pytest.mark.parametrize("mk,opts", E2E, ids=[f"{mk.__name__}-{i}" for i, (mk, _) in enumerate(E2E)])
+def test_opts_end_to_end_on_cpu(mk, opts):
+  ast = mk()
+  ref = _bufs(ast, seed=1)
+  run_kernel_ast(ast, ref)
+  # NOTE: THREAD counts are capped by CPU_THREADS (default: the cores of this machine); 4 calls on fewer cores still run
+  with Context(CPU_THREADS=4): got, p = _run_on_cpu(ast, opts)
+  np.testing.assert_allclose(got, ref[0], rtol=1e-6)
+  if opts: assert tuple(p.applied_opts) == tuple(opts)
+  if opts and any(o.op is OptOps.THREAD for o in opts): assert p.global_size[0] == next(o.arg for o in opts if o.op is OptOps.THREAD)
+
+def test_heuristics_thread_and_upcast_big_matmul_on_cpu():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  opts = hand_coded_optimizations(matmul_ast(256, 256, 256), CPULike())
+  kinds = {o.op for o in opts}
+  assert OptOps.UPCAST in kinds and OptOps.THREAD in kinds
+  # register blocking: the contiguous output axis (1) gets 16 lanes, the other reuse axis 8
+  assert Opt(OptOps.UPCAST, 1, 16) in opts and Opt(OptOps.UPCAST, 0, 8) in opts
+  # and they apply
+  apply_opts(matmul_ast(256, 256, 256), opts, CPULike())
+
+def test_heuristics_never_raise_and_skip_threads_on_small_kernels():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  for mk in (elementwise_ast, reduce_ast, matmul_ast, lambda: elementwise_ast(3, 5), lambda: reduce_ast(7, 13),
+             lambda: elementwise_ast(0, 8), lambda: reduce_ast(4, 0), lambda: colsum_ast(1, 1)):
+    for ren in (CPULike(), GPULike()):
+      opts = hand_coded_optimizations(mk(), ren)
+      _check_same(mk(), opts, ren)
+      assert all(o.op is not OptOps.THREAD for o in opts)
+
+def test_heuristics_group_small_output_reduce_on_gpu_like():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  opts = hand_coded_optimizations(reduce_ast(M=2, K=1024), GPULike())
+  assert any(o.op is OptOps.GROUPTOP for o in opts)
+
+def test_grid_dims_respect_their_limits_in_lowering_order():
+  class SmallGrid(GPULike):
+    global_max = (1 << 20, 4, 4)
+  # three output axes of 8, 8, 2: gidx0 (axis 0, 8 <= 2**20), then axis 1 (8 > 4 stays a loop), then axis 2 (2 <= 4)
+  i, j, k = UOp.range(8, 0), UOp.range(8, 1), UOp.range(2, 2)
+  out = _g(0, 128)
+  ast = UOp.sink(out.index(i * 16 + j * 2 + k).store(UOp.const(dtypes.float32, 1.0)).end(i, j, k))
+  new = apply_opts(ast, [], SmallGrid())
+  assert [(r.arg[0], axis_size(r)) for r in axes_of(new, AxisType.GLOBAL)] == [(0, 8), (2, 2)]
+  assert [r.arg[0] for r in axes_of(new, AxisType.LOOP)] == [1]
+
+def colsum_ast(R, C):
+  # out[j] = sum_i a[i, j]: the reduce walks a with stride C, the output axis reads it contiguously
+  j, i = UOp.range(C, 0), UOp.range(R, 1, AxisType.REDUCE)
+  out, a = _g(0, C), _g(1, R * C)
+  return UOp.sink(out.index(j).store(a.index(i * C + j).load().reduce(i, arg=Ops.ADD)).end(j))
+
+def test_stride_of():
+  from tinygrad.codegen.heuristic import stride_of
+  ast = matmul_ast(8, 8, 8)
+  i, j, k = sorted([u for u in ast.toposort() if u.op is Ops.RANGE], key=lambda r: r.arg[0])
+  idx = i * 8 + j
+  assert (stride_of(ast, idx, i), stride_of(ast, idx, j), stride_of(ast, idx, k)) == (8, 1, 0)
+
+def test_heuristics_upcast_contiguous_output_of_strided_reduce():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  opts = hand_coded_optimizations(colsum_ast(4096, 4096), CPULike())
+  assert opts[:2] == [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 4)]
+  # a row sum reads along its reduce: no upcast there, an unroll instead
+  rows = hand_coded_optimizations(reduce_ast(4096, 4096), CPULike())
+  assert not any(o.op is OptOps.UPCAST for o in rows) and Opt(OptOps.UNROLL, 0, 4) in rows
+  # small: 4 lanes, and the same result
+  small = hand_coded_optimizations(colsum_ast(8, 16), CPULike())
+  assert small[0] == Opt(OptOps.UPCAST, 0, 4)
+  _check_same(colsum_ast(8, 16), small)
+
+def test_symbolic_axis_is_left_alone():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  n = UOp.variable("n", 1, 64)
+  i, j = UOp.range(n, 0), UOp.range(16, 1)
+  out, a = _g(0, 64 * 16), _g(1, 64 * 16)
+  ast = UOp.sink(out.index(i * 16 + j).store(a.index(i * 16 + j).load()).end(i, j))
+  with pytest.raises(KernelOptError, match="symbolic"): apply_opts(ast, [Opt(OptOps.UPCAST, 0, 4)], CPULike())
+  opts = hand_coded_optimizations(ast, CPULike())
+  assert all(o.axis == 1 for o in opts if o.op is OptOps.UPCAST)
+  ref, got = _bufs(ast), _bufs(ast)
+  run_kernel_ast(ast, ref, {"n": 5})
+  run_kernel_ast(apply_opts(ast, opts, CPULike()), got, {"n": 5})
+  np.testing.assert_array_equal(got[0], ref[0])

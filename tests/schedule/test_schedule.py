@@ -1,0 +1,204 @@
+"""create_schedule (order, buffers, hooks), memory planning, and run_schedule end to end on CPU against numpy."""
+import numpy as np
+import pytest
+from tinygrad.uop import Ops, hooks
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from tinygrad.device import buffer_of, Buffer
+from tinygrad.engine.schedule import create_schedule, create_schedule_with_vars, order_kernels, ScheduleItem
+from tinygrad.engine.realize import run_schedule, get_runner
+from tinygrad.schedule.memory import plan_memory
+from tinygrad.schedule.rangeify import rangeify
+from tests.schedule.test_rangeify import inputs, const, bufuop, matmul, cumsum, pool_last
+
+def load_inputs(data):
+  for u, n in data.items(): buffer_of(bufuop(u)).copyin(memoryview(np.ascontiguousarray(n).reshape(-1)))
+
+def run(*outs, data):
+  load_inputs(data)
+  items, becomes, vv = create_schedule_with_vars(UOp.sink(*outs))
+  run_schedule(items, vv)
+  return [buffer_of(bufuop(becomes[o])).numpy().reshape(o.shape) for o in outs], items
+
+# ---- ordering and buffers ----
+
+def test_schedule_is_in_dependency_order():
+  (x,), (nx,) = inputs((4, 8))
+  s = x.r(Ops.ADD, (1,)).expand((4, 8))
+  out = x.alu(Ops.SUB, s)
+  items = create_schedule(UOp.sink(out))
+  assert len(items) == 2
+  # the first kernel writes the buffer the second reads
+  assert items[0].bufs[0] in items[1].bufs[1:]
+
+def test_schedule_item_bufs_follow_define_globals():
+  (a, b), _ = inputs((3, 4), (3, 4))
+  (it,) = create_schedule(UOp.sink(a + b))
+  dgs = sorted((u for u in it.ast.toposort() if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg)
+  assert len(dgs) == len(it.bufs) == 3
+  assert all(dg.dtype.base is b.dtype and dg.dtype.size == b.size for dg, b in zip(dgs, it.bufs))
+  assert it.bufs[1] is buffer_of(bufuop(a)) and it.bufs[2] is buffer_of(bufuop(b))
+
+def test_assign_runs_after_readers_of_old_value():
+  (x,), _ = inputs((4,))
+  reader = x * const(2.0, (4,))
+  asg = UOp(Ops.ASSIGN, dtypes.float32, (x, x + const(1.0, (4,))))
+  # the assign comes first in the sink, but the reader of the old x must run before it
+  ksink, _, _ = rangeify(UOp.sink(asg, reader))
+  ks = order_kernels(ksink)
+  writer = next(k for k in ks if k.src[0] is x)
+  other = next(k for k in ks if k is not writer)
+  assert ks.index(other) < ks.index(writer)
+
+def test_hooks_fire_at_each_stage():
+  (a,), _ = inputs((4,))
+  seen = {"tensor_graph": [], "kernel_graph": [], "kernel_ast": []}
+  fns = {k: (lambda v, k=k: seen[k].append(v)) for k in seen}
+  for k, f in fns.items(): hooks.register(k, f)
+  try: items = create_schedule(UOp.sink(a + a, a * a))
+  finally:
+    for k, f in fns.items(): hooks.unregister(k, f)
+  assert len(seen["tensor_graph"]) == 1 and seen["tensor_graph"][0].op is Ops.SINK
+  assert len(seen["kernel_graph"]) == 1 and any(u.op is Ops.KERNEL for u in seen["kernel_graph"][0].toposort())
+  assert [it.ast for it in items] == seen["kernel_ast"]
+
+# ---- memory planning ----
+
+def test_memory_planner_reuses_dead_intermediates():
+  (x,), (nx,) = inputs((16,))
+  c1 = (x + const(1.0, (16,))).contiguous()
+  c2 = (c1 * const(2.0, (16,))).contiguous()
+  c3 = (c2 + const(3.0, (16,))).contiguous()
+  out = c3 * const(0.5, (16,))
+  (res,), items = run(out, data={x: nx})
+  assert len(items) == 4
+  # c1 is dead once c2 is written, so c3 takes c1's memory; the output keeps its own
+  assert items[2].bufs[0] is items[0].bufs[0]
+  assert items[3].bufs[0] not in {b for it in items[:3] for b in it.bufs}
+  np.testing.assert_allclose(res, ((nx + 1) * 2 + 3) * 0.5, rtol=1e-6)
+
+def test_memory_planner_never_reuses_live_or_held_buffers():
+  class It:
+    def __init__(self, *bufs): self.bufs = bufs
+  a, b, c, d = (Buffer("CPU", 8, dtypes.float32) for _ in range(4))
+  # a: items 0-1, b: items 1-2, c: item 2, d: item 3 (d is held by the user)
+  items = [It(a), It(b, a), It(c, b), It(d, c)]
+  remap = plan_memory(items, {a, b, c})
+  assert remap == {c: a}
+  remap2 = plan_memory(items, {a, b, c, d})
+  assert remap2[d] is b and remap2[c] is a
+
+def test_memory_planner_matches_device_and_size():
+  class It:
+    def __init__(self, *bufs): self.bufs = bufs
+  a, b = Buffer("CPU", 8, dtypes.float32), Buffer("CPU", 4, dtypes.float32)
+  c = Buffer("CPU", 8, dtypes.int32)
+  remap = plan_memory([It(a), It(b), It(c)], {a, b, c})
+  assert b not in remap
+  assert remap[c].base is a and remap[c].dtype is dtypes.int32
+
+# ---- end to end on CPU ----
+
+def test_run_elementwise_and_reduce():
+  (a, b), (na, nb) = inputs((5, 7), (5, 7))
+  (s, r), _ = run(a + b, (a * b).r(Ops.ADD, (1,)), data={a: na, b: nb})
+  np.testing.assert_allclose(s, na + nb, rtol=1e-6)
+  np.testing.assert_allclose(r, (na * nb).sum(1, keepdims=True), rtol=1e-5)
+
+def test_run_transpose_contiguous():
+  (x,), (nx,) = inputs((3, 7))
+  (out,), items = run(x.permute((1, 0)).contiguous(), data={x: nx})
+  assert len(items) == 1
+  np.testing.assert_equal(out, nx.T)
+
+def test_run_matmul_add_relu():
+  (a, b, c), (na, nb, nc) = inputs((3, 4), (4, 5), (3, 5))
+  (out,), items = run((matmul(a, b) + c).maximum(const(0.0, (3, 5))), data={a: na, b: nb, c: nc})
+  assert len(items) == 1
+  np.testing.assert_allclose(out, np.maximum(na @ nb + nc, 0), rtol=1e-5, atol=1e-6)
+
+def test_run_cat_and_arange():
+  (a, b, c), (na, nb, nc) = inputs((3,), (4,), (2,))
+  ar = cumsum(const(1, (9,), dtypes.int32)) + const(-1, (9,), dtypes.int32)
+  (cat, arv), items = run(a.pad(((0, 6),)) + b.pad(((3, 2),)) + c.pad(((7, 0),)), ar, data={a: na, b: nb, c: nc})
+  assert len(items) == 2
+  np.testing.assert_equal(cat, np.concatenate([na, nb, nc]))
+  np.testing.assert_equal(arv, np.arange(9))
+
+def test_run_softmax():
+  (x,), (nx,) = inputs((4, 6))
+  m = x.r(Ops.MAX, (1,)).expand((4, 6))
+  e = x.alu(Ops.SUB, m).exp2()
+  s = e.r(Ops.ADD, (1,)).expand((4, 6))
+  (out,), items = run(e * s.reciprocal(), data={x: nx})
+  assert len(items) <= 3
+  ref = np.exp2(nx - nx.max(1, keepdims=True))
+  np.testing.assert_allclose(out, ref / ref.sum(1, keepdims=True), rtol=1e-5)
+
+def test_run_conv2d():
+  N, Cin, H, W, Cout, kh, kw = 1, 2, 5, 5, 3, 3, 3
+  (x, w), (nx, nw) = inputs((N, Cin, H, W), (Cout, Cin, kh, kw))
+  OH, OW = H - kh + 1, W - kw + 1
+  xw = pool_last(pool_last(x, kw).permute((0, 1, 3, 4, 2)), kh).permute((0, 1, 4, 2, 5, 3))
+  full = (N, Cout, Cin, OH, OW, kh, kw)
+  out_u = (xw.reshape((N, 1, Cin, OH, OW, kh, kw)).expand(full) * w.reshape((1, Cout, Cin, 1, 1, kh, kw)).expand(full))
+  out_u = out_u.r(Ops.ADD, (2, 5, 6)).reshape((N, Cout, OH, OW))
+  (out,), items = run(out_u, data={x: nx, w: nw})
+  assert len(items) == 1
+  ref = sum(np.einsum("nchw,oc->nohw", nx[:, :, i:i+OH, j:j+OW], nw[:, :, i, j]) for i in range(kh) for j in range(kw))
+  np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+def test_run_assign_updates_buffer_in_place():
+  (x,), (nx,) = inputs((6,))
+  load_inputs({x: nx})
+  asg = UOp(Ops.ASSIGN, dtypes.float32, (x, x * const(3.0, (6,))))
+  items, becomes, vv = create_schedule_with_vars(UOp.sink(asg))
+  run_schedule(items, vv)
+  assert becomes[asg] is x and items[0].bufs[0] is buffer_of(x)
+  np.testing.assert_allclose(buffer_of(x).numpy(), nx * 3, rtol=1e-6)
+
+def test_run_copy():
+  (x,), (nx,) = inputs((5,))
+  cp = UOp(Ops.COPY, dtypes.float32, ((x + x), UOp(Ops.DEVICE, arg="CPU")))
+  (out,), items = run(cp, data={x: nx})
+  assert len(items) == 2 and items[1].bufs[1] is items[0].bufs[0]
+  np.testing.assert_allclose(out, nx * 2, rtol=1e-6)
+
+def test_identical_kernels_compile_once():
+  (a, b, c, d), _ = inputs((6,), (6,), (6,), (6,))
+  (i1,) = create_schedule(UOp.sink(a + b))
+  (i2,) = create_schedule(UOp.sink(c + d))
+  assert i1.ast is i2.ast
+  assert get_runner("CPU", i1.ast) is get_runner("CPU", i2.ast)
+
+def test_run_error_names_the_item():
+  (a,), _ = inputs((4,))
+  (it,) = create_schedule(UOp.sink(a + a))
+  bad = ScheduleItem(it.ast, it.bufs[:1], it.metadata)
+  with pytest.raises(RuntimeError, match="run_schedule: item 0"): run_schedule([bad])
+
+def test_debug2_prints_one_line_per_kernel(capsys):
+  from tinygrad.helpers import Context
+  (a,), (na,) = inputs((8,))
+  load_inputs({a: na})
+  items = create_schedule(UOp.sink((a + a).r(Ops.ADD, (0,)), a * a))
+  with Context(DEBUG=2): run_schedule(items)
+  lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("***")]
+  assert len(lines) == len(items) == 2
+  assert all("GFLOPS" in ln and "GB/s" in ln and "us" in ln for ln in lines)
+
+def test_run_copy_across_devices():
+  (x,), (nx,) = inputs((5,))
+  cp = UOp(Ops.COPY, dtypes.float32, ((x * x), UOp(Ops.DEVICE, arg="PYTHON")))
+  (out,), items = run(cp, data={x: nx})
+  assert [it.bufs[0].device for it in items] == ["CPU", "PYTHON"]
+  np.testing.assert_allclose(out, nx * nx, rtol=1e-6)
+
+def test_run_reads_buffer_view():
+  (x,), (nx,) = inputs((10,))
+  view = UOp(Ops.BUFFER_VIEW, dtypes.float32, (bufuop(x),), arg=(4, 3))
+  load_inputs({x: nx})
+  out_u = view + view
+  (out,), items = run(out_u, data={})
+  assert items[0].bufs[1].base is buffer_of(bufuop(x))
+  np.testing.assert_allclose(out, nx[3:7] * 2, rtol=1e-6)

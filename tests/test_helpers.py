@@ -1,0 +1,66 @@
+"""helpers: env flags (ContextVar, Context as context manager and decorator, getenv), and C-style cdiv/cmod."""
+import math
+from fractions import Fraction
+import pytest
+from tinygrad.helpers import Context, ContextVar, getenv, cdiv, cmod, DEBUG, SPEC, BEAM
+
+def test_context_manager_sets_and_restores():
+  old, old_beam = DEBUG.value, BEAM.value
+  with Context(DEBUG=3):
+    assert DEBUG.value == 3 and DEBUG >= 3 and DEBUG > 2 and DEBUG == 3
+    with Context(DEBUG=5, BEAM=2):
+      assert DEBUG.value == 5 and BEAM.value == 2
+    assert DEBUG.value == 3 and BEAM.value == old_beam
+  assert DEBUG.value == old and BEAM.value == old_beam
+
+def test_context_restores_after_exception():
+  old = SPEC.value
+  with pytest.raises(RuntimeError):
+    with Context(SPEC=0):
+      assert SPEC.value == 0
+      raise RuntimeError("boom")
+  assert SPEC.value == old
+
+def test_context_as_decorator():
+  @Context(DEBUG=7)
+  def f(): return DEBUG.value
+  old = DEBUG.value
+  assert f() == 7 and DEBUG.value == old
+  assert f() == 7  # reusable
+
+def test_context_unknown_flag_names_it():
+  with pytest.raises(KeyError, match="NOT_A_FLAG_XYZ"):
+    with Context(NOT_A_FLAG_XYZ=1): pass
+
+def test_flag_declared_twice_is_an_error():
+  with pytest.raises(RuntimeError, match="DEBUG"): ContextVar("DEBUG", 0)
+
+def test_getenv_typed_by_default(monkeypatch):
+  monkeypatch.setenv("TG_TEST_GETENV_INT", "12")
+  monkeypatch.setenv("TG_TEST_GETENV_STR", "hello")
+  monkeypatch.setenv("TG_TEST_GETENV_FLOAT", "2.5")
+  assert getenv("TG_TEST_GETENV_INT") == 12
+  assert getenv("TG_TEST_GETENV_STR", "") == "hello"
+  assert getenv("TG_TEST_GETENV_FLOAT", 0.0) == 2.5
+  assert getenv("TG_TEST_GETENV_MISSING_9", 4) == 4 and getenv("TG_TEST_GETENV_MISSING_9b", "x") == "x"
+
+def test_contextvar_reads_env(monkeypatch):
+  monkeypatch.setenv("TG_TEST_CV_FLAG", "3")
+  cv = ContextVar("TG_TEST_CV_FLAG", 0, "test only")
+  try:
+    assert cv.value == 3 and int(cv) == 3 and bool(cv)
+    with Context(TG_TEST_CV_FLAG=0): assert not cv
+  finally: del ContextVar._registry["TG_TEST_CV_FLAG"]
+
+def trunc_ref(a: int, b: int) -> int: return math.trunc(Fraction(a, b))
+
+def test_cdiv_cmod_truncate_like_c():
+  for a in range(-25, 26):
+    for b in [-7, -3, -2, -1, 1, 2, 3, 5, 8]:
+      q = trunc_ref(a, b)
+      assert cdiv(a, b) == q, (a, b)
+      assert cmod(a, b) == a - b * q, (a, b)
+      assert cmod(a, b) == 0 or (cmod(a, b) > 0) == (a > 0)
+  assert cdiv(-7, 2) == -3 and cmod(-7, 2) == -1 and cdiv(7, -2) == -3 and cmod(7, -2) == 1
+  big = 2**70 + 3
+  assert cdiv(-big, 2) == -(big // 2) and cmod(-big, 2) == -1

@@ -1,0 +1,155 @@
+"""The UOp node: hash-consing, freeing, constants' keys, graph walks, substitute, ranges, bounds, metadata."""
+import gc, math, pickle
+import pytest
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp, UOpMetaClass, Metadata, consumer_map, _argkey
+from tinygrad.dtype import dtypes, Invalid
+
+def _in_cache(op, dtype, src, arg, tag=None) -> bool:
+  return (op, dtype, src, _argkey(arg), tag) in UOpMetaClass.ucache
+
+# ---- hash-consing ----
+
+def test_equal_construction_is_same_object():
+  a = UOp.variable("hc_a", 0, 9)
+  assert UOp.variable("hc_a", 0, 9) is a
+  assert (a + 1) is (a + 1)
+  assert UOp(Ops.ADD, dtypes.index, (a, a.const_like(1))) is a + 1
+  assert (a + 1) is not (a + 2)
+  assert UOp.variable("hc_a", 0, 8) is not a
+
+def test_dtype_arg_and_tag_are_part_of_the_key():
+  assert UOp.const(dtypes.int32, 1) is not UOp.const(dtypes.int64, 1)
+  # True == 1 == 1.0 in Python, but they are different constants: the key keeps the type (and a float's bits)
+  assert len({_argkey(True), _argkey(1), _argkey(1.0), _argkey(-0.0), _argkey(0.0)}) == 5
+  assert _argkey((1, True)) != _argkey((1, 1))
+  a = UOp.variable("hc_tag", 0, 3)
+  assert a.rtag("t") is not a and a.rtag("t") is a.rtag("t") and a.rtag("t").replace(tag=None) is a
+
+def test_float_consts_key_by_bits():
+  assert UOp.const(dtypes.float32, 0.0) is not UOp.const(dtypes.float32, -0.0)
+  assert math.copysign(1.0, UOp.const(dtypes.float32, -0.0).arg) == -1.0
+  n1, n2 = float("nan"), float("nan")
+  assert n1 is not n2
+  assert UOp.const(dtypes.float32, n1) is UOp.const(dtypes.float32, n2)
+  assert UOp.const(dtypes.float32, 1.0) is UOp.const(dtypes.float32, 1)
+
+def test_unreferenced_nodes_are_freed():
+  import weakref
+  v = UOp.variable("hc_free_me", 0, 5)
+  key_args = (Ops.DEFINE_VAR, dtypes.index, (), ("hc_free_me", 0, 5))
+  w = v * 7
+  assert _in_cache(*key_args) and _in_cache(Ops.MUL, dtypes.index, (v, v.const_like(7)), None)
+  refs = [weakref.ref(v), weakref.ref(w)]
+  n_before = len(UOpMetaClass.ucache)
+  del w, v
+  gc.collect()
+  assert all(r() is None for r in refs)
+  assert not _in_cache(*key_args)
+  assert len(UOpMetaClass.ucache) <= n_before - 2
+  # and building it again gives a fresh, working node
+  assert UOp.variable("hc_free_me", 0, 5).vmax == 5
+
+def test_immutable_and_replace():
+  a = UOp.variable("hc_imm", 0, 3)
+  with pytest.raises(AttributeError): a.arg = 5  # type: ignore[misc]
+  b = a + 1
+  assert b.replace(op=Ops.MUL) is a * 1
+  with pytest.raises(TypeError): b.replace(bogus=1)
+
+def test_pickle_gives_the_live_object():
+  a = UOp.variable("hc_pickle", 0, 3) * 2
+  assert pickle.loads(pickle.dumps(a)) is a
+
+# ---- graph walks ----
+
+def test_toposort_sources_first_each_once():
+  x = UOp.variable("ts_x", 0, 3)
+  y = x + 1
+  z = y * y + x
+  order = list(z.toposort())
+  assert order[-1] is z
+  assert len(order) == len(set(order))
+  pos = {u: i for i, u in enumerate(order)}
+  for u in order:
+    for s in u.src: assert pos[s] < pos[u]
+  assert set(order) == {x, x.const_like(1), y, y * y, z}
+
+def test_toposort_gate_stops_walk():
+  x = UOp.variable("ts_g", 0, 3)
+  y = (x + 1) * 2
+  assert x not in y.toposort(gate=lambda u: u.op is not Ops.ADD)
+  assert (x + 1) in y.toposort(gate=lambda u: u.op is not Ops.ADD)
+
+def test_consumer_map():
+  x = UOp.variable("cm_x", 0, 3)
+  a, b = x + 1, x * 2
+  cm = consumer_map(UOp.sink(a, b))
+  assert set(cm[x]) == {a, b} and cm[UOp.sink(a, b)] == []
+
+def test_substitute():
+  x, y = UOp.variable("sub_x", 0, 3), UOp.variable("sub_y", 0, 3)
+  e = (x + 1) * x
+  assert e.substitute({x: y}) is (y + 1) * y
+  assert e.substitute({x + 1: y}) is y * x
+  assert e.substitute({}) is e
+  assert e.substitute({UOp.variable("sub_unused", 0, 1): y}) is e
+
+# ---- ranges ----
+
+def test_ranges_open_and_closed():
+  r0, r1 = UOp.range(4, 0), UOp.range(8, 1, AxisType.REDUCE)
+  assert r0.arg == (0, AxisType.LOOP) and r0.vmin == 0 and r0.vmax == 3
+  v = r0 * 8 + r1
+  assert v.ranges == [r0, r1]
+  red = v.reduce(r1, arg=Ops.ADD)
+  assert red.ranges == [r0]
+  buf = UOp(Ops.DEFINE_GLOBAL, dtypes.float.ptr(32), arg=0)
+  st = buf.index(v).store(UOp.const(dtypes.float, 1.0))
+  assert st.ranges == [r0, r1]
+  assert st.end(r0, r1).ranges == []
+  assert st.end(r1).ranges == [r0]
+
+def test_range_with_symbolic_end():
+  n = UOp.variable("rng_n", 1, 16)
+  r = UOp.range(n, 0)
+  assert r.vmin == 0 and r.vmax == 15 and r.ranges == [r]
+
+# ---- bounds ----
+
+@pytest.mark.parametrize("build,lo,hi", [
+  (lambda x, y: x + y, -5, 15), (lambda x, y: x * y, -50, 50), (lambda x, y: x * -2, -20, 0), (lambda x, y: x // 3, 0, 3),
+  (lambda x, y: y // 2, -2, 2), (lambda x, y: x % 4, 0, 3), (lambda x, y: y % 3, -2, 2), (lambda x, y: x.maximum(y), 0, 10),
+  (lambda x, y: (x < 3).where(x, y), -5, 10), (lambda x, y: x // -3, -3, 0), (lambda x, y: x % -4, 0, 3),
+])
+def test_vmin_vmax(build, lo, hi):
+  x, y = UOp.variable("b_x", 0, 10), UOp.variable("b_y", -5, 5)
+  e = build(x, y)
+  assert (e.vmin, e.vmax) == (lo, hi)
+  # independent check: every value in the domain lies inside the bounds, and the bounds are reached
+  from fuzz.symbolic import eval_index
+  vals = {eval_index(e, {x: a, y: b}) for a in range(0, 11) for b in range(-5, 6)}
+  assert lo <= min(vals) and max(vals) <= hi
+
+def test_bounds_of_comparisons_and_masked():
+  x = UOp.variable("bc_x", 0, 10)
+  assert ((x < 11).vmin, (x < 11).vmax) == (True, True)
+  assert ((x < 5).vmin, (x < 5).vmax) == (False, True)
+  m = (x < 5).where(x, UOp.invalid())
+  assert (m.vmin, m.vmax) == (0, 10)
+  assert UOp.invalid().arg is Invalid
+
+def test_int32_overflow_bounds_fall_back_to_dtype():
+  a = UOp.variable("ov_a", 0, 2**31 - 1, dtypes.int32)
+  assert ((a + 1).vmin, (a + 1).vmax) == (-2**31, 2**31 - 1)
+
+# ---- metadata ----
+
+def test_metadata_is_outside_the_key():
+  x = UOp.variable("md_x", 0, 3)
+  e = x + 5
+  md = (Metadata("add", "test_uop.py:1"),)
+  assert e.set_metadata(md) is e
+  assert (x + 5) is e and (x + 5).metadata == md
+  assert (x + 6).metadata == ()
+  assert UOp.variable("md_x", 0, 3) is x

@@ -1,0 +1,44 @@
+"""On CPU, a store loop whose body compares its range against constants (the masks of cat and pad) is cut at those
+points into several loops, each of which the simplifier makes branch-free."""
+from __future__ import annotations
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp, PatternMatcher, graph_rewrite
+
+MAX_PIECES = 8
+
+def cut_points(r: UOp, body: UOp) -> list[int]:
+  """Constants c with `r < c`, `r + k < c` or `c < r` in body, as the first index of a new piece (0 < c < end)."""
+  pts: set[int] = set()
+  for u in body.toposort():
+    if u.op is not Ops.CMPLT: continue
+    a, b = u.src
+    if b.op is Ops.CONST and a is r: pts.add(b.arg)
+    elif b.op is Ops.CONST and a.op is Ops.ADD and a.src[0] is r and a.src[1].op is Ops.CONST:
+      pts.add(b.arg - a.src[1].arg)
+    elif a.op is Ops.CONST and b is r: pts.add(a.arg + 1)
+  n = r.src[0].arg
+  return sorted(p for p in pts if isinstance(p, int) and 0 < p < n)
+
+def cut_end(e: UOp, sym: PatternMatcher, next_id: list[int]) -> list[UOp]:
+  store, rngs = e.src[0], e.src[1:]
+  for r in rngs:
+    if r.arg[-1] is not AxisType.LOOP or r.src[0].op is not Ops.CONST or not (pts := cut_points(r, store)): continue
+    bounds = [0, *pts[:MAX_PIECES - 1], r.src[0].arg]
+    every = list(dict.fromkeys([*rngs, *(u for u in store.toposort() if u.op is Ops.RANGE)]))
+    pieces: list[UOp] = []
+    for lo, hi in zip(bounds, bounds[1:]):
+      # NOTE: every piece gets fresh copies of all its ranges (reduce ranges too): two loops never share a RANGE
+      fresh = {x: x.replace(arg=(next_id[0] + i, *x.arg[1:])) for i, x in enumerate(every)}
+      next_id[0] += len(every)
+      fresh[r] = UOp.range(hi - lo, fresh[r].arg[0], AxisType.LOOP)
+      body = graph_rewrite(store.substitute({**fresh, r: fresh[r] + lo}), sym, name="simplify a cut piece")
+      pieces.extend(cut_end(body.end(*[fresh[x] for x in rngs]), sym, next_id))
+    return pieces
+  return [e]
+
+def cut_store_ranges(sink: UOp, sym: PatternMatcher) -> UOp:
+  if sink.op is not Ops.SINK: return sink
+  rids = [u.arg[0] for u in sink.toposort() if u.op is Ops.RANGE and isinstance(u.arg[0], int)]
+  next_id = [max(rids, default=-1) + 1]
+  srcs = [p for s in sink.src for p in (cut_end(s, sym, next_id) if s.op is Ops.END else [s])]
+  return sink if len(srcs) == len(sink.src) else sink.replace(src=tuple(srcs))

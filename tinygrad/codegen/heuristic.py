@@ -1,0 +1,159 @@
+"""Hand-coded optimisations: the default opts for a kernel when BEAM is off.
+
+Every opt is tried on the kernel as it stands and kept only if it applies: an opt that does not fit raises
+KernelOptError, which is caught here, so the heuristics never fail a compile.
+"""
+from __future__ import annotations
+from typing import Any
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
+from tinygrad.codegen.opt import max_threads
+from tinygrad.helpers import prod
+from tinygrad.uop import Ops, AxisType, GroupOp
+from tinygrad.uop.ops import UOp
+
+# a kernel must do at least this much work (iterations of its innermost body) before threads pay for their start-up
+THREAD_MIN_WORK = 1 << 15
+MAX_HEURISTIC_UPCAST = 32
+MAX_CPU_UPCAST = 128
+BIG_BLOCK_MIN_WORK = 1 << 24
+HEAVY_BODY = 24  # ALU ops in a reduce body above which it is not copied per lane
+
+class _Builder:
+  """The kernel as opts are added: `try_opt` applies one or leaves everything as it was."""
+  def __init__(self, ast: UOp, renderer: Any):
+    self.ast, self.renderer = ast, renderer
+    self.opts: list[Opt] = []
+  def try_opt(self, opt: Opt) -> bool:
+    try: self.ast = apply_opt(self.ast, opt, self.renderer, tuple(self.opts))
+    except KernelOptError: return False
+    self.opts.append(opt)
+    return True
+  def upcast_total(self) -> int:
+    return int(prod(axis_size(r) or 1 for r in axes_of(self.ast, AxisType.UPCAST, AxisType.UNROLL)))
+
+def _loads(ast: UOp) -> list[UOp]: return [u for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+def _broadcast_loads(ast: UOp, r: UOp) -> int:
+  """How many loads do not depend on range r: each upcast lane of r reuses them (a register-blocking win)."""
+  return sum(1 for ld in _loads(ast) if r not in ld.src[0]._ranges)
+
+def stride_of(ast: UOp, idx: UOp, r: UOp) -> int | None:
+  """How far index `idx` moves when range `r` steps by one (all ranges at 0), or None when that is not a constant."""
+  rngs = [u for u in idx.toposort() if u.op is Ops.RANGE]
+  if r not in rngs: return 0
+  at0 = {x: x.const_like(0) for x in rngs}
+  d = (idx.substitute({**at0, r: r.const_like(1)}) - idx.substitute(at0)).simplify()
+  return d.arg if d.op is Ops.CONST and isinstance(d.arg, int) else None
+
+def _store_idx(ast: UOp) -> UOp | None:
+  stores = [u for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
+  return stores[0].src[0].src[1].get_idx() if stores else None
+
+def _heavy_reduce(ast: UOp) -> bool:
+  """A reduce whose body is long (e.g. random numbers or transcendentals fused in): every lane copies all of it."""
+  reds = [u for u in ast.toposort() if u.op is Ops.REDUCE]
+  return any(sum(1 for x in u.src[0].toposort() if x.op in GroupOp.ALU) > HEAVY_BODY for u in reds)
+
+def _upcast_for_reuse(b: _Builder) -> None:
+  # matmul-like kernels: register blocking over the output axes that some input does not depend on. A big kernel on
+  # the CPU (no locals) gets 16 lanes on the output's contiguous axis (one AVX-512 register of float32, two of AVX2) and
+  # 8 on the other reuse axis, which the C compiler vectorizes; small kernels and GPU-style targets get 4x4 (the big
+  # blocking costs seconds of compile time that a small kernel never earns back).
+  if not reduce_axes(b.ast): return
+  work = prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE)
+  cpu = not getattr(b.renderer, "has_local", False) and work >= BIG_BLOCK_MIN_WORK
+  done: set[int] = set()
+  while True:
+    sidx = _store_idx(b.ast)
+    cands = []
+    for i, r in enumerate(output_axes(b.ast)):
+      size = axis_size(r) or 0
+      if r.arg[0] in done or size < 8 or (n := _broadcast_loads(b.ast, r)) == 0: continue
+      contiguous = sidx is not None and stride_of(b.ast, sidx, r) == 1
+      cands.append((contiguous, n, size, i))
+    if not cands: return
+    contiguous, _, size, i = max(cands)
+    done.add(output_axes(b.ast)[i].arg[0])
+    amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
+    room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
+    next(((amt for amt in amts if amt <= room and size % amt == 0 and b.try_opt(Opt(OptOps.UPCAST, i, amt)))), None)
+
+def _upcast_strided_reduce(b: _Builder) -> None:
+  # a reduce that walks its input with a stride (a column sum) but some output axis reads it contiguously: upcast that
+  # axis, so each step of the reduce reads whole cache lines (16 lanes, then 4 more on a big kernel on the CPU)
+  if not reduce_axes(b.ast) or axes_of(b.ast, AxisType.UPCAST) or _heavy_reduce(b.ast): return
+  loads = [ld.src[0].src[1].get_idx() for ld in _loads(b.ast)]
+  reds = reduce_axes(b.ast)
+  for i, r in enumerate(output_axes(b.ast)):
+    if not any(stride_of(b.ast, idx, r) == 1 and all(stride_of(b.ast, idx, x) != 1 for x in reds) for idx in loads):
+      continue
+    work = prod(axis_size(x) or 1 for x in b.ast.toposort() if x.op is Ops.RANGE)
+    cpu_big = not getattr(b.renderer, "has_local", False) and work >= BIG_BLOCK_MIN_WORK
+    first = next((amt for amt in ((16, 8, 4) if cpu_big else (4,)) if b.try_opt(Opt(OptOps.UPCAST, i, amt))), None)
+    if first is not None and cpu_big: b.try_opt(Opt(OptOps.UPCAST, i, 4))
+    return
+
+def _unroll_reduce(b: _Builder) -> None:
+  if _heavy_reduce(b.ast): return
+  for i, r in enumerate(reduce_axes(b.ast)):
+    size = axis_size(r)
+    if size is None: continue
+    # a small reduce is unrolled whole; a large one by 4
+    room = MAX_HEURISTIC_UPCAST * 2 // b.upcast_total()
+    if size <= min(8, room) and b.try_opt(Opt(OptOps.UNROLL, i, 0)): return
+    if size % 4 == 0 and room >= 4 and b.try_opt(Opt(OptOps.UNROLL, i, 4)): return
+
+def _upcast_inner(b: _Builder) -> None:
+  # elementwise kernels: vector loads and stores along the output's contiguous axis
+  if reduce_axes(b.ast) or axes_of(b.ast, AxisType.UPCAST) or (sidx := _store_idx(b.ast)) is None: return
+  outs = output_axes(b.ast)
+  inner = [i for i, r in enumerate(outs) if stride_of(b.ast, sidx, r) == 1]
+  if not inner: return
+  size = axis_size(outs[inner[0]]) or 0
+  for amt in (4, 2):
+    if size % amt == 0 and size >= amt * 2 and b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)): return
+
+def _group_small_outputs(b: _Builder) -> None:
+  # GPU: a reduce with few outputs gets its reduce spread over a workgroup
+  if not (getattr(b.renderer, "has_local", False) and getattr(b.renderer, "has_shared", False)): return
+  reds = reduce_axes(b.ast)
+  if not reds or (rsize := axis_size(reds[0])) is None or rsize < 256: return
+  if prod(axis_size(r) or 1 for r in output_axes(b.ast)) > 2048: return
+  for amt in (256, 64, 16):
+    if b.try_opt(Opt(OptOps.GROUPTOP, 0, amt)): return
+
+def _locals(b: _Builder) -> None:
+  if not getattr(b.renderer, "has_local", False) or axes_of(b.ast, AxisType.GROUP_REDUCE): return
+  budget = 128
+  for i in reversed(range(len(output_axes(b.ast)))):
+    size = axis_size(output_axes(b.ast)[i]) or 0
+    for amt in (16, 8, 4, 2):
+      if amt <= budget and size % amt == 0 and size > amt and b.try_opt(Opt(OptOps.LOCAL, i, amt)):
+        budget //= amt
+        break
+    if budget < 2: return
+
+def _threads(b: _Builder) -> None:
+  if not getattr(b.renderer, "has_threads", False) or (nt := max_threads(b.renderer)) < 2: return
+  work = prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE)
+  if work < THREAD_MIN_WORK: return
+  # the largest output axis that splits evenly across the most threads
+  outs = output_axes(b.ast)
+  cands = []
+  for i, r in enumerate(outs):
+    size = axis_size(r) or 0
+    amt = max((t for t in range(2, nt + 1) if size % t == 0), default=0)
+    if amt: cands.append((amt, size, -i))
+  for amt, _, ni in sorted(cands, reverse=True):
+    if b.try_opt(Opt(OptOps.THREAD, -ni, amt)): return
+
+def hand_coded_optimizations(ast: UOp, renderer: Any) -> list[Opt]:
+  """The default opts for `ast` on `renderer` (a list, possibly empty). Never raises KernelOptError."""
+  b = _Builder(ast, renderer)
+  _group_small_outputs(b)
+  _upcast_for_reuse(b)
+  _upcast_strided_reduce(b)
+  _unroll_reduce(b)
+  _upcast_inner(b)
+  _locals(b)
+  _threads(b)
+  return b.opts

@@ -1,0 +1,205 @@
+"""Lowering the kernel AST towards the program form: masked indexes into gates, grid ranges into SPECIAL, REDUCE into
+accumulators (DEFINE_REG + loops), and ENDs that close exactly one range each."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import Any
+from tinygrad.uop import Ops, GroupOp, AxisType
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.dtype import DType, dtypes, Invalid, AddrSpace
+
+# ---- masked (Invalid) indexes into gated INDEX ----
+
+INV = UPat.const(dtypes.index, Invalid)
+def _masked(c: str = "c", x: str = "x") -> UPat: return UPat(Ops.WHERE, src=(UPat.var(c), UPat.var(x), INV))
+def push_invalid(alu: UOp, c: UOp, x: UOp, y: UOp) -> UOp:
+  return c.where(x.alu(alu.op, y) if alu.src[0].op is Ops.WHERE else y.alu(alu.op, x), UOp.invalid())
+def gate_index(buf: UOp, c: UOp, x: UOp) -> UOp: return UOp(Ops.INDEX, buf.dtype, (buf, x, c))
+def never_index(buf: UOp) -> UOp: return gate_index(buf, UOp.const(dtypes.bool, False), UOp.const(dtypes.index, 0))
+def ungate_index(buf: UOp, x: UOp) -> UOp: return UOp(Ops.INDEX, buf.dtype, (buf, x))
+def load_alt_zero(ld: UOp, idx: UOp) -> UOp: return ld.replace(src=(idx, ld.const_like(0)))
+GATED = UPat(Ops.INDEX, src=(UPat(), UPat(), UPat()), name="idx")
+
+pm_lower_invalid = PatternMatcher([
+  # an Invalid under index math moves up to the INDEX: (c ? x : Invalid) op y -> c ? (x op y) : Invalid
+  (UPat(GroupOp.Binary, dtypes.index, src=(_masked(), UPat.var("y")), name="alu"), push_invalid),
+  (UPat(GroupOp.Binary, dtypes.index, src=(UPat.var("y"), _masked()), name="alu"), push_invalid),
+  # nested masks combine their conditions
+  (UPat(Ops.WHERE, src=(UPat.var("c0"), _masked("c1", "x"), INV)), lambda c0, c1, x: (c0 & c1).where(x, UOp.invalid())),
+  # the mask of an index becomes the gate of the INDEX (third source)
+  (UPat(Ops.INDEX, src=(UPat.var("buf"), _masked())), gate_index),
+  (UPat(Ops.INDEX, src=(UPat.var("buf"), INV)), never_index),
+  # constant gates: always true drops the gate, always false reads the alternative
+  (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("x"), UPat.const(dtypes.bool, True))), ungate_index),
+  (UPat(Ops.LOAD, src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat.const(dtypes.bool, False))), UPat.var("alt"))),
+   lambda alt: alt),
+  # a gated load reads 0 where the gate is false
+  (UPat(Ops.LOAD, src=(GATED,), name="ld"), load_alt_zero),
+])
+
+# ---- RANGEs with a grid AxisType into SPECIAL ----
+
+def _retype(r: UOp, at: AxisType) -> UOp: return r.replace(arg=(*r.arg[:-1], at))
+
+@dataclass
+class GridCtx:
+  """pm_grid's context: what each range becomes, the local-id SPECIALs, and counters for new defines and ranges."""
+  specials: dict[UOp, UOp]
+  locals: list[UOp]
+  next_range: int
+  nlocal: int = 0
+
+def grid_specials(sink: UOp, renderer: Any) -> GridCtx:
+  """What each GLOBAL/LOCAL/THREAD/GROUP_REDUCE range becomes: a SPECIAL where the target has a grid (or CPU threads),
+  else a plain loop."""
+  ret: dict[UOp, UOp] = {}
+  rngs = sorted([u for u in sink.toposort() if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
+  has_grid, has_local = getattr(renderer, "global_max", None) is not None, getattr(renderer, "has_local", False)
+  # NOTE: the innermost grid axis is dimension 0 (gidx0/lidx0: the largest launch limit, contiguous threads)
+  gl = [x for x in rngs if x.arg[-1] is AxisType.GLOBAL]
+  lc = [x for x in rngs if x.arg[-1] in (AxisType.LOCAL, AxisType.GROUP_REDUCE)] if has_local else []
+  dim = {r: f"{kind}idx{i}" for kind, axes in (("g", gl), ("l", lc)) for i, r in enumerate(reversed(axes))}
+  for r in rngs:
+    at = r.arg[-1]
+    if at is AxisType.THREAD and getattr(renderer, "has_threads", False):
+      ret[r] = UOp(Ops.SPECIAL, r.dtype, r.src, "core_id")
+    elif r in dim and has_grid:
+      if int(dim[r][-1]) > 2: raise ValueError(f"grid lowering: more than 3 {dim[r][0]}idx axes ({r.arg}); merge them")
+      ret[r] = UOp(Ops.SPECIAL, r.dtype, r.src, dim[r])
+    elif at in (AxisType.THREAD, AxisType.GLOBAL, AxisType.LOCAL): ret[r] = _retype(r, AxisType.LOOP)
+    # NOTE: without local memory a GROUP_REDUCE range is reduced by one thread, as a plain loop
+    elif at is AxisType.GROUP_REDUCE: ret[r] = _retype(r, AxisType.REDUCE)
+  if sum(1 for s in ret.values() if s.op is Ops.SPECIAL and s.arg == "core_id") > 1:
+    raise ValueError("grid lowering: more than one THREAD axis in one kernel; the CPU runtime has a single core_id")
+  lids = sorted([s for s in ret.values() if s.op is Ops.SPECIAL and s.arg.startswith("lidx")], key=lambda s: s.arg)
+  return GridCtx(ret, lids, max((r.arg[0] for r in rngs if isinstance(r.arg[0], int)), default=-1) + 1)
+
+def drop_closed_specials(e: UOp) -> UOp | None:
+  if all(s.op is Ops.RANGE for s in e.src[1:]): return None
+  return e.src[0].end(*[s for s in e.src[1:] if s.op is Ops.RANGE])
+
+def lower_group_reduce(ctx: GridCtx, red: UOp) -> UOp | None:
+  """REDUCE over local ids (GROUP_REDUCE): each thread reduces its part, stores it to local memory, BARRIER, then
+  reduces the workgroup's parts. Inside an enclosing loop (where reusing the local buffer could race) every thread
+  reduces the whole range instead."""
+  grp = [s for s in red.src[1:] if s.op is Ops.SPECIAL]
+  if not grp: return None
+  rest = [s for s in red.src[1:] if s.op is not Ops.SPECIAL]
+  news = [UOp.range(g.src[0], ctx.next_range + i, AxisType.REDUCE) for i, g in enumerate(grp)]
+  ctx.next_range += len(grp)
+  if red.src[0]._ranges.difference(*(r._ranges for r in rest)):
+    return red.src[0].substitute(dict(zip(grp, news))).reduce(*rest, *news, arg=red.arg)
+  partial = red.src[0].reduce(*rest, arg=red.arg) if rest else red.src[0]
+  lid, size = UOp.const(dtypes.index, 0), 1
+  for s in reversed(ctx.locals): lid, size = lid * s.src[0] + s, size * s.src[0].arg
+  buf = UOp(Ops.DEFINE_LOCAL, red.dtype.ptr(size, AddrSpace.LOCAL), arg=ctx.nlocal)
+  ctx.nlocal += 1
+  bar = UOp(Ops.BARRIER, dtypes.void, (buf.index(lid).store(partial),))
+  return buf.after(bar).index(lid.substitute(dict(zip(grp, news)))).load().reduce(*news, arg=red.arg)
+
+pm_grid = PatternMatcher([
+  (UPat(Ops.RANGE, name="r"), lambda ctx, r: ctx.specials.get(r)),
+  (UPat(Ops.END, name="e"), drop_closed_specials),
+  (UPat(Ops.REDUCE, name="red"), lower_group_reduce),
+])
+
+# ---- REDUCE into accumulators ----
+
+@dataclass
+class ReduceCtx:
+  nreg: int = 0
+  buffers: dict[UOp, UOp] = field(default_factory=dict)
+
+def range_key(r: UOp) -> tuple[Any, ...]: return (r.arg[-1], r.arg[0])
+
+def identity_element(op: Ops, dt: DType) -> Any:
+  if op is Ops.ADD: return 0
+  if op is Ops.MUL: return 1
+  if op is Ops.MAX: return dtypes.min(dt)
+  raise NotImplementedError(f"REDUCE with {op} has no identity element")
+
+def combine(op: Ops, a: UOp, b: UOp) -> UOp: return a.alu(op, b)
+
+def lower_reduce(ctx: ReduceCtx, red: UOp) -> UOp:
+  x, rs = red.src[0], sorted(red.src[1:], key=range_key)
+  if not rs: return x
+  acc = UOp(Ops.DEFINE_REG, red.dtype.ptr(1, AddrSpace.REG), arg=ctx.nreg)
+  ctx.nreg += 1
+  # NOTE: the init depends on the ranges open at the REDUCE, so it is redone for every output element
+  outer = sorted(red._ranges, key=range_key)
+  zero = UOp.const(dtypes.index, 0)
+  init = (acc.after(*outer) if outer else acc).index(zero).store(red.const_like(identity_element(red.arg, red.dtype)))
+  idx = acc.after(init, *rs).index(zero)
+  body = idx.store(combine(red.arg, idx.load(), x))
+  for r in reversed(rs): body = body.end(r)
+  return acc.after(body).index(zero).load()
+
+def lower_bufferize(ctx: ReduceCtx, idx: UOp, bz: UOp) -> UOp:
+  """INDEX(BUFFERIZE(value, *ranges), i): the value is stored over its ranges into a per-thread buffer (row-major in the
+  order of the ranges), then read at the flat offset i."""
+  rngs = list(bz.src[1:])
+  if not all(r.src[0].op is Ops.CONST for r in rngs): raise ValueError("local BUFFERIZE needs constant-size ranges")
+  size = 1
+  for r in rngs: size *= r.src[0].arg
+  buf = ctx.buffers.get(bz)
+  if buf is None:
+    reg = UOp(Ops.DEFINE_REG, bz.src[0].dtype.ptr(size, AddrSpace.REG), arg=ctx.nreg)
+    ctx.nreg += 1
+    flat = UOp.const(dtypes.index, 0)
+    for r in rngs: flat = flat * r.src[0] + r
+    st = reg.index(flat).store(bz.src[0])
+    for r in reversed(sorted(rngs, key=range_key)): st = st.end(r)
+    ctx.buffers[bz] = buf = reg.after(st)
+  return buf.index(*idx.src[1:])
+
+pm_reduce = PatternMatcher([
+  (UPat(Ops.REDUCE, name="red"), lower_reduce),
+  (UPat(Ops.INDEX, src=(UPat(Ops.BUFFERIZE, name="bz"),), allow_any_len=True, name="idx"), lower_bufferize),
+])
+
+# ---- ENDs: one range each, one END per range ----
+
+def split_end(e: UOp) -> UOp | None:
+  if len(e.src) <= 2: return None
+  rs = sorted(e.src[1:], key=range_key)
+  ret = e.src[0]
+  for r in reversed(rs): ret = ret.end(r)
+  return ret
+
+def flatten_group(g: UOp) -> UOp | None:
+  if not any(s.op is Ops.GROUP for s in g.src): return None
+  return UOp.group(*[y for s in g.src for y in (s.src if s.op is Ops.GROUP else (s,))])
+
+def drop_unused_end(e: UOp) -> UOp | None:
+  # NOTE: a loop whose body does not use its range repeats the same stores: once is the same (accumulator updates
+  # always use their range through AFTER, so this never drops a reduce)
+  return e.src[0] if len(e.src) == 2 and e.src[1] not in e.src[0]._ranges else None
+
+pm_split_ends = PatternMatcher([
+  (UPat(Ops.END, name="e"), split_end),
+  (UPat(Ops.END, name="e"), drop_unused_end),
+  (UPat(Ops.GROUP, name="g"), flatten_group),
+])
+
+def merge_ends(sink: UOp) -> UOp:
+  """ENDs closing the same RANGE in the same loop nest (sibling reduces, expanded lanes, stores over one loop) become
+  one END over a GROUP of their values. ENDs of one RANGE in different loop nests get fresh copies of the range."""
+  next_id = max((u.arg[0] for u in sink.toposort() if u.op is Ops.RANGE and isinstance(u.arg[0], int)), default=-1) + 1
+  for _ in range(1000):
+    by_range: dict[UOp, dict[frozenset[UOp], list[UOp]]] = {}
+    for u in sink.toposort():
+      if u.op is Ops.END: by_range.setdefault(u.src[1], {}).setdefault(u._ranges, []).append(u)
+    subs: dict[UOp, UOp] = {}
+    for r, nests in by_range.items():
+      for n, es in enumerate(nests.values()):
+        if n == 0 and len(es) == 1: continue
+        nr = r if n == 0 else r.replace(arg=(next_id, *r.arg[1:]))
+        next_id += n != 0
+        body = UOp.group(*[e.src[0] for e in es]) if len(es) > 1 else es[0].src[0]
+        inner = body.toposort()
+        if any(e in inner for e in es):
+          raise ValueError(f"merge_ends: two loops over range {r.arg} depend on each other; use distinct ranges")
+        merged = (body if nr is r else body.substitute({r: nr})).end(nr)
+        subs.update({e: merged for e in es})
+    if not subs: return sink
+    sink = sink.substitute(subs)
+  raise RuntimeError("merge_ends did not converge")

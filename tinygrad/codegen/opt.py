@@ -1,0 +1,241 @@
+"""Kernel optimisations: `Opt`s rewrite the RANGEs of a kernel AST (split a range, change its AxisType).
+
+Axis numbering (what `Opt.axis` means):
+- UPCAST, LOCAL, THREAD, PADTO, SWAP count among the *output axes*: RANGEs of AxisType LOOP or GLOBAL, sorted by id.
+- UNROLL, GROUP, GROUPTOP count among the *reduce axes*: RANGEs of AxisType REDUCE, sorted by id.
+A split keeps the original RANGE (same id and AxisType, smaller end) and adds a new one, so these lists are stable
+while opts are applied one after another: `Opt(UPCAST, 0, 4)` then `Opt(UPCAST, 0, 4)` upcasts axis 0 twice. The
+exception: an opt over the whole axis (arg 0, or arg == size) changes the axis' type, so it leaves its list.
+
+Splits (N the axis size, amt the Opt's arg, 0 meaning the whole axis):
+- UPCAST/UNROLL/LOCAL/GROUP: r -> r' * amt + new  (new is the inner, contiguous part: vector lanes, local threads)
+- THREAD/GROUPTOP:           r -> new * (N // amt) + r'  (new is the outer part: each thread/group gets a block)
+"""
+from __future__ import annotations
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from tinygrad.uop import Ops, AxisType, FastEnum
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import CPU_THREADS, prod, round_up
+
+class OptOps(FastEnum):
+  TC = 1; UPCAST = 2; UNROLL = 3; LOCAL = 4; THREAD = 5; GROUP = 6; GROUPTOP = 7; NOLOCALS = 8; PADTO = 9; SWAP = 10
+
+@dataclass(frozen=True)
+class Opt:
+  op: OptOps
+  axis: int | None = None
+  arg: Any = None
+  def __repr__(self) -> str: return f"Opt(op={self.op!r}, axis={self.axis!r}, arg={self.arg!r})"
+
+class KernelOptError(Exception):
+  """An Opt that does not fit this kernel or this target. Heuristics and BEAM catch it and try something else."""
+
+@dataclass(frozen=True)
+class KernelInfo:
+  """The SINK's arg: the kernel's name, the opts asked for (None-free tuple; used instead of heuristics when given) and
+  the opts that were applied."""
+  name: str = ""
+  opts: tuple[Opt, ...] = field(default_factory=tuple)
+  applied_opts: tuple[Opt, ...] = field(default_factory=tuple)
+
+# ---- limits ----
+
+MAX_UPCAST = 16        # one UPCAST/UNROLL opt
+MAX_UPCAST_TOTAL = 256  # product of all UPCAST and UNROLL sizes (vector lanes and registers per thread)
+MAX_LOCAL_TOTAL = 1024  # threads of a workgroup, when the renderer does not say
+
+def max_threads(renderer: Any) -> int:
+  """How many CPU threads a THREAD axis may use on this renderer."""
+  if (t := getattr(renderer, "threads", None)): return int(t)
+  gm = getattr(renderer, "global_max", None)
+  if getattr(renderer, "has_threads", False) and gm: return int(gm[0])
+  return max(1, int(CPU_THREADS.value or os.cpu_count() or 1))
+
+# ---- axes ----
+
+OUTPUT_TYPES = (AxisType.LOOP, AxisType.GLOBAL)
+
+def all_ranges(ast: UOp) -> list[UOp]:
+  """Every RANGE of the kernel in loop order: by AxisType, then id."""
+  return sorted([u for u in ast.toposort() if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
+def output_axes(ast: UOp) -> list[UOp]: return sorted(axes_of(ast, *OUTPUT_TYPES), key=lambda r: r.arg[0])
+def reduce_axes(ast: UOp) -> list[UOp]: return sorted(axes_of(ast, AxisType.REDUCE), key=lambda r: r.arg[0])
+def axes_of(ast: UOp, *types: AxisType) -> list[UOp]: return [r for r in all_ranges(ast) if r.arg[-1] in types]
+def axis_size(r: UOp) -> int | None:
+  """The constant size of a RANGE, or None when symbolic."""
+  return r.src[0].arg if r.src[0].op is Ops.CONST and isinstance(r.src[0].arg, int) else None
+
+def replace_ranges(ast: UOp, mapping: dict[UOp, tuple[UOp, tuple[UOp, ...]]]) -> UOp:
+  """Substitute each RANGE r of `mapping` by its expression, and in END/REDUCE (which close ranges) by its RANGEs."""
+  new: dict[UOp, UOp] = {}
+  for u in ast.toposort():
+    if u in mapping: new[u] = mapping[u][0]; continue
+    if u.op in (Ops.END, Ops.REDUCE):
+      closed: list[UOp] = []
+      for s in u.src[1:]: closed.extend(mapping[s][1] if s in mapping else (new[s],))
+      nsrc = (new[u.src[0]], *closed)
+    else: nsrc = tuple(new[s] for s in u.src)
+    new[u] = u if len(nsrc) == len(u.src) and all(a is b for a, b in zip(nsrc, u.src)) else u.replace(src=nsrc)
+  return new[ast]
+
+def _next_id(ast: UOp) -> int: return max((u.arg[0] for u in ast.toposort() if u.op is Ops.RANGE), default=-1) + 1
+def _retype(r: UOp, at: AxisType) -> UOp: return r.replace(arg=(*r.arg[:-1], at))
+
+def split_range(ast: UOp, r: UOp, amt: int, new_type: AxisType, top: bool = False) -> UOp:
+  """Split RANGE r (size N) into a kept part of size N // amt and a new RANGE of size amt and AxisType new_type."""
+  size = axis_size(r)
+  if size is None: raise KernelOptError(f"range {r.arg} has a symbolic size; only constant sizes can be split")
+  if amt == size: return replace_ranges(ast, {r: (nr := _retype(r, new_type), (nr,))})
+  if amt <= 1 or size % amt != 0: raise KernelOptError(f"range {r.arg} of size {size} cannot be split by {amt}")
+  kept = r.replace(src=(UOp.const(r.dtype, size // amt),))
+  new = UOp.range(amt, _next_id(ast), new_type, dtype=r.dtype)
+  if top: return replace_ranges(ast, {r: (new * (size // amt) + kept, (new, kept))})
+  return replace_ranges(ast, {r: (kept * amt + new, (kept, new))})
+
+# ---- checks ----
+
+def _pick(axes: list[UOp], opt: Opt, kind: str) -> UOp:
+  if not isinstance(opt.axis, int) or not 0 <= opt.axis < len(axes):
+    raise KernelOptError(f"{opt}: axis {opt.axis} out of range; the kernel has {len(axes)} {kind} axes")
+  return axes[opt.axis]
+
+def _amount(r: UOp, opt: Opt) -> int:
+  size = axis_size(r)
+  if size is None: raise KernelOptError(f"{opt}: axis {r.arg} has a symbolic size")
+  if size == 0: raise KernelOptError(f"{opt}: axis {r.arg} is empty")
+  if not isinstance(opt.arg, int) or opt.arg < 0: raise KernelOptError(f"{opt}: arg must be an int >= 0 (0: all)")
+  amt = size if opt.arg == 0 else opt.arg
+  if size % amt != 0: raise KernelOptError(f"{opt}: {amt} does not divide axis {r.arg[0]} of size {size}")
+  if amt <= 1: raise KernelOptError(f"{opt}: splitting by {amt} does nothing")
+  return amt
+
+def _check(cond: bool, msg: str) -> None:
+  if not cond: raise KernelOptError(msg)
+
+def _upcast_total(ast: UOp) -> int:
+  return int(prod(axis_size(r) or 1 for r in axes_of(ast, AxisType.UPCAST, AxisType.UNROLL)))
+
+def _uses_nonconst_int_div(ast: UOp) -> bool:
+  return any(u.op in (Ops.IDIV, Ops.MOD) and u.dtype is not dtypes.index and u.src[1].op is not Ops.CONST
+             for u in ast.toposort())
+
+def pad_range(ast: UOp, r: UOp, amt: int) -> UOp:
+  """Grow RANGE r to a multiple of amt and mask every INDEX that uses it: extra iterations load 0 and store nothing."""
+  size = axis_size(r)
+  assert size is not None
+  nr = r.replace(src=(UOp.const(r.dtype, round_up(size, amt)),))
+  ast = replace_ranges(ast, {r: (nr, (nr,))})
+  valid = nr < size
+  subs: dict[UOp, UOp] = {}
+  for u in ast.toposort():
+    if u.op is not Ops.INDEX or len(u.src) != 2 or nr not in u.src[1]._ranges: continue
+    idx = u.src[1]
+    cond = (idx.get_valid() & valid) if idx.is_masked() else valid
+    subs[u] = u.replace(src=(u.src[0], cond.where(idx.get_idx(), UOp.invalid())))
+  return ast.substitute(subs)
+
+# ---- apply ----
+
+def apply_opt(ast: UOp, opt: Opt, renderer: Any, applied: tuple[Opt, ...] = ()) -> UOp:
+  """Apply one Opt to a kernel AST (a SINK), or raise KernelOptError saying why it does not fit."""
+  has_local, has_threads = bool(getattr(renderer, "has_local", False)), bool(getattr(renderer, "has_threads", False))
+  nolocals = any(o.op is OptOps.NOLOCALS for o in applied)
+  op = opt.op
+  if op is OptOps.TC: raise KernelOptError(f"{opt}: tensor cores are not supported by this compiler yet")
+  if op is OptOps.NOLOCALS:
+    _check(has_local, f"{opt}: the renderer has no locals")
+    _check(not nolocals and not axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE), f"{opt}: locals already in use")
+    return ast
+  if op in (OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD, OptOps.PADTO, OptOps.SWAP):
+    r = _pick(output_axes(ast), opt, "output")
+  else: r = _pick(reduce_axes(ast), opt, "reduce")
+  if op is OptOps.SWAP:
+    other = _pick(output_axes(ast), Opt(op, opt.arg, None), "output")
+    _check(other is not r, f"{opt}: cannot swap an axis with itself")
+    return replace_ranges(ast, {r: (a := r.replace(arg=(other.arg[0], *r.arg[1:])), (a,)),
+                                other: (b := other.replace(arg=(r.arg[0], *other.arg[1:])), (b,))})
+  if op is OptOps.PADTO:
+    size = axis_size(r)
+    _check(size is not None, f"{opt}: axis {r.arg} has a symbolic size")
+    _check(isinstance(opt.arg, int) and opt.arg > 1, f"{opt}: arg must be an int > 1")
+    assert size is not None
+    _check(size % opt.arg != 0, f"{opt}: axis of size {size} is already a multiple of {opt.arg}")
+    _check(round_up(size, opt.arg) <= 2 * size, f"{opt}: padding {size} to {round_up(size, opt.arg)} doubles the work")
+    _check(not _uses_nonconst_int_div(ast), f"{opt}: the kernel divides by loaded ints; padded lanes could divide by 0")
+    return pad_range(ast, r, opt.arg)
+  amt = _amount(r, opt)
+  if op in (OptOps.UPCAST, OptOps.UNROLL):
+    _check(amt <= MAX_UPCAST, f"{opt}: upcast of {amt} is over the limit of {MAX_UPCAST}")
+    total = _upcast_total(ast) * amt
+    _check(total <= MAX_UPCAST_TOTAL, f"{opt}: total upcast {total} is over the limit of {MAX_UPCAST_TOTAL}")
+    return split_range(ast, r, amt, AxisType.UPCAST if op is OptOps.UPCAST else AxisType.UNROLL)
+  if op is OptOps.THREAD:
+    _check(has_threads, f"{opt}: the renderer has no CPU threads")
+    _check(not axes_of(ast, AxisType.THREAD), f"{opt}: the kernel already has a THREAD axis (only one is allowed)")
+    _check(amt <= max_threads(renderer), f"{opt}: {amt} threads > {max_threads(renderer)} available")
+    return split_range(ast, r, amt, AxisType.THREAD, top=True)
+  # LOCAL, GROUP, GROUPTOP need workgroups
+  _check(has_local, f"{opt}: the renderer has no local (workgroup) threads")
+  _check(not nolocals, f"{opt}: NOLOCALS was applied")
+  local_max = getattr(renderer, "local_max", None) or (MAX_LOCAL_TOTAL,)
+  nlocal = prod(axis_size(x) or 1 for x in axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE))
+  _check(nlocal * amt <= min(MAX_LOCAL_TOTAL, prod(local_max)), f"{opt}: {nlocal * amt} local threads are too many")
+  if op is OptOps.LOCAL:
+    nl = len(axes_of(ast, AxisType.LOCAL))
+    _check(nl < len(local_max) and amt <= local_max[nl], f"{opt}: local dim {nl} of {amt} exceeds {local_max}")
+    return split_range(ast, r, amt, AxisType.LOCAL)
+  _check(bool(getattr(renderer, "has_shared", False)), f"{opt}: the renderer has no shared memory for a group reduce")
+  _check(not axes_of(ast, AxisType.GROUP_REDUCE), f"{opt}: the kernel already has a group reduce")
+  red_bytes = max((u.dtype.itemsize for u in ast.toposort() if u.op is Ops.REDUCE), default=4)
+  need = nlocal * amt * red_bytes * _upcast_total(ast)
+  smax = getattr(renderer, "shared_max", 0)
+  _check(need <= smax, f"{opt}: needs {need} bytes of shared memory, the target has {smax}")
+  return split_range(ast, r, amt, AxisType.GROUP_REDUCE, top=op is OptOps.GROUPTOP)
+
+def assign_grid(ast: UOp, renderer: Any) -> UOp:
+  """On a target with a launch grid (GPU-style: global_max set, no CPU threads), up to one output axis per grid
+  dimension becomes GLOBAL: the innermost ones, in id order (the lowerer numbers gidx0.. the same way), each within its
+  dimension's limit; the rest stay loops. A kernel that already has GLOBAL axes is left as it is."""
+  gm = getattr(renderer, "global_max", None)
+  if not gm or getattr(renderer, "has_threads", False) or axes_of(ast, AxisType.GLOBAL): return ast
+  loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP and axis_size(r) is not None]
+  chosen: list[UOp] = []
+  for r in loops[-len(gm):]:
+    if (axis_size(r) or 0) <= gm[len(chosen)]: chosen.append(r)
+  return replace_ranges(ast, {r: (g := _retype(r, AxisType.GLOBAL), (g,)) for r in chosen}) if chosen else ast
+
+def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Any) -> UOp:
+  """Apply `opts` in order (raising KernelOptError on the first that does not fit), put the output axes on the launch
+  grid where the target has one, and record the applied opts in the SINK's KernelInfo."""
+  if ast.op is not Ops.SINK: raise KernelOptError(f"apply_opts: expected a kernel AST (SINK), got {ast.op}")
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  applied = tuple(info.applied_opts)
+  for opt in opts:
+    if not isinstance(opt, Opt): raise KernelOptError(f"apply_opts: {opt!r} is not an Opt")
+    ast = apply_opt(ast, opt, renderer, applied)
+    applied += (opt,)
+  ast = assign_grid(ast, renderer)
+  return ast.replace(arg=KernelInfo(info.name, info.opts, applied))
+
+def optimize_kernel(ast: UOp, renderer: Any, opts: tuple[Opt, ...] | list[Opt] | None = None) -> UOp:
+  """The opts stage of codegen: explicit `opts`, else the SINK's KernelInfo.opts, else none under NOOPT, else BEAM=n
+  search, else `hand_coded_optimizations`; then `apply_opts`."""
+  from tinygrad.helpers import NOOPT, BEAM
+  if opts is None and isinstance(ast.arg, KernelInfo) and ast.arg.opts: opts = ast.arg.opts
+  if opts is None and isinstance(ast.arg, KernelInfo) and ast.arg.applied_opts: opts = ()  # already optimised
+  if opts is None and NOOPT: opts = ()
+  if opts is None and BEAM >= 1:
+    from tinygrad.codegen.search import beam_search
+    opts = beam_search(ast, renderer, int(BEAM.value))
+  if opts is None:
+    from tinygrad.codegen.heuristic import hand_coded_optimizations
+    opts = hand_coded_optimizations(ast, renderer)
+  return apply_opts(ast, opts, renderer)
+
+def hand_coded_optimizations(ast: UOp, renderer: Any) -> list[Opt]:
+  """The default opts (see tinygrad/codegen/heuristic.py); never raises KernelOptError."""
+  from tinygrad.codegen.heuristic import hand_coded_optimizations as hco
+  return hco(ast, renderer)

@@ -1,0 +1,312 @@
+"""Devices: the registry (`Device`), buffers and allocators, compilers with the sqlite compile cache, and `Compiled`.
+
+A backend lives in `tinygrad/runtime/ops_<name>.py` and defines `<NAME>Device(Compiled)`; `Device[name]` imports it
+lazily, so a machine without a GPU never touches the GPU backends.
+"""
+from __future__ import annotations
+import ctypes, importlib, itertools, weakref
+from typing import Any, Callable
+import numpy as np
+from tinygrad.dtype import DType, dtypes, to_np_dtype
+from tinygrad.helpers import DEV, CACHELEVEL, diskcache_get, diskcache_put, getenv
+from tinygrad.uop import Ops
+
+# ---- errors ----
+
+class DeviceOpenError(RuntimeError):
+  """A backend could not be opened: the message says why and what to install or set."""
+
+class CompileError(RuntimeError):
+  """A kernel failed to compile: the message holds the source (with line numbers) and the compiler's output."""
+
+def numbered(src: str) -> str: return "\n".join(f"{i:4d} | {line}" for i, line in enumerate(src.splitlines(), 1))
+
+# ---- the device registry ----
+
+KNOWN_DEVICES = ("CPU", "PYTHON", "NV", "AMD")
+# what to do when a backend's module or driver is missing
+INSTALL_HINTS = {
+  "CPU": "install a C compiler (cc, clang or gcc; e.g. `apt-get install clang`) or point CC= at one",
+  "PYTHON": "the PYTHON backend needs only numpy; is tinygrad/runtime/ops_python.py present?",
+  "NV": "needs an NVIDIA GPU with its driver (libcuda.so) and NVRTC (`pip install nvidia-cuda-nvrtc`)",
+  "AMD": "needs llvmlite (`pip install llvmlite`), ld.lld (`apt-get install lld`) and, to run, the HIP runtime",
+}
+
+class _Device:
+  """`Device["CPU"]` opens (once) and returns a backend; `Device.DEFAULT` is the device new tensors go to."""
+  def __init__(self) -> None:
+    self._opened: dict[str, Compiled] = {}
+    self._default: str | None = None
+
+  @staticmethod
+  def canonicalize(name: str) -> str:
+    """"cpu" -> "CPU", "nv:1" -> "NV:1": the backend is upper case, an optional ":n" picks one device of it."""
+    base, _, num = name.partition(":")
+    return base.upper() + (f":{num}" if num and num != "0" else "")
+
+  def __getitem__(self, name: str) -> Compiled:
+    cname = self.canonicalize(name)
+    if (dev := self._opened.get(cname)) is None: dev = self._opened[cname] = self._open(cname)
+    return dev
+
+  def _open(self, cname: str) -> Compiled:
+    base = cname.split(":")[0]
+    if not base.isidentifier(): raise DeviceOpenError(f"device {cname!r}: not a device name; known: {KNOWN_DEVICES}")
+    modname = f"tinygrad.runtime.ops_{base.lower()}"
+    try: mod = importlib.import_module(modname)
+    except ModuleNotFoundError as e:
+      if e.name != modname:
+        raise DeviceOpenError(f"device {cname}: {modname} needs {e.name!r}: {INSTALL_HINTS.get(base, '')}") from e
+      raise DeviceOpenError(f"device {cname}: no backend module {modname}; known devices are {KNOWN_DEVICES}") from e
+    cls = getattr(mod, f"{base}Device", None)
+    if cls is None: raise DeviceOpenError(f"device {cname}: {modname} defines no class {base}Device")
+    try:
+      dev: Compiled = cls(cname)
+      return dev
+    except DeviceOpenError: raise
+    except Exception as e:
+      hint = INSTALL_HINTS.get(base, "")
+      raise DeviceOpenError(f"device {cname} could not be opened: {type(e).__name__}: {e}. Hint: {hint}") from e
+
+  @property
+  def DEFAULT(self) -> str:
+    if self._default is not None: return self._default
+    if DEV.value: return self.canonicalize(DEV.value)
+    # NOTE: NV=1, AMD=1, PYTHON=1 and CPU=1 are the short forms of DEV=
+    for d in KNOWN_DEVICES:
+      if getenv(d, 0) == 1: return d
+    return "CPU"
+  @DEFAULT.setter
+  def DEFAULT(self, name: str | None) -> None: self._default = None if name is None else self.canonicalize(name)
+
+  def get_available_devices(self) -> list[str]:
+    """Devices that open on this machine (opening each one that is not open yet)."""
+    ret = []
+    for d in KNOWN_DEVICES:
+      try: self[d]
+      except DeviceOpenError: continue
+      ret.append(d)
+    return ret
+
+Device = _Device()
+
+# ---- allocators ----
+
+class Allocator:
+  """Device memory. Backends implement `_alloc`, `_free`, `_copyin`, `_copyout`, and optionally `_offset`
+  (sub-buffers) and `_as_buffer` (zero-copy host view)."""
+  def alloc(self, nbytes: int, options: Any = None) -> Any:
+    if not isinstance(nbytes, int) or nbytes < 0: raise ValueError(f"alloc: size must be an int >= 0, got {nbytes!r}")
+    return self._alloc(nbytes, options)
+  def free(self, opaque: Any, nbytes: int, options: Any = None) -> None: self._free(opaque, nbytes, options)
+  def _alloc(self, nbytes: int, options: Any) -> Any: raise NotImplementedError(f"{type(self).__name__}: no _alloc")
+  def _free(self, opaque: Any, nbytes: int, options: Any) -> None: pass
+  def _copyin(self, dest: Any, src: memoryview) -> None: raise NotImplementedError(f"{type(self).__name__}: no _copyin")
+  def _copyout(self, dest: memoryview, src: Any) -> None:
+    raise NotImplementedError(f"{type(self).__name__}: no _copyout")
+
+class LRUAllocator(Allocator):
+  """Keeps freed memory by (size, options) and hands it out again: allocation is the slow part of many small kernels.
+  At most `max_cached` bytes are kept; beyond that, freed memory is really freed."""
+  max_cached = 1 << 28
+  def __init__(self) -> None:
+    self.cache: dict[tuple[int, Any], list[Any]] = {}
+    self.cached_bytes = 0
+  def alloc(self, nbytes: int, options: Any = None) -> Any:
+    if (lst := self.cache.get((nbytes, options))):
+      self.cached_bytes -= nbytes
+      return lst.pop()
+    try: return super().alloc(nbytes, options)
+    except MemoryError:
+      self.free_cache()
+      return super().alloc(nbytes, options)
+  def free(self, opaque: Any, nbytes: int, options: Any = None) -> None:
+    if getattr(options, "nolru", False) or self.cached_bytes + nbytes > self.max_cached:
+      super().free(opaque, nbytes, options)
+    else:
+      self.cache.setdefault((nbytes, options), []).append(opaque)
+      self.cached_bytes += nbytes
+  def free_cache(self) -> None:
+    for (nbytes, options), opaques in self.cache.items():
+      for o in opaques: super().free(o, nbytes, options)
+    self.cache.clear()
+    self.cached_bytes = 0
+
+class MallocAllocator(LRUAllocator):
+  """Host memory as ctypes byte arrays; shared by CPU and PYTHON. Programs get the ctypes array (`ctypes.addressof` is
+  the pointer), the PYTHON interpreter wraps it with `np.frombuffer`."""
+  def _alloc(self, nbytes: int, options: Any) -> Any: return (ctypes.c_uint8 * nbytes)()
+  def _as_buffer(self, src: Any) -> memoryview: return memoryview(src).cast("B")
+  def _copyin(self, dest: Any, src: memoryview) -> None:
+    if len(src) == 0: return
+    ctypes.memmove(dest, bytes(src) if src.readonly else (ctypes.c_char * len(src)).from_buffer(src), len(src))
+  def _copyout(self, dest: memoryview, src: Any) -> None:
+    if len(dest) == 0: return
+    ctypes.memmove((ctypes.c_char * len(dest)).from_buffer(dest), src, len(dest))
+  def _offset(self, buf: Any, size: int, offset: int) -> Any: return (ctypes.c_uint8 * size).from_buffer(buf, offset)
+
+# ---- buffers ----
+
+class Buffer:
+  """`size` elements of `dtype` on `device`. Allocated on demand; `_buf` is the allocator's opaque handle given to
+  programs. A view (`.view(size, dtype, offset)`, offset in bytes) shares its base's memory."""
+  def __init__(self, device: str, size: int, dtype: DType, opaque: Any = None, options: Any = None,
+               base: Buffer | None = None, offset: int = 0):
+    if dtype.count != 1 or dtype is dtypes.void: raise ValueError(f"Buffer: dtype must be a scalar type, not {dtype}")
+    if not isinstance(size, int) or size < 0: raise ValueError(f"Buffer: size must be an int >= 0, got {size!r}")
+    self.device, self.size, self.dtype = Device.canonicalize(device), size, dtype
+    self.options, self.offset = options, offset
+    self._base = base
+    if base is not None:
+      if base._base is not None: raise ValueError("Buffer: the base of a view must not be a view")
+      if offset < 0 or offset + self.nbytes > base.nbytes:
+        raise ValueError(f"Buffer.view: bytes [{offset}, {offset + self.nbytes}) outside a base of {base.nbytes} bytes")
+    if opaque is not None: self._set(opaque)
+
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  @property
+  def base(self) -> Buffer: return self._base if self._base is not None else self
+  @property
+  def allocator(self) -> Allocator: return Device[self.device].allocator
+  def is_allocated(self) -> bool: return hasattr(self, "_buf")
+  def _set(self, opaque: Any) -> None:
+    self._buf = opaque
+    self._owned = False
+  def allocate(self, opaque: Any = None) -> Buffer:
+    if self.is_allocated(): raise RuntimeError(f"{self!r} is already allocated")
+    if opaque is not None: self._set(opaque); return self
+    if self._base is not None:
+      self._base.ensure_allocated()
+      alloc = self.allocator
+      if not hasattr(alloc, "_offset"): raise NotImplementedError(f"device {self.device}: allocator cannot make views")
+      self._buf = alloc._offset(self._base._buf, self.nbytes, self.offset)
+      self._owned = False
+    else:
+      self._buf = self.allocator.alloc(self.nbytes, self.options)
+      self._owned = True
+    return self
+  def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
+  def deallocate(self) -> None:
+    if not self.is_allocated(): return
+    if self._owned: self.allocator.free(self._buf, self.nbytes, self.options)
+    del self._buf
+  def __del__(self) -> None:
+    try: self.deallocate()
+    except Exception: pass  # NOTE: at interpreter exit the device registry may be gone already
+
+  def view(self, size: int, dtype: DType, offset: int) -> Buffer:
+    """A buffer of `size` elements of `dtype` starting `offset` bytes into this one (or into this view's base)."""
+    if self._base is not None: return self._base.view(size, dtype, self.offset + offset)
+    return Buffer(self.device, size, dtype, base=self, offset=offset)
+
+  def _check_len(self, mv: memoryview, what: str) -> memoryview:
+    mv = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+    if len(mv) != self.nbytes: raise ValueError(f"{what}: {len(mv)} bytes given for {self!r} of {self.nbytes} bytes")
+    return mv
+  def copyin(self, mv: memoryview) -> Buffer:
+    mv = self._check_len(memoryview(mv), "copyin")
+    self.ensure_allocated().allocator._copyin(self._buf, mv)
+    return self
+  def copyout(self, mv: memoryview) -> memoryview:
+    mv = self._check_len(memoryview(mv), "copyout")
+    if not self.is_allocated() and self._base is not None and self._base.is_allocated(): self.allocate()
+    if not self.is_allocated(): raise RuntimeError(f"copyout: {self!r} is not allocated")
+    self.allocator._copyout(mv, self._buf)
+    return mv
+  def as_buffer(self, allow_zero_copy: bool = False) -> memoryview:
+    """The bytes of the buffer: a copy, or with `allow_zero_copy` a live view of host memory where there is one."""
+    alloc = self.ensure_allocated().allocator
+    if allow_zero_copy and hasattr(alloc, "_as_buffer"):
+      mv: memoryview = alloc._as_buffer(self._buf)
+      return mv
+    return self.copyout(memoryview(bytearray(self.nbytes)))
+  def numpy(self) -> np.ndarray:
+    """A copy as a numpy array (fp8 and bfloat16 as their raw bit patterns)."""
+    arr: np.ndarray = np.empty(self.size, dtype=to_np_dtype(self.dtype))
+    if self.size: self.copyout(arr.view(np.uint8).data)
+    return arr
+  def __repr__(self) -> str:
+    v = f" view of {self.offset}+" if self._base is not None else ""
+    return f"<buf{v} {self.device} size={self.size} {self.dtype}{'' if self.is_allocated() else ' (unallocated)'}>"
+
+# ---- buffers of the tensor graph ----
+
+_buffers: weakref.WeakKeyDictionary[Any, Buffer] = weakref.WeakKeyDictionary()
+_unique_counter = itertools.count()
+
+def next_unique() -> int:
+  """A fresh number for `UOp(Ops.UNIQUE, arg=n)`: every BUFFER UOp of the tensor graph is distinct by it."""
+  return next(_unique_counter)
+
+def buffer_of(u: Any) -> Buffer:
+  """The Buffer of a BUFFER UOp (created unallocated on first request), of a BUFFER_VIEW (a view of its base; arg =
+  (size, offset in elements)) or of an AFTER (the buffer it orders)."""
+  if u.op is Ops.AFTER: return buffer_of(u.src[0])
+  if (b := _buffers.get(u)) is not None: return b
+  if u.op is Ops.BUFFER:
+    dev = u.src[1].arg if len(u.src) > 1 and u.src[1].op is Ops.DEVICE else None
+    if not isinstance(dev, str): raise ValueError(f"buffer_of: BUFFER needs a DEVICE with one device, got {dev!r}")
+    b = Buffer(dev, u.arg, u.dtype)
+  elif u.op is Ops.BUFFER_VIEW:
+    size, offset = u.arg
+    b = buffer_of(u.src[0]).view(size, u.dtype, offset * u.dtype.itemsize)
+  else: raise TypeError(f"buffer_of: {u.op} has no buffer; expected BUFFER, BUFFER_VIEW or AFTER")
+  _buffers[u] = b
+  return b
+
+def set_buffer(u: Any, buf: Buffer) -> Buffer:
+  """Register `buf` as the buffer of BUFFER UOp `u` (it lives as long as `u` does)."""
+  if u.op not in (Ops.BUFFER, Ops.BUFFER_VIEW): raise TypeError(f"set_buffer: {u.op} is not a BUFFER")
+  if buf.size != (u.arg if u.op is Ops.BUFFER else u.arg[0]) or buf.dtype is not u.dtype:
+    raise ValueError(f"set_buffer: {buf!r} does not match the UOp's size/dtype ({u.arg}, {u.dtype})")
+  _buffers[u] = buf
+  return buf
+
+def has_buffer(u: Any) -> bool: return u in _buffers
+
+# ---- compilers ----
+
+class Compiler:
+  """Turns rendered source into a binary. `compile_cached` goes through the sqlite cache keyed by (cachekey, src); the
+  cachekey names the compiler, its version and its flags, so changing any of them misses the cache."""
+  def __init__(self, cachekey: str | None = None):
+    self.cachekey = cachekey
+    self.compiles, self.cache_hits = 0, 0
+  def compile(self, src: str) -> bytes: return src.encode()
+  def compile_cached(self, src: str) -> bytes:
+    use_cache = self.cachekey is not None and CACHELEVEL >= 1
+    if use_cache and (hit := diskcache_get("compile_cache", (self.cachekey, src))) is not None:
+      self.cache_hits += 1
+      return bytes(hit)
+    lib = self.compile(src)
+    self.compiles += 1
+    if use_cache: diskcache_put("compile_cache", (self.cachekey, src), lib)
+    return lib
+  def disassemble(self, lib: bytes) -> str: return f"<{len(lib)} bytes>"
+
+# ---- a compiled device ----
+
+class Compiled:
+  """A backend: `allocator`, `renderer` (a Renderer, or a zero-argument factory called on first use so that opening a
+  device does not import codegen), `compiler`, and `runtime(name, lib)` returning a program called as
+  `prg(*bufs, global_size=(1,1,1), local_size=(1,1,1), vals=(), wait=False) -> float | None` (seconds when wait)."""
+  def __init__(self, device: str, allocator: Allocator, renderer: Any, compiler: Compiler | None,
+               runtime: Callable[[str, bytes], Any]):
+    self.device, self.allocator, self.compiler, self.runtime = device, allocator, compiler or Compiler(), runtime
+    self._renderer = renderer
+  @property
+  def renderer(self) -> Any:
+    # NOTE: a factory (not yet a Renderer) is called once, on first use
+    if self._renderer is not None and not hasattr(self._renderer, "render") and callable(self._renderer):
+      self._renderer = self._renderer()
+    if self._renderer is None: raise DeviceOpenError(f"device {self.device} has no renderer")
+    return self._renderer
+  @renderer.setter
+  def renderer(self, r: Any) -> None: self._renderer = r
+  def synchronize(self) -> None:
+    """Wait for all queued work (host backends run synchronously)."""
+  def __repr__(self) -> str: return f"<{type(self).__name__} {self.device}>"
+
+__all__ = ["Device", "Buffer", "Allocator", "LRUAllocator", "MallocAllocator", "Compiler", "Compiled", "CompileError",
+           "DeviceOpenError", "buffer_of", "set_buffer", "has_buffer", "next_unique", "numbered", "KNOWN_DEVICES"]

@@ -1,0 +1,1 @@
+"""The engine: schedules (ordered kernels with their buffers) and running them."""

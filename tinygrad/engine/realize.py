@@ -1,0 +1,87 @@
+"""Running a schedule: per item a runner (compiled once per (device, AST)), buffers allocated, the kernel launched.
+
+DEBUG>=2 prints one line per kernel: its number, name, time, GFLOPS and GB/s (timing waits for each kernel)."""
+from __future__ import annotations
+import time
+from typing import Any
+from tinygrad.uop.ops import UOp
+from tinygrad.device import Device, Buffer
+from tinygrad.helpers import DEBUG
+
+class Runner:
+  """Something that runs one schedule item: `runner(bufs, var_vals, wait) -> seconds | None`."""
+  display_name: str = "runner"
+  ops: int = 0
+  mem: int = 0
+  def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
+    raise NotImplementedError
+
+class CompiledRunner(Runner):
+  """A kernel AST compiled for a device: ProgramSpec from codegen, binary from the cached compiler, runtime program."""
+  def __init__(self, device: str, ast: UOp):
+    from tinygrad.codegen import get_program
+    dev = Device[device]
+    self.device, self.ast = device, ast
+    self.p = get_program(ast, dev.renderer)
+    self.display_name = self.p.name
+    self.ops, self.mem = self.p.estimates.ops, self.p.estimates.mem
+    self.lib = dev.compiler.compile_cached(self.p.src)
+    self.prg = dev.runtime(self.p.name, self.lib)
+
+  def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
+    gs, ls = self.p.launch_dims(var_vals)
+    missing = [n for n in self.p.var_names if n not in var_vals]
+    if missing: raise KeyError(f"kernel {self.p.name}: no value bound for variable(s) {missing}")
+    vals = tuple(int(var_vals[n]) for n in self.p.var_names)
+    args = [bufs[i]._buf for i in self.p.globals]
+    lsz = tuple(ls) if ls is not None else (1, 1, 1)
+    et: float | None = self.prg(*args, global_size=tuple(gs), local_size=lsz, vals=vals, wait=wait)
+    return et
+
+class CopyRunner(Runner):
+  """A copy between devices: bufs[0] <- bufs[1] through host memory (rangeify makes a COPY a flat copy kernel)."""
+  def __init__(self, nbytes: int):
+    self.display_name, self.mem = f"copy {nbytes:8d} bytes", nbytes
+  def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
+    dest, src = bufs[0], bufs[1]
+    st = time.perf_counter()
+    dest.copyin(src.as_buffer())
+    return time.perf_counter() - st if wait else None
+
+def _is_cross_device_copy(bufs: list[Buffer]) -> bool:
+  if len({b.device for b in bufs}) == 1: return False
+  if len(bufs) != 2 or bufs[0].nbytes != bufs[1].nbytes:
+    raise RuntimeError(f"a kernel cannot span devices: buffers on {[b.device for b in bufs]} (only a copy can)")
+  return True
+
+_runner_cache: dict[tuple[str, UOp], Runner] = {}
+
+def get_runner(device: str, ast: UOp) -> Runner:
+  """The runner of `ast` on `device`, built once per (device, ast): identical kernels compile once."""
+  key = (Device.canonicalize(device), ast)
+  if (r := _runner_cache.get(key)) is None: r = _runner_cache[key] = CompiledRunner(key[0], ast)
+  return r
+
+def _fmt_line(i: int, r: Runner, bufs: list[Buffer], et: float | None) -> str:
+  if et is None: return f"*** {bufs[0].device:7s} {i:4d} {r.display_name:30s}"
+  gflops, gbs = r.ops / max(et, 1e-9) * 1e-9, r.mem / max(et, 1e-9) * 1e-9
+  return (f"*** {bufs[0].device:7s} {i:4d} {r.display_name:30s} tm {et*1e6:9.2f}us  {gflops:9.2f} GFLOPS "
+          f"{gbs:8.2f} GB/s")
+
+def run_schedule(schedule: list[Any], var_vals: dict[str, int] | None = None) -> None:
+  """Run every ScheduleItem in order, allocating its buffers first. An error names the kernel that raised it."""
+  vv = dict(var_vals or {})
+  for i, si in enumerate(schedule):
+    bufs = [b.ensure_allocated() for b in si.bufs]
+    runner: Runner | None = None
+    try:
+      runner = CopyRunner(bufs[0].nbytes) if _is_cross_device_copy(bufs) else get_runner(bufs[0].device, si.ast)
+      et = runner(bufs, vv, wait=DEBUG >= 2)
+    except Exception as e:
+      name = runner.display_name if runner is not None else "kernel (while compiling)"
+      md = ", ".join(str(m) for m in si.metadata)
+      where = f"{name}; {md}" if md else name
+      raise RuntimeError(f"run_schedule: item {i} ({where}) failed: {type(e).__name__}: {e}") from e
+    if DEBUG >= 2: print(_fmt_line(i, runner, bufs, et))
+
+__all__ = ["Runner", "CompiledRunner", "CopyRunner", "get_runner", "run_schedule"]

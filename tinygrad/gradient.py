@@ -1,0 +1,125 @@
+"""Autograd as rules over the tensor graph: one rule per op gives the gradients of its sources from the gradient of its
+output. `compute_gradient` walks the graph from the root back to the targets and sums the contributions."""
+from __future__ import annotations
+import math
+from typing import Any
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.dtype import dtypes, ConstType
+from tinygrad.helpers import argsort
+
+def _full(like: UOp, v: ConstType) -> UOp:
+  """A constant of like's dtype, device and shape (CONST with a DEVICE source, broadcast by reshape+expand)."""
+  dev = like.device
+  c = UOp(Ops.CONST, like.dtype, (UOp(Ops.DEVICE, arg=dev),), dtypes.as_const(v, like.dtype))
+  shape = like.shape or ()
+  return c.reshape((1,) * len(shape)).expand(shape) if shape else c
+
+def _mul(a: UOp, b: UOp) -> UOp: return a.alu(Ops.MUL, b)
+def _add(a: UOp, b: UOp) -> UOp: return a.alu(Ops.ADD, b)
+def _scale(a: UOp, v: float) -> UOp: return _mul(a, _full(a, v))
+def _recip(a: UOp) -> UOp: return a.alu(Ops.RECIPROCAL)
+def _where(c: UOp, a: UOp, b: UOp) -> UOp: return c.alu(Ops.WHERE, a, b)
+
+def _max_grad(ctx: UOp, ret: UOp) -> tuple[UOp, UOp]:
+  # NOTE: on a tie each side gets half, so the sum of the two gradients is still the incoming gradient
+  a, b = ret.src
+  half = _full(ctx, 0.5)
+  share = _where(a.alu(Ops.CMPLT, b), _full(ctx, 0.0), _where(a.alu(Ops.CMPEQ, b), half, _full(ctx, 1.0)))
+  return _mul(ctx, share), _mul(ctx, _add(_full(ctx, 1.0), _scale(share, -1.0)))
+
+def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None]:
+  x = ret.src[0]
+  op, _ = ret.arg
+  shape = x.shape or ()
+  g = ctx.expand(shape)
+  if op is Ops.ADD: return (g,)
+  if op is Ops.MAX:
+    # gradient shared equally between the positions that hold the maximum
+    hit = x.alu(Ops.CMPEQ, ret.expand(shape)).cast(ctx.dtype)
+    cnt = hit.r(Ops.ADD, ret.arg[1]).expand(shape)
+    return (_mul(_mul(g, hit), _recip(cnt)),)
+  if op is Ops.MUL: return (_mul(_mul(g, ret.expand(shape)), _recip(x)),)
+  return (None,)
+
+def _expand_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
+  src_shape = ret.src[0].shape or ()
+  axes = tuple(i for i, (s, n) in enumerate(zip(src_shape, ret.arg)) if s != n)
+  wide = ctx.cast(dtypes.float32) if ctx.dtype in (dtypes.float16, dtypes.bfloat16) + dtypes.fp8s else ctx
+  return (wide.r(Ops.ADD, axes).cast(ctx.dtype),)
+
+def _cos(x: UOp) -> UOp: return _add(x, _full(x, math.pi / 2)).alu(Ops.SIN)
+def _dev(x: UOp) -> UOp: return UOp(Ops.DEVICE, arg=x.device)
+
+def _fdiv_grad(ctx: UOp, ret: UOp) -> tuple[UOp, UOp]:
+  inv = _recip(ret.src[1])
+  return _mul(ctx, inv), _scale(_mul(ctx, _mul(ret, inv)), -1.0)
+
+# piecewise-constant and integer ops pass no gradient
+_NO_GRAD = {Ops.TRUNC, Ops.BITCAST, Ops.IDIV, Ops.MOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.THREEFRY} | \
+  GroupOp.Comparison
+
+def _where_grad(ctx: UOp, ret: UOp) -> tuple[None, UOp, UOp]:
+  c, zero = ret.src[0], _full(ctx, 0)
+  return None, _where(c, ctx, zero), _where(c, zero, ctx)
+def _pad_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
+  return (ctx.shrink(tuple((b, b + s) for (b, _), s in zip(ret.arg, ret.src[0].shape))),)
+def _shrink_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
+  return (ctx.pad(tuple((b, s - e) for (b, e), s in zip(ret.arg, ret.src[0].shape))),)
+
+def _cast_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None]:
+  return (ctx.cast(ret.src[0].dtype),) if dtypes.is_float(ret.src[0].dtype) else (None,)
+
+# each rule returns one gradient (or None: no gradient) per source of the node
+pm_gradient = PatternMatcher([
+  (UPat(Ops.CAST, name="ret"), _cast_grad),
+  (UPat(Ops.ADD), lambda ctx: (ctx, ctx)),
+  (UPat(Ops.SUB), lambda ctx: (ctx, _scale(ctx, -1.0))),
+  (UPat(Ops.MUL, name="ret"), lambda ctx, ret: (_mul(ctx, ret.src[1]), _mul(ctx, ret.src[0]))),
+  (UPat(Ops.NEG), lambda ctx: (_scale(ctx, -1.0),)),
+  (UPat(Ops.RECIPROCAL, name="ret"), lambda ctx, ret: (_scale(_mul(ctx, _mul(ret, ret)), -1.0),)),
+  (UPat(Ops.SQRT, name="ret"), lambda ctx, ret: (_mul(ctx, _recip(_scale(ret, 2.0))),)),
+  (UPat(Ops.EXP2, name="ret"), lambda ctx, ret: (_scale(_mul(ctx, ret), math.log(2)),)),
+  (UPat(Ops.LOG2, name="ret"), lambda ctx, ret: (_mul(ctx, _recip(_scale(ret.src[0], math.log(2)))),)),
+  (UPat(Ops.SIN, name="ret"), lambda ctx, ret: (_mul(ctx, _cos(ret.src[0])),)),
+  (UPat(Ops.MAX, name="ret"), _max_grad),
+  (UPat(Ops.WHERE, name="ret"), _where_grad),
+  (UPat(Ops.FDIV, name="ret"), _fdiv_grad),
+  (UPat(_NO_GRAD, name="ret"), lambda ret: (None,) * len(ret.src)),
+  (UPat(Ops.RESHAPE, name="ret"), lambda ctx, ret: (ctx.reshape(ret.src[0].shape),)),
+  (UPat(Ops.PERMUTE, name="ret"), lambda ctx, ret: (ctx.permute(tuple(argsort(ret.arg))),)),
+  (UPat(Ops.EXPAND, name="ret"), _expand_grad),
+  (UPat(Ops.PAD, name="ret"), _pad_grad),
+  (UPat(Ops.SHRINK, name="ret"), _shrink_grad),
+  (UPat(Ops.FLIP, name="ret"), lambda ctx, ret: (ctx.flip(ret.arg),)),
+  (UPat(Ops.REDUCE_AXIS, name="ret"), _reduce_grad),
+  (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
+  (UPat(Ops.DETACH), lambda: (None,)),
+  (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx, _dev(ret.src[0]))), None)),
+  (UPat(Ops.ASSIGN), lambda: (None, None)),
+])
+
+_LEAVES = {Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CONST, Ops.DEVICE, Ops.UNIQUE, Ops.DEFINE_VAR, Ops.BIND}
+
+def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
+  """Gradients of `root` (seeded with `root_grad`, same shape) with respect to each target it depends on, as tensor
+  graphs. Targets `root` does not depend on are absent from the result."""
+  topo = list(root.toposort(gate=lambda u: u.op is not Ops.DETACH))
+  # only nodes on a path to a target carry gradient
+  on_path: dict[UOp, bool] = {}
+  for u in topo: on_path[u] = u in targets or (u.op is not Ops.DETACH and any(on_path.get(s, False) for s in u.src))
+  grads: dict[UOp, UOp] = {root: root_grad}
+  for u in reversed(topo):
+    if (g := grads.get(u)) is None or not on_path[u] or u.op in _LEAVES: continue
+    src_grads: Any = pm_gradient.rewrite(u, ctx=g)
+    if src_grads is None:
+      raise NotImplementedError(f"compute_gradient: no gradient rule for {u.op} (dtype {u.dtype}, shape {u.shape})")
+    for s, sg in zip(u.src, src_grads):
+      if sg is None or not on_path.get(s, False): continue
+      if sg.shape != s.shape:
+        raise RuntimeError(f"compute_gradient: the rule for {u.op} gave a gradient of shape {sg.shape} to a "
+                                                 f"source of shape {s.shape}")
+      grads[s] = sg if s not in grads else _add(grads[s], sg)
+  return {t: grads[t] for t in targets if t in grads}
+
+__all__ = ["compute_gradient", "pm_gradient"]

@@ -1,0 +1,64 @@
+"""CPU backend: kernels rendered to C, compiled by the system C compiler into a shared object, called through ctypes.
+
+THREAD axes: the kernel signature is `void name(T* data0, ..., int var0, ..., int core_id)`; a launch with
+global_size[0] = n calls it n times, core_id = 0..n-1, on a pool of OS threads (ctypes releases the GIL during a call).
+"""
+from __future__ import annotations
+import ctypes, functools, os, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from tinygrad.device import Compiled, MallocAllocator, DeviceOpenError
+from tinygrad.helpers import CPU_THREADS
+from tinygrad.runtime.support.compiler_cpu import CCompiler
+
+def cpu_threads() -> int:
+  """Threads for THREAD axes: CPU_THREADS=, else every core."""
+  return max(1, int(CPU_THREADS.value or os.cpu_count() or 1))
+
+def _c_renderer() -> Any:
+  try: from tinygrad.renderer.cstyle import CRenderer
+  except ImportError as e: raise DeviceOpenError(f"CPU: the C renderer tinygrad.renderer.cstyle is missing: {e}") from e
+  return CRenderer()
+
+class CPUProgram:
+  """A loaded kernel. Called with the allocator's ctypes buffers, the ints of the DEFINE_VARs, and launch sizes."""
+  def __init__(self, dev: CPUDevice, name: str, lib: bytes):
+    self.dev, self.name = dev, name
+    # NOTE: dlopen needs a file; unlinking it right after loading is fine on POSIX (the mapping stays)
+    with tempfile.NamedTemporaryFile(prefix=f"tinygrad-{name}-", suffix=".so", delete=False) as f:
+      f.write(lib)
+      path = f.name
+    try: self.lib = ctypes.CDLL(path)
+    except OSError as e: raise RuntimeError(f"CPU: could not load the shared object of kernel {name!r}: {e}") from e
+    finally: os.unlink(path)
+    try: self.fxn = getattr(self.lib, name)
+    except AttributeError as e: raise RuntimeError(f"CPU: the shared object has no function {name!r}") from e
+    self.fxn.restype = None
+
+  def __call__(self, *bufs: Any, global_size: tuple[int, ...] | None = (1, 1, 1),
+               local_size: tuple[int, ...] | None = (1, 1, 1), vals: tuple[int, ...] = (),
+               wait: bool = False) -> float | None:
+    global_size, local_size = tuple(global_size or (1,)), tuple(local_size or ())
+    if any(s != 1 for s in local_size): raise ValueError(f"CPU kernel {self.name}: local_size {local_size} must be 1s")
+    if any(s != 1 for s in global_size[1:]):
+      raise ValueError(f"CPU kernel {self.name}: only global_size[0] (the THREAD count) may be > 1, got {global_size}")
+    args = [ctypes.c_void_p(ctypes.addressof(b)) for b in bufs] + [ctypes.c_int32(v) for v in vals]
+    n = int(global_size[0])
+    st = time.perf_counter()
+    # NOTE: core_id is always passed last; a kernel without a THREAD axis ignores the extra argument (C convention)
+    if n == 1: self.fxn(*args, ctypes.c_int32(0))
+    else:
+      futs = [self.dev.pool.submit(functools.partial(self.fxn, *args, ctypes.c_int32(i))) for i in range(n)]
+      for fut in futs: fut.result()
+    return time.perf_counter() - st if wait else None
+
+class CPUDevice(Compiled):
+  def __init__(self, device: str = "CPU"):
+    self.threads = cpu_threads()
+    self._pool: ThreadPoolExecutor | None = None
+    super().__init__(device, MallocAllocator(), _c_renderer, CCompiler(), self._load)
+  def _load(self, name: str, lib: bytes) -> CPUProgram: return CPUProgram(self, name, lib)
+  @property
+  def pool(self) -> ThreadPoolExecutor:
+    if self._pool is None: self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tinygrad-cpu")
+    return self._pool

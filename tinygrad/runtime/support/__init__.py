@@ -1,0 +1,1 @@
+"""Helpers shared by backends: compilers (compiler_cpu) and loaders."""

@@ -1,0 +1,46 @@
+"""The system C compiler (cc, clang or gcc) turning a rendered C kernel into a shared object (bytes)."""
+from __future__ import annotations
+import os, platform, shutil, subprocess, tempfile
+from tinygrad.device import Compiler, CompileError, DeviceOpenError, numbered
+from tinygrad.helpers import CC
+
+# NOTE: no -ffast-math: NaN/Inf semantics must hold (x != x, max with NaN, inf arithmetic). -fno-math-errno only lets
+# sqrtf and friends inline; it does not change any result.
+CFLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-std=gnu11", "-Wno-unused-function")
+
+def find_cc() -> str:
+  """The C compiler to use: CC= if set, else the first of cc, clang, gcc on PATH."""
+  if CC.value:
+    if (path := shutil.which(CC.value)) is None: raise DeviceOpenError(f"CPU: CC={CC.value!r} was not found on PATH")
+    return path
+  for name in ("cc", "clang", "gcc"):
+    if (path := shutil.which(name)) is not None: return path
+  raise DeviceOpenError("CPU: no C compiler found (looked for cc, clang, gcc on PATH). Install one "
+                        "(`apt-get install clang` or `apt-get install gcc`) or set CC= to its path")
+
+def cc_version(cc: str) -> str:
+  try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+  except (OSError, subprocess.TimeoutExpired) as e:
+    raise DeviceOpenError(f"CPU: C compiler {cc} does not run: {e}") from e
+  return out.splitlines()[0] if out else "unknown"
+
+class CCompiler(Compiler):
+  """Compiles C source to a shared object. The cache key holds the compiler, its version, the machine and the flags."""
+  def __init__(self, cc: str | None = None, flags: tuple[str, ...] = CFLAGS):
+    self.cc, self.flags = cc or find_cc(), tuple(flags)
+    super().__init__(f"cc|{self.cc}|{cc_version(self.cc)}|{platform.machine()}|{' '.join(self.flags)}")
+  def compile(self, src: str) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="tinygrad-cc-") as d:
+      out = os.path.join(d, "kernel.so")
+      cmd = [self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"]
+      proc = subprocess.run(cmd, input=src.encode(), capture_output=True)
+      if proc.returncode != 0:
+        msg = proc.stderr.decode(errors="replace").strip()
+        raise CompileError(f"C compile failed ({' '.join(cmd)}, exit {proc.returncode}):\n{msg}\n"
+                           f"---- source ----\n{numbered(src)}")
+      with open(out, "rb") as f: return f.read()
+  def disassemble(self, lib: bytes) -> str:
+    if (objdump := shutil.which("objdump")) is None: return "objdump not found"
+    with tempfile.NamedTemporaryFile(suffix=".so") as f:
+      f.write(lib); f.flush()
+      return subprocess.run([objdump, "-d", f.name], capture_output=True, text=True).stdout

@@ -1,0 +1,1 @@
+"""The scheduler: rangeify (tensor graph -> kernel graph) and memory planning."""
