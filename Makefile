@@ -16,9 +16,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	SPEC=2 $(PY) examples/mlp.py
 
-# the suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core
+# the Tensor tests on the PYTHON reference backend (same results as CPU), then the whole suite at SPEC=2 with the z3
+# bounds proof on (IGNORE_OOB=0), on every core
 test: $(STAMP)
+	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
+
+test-python: $(STAMP)
+	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 
 test-spec3: $(STAMP)
 	SPEC=3 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider

@@ -4,7 +4,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
-from spec.shared_spec import Rule, shared_rules, fail, const_ok, var_ok, is_value, is_invalid
+from spec.shared_spec import Rule, shared_rules, fail, const_ok, var_ok, is_value, is_invalid, has_index
 
 def shape_of(u: UOp) -> tuple[int, ...]:
   if (sh := u.shape) is None: fail(f"source {u.op} has no tensor shape")
@@ -16,8 +16,10 @@ def ints(t: object, n: int | None = None) -> bool:
 def pairs(t: object, n: int) -> bool:
   return isinstance(t, tuple) and len(t) == n and all(isinstance(p, tuple) and ints(p, 2) for p in t)
 
-def same_shapes(x: UOp) -> bool | None:
-  """Elementwise sources have one shape (the Tensor layer broadcasts explicitly); None lets the dtype rules decide."""
+def elementwise_ok(x: UOp) -> bool | None:
+  """Elementwise values are not index math, and their sources have one shape (the Tensor layer broadcasts explicitly);
+  None lets the shared dtype rules decide the rest."""
+  if has_index(x.dtype): return fail(f"{x.op} of {x.dtype}: index math is only for shape arguments in a tensor graph")
   shapes = [s.shape for s in x.src]
   return None if all(s == shapes[0] for s in shapes) else fail(f"elementwise {x.op} of sources with shapes {shapes}")
 
@@ -80,7 +82,7 @@ def untyped_const(x: UOp) -> bool | None:
 # checked before the shared dtype rules
 tensor_reject: list[Rule] = [
   (UPat(Ops.CONST, src=(), name="x"), untyped_const),
-  (UPat(GroupOp.Elementwise, name="x"), same_shapes),
+  (UPat(GroupOp.Elementwise, name="x"), elementwise_ok),
 ]
 
 tensor_rules: list[Rule] = [

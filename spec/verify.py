@@ -2,6 +2,7 @@
 from __future__ import annotations
 import weakref
 from typing import Any, Sequence
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.helpers import DEBUG
 from spec.shared_spec import RuleFailure
@@ -66,13 +67,37 @@ def print_graph(root: UOp | Sequence[UOp]) -> None:
     num = {u: i for i, u in enumerate(nodes)}
     for i, u in enumerate(nodes): print(f"{i:4d} {describe_node(u)} src={[num.get(s, '?') for s in u.src]}")
 
+def linear_structure(nodes: Sequence[UOp]) -> tuple[int, str] | None:
+  """(position, reason) of the first break of a program's block structure: every RANGE is closed by exactly one END
+  after it, and IF/ENDIF blocks nest (an ENDIF closes the innermost open IF). None if the structure holds."""
+  opened: dict[UOp, int] = {}
+  closed: set[UOp] = set()
+  ifs: list[UOp] = []
+  for i, u in enumerate(nodes):
+    if u.op is Ops.RANGE:
+      if u in opened: return i, "RANGE appears twice in the program"
+      opened[u] = i
+    elif u.op is Ops.END:
+      for r in u.src[1:]:
+        if r in closed: return i, f"END closes the RANGE at {opened.get(r, '?')} a second time"
+        closed.add(r)
+    elif u.op is Ops.IF: ifs.append(u)
+    elif u.op is Ops.ENDIF:
+      if not ifs or u.src[0] is not ifs[-1]: return i, "ENDIF does not close the innermost open IF"
+      ifs.pop()
+  if ifs: return len(nodes) - 1, f"{len(ifs)} IF block(s) are never closed"
+  if (unclosed := [i for r, i in opened.items() if r not in closed]): return unclosed[0], "RANGE is never closed"
+  return None
+
 def type_verify(graph_or_list: UOp | Sequence[UOp], spec: PatternMatcher, stage: str = "") -> None:
   """Check every node of `graph_or_list` against `spec`; raise SpecError at the first illegal one.
 
   Checks, in this order, for each node of the sink's toposort (or of the list, in list order):
     - in a list (a linear program), every source of a node appears earlier in the list;
     - the first rule of `spec` whose pattern matches the node and that returns a verdict returns True (False, a
-      RuleFailure, or no verdict at all make the node illegal).
+      RuleFailure, or no verdict at all make the node illegal);
+  and then, for a list checked against program_spec, the block structure (linear_structure): each RANGE closed by
+  exactly one END after it, IF/ENDIF properly nested.
   The SpecError names the stage, the node's position, its op, dtype, arg, each source (op, dtype, arg) and the reason.
   At DEBUG>=3 the graph is printed with pyrender first. Legal verdicts are cached per (node, spec): checking a graph
   again costs one cache lookup per node.
@@ -91,6 +116,8 @@ def type_verify(graph_or_list: UOp | Sequence[UOp], spec: PatternMatcher, stage:
     if u in ok: continue
     if (reason := why_illegal(u, spec)) is not None: _raise(graph_or_list, stage, i, u, reason, len(nodes))
     ok.add(u)
+  if is_list and spec_name(spec) == "program" and (bad := linear_structure(nodes)) is not None:
+    _raise(graph_or_list, stage, bad[0], nodes[bad[0]], bad[1], len(nodes))
 
 def _raise(root: UOp | Sequence[UOp], stage: str, i: int, u: UOp, reason: str, total: int) -> None:
   if DEBUG >= 3: print_graph(root)

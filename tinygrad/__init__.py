@@ -1,4 +1,5 @@
-"""tinygrad: a lazy tensor front end, one graph IR (UOp) rewritten by pattern matchers, and kernels compiled per device."""
+"""tinygrad: a lazy tensor front end, one graph IR (UOp) rewritten by pattern matchers,
+and kernels compiled per device."""
 import importlib
 from tinygrad.dtype import dtypes, DType
 from tinygrad.helpers import Context, getenv, DEBUG, SPEC
@@ -9,12 +10,13 @@ from tinygrad.uop import hooks
 def __getattr__(name: str):
   # NOTE: the front end is imported lazily so that `import tinygrad.uop` (used by the harness) stays light
   if name in ("Tensor", "Device", "TinyJit", "nn"):
-    mod = {"Tensor": "tinygrad.tensor", "Device": "tinygrad.device", "TinyJit": "tinygrad.engine.jit", "nn": "tinygrad.nn"}[name]
+    mod = {"Tensor": "tinygrad.tensor", "Device": "tinygrad.device", "TinyJit": "tinygrad.engine.jit",
+           "nn": "tinygrad.nn"}[name]
     m = importlib.import_module(mod)
     return m if name == "nn" else getattr(m, name)
   raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
 
-__all__ = ["Tensor", "Device", "dtypes", "DType", "Context", "getenv", "UOp", "UPat", "PatternMatcher", "graph_rewrite", "Ops",
-           "GroupOp", "AxisType", "DEBUG", "SPEC", "hooks"]
+__all__ = ["Tensor", "Device", "dtypes", "DType", "Context", "getenv", "UOp", "UPat", "PatternMatcher", "graph_rewrite",
+           "Ops", "GroupOp", "AxisType", "DEBUG", "SPEC", "hooks"]
 
 hooks.load_plugins()

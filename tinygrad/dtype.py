@@ -1,6 +1,6 @@
 """Data types: scalars, vectors, pointers, promotion, the Invalid sentinel, and exact fp8/bfloat16/half conversions."""
 from __future__ import annotations
-import math, struct, bisect, functools
+import math, struct, bisect, functools, builtins
 from enum import Enum, auto
 from typing import Any, Final, Union
 import numpy as np
@@ -36,14 +36,16 @@ class AddrSpace(Enum):
 class DType:
   """A scalar or vector type. Interned: equal dtypes are the same object, so `is` and `==` agree."""
   __slots__ = ("priority", "itemsize", "name", "fmt", "count", "_scalar", "_hash", "__weakref__")
-  _cache: dict[tuple, DType] = {}
+  _cache: dict[tuple[Any, ...], DType] = {}
+  _hash: int
   priority: int
   itemsize: int
   name: str
   fmt: str | None
   count: int
   _scalar: DType | None
-  def __new__(cls, priority: int, itemsize: int, name: str, fmt: str | None, count: int = 1, _scalar: DType | None = None) -> DType:
+  def __new__(cls, priority: int, itemsize: int, name: str, fmt: str | None, count: int = 1,
+              _scalar: DType | None = None) -> DType:
     key = (cls, priority, itemsize, name, fmt, count, _scalar)
     if (ret := DType._cache.get(key)) is not None: return ret
     ret = object.__new__(cls)
@@ -54,11 +56,13 @@ class DType:
   def __setattr__(self, k: str, v: Any) -> None: raise AttributeError(f"DType is immutable (tried to set {k})")
   def __hash__(self) -> int: return self._hash
   def __eq__(self, x: object) -> bool: return self is x
-  def __reduce__(self) -> tuple: return (DType, (self.priority, self.itemsize, self.name, self.fmt, self.count, self._scalar))
+  def __reduce__(self) -> tuple:
+    return (DType, (self.priority, self.itemsize, self.name, self.fmt, self.count, self._scalar))
   def __repr__(self) -> str:
     if self.count > 1: return f"{self.scalar()!r}.vec({self.count})"
     return f"dtypes.{INVERSE_DTYPES_DICT[self.name]}" if self.name in INVERSE_DTYPES_DICT else f"dtypes.{self.name}"
-  def __lt__(self, o: DType) -> bool: return (self.priority, self.itemsize, self.name, self.count) < (o.priority, o.itemsize, o.name, o.count)
+  def __lt__(self, o: DType) -> bool:
+    return (self.priority, self.itemsize, self.name, self.count) < (o.priority, o.itemsize, o.name, o.count)
   @property
   def base(self) -> DType: return self
   @property
@@ -68,12 +72,14 @@ class DType:
     if sz < 1: raise ValueError(f"vec({sz}): vector width must be >= 1")
     if self.count != 1: raise ValueError(f"vec({sz}) of {self}: can only make vectors of scalars")
     if sz == 1 or self == dtypes.void: return self
-    return DType(self.priority, self.itemsize * sz, f"{INVERSE_DTYPES_DICT.get(self.name, self.name)}{sz}", None, sz, self)
+    return DType(self.priority, self.itemsize * sz, f"{INVERSE_DTYPES_DICT.get(self.name, self.name)}{sz}", None, sz,
+                 self)
   def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType:
     return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self, addrspace, 1, size)
 
 class PtrDType(DType):
-  """A pointer to `base` in an address space; `size` is the number of elements (-1 when unknown), `v` pointer vector width."""
+  """A pointer to `base` in an address space; `size` is the number of elements (-1 when unknown),
+  `v` pointer vector width."""
   __slots__ = ("_base", "addrspace", "v", "size")
   _base: DType
   addrspace: AddrSpace
@@ -84,13 +90,15 @@ class PtrDType(DType):
     key = (cls, priority, itemsize, name, fmt, count, _scalar, _base, addrspace, v, size)
     if (ret := DType._cache.get(key)) is not None: return ret  # type: ignore[return-value]
     ret = object.__new__(cls)
-    for k, val in zip(("priority", "itemsize", "name", "fmt", "count", "_scalar", "_base", "addrspace", "v", "size"), key[1:]):
+    for k, val in zip(("priority", "itemsize", "name", "fmt", "count", "_scalar", "_base", "addrspace", "v", "size"),
+                      key[1:]):
       object.__setattr__(ret, k, val)
     object.__setattr__(ret, "_hash", hash(key))
     DType._cache[key] = ret
     return ret  # type: ignore[return-value]
   def __reduce__(self) -> tuple:
-    return (PtrDType, (self.priority, self.itemsize, self.name, self.fmt, self.count, self._scalar, self._base, self.addrspace, self.v, self.size))
+    return (PtrDType, (self.priority, self.itemsize, self.name, self.fmt, self.count, self._scalar, self._base,
+                       self.addrspace, self.v, self.size))
   @property
   def base(self) -> DType: return self._base
   @property
@@ -99,8 +107,10 @@ class PtrDType(DType):
   def vec(self, sz: int) -> PtrDType:
     if self.v != 1: raise ValueError(f"vec({sz}) of {self}: already a pointer vector")
     if sz == 1: return self
-    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, sz, self.size)
-  def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType: raise TypeError("no pointers to pointers")
+    return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self.count, None, self._base, self.addrspace, sz,
+                    self.size)
+  def ptr(self, size: int = -1, addrspace: AddrSpace = AddrSpace.GLOBAL) -> PtrDType:
+    raise TypeError("no pointers to pointers")
   def nbytes(self) -> int:
     if self.size == -1: raise ValueError(f"{self} has no size")
     return self.size * self._base.itemsize
@@ -142,13 +152,13 @@ class dtypes:
   fp8s: tuple[DType, ...] = (fp8e4m3, fp8e5m2)
 
   @staticmethod
-  def is_float(x: DType) -> bool: return x.scalar() in dtypes.floats
+  def is_float(x: DType) -> builtins.bool: return x.scalar() in dtypes.floats
   @staticmethod
-  def is_int(x: DType) -> bool: return x.scalar() in dtypes.ints or x.scalar() is dtypes.index
+  def is_int(x: DType) -> builtins.bool: return x.scalar() in dtypes.ints or x.scalar() is dtypes.index
   @staticmethod
-  def is_unsigned(x: DType) -> bool: return x.scalar() in dtypes.uints
+  def is_unsigned(x: DType) -> builtins.bool: return x.scalar() in dtypes.uints
   @staticmethod
-  def is_bool(x: DType) -> bool: return x.scalar() is dtypes.bool
+  def is_bool(x: DType) -> builtins.bool: return x.scalar() is dtypes.bool
   @staticmethod
   def from_py(x: Any) -> DType:
     if isinstance(x, float): return dtypes.default_float
@@ -177,30 +187,36 @@ class dtypes:
     if d is dtypes.bool: return True
     return math.inf if d is not dtypes.fp8e4m3 else 448.0
   @staticmethod
-  def finfo(d: DType) -> tuple[int, int]:
+  def finfo(d: DType) -> tuple[builtins.int, builtins.int]:
     """(exponent bits, mantissa bits) of a float dtype."""
     return {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7),
             dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[d.scalar()]
   @staticmethod
   def fields() -> dict[str, DType]: return DTYPES_DICT
 
-DTYPES_DICT: dict[str, DType] = {k: v for k, v in dtypes.__dict__.items() if isinstance(v, DType) and not k.startswith("default")}
+DTYPES_DICT: dict[str, DType] = {k: v for k, v in dtypes.__dict__.items()
+                                 if isinstance(v, DType) and not k.startswith("default")}
 INVERSE_DTYPES_DICT: dict[str, str] = {}
 for _k, _v in DTYPES_DICT.items(): INVERSE_DTYPES_DICT.setdefault(_v.name, _k)
 # the canonical names print first
-INVERSE_DTYPES_DICT.update({"float": "float32", "half": "float16", "double": "float64", "int": "int32", "long": "int64", "short": "int16",
-                            "signed char": "int8", "unsigned char": "uint8", "unsigned short": "uint16", "unsigned int": "uint32",
-                            "unsigned long": "uint64", "__bf16": "bfloat16"})
+INVERSE_DTYPES_DICT.update({"float": "float32", "half": "float16", "double": "float64", "int": "int32", "long": "int64",
+                            "short": "int16", "signed char": "int8", "unsigned char": "uint8",
+                            "unsigned short": "uint16", "unsigned int": "uint32", "unsigned long": "uint64",
+                            "__bf16": "bfloat16"})
 
 # ---- promotion ----
-# NOTE: the lattice below gives the least common dtype as numpy/torch users expect: int+float -> float, half+bfloat16 -> float32,
-# bool+int -> int, signed+unsigned of the same width -> the next wider signed (uint64+int64 -> a float, as in JAX's lattice).
+# NOTE: the lattice below gives the least common dtype as numpy/torch users expect: int+float -> float,
+# half+bfloat16 -> float32, bool+int -> int, signed+unsigned of the same width -> the next wider signed
+# (uint64+int64 -> a float, as in JAX's lattice).
 _parents: dict[DType, tuple[DType, ...]] = {
-  dtypes.float64: (), dtypes.float32: (dtypes.float64,), dtypes.float16: (dtypes.float32,), dtypes.bfloat16: (dtypes.float32,),
+  dtypes.float64: (), dtypes.float32: (dtypes.float64,),
+  dtypes.float16: (dtypes.float32,), dtypes.bfloat16: (dtypes.float32,),
   dtypes.fp8e4m3: (dtypes.float16, dtypes.bfloat16), dtypes.fp8e5m2: (dtypes.float16, dtypes.bfloat16),
-  dtypes.int64: (dtypes.fp8e4m3, dtypes.fp8e5m2), dtypes.int32: (dtypes.int64,), dtypes.int16: (dtypes.int32,), dtypes.int8: (dtypes.int16,),
-  dtypes.uint64: (dtypes.fp8e4m3, dtypes.fp8e5m2), dtypes.uint32: (dtypes.int64, dtypes.uint64), dtypes.uint16: (dtypes.int32, dtypes.uint32),
-  dtypes.uint8: (dtypes.int16, dtypes.uint16), dtypes.bool: (dtypes.int8, dtypes.uint8)}
+  dtypes.int64: (dtypes.fp8e4m3, dtypes.fp8e5m2), dtypes.int32: (dtypes.int64,),
+  dtypes.int16: (dtypes.int32,), dtypes.int8: (dtypes.int16,),
+  dtypes.uint64: (dtypes.fp8e4m3, dtypes.fp8e5m2), dtypes.uint32: (dtypes.int64, dtypes.uint64),
+  dtypes.uint16: (dtypes.int32, dtypes.uint32), dtypes.uint8: (dtypes.int16, dtypes.uint16),
+  dtypes.bool: (dtypes.int8, dtypes.uint8)}
 
 @functools.cache
 def _ancestors(d: DType) -> frozenset[DType]:
@@ -214,10 +230,12 @@ def least_upper_dtype(*ds: DType) -> DType:
   # the least element: the one whose ancestor set is the largest
   return max(common, key=lambda d: (len(_ancestors(d)), -d.priority))
 
-def least_upper_float(dt: DType) -> DType: return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
+def least_upper_float(dt: DType) -> DType:
+  return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
 
 def sum_acc_dtype(dt: DType) -> DType:
-  """The accumulator dtype of a sum: ints widen to at least int32 (unsigned stays unsigned), floats to at least float32."""
+  """The accumulator dtype of a sum: ints widen to at least int32 (unsigned stays unsigned),
+  floats to at least float32."""
   if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)
   if dtypes.is_int(dt) or dt is dtypes.bool: return least_upper_dtype(dt, dtypes.int32)
   return least_upper_dtype(dt, dtypes.float32)
@@ -250,7 +268,8 @@ class _Fp8Format:
     if self.ieee:
       # the value one step past max is 2**(emax+1): rounding there (ties to even) gives infinity
       overflow = self.max + (self.max - self.pos_vals[-2])
-      if a >= overflow or (a > self.max and a - self.max >= overflow - a): return sign | (0x7C if self.ebits == 5 else 0x78)
+      if a >= overflow or (a > self.max and a - self.max >= overflow - a):
+        return sign | (0x7C if self.ebits == 5 else 0x78)
       if a >= self.max: return sign | self.pos_codes[-1]
     i = bisect.bisect_right(self.pos_vals, a) - 1
     lo_c, lo_v = self.pos_codes[i], self.pos_vals[i]
@@ -279,7 +298,8 @@ def fp8_to_float_np(bits: np.ndarray, dtype: DType) -> np.ndarray:
   return np.asarray(FP8_FORMATS[dtype].table, dtype=np.float32)[bits.astype(np.uint8)]
 def float_to_fp8_np(x: np.ndarray, dtype: DType) -> np.ndarray:
   enc = FP8_FORMATS[dtype].encode
-  return np.fromiter((enc(float(v)) for v in np.asarray(x, dtype=np.float64).ravel()), dtype=np.uint8, count=x.size).reshape(x.shape)
+  return np.fromiter((enc(float(v)) for v in np.asarray(x, dtype=np.float64).ravel()), dtype=np.uint8,
+                     count=x.size).reshape(x.shape)
 def bf16_to_float_np(bits: np.ndarray) -> np.ndarray: return (bits.astype(np.uint32) << 16).view(np.float32)
 def float_to_bf16_np(x: np.ndarray) -> np.ndarray:
   f = np.asarray(x, dtype=np.float32)
@@ -302,7 +322,8 @@ def _trunc_float(x: Any, fmt: str) -> float:
 
 truncate: dict[DType, Any] = {
   dtypes.bool: bool, dtypes.index: int,
-  dtypes.float16: lambda x: _trunc_float(x, "<e"), dtypes.float32: lambda x: _trunc_float(x, "<f"), dtypes.float64: float,
+  dtypes.float16: lambda x: _trunc_float(x, "<e"), dtypes.float32: lambda x: _trunc_float(x, "<f"),
+  dtypes.float64: float,
   dtypes.bfloat16: lambda x: bf16_to_float(float_to_bf16(float(x))),
   dtypes.fp8e4m3: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e4m3), dtypes.fp8e4m3),
   dtypes.fp8e5m2: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e5m2), dtypes.fp8e5m2),
@@ -310,16 +331,16 @@ truncate: dict[DType, Any] = {
 
 def to_np_dtype(dt: DType) -> type:
   """numpy dtype used to hold `dt` (fp8 as uint8 bits, bfloat16 as uint16 bits)."""
-  m = {dtypes.bool: np.bool_, dtypes.int8: np.int8, dtypes.uint8: np.uint8, dtypes.int16: np.int16, dtypes.uint16: np.uint16,
-       dtypes.int32: np.int32, dtypes.uint32: np.uint32, dtypes.int64: np.int64, dtypes.uint64: np.uint64, dtypes.float16: np.float16,
-       dtypes.float32: np.float32, dtypes.float64: np.float64, dtypes.bfloat16: np.uint16, dtypes.fp8e4m3: np.uint8,
-       dtypes.fp8e5m2: np.uint8, dtypes.index: np.int64}
+  m = {dtypes.bool: np.bool_, dtypes.int8: np.int8, dtypes.uint8: np.uint8, dtypes.int16: np.int16,
+       dtypes.uint16: np.uint16, dtypes.int32: np.int32, dtypes.uint32: np.uint32, dtypes.int64: np.int64,
+       dtypes.uint64: np.uint64, dtypes.float16: np.float16, dtypes.float32: np.float32, dtypes.float64: np.float64,
+       dtypes.bfloat16: np.uint16, dtypes.fp8e4m3: np.uint8, dtypes.fp8e5m2: np.uint8, dtypes.index: np.int64}
   return m[dt.scalar()]
 
 def from_np_dtype(npdt: Any) -> DType:
-  m = {np.dtype(np.bool_): dtypes.bool, np.dtype(np.int8): dtypes.int8, np.dtype(np.uint8): dtypes.uint8, np.dtype(np.int16): dtypes.int16,
-       np.dtype(np.uint16): dtypes.uint16, np.dtype(np.int32): dtypes.int32, np.dtype(np.uint32): dtypes.uint32,
-       np.dtype(np.int64): dtypes.int64, np.dtype(np.uint64): dtypes.uint64, np.dtype(np.float16): dtypes.float16,
-       np.dtype(np.float32): dtypes.float32, np.dtype(np.float64): dtypes.float64}
+  m = {np.dtype(np.bool_): dtypes.bool, np.dtype(np.int8): dtypes.int8, np.dtype(np.uint8): dtypes.uint8,
+       np.dtype(np.int16): dtypes.int16, np.dtype(np.uint16): dtypes.uint16, np.dtype(np.int32): dtypes.int32,
+       np.dtype(np.uint32): dtypes.uint32, np.dtype(np.int64): dtypes.int64, np.dtype(np.uint64): dtypes.uint64,
+       np.dtype(np.float16): dtypes.float16, np.dtype(np.float32): dtypes.float32, np.dtype(np.float64): dtypes.float64}
   if np.dtype(npdt) not in m: raise TypeError(f"numpy dtype {npdt} has no tinygrad dtype")
   return m[np.dtype(npdt)]

@@ -56,23 +56,29 @@ class Context(contextlib.ContextDecorator):
     for fn in dict.fromkeys(fn for k in keys for fn in ContextVar.watchers.get(k, ())): fn()
 
 DEBUG = ContextVar("DEBUG", 0, "verbosity: 2 one line per kernel, 3 failing graphs printed, 4 kernel source, 5 uops")
-SPEC = ContextVar("SPEC", 1, "verification level: 0 off, 1 stage boundaries, 2 every UOp + round trip of sinks, 3 round trip of every UOp")
+SPEC = ContextVar("SPEC", 1, "verification level: 0 off, 1 stage boundaries, 2 every UOp + round trip of sinks, "
+                             "3 round trip of every UOp")
 IGNORE_OOB = ContextVar("IGNORE_OOB", 1, "1 skips the z3 proof that every LOAD/STORE index is in bounds; 0 runs it")
 NOOPT = ContextVar("NOOPT", 0, "1 disables kernel optimisations (heuristics and BEAM)")
 BEAM = ContextVar("BEAM", 0, "beam width of the kernel optimisation search; 0 uses hand-coded heuristics")
-DEVECTORIZE = ContextVar("DEVECTORIZE", 1, "0 keeps vector ops for the renderer, 1 devectorizes to what the target supports")
+DEVECTORIZE = ContextVar("DEVECTORIZE", 1,
+                         "0 keeps vector ops for the renderer, 1 devectorizes to what the target supports")
 TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always")
-CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0, "1 records every compiled kernel into the replay database")
+CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0,
+                                    "1 records every compiled kernel into the replay database")
 VIZ = ContextVar("VIZ", 0, "1 records every named rewrite pass for the viz page")
-HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "", "comma list of 0-based GPU ids the NV and AMD backends may open")
+HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "",
+                                 "comma list of 0-based GPU ids the NV and AMD backends may open")
 DEV = ContextVar("DEV", "", "default device (CPU, PYTHON, NV, AMD); NV=1 etc. also select one")
-TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0, "1 records per-pass, per-rule match counts and time; 2 prints them at exit")
+TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0,
+                               "1 records per-pass, per-rule match counts and time; 2 prints them at exit")
 EMULATE = ContextVar("EMULATE", "", "PYTHON backend: emulate the limits of NV or AMD")
 CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 uses every core")
 CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc")
 CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)")
 CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db")
-REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared non-terminating; 0 = automatic")
+REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
+                                "non-terminating; 0 = automatic")
 
 # ---- small pure helpers ----
 
@@ -86,7 +92,8 @@ def argsort(x: Sequence[Any]) -> list[int]: return sorted(range(len(x)), key=x._
 def argfix(*x: Any) -> tuple[Any, ...]:
   """Accept f(1, 2) and f((1, 2)) alike."""
   return tuple(x[0]) if x and isinstance(x[0], (tuple, list)) else tuple(x)
-def make_tuple(x: int | Sequence[int], cnt: int) -> tuple[int, ...]: return (x,) * cnt if isinstance(x, int) else tuple(x)
+def make_tuple(x: int | Sequence[int], cnt: int) -> tuple[int, ...]:
+  return (x,) * cnt if isinstance(x, int) else tuple(x)
 def ceildiv(num: int, amt: int) -> int: return -(-num // amt)
 def round_up(num: int, amt: int) -> int: return ceildiv(num, amt) * amt
 def cdiv(x: int, y: int) -> int:
@@ -143,7 +150,8 @@ def atomic_write(path: str, data: bytes | str) -> None:
 # ---- sqlite cache (compile cache, BEAM results) ----
 
 def cache_path() -> str:
-  return CACHEDB.value or os.path.join(os.path.expanduser(os.environ.get("XDG_CACHE_HOME", "~/.cache")), "tinygrad", "cache.db")
+  return CACHEDB.value or os.path.join(os.path.expanduser(os.environ.get("XDG_CACHE_HOME", "~/.cache")), "tinygrad",
+                                       "cache.db")
 
 _db_conns: dict[str, sqlite3.Connection] = {}
 def _db(table: str) -> sqlite3.Connection:

@@ -274,3 +274,23 @@ def test_full_spec_accepts_codegen_intermediates():
   type_verify(UOp(Ops.ADD, dtypes.index, (idx, r32)), full_spec)
   type_verify(UOp(Ops.UNROLL, dtypes.float32, (UOp.const(dtypes.float32.vec(4), 1.0),), ((1, 4),)), full_spec)
   with pytest.raises(SpecError): type_verify(UOp(Ops.ADD, dtypes.index, (idx, r32)), kernel_spec)
+
+def test_program_block_structure():
+  r = UOp.range(i32(4), 0, dtype=dtypes.int32)
+  st = g(0).index(r).store(UOp.const(dtypes.float32, 1.0))
+  body = [g(0), i32(4), r, g(0).index(r), UOp.const(dtypes.float32, 1.0), st]
+  type_verify(body + [st.end(r)], program_spec)
+  e = rejects(body, program_spec, r)
+  assert "never closed" in e.reason
+  with pytest.raises(SpecError) as ex: type_verify(body + [st.end(r), st.end(r)], program_spec)
+  assert ex.value.position == len(body) + 1 and "second time" in ex.value.reason
+  iff = UOp(Ops.IF, dtypes.void, (UOp.const(dtypes.bool, True),))
+  iff2 = UOp(Ops.IF, dtypes.void, (UOp.const(dtypes.bool, False),))
+  lst = [UOp.const(dtypes.bool, True), iff, UOp.const(dtypes.bool, False), iff2, UOp(Ops.ENDIF, dtypes.void, (iff,))]
+  with pytest.raises(SpecError) as ex: type_verify(lst, program_spec)
+  assert ex.value.position == 4 and "innermost" in ex.value.reason
+
+def test_tensor_rejects_index_math_on_values():
+  v = UOp.variable("tv", 1, 8).bind(3)
+  bad = v * 2
+  rejects(UOp.sink(bad), tensor_spec, bad)

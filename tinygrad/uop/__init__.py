@@ -1,4 +1,5 @@
-"""The op list, once. Grouped by the stage that introduces each op; enum order is also the linearizer's tie-break order."""
+"""The op list, once. Grouped by the stage that introduces each op;
+enum order is also the linearizer's tie-break order."""
 from __future__ import annotations
 from enum import Enum, auto
 
@@ -8,7 +9,7 @@ class FastEnum(Enum):
   def __hash__(self) -> int: return self.value
   def __repr__(self) -> str: return f"{type(self).__name__}.{self.name}"
   @staticmethod
-  def _generate_next_value_(_name: str, _start: int, count: int, _last_values: list) -> int: return count
+  def _generate_next_value_(_name: str, _start: int, count: int, _last_values: list[int]) -> int: return count
 
 class Ops(FastEnum):
   # ---- graph structure (every stage) ----
@@ -18,9 +19,11 @@ class Ops(FastEnum):
   # ---- tensor graph: movement ----
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()
   # ---- tensor graph: other ----
-  CONTIGUOUS = auto(); DETACH = auto(); COPY = auto(); ASSIGN = auto(); REDUCE_AXIS = auto(); KERNEL = auto(); BUFFERIZE = auto()
+  CONTIGUOUS = auto(); DETACH = auto(); COPY = auto(); ASSIGN = auto(); REDUCE_AXIS = auto(); KERNEL = auto()
+  BUFFERIZE = auto()
   # ---- kernel / program: definitions ----
-  DEFINE_GLOBAL = auto(); DEFINE_LOCAL = auto(); DEFINE_REG = auto(); DEFINE_VAR = auto(); BIND = auto(); SPECIAL = auto()
+  DEFINE_GLOBAL = auto(); DEFINE_LOCAL = auto(); DEFINE_REG = auto(); DEFINE_VAR = auto(); BIND = auto()
+  SPECIAL = auto()
   # ---- kernel / program: loops and memory ----
   RANGE = auto(); END = auto(); REDUCE = auto(); INDEX = auto(); LOAD = auto(); STORE = auto()
   # ---- vectors and expansion ----
@@ -30,11 +33,12 @@ class Ops(FastEnum):
   # ---- constants ----
   CONST = auto()
   # ---- unary ALU ----
-  CAST = auto(); BITCAST = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); SQRT = auto(); RECIPROCAL = auto(); NEG = auto()
-  TRUNC = auto()
+  CAST = auto(); BITCAST = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); SQRT = auto(); RECIPROCAL = auto()
+  NEG = auto(); TRUNC = auto()
   # ---- binary ALU ----
-  ADD = auto(); MUL = auto(); SHL = auto(); SHR = auto(); IDIV = auto(); MAX = auto(); MOD = auto(); CMPLT = auto(); CMPNE = auto()
-  CMPEQ = auto(); XOR = auto(); OR = auto(); AND = auto(); THREEFRY = auto(); SUB = auto(); FDIV = auto(); POW = auto()
+  ADD = auto(); MUL = auto(); SHL = auto(); SHR = auto(); IDIV = auto(); MAX = auto(); MOD = auto(); CMPLT = auto()
+  CMPNE = auto(); CMPEQ = auto(); XOR = auto(); OR = auto(); AND = auto(); THREEFRY = auto(); SUB = auto()
+  FDIV = auto(); POW = auto()
   # ---- ternary ALU ----
   WHERE = auto(); MULACC = auto()
   # ---- escape hatch for renderers ----
@@ -42,8 +46,8 @@ class Ops(FastEnum):
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}
-  Binary = {Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MAX, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.XOR, Ops.SHL, Ops.SHR, Ops.OR, Ops.AND,
-            Ops.THREEFRY, Ops.SUB, Ops.FDIV, Ops.POW}
+  Binary = {Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MAX, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.XOR, Ops.SHL, Ops.SHR,
+            Ops.OR, Ops.AND, Ops.THREEFRY, Ops.SUB, Ops.FDIV, Ops.POW}
   Ternary = {Ops.WHERE, Ops.MULACC}
   ALU = Unary | Binary | Ternary
   Elementwise = ALU | {Ops.CAST, Ops.BITCAST}

@@ -24,7 +24,8 @@ program: list[Callable[..., Any]] = []
 compiled: list[Callable[..., Any]] = []
 rewrite_done: list[Callable[..., Any]] = []
 
-CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiled", "rewrite_done")
+CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiled",
+                                "rewrite_done")
 
 def _list(name: str) -> list[Callable[..., Any]]:
   if name not in CHECKPOINTS: raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {CHECKPOINTS}")
@@ -49,7 +50,8 @@ PLUGIN_GROUP = "tinygrad.plugins"
 loaded_plugins: dict[str, Any] = {}
 
 def load_plugins() -> dict[str, Any]:
-  """Load every entry point of the `tinygrad.plugins` group and call it; each plugin decides from the env flags what to register."""
+  """Load every entry point of the `tinygrad.plugins` group and call it;
+  each plugin decides from the env flags what to register."""
   for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP):
     if ep.name in loaded_plugins: continue
     # NOTE: a broken plugin must not take the compiler down with it: say which and why, and go on without it

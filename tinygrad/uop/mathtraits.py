@@ -1,6 +1,6 @@
 """Python operators shared by UOp (builds nodes) and UPat (builds patterns), so rules read like the math they match."""
 from __future__ import annotations
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from tinygrad.uop import Ops, GroupOp
 
 TMT = TypeVar("TMT", bound="MathTrait")
@@ -10,7 +10,7 @@ class MathTrait:
   # subclasses define how a node/pattern of an op is built and how a Python constant is lifted
   def alu(self: TMT, op: Ops, *src: Any) -> TMT: raise NotImplementedError
   def const_like(self: TMT, b: Any) -> TMT: raise NotImplementedError
-  def ufix(self: TMT, x: Any) -> TMT: return x if isinstance(x, MathTrait) else self.const_like(x)
+  def ufix(self: TMT, x: Any) -> TMT: return cast(TMT, x) if isinstance(x, MathTrait) else self.const_like(x)
   def _binop(self: TMT, op: Ops, x: Any, reverse: bool) -> TMT:
     return self.ufix(x).alu(op, self) if reverse else self.alu(op, self.ufix(x))
 
@@ -47,7 +47,8 @@ class MathTrait:
   def maximum(self: TMT, x: Any) -> TMT: return self._binop(Ops.MAX, x, False)
   def minimum(self: TMT, x: Any) -> TMT: return -(-self).maximum(-self.ufix(x))
   def where(self: TMT, x: Any, y: Any) -> TMT:
-    xx = x if isinstance(x, MathTrait) else self.ufix(y).const_like(x) if isinstance(y, MathTrait) else self.const_like(x)
+    xx = x if isinstance(x, MathTrait) else \
+      self.ufix(y).const_like(x) if isinstance(y, MathTrait) else self.const_like(x)
     return self.alu(Ops.WHERE, xx, xx.ufix(y))
   def reciprocal(self: TMT) -> TMT: return self.alu(Ops.RECIPROCAL)
   def sqrt(self: TMT) -> TMT: return self.alu(Ops.SQRT)

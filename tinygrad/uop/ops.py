@@ -44,7 +44,8 @@ def _argkey(a: Any) -> Any:
 
 class UOpMetaClass(type):
   ucache: dict[tuple, weakref.ReferenceType[UOp]] = {}
-  def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None) -> UOp:
+  def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None,
+               tag: Any = None) -> UOp:
     if type(src) is not tuple: src = tuple(src)
     key = (op, dtype, src, _argkey(arg), tag)
     if (wret := UOpMetaClass.ucache.get(key)) is not None and (ret := wret()) is not None: return ret
@@ -65,7 +66,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def __init__(self, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None):
     sa = object.__setattr__
     sa(self, "op", op); sa(self, "dtype", dtype); sa(self, "src", src); sa(self, "arg", arg); sa(self, "tag", tag)
-  def __setattr__(self, k: str, v: Any) -> None: raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
+  def __setattr__(self, k: str, v: Any) -> None:
+    raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __del__(self) -> None:
     try:
       key = (self.op, self.dtype, self.src, _argkey(self.arg), self.tag)
@@ -74,8 +76,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     except (AttributeError, TypeError, KeyError): pass
   def __reduce__(self) -> tuple: return (UOp, (self.op, self.dtype, self.src, self.arg, self.tag))
   def replace(self, **kwargs: Any) -> UOp:
-    new = (kwargs.pop("op", self.op), kwargs.pop("dtype", self.dtype), kwargs.pop("src", self.src), kwargs.pop("arg", self.arg),
-           kwargs.pop("tag", self.tag))
+    new = (kwargs.pop("op", self.op), kwargs.pop("dtype", self.dtype), kwargs.pop("src", self.src),
+           kwargs.pop("arg", self.arg), kwargs.pop("tag", self.tag))
     if kwargs: raise TypeError(f"replace: unknown field(s) {list(kwargs)}")
     return UOp(*new)
   def rtag(self, tag: Any = True) -> UOp: return self.replace(tag=tag)
@@ -115,13 +117,15 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     if op in GroupOp.Comparison: out_dtype = dtypes.bool.vec(out_dtype.count) if out_dtype.count > 1 else dtypes.bool
     elif op is Ops.WHERE: out_dtype = src[-1].dtype
     return UOp(op, out_dtype, (self, *src))
-  def const_like(self, b: Any) -> UOp: return UOp.const(self.dtype.base if isinstance(self.dtype, PtrDType) else self.dtype, b)
+  def const_like(self, b: Any) -> UOp:
+    return UOp.const(self.dtype.base if isinstance(self.dtype, PtrDType) else self.dtype, b)
   @staticmethod
   def const(dtype: DType, b: Any) -> UOp:
     if isinstance(b, UOp): return b
     if isinstance(b, tuple) and len(b) == 1: b = b[0]
     if isinstance(b, tuple):
-      if len(b) != dtype.count: raise ValueError(f"VCONST of {len(b)} values needs a vector dtype of that width, got {dtype}")
+      if len(b) != dtype.count:
+        raise ValueError(f"VCONST of {len(b)} values needs a vector dtype of that width, got {dtype}")
       return UOp(Ops.VCONST, dtype, arg=dtypes.as_const(b, dtype))
     return UOp(Ops.CONST, dtype, arg=dtypes.as_const(b, dtype))
   @staticmethod
@@ -144,8 +148,10 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def group(*srcs: UOp) -> UOp: return UOp(Ops.GROUP, dtypes.void, srcs)
   def index(self, *idx: UOp) -> UOp: return UOp(Ops.INDEX, self.dtype, (self, *idx))
   def load(self, *src: UOp, dtype: DType | None = None) -> UOp:
-    return UOp(Ops.LOAD, dtype if dtype is not None else self.dtype.base if isinstance(self.dtype, PtrDType) else self.dtype, (self, *src))
-  def store(self, val: Any, *src: UOp) -> UOp: return UOp(Ops.STORE, dtypes.void, (self, self.ufix(val) if not isinstance(val, UOp) else val, *src))
+    if dtype is None: dtype = self.dtype.base if isinstance(self.dtype, PtrDType) else self.dtype
+    return UOp(Ops.LOAD, dtype, (self, *src))
+  def store(self, val: Any, *src: UOp) -> UOp:
+    return UOp(Ops.STORE, dtypes.void, (self, self.ufix(val) if not isinstance(val, UOp) else val, *src))
   def end(self, *ranges: UOp) -> UOp: return UOp(Ops.END, dtypes.void, (self, *ranges)) if ranges else self
   def after(self, *deps: UOp) -> UOp: return UOp(Ops.AFTER, self.dtype, (self, *deps))
   def reduce(self, *ranges: UOp, arg: Ops = Ops.ADD) -> UOp: return UOp(Ops.REDUCE, self.dtype, (self, *ranges), arg)
@@ -162,43 +168,52 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def broadcast(self, n: int) -> UOp: return self if n == 1 else UOp.vectorize(*([self] * n))
   def bind(self, val: int) -> UOp:
     if self.op is not Ops.DEFINE_VAR: raise TypeError(f"bind: only a DEFINE_VAR can be bound, not {self.op}")
-    if not self.arg[1] <= val <= self.arg[2]: raise ValueError(f"bind: {val} is outside {self.arg[0]}'s bounds [{self.arg[1]}, {self.arg[2]}]")
+    if not self.arg[1] <= val <= self.arg[2]:
+      raise ValueError(f"bind: {val} is outside {self.arg[0]}'s bounds [{self.arg[1]}, {self.arg[2]}]")
     return UOp(Ops.BIND, self.dtype, (self, self.const_like(val)))
   def valid(self, cond: UOp) -> UOp:
     """`cond.where(self, Invalid)`: a masked index."""
     return cond.where(self, UOp.invalid())
   def get_idx(self) -> UOp: return self.src[1] if self.is_masked() else self
   def get_valid(self) -> UOp: return self.src[0] if self.is_masked() else UOp.const(dtypes.bool, True)
-  def is_masked(self) -> bool: return self.op is Ops.WHERE and self.src[2].op is Ops.CONST and self.src[2].arg is Invalid
+  def is_masked(self) -> bool:
+    return self.op is Ops.WHERE and self.src[2].op is Ops.CONST and self.src[2].arg is Invalid
 
   # ---- tensor-graph sugar: movement and reduction (args are plain int tuples) ----
   def reshape(self, shape: tuple[int, ...]) -> UOp:
     shape = tuple(shape)
     if self.shape is not None and prod(self.shape) != prod(shape):
-      raise ValueError(f"reshape: cannot reshape {self.shape} ({prod(self.shape)} elements) to {shape} ({prod(shape)} elements)")
+      raise ValueError(f"reshape: cannot reshape {self.shape} ({prod(self.shape)} elements) to {shape} "
+                       f"({prod(shape)} elements)")
     return self if self.shape == shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
   def permute(self, order: tuple[int, ...]) -> UOp:
     order = tuple(order)
-    if self.shape is not None and sorted(order) != list(range(len(self.shape))): raise ValueError(f"permute: {order} is not a permutation of the {len(self.shape)} axes of {self.shape}")
+    if self.shape is not None and sorted(order) != list(range(len(self.shape))):
+      raise ValueError(f"permute: {order} is not a permutation of the {len(self.shape)} axes of {self.shape}")
     return self if order == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
   def expand(self, shape: tuple[int, ...]) -> UOp:
     shape = tuple(shape)
-    if self.shape is not None and (len(shape) != len(self.shape) or any(s != n and s != 1 for s, n in zip(self.shape, shape))):
+    if self.shape is not None and (len(shape) != len(self.shape) or
+                                   any(s != n and s != 1 for s, n in zip(self.shape, shape))):
       raise ValueError(f"expand: cannot expand {self.shape} to {shape} (only size-1 axes expand)")
     return self if self.shape == shape else UOp(Ops.EXPAND, self.dtype, (self,), shape)
   def pad(self, arg: tuple[tuple[int, int], ...]) -> UOp:
     arg = tuple((int(b), int(e)) for b, e in arg)
     if any(b < 0 or e < 0 for b, e in arg): raise ValueError(f"pad: negative padding {arg}; use shrink")
-    if self.shape is not None and len(arg) != len(self.shape): raise ValueError(f"pad: {len(arg)} pairs for {len(self.shape)} axes of {self.shape}")
+    if self.shape is not None and len(arg) != len(self.shape):
+      raise ValueError(f"pad: {len(arg)} pairs for {len(self.shape)} axes of {self.shape}")
     return self if all(b == 0 and e == 0 for b, e in arg) else UOp(Ops.PAD, self.dtype, (self,), arg)
   def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
     arg = tuple((int(b), int(e)) for b, e in arg)
-    if self.shape is not None and (len(arg) != len(self.shape) or any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape))):
+    if self.shape is not None and (len(arg) != len(self.shape) or
+                                   any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape))):
       raise ValueError(f"shrink: {arg} does not fit shape {self.shape}")
-    return self if self.shape is not None and arg == tuple((0, s) for s in self.shape) else UOp(Ops.SHRINK, self.dtype, (self,), arg)
+    if self.shape is not None and arg == tuple((0, s) for s in self.shape): return self
+    return UOp(Ops.SHRINK, self.dtype, (self,), arg)
   def flip(self, arg: tuple[bool, ...]) -> UOp:
     arg = tuple(bool(x) for x in arg)
-    if self.shape is not None and len(arg) != len(self.shape): raise ValueError(f"flip: {len(arg)} flags for {len(self.shape)} axes")
+    if self.shape is not None and len(arg) != len(self.shape):
+      raise ValueError(f"flip: {len(arg)} flags for {len(self.shape)} axes")
     return self if not any(arg) else UOp(Ops.FLIP, self.dtype, (self,), arg)
   def r(self, op: Ops, axis: tuple[int, ...]) -> UOp:
     axis = tuple(sorted(set(axis)))
@@ -246,8 +261,11 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def divides(self, v: int) -> UOp | None:
     """self // v if v divides self exactly (structurally), else None."""
     if v == 1: return self
-    if self.op is Ops.CONST and isinstance(self.arg, int): return self.const_like(self.arg // v) if self.arg % v == 0 else None
-    if self.op is Ops.ADD: return (d0 + d1) if (d0 := self.src[0].divides(v)) is not None and (d1 := self.src[1].divides(v)) is not None else None
+    if self.op is Ops.CONST and isinstance(self.arg, int):
+      return self.const_like(self.arg // v) if self.arg % v == 0 else None
+    if self.op is Ops.ADD:
+      if (d0 := self.src[0].divides(v)) is not None and (d1 := self.src[1].divides(v)) is not None: return d0 + d1
+      return None
     if self.op is Ops.MUL:
       if (d0 := self.src[0].divides(v)) is not None: return d0 * self.src[1]
       if (d1 := self.src[1].divides(v)) is not None: return self.src[0] * d1
@@ -308,16 +326,17 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
   if op is Ops.ADD:
     return (dmin, dmax) if _any_nan(a0 + b0, a1 + b1) else _clamp(a0 + b0, a1 + b1, dmin, dmax)
   if op is Ops.MUL:
-    c = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
-    return (dmin, dmax) if _any_nan(*c) else _clamp(min(c), max(c), dmin, dmax)
+    corners = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+    return (dmin, dmax) if _any_nan(*corners) else _clamp(min(corners), max(corners), dmin, dmax)
   if op is Ops.MAX: return max(a0, b0), max(a1, b1)
   if op is Ops.CMPLT: return bool(a1 < b0), bool(a0 < b1)
   if op is Ops.CMPNE: return bool(a1 < b0 or b1 < a0), not (a0 == a1 == b0 == b1)
   if op is Ops.CMPEQ: return a0 == a1 == b0 == b1, not (a1 < b0 or b1 < a0)
   if not dtypes.is_int(u.dtype) and u.dtype is not dtypes.bool: return dmin, dmax
   if op is Ops.IDIV and (b0 > 0 or b1 < 0):
-    c = [cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)]
-    return min(c), max(c)
+    qs = [cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)]
+    # NOTE: INT_MIN // -1 overflows (it wraps on every target), so a quotient outside the dtype means unknown bounds
+    return _clamp(min(qs), max(qs), dmin, dmax)
   if op is Ops.MOD and (b0 > 0 or b1 < 0):
     m = max(abs(b0), abs(b1)) - 1
     if a0 >= 0 and b0 == b1 and b0 > 0 and a0 // b0 == a1 // b0: return a0 % b0, a1 % b0
@@ -342,13 +361,15 @@ def _clamp(lo: Any, hi: Any, dmin: Any, dmax: Any) -> tuple[Any, Any]:
 # ---- UPat ----
 
 class UPat(MathTrait):
-  """A pattern: ops (a set), dtypes, sources (tuple = in order, list = any permutation, UPat = every source), arg, and a capture name."""
+  """A pattern: ops (a set), dtypes, sources (tuple = in order, list = any permutation, UPat = every source), arg,
+  and a capture name."""
   __slots__ = ("op", "dtype", "arg", "name", "_src", "src_kind", "allow_any_len", "early_reject", "location")
-  def __init__(self, op: Ops | tuple[Ops, ...] | set[Ops] | None = None, dtype: DType | tuple[DType, ...] | None = None,
-               src: tuple[UPat, ...] | list[UPat] | UPat | None = None, arg: Any = None, name: str | None = None,
-               allow_any_len: bool = False, location: str | None = None):
+  def __init__(self, op: Ops | tuple[Ops, ...] | set[Ops] | frozenset[Ops] | None = None,
+               dtype: DType | tuple[DType, ...] | None = None, src: tuple[UPat, ...] | list[UPat] | UPat | None = None,
+               arg: Any = None, name: str | None = None, allow_any_len: bool = False, location: str | None = None):
     self.op: frozenset[Ops] | None = None if op is None else frozenset((op,) if isinstance(op, Ops) else op)
-    self.dtype: tuple[DType, ...] | None = None if dtype is None else (dtype,) if isinstance(dtype, DType) else tuple(dtype)
+    self.dtype: tuple[DType, ...] | None = \
+      None if dtype is None else (dtype,) if isinstance(dtype, DType) else tuple(dtype)
     self.arg, self.name, self.allow_any_len = arg, name, allow_any_len
     self._src: list[tuple[UPat, ...]] | UPat | None
     if src is None: self._src, self.src_kind = None, "none"
@@ -368,32 +389,38 @@ class UPat(MathTrait):
   @property
   def src(self) -> Any: return self._src
   @staticmethod
-  def var(name: str | None = None, dtype: DType | tuple[DType, ...] | None = None) -> UPat: return UPat(dtype=dtype, name=name)
+  def var(name: str | None = None, dtype: DType | tuple[DType, ...] | None = None) -> UPat:
+    return UPat(dtype=dtype, name=name)
   @staticmethod
   def cvar(name: str | None = None, dtype: DType | tuple[DType, ...] | None = None, vec: bool = True) -> UPat:
     return UPat((Ops.CONST, Ops.VCONST) if vec else Ops.CONST, dtype, name=name)
   @staticmethod
-  def const(dtype: DType | tuple[DType, ...] | None, b: ConstType | InvalidType) -> UPat: return UPat(Ops.CONST, dtype, arg=b)
+  def const(dtype: DType | tuple[DType, ...] | None, b: ConstType | InvalidType) -> UPat:
+    return UPat(Ops.CONST, dtype, arg=b)
   @staticmethod
   def any(*pats: UPat) -> UPat: return UPatAny(*pats)
   def named(self, name: str) -> UPat:
     ret = UPat.__new__(type(self))
     for k in UPat.__slots__: object.__setattr__(ret, k, getattr(self, k))
-    if isinstance(self, UPatAny): ret.alts = self.alts
+    if isinstance(self, UPatAny) and isinstance(ret, UPatAny): ret.alts = self.alts
     ret.name = name
     return ret
 
   # pattern sugar mirrors the UOp constructors
   def alu(self, op: Ops, *src: UPat) -> UPat:
     asrc = (self, *src)
-    return UPat(op, dtypes.bool if op in GroupOp.Comparison else None, list(asrc) if op in GroupOp.Commutative else asrc)
+    return UPat(op, dtypes.bool if op in GroupOp.Comparison else None,
+                list(asrc) if op in GroupOp.Commutative else asrc)
   def const_like(self, b: Any) -> UPat: return UPat.const(self.dtype, b)
-  def cast(self, dtype: DType | None = None, name: str | None = None) -> UPat: return UPat(Ops.CAST, dtype, (self,), name=name)
+  def cast(self, dtype: DType | None = None, name: str | None = None) -> UPat:
+    return UPat(Ops.CAST, dtype, (self,), name=name)
   def bitcast(self, dtype: DType | None = None) -> UPat: return UPat(Ops.BITCAST, dtype, (self,))
   def index(self, *idx: UPat, name: str | None = None) -> UPat: return UPat(Ops.INDEX, None, (self, *idx), name=name)
   def load(self, *src: UPat, name: str | None = None) -> UPat: return UPat(Ops.LOAD, None, (self, *src), name=name)
-  def store(self, *src: UPat, name: str | None = None) -> UPat: return UPat(Ops.STORE, dtypes.void, (self, *src), name=name)
-  def gep(self, i: tuple[int, ...] | None = None, name: str | None = None) -> UPat: return UPat(Ops.GEP, None, (self,), i, name)
+  def store(self, *src: UPat, name: str | None = None) -> UPat:
+    return UPat(Ops.STORE, dtypes.void, (self, *src), name=name)
+  def gep(self, i: tuple[int, ...] | None = None, name: str | None = None) -> UPat:
+    return UPat(Ops.GEP, None, (self,), i, name)
   def reduce(self, *src: UPat, arg: Any = None, name: str | None = None) -> UPat:
     return UPat(Ops.REDUCE, None, (self, *src), arg, name, allow_any_len=not src)
 
@@ -433,7 +460,8 @@ class UPatAny(UPat):
   """Matches if any of its alternatives matches."""
   __slots__ = ("alts",)
   def __init__(self, *pats: UPat):
-    super().__init__(frozenset().union(*(p.op for p in pats)) if all(p.op is not None for p in pats) else None, location=pats[0].location)
+    ops = frozenset().union(*(p.op for p in pats if p.op is not None)) if all(p.op is not None for p in pats) else None
+    super().__init__(ops, location=pats[0].location)
     self.alts = pats
   def match(self, uop: UOp, store: dict[str, UOp]) -> list[dict[str, UOp]]:
     ret = [ns for p in self.alts for ns in p.match(uop, store)]
@@ -455,13 +483,15 @@ class Rule:
     return f"rule #{self.index} {getattr(self.fn, '__name__', '?')} ({where})"
 
 class PatternMatcher:
-  """Rules indexed by op. A rule's function gets the captures as keyword args (and `ctx` if it names it) and returns a new UOp or None."""
+  """Rules indexed by op. A rule's function gets the captures as keyword args (and `ctx` if it names it)
+  and returns a new UOp or None."""
   def __init__(self, patterns: Sequence[tuple[UPat, Callable[..., Any]]]):
     self.patterns = list(patterns)
     self.rules: list[Rule] = []
     self.pdict: dict[Ops, list[tuple[UPat, Callable[..., Any], frozenset[Ops], bool, int]]] = {}
     for i, (p, fn) in enumerate(self.patterns):
-      if p.op is None: raise ValueError(f"PatternMatcher: rule #{i} at {p.location} needs an op at the top of its pattern")
+      if p.op is None:
+        raise ValueError(f"PatternMatcher: rule #{i} at {p.location} needs an op at the top of its pattern")
       try: params = inspect.signature(fn).parameters
       except (TypeError, ValueError): params = {}  # type: ignore[assignment]
       has_ctx = "ctx" in params
@@ -501,7 +531,8 @@ match_stats: dict[str, dict[str, list[float]]] = {}
 def print_match_stats() -> None:
   for pname, rules in sorted(match_stats.items()):
     print(f"pass {pname}")
-    for rname, (m, a, t) in sorted(rules.items(), key=lambda kv: -kv[1][2]): print(f"  {int(m):8d} / {int(a):8d}  {t*1e3:9.2f} ms  {rname}")
+    for rname, (m, a, t) in sorted(rules.items(), key=lambda kv: -kv[1][2]):
+      print(f"  {int(m):8d} / {int(a):8d}  {t*1e3:9.2f} ms  {rname}")
 
 # ---- graph_rewrite ----
 
@@ -514,7 +545,7 @@ class _Rewriter:
     self.replace: dict[UOp, UOp] = {}
     self.on_stack: set[UOp] = set()
     self.steps = 0
-    self.limit = REWRITE_STEP_LIMIT.value or max(100_000, 100 * n_nodes)
+    self.limit: int = int(REWRITE_STEP_LIMIT.value) or max(100_000, 100 * n_nodes)
     self.hits: collections.Counter[int] = collections.Counter()
     self.n_nodes = n_nodes
     self.stats = match_stats.setdefault(name, {}) if TRACK_MATCH_STATS else None
@@ -522,20 +553,24 @@ class _Rewriter:
   def apply(self, u: UOp) -> UOp | None:
     ret, ri = self.pm._rewrite(u, self.ctx) if self.stats is None else self.pm._rewrite_tracked(u, self.ctx, self.stats)
     if ret is None: return None
-    if not isinstance(ret, UOp): raise TypeError(f"graph_rewrite {self.name!r}: {self.pm.rules[ri].describe()} returned {type(ret).__name__}, not a UOp")
+    if not isinstance(ret, UOp):
+      raise TypeError(f"graph_rewrite {self.name!r}: {self.pm.rules[ri].describe()} returned {type(ret).__name__}, "
+                      "not a UOp")
     self.steps += 1
     self.hits[ri] += 1
     self.last_rule = ri
     if self.steps > self.limit:
       top = ", ".join(f"{self.pm.rules[i].describe()} x{n}" for i, n in self.hits.most_common(3))
-      raise RewriteNotConverging(f"graph_rewrite {self.name!r} did not converge: {self.steps} rule applications on a graph of {self.n_nodes} "
-                                 f"nodes (growth without end, or a livelock). Rules that fired most: {top}. Raise REWRITE_STEP_LIMIT if "
-                                 "the graph is really this large.")
+      raise RewriteNotConverging(f"graph_rewrite {self.name!r} did not converge: {self.steps} rule applications "
+                                 f"on a graph of {self.n_nodes} nodes (growth without end, or a livelock). "
+                                 f"Rules that fired most: {top}. "
+                                 "Raise REWRITE_STEP_LIMIT if the graph is really this large.")
     return ret
 
   def cycle(self, node: UOp, ri: int) -> RewriteNotConverging:
-    return RewriteNotConverging(f"graph_rewrite {self.name!r}: {self.pm.rules[ri].describe()} rewrote a node into a graph that contains a node "
-                                f"still being rewritten (a cycle of rewrites, or growth without end). The node: {_short_repr(node, 1)}")
+    return RewriteNotConverging(f"graph_rewrite {self.name!r}: {self.pm.rules[ri].describe()} rewrote a node "
+                                "into a graph that contains a node still being rewritten (a cycle of rewrites, "
+                                f"or growth without end). The node: {_short_repr(node, 1)}")
 
   def finish(self, n: UOp, final: UOp, *others: UOp) -> None:
     self.replace[n] = final
@@ -590,9 +625,11 @@ class _Rewriter:
         self.finish(n, replace[x], extra)
     return replace[root]
 
-def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = False, name: str | None = None) -> UOp:
-  """Rewrite the whole graph under `sink` to a fixed point of `pm`, memoized. Sources are rewritten before their users unless
-  `bottom_up` (then each node is rewritten before its sources). A non-terminating rewrite raises RewriteNotConverging."""
+def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = False,
+                  name: str | None = None) -> UOp:
+  """Rewrite the whole graph under `sink` to a fixed point of `pm`, memoized. Sources are rewritten before their users
+  unless `bottom_up` (then each node is rewritten before its sources).
+  A non-terminating rewrite raises RewriteNotConverging."""
   pname = name or "unnamed"
   rw = _Rewriter(pm, ctx, pname, bottom_up, len(sink.toposort()))
   out = rw.run(sink)
@@ -600,7 +637,8 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
     for fn in hooks.rewrite_done: fn(pname, sink, out)
   return out
 
-def graph_rewrite_map(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = False, name: str | None = None) -> dict[UOp, UOp]:
+def graph_rewrite_map(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = False,
+                      name: str | None = None) -> dict[UOp, UOp]:
   """Like graph_rewrite, but returns what every node of the input graph became."""
   pname = name or "unnamed"
   topo = sink.toposort()
@@ -620,8 +658,9 @@ def consumer_map(root: UOp) -> dict[UOp, list[UOp]]:
     for s in u.src: ret.setdefault(s, []).append(u)
   return ret
 
-def sint_to_uop(x: int | UOp, dtype: DType = dtypes.index) -> UOp: return UOp.const(dtype, x) if isinstance(x, int) else x
+def sint_to_uop(x: int | UOp, dtype: DType = dtypes.index) -> UOp:
+  return UOp.const(dtype, x) if isinstance(x, int) else x
 
-__all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "graph_rewrite_map", "Ops", "GroupOp", "AxisType", "RewriteNotConverging",
-           "Metadata", "consumer_map", "match_stats", "dtypes", "DType", "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int",
-           "cmod", "Iterator"]
+__all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "graph_rewrite_map", "Ops", "GroupOp", "AxisType",
+           "RewriteNotConverging", "Metadata", "consumer_map", "match_stats", "dtypes", "DType", "PtrDType",
+           "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]
