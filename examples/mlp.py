@@ -47,7 +47,10 @@ def main() -> int:
   print(f"kernels run: {counts['kernels']}, programs compiled: {counts['programs']}")
   plugin = sys.modules.get("spec.plugin")
   stats = getattr(plugin, "stats", None) if plugin is not None else None
-  if stats is not None: print(f"spec: UOps verified: {stats}")
+  if stats is not None:
+    print(f"spec (SPEC={plugin.level()}): {stats['uops_at_construction']} UOps verified against full_spec at construction, "
+          f"{stats['boundary_graphs']} graphs verified at stage boundaries, {stats['round_trips']} round trips, "
+          f"{stats['index_proofs']} z3 index proofs")
   else: print("spec: the plugin exposes no counters (spec.plugin.stats)")
   if not losses[-1] < losses[0] * 0.7:
     print("loss did not fall enough", file=sys.stderr)

@@ -8,12 +8,15 @@ def _symbolic_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("-n", type=int, default=None, help="stop after this many expressions")
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--depth", type=int, default=4, help="maximum depth of the random expressions")
+  p.add_argument("--dtype", default="index", choices=["index", "int8", "int16", "int32"],
+                 help="index (unbounded) or a wrapping signed int (int8 is the cheap one for z3)")
 
 def _symbolic_run(a: argparse.Namespace) -> int:
-  from fuzz.strategies import IndexExprConfig
+  from fuzz.strategies import IndexExprConfig, wrapping_config
   from fuzz.symbolic import run_symbolic_fuzz
+  from tinygrad.dtype import dtypes
   seconds = a.seconds if a.seconds is not None or a.n is not None else 30.0
-  cfg = IndexExprConfig(max_depth=a.depth)
+  cfg = IndexExprConfig(max_depth=a.depth) if a.dtype == "index" else wrapping_config(getattr(dtypes, a.dtype), a.depth)
   summ = run_symbolic_fuzz(seconds=seconds, n=a.n, seed=a.seed, cfg=cfg, verbose=sys.stdout.isatty())
   print(summ)
   return 1 if summ.failures else 0

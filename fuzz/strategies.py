@@ -43,12 +43,20 @@ class IndexExprConfig:
   range_end: tuple[int, int] = (1, 16)
   const: tuple[int, int] = (-12, 12)
   invalid: bool = True
-  # a fixed-width signed int (e.g. dtypes.int32) has no ranges and no Invalid, and wraps; `big_const` draws some constants
-  # from a wide range so the wrapping matters
+  # a fixed-width signed int (e.g. dtypes.int32) has no ranges and no Invalid, and wraps; `big_const` draws some
+  # constants from a wide range so the wrapping matters
   dtype: DType = dtypes.index
   big_const: tuple[int, int] | None = None
   # op names and their weights; "mulx" multiplies two expressions (nonlinear), "divx"/"modx" divide by an expression
   ops: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_OP_WEIGHTS))
+
+def wrapping_config(dtype: DType, max_depth: int = 4) -> IndexExprConfig:
+  """Expressions in a fixed-width signed int whose values reach the wrap-around: variables anywhere in the range, some
+  constants as wide as the type. Nonlinear ops are left out: z3 proves them slowly on bit-vectors wider than 8."""
+  m = int(dtypes.max(dtype))
+  ops = DEFAULT_OP_WEIGHTS if dtype.itemsize == 1 else {**DEFAULT_OP_WEIGHTS, "mulx": 0, "divx": 0, "modx": 0}
+  return IndexExprConfig(max_depth=max_depth, dtype=dtype, var_lo=(-m - 1, m), var_span=(0, max(m // 4, 16)),
+                         big_const=(-m - 1, m), ops=dict(ops))
 
 def _leaf_pool(ch: Chooser, cfg: IndexExprConfig) -> list[UOp]:
   pool: list[UOp] = []
@@ -146,5 +154,5 @@ def index_expression_batches(size: int, cfg: IndexExprConfig | None = None) -> s
     return [build_index_expression(RandomChooser(seed * 1_000_003 + i), cfg) for i in range(size)]
   return st.integers(0, 2**32 - 1).map(batch)
 
-__all__ = ["Chooser", "RandomChooser", "DrawChooser", "IndexExprConfig", "build_index_expression", "index_expressions",
-           "index_expression_batches", "variables_of"]
+__all__ = ["Chooser", "RandomChooser", "DrawChooser", "IndexExprConfig", "wrapping_config", "build_index_expression",
+           "index_expressions", "index_expression_batches", "variables_of"]

@@ -1,9 +1,10 @@
 """The symbolic oracle: z3 proves that `simplify()` keeps an index expression's value and that vmin/vmax bound it.
 
 Semantics modelled (C, as the compiler's targets compute): dtypes.index is an unbounded integer (z3 Int); signed
-fixed-width ints wrap (z3 bit-vectors); IDIV and MOD truncate toward zero; a DEFINE_VAR ranges over [lo, hi], a RANGE over [0, end). Invalid is poison: an ALU op with an invalid
-source is invalid, `where` is invalid when its condition is or when the branch it picks is. The simplified expression
-must be valid exactly where the original is, and equal to it there.
+fixed-width ints wrap (z3 bit-vectors); IDIV and MOD truncate toward zero; a DEFINE_VAR ranges over [lo, hi], a RANGE
+over [0, end). Invalid is poison: an ALU op with an invalid source is invalid, `where` is invalid when its condition is
+or when the branch it picks is. The simplified expression must be valid exactly where the original is, and equal to it
+there.
 """
 from __future__ import annotations
 import random, time

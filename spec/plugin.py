@@ -29,12 +29,17 @@ from spec.shared_spec import const_ok
 _busy = [False]
 _roundtripped: weakref.WeakSet[UOp] = weakref.WeakSet()
 
+# what the plugin checked in this process (make demo prints it): UOps checked at construction (SPEC>=2), graphs checked
+# at stage boundaries, graphs round-tripped through pyrender, and graphs whose every memory access z3 proved in bounds
+stats: dict[str, int] = {"uops_at_construction": 0, "boundary_graphs": 0, "round_trips": 0, "index_proofs": 0}
+
 def level() -> int: return int(SPEC.value)
 
 def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
   def checkpoint(*args: Any) -> None:
     if _busy[0] or level() < 1: return
     _busy[0] = True
+    stats["boundary_graphs"] += 1
     try: fn(*args)
     finally: _busy[0] = False
   checkpoint.__name__ = checkpoint.__qualname__ = f"spec_{fn.__name__}"
@@ -46,12 +51,14 @@ def _roundtrip(graph: UOp | Sequence[UOp]) -> None:
   try: from spec.roundtrip import check_roundtrip
   except ImportError: return
   check_roundtrip(graph if isinstance(graph, UOp) else list(graph))
+  stats["round_trips"] += 1
   if isinstance(graph, UOp): _roundtripped.add(graph)
 
 def _validate(graph: UOp | Sequence[UOp]) -> None:
   if IGNORE_OOB.value: return
   from spec.validate_index import validate_index
   validate_index(graph)
+  stats["index_proofs"] += 1
 
 @_guarded
 def tensor_graph(sink: UOp) -> None:
@@ -83,6 +90,7 @@ ALU = frozenset(GroupOp.ALU)
 def uop_created(u: UOp) -> None:
   """SPEC>=2, the hot path: every new node against full_spec (SPEC=3: and its O(1) round trip)."""
   if _busy[0]: return
+  stats["uops_at_construction"] += 1
   if u.op in ALU and u.arg is None:
     if (key := (u.op, u.dtype, *[s.dtype for s in u.src])) in _alu_ok and level() < 3: return
   else: key = None

@@ -864,12 +864,8 @@ class Tensor(_CastSugar):
   # ---- reductions ----
   def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
     axes = self._axes(axis)
-    if axes and any(self.shape[a] == 0 for a in axes) and self.numel() == 0:
-      # NOTE: a reduction over an empty axis is its identity; the output may still have elements
-      ident = {Ops.ADD: 0, Ops.MUL: 1}.get(op, -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype))
-      out_shape = tuple(1 if k in axes else s for k, s in enumerate(self.shape))
-      ret = Tensor(_const_uop(ident, self.dtype, self.device, out_shape))
-    else: ret = self._new(self.uop.r(op, axes)) if axes else self
+    # NOTE: a reduction over an empty axis is its identity (the kernel's reduce loop runs zero times)
+    ret = self._new(self.uop.r(op, axes)) if axes else self
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes))
   def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
     acc = dtype or sum_acc_dtype(self.dtype)
@@ -938,14 +934,18 @@ class Tensor(_CastSugar):
     win = x.pad([(0, 0)] * (self.ndim - 1) + [(n - 1, 0)])._pool((n,))
     return win.sum(-1).transpose(a, -1)
   def cumprod(self, axis: int = 0) -> Tensor:
+    if self.ndim == 0: return self.reshape(1).cumprod(0).reshape(())
     a = self._axis(axis)
     n = self.shape[a]
+    if n == 0: return self.cast(sum_acc_dtype(self.dtype) if not dtypes.is_float(self.dtype) else self.dtype)
     x = self.transpose(a, -1)
     win = x.pad([(0, 0)] * (self.ndim - 1) + [(n - 1, 0)], value=1)._pool((n,))
     return win.prod(-1).transpose(a, -1)
   def cummax(self, axis: int = 0) -> Tensor:
+    if self.ndim == 0: return self
     a = self._axis(axis)
     n = self.shape[a]
+    if n == 0: return self
     x = self.transpose(a, -1)
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     return x.pad([(0, 0)] * (self.ndim - 1) + [(n - 1, 0)], value=low)._pool((n,)).max(-1).transpose(a, -1)
@@ -1075,7 +1075,23 @@ class Tensor(_CastSugar):
     return (self.relu() - self * y + ((-self.abs()).exp() + 1).log()).mean()
 
   # ---- autograd ----
-  def _grad_graph(self) -> UOp: return self._graph if self._graph is not None else self.uop
+  def _grad_graph(self, keep: frozenset[UOp] = frozenset()) -> UOp:
+    """self's graph for autograd: a realized intermediate it reads (a buffer whose tensor kept the lazy graph that made
+    it, and that graph reads a tensor requiring grad) is swapped back for that graph, so gradients flow through values
+    realized on the way (a print in the middle of a forward pass must not cut the parameters off). Buffers in `keep`
+    (explicit targets) stay."""
+    root = self._graph if self._graph is not None else self.uop
+    kept = {t.uop: t._graph for t in list(_all_tensors) if t._graph is not None and t.uop is not t._graph}
+    if not (kept := {u: g for u, g in kept.items() if u not in keep}): return root
+    grad_uops = {t.uop for t in list(_all_tensors) if t.requires_grad}
+    reads = {u: set(g.toposort()) for u, g in kept.items()}
+    live: dict[UOp, UOp] = {}
+    while new := {u: kept[u] for u, r in reads.items() if u not in live and (r & grad_uops or any(v in r for v in live))}:
+      live.update(new)
+    while subs := {u: g for u in root.toposort() if (g := live.get(u)) is not None}:
+      root = root.substitute(subs)
+      live = {u: g for u, g in live.items() if u not in subs}
+    return root
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
     """d(self)/d(target) for each target; self must be a scalar unless `gradient` (d(loss)/d(self)) is given."""
     if gradient is None:
@@ -1085,7 +1101,8 @@ class Tensor(_CastSugar):
       gradient = self.ones_like()
     if gradient.shape != self.shape:
       raise ValueError(f"gradient: the output gradient {gradient.shape} must have shape {self.shape}")
-    grads = compute_gradient(self._grad_graph(), gradient.cast(self.dtype).uop, {t.uop for t in targets})
+    tu = {t.uop for t in targets}
+    grads = compute_gradient(self._grad_graph(frozenset(tu)), gradient.cast(self.dtype).uop, tu)
     return [Tensor(grads[t.uop]) if t.uop in grads else t.zeros_like() for t in targets]
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Fill .grad of every tensor with requires_grad=True that self depends on (added to an existing .grad)."""

@@ -228,3 +228,12 @@ def test_int32_rules_keep_wrapping_semantics():
   assert ((a + 1) - 1).simplify() is a
   # division split needs bounds: a*4 may wrap, so (a*4 + 1)//4 must not become a
   assert ((a * 4 + 1) // 4).simplify() is not a
+
+def test_wrapping_sums_are_not_divided_as_integers():
+  big, small = UOp.variable("w8_big", 0, 100, dtypes.int8), UOp.variable("w8_small", 0, 50, dtypes.int8)
+  # big*2 wraps past 127, so (big*2)//2 is not big (big=100: (200-256)//2 == -28)
+  assert ((big * 2) // 2).simplify() is not big
+  assert ((small * 2) // 2).simplify() is small
+  assert ((small * 2 + 1) // 2).simplify() is small
+  res = check_expression((big * 2 + 6) // 2)
+  assert res.ok, str(res)

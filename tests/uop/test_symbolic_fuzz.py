@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes
-from fuzz.strategies import index_expressions, index_expression_batches, build_index_expression, RandomChooser, IndexExprConfig, variables_of
+from fuzz.strategies import (index_expressions, index_expression_batches, build_index_expression, RandomChooser, IndexExprConfig,
+                             variables_of, wrapping_config)
 from fuzz.symbolic import check_expression, check_batch, eval_index, run_symbolic_fuzz
 from fuzz.__main__ import main as fuzz_main
 
@@ -28,6 +29,15 @@ def test_simplify_sound_on_batches(batch):
   assert not bad, "\n".join(str(r) for r in bad[:3])
   # simplify reaches a fixed point: a second run changes nothing
   for _, s in pairs: assert s.simplify() is s, f"simplify is not idempotent on {s}"
+
+@settings(max_examples=20)
+@given(index_expression_batches(BATCH, wrapping_config(dtypes.int8)))
+def test_simplify_sound_on_wrapping_int8(batch):
+  # the same rules on a fixed-width int: sums may wrap, so rules that reason about integer sums must notice
+  pairs = [(e, e.simplify()) for e, _ in batch]
+  assert all(e.dtype in (dtypes.int8, dtypes.bool) for e, _ in pairs)
+  bad = [r for r in check_batch(pairs) if not r.ok]
+  assert not bad, "\n".join(str(r) for r in bad[:3])
 
 def test_strategy_covers_the_ops():
   seen: set[Ops] = set()
@@ -84,6 +94,8 @@ def test_cli_symbolic(capsys):
   assert fuzz_main(["symbolic", "-n", "16", "--seed", "3"]) == 0
   out = capsys.readouterr().out
   assert "16 expressions checked" in out and "0 failures" in out
+  assert fuzz_main(["symbolic", "-n", "8", "--dtype", "int8"]) == 0
+  assert "8 expressions checked" in capsys.readouterr().out
 
 def test_variables_of_lists_leaves():
   x, r = UOp.variable("x", 0, 3), UOp.range(5, 0)

@@ -95,6 +95,9 @@ def linear_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
 def reshape_index(idx: tuple[UOp, ...], out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> tuple[UOp, ...]:
   """Indices into `in_shape` of the element at `idx` of its reshape to `out_shape`. Axes are matched in groups of equal
   product, so a merge or a split of axes costs one div/mod per axis of its group, never a whole-tensor flatten."""
+  # NOTE: an empty tensor has no element to read: some index here runs over a size-0 range (or is masked off by a pad),
+  # so any in-range index will do, and the grouping below would divide by the 0 size
+  if prod(in_shape) == 0: return tuple(_c(0) for _ in in_shape)
   out_ax = [i for i, s in enumerate(out_shape) if s != 1]
   in_ax = [i for i, s in enumerate(in_shape) if s != 1]
   ret: list[UOp] = [_c(0)] * len(in_shape)
@@ -273,6 +276,11 @@ class KernelBuilder:
 
   def _lower_reduce(self, u: UOp, idx: tuple[UOp, ...], valid: UOp | None) -> UOp:
     op, axes = u.arg
+    if any(shape_of(u.src[0])[a] == 0 for a in axes):
+      # NOTE: a reduce over an empty axis is its identity; folding it here keeps loads of the empty input (a size-0
+      # buffer) out of the kernel, where only the zero-trip loop around them would keep them in bounds
+      from tinygrad.codegen.lowerer import identity_element
+      return UOp.const(u.dtype, identity_element(op, u.dtype))
     ridx, ranges = list(idx), []
     for a in axes:
       s = shape_of(u.src[0])[a]

@@ -213,7 +213,7 @@ def fold_divmod(d: UOp, x: UOp, c: UOp) -> UOp | None:
   return a + b // cv if idiv else b % cv
 
 def _sum_fits(terms: dict[UOp, int], const: int, dt: DType) -> bool:
-  """True if no term, partial sum or total of sum(t*k) + const can leave dt's range (so nothing wraps); index never wraps."""
+  """True if no term, partial sum or total of sum(t*k) + const can leave dt's range: nothing wraps (index never)."""
   if dt is dtypes.index: return True
   worst = abs(const) + sum(abs(k) * max(abs(t.vmin), abs(t.vmax)) for t, k in terms.items())
   return bool(worst <= dtypes.max(dt))

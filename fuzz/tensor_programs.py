@@ -1,0 +1,544 @@
+"""Random whole tensor programs through the public `Tensor` API, run on CPU and PYTHON and checked against numpy.
+
+A program is a list of steps `vN = <expr>`, each kept twice: as Tensor code and as the same computation in numpy. The
+builder tracks, for every value, its shape, dtype, a bound on its magnitude and a bound on its rounding error, and
+draws only steps whose result is well defined and stable: no float->int cast of an inexact value, no comparison of
+inexact floats, no integer overflow, no NaN from a domain error. So any difference beyond the error bound is a bug of
+the compiler (or of the front end), never of the numerics.
+
+`build_tensor_program(ch)` draws one from a `fuzz.strategies.Chooser`; `tensor_programs()` is the hypothesis strategy;
+`check_program(prog)` runs it and raises `ProgramMismatch` (with a runnable reproducer, `prog.source()`) on the first
+difference. `python -m fuzz.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
+"""
+from __future__ import annotations
+import math, sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+import numpy as np
+from hypothesis import strategies as st
+from tinygrad.dtype import DType, dtypes
+from fuzz.strategies import Chooser, DrawChooser, RandomChooser
+from fuzz.oracles import compare_outputs, TOLERANCE
+
+class ProgramMismatch(AssertionError):
+  """A tensor program gave a different result (or raised) on a device, compared with numpy."""
+
+# ---- values and programs ----
+
+DTYPES = (dtypes.float32, dtypes.float16, dtypes.int32, dtypes.bool)
+NP_DTYPE = {dtypes.float32: "np.float32", dtypes.float16: "np.float16", dtypes.int32: "np.int32", dtypes.bool: "np.bool_"}
+TG_DTYPE = {dtypes.float32: "dtypes.float32", dtypes.float16: "dtypes.float16", dtypes.int32: "dtypes.int32",
+            dtypes.bool: "dtypes.bool"}
+# unit roundoff of each float dtype
+EPS = {dtypes.float32: 2.0 ** -24, dtypes.float16: 2.0 ** -11}
+# sizes biased to the edges: empty, one, primes, tile sizes +-1
+EDGE_SIZES = (0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
+MAX_NUMEL = 300        # the PYTHON interpreter runs every element in Python
+INT_LIMIT = 2 ** 30    # integer values stay below this (no overflow anywhere, no INT_MIN)
+FLOAT_LIMIT = {dtypes.float32: 1e6, dtypes.float16: 2e3}
+
+@dataclass(frozen=True)
+class Val:
+  """What the builder knows about a value: shape, dtype, |value| <= bound, |computed - exact| <= err."""
+  shape: tuple[int, ...]
+  dtype: DType
+  bound: float
+  err: float = 0.0
+  @property
+  def numel(self) -> int: return math.prod(self.shape)
+  @property
+  def exact(self) -> bool: return self.err == 0.0
+
+@dataclass
+class TensorProgram:
+  """Values v0, v1, ... in order of definition: each an input (a numpy array) or a step (Tensor code, numpy code) over
+  earlier values; `outputs` are realized together."""
+  defs: list[np.ndarray | tuple[str, str]] = field(default_factory=list)
+  vals: list[Val] = field(default_factory=list)
+  outputs: list[int] = field(default_factory=list)
+
+  def source(self, device: str = "CPU") -> str:
+    """A runnable reproducer: the Tensor program, with its inputs, on `device`."""
+    lines = ["import numpy as np", "from tinygrad import Tensor", "from tinygrad.dtype import dtypes", f"DEVICE = {device!r}"]
+    for i, d in enumerate(self.defs):
+      if isinstance(d, np.ndarray):
+        lines.append(f"v{i} = Tensor(np.array({d.ravel().tolist()!r}, dtype={NP_DTYPE[_dtype_of(d)]}).reshape({d.shape}), "
+                     "device=DEVICE)")
+      else: lines.append(f"v{i} = {d[0]}")
+    outs = ", ".join(f"v{o}" for o in self.outputs)
+    lines.append(f"Tensor.realize({outs})" if len(self.outputs) > 1 else f"v{self.outputs[0]}.realize()")
+    lines += [f"print(v{o}.numpy())" for o in self.outputs]
+    return "\n".join(lines)
+  def __repr__(self) -> str: return "TensorProgram(\n" + self.source() + "\n)"
+
+def _dtype_of(a: np.ndarray) -> DType:
+  return {np.dtype(np.float32): dtypes.float32, np.dtype(np.float16): dtypes.float16, np.dtype(np.int32): dtypes.int32,
+          np.dtype(np.bool_): dtypes.bool}[a.dtype]
+
+# ---- numpy side: the semantics the Tensor API documents ----
+
+def _np_reduce(op: str, x: np.ndarray, axis: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+  if op == "sum":
+    if x.dtype == np.float16: return np.sum(x, axis=axis, keepdims=keepdim, dtype=np.float32).astype(np.float16)
+    return np.sum(x, axis=axis, keepdims=keepdim, dtype=np.int32 if x.dtype.kind in "ib" else x.dtype)
+  if op == "prod":
+    if x.dtype == np.float16: return np.prod(x, axis=axis, keepdims=keepdim, dtype=np.float32).astype(np.float16)
+    return np.prod(x, axis=axis, keepdims=keepdim, dtype=np.int32 if x.dtype.kind in "ib" else x.dtype)
+  if op in ("max", "min"):
+    # NOTE: an empty reduction is the identity (Tensor._reduce): -inf / +inf, the int extremes, False / True
+    big = True if x.dtype == np.bool_ else np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).max
+    small = False if x.dtype == np.bool_ else -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    f, init = (np.max, small) if op == "max" else (np.min, big)
+    return np.asarray(f(x, axis=axis, keepdims=keepdim, initial=init)).astype(x.dtype)
+  if op == "mean":
+    n = math.prod(x.shape[a] for a in (range(x.ndim) if axis is None else axis))
+    xf = x if x.dtype.kind == "f" else x.astype(np.float32)
+    s = _np_reduce("sum", xf, axis, keepdim)
+    with np.errstate(all="ignore"): return np.asarray(s * xf.dtype.type(1 / n if n else math.nan))
+  raise ValueError(op)
+
+def _np_floordiv(x: np.ndarray, y: Any) -> np.ndarray:
+  with np.errstate(all="ignore"): return np.floor_divide(x, y)
+
+def _np_mod(x: np.ndarray, y: Any) -> np.ndarray:
+  with np.errstate(all="ignore"): return np.mod(x, y)
+
+def _np_cast(x: np.ndarray, to: Any) -> np.ndarray:
+  with np.errstate(all="ignore"): return (x != 0) if to is np.bool_ else np.asarray(x).astype(to)
+
+def _np_pad(x: np.ndarray, pads: Sequence[tuple[int, int]], value: Any) -> np.ndarray:
+  return np.pad(x, pads, constant_values=value)
+
+def _np_sigmoid(x: np.ndarray) -> np.ndarray:
+  with np.errstate(all="ignore"): return (1 / (1 + np.exp(-x))).astype(x.dtype)
+
+NP_NAMESPACE: dict[str, Any] = {"np": np, "_reduce": _np_reduce, "_floordiv": _np_floordiv, "_mod": _np_mod,
+                                "_cast": _np_cast, "_pad": _np_pad, "_sigmoid": _np_sigmoid}
+
+# ---- the builder ----
+
+class _Builder:
+  def __init__(self, ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES):
+    self.ch, self.prog, self.max_steps, self.dtypes = ch, TensorProgram(), max_steps, tuple(dtypes_)
+    self.rng = np.random.default_rng(ch.integer(0, 2 ** 31))
+
+  # -- helpers --
+  def coin(self, n: int = 2) -> bool: return self.ch.integer(0, n - 1) == 0
+  def name(self, i: int) -> str: return f"v{i}"
+  def add(self, tg: str, npc: str, val: Val) -> int:
+    self.prog.defs.append((tg, npc))
+    self.prog.vals.append(val)
+    return len(self.prog.vals) - 1
+
+  def shape(self, nd: int | None = None) -> tuple[int, ...]:
+    nd = self.ch.integer(0, 4) if nd is None else nd
+    s = [self.ch.choice(EDGE_SIZES) for _ in range(nd)]
+    while math.prod(s) > MAX_NUMEL: s[s.index(max(s))] //= 2
+    return tuple(s)
+
+  def input(self, shape: tuple[int, ...], dt: DType) -> int:
+    """A new input of this shape and dtype: small values, sometimes integers (exact through sums), edge values."""
+    kind, n = self.ch.integer(0, 3), math.prod(shape)
+    if dt is dtypes.bool: a: np.ndarray = self.rng.integers(0, 2, n).astype(np.bool_)
+    elif dt is dtypes.int32:
+      hi = self.ch.choice([2, 10, 100, 1000])
+      a = self.rng.integers(-hi, hi + 1, n).astype(np.int32)
+    elif kind == 0: a = self.rng.integers(-8, 9, n).astype(np.float64)
+    elif kind == 1: a = self.rng.choice(np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, 0.25, 3.0, -4.0]), n)
+    else: a = self.rng.uniform(-4, 4, n)
+    if dt in EPS: a = a.astype(np.float32 if dt is dtypes.float32 else np.float16)
+    a = a.reshape(shape)
+    bound = float(np.abs(a.astype(np.float64)).max()) if a.size and dt is not dtypes.bool else 1.0
+    self.prog.defs.append(a)
+    self.prog.vals.append(Val(shape, dt, max(bound, 1.0)))
+    return len(self.prog.vals) - 1
+
+  def pick(self, pred: Callable[[Val], bool] = lambda v: True) -> int | None:
+    ok = [i for i, v in enumerate(self.prog.vals) if pred(v)]
+    if not ok: return None
+    # NOTE: prefer recent values so programs are chains, not forests of inputs
+    return ok[-1] if self.coin(2) else self.ch.choice(ok)
+
+  def broadcast_partner(self, v: Val, dt: DType) -> tuple[str, str, Val]:
+    """A second operand for v: an existing value, a new input of a broadcastable shape, or a Python scalar."""
+    k = self.ch.integer(0, 3)
+    if k == 0:
+      if dt is dtypes.bool: c: Any = bool(self.coin())
+      elif dt is dtypes.int32: c = self.ch.integer(-9, 9)
+      else: c = self.ch.choice([0.5, -1.0, 2.0, 3.0, -0.25, 0.0])
+      return repr(c), repr(c) if dt in (dtypes.bool,) else f"{NP_DTYPE[dt]}({c!r})", Val((), dt, max(abs(float(c)), 1.0))
+    if k == 1 and (j := self.pick(lambda w: w.dtype is dt and _broadcastable(w.shape, v.shape))) is not None:
+      return self.name(j), self.name(j), self.prog.vals[j]
+    shape = list(v.shape[self.ch.integer(0, len(v.shape)):] if self.coin(3) else v.shape)
+    for d in range(len(shape)):
+      if self.coin(3): shape[d] = 1
+    j = self.input(tuple(shape), dt)
+    return self.name(j), self.name(j), self.prog.vals[j]
+
+  # -- steps: each returns False when it does not apply to the value it drew --
+  def step(self) -> bool:
+    kinds: list[Callable[[], bool]] = [self.unary, self.binary, self.binary, self.compare, self.where, self.cast,
+                                       self.reduce, self.reduce, self.movement, self.movement, self.movement,
+                                       self.cat, self.getitem]
+    return self.ch.choice(kinds)()
+
+  def unary(self) -> bool:
+    i = self.pick(lambda v: v.dtype is not dtypes.bool)
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    if v.dtype is dtypes.int32:
+      ops = [("-{x}", "-{x}", v.bound), ("{x}.abs()", "np.abs({x})", v.bound), ("~{x}", "~{x}", v.bound + 1),
+             ("{x} >> 2", "{x} >> 2", v.bound)]
+      if v.bound < 2 ** 14: ops.append(("{x} * {x}", "{x} * {x}", v.bound ** 2))
+      if v.bound < 2 ** 26: ops.append(("{x} << 3", "{x} << 3", v.bound * 8))
+      tg, npc, b = self.ch.choice(ops)
+      self.add(tg.format(x=x), npc.format(x=x), Val(v.shape, v.dtype, b))
+      return True
+    eps, B, E = EPS[v.dtype], v.bound, v.err
+    # (tensor, numpy, bound, error): the error is the input's error times the op's Lipschitz constant plus its rounding
+    ops: list[tuple[str, str, float, float]] = [
+      ("-{x}", "-{x}", B, E), ("{x}.abs()", "np.abs({x})", B, E),
+      ("{x}.relu()", "np.where({x} > 0, {x}, 0)", B, E),
+      ("({x}.abs() + 1).sqrt()", "np.sqrt(np.abs({x}) + 1)", math.sqrt(B + 1), E / 2 + 4 * eps * (B + 2)),
+      ("({x}.abs() + 1).log2()", "np.log2(np.abs({x}) + 1)", math.log2(B + 1) + 1, 1.5 * E + 8 * eps * (B + 2)),
+      ("({x}.abs() + 1).reciprocal()", "1 / (np.abs({x}) + 1)", 1.0, E + 4 * eps * (B + 1)),
+      ("{x}.sigmoid()", "_sigmoid({x})", 1.0, E / 4 + 8 * eps * (B + 1)),
+    ]
+    if B < 64: ops.append(("{x}.sin()", "np.sin({x})", 1.0, E + 16 * eps * (B + 1)))
+    if B < 10: ops.append(("{x}.exp2()", "np.exp2({x})", 2 ** B, 2 ** B * (E + 8 * eps * (B + 1))))
+    if B * B < FLOAT_LIMIT[v.dtype]: ops.append(("{x} * {x}", "{x} * {x}", B * B, 2 * B * E + 4 * eps * B * B))
+    if v.exact:
+      ops += [("{x}.floor()", "np.floor({x})", B + 1, 0.0), ("{x}.ceil()", "np.ceil({x})", B + 1, 0.0),
+              ("{x}.trunc()", "np.trunc({x})", B, 0.0), ("{x}.round()", "np.round({x})", B + 1, 0.0)]
+    tg, npc, b, e = self.ch.choice(ops)
+    self.add(tg.format(x=x), npc.format(x=x), Val(v.shape, v.dtype, b, e))
+    return True
+
+  def binary(self) -> bool:
+    i = self.pick()
+    if i is None: return False
+    v = self.prog.vals[i]
+    y_tg, y_np, w = self.broadcast_partner(v, v.dtype)
+    shape = _broadcast(v.shape, w.shape)
+    if shape is None or math.prod(shape) > MAX_NUMEL: return False
+    # operands (tensor code, numpy code, bound, error, is a tensor); a scalar goes left sometimes (reflected operators)
+    x, y = (self.name(i), self.name(i), v.bound, v.err, True), (y_tg, y_np, w.bound, w.err, y_tg.startswith("v"))
+    if self.coin(4): x, y = y, x
+    dt, (B1, E1, B2, E2) = v.dtype, (x[2], x[3], y[2], y[3])
+    if dt is dtypes.bool:
+      ops: list[tuple[str, str, float, float]] = [
+        ("{x} & {y}", "{x} & {y}", 1, 0), ("{x} | {y}", "{x} | {y}", 1, 0), ("{x} ^ {y}", "{x} ^ {y}", 1, 0),
+        ("{x} + {y}", "{x} | {y}", 1, 0), ("{x} * {y}", "{x} & {y}", 1, 0)]
+    elif dt is dtypes.int32:
+      ops = [("{x} + {y}", "{x} + {y}", B1 + B2, 0), ("{x} - {y}", "{x} - {y}", B1 + B2, 0),
+             ("{x}.maximum({y})", "np.maximum({x}, {y})", max(B1, B2), 0),
+             ("{x}.minimum({y})", "np.minimum({x}, {y})", max(B1, B2), 0),
+             ("{x} // {y}", "_floordiv({x}, {y})", B1, 0), ("{x} % {y}", "_mod({x}, {y})", B2, 0),
+             ("{x} & {y}", "{x} & {y}", max(B1, B2), 0), ("{x} | {y}", "{x} | {y}", 2 * max(B1, B2), 0),
+             ("{x} ^ {y}", "{x} ^ {y}", 2 * max(B1, B2), 0)]
+      if B1 * B2 < INT_LIMIT: ops.append(("{x} * {y}", "{x} * {y}", B1 * B2, 0))
+    else:
+      eps = EPS[dt]
+      div = "{x} / ({y}.abs() + 1)" if y[4] else "{x} / (abs({y}) + 1)"
+      ops = [("{x} + {y}", "{x} + {y}", B1 + B2, E1 + E2 + eps * (B1 + B2)),
+             ("{x} - {y}", "{x} - {y}", B1 + B2, E1 + E2 + eps * (B1 + B2)),
+             ("{x}.maximum({y})", "np.maximum({x}, {y})", max(B1, B2), max(E1, E2)),
+             ("{x}.minimum({y})", "np.minimum({x}, {y})", max(B1, B2), max(E1, E2)),
+             (div, "{x} / (np.abs({y}) + 1)", B1, E1 + B1 * E2 + 4 * eps * (B1 + 1) * (B2 + 1))]
+      if B1 * B2 < FLOAT_LIMIT[dt]: ops.append(("{x} * {y}", "{x} * {y}", B1 * B2, E1 * B2 + E2 * B1 + 2 * eps * B1 * B2))
+    tg, npc, b, e = self.ch.choice(ops)
+    # NOTE: methods (maximum, //, ...) need a Tensor on the left; a Python scalar there only works with operators
+    if not x[4] and tg.startswith("{x}."): return False
+    self.add(tg.format(x=x[0], y=y[0]), npc.format(x=x[1], y=y[1]), Val(shape, dt, b, e))
+    return True
+
+  def compare(self) -> bool:
+    i = self.pick(lambda v: v.exact)
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    y_tg, y_np, w = self.broadcast_partner(v, v.dtype)
+    shape = _broadcast(v.shape, w.shape)
+    if shape is None or not w.exact or math.prod(shape) > MAX_NUMEL: return False
+    ops = ["<", ">", "==", "!="] + (["<=", ">="] if v.dtype is not dtypes.bool else [])
+    op = self.ch.choice(ops)
+    self.add(f"({x} {op} {y_tg})", f"({x} {op} {y_np})", Val(shape, dtypes.bool, 1.0))
+    return True
+
+  def where(self) -> bool:
+    c = self.pick(lambda v: v.dtype is dtypes.bool)
+    if c is None: return False
+    cv = self.prog.vals[c]
+    dt = self.ch.choice([d for d in self.dtypes])
+    a_tg, a_np, a = self.broadcast_partner(cv, dt)
+    b_tg, b_np, b = self.broadcast_partner(cv, dt)
+    shape = _broadcast(cv.shape, a.shape, b.shape)
+    if shape is None or math.prod(shape) > MAX_NUMEL: return False
+    if not a_tg.startswith("v") and not b_tg.startswith("v"): a_tg = f"Tensor({a_tg}, dtype={TG_DTYPE[dt]})"
+    wrap = f"{NP_DTYPE[dt]}" if dt is not dtypes.bool else "np.bool_"
+    self.add(f"{self.name(c)}.where({a_tg}, {b_tg})", f"np.where({self.name(c)}, {a_np}, {b_np}).astype({wrap})",
+             Val(shape, dt, max(a.bound, b.bound), max(a.err, b.err)))
+    return True
+
+  def cast(self) -> bool:
+    i = self.pick()
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    to = self.ch.choice([d for d in self.dtypes if d is not v.dtype])
+    src_tg, src_np, B = x, x, v.bound
+    if dtypes.is_float(v.dtype) and not dtypes.is_float(to):
+      if not v.exact: return False
+      if to is dtypes.int32 and B > 1000:
+        # NOTE: a float out of int range is undefined in C; clip first
+        src_tg, src_np, B = f"{x}.clip(-1000, 1000)", f"np.clip({x}, -1000, 1000)", 1000.0
+    if to is dtypes.float16 and B > 60000: return False
+    if to is dtypes.bool: b, e = 1.0, 0.0
+    elif to is dtypes.int32: b, e = (B, 0.0)
+    else: b, e = B, (v.err + EPS[to] * B if v.dtype is not dtypes.bool else 0.0)
+    self.add(f"{src_tg}.cast({TG_DTYPE[to]})", f"_cast({src_np}, {NP_DTYPE[to]})", Val(v.shape, to, b, e))
+    return True
+
+  def axes(self, v: Val) -> tuple[str, tuple[int, ...] | None]:
+    if not v.shape or self.coin(4): return "None", None
+    if self.coin(2):
+      a = self.ch.integer(0, len(v.shape) - 1)
+      return (str(a - len(v.shape)) if self.coin() else str(a)), (a,)
+    ax = tuple(sorted({self.ch.integer(0, len(v.shape) - 1) for _ in range(self.ch.integer(1, len(v.shape)))}))
+    return repr(ax), ax
+
+  def reduce(self) -> bool:
+    i = self.pick()
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    ax_src, ax = self.axes(v)
+    keep = self.coin()
+    n = math.prod(v.shape[a] for a in (range(len(v.shape)) if ax is None else ax))
+    shape = tuple(1 if ax is None or d in ax else s for d, s in enumerate(v.shape)) if keep else \
+      tuple(s for d, s in enumerate(v.shape) if ax is not None and d not in ax)
+    ops = ["max", "min"]
+    if v.dtype is not dtypes.bool or self.coin(): ops += ["sum", "sum"]
+    if v.dtype is not dtypes.bool: ops.append("mean")
+    limit = INT_LIMIT if v.dtype is dtypes.int32 else FLOAT_LIMIT.get(v.dtype, 2.0)
+    if v.dtype is dtypes.bool or n * math.log(v.bound) < math.log(limit): ops.append("prod")
+    op = self.ch.choice(ops)
+    dt = v.dtype if op not in ("sum", "prod") or v.dtype is not dtypes.bool else dtypes.int32
+    if op == "mean" and not dtypes.is_float(dt): dt = dtypes.float32
+    if op in ("max", "min"): b, e = v.bound, v.err
+    elif op == "prod":
+      b = 1.0 if v.dtype is dtypes.bool else v.bound ** n
+      e = n * b * (v.err + 2 * EPS.get(dt, 0.0))
+    else:
+      b = n * v.bound
+      if dt is dtypes.int32 and b >= INT_LIMIT: return False
+      e = n * v.err + 2 * n * EPS.get(dt, 0.0) * b + (EPS[dt] * b if dt is dtypes.float16 else 0.0)
+      if op == "mean": b, e = v.bound, (e / n if n else 0.0) + 4 * EPS[dt] * v.bound
+    if dtypes.is_float(dt) and (not math.isfinite(b) or b > FLOAT_LIMIT[dt]): return False
+    if not dtypes.is_float(dt): e = 0.0
+    self.add(f"{x}.{op}({ax_src}, keepdim={keep})", f"_reduce({op!r}, {x}, {ax!r}, {keep})", Val(shape, dt, b, e))
+    return True
+
+  def movement(self) -> bool:
+    i = self.pick()
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    k = self.ch.integer(0, 5)
+    nd = len(v.shape)
+    if k == 0:
+      shape = self.factor(v.numel, v.shape)
+      self.add(f"{x}.reshape({shape})", f"{x}.reshape({shape})", Val(shape, v.dtype, v.bound, v.err))
+    elif k == 1 and nd >= 2:
+      order = list(range(nd))
+      for a in range(nd - 1, 0, -1):
+        b = self.ch.integer(0, a)
+        order[a], order[b] = order[b], order[a]
+      shape = tuple(v.shape[o] for o in order)
+      self.add(f"{x}.permute({tuple(order)})", f"np.transpose({x}, {tuple(order)})", Val(shape, v.dtype, v.bound, v.err))
+    elif k == 2:
+      # expand: size-1 axes grow, sometimes a new leading axis
+      lead = (self.ch.choice(EDGE_SIZES[:8]),) if self.coin(3) or not v.shape else ()
+      shape = lead + tuple(self.ch.choice(EDGE_SIZES[:10]) if s == 1 and self.coin() else s for s in v.shape)
+      if math.prod(shape) > MAX_NUMEL or shape == v.shape: return False
+      self.add(f"{x}.expand({shape})", f"np.broadcast_to({x}, {shape})", Val(shape, v.dtype, v.bound, v.err))
+    elif k == 3 and nd:
+      pads = tuple((self.ch.integer(0, 3), self.ch.integer(0, 3)) if self.coin() else (0, 0) for _ in v.shape)
+      shape = tuple(s + a + b for s, (a, b) in zip(v.shape, pads))
+      if math.prod(shape) > MAX_NUMEL: return False
+      val: Any = {dtypes.bool: True, dtypes.int32: self.ch.integer(-3, 3)}.get(v.dtype,
+                                                                              self.ch.choice([0.0, 1.5, -2.0]))
+      if self.coin(): val = {dtypes.bool: False, dtypes.int32: 0}.get(v.dtype, 0.0)
+      bound = max(v.bound, abs(float(val)))
+      self.add(f"{x}.pad({pads}, value={val!r})", f"_pad({x}, {pads}, {val!r})", Val(shape, v.dtype, bound, v.err))
+    elif k == 4 and nd:
+      arg = []
+      for s in v.shape:
+        a = self.ch.integer(0, s)
+        arg.append((a, self.ch.integer(a, s)))
+      shape = tuple(b - a for a, b in arg)
+      sl = ", ".join(f"{a}:{b}" for a, b in arg)
+      self.add(f"{x}.shrink({tuple(arg)})", f"{x}[{sl}]", Val(shape, v.dtype, v.bound, v.err))
+    elif k == 5 and nd:
+      ax = sorted({self.ch.integer(0, nd - 1) for _ in range(self.ch.integer(1, nd))})
+      self.add(f"{x}.flip({tuple(ax)})", f"np.flip({x}, {tuple(ax)})", Val(v.shape, v.dtype, v.bound, v.err))
+    else: return False
+    return True
+
+  def factor(self, n: int, like: tuple[int, ...]) -> tuple[int, ...]:
+    """A random shape with n elements (0 elements: some axis 0), up to 4 axes."""
+    if n == 0:
+      s = list(self.shape(self.ch.integer(1, 4)))
+      s[self.ch.integer(0, len(s) - 1)] = 0
+      return tuple(s)
+    dims: list[int] = []
+    rest = n
+    for p in (2, 3, 5, 7, 11, 13, 17):
+      while rest % p == 0:
+        dims.append(p)
+        rest //= p
+    if rest > 1: dims.append(rest)
+    out = [1] * self.ch.integer(1, 4)
+    for d in dims: out[self.ch.integer(0, len(out) - 1)] *= d
+    if self.coin(3): out.insert(self.ch.integer(0, len(out)), 1)
+    return tuple(out)
+
+  def cat(self) -> bool:
+    i = self.pick(lambda v: len(v.shape) > 0)
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    d = self.ch.integer(0, len(v.shape) - 1)
+    others = []
+    for _ in range(self.ch.integer(1, 2)):
+      shape = v.shape[:d] + (self.ch.choice(EDGE_SIZES[:9]),) + v.shape[d + 1:]
+      j = self.pick(lambda w, s=shape: w.shape == s and w.dtype is v.dtype) if self.coin() else None
+      others.append(j if j is not None else self.input(shape, v.dtype))
+    shape = v.shape[:d] + (v.shape[d] + sum(self.prog.vals[j].shape[d] for j in others),) + v.shape[d + 1:]
+    if math.prod(shape) > MAX_NUMEL: return False
+    ws = [self.prog.vals[j] for j in others]
+    names = ", ".join(self.name(j) for j in others)
+    self.add(f"{x}.cat({names}, dim={d})", f"np.concatenate(({x}, {names}), axis={d})",
+             Val(shape, v.dtype, max([v.bound] + [w.bound for w in ws]), max([v.err] + [w.err for w in ws])))
+    return True
+
+  def getitem(self) -> bool:
+    i = self.pick(lambda v: len(v.shape) > 0)
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    idx, shape = [], []
+    for s in v.shape:
+      k = self.ch.integer(0, 3)
+      if k == 0 and s > 0:
+        j = self.ch.integer(-s, s - 1)
+        idx.append(str(j))
+      elif k == 1:
+        idx.append(":")
+        shape.append(s)
+      else:
+        a, b = self.ch.integer(-s - 1, s + 1), self.ch.integer(-s - 1, s + 1)
+        st_ = self.ch.choice([1, 2, 3, -1, -2])
+        sl = slice(a if self.coin(4) else None, b if self.coin(4) else None, st_)
+        idx.append(f"{'' if sl.start is None else sl.start}:{'' if sl.stop is None else sl.stop}:{st_}")
+        shape.append(len(range(*sl.indices(s))))
+    src = ", ".join(idx)
+    if self.coin(4): src = "..., " + src.split(", ", 1)[-1] if len(idx) > 1 and idx[0] == ":" else src
+    self.add(f"{x}[{src}]", f"{x}[{src}]", Val(tuple(shape), v.dtype, v.bound, v.err))
+    return True
+
+  def build(self) -> TensorProgram:
+    self.input(self.shape(), self.ch.choice(self.dtypes))
+    todo, done, tries = self.ch.integer(1, self.max_steps), 0, 0
+    while done < todo and tries < 4 * self.max_steps:
+      tries += 1
+      n = len(self.prog.defs)
+      if self.step(): done += 1
+      # NOTE: a step that gave up may have added inputs already; drop them so every input is used by the program
+      else: del self.prog.defs[n:], self.prog.vals[n:]
+    last = len(self.prog.vals) - 1
+    outs = {last}
+    steps = [i for i, d in enumerate(self.prog.defs) if isinstance(d, tuple)]
+    if steps and self.coin(3): outs.add(self.ch.choice(steps))
+    self.prog.outputs = sorted(outs)
+    return self.prog
+
+def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool: return _broadcast(a, b) == b
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+  nd = max(len(s) for s in shapes)
+  out = []
+  for d in range(nd):
+    sz = {s[len(s) - nd + d] for s in shapes if len(s) - nd + d >= 0} - {1}
+    if len(sz) > 1: return None
+    out.append(sz.pop() if sz else 1)
+  return tuple(out)
+
+# ---- running and checking ----
+
+def build_tensor_program(ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES) -> TensorProgram:
+  return _Builder(ch, max_steps, dtypes_).build()
+
+def tensor_programs(max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES) -> st.SearchStrategy[TensorProgram]:
+  """Hypothesis strategy of random tensor programs (shrinks towards fewer steps and smaller shapes)."""
+  @st.composite
+  def strat(draw: Callable[[st.SearchStrategy[Any]], Any]) -> TensorProgram:
+    return build_tensor_program(DrawChooser(draw), max_steps, dtypes_)
+  return strat()
+
+def run_numpy(prog: TensorProgram) -> list[np.ndarray]:
+  env: dict[str, Any] = dict(NP_NAMESPACE)
+  for i, d in enumerate(prog.defs):
+    with np.errstate(all="ignore"): env[f"v{i}"] = d if isinstance(d, np.ndarray) else np.asarray(eval(d[1], env))
+  return [env[f"v{o}"] for o in prog.outputs]
+
+def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
+  """The program's outputs as realized Tensors on `device`."""
+  from tinygrad import Tensor
+  env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes}
+  for i, d in enumerate(prog.defs):
+    env[f"v{i}"] = Tensor(d.copy(), device=device) if isinstance(d, np.ndarray) else eval(d[0], env)
+  outs = [env[f"v{o}"] for o in prog.outputs]
+  Tensor.realize(*outs)
+  return outs
+
+def check_program(prog: TensorProgram, devices: Sequence[str] = ("CPU", "PYTHON")) -> None:
+  """Run `prog` on every device and compare every output with numpy: dtype, shape, values (within the error bound the
+  builder tracked, NaN/Inf matched). Raises ProgramMismatch with a reproducer."""
+  ref = run_numpy(prog)
+  for dev in devices:
+    try: outs = run_tensor(prog, dev)
+    except Exception as e:
+      raise ProgramMismatch(f"{dev}: raised {type(e).__name__}: {e}\n---- program ----\n{prog.source(dev)}") from e
+    for o, t, want in zip(prog.outputs, outs, ref):
+      v = prog.vals[o]
+      msg = None
+      if t.dtype is not v.dtype: msg = f"dtype {t.dtype}, expected {v.dtype}"
+      elif t.shape != v.shape or want.shape != v.shape:
+        msg = f"shape {t.shape} (numpy {want.shape}), expected {v.shape}"
+      else:
+        got = t.numpy()
+        rt, at = TOLERANCE.get(v.dtype, (0.0, 0.0))
+        msg = compare_outputs(got, want, v.dtype, rtol=rt, atol=max(at, 2 * v.err)) if dtypes.is_float(v.dtype) else \
+          compare_outputs(got, want.astype(got.dtype), v.dtype)
+      if msg is not None:
+        raise ProgramMismatch(f"{dev}: output v{o}: {msg}\n---- program ----\n{prog.source(dev)}")
+
+# ---- a seeded loop outside pytest ----
+
+def main(argv: list[str] | None = None) -> int:
+  import argparse, time, traceback
+  ap = argparse.ArgumentParser(prog="python -m fuzz.tensor_programs")
+  ap.add_argument("-n", type=int, default=200)
+  ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--steps", type=int, default=8)
+  ap.add_argument("--devices", default="CPU,PYTHON")
+  ap.add_argument("--keep-going", action="store_true")
+  a = ap.parse_args(argv)
+  fails, st_ = 0, time.perf_counter()
+  for k in range(a.n):
+    prog = build_tensor_program(RandomChooser(a.seed + k), a.steps)
+    try: check_program(prog, a.devices.split(","))
+    except Exception as e:
+      fails += 1
+      print(f"==== seed {a.seed + k} ====")
+      print(str(e) if isinstance(e, ProgramMismatch) else traceback.format_exc())
+      if not a.keep_going: break
+  print(f"{a.n} programs, {fails} failures, {time.perf_counter() - st_:.1f}s")
+  return 1 if fails else 0
+
+if __name__ == "__main__": sys.exit(main())
