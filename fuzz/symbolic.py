@@ -7,7 +7,7 @@ or when the branch it picks is. The simplified expression must be valid exactly 
 there.
 """
 from __future__ import annotations
-import random, time
+import itertools, math, random, time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 import z3
@@ -166,11 +166,30 @@ def check_expression(expr: UOp, simplified: UOp | None = None, timeout_ms: int =
   s.add(z3.Not(z3.And(*obl.values())))
   r = s.check()
   if r == z3.unsat: return CheckResult(expr, simp, True)
-  if r == z3.unknown: return CheckResult(expr, simp, False, "unknown")
+  # NOTE: z3 gives up on some nonlinear terms; a small domain is then proved by evaluating every point
+  if r == z3.unknown: return check_exhaustive(expr, simp) or CheckResult(expr, simp, False, "unknown")
   m = s.model()
   kind = next(k for k, o in obl.items() if z3.is_false(m.eval(o, model_completion=True)))
   env = _model_env(tr, m)
   return CheckResult(expr, simp, False, kind, {str(tr.vars[u]): v for u, v in env.items()}, env)
+
+def _bounds_ok(u: UOp, v: Any) -> bool: return v is None or bool(u.vmin <= v <= u.vmax)
+
+def check_exhaustive(expr: UOp, simp: UOp, limit: int = 50_000) -> CheckResult | None:
+  """The same verdict as check_expression by evaluating every variable assignment; None if there are over `limit`."""
+  nodes = dict.fromkeys([*expr.toposort(), *simp.toposort()])
+  variables = [u for u in nodes if u.op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)]
+  if any(v.op is not Ops.DEFINE_VAR and v.src[0].op is not Ops.CONST for v in variables): return None
+  spans = [range(v.arg[1], v.arg[2] + 1) if v.op is Ops.DEFINE_VAR else range(int(v.src[0].arg)) for v in variables]
+  if math.prod(len(r) for r in spans) > limit: return None
+  for point in itertools.product(*spans):
+    env = dict(zip(variables, point))
+    a, b = eval_index(expr, env), eval_index(simp, env)
+    if (a is None) != (b is None): kind = "validity"
+    elif a != b: kind = "value"
+    else: kind = "" if _bounds_ok(expr, a) and _bounds_ok(simp, b) else "bounds"
+    if kind: return CheckResult(expr, simp, False, kind, {_fmt(u): v for u, v in env.items()}, env)
+  return CheckResult(expr, simp, True)
 
 def check_batch(pairs: list[tuple[UOp, UOp]], chunk: int = 8, timeout_ms: int = 20_000) -> list[CheckResult]:
   """check_expression on many (expr, simplified) pairs, `chunk` per z3 query (z3 slows down on big conjunctions);
@@ -212,10 +231,12 @@ class FuzzSummary:
   rewrites: int = 0
   seconds: float = 0.0
   failures: list[CheckResult] = field(default_factory=list)
+  # z3 gave up and the domain was too big to enumerate: neither proved nor refuted
+  unproved: list[CheckResult] = field(default_factory=list)
   def __str__(self) -> str:
     rate = self.checked / self.seconds if self.seconds else 0.0
     lines = [f"symbolic fuzz: {self.checked} expressions checked ({rate:.0f}/s), {self.changed} changed by simplify, "
-             f"{self.rewrites} rewrites applied, {len(self.failures)} failures"]
+             f"{self.rewrites} rewrites applied, {len(self.failures)} failures, {len(self.unproved)} unproved"]
     return "\n".join(lines + [str(f) for f in self.failures[:10]])
 
 def _simplify_counting(e: UOp) -> tuple[UOp, int]:
@@ -238,7 +259,8 @@ def run_symbolic_fuzz(seconds: float | None = None, n: int | None = None, seed: 
       summ.changed += s is not e
       pairs.append((e, s))
     res = check_batch(pairs)
-    summ.failures.extend(r for r in res if not r.ok)
+    summ.failures.extend(r for r in res if not r.ok and r.kind != "unknown")
+    summ.unproved.extend(r for r in res if r.kind == "unknown")
     summ.checked += k
     if verbose: print(f"\r{summ.checked} checked, {len(summ.failures)} failures", end="", flush=True)
   if verbose: print()

@@ -11,7 +11,7 @@ the compiler (or of the front end), never of the numerics.
 difference. `python -m fuzz.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
 """
 from __future__ import annotations
-import math, sys
+import math, re, sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -26,7 +26,8 @@ class ProgramMismatch(AssertionError):
 # ---- values and programs ----
 
 DTYPES = (dtypes.float32, dtypes.float16, dtypes.int32, dtypes.bool)
-NP_DTYPE = {dtypes.float32: "np.float32", dtypes.float16: "np.float16", dtypes.int32: "np.int32", dtypes.bool: "np.bool_"}
+NP_DTYPE = {dtypes.float32: "np.float32", dtypes.float16: "np.float16", dtypes.int32: "np.int32",
+            dtypes.bool: "np.bool_"}
 TG_DTYPE = {dtypes.float32: "dtypes.float32", dtypes.float16: "dtypes.float16", dtypes.int32: "dtypes.int32",
             dtypes.bool: "dtypes.bool"}
 # unit roundoff of each float dtype
@@ -34,6 +35,9 @@ EPS = {dtypes.float32: 2.0 ** -24, dtypes.float16: 2.0 ** -11}
 # sizes biased to the edges: empty, one, primes, tile sizes +-1
 EDGE_SIZES = (0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
 MAX_NUMEL = 300        # the PYTHON interpreter runs every element in Python
+# CPU-only runs: sizes and element counts where the heuristics upcast, unroll and split into THREADs
+BIG_SIZES = EDGE_SIZES + (31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
+BIG_NUMEL = 1 << 17
 INT_LIMIT = 2 ** 30    # integer values stay below this (no overflow anywhere, no INT_MIN)
 FLOAT_LIMIT = {dtypes.float32: 1e6, dtypes.float16: 2e3}
 
@@ -59,11 +63,12 @@ class TensorProgram:
 
   def source(self, device: str = "CPU") -> str:
     """A runnable reproducer: the Tensor program, with its inputs, on `device`."""
-    lines = ["import numpy as np", "from tinygrad import Tensor", "from tinygrad.dtype import dtypes", f"DEVICE = {device!r}"]
+    lines = ["import numpy as np", "from tinygrad import Tensor", "from tinygrad.dtype import dtypes",
+             f"DEVICE = {device!r}"]
     for i, d in enumerate(self.defs):
       if isinstance(d, np.ndarray):
-        lines.append(f"v{i} = Tensor(np.array({d.ravel().tolist()!r}, dtype={NP_DTYPE[_dtype_of(d)]}).reshape({d.shape}), "
-                     "device=DEVICE)")
+        arr = f"np.array({d.ravel().tolist()!r}, dtype={NP_DTYPE[_dtype_of(d)]}).reshape({d.shape})"
+        lines.append(f"v{i} = Tensor({arr}, device=DEVICE)")
       else: lines.append(f"v{i} = {d[0]}")
     outs = ", ".join(f"v{o}" for o in self.outputs)
     lines.append(f"Tensor.realize({outs})" if len(self.outputs) > 1 else f"v{self.outputs[0]}.realize()")
@@ -112,28 +117,38 @@ def _np_pad(x: np.ndarray, pads: Sequence[tuple[int, int]], value: Any) -> np.nd
 def _np_sigmoid(x: np.ndarray) -> np.ndarray:
   with np.errstate(all="ignore"): return (1 / (1 + np.exp(-x))).astype(x.dtype)
 
-NP_NAMESPACE: dict[str, Any] = {"np": np, "_reduce": _np_reduce, "_floordiv": _np_floordiv, "_mod": _np_mod,
+def _np_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+  if x.size == 0: return x
+  with np.errstate(all="ignore"):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
+
+NP_NAMESPACE: dict[str, Any] = {"_softmax": _np_softmax, "np": np, "_reduce": _np_reduce, "_floordiv": _np_floordiv,
+                                "_mod": _np_mod,
                                 "_cast": _np_cast, "_pad": _np_pad, "_sigmoid": _np_sigmoid}
 
 # ---- the builder ----
 
 class _Builder:
-  def __init__(self, ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES):
+  def __init__(self, ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES, big: bool = False):
     self.ch, self.prog, self.max_steps, self.dtypes = ch, TensorProgram(), max_steps, tuple(dtypes_)
+    self.sizes, self.max_numel = (BIG_SIZES, BIG_NUMEL) if big else (EDGE_SIZES, MAX_NUMEL)
     self.rng = np.random.default_rng(ch.integer(0, 2 ** 31))
 
   # -- helpers --
   def coin(self, n: int = 2) -> bool: return self.ch.integer(0, n - 1) == 0
   def name(self, i: int) -> str: return f"v{i}"
   def add(self, tg: str, npc: str, val: Val) -> int:
+    # NOTE: bounds stay >= 1 so products of bounds only grow (and logs of them are defined)
+    val = Val(val.shape, val.dtype, max(val.bound, 1.0), val.err)
     self.prog.defs.append((tg, npc))
     self.prog.vals.append(val)
     return len(self.prog.vals) - 1
 
   def shape(self, nd: int | None = None) -> tuple[int, ...]:
     nd = self.ch.integer(0, 4) if nd is None else nd
-    s = [self.ch.choice(EDGE_SIZES) for _ in range(nd)]
-    while math.prod(s) > MAX_NUMEL: s[s.index(max(s))] //= 2
+    s = [self.ch.choice(self.sizes) for _ in range(nd)]
+    while math.prod(s) > self.max_numel: s[s.index(max(s))] //= 2
     return tuple(s)
 
   def input(self, shape: tuple[int, ...], dt: DType) -> int:
@@ -166,8 +181,9 @@ class _Builder:
       if dt is dtypes.bool: c: Any = bool(self.coin())
       elif dt is dtypes.int32: c = self.ch.integer(-9, 9)
       else: c = self.ch.choice([0.5, -1.0, 2.0, 3.0, -0.25, 0.0])
-      return repr(c), repr(c) if dt in (dtypes.bool,) else f"{NP_DTYPE[dt]}({c!r})", Val((), dt, max(abs(float(c)), 1.0))
-    if k == 1 and (j := self.pick(lambda w: w.dtype is dt and _broadcastable(w.shape, v.shape))) is not None:
+      npc = repr(c) if dt is dtypes.bool else f"{NP_DTYPE[dt]}({c!r})"
+      return repr(c), npc, Val((), dt, max(abs(float(c)), 1.0))
+    if k == 1 and (j := self.pick(lambda w: w.dtype is dt and _fits(w.shape, v.shape, self.max_numel))) is not None:
       return self.name(j), self.name(j), self.prog.vals[j]
     shape = list(v.shape[self.ch.integer(0, len(v.shape)):] if self.coin(3) else v.shape)
     for d in range(len(shape)):
@@ -179,7 +195,7 @@ class _Builder:
   def step(self) -> bool:
     kinds: list[Callable[[], bool]] = [self.unary, self.binary, self.binary, self.compare, self.where, self.cast,
                                        self.reduce, self.reduce, self.movement, self.movement, self.movement,
-                                       self.cat, self.getitem]
+                                       self.cat, self.getitem, self.composite, self.materialize]
     return self.ch.choice(kinds)()
 
   def unary(self) -> bool:
@@ -220,7 +236,7 @@ class _Builder:
     v = self.prog.vals[i]
     y_tg, y_np, w = self.broadcast_partner(v, v.dtype)
     shape = _broadcast(v.shape, w.shape)
-    if shape is None or math.prod(shape) > MAX_NUMEL: return False
+    if shape is None or math.prod(shape) > self.max_numel: return False
     # operands (tensor code, numpy code, bound, error, is a tensor); a scalar goes left sometimes (reflected operators)
     x, y = (self.name(i), self.name(i), v.bound, v.err, True), (y_tg, y_np, w.bound, w.err, y_tg.startswith("v"))
     if self.coin(4): x, y = y, x
@@ -245,7 +261,8 @@ class _Builder:
              ("{x}.maximum({y})", "np.maximum({x}, {y})", max(B1, B2), max(E1, E2)),
              ("{x}.minimum({y})", "np.minimum({x}, {y})", max(B1, B2), max(E1, E2)),
              (div, "{x} / (np.abs({y}) + 1)", B1, E1 + B1 * E2 + 4 * eps * (B1 + 1) * (B2 + 1))]
-      if B1 * B2 < FLOAT_LIMIT[dt]: ops.append(("{x} * {y}", "{x} * {y}", B1 * B2, E1 * B2 + E2 * B1 + 2 * eps * B1 * B2))
+      if B1 * B2 < FLOAT_LIMIT[dt]:
+        ops.append(("{x} * {y}", "{x} * {y}", B1 * B2, E1 * B2 + E2 * B1 + 2 * eps * B1 * B2))
     tg, npc, b, e = self.ch.choice(ops)
     # NOTE: methods (maximum, //, ...) need a Tensor on the left; a Python scalar there only works with operators
     if not x[4] and tg.startswith("{x}."): return False
@@ -258,7 +275,7 @@ class _Builder:
     v, x = self.prog.vals[i], self.name(i)
     y_tg, y_np, w = self.broadcast_partner(v, v.dtype)
     shape = _broadcast(v.shape, w.shape)
-    if shape is None or not w.exact or math.prod(shape) > MAX_NUMEL: return False
+    if shape is None or not w.exact or math.prod(shape) > self.max_numel: return False
     ops = ["<", ">", "==", "!="] + (["<=", ">="] if v.dtype is not dtypes.bool else [])
     op = self.ch.choice(ops)
     self.add(f"({x} {op} {y_tg})", f"({x} {op} {y_np})", Val(shape, dtypes.bool, 1.0))
@@ -272,7 +289,7 @@ class _Builder:
     a_tg, a_np, a = self.broadcast_partner(cv, dt)
     b_tg, b_np, b = self.broadcast_partner(cv, dt)
     shape = _broadcast(cv.shape, a.shape, b.shape)
-    if shape is None or math.prod(shape) > MAX_NUMEL: return False
+    if shape is None or math.prod(shape) > self.max_numel: return False
     if not a_tg.startswith("v") and not b_tg.startswith("v"): a_tg = f"Tensor({a_tg}, dtype={TG_DTYPE[dt]})"
     wrap = f"{NP_DTYPE[dt]}" if dt is not dtypes.bool else "np.bool_"
     self.add(f"{self.name(c)}.where({a_tg}, {b_tg})", f"np.where({self.name(c)}, {a_np}, {b_np}).astype({wrap})",
@@ -330,8 +347,9 @@ class _Builder:
       b = n * v.bound
       if dt is dtypes.int32 and b >= INT_LIMIT: return False
       e = n * v.err + 2 * n * EPS.get(dt, 0.0) * b + (EPS[dt] * b if dt is dtypes.float16 else 0.0)
-      if op == "mean": b, e = v.bound, (e / n if n else 0.0) + 4 * EPS[dt] * v.bound
-    if dtypes.is_float(dt) and (not math.isfinite(b) or b > FLOAT_LIMIT[dt]): return False
+      # NOTE: the mean of nothing is NaN; an infinite bound keeps NaN away from the steps that need finite values
+      if op == "mean": b, e = (v.bound if n else math.inf), (e / n if n else 0.0) + 4 * EPS[dt] * v.bound
+    if dtypes.is_float(dt) and b > FLOAT_LIMIT[dt] and not (op == "mean" and n == 0): return False
     if not dtypes.is_float(dt): e = 0.0
     self.add(f"{x}.{op}({ax_src}, keepdim={keep})", f"_reduce({op!r}, {x}, {ax!r}, {keep})", Val(shape, dt, b, e))
     return True
@@ -351,17 +369,18 @@ class _Builder:
         b = self.ch.integer(0, a)
         order[a], order[b] = order[b], order[a]
       shape = tuple(v.shape[o] for o in order)
-      self.add(f"{x}.permute({tuple(order)})", f"np.transpose({x}, {tuple(order)})", Val(shape, v.dtype, v.bound, v.err))
+      self.add(f"{x}.permute({tuple(order)})", f"np.transpose({x}, {tuple(order)})",
+               Val(shape, v.dtype, v.bound, v.err))
     elif k == 2:
       # expand: size-1 axes grow, sometimes a new leading axis
-      lead = (self.ch.choice(EDGE_SIZES[:8]),) if self.coin(3) or not v.shape else ()
-      shape = lead + tuple(self.ch.choice(EDGE_SIZES[:10]) if s == 1 and self.coin() else s for s in v.shape)
-      if math.prod(shape) > MAX_NUMEL or shape == v.shape: return False
+      lead = (self.ch.choice(self.sizes[:8]),) if self.coin(3) or not v.shape else ()
+      shape = lead + tuple(self.ch.choice(self.sizes[:10]) if s == 1 and self.coin() else s for s in v.shape)
+      if math.prod(shape) > self.max_numel or shape == v.shape: return False
       self.add(f"{x}.expand({shape})", f"np.broadcast_to({x}, {shape})", Val(shape, v.dtype, v.bound, v.err))
     elif k == 3 and nd:
       pads = tuple((self.ch.integer(0, 3), self.ch.integer(0, 3)) if self.coin() else (0, 0) for _ in v.shape)
       shape = tuple(s + a + b for s, (a, b) in zip(v.shape, pads))
-      if math.prod(shape) > MAX_NUMEL: return False
+      if math.prod(shape) > self.max_numel: return False
       val: Any = {dtypes.bool: True, dtypes.int32: self.ch.integer(-3, 3)}.get(v.dtype,
                                                                               self.ch.choice([0.0, 1.5, -2.0]))
       if self.coin(): val = {dtypes.bool: False, dtypes.int32: 0}.get(v.dtype, 0.0)
@@ -378,6 +397,55 @@ class _Builder:
     elif k == 5 and nd:
       ax = sorted({self.ch.integer(0, nd - 1) for _ in range(self.ch.integer(1, nd))})
       self.add(f"{x}.flip({tuple(ax)})", f"np.flip({x}, {tuple(ax)})", Val(v.shape, v.dtype, v.bound, v.err))
+    else: return False
+    return True
+
+  def materialize(self) -> bool:
+    """contiguous() or realize() in the middle of a program: later steps read a buffer instead of fusing."""
+    i = self.pick()
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    self.add(f"{x}.{self.ch.choice(['contiguous', 'realize'])}()", x, v)
+    return True
+
+  def composite(self) -> bool:
+    """Front-end compositions that stress the scheduler: matmul, cumsum, argmax/argmin, softmax."""
+    i = self.pick(lambda v: len(v.shape) > 0)
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    k, nd, dt = self.ch.integer(0, 3), len(v.shape), v.dtype
+    if k == 0 and dtypes.is_float(dt):
+      m = self.ch.choice(self.sizes[:10])
+      shape = v.shape[:-1] + (m,)
+      if math.prod(shape) > self.max_numel: return False
+      j = self.input((v.shape[-1], m), dt)
+      w, n = self.prog.vals[j], v.shape[-1]
+      b = max(n, 1) * v.bound * w.bound
+      if b > FLOAT_LIMIT[dt]: return False
+      e = n * (v.err * w.bound + 2 * EPS[dt] * v.bound * w.bound) + EPS[dt] * b
+      # NOTE: numpy's half matmul accumulates in half; the Tensor API sums half in float32, so compare in float32
+      npc = f"({x}.astype(np.float32) @ {self.name(j)}.astype(np.float32)).astype({NP_DTYPE[dt]})"
+      self.add(f"{x} @ {self.name(j)}", npc, Val(shape, dt, b, e))
+    elif k == 1 and dt is not dtypes.bool:
+      a = self.ch.integer(0, nd - 1)
+      n = v.shape[a]
+      b = n * v.bound
+      if b > (INT_LIMIT if dt is dtypes.int32 else FLOAT_LIMIT[dt]): return False
+      e = 0.0 if dt is dtypes.int32 else n * v.err + 2 * n * EPS[dt] * b + EPS[dt] * b
+      npc = f"np.cumsum({x}, axis={a}, dtype=np.float32).astype({NP_DTYPE[dt]})" if dtypes.is_float(dt) else \
+        f"np.cumsum({x}, axis={a}, dtype=np.int32)"
+      self.add(f"{x}.cumsum({a})", npc, Val(v.shape, dt, b, e))
+    elif k == 2 and v.exact and dt is not dtypes.bool:
+      a = self.ch.integer(0, nd - 1)
+      if v.shape[a] == 0: return False
+      f = self.ch.choice(["argmax", "argmin"])
+      shape = v.shape[:a] + v.shape[a + 1:]
+      self.add(f"{x}.{f}({a})", f"np.{f}({x}, axis={a}).astype(np.int32)", Val(shape, dtypes.int32, v.shape[a]))
+    elif k == 3 and dtypes.is_float(dt) and v.bound < 30:
+      a = self.ch.integer(0, nd - 1)
+      e = 2 * v.err + 32 * EPS[dt] * (v.bound + 1)
+      npc = f"_softmax({x}, {a})"
+      self.add(f"{x}.softmax({a})", npc, Val(v.shape, dt, 1.0, e))
     else: return False
     return True
 
@@ -406,11 +474,11 @@ class _Builder:
     d = self.ch.integer(0, len(v.shape) - 1)
     others = []
     for _ in range(self.ch.integer(1, 2)):
-      shape = v.shape[:d] + (self.ch.choice(EDGE_SIZES[:9]),) + v.shape[d + 1:]
+      shape = v.shape[:d] + (self.ch.choice(self.sizes[:9]),) + v.shape[d + 1:]
       j = self.pick(lambda w, s=shape: w.shape == s and w.dtype is v.dtype) if self.coin() else None
       others.append(j if j is not None else self.input(shape, v.dtype))
     shape = v.shape[:d] + (v.shape[d] + sum(self.prog.vals[j].shape[d] for j in others),) + v.shape[d + 1:]
-    if math.prod(shape) > MAX_NUMEL: return False
+    if math.prod(shape) > self.max_numel: return False
     ws = [self.prog.vals[j] for j in others]
     names = ", ".join(self.name(j) for j in others)
     self.add(f"{x}.cat({names}, dim={d})", f"np.concatenate(({x}, {names}), axis={d})",
@@ -450,14 +518,17 @@ class _Builder:
       if self.step(): done += 1
       # NOTE: a step that gave up may have added inputs already; drop them so every input is used by the program
       else: del self.prog.defs[n:], self.prog.vals[n:]
-    last = len(self.prog.vals) - 1
-    outs = {last}
+    # every step nothing else uses is an output (so no step is dead code), sometimes one more that is used
     steps = [i for i, d in enumerate(self.prog.defs) if isinstance(d, tuple)]
+    used = {int(m) for d in self.prog.defs if isinstance(d, tuple) for m in re.findall(r"\bv(\d+)\b", d[0])}
+    outs = {i for i in steps if i not in used} or {len(self.prog.defs) - 1}
     if steps and self.coin(3): outs.add(self.ch.choice(steps))
     self.prog.outputs = sorted(outs)
     return self.prog
 
-def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool: return _broadcast(a, b) == b
+def _fits(a: tuple[int, ...], b: tuple[int, ...], max_numel: int) -> bool:
+  """a and b broadcast together to a shape of at most max_numel elements."""
+  return (s := _broadcast(a, b)) is not None and math.prod(s) <= max_numel
 
 def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
   nd = max(len(s) for s in shapes)
@@ -470,8 +541,10 @@ def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
 
 # ---- running and checking ----
 
-def build_tensor_program(ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES) -> TensorProgram:
-  return _Builder(ch, max_steps, dtypes_).build()
+def build_tensor_program(ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES,
+                         big: bool = False) -> TensorProgram:
+  """One random program. big=True draws sizes up to 257 and up to BIG_NUMEL elements (for CPU-only runs)."""
+  return _Builder(ch, max_steps, dtypes_, big).build()
 
 def tensor_programs(max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES) -> st.SearchStrategy[TensorProgram]:
   """Hypothesis strategy of random tensor programs (shrinks towards fewer steps and smaller shapes)."""
@@ -528,10 +601,11 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--steps", type=int, default=8)
   ap.add_argument("--devices", default="CPU,PYTHON")
   ap.add_argument("--keep-going", action="store_true")
+  ap.add_argument("--big", action="store_true", help="large shapes (threads, upcasts); use with --devices CPU")
   a = ap.parse_args(argv)
   fails, st_ = 0, time.perf_counter()
   for k in range(a.n):
-    prog = build_tensor_program(RandomChooser(a.seed + k), a.steps)
+    prog = build_tensor_program(RandomChooser(a.seed + k), a.steps, big=a.big)
     try: check_program(prog, a.devices.split(","))
     except Exception as e:
       fails += 1

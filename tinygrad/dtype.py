@@ -54,8 +54,7 @@ class DType:
     DType._cache[key] = ret
     return ret
   def __setattr__(self, k: str, v: Any) -> None: raise AttributeError(f"DType is immutable (tried to set {k})")
-  def __hash__(self) -> int: return self._hash
-  def __eq__(self, x: object) -> bool: return self is x
+  # NOTE: no __eq__/__hash__: dtypes are interned, so the default identity comparison (done in C) is exact and fast
   def __reduce__(self) -> tuple:
     return (DType, (self.priority, self.itemsize, self.name, self.fmt, self.count, self._scalar))
   def __repr__(self) -> str:

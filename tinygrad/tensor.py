@@ -65,6 +65,16 @@ def _is_view_of_buffer(u: UOp) -> bool:
   while u.op in GroupOp.Movement: u = u.src[0]
   return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
 
+def _view_base(u: UOp) -> UOp:
+  while u.op in GroupOp.Movement or u.op is Ops.ASSIGN: u = u.src[0]
+  return u
+
+def _is_writable_view(u: UOp) -> bool:
+  """A view of a realized buffer where each element is one element of the buffer (no EXPAND): assigning to it writes
+  through to the buffer, as a torch view does."""
+  while u.op in GroupOp.Movement and u.op is not Ops.EXPAND: u = u.src[0]
+  return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
+
 def broadcast_shape(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
   """numpy broadcasting: align right, size-1 axes stretch; anything else is an error naming every shape and the op."""
   nd = max((len(s) for s in shapes), default=0)
@@ -81,6 +91,9 @@ _all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
 _backward_roots: weakref.WeakSet[Tensor] = weakref.WeakSet()
+# the realized view of a tensor that required grad -> the lazy graph that computed it, for as long as a graph reads it,
+# so autograd can look through values realized in the middle of a forward pass (even once their Tensor is gone)
+_realized_graphs: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 
 # ---- Tensor ----
 
@@ -98,7 +111,7 @@ class _CastSugar:
 class Tensor(_CastSugar):
   """A lazy n-d array: `.uop` is its tensor graph, `.requires_grad` marks it for backward(), `.grad` receives the
   gradient."""
-  __slots__ = ("uop", "requires_grad", "grad", "_graph", "__weakref__")
+  __slots__ = ("uop", "requires_grad", "grad", "_graph", "_nonleaf", "__weakref__")
   training: bool = False
   _seed: int = 0
   _rng_counter: int = 0
@@ -126,6 +139,9 @@ class Tensor(_CastSugar):
     self.requires_grad: bool | None = requires_grad
     self.grad: Tensor | None = None
     self._graph: UOp | None = None  # the lazy graph before realize, kept when autograd may still need it
+    # made by an op on tensors that require grad (torch's non-leaf); a leaf (a parameter, even one an optimizer assigned
+    # a lazy update to) is a gradient target, never looked through
+    self._nonleaf = False
     _all_tensors.add(self)
 
   def __hash__(self) -> int: return id(self)
@@ -153,7 +169,8 @@ class Tensor(_CastSugar):
 
   def _new(self, u: UOp, *others: Tensor) -> Tensor:
     ret = Tensor(u)
-    if self.requires_grad or any(o.requires_grad for o in others): ret.requires_grad = True
+    if self.requires_grad or any(o.requires_grad for o in others):
+      ret.requires_grad = ret._nonleaf = True
     return ret
 
   # ---- realize ----
@@ -215,7 +232,7 @@ class Tensor(_CastSugar):
     x = x if isinstance(x, Tensor) else Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: x = x._broadcast_to(self.shape, "assign")
     if x.dtype is not self.dtype: x = x.cast(self.dtype)
-    if _base_buffer(self.uop) is None and self.uop.op is not Ops.ASSIGN:
+    if _base_buffer(self.uop) is None and self.uop.op is not Ops.ASSIGN and not _is_writable_view(self.uop):
       self.uop = x.uop
       return self
     self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop))
@@ -388,6 +405,8 @@ class Tensor(_CastSugar):
       y = Tensor(_const_uop(y, self._scalar_dtype(y), self.device))
     x = self
     if reverse: x, y = y, x
+    if x.device != y.device:
+      raise ValueError(f"{op}: operands are on different devices ({x.device} and {y.device}); move one with .to()")
     if match_dtype and x.dtype is not y.dtype:
       dt = least_upper_dtype(x.dtype, y.dtype)
       x, y = x.cast(dt), y.cast(dt)
@@ -564,6 +583,8 @@ class Tensor(_CastSugar):
       x = Tensor(_const_uop(x, cast(Tensor, y)._scalar_dtype(x), self.device))
     elif not isinstance(y, Tensor): y = Tensor(_const_uop(y, x._scalar_dtype(y), self.device))
     x, y = x._operands(y, "where")
+    if self.device != x.device:
+      raise ValueError(f"where: the condition is on {self.device}, the values on {x.device}; move one with .to()")
     c = self.cast(dtypes.bool)
     shape = broadcast_shape(c.shape, x.shape, op="where")
     c, x, y = c._broadcast_to(shape, "where"), x._broadcast_to(shape, "where"), y._broadcast_to(shape, "where")
@@ -727,6 +748,7 @@ class Tensor(_CastSugar):
     return x.reshape(tuple(a * b for a, b in zip(r, base)))
   def cat(self, *args: Tensor, dim: int = 0) -> Tensor:
     ts = [self, *args]
+    if self.ndim == 0: raise ValueError("cat: 0-d tensors cannot be concatenated; use Tensor.stack or reshape(1) first")
     d = self._axis(dim)
     for t in args:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
@@ -764,6 +786,10 @@ class Tensor(_CastSugar):
     for i in idx:
       if not (i is None or i is Ellipsis or isinstance(i, (int, slice, Tensor))) or isinstance(i, float):
         raise IndexError(f"index {i!r} of type {type(i).__name__} is not supported (ints, slices, None, ..., tensors)")
+      # NOTE: a boolean mask selects a data-dependent number of elements, which a lazy shape cannot express
+      if isinstance(i, bool) or (isinstance(i, Tensor) and i.dtype is dtypes.bool):
+        raise IndexError(f"boolean mask indexing of a tensor of shape {self.shape} is not supported (the result's "
+                         "shape depends on the data); use mask.where(x, 0) or integer indices")
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     n_real = sum(i is not None and i is not Ellipsis for i in idx)
     if n_real > self.ndim: raise IndexError(f"too many indices for tensor of shape {self.shape}: {n_real} were indexed")
@@ -795,7 +821,7 @@ class Tensor(_CastSugar):
         else: shrinks.append((start + (cnt - 1) * step, start + 1)); flips.append(True); strides.append(-step)
         new_shape.append(cnt)
       else:
-        if not dtypes.is_int(i.dtype) and i.dtype is not dtypes.bool:
+        if not dtypes.is_int(i.dtype):
           raise IndexError(f"tensor index must be an int tensor, got {i.dtype}")
         shrinks.append((0, n)); flips.append(False); strides.append(1)
         adv.append((len(new_shape), i, n)); new_shape.append(n)
@@ -838,13 +864,17 @@ class Tensor(_CastSugar):
 
   def __setitem__(self, indices: Any, v: Any) -> None:
     """x[idx] = v: the selected elements take v (broadcast); x is updated in place and realized."""
-    pos = Tensor._arange_index(self.numel(), self.device).reshape(self.shape)[indices]
+    n = self.numel()
+    pos = Tensor._arange_index(n, self.device).reshape(self.shape)[indices]
     vt = v if isinstance(v, Tensor) else Tensor(v, device=self.device, dtype=self.dtype)
     vt = vt.cast(self.dtype)._broadcast_to(pos.shape, "setitem")
-    hit = pos.flatten().unsqueeze(-1) == Tensor._arange_index(self.numel(), self.device).unsqueeze(0)
-    mask = hit.any(0).reshape(self.shape)
-    full = hit.where(vt.flatten().unsqueeze(-1), 0).sum(0).cast(self.dtype).reshape(self.shape)
-    self.assign(mask.where(full, self.detach())).realize()
+    k = pos.numel()
+    hit = pos.flatten().unsqueeze(-1) == Tensor._arange_index(n, self.device).unsqueeze(0)  # (k, n)
+    # NOTE: where an index repeats (x[[0, 0]] = v) the last write wins, as numpy: 1 + the last writer, 0 for none
+    last = hit.where(Tensor._arange_index(k, self.device).unsqueeze(-1) + 1, 0).max(0)
+    pick = (last - 1).unsqueeze(0) == Tensor._arange_index(k, self.device).unsqueeze(-1)
+    full = pick.where(vt.flatten().unsqueeze(-1), 0).sum(0).cast(self.dtype).reshape(self.shape)
+    self.assign((last > 0).reshape(self.shape).where(full, self)).realize()
 
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[..i..] = self[..index[..i..]..] along dim (torch.gather)."""
@@ -952,14 +982,18 @@ class Tensor(_CastSugar):
 
   # ---- windows, linear algebra, nn ----
   def _pool(self, k_: tuple[int, ...], stride: int | tuple[int, ...] = 1,
-            dilation: int | tuple[int, ...] = 1) -> Tensor:
+            dilation: int | tuple[int, ...] = 1, op: str = "pool") -> Tensor:
     """Sliding windows over the last len(k_) axes from movement ops only: (..., *i) -> (..., *o, *k)."""
     nk = len(k_)
-    if self.ndim < nk: raise ValueError(f"pool: kernel {k_} has more axes than the input {self.shape}")
+    if self.ndim < nk: raise ValueError(f"{op}: kernel {k_} has more axes than the input {self.shape}")
     s_, d_ = make_tuple(stride, nk), make_tuple(dilation, nk)
+    if any(v <= 0 for v in (*k_, *s_, *d_)):
+      raise ValueError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
     noop, i_ = self.shape[:-nk], self.shape[-nk:]
     o1_ = [i - d * (k - 1) for i, k, d in zip(i_, k_, d_)]
-    if any(o <= 0 for o in o1_): raise ValueError(f"pool: kernel {k_} (dilation {d_}) does not fit the input {i_}")
+    if any(o <= 0 for o in o1_):
+      raise ValueError(f"{op}: kernel {k_} (dilation {d_}) does not fit the (padded) spatial size {i_} of the input "
+                       f"{self.shape}")
     o_ = [(o1 - 1) // s + 1 for o1, s in zip(o1_, s_)]
     nn = [None] * len(noop)
     # NOTE: k copies of a row of length i, read with row length i+d, shift each copy by d: row j is x[j*d : j*d + o1]
@@ -985,12 +1019,14 @@ class Tensor(_CastSugar):
     if x.shape[-1] != (ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
       raise ValueError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} and "
                        f"{ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
+    if x.ndim > 2 or ww.ndim > 2: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
     xs = x.reshape(x.shape[:-1] + (1,) + x.shape[-1:]) if x.ndim > 1 else x.reshape(1, 1, x.shape[0])
     wt = ww.transpose(-1, -2) if ww.ndim > 1 else ww.reshape(1, ww.shape[0])
     wt = wt.reshape(wt.shape[:-2] + (1,) + wt.shape[-2:])
     a, b = xs._operands(wt, "matmul")
     out = (a * b).sum(-1, dtype=sum_acc_dtype(a.dtype))
-    out = out.cast(a.dtype) if dtypes.is_float(a.dtype) else out
+    # NOTE: unlike sum, matmul keeps the operands' dtype (ints wrap), as numpy and torch do
+    out = out.cast(a.dtype)
     if w.ndim == 1: out = out.reshape(out.shape[:-1])
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + out.shape[-1:]) if w.ndim > 1 else out.reshape(out.shape[:-1])
     return out
@@ -1009,6 +1045,9 @@ class Tensor(_CastSugar):
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
              dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
     """Convolution (cross-correlation, as torch) of (N, Cin, *spatial) with (Cout, Cin/groups, *kernel)."""
+    if self.ndim != weight.ndim or self.ndim < 3:
+      raise ValueError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims, at least 3 "
+                       "((N, Cin, *spatial) and (Cout, Cin/groups, *kernel))")
     (bs, cin), hw = self.shape[:2], weight.shape[2:]
     cout, cin_g = weight.shape[:2]
     if self.ndim != weight.ndim or cin != cin_g * groups or cout % groups:
@@ -1016,7 +1055,7 @@ class Tensor(_CastSugar):
                        f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
                        "divide by groups)")
     nsp = len(hw)
-    x = self._pad2d(padding, nsp)._pool(tuple(hw), stride, dilation)  # (N, Cin, *o, *k)
+    x = self._pad2d(padding, nsp)._pool(tuple(hw), stride, dilation, op="conv2d")  # (N, Cin, *o, *k)
     oyx = x.shape[2:2 + nsp]
     rcout = cout // groups
     x = x.reshape(bs, groups, 1, cin_g, *oyx, *hw).expand(bs, groups, rcout, cin_g, *oyx, *hw)
@@ -1029,7 +1068,7 @@ class Tensor(_CastSugar):
     k = make_tuple(kernel_size, 2)
     s = k if stride is None else stride
     x = self._float()
-    win = x._pad2d(padding, 2)._pool(k, s)
+    win = x._pad2d(padding, 2)._pool(k, s, op="avg_pool2d")
     total = win.sum((-2, -1))
     if count_include_pad: return total * (1 / float(prod(k)))
     ones = Tensor.ones(*x.shape[-2:], device=self.device)._pad2d(padding, 2)._pool(k, s).sum((-2, -1))
@@ -1038,7 +1077,8 @@ class Tensor(_CastSugar):
                  dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
     k = make_tuple(kernel_size, 2)
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
-    return self._pad2d(padding, 2, value=low)._pool(k, k if stride is None else stride, dilation).max((-2, -1))
+    win = self._pad2d(padding, 2, value=low)._pool(k, k if stride is None else stride, dilation, "max_pool2d")
+    return win.max((-2, -1))
   def layernorm(self, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
     x = self._float()
     y = x - x.mean(axis, keepdim=True)
@@ -1056,6 +1096,7 @@ class Tensor(_CastSugar):
     return (Tensor.rand(*self.shape, device=self.device) >= p).where(self, 0) * (1 / (1 - p))
   def embedding(self, weight: Tensor) -> Tensor:
     """Rows of `weight` (vocab, dim) picked by the int indices in self, via a one-hot matmul (so it has a gradient)."""
+    if not dtypes.is_int(self.dtype): raise TypeError(f"embedding: indices must be an int tensor, got {self.dtype}")
     oh = (self.unsqueeze(-1) == Tensor._arange_index(weight.shape[0], self.device)).cast(weight.dtype)
     return oh @ weight
   def cross_entropy(self, y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -1075,23 +1116,25 @@ class Tensor(_CastSugar):
     return (self.relu() - self * y + ((-self.abs()).exp() + 1).log()).mean()
 
   # ---- autograd ----
-  def _grad_graph(self, keep: frozenset[UOp] = frozenset()) -> UOp:
-    """self's graph for autograd: a realized intermediate it reads (a buffer whose tensor kept the lazy graph that made
-    it, and that graph reads a tensor requiring grad) is swapped back for that graph, so gradients flow through values
-    realized on the way (a print in the middle of a forward pass must not cut the parameters off). Buffers in `keep`
-    (explicit targets) stay."""
+  def _grad_graph(self) -> tuple[UOp, dict[UOp, UOp]]:
+    """self's graph for autograd, and where each realized intermediate went in it. A realized intermediate (the buffer
+    of a non-leaf tensor, whose lazy graph reads a tensor requiring grad) is swapped back for the graph that made it,
+    so gradients flow through values realized on the way (a print in the middle of a forward pass must not cut the
+    parameters off)."""
     root = self._graph if self._graph is not None else self.uop
-    kept = {t.uop: t._graph for t in list(_all_tensors) if t._graph is not None and t.uop is not t._graph}
-    if not (kept := {u: g for u, g in kept.items() if u not in keep}): return root
+    if not (kept := dict(list(_realized_graphs.items()))): return root, {}
     grad_uops = {t.uop for t in list(_all_tensors) if t.requires_grad}
     reads = {u: set(g.toposort()) for u, g in kept.items()}
     live: dict[UOp, UOp] = {}
-    while new := {u: kept[u] for u, r in reads.items() if u not in live and (r & grad_uops or any(v in r for v in live))}:
+    # NOTE: live = reads a tensor requiring grad, directly or through another live one (to a fixed point)
+    while new := {u: kept[u] for u, r in reads.items() if u not in live and (r & grad_uops or r & live.keys())}:
       live.update(new)
+    where: dict[UOp, UOp] = {}
     while subs := {u: g for u in root.toposort() if (g := live.get(u)) is not None}:
       root = root.substitute(subs)
+      where = {**{u: v.substitute(subs) for u, v in where.items()}, **subs}
       live = {u: g for u, g in live.items() if u not in subs}
-    return root
+    return root, where
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
     """d(self)/d(target) for each target; self must be a scalar unless `gradient` (d(loss)/d(self)) is given."""
     if gradient is None:
@@ -1101,13 +1144,15 @@ class Tensor(_CastSugar):
       gradient = self.ones_like()
     if gradient.shape != self.shape:
       raise ValueError(f"gradient: the output gradient {gradient.shape} must have shape {self.shape}")
-    tu = {t.uop for t in targets}
-    grads = compute_gradient(self._grad_graph(frozenset(tu)), gradient.cast(self.dtype).uop, tu)
-    return [Tensor(grads[t.uop]) if t.uop in grads else t.zeros_like() for t in targets]
+    root, where = self._grad_graph()
+    tu = [where.get(t.uop, t.uop) for t in targets]
+    grads = compute_gradient(root, gradient.cast(self.dtype).uop, set(tu))
+    return [Tensor(grads[u]) if u in grads else t.zeros_like() for t, u in zip(targets, tu)]
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Fill .grad of every tensor with requires_grad=True that self depends on (added to an existing .grad)."""
-    nodes = self._grad_graph().toposort(gate=lambda u: u.op is not Ops.DETACH)
-    targets = [t for t in list(_all_tensors) if t.requires_grad and t.uop in nodes]
+    root, where = self._grad_graph()
+    nodes = root.toposort(gate=lambda u: u.op is not Ops.DETACH)
+    targets = [t for t in list(_all_tensors) if t.requires_grad and where.get(t.uop, t.uop) in nodes]
     if not targets: raise RuntimeError("backward: no tensor with requires_grad=True contributes to this tensor")
     for t, g in zip(targets, self.gradient(*targets, gradient=gradient)):
       if g.shape != t.shape: raise RuntimeError(f"backward: gradient shape {g.shape} != tensor shape {t.shape}")
@@ -1118,16 +1163,23 @@ class Tensor(_CastSugar):
   # ---- functional sugar ----
   def sequential(self, ll: list[Callable[[Tensor], Tensor]]) -> Tensor:
     return functools.reduce(lambda x, f: f(x), ll, self)
-  def __iter__(self) -> Any: return (self[i] for i in range(self.shape[0] if self.shape else 0))
+  def __iter__(self) -> Any:
+    if not self.shape: raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
 
 def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
   """Point every live tensor at the buffers its graph was realized into. Tensors that autograd may still differentiate
   keep their lazy graph in `_graph`."""
   if not becomes: return
+  # NOTE: an ASSIGN overwrote its buffer: the lazy graph recorded for the old contents no longer describes it
+  if written := {_view_base(u.src[0]) for u in becomes if u.op is Ops.ASSIGN}:
+    for k in [k for k in list(_realized_graphs.keys()) if _view_base(k) in written]: _realized_graphs.pop(k, None)
   for t in list(_all_tensors):
     if _base_buffer(t.uop) is not None: continue
     if (new := becomes.get(t.uop)) is not None:
-      if t.requires_grad and t._graph is None and t.uop.op is not Ops.ASSIGN: t._graph = t.uop
+      if t.requires_grad and t.uop.op is not Ops.ASSIGN:
+        if t._graph is None: t._graph = t.uop
+        if t._nonleaf: _realized_graphs[new] = t.uop
       t.uop = new
     elif t.uop.op is not Ops.CONST and any(u in becomes for u in t.uop.toposort()):
       t.uop = t.uop.substitute(becomes)

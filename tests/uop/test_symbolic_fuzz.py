@@ -101,3 +101,15 @@ def test_variables_of_lists_leaves():
   x, r = UOp.variable("x", 0, 3), UOp.range(5, 0)
   assert set(variables_of(x * r + 1)) == {x, r}
   assert variables_of(UOp.const(dtypes.index, 3)) == []
+
+def test_exhaustive_check_agrees_with_z3():
+  from fuzz.symbolic import check_exhaustive
+  y = UOp.variable("y", -5, 5)
+  e = (y * 4 + 3) // 4
+  bad = graph_rewrite(e, _unsound, name="unsound")
+  ex = check_exhaustive(e, bad)
+  assert ex is not None and not ex.ok and ex.kind == "value"
+  assert eval_index(e, ex.env) != eval_index(bad, ex.env)
+  good = check_exhaustive(e, e.simplify())
+  assert good is not None and good.ok
+  assert check_exhaustive(UOp.variable("huge", 0, 10**9) + 1, UOp.variable("huge", 0, 10**9) + 1) is None

@@ -57,7 +57,10 @@ class BatchNorm:
     self.eps, self.momentum, self.track_running_stats = eps, momentum, track_running_stats
     self.weight = Tensor.ones(sz, requires_grad=True) if affine else None
     self.bias = Tensor.zeros(sz, requires_grad=True) if affine else None
-    self.running_mean, self.running_var = Tensor.zeros(sz, requires_grad=False), Tensor.ones(sz, requires_grad=False)
+    # NOTE: buffers from the start, so a training step's update is an ASSIGN (run by the optimizer's step) rather than
+    # a lazy graph that grows by one step per batch
+    self.running_mean = Tensor.zeros(sz, requires_grad=False).contiguous().realize()
+    self.running_var = Tensor.ones(sz, requires_grad=False).contiguous().realize()
     self.num_batches_tracked = Tensor.zeros(1, requires_grad=False)
   def __call__(self, x: Tensor) -> Tensor:
     axes = tuple(i for i in range(x.ndim) if i != 1)

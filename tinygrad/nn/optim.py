@@ -25,12 +25,16 @@ class Optimizer:
   def step(self) -> None:
     # NOTE: the gradients (and the losses backward() ran from) read the old parameter values, so they are realized in
     # the same schedule as the update, which orders every read of a buffer before the write that replaces it
-    from tinygrad.tensor import _backward_roots, _base_buffer
+    from tinygrad.tensor import _backward_roots, _base_buffer, _all_tensors
+    from tinygrad.uop import Ops
     grads = [p.grad for p in self.params if p.grad is not None]
     roots = [t for t in list(_backward_roots) if _base_buffer(t.uop) is None]
     _backward_roots.clear()
+    # NOTE: writes the forward pass queued (BatchNorm running statistics) run with the step; left lazy they would chain
+    # one more step per iteration and keep every batch alive
+    pending = [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
     updates = self._step()
-    Tensor.realize(*updates, *self.buffers, *grads, *roots)
+    Tensor.realize(*updates, *self.buffers, *grads, *roots, *pending)
   def _step(self) -> list[Tensor]: raise NotImplementedError
 
 class SGD(Optimizer):

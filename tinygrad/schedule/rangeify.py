@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, Metadata
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import dtypes, Invalid
 from tinygrad.helpers import prod, dedup
 
 # ---- index math ----
@@ -170,18 +170,32 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY): realizes[u] = None
     if u.op is Ops.COPY and not _is_buffer_view(u.src[0]): realizes[u.src[0]] = None
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
+  free: dict[UOp, bool] = {}
+  def store(r: UOp) -> bool:
+    if r in realizes: return False
+    if (f := free.get(r)) is None: f = free[r] = _folds_to_closed_form(r)
+    return not f
   changed = True
   while changed:
     changed = False
     for e in expands:
       for r in _fused_reduces(e, realizes, (e.src[0],)):
-        if r not in realizes: realizes[r] = None; changed = True
+        if store(r): realizes[r] = None; changed = True
     users: dict[UOp, int] = {}
     for root in list(realizes):
       for r in dedup(_fused_reduces(root, realizes, _kernel_inputs(root))): users[r] = users.get(r, 0) + 1
     for r, n in users.items():
-      if n > 1 and r not in realizes: realizes[r] = None; changed = True
+      if n > 1 and store(r): realizes[r] = None; changed = True
   return {u: None for u in topo if u in realizes}
+
+def _folds_to_closed_form(r: UOp) -> bool:
+  """A REDUCE_AXIS of constants only (the cumsum of ones under arange) whose kernel simplifies to no loop at all: as
+  cheap to recompute in each consumer as to load, so the cost rules leave it fused (argmax, eye, one_hot, gather)."""
+  if any(u.op in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.BIND, Ops.DEFINE_VAR, Ops.COPY, Ops.ASSIGN, Ops.CONTIGUOUS)
+         for u in r.toposort()): return False
+  kb = KernelBuilder(RangeifyContext({}), r)
+  _, idx = output_ranges(kb, shape_of(r))
+  return all(u.op is not Ops.REDUCE for u in simplify_kernel(kb.lower(r, idx, None)).toposort())
 
 # ---- step 3: kernels ----
 
@@ -313,10 +327,56 @@ def renumber(ast: UOp) -> tuple[UOp, dict[int, int]]:
   subs.update({r: r.replace(arg=(i, *r.arg[1:])) for i, r in enumerate(rngs)})
   return ast.substitute(subs, name="renumber"), {u.arg: i for i, u in enumerate(dgs)}
 
+# NOTE: a masked index whose mask folded to False is a bare Invalid (a pad or cat of an empty tensor); kernel_spec
+# allows Invalid only as the false branch of a mask, and the load reads 0 anyway, so it becomes the constant 0
+pm_fold_never_load = PatternMatcher([
+  (UPat(Ops.LOAD, src=(UPat(Ops.INDEX, src=(UPat(), UPat.const(dtypes.index, Invalid))),), name="ld"),
+   lambda ld: ld.const_like(0)),
+])
+
+# ---- closed forms of integer sums over one range ----
+# NOTE: integer addition wraps the same way however it is grouped, so these are exact; float sums are left alone
+
+def _split_range(x: UOp, r: UOp) -> tuple[int, UOp] | None:
+  """x (index math) as k*r + rest with rest free of r, else None."""
+  terms, c = _terms(x)
+  k = sum(m for n, m in terms if n is r)
+  rest = [(n, m) for n, m in terms if n is not r]
+  if any(r in n.toposort() for n, _ in rest): return None
+  return k, _from_terms(rest, c)
+
+def _range_bounds(cond: UOp, r: UOp, lo: UOp, hi: UOp) -> tuple[UOp, UOp] | None:
+  """The r in [lo, hi) where cond (an AND of `a < b` linear in r with coefficient +-1) holds: the new (lo, hi)."""
+  if cond.op is Ops.AND:
+    if (b := _range_bounds(cond.src[0], r, lo, hi)) is None: return None
+    return _range_bounds(cond.src[1], r, *b)
+  if cond.op is not Ops.CMPLT or cond.src[0].dtype is not dtypes.index: return None
+  if (sp := _split_range(idx_add(cond.src[0], idx_mul(cond.src[1], -1)), r)) is None: return None
+  k, rest = sp  # cond: k*r + rest < 0
+  if k == 1: return lo, hi.minimum(idx_mul(rest, -1))
+  if k == -1: return lo.maximum(idx_add(rest, 1)), hi
+  return None
+
+def fold_int_sum(red: UOp) -> UOp | None:
+  """REDUCE(ADD) of an int value over its last range: n*v for v free of the range, and a count of the range's values
+  for `cond.where(v, 0)` with cond a window of the range (what arange, eye and one_hot lower to)."""
+  if red.arg is not Ops.ADD or not dtypes.is_int(red.dtype): return None
+  val, r = red.src[0], red.src[-1]
+  if r.src[0].op is not Ops.CONST: return None
+  if r not in val.toposort(): cnt, v = _c(r.src[0].arg), val
+  elif val.op is Ops.WHERE and val.src[2].op is Ops.CONST and val.src[2].arg == 0 and r not in val.src[1].toposort():
+    if (b := _range_bounds(val.src[0], r, _c(0), _c(r.src[0].arg))) is None: return None
+    cnt, v = (b[1] - b[0]).maximum(_c(0)), val.src[1]
+  else: return None
+  ret = cnt.cast(red.dtype) * v
+  return ret if len(red.src) == 2 else UOp(Ops.REDUCE, red.dtype, (ret, *red.src[1:-1]), red.arg)
+
+pm_fold_int_sum = PatternMatcher([(UPat(Ops.REDUCE, name="red"), fold_int_sum)])
+
 def simplify_kernel(ast: UOp) -> UOp:
   try: from tinygrad.uop.symbolic import symbolic
-  except ImportError: return ast
-  return graph_rewrite(ast, symbolic, name="rangeify: simplify index math")
+  except ImportError: return graph_rewrite(ast, pm_fold_never_load, name="rangeify: fold never-valid loads")
+  return graph_rewrite(ast, symbolic + pm_fold_never_load + pm_fold_int_sum, name="rangeify: simplify index math")
 
 def finish_kernel(kb: KernelBuilder, store: UOp, ranges: list[UOp]) -> UOp:
   """SINK(END(store, ranges)) -> a KERNEL over the buffers, with the AST renumbered; returns the KERNEL."""

@@ -5,8 +5,8 @@ from enum import Enum, auto
 
 class FastEnum(Enum):
   # NOTE: identity hash and ordering by value make Ops cheap as dict keys in the pattern matcher's index
-  def __lt__(self, x: FastEnum) -> bool: return self.value < x.value
-  def __hash__(self) -> int: return self.value
+  def __lt__(self, x: FastEnum) -> bool: return self._value_ < x._value_
+  def __hash__(self) -> int: return self._value_
   def __repr__(self) -> str: return f"{type(self).__name__}.{self.name}"
   @staticmethod
   def _generate_next_value_(_name: str, _start: int, count: int, _last_values: list[int]) -> int: return count

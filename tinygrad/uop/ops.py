@@ -29,8 +29,9 @@ class recursive_property(functools.cached_property):
     if instance is None: return self
     d = instance.__dict__
     if (name := self.attrname) in d: return d[name]
-    for u in instance.toposort(gate=lambda x: name not in x.__dict__):
-      if u is not instance and name not in u.__dict__: u.__dict__[name] = self.func(u)
+    if any(name not in s.__dict__ for s in instance.src):
+      for u in instance.toposort(gate=lambda x: name not in x.__dict__):
+        if u is not instance and name not in u.__dict__: u.__dict__[name] = self.func(u)
     d[name] = ret = self.func(instance)
     return ret
 
@@ -231,6 +232,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def device(self) -> str | tuple[str, ...] | None:
     if self.op is Ops.DEVICE: return self.arg
     if self.op is Ops.BUFFER: return self.src[1].arg
+    # NOTE: a COPY lives on its target device, not on its source's
+    if self.op is Ops.COPY: return self.src[1].arg
     for s in self.src:
       if (d := s.device) is not None: return d
     return None

@@ -1,0 +1,54 @@
+"""Differential fuzzing of whole tensor programs: CPU and PYTHON against numpy (fuzz/tensor_programs.py)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from tinygrad.dtype import dtypes
+from fuzz.strategies import RandomChooser
+from fuzz.tensor_programs import (TensorProgram, Val, ProgramMismatch, build_tensor_program, check_program, run_numpy,
+                                  tensor_programs)
+
+# NOTE: bounded for CI (the `ci` profile derandomizes it); run it hard with `python -m fuzz.tensor_programs -n 5000`
+@settings(max_examples=40)
+@given(tensor_programs(max_steps=6))
+def test_tensor_programs_match_numpy(prog):
+  check_program(prog)
+
+def _prog(tg: str, npc: str, val: Val, *inputs: np.ndarray) -> TensorProgram:
+  p = TensorProgram(defs=list(inputs), vals=[Val(a.shape, dtypes.float32, 4.0) for a in inputs])
+  p.defs.append((tg, npc))
+  p.vals.append(val)
+  p.outputs = [len(p.defs) - 1]
+  return p
+
+def test_check_program_catches_a_wrong_value():
+  a = np.arange(6, dtype=np.float32).reshape(2, 3)
+  check_program(_prog("v0.sum(1, keepdim=False)", "v0.sum(1)", Val((2,), dtypes.float32, 30.0), a))
+  with pytest.raises(ProgramMismatch, match="output v1"):
+    check_program(_prog("v0.sum(1, keepdim=False)", "v0.sum(1) + 1", Val((2,), dtypes.float32, 30.0), a))
+
+def test_check_program_catches_a_wrong_dtype_or_shape():
+  a = np.arange(6, dtype=np.float32).reshape(2, 3)
+  with pytest.raises(ProgramMismatch, match="dtype"):
+    check_program(_prog("v0.cast(dtypes.int32)", "v0.astype(np.int32)", Val((2, 3), dtypes.float32, 6.0), a))
+  with pytest.raises(ProgramMismatch, match="shape"):
+    check_program(_prog("v0.sum(1, keepdim=True)", "v0.sum(1)", Val((2,), dtypes.float32, 30.0), a))
+
+def test_check_program_reports_an_exception_with_the_program():
+  a = np.arange(6, dtype=np.float32).reshape(2, 3)
+  with pytest.raises(ProgramMismatch, match="(?s)raised ValueError.*v1 = v0.reshape"):
+    check_program(_prog("v0.reshape((4, 2))", "v0", Val((2, 3), dtypes.float32, 6.0), a), devices=("CPU",))
+
+def test_builder_is_deterministic_and_source_runs():
+  for seed in range(5):
+    p, q = build_tensor_program(RandomChooser(seed)), build_tensor_program(RandomChooser(seed))
+    assert p.source() == q.source()
+    env: dict = {}
+    exec(p.source().replace("print(", "repr(").replace("DEVICE = 'CPU'", "DEVICE = 'PYTHON'"), env)
+    for o, want in zip(p.outputs, run_numpy(p)): assert env[f"v{o}"].shape == want.shape
+
+def test_builder_covers_dtypes_and_empty_shapes():
+  progs = [build_tensor_program(RandomChooser(s)) for s in range(60)]
+  vals = [v for p in progs for v in p.vals]
+  assert {v.dtype for v in vals} == {dtypes.float32, dtypes.float16, dtypes.int32, dtypes.bool}
+  assert any(0 in v.shape for v in vals) and any(v.shape == () for v in vals)
+  assert any(len(p.outputs) > 1 for p in progs)
