@@ -48,7 +48,8 @@ def main() -> int:
   plugin = sys.modules.get("spec.plugin")
   stats = getattr(plugin, "stats", None) if plugin is not None else None
   if stats is not None:
-    print(f"spec (SPEC={plugin.level()}): {stats['uops_at_construction']} UOps verified against full_spec at construction, "
+    print(f"spec (SPEC={plugin.level()}): {stats['uops_at_construction']} UOps verified against full_spec at "
+          "construction, "
           f"{stats['boundary_graphs']} graphs verified at stage boundaries, {stats['round_trips']} round trips, "
           f"{stats['index_proofs']} z3 index proofs")
   else: print("spec: the plugin exposes no counters (spec.plugin.stats)")
