@@ -1,6 +1,6 @@
 """UOp (the one IR node, hash-consed), UPat / PatternMatcher (the one rewrite mechanism) and graph_rewrite."""
 from __future__ import annotations
-import weakref, functools, itertools, inspect, math, struct, time, collections
+import atexit, weakref, functools, itertools, inspect, math, struct, time, collections
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp, AxisType
@@ -536,6 +536,8 @@ def print_match_stats() -> None:
     print(f"pass {pname}")
     for rname, (m, a, t) in sorted(rules.items(), key=lambda kv: -kv[1][2]):
       print(f"  {int(m):8d} / {int(a):8d}  {t*1e3:9.2f} ms  {rname}")
+
+if TRACK_MATCH_STATS.value >= 2: atexit.register(print_match_stats)
 
 # ---- graph_rewrite ----
 
