@@ -227,7 +227,10 @@ def least_upper_dtype(*ds: DType) -> DType:
   if any(d.scalar() is dtypes.index for d in ds): return dtypes.index
   common = functools.reduce(lambda a, b: a & b, (_ancestors(d.scalar()) for d in ds))
   # the least element: the one whose ancestor set is the largest
-  return max(common, key=lambda d: (len(_ancestors(d)), -d.priority))
+  ret = max(common, key=lambda d: (len(_ancestors(d)), -d.priority))
+  # NOTE: uint64 with a signed int meets at the lattice's first float, an fp8; no one wants int64 values in 8 bits, so
+  # they go to float64 (as numpy does)
+  return dtypes.float64 if ret in dtypes.fp8s and not any(d.scalar() in dtypes.fp8s for d in ds) else ret
 
 def least_upper_float(dt: DType) -> DType:
   return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)

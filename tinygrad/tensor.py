@@ -220,7 +220,13 @@ class Tensor(_CastSugar):
 
   def contiguous(self) -> Tensor: return self._new(self.uop.contiguous(), )
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
-  def clone(self) -> Tensor: return self._new(self.uop.contiguous())
+  def clone(self) -> Tensor:
+    """A copy in a new buffer (CONTIGUOUS of a buffer is that buffer, so a realized tensor is copied explicitly)."""
+    base = self.uop
+    while base.op in (Ops.RESHAPE, Ops.DETACH, Ops.CONTIGUOUS): base = base.src[0]
+    if base.op in (Ops.BUFFER, Ops.BUFFER_VIEW):
+      return self._new(UOp(Ops.COPY, self.dtype, (self.uop, _device_uop(self.device))))
+    return self._new(self.uop.contiguous())
   def to(self, device: str | None) -> Tensor:
     dev = _canon_device(device)
     if dev == self.device: return self
@@ -282,9 +288,10 @@ class Tensor(_CastSugar):
 
   @staticmethod
   def _arange_index(n: int, device: str | None) -> Tensor:
-    """int32 0..n-1 from constants only: a cumsum of ones (a windowed sum, n*n adds) for n <= 1024, above that a 2-d
-    split i = a*b + c of two smaller ones."""
-    if n == 0: return Tensor.zeros(0, dtype=dtypes.int32)
+    """int32 0..n-1 from constants only: a cumsum of ones for n <= 1024, above that a 2-d split i = a*b + c of two
+    smaller ones. The scheduler folds the cumsum's window sum to a closed form (rangeify.fold_int_sum), so it costs no
+    loop and fuses into its consumers."""
+    if n == 0: return Tensor.zeros(0, dtype=dtypes.int32, device=device)
     if n <= 1024: return Tensor.ones(n, device=device, dtype=dtypes.int32).cumsum() - 1
     b = math.isqrt(n - 1) + 1
     a = ceildiv(n, b)
@@ -480,7 +487,9 @@ class Tensor(_CastSugar):
     if dtypes.is_unsigned(x.dtype): return r
     return (r.ne(0) & ((r < 0) ^ (y < 0))).where(r + y, r)
   def pow(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
-    if not reverse and isinstance(y, int) and not isinstance(y, bool) and abs(y) <= 64:
+    # NOTE: an int tensor to a positive int power multiplies at any size, so it wraps as numpy's does
+    if not reverse and isinstance(y, int) and not isinstance(y, bool) and (abs(y) <= 64 or
+                                                                          (dtypes.is_int(self.dtype) and y > 0)):
       # NOTE: small integer exponents multiply (exact for ints, and what numpy users expect from x**2)
       if y == 0: return self.ones_like()
       acc, base, e = None, self, abs(y)
@@ -632,7 +641,8 @@ class Tensor(_CastSugar):
     return away.where(t + step, t)
   def abs(self) -> Tensor:
     if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self
-    return (self < 0).where(-self, self)
+    # NOTE: x*x where x is neither < 0 nor > 0: +0 for +-0 and nan for nan, with the gradient 0 at 0 (as torch)
+    return (self < 0).where(-self, (self > 0).where(self, self * self))
   def sign(self) -> Tensor:
     if self.dtype is dtypes.bool: return self
     if dtypes.is_unsigned(self.dtype): return (self > 0).cast(self.dtype)
@@ -864,6 +874,17 @@ class Tensor(_CastSugar):
 
   def __setitem__(self, indices: Any, v: Any) -> None:
     """x[idx] = v: the selected elements take v (broadcast); x is updated in place and realized."""
+    basic = not any(isinstance(i, (Tensor, list, np.ndarray)) for i in (indices if isinstance(indices, tuple) else
+                                                                        (indices,)))
+    on_buffer = _base_buffer(self.uop) is not None or _is_writable_view(self.uop)
+    if basic and (on_buffer or not (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad))):
+      # NOTE: slices, ints, None and ... select a view of the buffer: write v through it (an ASSIGN), no one-hot
+      if not on_buffer: self.realize()
+      view = self[indices]
+      vt = v if isinstance(v, Tensor) else Tensor(v, device=self.device, dtype=self.dtype)
+      view.assign(vt.cast(self.dtype)._broadcast_to(view.shape, "setitem")).realize()
+      return
+    # advanced indices (or a lazy tensor autograd must see through): a one-hot select of the written positions
     n = self.numel()
     pos = Tensor._arange_index(n, self.device).reshape(self.shape)[indices]
     vt = v if isinstance(v, Tensor) else Tensor(v, device=self.device, dtype=self.dtype)
@@ -917,18 +938,19 @@ class Tensor(_CastSugar):
   def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
-    s = x.sum(axis, keepdim)
-    return s * (1 / n) if n else s * math.nan
+    # NOTE: divided in the accumulator dtype, so a half sum that overflows (or a 1/n that underflows) stays out of it
+    s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
+    return (s * (1 / n) if n else s * math.nan).cast(x.dtype)
   def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
-    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
-    return sq * (1 / (n - correction)) if n - correction > 0 else sq * math.nan
+    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
+    return (sq * (1 / (n - correction)) if n - correction > 0 else sq * math.nan).cast(x.dtype)
   def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     return self.var(axis, keepdim, correction).sqrt()
   def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    b = self.cast(dtypes.bool)
-    return b.max(axis, keepdim) if self.numel() else b.sum(axis, keepdim).cast(dtypes.bool)
+    # NOTE: over an empty axis this is the max's identity, False
+    return self.cast(dtypes.bool).max(axis, keepdim)
   def all(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     return self.logical_not().any(axis, keepdim).logical_not()
   def _argext(self, axis: int | None, keepdim: bool, largest: bool) -> Tensor:
@@ -955,30 +977,31 @@ class Tensor(_CastSugar):
   def log_softmax(self, axis: int = -1) -> Tensor:
     x = self._float() - self.max(axis, keepdim=True).detach()
     return x - x.exp().sum(axis, keepdim=True).log()
-  def cumsum(self, axis: int = 0) -> Tensor:
-    if self.ndim == 0: return self.reshape(1).cumsum(0).reshape(())
+  def _cumulative(self, axis: int, op: str) -> Tensor:
+    """Inclusive scan along axis with op "sum", "prod" or "max": a window reduce (n*n work) up to 2048 elements, above
+    that a scan inside blocks of about sqrt(n) combined with a scan of the block totals (n*sqrt(n) work)."""
+    if self.ndim == 0: return self.reshape(1)._cumulative(0, op).reshape(())
     a = self._axis(axis)
     n = self.shape[a]
-    if n == 0: return self.cast(sum_acc_dtype(self.dtype) if not dtypes.is_float(self.dtype) else self.dtype)
-    x = self.transpose(a, -1)
-    win = x.pad([(0, 0)] * (self.ndim - 1) + [(n - 1, 0)])._pool((n,))
-    return win.sum(-1).transpose(a, -1)
-  def cumprod(self, axis: int = 0) -> Tensor:
-    if self.ndim == 0: return self.reshape(1).cumprod(0).reshape(())
-    a = self._axis(axis)
-    n = self.shape[a]
-    if n == 0: return self.cast(sum_acc_dtype(self.dtype) if not dtypes.is_float(self.dtype) else self.dtype)
-    x = self.transpose(a, -1)
-    win = x.pad([(0, 0)] * (self.ndim - 1) + [(n - 1, 0)], value=1)._pool((n,))
-    return win.prod(-1).transpose(a, -1)
-  def cummax(self, axis: int = 0) -> Tensor:
-    if self.ndim == 0: return self
-    a = self._axis(axis)
-    n = self.shape[a]
-    if n == 0: return self
-    x = self.transpose(a, -1)
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
-    return x.pad([(0, 0)] * (self.ndim - 1) + [(n - 1, 0)], value=low)._pool((n,)).max(-1).transpose(a, -1)
+    ident: ConstType = {"sum": 0, "prod": 1}.get(op, low)
+    if n == 0:
+      return self if op == "max" or dtypes.is_float(self.dtype) else self.cast(sum_acc_dtype(self.dtype))
+    x, keep = self.transpose(a, -1), [(0, 0)] * (self.ndim - 1)
+    if n <= 2048:
+      win = x.pad(keep + [(n - 1, 0)], value=ident)._pool((n,))
+      return getattr(win, op)(-1).transpose(a, -1)
+    b = math.isqrt(n - 1) + 1
+    nb = ceildiv(n, b)
+    inner = x.pad(keep + [(0, nb * b - n)], value=ident).reshape(*x.shape[:-1], nb, b)._cumulative(-1, op)
+    # the scan of the totals of the blocks before each block (the identity before the first)
+    tot = inner[..., -1].shrink([None] * (self.ndim - 1) + [(0, nb - 1)]).pad(keep + [(1, 0)], value=ident)
+    before = tot._cumulative(-1, op).unsqueeze(-1)
+    out = inner + before if op == "sum" else inner * before if op == "prod" else inner.maximum(before)
+    return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
+  def cumsum(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "sum")
+  def cumprod(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "prod")
+  def cummax(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "max")
 
   # ---- windows, linear algebra, nn ----
   def _pool(self, k_: tuple[int, ...], stride: int | tuple[int, ...] = 1,
@@ -1101,6 +1124,9 @@ class Tensor(_CastSugar):
     return oh @ weight
   def cross_entropy(self, y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Logits self (N, C) (or (C,)) against integer class indices y (N,), or against probabilities of self's shape."""
+    if not (y.shape == self.shape and dtypes.is_float(y.dtype)) and y.shape != self.shape[:-1]:
+      raise ValueError(f"cross_entropy: logits {self.shape} need class indices of shape {self.shape[:-1]} or "
+                       f"probabilities of shape {self.shape}, got {y.shape} {y.dtype}")
     logp = self.log_softmax(-1)
     if y.shape == self.shape and dtypes.is_float(y.dtype): target = y
     else: target = (y.unsqueeze(-1) == Tensor._arange_index(self.shape[-1], self.device)).cast(logp.dtype)

@@ -115,6 +115,14 @@ def test_explicit_gradient_of_realized_intermediate():
   np.testing.assert_allclose(gy.numpy(), [4.0, 8.0])
   np.testing.assert_allclose(gx.numpy(), [8.0, 16.0])
 
+def test_abs_at_zero_has_zero_gradient_and_keeps_signs():
+  x = Tensor([0.0, -1.0, 2.0, -0.0], requires_grad=True)
+  x.abs().sum().backward()
+  np.testing.assert_equal(x.grad.numpy(), [0.0, -1.0, 1.0, 0.0])
+  out = Tensor([-0.0, float("nan"), -3.0, float("-inf")]).abs().numpy()
+  assert not np.signbit(out[0]) and np.isnan(out[1]) and out[2] == 3.0 and out[3] == np.inf
+  np.testing.assert_equal(Tensor(np.array([-128, -3, 0, 5], np.int8)).abs().numpy(), [-128, 3, 0, 5])
+
 # ---- dtypes ----
 
 def test_int_matmul_keeps_dtype_and_wraps():
@@ -124,6 +132,19 @@ def test_int_matmul_keeps_dtype_and_wraps():
   assert out.dtype == np.int8
   np.testing.assert_equal(out, a @ b)
   assert (Tensor([[1, 2]]) @ Tensor([[3], [4]])).dtype is dtypes.int32
+
+def test_int_pow_of_large_exponent_wraps_like_numpy():
+  base = np.array([3, -3, 7], np.int32)
+  np.testing.assert_equal((Tensor(base) ** 100).numpy(), base ** 100)
+  np.testing.assert_equal((Tensor(np.array([3], np.uint8)) ** 77).numpy(), np.array([3], np.uint8) ** 77)
+
+def test_signed_plus_uint64_is_float64_not_fp8():
+  a, b = Tensor(np.array([2**40], np.int64)), Tensor(np.array([3], np.uint64))
+  out = a + b
+  assert out.dtype is dtypes.float64, "the lattice's meet of int64 and uint64 is an fp8, which keeps none of the value"
+  np.testing.assert_equal(out.numpy(), [2.0**40 + 3])
+  assert (Tensor([1], dtype=dtypes.int8) + Tensor([1], dtype=dtypes.uint64)).dtype is dtypes.float64
+  assert (Tensor([1.0], dtype=dtypes.fp8e4m3) + Tensor([1.0], dtype=dtypes.fp8e4m3)).dtype is dtypes.fp8e4m3
 
 # ---- errors ----
 
@@ -166,3 +187,86 @@ def test_batchnorm_running_stats_follow_each_step():
   finally: Tensor.training = old
   # with a lazy chain, every step's statistics were computed from the weights after the last step
   np.testing.assert_allclose(bn.running_mean.numpy(), expect, rtol=1e-4, atol=1e-5)
+
+def test_half_mean_and_var_do_not_overflow():
+  x = np.full(70000, 1.0, np.float16)
+  m = Tensor(x).mean()
+  assert m.dtype is dtypes.half and m.item() == 1.0, "the half sum of 70000 ones is inf; the mean must not be"
+  np.testing.assert_allclose(Tensor(np.arange(70000) % 2 * 2.0, dtype=dtypes.half).var().item(), 1.0, rtol=1e-3)
+
+# ---- devices ----
+
+def test_copy_reports_its_target_device():
+  t = Tensor([1.0, 2.0], device="CPU").to("PYTHON")
+  assert t.device == "PYTHON"
+  np.testing.assert_equal((t * 2).numpy(), [2.0, 4.0])
+
+def test_mixed_device_operands_are_a_clear_error():
+  a, b = Tensor([1.0], device="PYTHON"), Tensor([1.0], device="CPU")
+  with pytest.raises(ValueError, match=r"add: operands are on different devices \(PYTHON and CPU\)"): a + b
+  with pytest.raises(ValueError, match="where"): Tensor([True], device="CPU").where(a, 0.0)
+
+# ---- more errors ----
+
+def test_pool_and_conv_reject_nonpositive_sizes():
+  with pytest.raises(ValueError, match="max_pool2d: kernel .* must be positive"): Tensor.ones(1, 1, 4, 4).max_pool2d(0)
+  with pytest.raises(ValueError, match="conv2d: .* must be positive"):
+    Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 3, 3), stride=0)
+  with pytest.raises(ValueError, match="conv2d: input .* same number of dims"):
+    Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(1, 1, 3))
+
+def test_iterating_a_0d_tensor_is_an_error():
+  with pytest.raises(TypeError, match="0-d"): list(Tensor(1.0))
+  assert [x.item() for x in Tensor([1, 2])] == [1, 2]
+
+def test_embedding_needs_int_indices():
+  with pytest.raises(TypeError, match="embedding: indices must be an int tensor"):
+    Tensor([0.5]).embedding(Tensor.ones(3, 2))
+
+# ---- scans ----
+
+def _max_reduce_len(t: Tensor) -> int:
+  from tinygrad.uop import Ops
+  return max((u.src[0].arg for si in t.schedule() for u in si.ast.toposort() if u.op is Ops.RANGE
+              and u.arg[-1].name == "REDUCE"), default=0)
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax"])
+def test_long_scans_are_blocked_and_exact(op):
+  n = 200_000
+  x = (1 + rng.standard_normal(n) * 1e-6).astype(np.float32) if op == "cumprod" else rng.standard_normal(n).astype(np.float32)
+  assert _max_reduce_len(getattr(Tensor(x), op)()) < 1000, f"{op} of {n} must not be a window of n*n work"
+  ref = {"cumsum": np.cumsum, "cumprod": np.cumprod, "cummax": np.maximum.accumulate}[op](x.astype(np.float64))
+  np.testing.assert_allclose(getattr(Tensor(x), op)().numpy(), ref, rtol=1e-4, atol=2e-3)
+
+def test_long_int_cumsum_and_grad():
+  xi = rng.integers(-5, 5, (3, 4100)).astype(np.int32)
+  np.testing.assert_equal(Tensor(xi).cumsum(1).numpy(), xi.cumsum(1))
+  t = Tensor(np.ones((2, 2100), np.float32), requires_grad=True)
+  (t.cumsum(1) * Tensor(np.arange(2100, dtype=np.float32))).sum().backward()
+  np.testing.assert_allclose(t.grad.numpy()[1], np.cumsum(np.arange(2100)[::-1])[::-1])
+
+def test_setitem_with_slices_is_a_view_write_not_a_one_hot():
+  x = Tensor.zeros(300_000).contiguous().realize()
+  x[1:] = 1.0  # a one-hot select would be 300000 x 300000
+  assert x.sum().item() == 299_999.0
+  y = Tensor(np.arange(6, dtype=np.float32)).reshape(2, 3)
+  y[:, ::2] = Tensor([[7.0], [8.0]])
+  np.testing.assert_equal(y.numpy(), [[7, 1, 7], [8, 4, 8]])
+  z = Tensor(np.arange(5, dtype=np.float32))
+  z[1:] = z[:-1]  # reads the positions it overwrites
+  np.testing.assert_equal(z.numpy(), [0, 0, 1, 2, 3])
+
+def test_clone_is_a_new_buffer():
+  x = Tensor([1.0, 2.0])
+  y = x.clone()
+  y[0] = 5.0
+  np.testing.assert_equal(x.numpy(), [1.0, 2.0])
+  np.testing.assert_equal(y.numpy(), [5.0, 2.0])
+  x2 = Tensor([1.0, 2.0], requires_grad=True)
+  (x2.clone() * x2).sum().backward()
+  np.testing.assert_equal(x2.grad.numpy(), [2.0, 4.0])
+
+def test_cross_entropy_shape_error_names_both_shapes():
+  with pytest.raises(ValueError, match=r"cross_entropy: logits \(3, 4\) need class indices of shape \(3,\)"):
+    Tensor.ones(3, 4).cross_entropy(Tensor([1, 2]))
+  assert Tensor.ones(3, 4).cross_entropy(Tensor([1, 2, 0])).shape == ()

@@ -161,7 +161,8 @@ def _kernel_inputs(r: UOp) -> tuple[UOp, ...]:
 def find_realizes(sink: UOp) -> dict[UOp, None]:
   """The nodes that are stored to a buffer, in dependency order. Forced: the sink's outputs (unless already a buffer),
   CONTIGUOUS, COPY (and its source), ASSIGN. Cost rules, to a fixed point: a REDUCE_AXIS read through a broadcasting
-  EXPAND would be recomputed per broadcast element, and one read by two kernels would be computed twice: both stored."""
+  EXPAND would be recomputed per broadcast element, and one read by two kernels would be computed twice: both stored,
+  unless it is a reduce of constants that folds to a closed form (an arange), which costs nothing to recompute."""
   topo = sink.toposort()
   realizes: dict[UOp, None] = {}
   for s in sink.src:

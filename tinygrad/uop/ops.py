@@ -537,7 +537,7 @@ def print_match_stats() -> None:
     for rname, (m, a, t) in sorted(rules.items(), key=lambda kv: -kv[1][2]):
       print(f"  {int(m):8d} / {int(a):8d}  {t*1e3:9.2f} ms  {rname}")
 
-if TRACK_MATCH_STATS.value >= 2: atexit.register(print_match_stats)
+if int(TRACK_MATCH_STATS.value) >= 2: atexit.register(print_match_stats)
 
 # ---- graph_rewrite ----
 
