@@ -174,29 +174,32 @@ class Tensor(_CastSugar):
     return ret
 
   # ---- realize ----
-  def schedule_with_vars(self, *others: Tensor) -> tuple[list[Any], dict[str, int]]:
-    """The kernels that realize self and `others` (not run) and the values of their variables. Afterwards each tensor's
-    uop (and that of every live tensor whose graph used a realized node) is its output buffer."""
+  def schedule_with_vars(self, *others: Tensor, apply: bool = False) -> tuple[list[Any], dict[str, int]]:
+    """The kernels that realize self and `others` (not run) and the values of their variables. With `apply` (what
+    realize does) each tensor's uop (and that of every live tensor whose graph used a realized node) becomes its output
+    buffer, so the caller must run the schedule; without it the tensors are left untouched."""
     from tinygrad.engine.schedule import create_schedule_with_vars
     todo: list[Tensor] = []
     for t in dict.fromkeys((self, *others)):
       if _base_buffer(t.uop) is not None: continue
       # NOTE: an empty tensor needs no kernel: it becomes an empty buffer at once
-      if t.numel() == 0: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device).reshape(t.shape)})
+      if t.numel() == 0:
+        if apply: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device).reshape(t.shape)})
       else: todo.append(t)
     if not todo: return [], {}
     # NOTE: a bare view of a buffer (a permute, a shrink) is not a kernel by itself: ask for a contiguous copy of it
     outs = {t.uop: t.uop.contiguous() if _is_view_of_buffer(t.uop) else t.uop for t in todo}
     items, becomes, var_vals = create_schedule_with_vars(UOp.sink(*dict.fromkeys(outs.values())))
-    _apply_becomes({**becomes, **{u: becomes[o] for u, o in outs.items() if o is not u and o in becomes}})
+    if apply: _apply_becomes({**becomes, **{u: becomes[o] for u, o in outs.items() if o is not u and o in becomes}})
     return items, var_vals
   def schedule(self, *others: Tensor) -> list[Any]:
-    """The kernels that realize self and `others` (not run); see schedule_with_vars."""
+    """The kernels that would realize self and `others`, without running them; the tensors stay lazy, so a later
+    realize() or numpy() still computes them."""
     return self.schedule_with_vars(*others)[0]
 
   def realize(self, *others: Tensor) -> Tensor:
     """Run every kernel self and `others` need; returns self."""
-    sched, var_vals = self.schedule_with_vars(*others)
+    sched, var_vals = self.schedule_with_vars(*others, apply=True)
     if sched:
       from tinygrad.engine.realize import run_schedule
       run_schedule(sched, var_vals)

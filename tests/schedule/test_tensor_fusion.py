@@ -3,18 +3,14 @@ scheduled ASTs with the kernel evaluator (so these check the scheduler, independ
 import numpy as np
 import pytest
 from tinygrad import Tensor
-from tinygrad.device import buffer_of
 from tinygrad.uop import Ops
 from tests.schedule.kernel_eval import eval_schedule
 
-def _base(u):
-  while u.op is not Ops.BUFFER: u = u.src[0]
-  return u
-
 def schedule_and_eval(t: Tensor):
+  # NOTE: schedule() leaves the tensor lazy; the tensor is the output (buffer 0) of the last kernel
   items = t.schedule()
   arrays = eval_schedule(items)
-  return len(items), arrays[buffer_of(_base(t.uop))].reshape(t.shape), items
+  return len(items), arrays[items[-1].bufs[0]].reshape(t.shape), items
 
 rng = np.random.default_rng(0)
 A, B, C = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(3))

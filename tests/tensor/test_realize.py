@@ -12,7 +12,15 @@ def test_lazy_until_realize_then_buffer():
   assert b.uop.op is Ops.MUL, "ops must stay lazy"
   sched = b.schedule()
   assert len(sched) == 1
-  assert _base_buffer(b.uop) is not None, "after schedule() the tensor reads its output buffer"
+  assert _base_buffer(b.uop) is None, "schedule() does not run anything, so the tensor stays lazy"
+  np.testing.assert_allclose(b.numpy(), [4.0, 6.0, 8.0])
+  assert _base_buffer(b.uop) is not None, "after realize the tensor reads its output buffer"
+
+def test_schedule_then_numpy_computes_the_values():
+  x = Tensor([[1.0, 2.0], [3.0, 4.0]])
+  y = (x @ x).relu()
+  assert len(y.schedule()) == 1
+  np.testing.assert_allclose(y.numpy(), [[7.0, 10.0], [15.0, 22.0]])
 
 def test_realized_tensor_feeds_later_ops():
   a = Tensor([1.0, 2.0]).realize()
