@@ -97,9 +97,10 @@ def _np_reduce(op: str, x: np.ndarray, axis: tuple[int, ...] | None, keepdim: bo
     return np.asarray(f(x, axis=axis, keepdims=keepdim, initial=init)).astype(x.dtype)
   if op == "mean":
     n = math.prod(x.shape[a] for a in (range(x.ndim) if axis is None else axis))
+    # NOTE: Tensor.mean divides in the accumulator dtype (float32), then casts back (a half sum may overflow)
     xf = x if x.dtype.kind == "f" else x.astype(np.float32)
-    s = _np_reduce("sum", xf, axis, keepdim)
-    with np.errstate(all="ignore"): return np.asarray(s * xf.dtype.type(1 / n if n else math.nan))
+    s = np.sum(xf, axis=axis, keepdims=keepdim, dtype=np.float32)
+    with np.errstate(all="ignore"): return np.asarray(s * np.float32(1 / n if n else math.nan)).astype(xf.dtype)
   raise ValueError(op)
 
 def _np_floordiv(x: np.ndarray, y: Any) -> np.ndarray:
@@ -130,9 +131,11 @@ NP_NAMESPACE: dict[str, Any] = {"_softmax": _np_softmax, "np": np, "_reduce": _n
 # ---- the builder ----
 
 class _Builder:
-  def __init__(self, ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES, big: bool = False):
+  def __init__(self, ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES, big: bool = False,
+               max_numel: int | None = None):
     self.ch, self.prog, self.max_steps, self.dtypes = ch, TensorProgram(), max_steps, tuple(dtypes_)
     self.sizes, self.max_numel = (BIG_SIZES, BIG_NUMEL) if big else (EDGE_SIZES, MAX_NUMEL)
+    if max_numel is not None: self.max_numel = max_numel
     self.rng = np.random.default_rng(ch.integer(0, 2 ** 31))
 
   # -- helpers --
@@ -195,7 +198,7 @@ class _Builder:
   def step(self) -> bool:
     kinds: list[Callable[[], bool]] = [self.unary, self.binary, self.binary, self.compare, self.where, self.cast,
                                        self.reduce, self.reduce, self.movement, self.movement, self.movement,
-                                       self.cat, self.getitem, self.composite, self.materialize]
+                                       self.cat, self.getitem, self.composite, self.materialize, self.source]
     return self.ch.choice(kinds)()
 
   def unary(self) -> bool:
@@ -290,7 +293,8 @@ class _Builder:
     b_tg, b_np, b = self.broadcast_partner(cv, dt)
     shape = _broadcast(cv.shape, a.shape, b.shape)
     if shape is None or math.prod(shape) > self.max_numel: return False
-    if not a_tg.startswith("v") and not b_tg.startswith("v"): a_tg = f"Tensor({a_tg}, dtype={TG_DTYPE[dt]})"
+    if not a_tg.startswith("v") and not b_tg.startswith("v"):
+      a_tg = f"Tensor({a_tg}, dtype={TG_DTYPE[dt]}, device=DEVICE)"
     wrap = f"{NP_DTYPE[dt]}" if dt is not dtypes.bool else "np.bool_"
     self.add(f"{self.name(c)}.where({a_tg}, {b_tg})", f"np.where({self.name(c)}, {a_np}, {b_np}).astype({wrap})",
              Val(shape, dt, max(a.bound, b.bound), max(a.err, b.err)))
@@ -339,17 +343,21 @@ class _Builder:
     op = self.ch.choice(ops)
     dt = v.dtype if op not in ("sum", "prod") or v.dtype is not dtypes.bool else dtypes.int32
     if op == "mean" and not dtypes.is_float(dt): dt = dtypes.float32
-    if op in ("max", "min"): b, e = v.bound, v.err
+    # NOTE: max/min of nothing is -inf/+inf for floats (the identity)
+    if op in ("max", "min"): b, e = (v.bound if n or not dtypes.is_float(dt) else math.inf), v.err
     elif op == "prod":
       b = 1.0 if v.dtype is dtypes.bool else v.bound ** n
       e = n * b * (v.err + 2 * EPS.get(dt, 0.0))
     else:
       b = n * v.bound
       if dt is dtypes.int32 and b >= INT_LIMIT: return False
-      e = n * v.err + 2 * n * EPS.get(dt, 0.0) * b + (EPS[dt] * b if dt is dtypes.float16 else 0.0)
-      # NOTE: the mean of nothing is NaN; an infinite bound keeps NaN away from the steps that need finite values
-      if op == "mean": b, e = (v.bound if n else math.inf), (e / n if n else 0.0) + 4 * EPS[dt] * v.bound
-    if dtypes.is_float(dt) and b > FLOAT_LIMIT[dt] and not (op == "mean" and n == 0): return False
+      # NOTE: float sums accumulate in float32 (half too), then round to their dtype
+      e = n * v.err + 2 * n * EPS[dtypes.float32] * b + (EPS[dt] * b if dt is dtypes.float16 else 0.0)
+      if op == "mean":
+        if dtypes.is_float(dt) and b > FLOAT_LIMIT[dtypes.float32]: return False
+        # NOTE: the mean of nothing is NaN; an infinite bound keeps NaN away from the steps that need finite values
+        b, e = (v.bound if n else math.inf), (e / n if n else 0.0) + 4 * EPS[dt] * v.bound
+    if dtypes.is_float(dt) and math.isfinite(b) and b > FLOAT_LIMIT[dt]: return False
     if not dtypes.is_float(dt): e = 0.0
     self.add(f"{x}.{op}({ax_src}, keepdim={keep})", f"_reduce({op!r}, {x}, {ax!r}, {keep})", Val(shape, dt, b, e))
     return True
@@ -397,6 +405,40 @@ class _Builder:
     elif k == 5 and nd:
       ax = sorted({self.ch.integer(0, nd - 1) for _ in range(self.ch.integer(1, nd))})
       self.add(f"{x}.flip({tuple(ax)})", f"np.flip({x}, {tuple(ax)})", Val(v.shape, v.dtype, v.bound, v.err))
+    else: return False
+    return True
+
+  def source(self) -> bool:
+    """A tensor made from constants alone: full, arange (int or float), linspace, eye."""
+    k, dt = self.ch.integer(0, 3), self.ch.choice(self.dtypes)
+    big = self.max_numel > MAX_NUMEL
+    if k == 0:
+      shape = self.shape()
+      c: Any = {dtypes.bool: self.coin(), dtypes.int32: self.ch.integer(-5, 5)}.get(dt,
+                                                                                     self.ch.choice([0.0, 1.5, -3.0]))
+      self.add(f"Tensor.full({shape}, {c!r}, dtype={TG_DTYPE[dt]}, device=DEVICE)",
+               f"np.full({shape}, {c!r}, dtype={NP_DTYPE[dt]})", Val(shape, dt, abs(float(c))))
+    elif k == 1:
+      start, step = self.ch.integer(-20, 20), self.ch.choice([1, 1, 2, 3, -1, -7])
+      n = self.ch.choice(self.sizes) + (self.ch.choice([0, 1000, 1024, 1025, 3000]) if big and self.coin(3) else 0)
+      if self.coin(3) and dtypes.float32 in self.dtypes:
+        a, st_ = float(start) / 2, step / 2
+        self.add(f"Tensor.arange({a!r}, {a + n * st_!r}, {st_!r}, device=DEVICE)",
+                 f"np.arange({n}, dtype=np.float32) * np.float32({st_!r}) + np.float32({a!r})",
+                 Val((n,), dtypes.float32, abs(a) + abs(n * st_), 4 * EPS[dtypes.float32] * (abs(a) + abs(n * st_))))
+      else:
+        self.add(f"Tensor.arange({start}, {start + n * step}, {step}, device=DEVICE)",
+                 f"np.arange({start}, {start + n * step}, {step}, dtype=np.int32)",
+                 Val((n,), dtypes.int32, abs(start) + abs(n * step)))
+    elif k == 2 and dtypes.float32 in self.dtypes:
+      a, b, n = self.ch.integer(-4, 4), self.ch.integer(-4, 4), self.ch.choice(self.sizes)
+      self.add(f"Tensor.linspace({a}, {b}, {n}, device=DEVICE)", f"np.linspace({a}, {b}, {n}, dtype=np.float32)",
+               Val((n,), dtypes.float32, 4.0, 8 * EPS[dtypes.float32] * 4))
+    elif k == 3:
+      n, m = self.ch.choice(self.sizes), self.ch.choice(self.sizes)
+      if n * m > self.max_numel: return False
+      self.add(f"Tensor.eye({n}, {m}, dtype={TG_DTYPE[dt]}, device=DEVICE)", f"np.eye({n}, {m}, dtype={NP_DTYPE[dt]})",
+               Val((n, m), dt, 1.0))
     else: return False
     return True
 
@@ -542,15 +584,17 @@ def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
 # ---- running and checking ----
 
 def build_tensor_program(ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES,
-                         big: bool = False) -> TensorProgram:
-  """One random program. big=True draws sizes up to 257 and up to BIG_NUMEL elements (for CPU-only runs)."""
-  return _Builder(ch, max_steps, dtypes_, big).build()
+                         big: bool = False, max_numel: int | None = None) -> TensorProgram:
+  """One random program. big=True draws sizes up to 257 and up to BIG_NUMEL elements (for CPU-only runs);
+  max_numel overrides the element limit."""
+  return _Builder(ch, max_steps, dtypes_, big, max_numel).build()
 
-def tensor_programs(max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES) -> st.SearchStrategy[TensorProgram]:
+def tensor_programs(max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES,
+                    big: bool = False) -> st.SearchStrategy[TensorProgram]:
   """Hypothesis strategy of random tensor programs (shrinks towards fewer steps and smaller shapes)."""
   @st.composite
   def strat(draw: Callable[[st.SearchStrategy[Any]], Any]) -> TensorProgram:
-    return build_tensor_program(DrawChooser(draw), max_steps, dtypes_)
+    return build_tensor_program(DrawChooser(draw), max_steps, dtypes_, big)
   return strat()
 
 def run_numpy(prog: TensorProgram) -> list[np.ndarray]:
@@ -562,7 +606,7 @@ def run_numpy(prog: TensorProgram) -> list[np.ndarray]:
 def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
   """The program's outputs as realized Tensors on `device`."""
   from tinygrad import Tensor
-  env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes}
+  env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes, "DEVICE": device}
   for i, d in enumerate(prog.defs):
     env[f"v{i}"] = Tensor(d.copy(), device=device) if isinstance(d, np.ndarray) else eval(d[0], env)
   outs = [env[f"v{o}"] for o in prog.outputs]
@@ -580,7 +624,8 @@ def check_program(prog: TensorProgram, devices: Sequence[str] = ("CPU", "PYTHON"
     for o, t, want in zip(prog.outputs, outs, ref):
       v = prog.vals[o]
       msg = None
-      if t.dtype is not v.dtype: msg = f"dtype {t.dtype}, expected {v.dtype}"
+      if t.device != dev: msg = f"on device {t.device}, expected {dev}"
+      elif t.dtype is not v.dtype: msg = f"dtype {t.dtype}, expected {v.dtype}"
       elif t.shape != v.shape or want.shape != v.shape:
         msg = f"shape {t.shape} (numpy {want.shape}), expected {v.shape}"
       else:
@@ -602,10 +647,11 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--devices", default="CPU,PYTHON")
   ap.add_argument("--keep-going", action="store_true")
   ap.add_argument("--big", action="store_true", help="large shapes (threads, upcasts); use with --devices CPU")
+  ap.add_argument("--max-numel", type=int, default=None, help="element limit of every value (default 300, big 2**17)")
   a = ap.parse_args(argv)
   fails, st_ = 0, time.perf_counter()
   for k in range(a.n):
-    prog = build_tensor_program(RandomChooser(a.seed + k), a.steps, big=a.big)
+    prog = build_tensor_program(RandomChooser(a.seed + k), a.steps, big=a.big, max_numel=a.max_numel)
     try: check_program(prog, a.devices.split(","))
     except Exception as e:
       fails += 1

@@ -8,10 +8,16 @@ from fuzz.tensor_programs import (TensorProgram, Val, ProgramMismatch, build_ten
                                   tensor_programs)
 
 # NOTE: bounded for CI (the `ci` profile derandomizes it); run it hard with `python -m fuzz.tensor_programs -n 5000`
-@settings(max_examples=40)
-@given(tensor_programs(max_steps=6))
+@settings(max_examples=80)
+@given(tensor_programs(max_steps=8))
 def test_tensor_programs_match_numpy(prog):
   check_program(prog)
+
+# big shapes reach the CPU heuristics' upcasts, unrolls and THREAD splits; the PYTHON interpreter would be too slow
+@settings(max_examples=15)
+@given(tensor_programs(max_steps=6, big=True))
+def test_big_tensor_programs_match_numpy_on_cpu(prog):
+  check_program(prog, devices=("CPU",))
 
 def _prog(tg: str, npc: str, val: Val, *inputs: np.ndarray) -> TensorProgram:
   p = TensorProgram(defs=list(inputs), vals=[Val(a.shape, dtypes.float32, 4.0) for a in inputs])

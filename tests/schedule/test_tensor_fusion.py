@@ -3,7 +3,6 @@ scheduled ASTs with the kernel evaluator (so these check the scheduler, independ
 import numpy as np
 import pytest
 from tinygrad import Tensor
-from tinygrad.uop import Ops
 from tests.schedule.kernel_eval import eval_schedule
 
 def schedule_and_eval(t: Tensor):
