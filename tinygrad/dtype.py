@@ -162,7 +162,12 @@ class dtypes:
   def from_py(x: Any) -> DType:
     if isinstance(x, float): return dtypes.default_float
     if isinstance(x, bool): return dtypes.bool
-    if isinstance(x, int): return dtypes.default_int
+    if isinstance(x, int):
+      # NOTE: an int that does not fit the default int widens (as numpy does) rather than silently wrapping
+      if -2**31 <= x < 2**31: return dtypes.default_int
+      if -2**63 <= x < 2**63: return dtypes.int64
+      if 0 <= x < 2**64: return dtypes.uint64
+      raise OverflowError(f"Python int {x} does not fit any integer dtype (int64 or uint64)")
     if isinstance(x, (list, tuple)): return max((dtypes.from_py(v) for v in x), default=dtypes.default_float)
     raise TypeError(f"cannot infer a dtype from {type(x).__name__} {x!r}")
   @staticmethod

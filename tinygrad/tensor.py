@@ -404,7 +404,12 @@ class Tensor(_CastSugar):
     # NOTE: a Python scalar takes the tensor's dtype when it is of the same kind (float into float, int into int), as
     # numpy does
     if dtypes.is_float(self.dtype) and isinstance(y, (int, float)): return self.dtype
-    if dtypes.is_int(self.dtype) and isinstance(y, int): return self.dtype
+    if dtypes.is_int(self.dtype) and isinstance(y, int) and not isinstance(y, bool):
+      # NOTE: as numpy does, a Python int that does not fit the tensor's int dtype is an error, never a silent wrap
+      if not dtypes.min(self.dtype) <= y <= dtypes.max(self.dtype):
+        raise OverflowError(f"Python int {y} does not fit {self.dtype} (range {dtypes.min(self.dtype)}.."
+                            f"{dtypes.max(self.dtype)}); cast the tensor first, e.g. .cast(dtypes.int64)")
+      return self.dtype
     if self.dtype is dtypes.bool and isinstance(y, bool): return self.dtype
     return dtypes.from_py(y)
   def _operands(self, y: Tensor | ConstType, op: str, reverse: bool = False,
@@ -442,7 +447,8 @@ class Tensor(_CastSugar):
   def neg(self) -> Tensor:
     if self.dtype is dtypes.bool:
       raise TypeError("neg: negating a bool tensor is not supported; use logical_not() or ~")
-    return self * -1
+    # NOTE: for unsigned ints, -x wraps as C does: x * (2**bits - 1)
+    return self * (dtypes.max(self.dtype) if dtypes.is_unsigned(self.dtype) else -1)
   def sub(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     x, y = self._operands(y, "sub", reverse)
     if x.dtype is dtypes.bool: raise TypeError("sub: subtracting bool tensors is not supported; use ^ or logical ops")

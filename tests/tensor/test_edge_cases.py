@@ -270,3 +270,11 @@ def test_cross_entropy_shape_error_names_both_shapes():
   with pytest.raises(ValueError, match=r"cross_entropy: logits \(3, 4\) need class indices of shape \(3,\)"):
     Tensor.ones(3, 4).cross_entropy(Tensor([1, 2]))
   assert Tensor.ones(3, 4).cross_entropy(Tensor([1, 2, 0])).shape == ()
+
+def test_python_int_too_big_for_int32_widens_or_raises_never_wraps():
+  import pytest as _pytest
+  np.testing.assert_array_equal(Tensor([2**40, 1]).numpy(), np.array([2**40, 1], dtype=np.int64))
+  assert Tensor(2**40).item() == 2**40
+  assert Tensor([2**63 + 5]).dtype is dtypes.uint64
+  with _pytest.raises(OverflowError, match="does not fit"): Tensor([1, 2]) + 2**40
+  with _pytest.raises(OverflowError, match="does not fit any integer dtype"): Tensor(2**70)
