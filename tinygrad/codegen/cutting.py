@@ -4,7 +4,9 @@ from __future__ import annotations
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, PatternMatcher, graph_rewrite
 
-MAX_PIECES = 8
+# NOTE: every piece is a simplified copy of the whole store (the terms of the other pieces stay, as `+ 0`), so cutting
+# costs and emits pieces x body. Past this many loops per store a range keeps its gates: one loop, still correct.
+MAX_PIECES = 32
 
 def cut_points(r: UOp, body: UOp) -> list[int]:
   """Constants c with `r < c`, `r + k < c` or `c < r` in body, as the first index of a new piece (0 < c < end)."""
@@ -19,11 +21,14 @@ def cut_points(r: UOp, body: UOp) -> list[int]:
   n = r.src[0].arg
   return sorted(p for p in pts if isinstance(p, int) and 0 < p < n)
 
-def cut_end(e: UOp, sym: PatternMatcher, next_id: list[int]) -> list[UOp]:
+def cut_end(e: UOp, sym: PatternMatcher, next_id: list[int], budget: int) -> list[UOp]:
+  """The pieces of END e: the first range with cut points that fit the budget is cut at all of them in one go, then
+  each piece (with budget // pieces) tries the remaining ranges, so one store never becomes more than `budget` loops."""
   store, rngs = e.src[0], e.src[1:]
   for r in rngs:
-    if r.arg[-1] is not AxisType.LOOP or r.src[0].op is not Ops.CONST or not (pts := cut_points(r, store)): continue
-    bounds = [0, *pts[:MAX_PIECES - 1], r.src[0].arg]
+    if r.arg[-1] is not AxisType.LOOP or r.src[0].op is not Ops.CONST: continue
+    if not (pts := cut_points(r, store)) or len(pts) + 1 > budget: continue
+    bounds = [0, *pts, r.src[0].arg]
     every = list(dict.fromkeys([*rngs, *(u for u in store.toposort() if u.op is Ops.RANGE)]))
     pieces: list[UOp] = []
     for lo, hi in zip(bounds, bounds[1:]):
@@ -32,7 +37,7 @@ def cut_end(e: UOp, sym: PatternMatcher, next_id: list[int]) -> list[UOp]:
       next_id[0] += len(every)
       fresh[r] = UOp.range(hi - lo, fresh[r].arg[0], AxisType.LOOP)
       body = graph_rewrite(store.substitute({**fresh, r: fresh[r] + lo}), sym, name="simplify a cut piece")
-      pieces.extend(cut_end(body.end(*[fresh[x] for x in rngs]), sym, next_id))
+      pieces.extend(cut_end(body.end(*[fresh[x] for x in rngs]), sym, next_id, budget // (len(bounds) - 1)))
     return pieces
   return [e]
 
@@ -40,5 +45,5 @@ def cut_store_ranges(sink: UOp, sym: PatternMatcher) -> UOp:
   if sink.op is not Ops.SINK: return sink
   rids = [u.arg[0] for u in sink.toposort() if u.op is Ops.RANGE and isinstance(u.arg[0], int)]
   next_id = [max(rids, default=-1) + 1]
-  srcs = [p for s in sink.src for p in (cut_end(s, sym, next_id) if s.op is Ops.END else [s])]
+  srcs = [p for s in sink.src for p in (cut_end(s, sym, next_id, MAX_PIECES) if s.op is Ops.END else [s])]
   return sink if len(srcs) == len(sink.src) else sink.replace(src=tuple(srcs))

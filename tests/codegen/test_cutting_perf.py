@@ -1,0 +1,65 @@
+"""Cutting at scale: a cat/stack of hundreds of pieces stays correct and its program stays small (the cut is capped at
+MAX_PIECES loops per store; past that the loop keeps its gates)."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context
+from tinygrad.codegen import get_program
+from tinygrad.codegen.cutting import MAX_PIECES
+
+def program_of(t: Tensor):
+  sched = t.schedule()
+  assert len(sched) == 1, "one kernel expected"
+  with Context(NOOPT=1): return get_program(sched[0].ast, Device["CPU"].renderer)
+
+def count(prg, op: Ops) -> int: return sum(1 for u in prg.uops if u.op is op)
+def gated(prg) -> int: return sum(1 for u in prg.uops if u.op is Ops.INDEX and len(u.src) == 3)
+
+@pytest.mark.parametrize("n", [8, MAX_PIECES, MAX_PIECES + 1, 300])
+def test_stack_many_pieces_matches_numpy(n):
+  xs = [np.array([i, -i - 0.5], np.float32) for i in range(n)]
+  np.testing.assert_array_equal(Tensor.stack(*[Tensor(x) for x in xs]).numpy(), np.stack(xs))
+
+def test_cat_many_pieces_matches_numpy():
+  rng = np.random.default_rng(0)
+  xs = [rng.random(1 + i % 5, dtype=np.float32) for i in range(143)]
+  np.testing.assert_array_equal(Tensor.cat(*[Tensor(x) for x in xs]).numpy(), np.concatenate(xs))
+
+def test_cat_many_pieces_2d_matches_numpy():
+  rng = np.random.default_rng(1)
+  xs = [rng.random((3, 1 + i % 3), dtype=np.float32) for i in range(60)]
+  np.testing.assert_array_equal(Tensor.cat(*[Tensor(x) for x in xs], dim=1).numpy(), np.concatenate(xs, axis=1))
+
+def test_cat_within_budget_is_cut_branch_free():
+  prg = program_of(Tensor.cat(*[Tensor([float(i), -float(i)]) for i in range(MAX_PIECES)]))
+  assert count(prg, Ops.RANGE) == MAX_PIECES and gated(prg) == 0 and count(prg, Ops.IF) == 0
+
+def test_stack_past_budget_keeps_one_gated_loop():
+  prg = program_of(Tensor.stack(*[Tensor([float(i)]) for i in range(300)]))
+  assert count(prg, Ops.RANGE) == 1 and count(prg, Ops.STORE) == 1 and count(prg, Ops.IF) == 0
+  # one gated load per source: the program grows linearly with the pieces, not with their square
+  assert gated(prg) == 300 and len(prg.uops) < 20 * 300
+
+def test_nested_cuts_share_one_budget(run_kernel):
+  # out[i, j] = sum_k [i < k] a[i, j] + sum_k [j < k] b[i, j]: 8 pieces on each axis would be 64 loops
+  n = 8
+  out, a, b = [UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(n * n), arg=i) for i in range(3)]
+  r0, r1 = UOp.range(n, 0), UOp.range(n, 1)
+  idx = r0 * n + r1
+  terms = [a.index(idx.valid(r0 < k)).load() for k in range(1, n)] + [b.index(idx.valid(r1 < k)).load() for k in range(1, n)]
+  val = terms[0]
+  for t in terms[1:]: val = val + t
+  ast = UOp.sink(out.index(idx).store(val).end(r0, r1))
+  rng = np.random.default_rng(2)
+  bufs = [np.zeros(n * n, np.float32), rng.random(n * n, dtype=np.float32), rng.random(n * n, dtype=np.float32)]
+  with Context(NOOPT=1): prg = run_kernel(ast, bufs)
+  i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+  want = (n - 1 - i) * bufs[1].reshape(n, n) + (n - 1 - j) * bufs[2].reshape(n, n)
+  np.testing.assert_allclose(bufs[0].reshape(n, n), want, rtol=1e-6)
+  # one STORE per piece (size-1 loops vanish, so RANGEs undercount the pieces)
+  assert count(prg, Ops.STORE) <= MAX_PIECES
+  ends = [u.src[1] for u in prg.uops if u.op is Ops.END]
+  assert len(ends) == len(set(ends)), "one END per RANGE"
