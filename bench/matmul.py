@@ -2,7 +2,10 @@
 times on shared machines mean little), with the default heuristics and with BEAM; then compile time per kernel of a
 small model.
 
-  python bench/matmul.py [--n 1024] [--beam 2] [--runs 5]
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/matmul.py [--n 1024] [--beam 2] [--runs 5]
+
+NOTE: some machines here set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE), which pins numpy's OpenBLAS to an older, slower
+kernel; unset both for this command alone (as above) so the reference is numpy at its best. The script says which.
 """
 from __future__ import annotations
 import argparse, os, sys, time
@@ -87,6 +90,9 @@ def main() -> None:
   flop = 2 * n ** 3
   print(f"{n}x{n} float32 matmul, CPU threads {Device['CPU'].threads}; GFLOPS are the best of {args.runs} "
         "rounds, each round running numpy and every variant once")
+  if pinned := {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}:
+    print(f"  WARNING: {pinned} pins numpy's OpenBLAS kernel, so the numpy reference is slower than it can be; rerun with "
+          "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`")
   ren = Device["CPU"].renderer
   rows = [("heuristics", hand_coded_optimizations(matmul_ast(n, n, n), ren))]
   if args.beam:
