@@ -91,8 +91,8 @@ def main() -> None:
   print(f"{n}x{n} float32 matmul, CPU threads {Device['CPU'].threads}; GFLOPS are the best of {args.runs} "
         "rounds, each round running numpy and every variant once")
   if pinned := {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}:
-    print(f"  WARNING: {pinned} pins numpy's OpenBLAS kernel, so the numpy reference is slower than it can be; rerun with "
-          "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`")
+    print(f"  WARNING: {pinned} pins numpy's OpenBLAS kernel, so the numpy reference is slower than it can be; "
+          "rerun with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`")
   ren = Device["CPU"].renderer
   rows = [("heuristics", hand_coded_optimizations(matmul_ast(n, n, n), ren))]
   if args.beam:

@@ -38,7 +38,7 @@ MAX_NUMEL = 300        # the PYTHON interpreter runs every element in Python
 # CPU-only runs: sizes and element counts where the heuristics upcast, unroll and split into THREADs
 BIG_SIZES = EDGE_SIZES + (31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
 BIG_NUMEL = 1 << 17
-INT_LIMIT = 2 ** 30    # integer values stay below this (no overflow anywhere, no INT_MIN)
+INT_MAX = 2 ** 31      # int32 arithmetic wraps (two's complement, as numpy): any int op is allowed, bounds saturate
 FLOAT_LIMIT = {dtypes.float32: 1e6, dtypes.float16: 2e3}
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class TensorProgram:
   def source(self, device: str = "CPU") -> str:
     """A runnable reproducer: the Tensor program, with its inputs, on `device`."""
     lines = ["import numpy as np", "from tinygrad import Tensor", "from tinygrad.dtype import dtypes",
-             f"DEVICE = {device!r}"]
+             f"DEVICE = {device!r}"] + TG_HELPERS.strip().splitlines()
     for i, d in enumerate(self.defs):
       if isinstance(d, np.ndarray):
         arr = f"np.array({d.ravel().tolist()!r}, dtype={NP_DTYPE[_dtype_of(d)]}).reshape({d.shape})"
@@ -124,9 +124,22 @@ def _np_softmax(x: np.ndarray, axis: int) -> np.ndarray:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
 
-NP_NAMESPACE: dict[str, Any] = {"_softmax": _np_softmax, "np": np, "_reduce": _np_reduce, "_floordiv": _np_floordiv,
-                                "_mod": _np_mod,
-                                "_cast": _np_cast, "_pad": _np_pad, "_sigmoid": _np_sigmoid}
+def _np_setitem(x: np.ndarray, idx: Any, v: Any) -> np.ndarray:
+  x = x.copy()
+  x[idx] = v
+  return x
+
+# helpers of the Tensor side, defined the same way in the reproducer
+TG_HELPERS = """
+def _setitem(t, idx, v):
+  t = t.clone()
+  t[idx] = v
+  return t
+"""
+
+NP_NAMESPACE: dict[str, Any] = {"np": np, "_setitem": _np_setitem, "_softmax": _np_softmax, "_reduce": _np_reduce,
+                                "_floordiv": _np_floordiv, "_mod": _np_mod, "_cast": _np_cast, "_pad": _np_pad,
+                                "_sigmoid": _np_sigmoid}
 
 # ---- the builder ----
 
@@ -142,8 +155,9 @@ class _Builder:
   def coin(self, n: int = 2) -> bool: return self.ch.integer(0, n - 1) == 0
   def name(self, i: int) -> str: return f"v{i}"
   def add(self, tg: str, npc: str, val: Val) -> int:
-    # NOTE: bounds stay >= 1 so products of bounds only grow (and logs of them are defined)
-    val = Val(val.shape, val.dtype, max(val.bound, 1.0), val.err)
+    # NOTE: bounds stay >= 1 so products of bounds only grow (and logs of them are defined); int32 bounds saturate
+    bound = min(val.bound, INT_MAX) if val.dtype is dtypes.int32 else val.bound
+    val = Val(val.shape, val.dtype, max(bound, 1.0), val.err)
     self.prog.defs.append((tg, npc))
     self.prog.vals.append(val)
     return len(self.prog.vals) - 1
@@ -159,8 +173,9 @@ class _Builder:
     kind, n = self.ch.integer(0, 3), math.prod(shape)
     if dt is dtypes.bool: a: np.ndarray = self.rng.integers(0, 2, n).astype(np.bool_)
     elif dt is dtypes.int32:
-      hi = self.ch.choice([2, 10, 100, 1000])
-      a = self.rng.integers(-hi, hi + 1, n).astype(np.int32)
+      hi = self.ch.choice([2, 10, 100, 1000, 2 ** 31 - 1])
+      a = self.rng.integers(-hi - (hi > 1000), hi + 1, n).astype(np.int32)
+      if self.coin(4) and n: a[self.rng.integers(0, n)] = self.ch.choice([-2 ** 31, 2 ** 31 - 1, -1])
     elif kind == 0: a = self.rng.integers(-8, 9, n).astype(np.float64)
     elif kind == 1: a = self.rng.choice(np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, 0.25, 3.0, -4.0]), n)
     else: a = self.rng.uniform(-4, 4, n)
@@ -198,7 +213,8 @@ class _Builder:
   def step(self) -> bool:
     kinds: list[Callable[[], bool]] = [self.unary, self.binary, self.binary, self.compare, self.where, self.cast,
                                        self.reduce, self.reduce, self.movement, self.movement, self.movement,
-                                       self.cat, self.getitem, self.composite, self.materialize, self.source]
+                                       self.cat, self.getitem, self.setitem, self.composite, self.materialize,
+                                       self.source]
     return self.ch.choice(kinds)()
 
   def unary(self) -> bool:
@@ -207,9 +223,8 @@ class _Builder:
     v, x = self.prog.vals[i], self.name(i)
     if v.dtype is dtypes.int32:
       ops = [("-{x}", "-{x}", v.bound), ("{x}.abs()", "np.abs({x})", v.bound), ("~{x}", "~{x}", v.bound + 1),
-             ("{x} >> 2", "{x} >> 2", v.bound)]
-      if v.bound < 2 ** 14: ops.append(("{x} * {x}", "{x} * {x}", v.bound ** 2))
-      if v.bound < 2 ** 26: ops.append(("{x} << 3", "{x} << 3", v.bound * 8))
+             ("{x} >> 2", "{x} >> 2", v.bound), ("{x} * {x}", "{x} * {x}", v.bound ** 2),
+             ("{x} << 3", "{x} << 3", v.bound * 8), ("{x} >> 31", "{x} >> 31", 1.0)]
       tg, npc, b = self.ch.choice(ops)
       self.add(tg.format(x=x), npc.format(x=x), Val(v.shape, v.dtype, b))
       return True
@@ -255,7 +270,7 @@ class _Builder:
              ("{x} // {y}", "_floordiv({x}, {y})", B1, 0), ("{x} % {y}", "_mod({x}, {y})", B2, 0),
              ("{x} & {y}", "{x} & {y}", max(B1, B2), 0), ("{x} | {y}", "{x} | {y}", 2 * max(B1, B2), 0),
              ("{x} ^ {y}", "{x} ^ {y}", 2 * max(B1, B2), 0)]
-      if B1 * B2 < INT_LIMIT: ops.append(("{x} * {y}", "{x} * {y}", B1 * B2, 0))
+      ops.append(("{x} * {y}", "{x} * {y}", B1 * B2, 0))
     else:
       eps = EPS[dt]
       div = "{x} / ({y}.abs() + 1)" if y[4] else "{x} / (abs({y}) + 1)"
@@ -338,7 +353,7 @@ class _Builder:
     ops = ["max", "min"]
     if v.dtype is not dtypes.bool or self.coin(): ops += ["sum", "sum"]
     if v.dtype is not dtypes.bool: ops.append("mean")
-    limit = INT_LIMIT if v.dtype is dtypes.int32 else FLOAT_LIMIT.get(v.dtype, 2.0)
+    limit = math.inf if v.dtype is dtypes.int32 else FLOAT_LIMIT.get(v.dtype, 2.0)
     if v.dtype is dtypes.bool or n * math.log(v.bound) < math.log(limit): ops.append("prod")
     op = self.ch.choice(ops)
     dt = v.dtype if op not in ("sum", "prod") or v.dtype is not dtypes.bool else dtypes.int32
@@ -346,11 +361,10 @@ class _Builder:
     # NOTE: max/min of nothing is -inf/+inf for floats (the identity)
     if op in ("max", "min"): b, e = (v.bound if n or not dtypes.is_float(dt) else math.inf), v.err
     elif op == "prod":
-      b = 1.0 if v.dtype is dtypes.bool else v.bound ** n
+      b = 1.0 if v.dtype is dtypes.bool else INT_MAX if v.dtype is dtypes.int32 else v.bound ** n
       e = n * b * (v.err + 2 * EPS.get(dt, 0.0))
     else:
       b = n * v.bound
-      if dt is dtypes.int32 and b >= INT_LIMIT: return False
       # NOTE: float sums accumulate in float32 (half too), then round to their dtype
       e = n * v.err + 2 * n * EPS[dtypes.float32] * b + (EPS[dt] * b if dt is dtypes.float16 else 0.0)
       if op == "mean":
@@ -472,7 +486,7 @@ class _Builder:
       a = self.ch.integer(0, nd - 1)
       n = v.shape[a]
       b = n * v.bound
-      if b > (INT_LIMIT if dt is dtypes.int32 else FLOAT_LIMIT[dt]): return False
+      if dt is not dtypes.int32 and b > FLOAT_LIMIT[dt]: return False
       e = 0.0 if dt is dtypes.int32 else n * v.err + 2 * n * EPS[dt] * b + EPS[dt] * b
       npc = f"np.cumsum({x}, axis={a}, dtype=np.float32).astype({NP_DTYPE[dt]})" if dtypes.is_float(dt) else \
         f"np.cumsum({x}, axis={a}, dtype=np.int32)"
@@ -527,28 +541,47 @@ class _Builder:
              Val(shape, v.dtype, max([v.bound] + [w.bound for w in ws]), max([v.err] + [w.err for w in ws])))
     return True
 
+  def index_src(self, shape: tuple[int, ...]) -> str:
+    """An index for a tensor of this shape: ints, slices (steps, negative steps, out of range ends), ..., and at most
+    one list of ints (an advanced index, numpy semantics)."""
+    idx: list[str] = []
+    adv = self.ch.integer(0, len(shape) - 1) if self.coin(4) else -1
+    for d, s in enumerate(shape):
+      k = self.ch.integer(0, 3)
+      if d == adv and s > 0: idx.append(repr([self.ch.integer(-s, s - 1) for _ in range(self.ch.integer(1, 5))]))
+      elif k == 0 and s > 0: idx.append(str(self.ch.integer(-s, s - 1)))
+      elif k == 1: idx.append(":")
+      else:
+        a, b = self.ch.integer(-s - 1, s + 1), self.ch.integer(-s - 1, s + 1)
+        st_ = self.ch.choice([1, 2, 3, -1, -2])
+        idx.append(f"{a if self.coin(4) else ''}:{b if self.coin(4) else ''}:{st_}")
+    if len(idx) > 1 and idx[0] == ":" and self.coin(4): idx[0] = "..."
+    return ", ".join(idx)
+
   def getitem(self) -> bool:
     i = self.pick(lambda v: len(v.shape) > 0)
     if i is None: return False
     v, x = self.prog.vals[i], self.name(i)
-    idx, shape = [], []
-    for s in v.shape:
-      k = self.ch.integer(0, 3)
-      if k == 0 and s > 0:
-        j = self.ch.integer(-s, s - 1)
-        idx.append(str(j))
-      elif k == 1:
-        idx.append(":")
-        shape.append(s)
-      else:
-        a, b = self.ch.integer(-s - 1, s + 1), self.ch.integer(-s - 1, s + 1)
-        st_ = self.ch.choice([1, 2, 3, -1, -2])
-        sl = slice(a if self.coin(4) else None, b if self.coin(4) else None, st_)
-        idx.append(f"{'' if sl.start is None else sl.start}:{'' if sl.stop is None else sl.stop}:{st_}")
-        shape.append(len(range(*sl.indices(s))))
-    src = ", ".join(idx)
-    if self.coin(4): src = "..., " + src.split(", ", 1)[-1] if len(idx) > 1 and idx[0] == ":" else src
+    src = self.index_src(v.shape)
+    shape = np.zeros(v.shape)[eval(f"np.s_[{src}]")].shape
     self.add(f"{x}[{src}]", f"{x}[{src}]", Val(tuple(shape), v.dtype, v.bound, v.err))
+    return True
+
+  def setitem(self) -> bool:
+    """x[idx] = value on a clone of x (the Tensor API writes in place and realizes; numpy on a copy)."""
+    i = self.pick(lambda v: len(v.shape) > 0)
+    if i is None: return False
+    v, x = self.prog.vals[i], self.name(i)
+    src = self.index_src(v.shape)
+    sel = np.zeros(v.shape)[eval(f"np.s_[{src}]")].shape
+    if (m := re.search(r"\[([^\]]*)\]", src)) is not None:
+      # NOTE: a repeated advanced index writes twice; which write wins is not numpy's promise
+      pos = [int(t) % v.shape[src[:m.start()].count(",")] for t in m.group(1).split(",")]
+      if len(set(pos)) < len(pos): return False
+    y_tg, y_np, w = self.broadcast_partner(Val(sel, v.dtype, v.bound), v.dtype)
+    if _broadcast(w.shape, sel) != sel: return False
+    self.add(f"_setitem({x}, np.s_[{src}], {y_tg})", f"_setitem({x}, np.s_[{src}], {y_np})",
+             Val(v.shape, v.dtype, max(v.bound, w.bound), max(v.err, w.err)))
     return True
 
   def build(self) -> TensorProgram:
@@ -606,7 +639,8 @@ def run_numpy(prog: TensorProgram) -> list[np.ndarray]:
 def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
   """The program's outputs as realized Tensors on `device`."""
   from tinygrad import Tensor
-  env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes, "DEVICE": device}
+  env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes, "DEVICE": device, "np": np}
+  exec(TG_HELPERS, env)
   for i, d in enumerate(prog.defs):
     env[f"v{i}"] = Tensor(d.copy(), device=device) if isinstance(d, np.ndarray) else eval(d[0], env)
   outs = [env[f"v{o}"] for o in prog.outputs]

@@ -125,3 +125,14 @@ def test_views_passed_as_pointers():
   a = _buf(np.arange(4, dtype=np.float32))
   dev.runtime("add", dev.compiler.compile_cached(ADD_SRC))(v._buf, a._buf, a._buf, vals=(4,))
   assert base.numpy().tolist() == [0, 0, 0, 0, 0, 2, 4, 6]
+
+def test_signed_overflow_wraps_like_python_and_numpy():
+  # found by fuzz/tensor_programs.py: without -fwrapv the C compiler folded (x+1) > x to true and (x*2)/2 to x at
+  # INT_MAX, while the PYTHON backend, numpy and the simplifier's constant folding wrap
+  from tinygrad import Tensor
+  vals = np.array([2**31 - 1, 5, -2**31], np.int32)
+  with np.errstate(over="ignore"): want_gt, want_div = (vals + 1) > vals, (vals * 2) // 2
+  for dev in ("CPU", "PYTHON"):
+    x = Tensor(vals, device=dev)
+    np.testing.assert_array_equal(((x + 1) > x).numpy(), want_gt)
+    np.testing.assert_array_equal(((x * 2) // 2).numpy(), want_div)

@@ -207,6 +207,12 @@ _EMULATED = (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 _SHORT = {"unsigned char": "uchar", "signed char": "char", "unsigned short": "ushort", "unsigned int": "uint",
           "long long": "long", "unsigned long long": "ulong", "_Float16": "half"}
 
+def _may_trap(u: UOp) -> bool:
+  """A signed division of 32 or 64 bits whose divisor may be -1 (a narrower one is computed in int and cannot trap)."""
+  dt, d = u.dtype, u.src[1]
+  if dt.count > 1 or not dtypes.is_int(dt) or dtypes.is_unsigned(dt) or dt.itemsize < 4: return False
+  return not (d.op is Ops.CONST and d.arg != -1) and d.vmin <= -1 <= d.vmax
+
 class CRenderer(CStyleLanguage):
   """C for the CPU backend. Signature: `void name(T* data0, ..., int var0, ..., int core_id)`; core_id always last."""
   device = "CPU"
@@ -256,6 +262,11 @@ class CRenderer(CStyleLanguage):
     if d in (dtypes.fp8e4m3, dtypes.fp8e5m2): return f"__tg_f32_to_fp8((float)({x}), {int(d is dtypes.fp8e4m3)})"
     return f"(({self.type_map[d]})({x}))"
   def render_expr(self, u: UOp, r: dict[UOp, str]) -> str:
+    if u.op in (Ops.IDIV, Ops.MOD) and _may_trap(u):
+      # NOTE: x86 traps (SIGFPE kills the process) on INT_MIN / -1 and INT_MIN % -1; the IR wraps, as numpy and the
+      # PYTHON backend do: INT_MIN / -1 = INT_MIN (-fwrapv negation) and x % -1 = 0
+      a, b = r[u.src[0]], r[u.src[1]]
+      return f"(({b})==-1?-({a}):({a}/{b}))" if u.op is Ops.IDIV else f"(({b})==-1?0:({a}%{b}))"
     if u.op not in self.math_fns: return super().render_expr(u, r)
     if u.dtype.count > 1: raise NotImplementedError(f"CRenderer: vector {u.op} ({u.dtype}) must be devectorized first")
     fn = "__builtin_" + self.math_fns[u.op]

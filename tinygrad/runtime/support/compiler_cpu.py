@@ -5,8 +5,11 @@ from tinygrad.device import Compiler, CompileError, DeviceOpenError, numbered
 from tinygrad.helpers import CC
 
 # NOTE: no -ffast-math: NaN/Inf semantics must hold (x != x, max with NaN, inf arithmetic). -fno-math-errno only lets
-# sqrtf and friends inline; it does not change any result.
-CFLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-std=gnu11", "-Wno-unused-function")
+# sqrtf and friends inline; it does not change any result. -fwrapv: integer arithmetic in the IR wraps (exec_alu folds
+# it so, the PYTHON backend and numpy compute it so); without it the C compiler may assume signed overflow never
+# happens and fold (x+1) > x to true or (x*2)/2 to x.
+CFLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv", "-std=gnu11",
+          "-Wno-unused-function")
 
 def find_cc() -> str:
   """The C compiler to use: CC= if set, else the first of cc, clang, gcc on PATH."""
