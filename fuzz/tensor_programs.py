@@ -11,7 +11,7 @@ the compiler (or of the front end), never of the numerics.
 difference. `python -m fuzz.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
 """
 from __future__ import annotations
-import math, re, sys
+import functools, math, re, sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -84,8 +84,8 @@ def _dtype_of(a: np.ndarray) -> DType:
 
 def _np_reduce(op: str, x: np.ndarray, axis: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
   if op == "sum":
-    if x.dtype == np.float16: return np.sum(x, axis=axis, keepdims=keepdim, dtype=np.float32).astype(np.float16)
-    return np.sum(x, axis=axis, keepdims=keepdim, dtype=np.int32 if x.dtype.kind in "ib" else x.dtype)
+    if x.dtype == np.float16: return np.asarray(np.sum(x, axis=axis, keepdims=keepdim, dtype=np.float32), np.float16)
+    return np.asarray(np.sum(x, axis=axis, keepdims=keepdim, dtype=np.int32 if x.dtype.kind in "ib" else x.dtype))
   if op == "prod":
     if x.dtype == np.float16: return np.prod(x, axis=axis, keepdims=keepdim, dtype=np.float32).astype(np.float16)
     return np.prod(x, axis=axis, keepdims=keepdim, dtype=np.int32 if x.dtype.kind in "ib" else x.dtype)
@@ -130,11 +130,14 @@ def _np_setitem(x: np.ndarray, idx: Any, v: Any) -> np.ndarray:
   return x
 
 # helpers of the Tensor side, defined the same way in the reproducer
+# NOTE: the copy is an assign into a new empty buffer, not clone(): two clones of one value alias today (see
+# tests/tensor/test_clone_aliasing.py), which would make every later write look like a miscompile
 TG_HELPERS = """
 def _setitem(t, idx, v):
-  t = t.clone()
-  t[idx] = v
-  return t
+  c = Tensor.empty(*t.shape, dtype=t.dtype, device=t.device)
+  c.assign(t)
+  c[idx] = v
+  return c
 """
 
 NP_NAMESPACE: dict[str, Any] = {"np": np, "_setitem": _np_setitem, "_softmax": _np_softmax, "_reduce": _np_reduce,
@@ -147,7 +150,8 @@ class _Builder:
   def __init__(self, ch: Chooser, max_steps: int = 8, dtypes_: Sequence[DType] = DTYPES, big: bool = False,
                max_numel: int | None = None):
     self.ch, self.prog, self.max_steps, self.dtypes = ch, TensorProgram(), max_steps, tuple(dtypes_)
-    self.sizes, self.max_numel = (BIG_SIZES, BIG_NUMEL) if big else (EDGE_SIZES, MAX_NUMEL)
+    self.sizes: tuple[int, ...] = BIG_SIZES if big else EDGE_SIZES
+    self.max_numel = BIG_NUMEL if big else MAX_NUMEL
     if max_numel is not None: self.max_numel = max_numel
     self.rng = np.random.default_rng(ch.integer(0, 2 ** 31))
 
@@ -222,10 +226,10 @@ class _Builder:
     if i is None: return False
     v, x = self.prog.vals[i], self.name(i)
     if v.dtype is dtypes.int32:
-      ops = [("-{x}", "-{x}", v.bound), ("{x}.abs()", "np.abs({x})", v.bound), ("~{x}", "~{x}", v.bound + 1),
-             ("{x} >> 2", "{x} >> 2", v.bound), ("{x} * {x}", "{x} * {x}", v.bound ** 2),
-             ("{x} << 3", "{x} << 3", v.bound * 8), ("{x} >> 31", "{x} >> 31", 1.0)]
-      tg, npc, b = self.ch.choice(ops)
+      iops = [("-{x}", "-{x}", v.bound), ("{x}.abs()", "np.abs({x})", v.bound), ("~{x}", "~{x}", v.bound + 1),
+              ("{x} >> 2", "{x} >> 2", v.bound), ("{x} * {x}", "{x} * {x}", v.bound ** 2),
+              ("{x} << 3", "{x} << 3", v.bound * 8), ("{x} >> 31", "{x} >> 31", 1.0)]
+      tg, npc, b = self.ch.choice(iops)
       self.add(tg.format(x=x), npc.format(x=x), Val(v.shape, v.dtype, b))
       return True
     eps, B, E = EPS[v.dtype], v.bound, v.err
@@ -531,7 +535,7 @@ class _Builder:
     others = []
     for _ in range(self.ch.integer(1, 2)):
       shape = v.shape[:d] + (self.ch.choice(self.sizes[:9]),) + v.shape[d + 1:]
-      j = self.pick(lambda w, s=shape: w.shape == s and w.dtype is v.dtype) if self.coin() else None
+      j = self.pick(functools.partial(_same, shape, v.dtype)) if self.coin() else None
       others.append(j if j is not None else self.input(shape, v.dtype))
     shape = v.shape[:d] + (v.shape[d] + sum(self.prog.vals[j].shape[d] for j in others),) + v.shape[d + 1:]
     if math.prod(shape) > self.max_numel: return False
@@ -600,6 +604,8 @@ class _Builder:
     if steps and self.coin(3): outs.add(self.ch.choice(steps))
     self.prog.outputs = sorted(outs)
     return self.prog
+
+def _same(shape: tuple[int, ...], dt: DType, w: Val) -> bool: return w.shape == shape and w.dtype is dt
 
 def _fits(a: tuple[int, ...], b: tuple[int, ...], max_numel: int) -> bool:
   """a and b broadcast together to a shape of at most max_numel elements."""

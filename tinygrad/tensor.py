@@ -225,11 +225,15 @@ class Tensor(_CastSugar):
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
   def clone(self) -> Tensor:
     """A copy in a new buffer (CONTIGUOUS of a buffer is that buffer, so a realized tensor is copied explicitly)."""
+    from tinygrad.device import next_unique
+    # NOTE: hash-consing would make two clones of one value the same node (one buffer, so a write through one shows in
+    # the other); a unique tag gives each clone an identity, and so a buffer, of its own
+    tag = ("clone", next_unique())
     base = self.uop
     while base.op in (Ops.RESHAPE, Ops.DETACH, Ops.CONTIGUOUS): base = base.src[0]
     if base.op in (Ops.BUFFER, Ops.BUFFER_VIEW):
-      return self._new(UOp(Ops.COPY, self.dtype, (self.uop, _device_uop(self.device))))
-    return self._new(self.uop.contiguous())
+      return self._new(UOp(Ops.COPY, self.dtype, (self.uop, _device_uop(self.device)), tag=tag))
+    return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), tag=tag))
   def to(self, device: str | None) -> Tensor:
     dev = _canon_device(device)
     if dev == self.device: return self

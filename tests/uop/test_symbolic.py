@@ -237,3 +237,10 @@ def test_wrapping_sums_are_not_divided_as_integers():
   assert ((small * 2 + 1) // 2).simplify() is small
   res = check_expression((big * 2 + 6) // 2)
   assert res.ok, str(res)
+
+
+def test_exp2_of_nan_folds_to_nan():
+  import math as _math
+  from tinygrad.uop import Ops as _Ops
+  folded = UOp.const(dtypes.float32, _math.nan).alu(_Ops.EXP2).simplify()
+  assert folded.op is _Ops.CONST and _math.isnan(folded.arg)

@@ -50,7 +50,7 @@ def _float_op(op: Ops, v: list[Any]) -> Any:
   if op is Ops.RECIPROCAL: return 1.0 / v[0] if v[0] != 0 else math.copysign(math.inf, v[0])
   if op is Ops.SQRT: return math.sqrt(v[0]) if v[0] >= 0 else math.nan
   if op is Ops.LOG2: return _log2(v[0])
-  if op is Ops.EXP2: return 2.0 ** v[0] if v[0] < 1024 else math.inf
+  if op is Ops.EXP2: return math.nan if math.isnan(v[0]) else 2.0 ** v[0] if v[0] < 1024 else math.inf
   if op is Ops.SIN: return math.sin(v[0]) if math.isfinite(v[0]) else math.nan
   if op is Ops.TRUNC: return float(math.trunc(v[0])) if math.isfinite(v[0]) else v[0]
   if op is Ops.MAX: return None if any(math.isnan(x) for x in v) else max(v)
