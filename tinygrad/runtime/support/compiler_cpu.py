@@ -8,7 +8,7 @@ from tinygrad.helpers import CC
 # sqrtf and friends inline; it does not change any result. -fwrapv: integer arithmetic in the IR wraps (exec_alu folds
 # it so, the PYTHON backend and numpy compute it so); without it the C compiler may assume signed overflow never
 # happens and fold (x+1) > x to true or (x*2)/2 to x.
-CFLAGS = ("-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv", "-std=gnu11",
+CFLAGS = ("-O2", "-march=native", "-mprefer-vector-width=512", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv", "-std=gnu11",
           "-Wno-unused-function")
 
 def find_cc() -> str:
