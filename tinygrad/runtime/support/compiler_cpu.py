@@ -8,8 +8,9 @@ from tinygrad.helpers import CC
 # sqrtf and friends inline; it does not change any result. -fwrapv: integer arithmetic in the IR wraps (exec_alu folds
 # it so, the PYTHON backend and numpy compute it so); without it the C compiler may assume signed overflow never
 # happens and fold (x+1) > x to true or (x*2)/2 to x.
-CFLAGS = ("-O2", "-march=native", "-mprefer-vector-width=512", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv", "-std=gnu11",
-          "-Wno-unused-function")
+# NOTE: -mprefer-vector-width=512 lets gcc use whole AVX-512 registers where the machine has them (a no-op elsewhere)
+CFLAGS = ("-O2", "-march=native", "-mprefer-vector-width=512", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv",
+          "-std=gnu11", "-Wno-unused-function")
 
 def find_cc() -> str:
   """The C compiler to use: CC= if set, else the first of cc, clang, gcc on PATH."""
