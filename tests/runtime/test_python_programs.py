@@ -6,6 +6,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import Context
+from tinygrad.codegen.linearize import line_rewrite
 from tinygrad.runtime.ops_python import PythonRenderer, PythonCompiler, PythonProgram, EmulatedKernelError
 
 i32 = dtypes.int32
@@ -13,26 +14,13 @@ i32 = dtypes.int32
 # ---- helpers: a tiny linearizer for hand-built graphs, and a launcher ----
 
 def linear(*roots: UOp) -> list[UOp]:
-  """Lines in the order of `roots` (each root's not-yet-placed dependencies first), then each gated STORE becomes
-  IF(gate), STORE(ungated INDEX), ENDIF as line_rewrite does."""
+  """Lines in the order of `roots` (each root's not-yet-placed dependencies first), then codegen's line_rewrite turns
+  each gated STORE into IF(gate), STORE(ungated INDEX), ENDIF."""
   placed: dict[UOp, None] = {}
   for r in roots:
     for u in r.toposort():
       if u not in placed: placed[u] = None
-  out: list[UOp] = []
-  new: dict[UOp, UOp] = {}
-  for orig in placed:
-    u = orig.replace(src=tuple(new.get(s, s) for s in orig.src)) if any(s in new for s in orig.src) else orig
-    if u is not orig: new[orig] = u
-    if u.op is Ops.STORE and len(u.src[0].src) == 3:
-      idx = u.src[0]
-      iff = UOp(Ops.IF, src=(idx.src[2],))
-      nidx = idx.replace(src=idx.src[:2])
-      out += [iff, nidx, nidx.store(u.src[1]), UOp(Ops.ENDIF, src=(iff,))]
-      new[orig] = out[-2]
-    else: out.append(u)
-  used = {s for u in out for s in u.src}
-  return [u for u in out if not (u.op is Ops.INDEX and len(u.src) == 3 and u not in used)]
+  return line_rewrite(list(placed))
 
 def check_program(uops: list[UOp]) -> None:
   """The hand-built programs are legal programs: checked against spec's program_spec where spec/ is present."""
