@@ -42,12 +42,8 @@ def random_inputs(ast: UOp, seed: int = 0) -> dict[int, np.ndarray]:
 
 def storage_of(x: np.ndarray, dt: DType) -> np.ndarray:
   """Values -> the array a buffer of `dt` holds (fp8/bfloat16 rounded to the format and given as bits)."""
-  from tinygrad.dtype import float_to_bf16_np, float_to_fp8_np
-  x = np.asarray(x)
-  if dt is dtypes.bfloat16: return float_to_bf16_np(x.astype(np.float32))
-  if dt in dtypes.fp8s: return float_to_fp8_np(x.astype(np.float64), dt)
-  if dt is dtypes.bool: return x != 0
-  return x.astype(to_np_dtype(dt))
+  from tinygrad.dtype import to_storage_np
+  return to_storage_np(x, dt)
 
 def run_ast_on(device: str, ast: UOp, inputs: Mapping[int, np.ndarray] | Sequence[np.ndarray | None],
                var_vals: Mapping[str, int] | None = None, opts: Any = None) -> dict[int, np.ndarray]:

@@ -304,9 +304,13 @@ def bf16_to_float(bits: int) -> float: return struct.unpack("<f", struct.pack("<
 def fp8_to_float_np(bits: np.ndarray, dtype: DType) -> np.ndarray:
   return np.asarray(FP8_FORMATS[dtype].table, dtype=np.float32)[bits.astype(np.uint8)]
 def float_to_fp8_np(x: np.ndarray, dtype: DType) -> np.ndarray:
+  # NOTE: the encoder runs in Python per element, so each distinct value is encoded once (keyed by its bits, which keep
+  # -0.0 apart from 0.0)
+  f = np.asarray(x, dtype=np.float64)
+  u, inv = np.unique(f.view(np.uint64).ravel(), return_inverse=True)
   enc = FP8_FORMATS[dtype].encode
-  return np.fromiter((enc(float(v)) for v in np.asarray(x, dtype=np.float64).ravel()), dtype=np.uint8,
-                     count=x.size).reshape(x.shape)
+  codes = np.fromiter((enc(float(v)) for v in u.view(np.float64)), dtype=np.uint8, count=u.size)
+  return codes[inv].reshape(f.shape)
 def bf16_to_float_np(bits: np.ndarray) -> np.ndarray: return (bits.astype(np.uint32) << 16).view(np.float32)
 def float_to_bf16_np(x: np.ndarray) -> np.ndarray:
   f = np.asarray(x, dtype=np.float32)
@@ -335,6 +339,20 @@ truncate: dict[DType, Any] = {
   dtypes.fp8e4m3: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e4m3), dtypes.fp8e4m3),
   dtypes.fp8e5m2: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e5m2), dtypes.fp8e5m2),
   **{d: _wrap_int(8 * d.itemsize, d in dtypes.sints) for d in dtypes.ints}}
+
+def to_storage_np(x: Any, dt: DType) -> np.ndarray:
+  """Values -> the array a buffer of `dt` holds (bfloat16 and fp8 rounded to the format and given as their bits)."""
+  d = dt.scalar()
+  if d is dtypes.bfloat16: return float_to_bf16_np(np.asarray(x, dtype=np.float32))
+  if d in dtypes.fp8s: return float_to_fp8_np(np.asarray(x), d)
+  return np.asarray(x).astype(to_np_dtype(d), copy=False)
+
+def from_storage_np(raw: np.ndarray, dt: DType) -> np.ndarray:
+  """What a buffer of `dt` holds -> its values (bfloat16 and fp8 bits decoded to float32)."""
+  d = dt.scalar()
+  if d is dtypes.bfloat16: return bf16_to_float_np(raw)
+  if d in dtypes.fp8s: return fp8_to_float_np(raw, d)
+  return raw
 
 def to_np_dtype(dt: DType) -> type:
   """numpy dtype used to hold `dt` (fp8 as uint8 bits, bfloat16 as uint16 bits)."""

@@ -13,7 +13,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
 from tinygrad.dtype import from_np_dtype
-from tinygrad.dtype import float_to_bf16_np, bf16_to_float_np, float_to_fp8_np, fp8_to_float_np, ConstType
+from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten
 from tinygrad.gradient import compute_gradient
 
@@ -30,22 +30,11 @@ def _canon_device(device: str | None) -> str:
   from tinygrad.device import Device
   return Device.DEFAULT if device is None else Device.canonicalize(device)
 
-def _np_to_storage(arr: np.ndarray, dtype: DType) -> np.ndarray:
-  """The bytes a buffer of `dtype` holds for the values in `arr` (bfloat16 and fp8 as bit patterns)."""
-  if dtype is dtypes.bfloat16: return float_to_bf16_np(np.asarray(arr, dtype=np.float32))
-  if dtype in dtypes.fp8s: return float_to_fp8_np(np.asarray(arr, dtype=np.float32), dtype)
-  return np.ascontiguousarray(arr, dtype=to_np_dtype(dtype))
-
-def _storage_to_np(arr: np.ndarray, dtype: DType) -> np.ndarray:
-  if dtype is dtypes.bfloat16: return bf16_to_float_np(arr)
-  if dtype in dtypes.fp8s: return fp8_to_float_np(arr, dtype)
-  return arr
-
 def _buffer_uop(arr: np.ndarray, dtype: DType, device: str, raw: bool = False) -> UOp:
   """A BUFFER UOp holding a copy of `arr` (allocated and registered with tinygrad.device), reshaped to arr's shape.
   With raw, arr already holds the storage (bfloat16/fp8 bit patterns)."""
   from tinygrad.device import Buffer, set_buffer, next_unique
-  data = (np.ascontiguousarray(arr) if raw else _np_to_storage(arr, dtype)).reshape(-1)
+  data = (np.ascontiguousarray(arr) if raw else np.ascontiguousarray(to_storage_np(arr, dtype))).reshape(-1)
   u = UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), _device_uop(device)), data.size)
   buf = Buffer(device, data.size, dtype).allocate()
   if data.size: buf.copyin(memoryview(data.view(np.uint8).tobytes()))
@@ -213,7 +202,7 @@ class Tensor(_CastSugar):
     if b is None: raise RuntimeError(f"numpy: {self!r} did not realize to a buffer")
     buf = buffer_of(b)
     if not buf.is_allocated(): buf.allocate()
-    return _storage_to_np(buf.numpy(), self.dtype).reshape(self.shape)
+    return from_storage_np(buf.numpy(), self.dtype).reshape(self.shape)
   def tolist(self) -> Any: return self.numpy().tolist()
   def item(self) -> ConstType:
     if self.numel() != 1:

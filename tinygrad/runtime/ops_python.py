@@ -27,7 +27,7 @@ import numpy as np
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, to_np_dtype, DTYPES_DICT, INVERSE_DTYPES_DICT
-from tinygrad.dtype import fp8_to_float_np, float_to_fp8_np, bf16_to_float_np, float_to_bf16_np
+from tinygrad.dtype import to_storage_np, from_storage_np
 from tinygrad.helpers import EMULATE, prod
 from tinygrad.device import Compiled, Compiler, MallocAllocator, CompileError
 from tinygrad.renderer import Renderer
@@ -124,26 +124,13 @@ def np_value_dtype(dt: DType) -> Any:
   s = dt.scalar()
   return np.float32 if s in _LOWP else to_np_dtype(s) if s is not dtypes.void else np.int8
 
-def _fp8_round_bits(x: np.ndarray, dt: DType) -> np.ndarray:
-  # NOTE: the encoder loops in Python per element: encode each distinct bit pattern once (bits keep -0.0 apart from 0.0)
-  x = np.asarray(x)
-  f = x if x.dtype == np.float64 else x.astype(np.float32)
-  u, inv = np.unique(f.view(np.uint64 if f.dtype == np.float64 else np.uint32).ravel(), return_inverse=True)
-  return float_to_fp8_np(u.view(f.dtype), dt)[inv].reshape(x.shape)
-
 def encode(dt: DType, v: np.ndarray) -> np.ndarray:
   """Interpreter value -> storage bits (fp8 as uint8, bfloat16 as uint16, others their numpy type)."""
-  s = dt.scalar()
-  if s is dtypes.bfloat16: return float_to_bf16_np(v)
-  if s in dtypes.fp8s: return _fp8_round_bits(v, s)
-  return np.asarray(v).astype(to_np_dtype(s), copy=False)
+  return to_storage_np(v, dt)
 
 def decode(dt: DType, raw: np.ndarray) -> np.ndarray:
   """Storage bits -> interpreter value."""
-  s = dt.scalar()
-  if s is dtypes.bfloat16: return bf16_to_float_np(raw)
-  if s in dtypes.fp8s: return fp8_to_float_np(raw, s)
-  return raw
+  return from_storage_np(raw, dt)
 
 def to_value(dt: DType, v: Any) -> np.ndarray:
   """Round/convert an array to the interpreter value of `dt` (casts go through here)."""
