@@ -10,7 +10,7 @@ JOBS ?= 2
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[testing,lint]'
+	$(PY) -m pip install -q -e '.[testing,lint,nv,llvm]'
 	touch $(STAMP)
 
 demo: $(STAMP)
