@@ -77,6 +77,11 @@ CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 us
 CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc")
 CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)")
 CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db")
+COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1 (NV, AMD): realize() schedules, lowers and compiles every kernel with the "
+                          "real toolchain and runs nothing; reading such a tensor raises")
+NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90); empty: the device's, else sm_90")
+AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, else gfx1100")
+CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C")
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
                                 "non-terminating; 0 = automatic")
 
