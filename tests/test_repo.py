@@ -41,3 +41,11 @@ def test_workflows_pass_actionlint():
 
 def test_sharding_durations_file_is_committed():
   assert (ROOT / ".test_durations").exists(), "pytest-split needs a committed .test_durations (make durations)"
+
+def test_readme_points_only_inside_the_repository():
+  # NOTE: the project must stand on its own when cloned: its docs live in docs/, never in a path outside it
+  text = (ROOT / "README.md").read_text()
+  assert "../" not in text, "README.md points at a path outside the repository"
+  for ref in re.findall(r"`((?:docs|tinygrad|spec|fuzz|replay|bench|examples|tests)/[\w./-]*)`", text):
+    assert (ROOT / ref).exists(), f"README.md names {ref}, which does not exist"
+  assert (ROOT / "docs" / "architecture.md").exists()
