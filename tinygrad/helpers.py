@@ -77,13 +77,30 @@ CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 us
 CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc")
 CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)")
 CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db")
-COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1 (NV, AMD): realize() schedules, lowers and compiles every kernel with the "
-                          "real toolchain and runs nothing; reading such a tensor raises")
+COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1 (NV, AMD): realize() schedules, lowers and compiles every kernel with "
+                          "the real toolchain and runs nothing; reading such a tensor raises")
 NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90); empty: the device's, else sm_90")
-AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, else gfx1100")
+AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, else "
+                      "gfx1100")
 CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C")
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
                                 "non-terminating; 0 = automatic")
+
+# ---- counters ----
+
+class GlobalCounters:
+  """What ran since the last `reset()`: compiled kernels launched (`kernel_count`; a copy between devices is not a
+  kernel), their FLOPs (`global_ops`) and bytes moved through global memory (`global_mem`, copies included) from the
+  ProgramSpec estimates, and the seconds the kernels took (`time_sum_s`, summed only where a launch was timed:
+  DEBUG>=2). `run_schedule` and TinyJit replays count every launch."""
+  kernel_count: int = 0
+  global_ops: int = 0
+  global_mem: int = 0
+  time_sum_s: float = 0.0
+  @staticmethod
+  def reset() -> None:
+    GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem = 0, 0, 0
+    GlobalCounters.time_sum_s = 0.0
 
 # ---- small pure helpers ----
 

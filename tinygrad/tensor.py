@@ -103,7 +103,7 @@ class Tensor(_CastSugar):
   __slots__ = ("uop", "requires_grad", "grad", "_graph", "_nonleaf", "__weakref__")
   training: bool = False
   _seed: int = 0
-  _rng_counter: int = 0
+  _rng_states: dict[str, Tensor] = {}
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | None = None,
                requires_grad: bool | None = None):
@@ -197,6 +197,10 @@ class Tensor(_CastSugar):
   def numpy(self) -> np.ndarray:
     """A copy of the values as a numpy array (bfloat16 and fp8 come back as float32)."""
     from tinygrad.device import buffer_of
+    from tinygrad.engine.realize import is_capturing
+    if is_capturing():
+      raise RuntimeError(f"numpy()/item()/tolist() of {self!r} inside a function TinyJit is capturing: a replay does "
+                         "not run the function, so it cannot read values on the host; return the tensor instead")
     self.realize()
     b = _base_buffer(self.uop)
     if b is None: raise RuntimeError(f"numpy: {self!r} did not realize to a buffer")
@@ -318,15 +322,38 @@ class Tensor(_CastSugar):
     return Tensor(e.cast(dtype or dtypes.default_float).uop, **kw)
 
   # ---- random (counter-based threefry: the same seed gives the same numbers everywhere) ----
+  # The generator's state lives on the device, one buffer per device: uint64 [key, counter], key = the seed. A draw of n
+  # numbers reads the state lazily (so threefry fuses into the consumer) and at once replaces it by a *fresh* buffer
+  # holding [key, counter + n] (one tiny kernel). Nothing ever writes a state buffer a lazy draw may still read, so
+  # draws realized in any order get their own numbers; and no seed or counter is a constant of a kernel, so a TinyJit
+  # replay (which swaps the current state in and writes the advanced state back) draws new numbers every time.
   @staticmethod
-  def manual_seed(seed: int = 0) -> None: Tensor._seed, Tensor._rng_counter = int(seed), 0
+  def manual_seed(seed: int = 0) -> None:
+    """Restart every device's stream from `seed` (a device used later starts from it too)."""
+    from tinygrad.engine.realize import is_capturing
+    if is_capturing():
+      raise RuntimeError("manual_seed inside a function TinyJit is capturing: a replay would not re-seed; call "
+                         "Tensor.manual_seed outside the jitted function")
+    Tensor._seed = int(seed)
+    Tensor._rng_states = {dev: Tensor._rng_start(dev) for dev in Tensor._rng_states}
+  @staticmethod
+  def _rng_start(dev: str) -> Tensor:
+    return Tensor(_buffer_uop(np.array([Tensor._seed & 0xFFFFFFFFFFFFFFFF, 0], dtype=np.uint64), dtypes.uint64, dev))
+  @staticmethod
+  def _rng_state(dev: str) -> Tensor:
+    """The current generator state of `dev` (a realized uint64 [key, counter]), created from the seed on first use."""
+    if (st := Tensor._rng_states.get(dev)) is None: st = Tensor._rng_states[dev] = Tensor._rng_start(dev)
+    return st
   @staticmethod
   def _random_bits(n: int, device: str | None) -> Tensor:
-    """n uint32 values: low halves of threefry2x32(counter, key), counters consecutive across calls."""
+    """n uint32 values: low halves of threefry2x32(counter, key), counters consecutive across calls on a device."""
     dev = _canon_device(device)
-    ctr = Tensor._arange_index(n, dev).cast(dtypes.uint64) + Tensor._rng_counter
-    Tensor._rng_counter += n
-    key = Tensor(_const_uop(Tensor._seed & 0xFFFFFFFFFFFFFFFF, dtypes.uint64, dev, (n,)))
+    st = Tensor._rng_state(dev)
+    key = st.shrink(((0, 1),)).expand(n)
+    ctr = Tensor._arange_index(n, dev).cast(dtypes.uint64) + st.shrink(((1, 2),)).expand(n)
+    # NOTE: the increment comes from a buffer, not a constant, so every draw size shares one compiled kernel
+    step = Tensor(_buffer_uop(np.array([0, n], dtype=np.uint64), dtypes.uint64, dev))
+    Tensor._rng_states[dev] = (st + step).realize()
     bits = Tensor(ctr.uop.alu(Ops.THREEFRY, key.uop))
     return (bits & 0xFFFFFFFF).cast(dtypes.uint32)
   @staticmethod

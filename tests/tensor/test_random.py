@@ -56,3 +56,28 @@ def test_same_numbers_on_cpu_and_python_backends():
   cpu = Tensor.rand(8, device="CPU").numpy()
   Tensor.manual_seed(11)
   np.testing.assert_array_equal(Tensor.rand(8, device="PYTHON").numpy(), cpu)
+
+def test_draws_realized_in_any_order_get_their_own_numbers():
+  Tensor.manual_seed(5)
+  a, b = Tensor.rand(6), Tensor.rand(6)
+  bn, an = b.numpy(), a.numpy()
+  Tensor.manual_seed(5)
+  np.testing.assert_array_equal(Tensor.rand(6).numpy(), an)
+  np.testing.assert_array_equal(Tensor.rand(6).numpy(), bn)
+  assert not np.array_equal(an, bn)
+
+def test_seed_and_counter_are_not_kernel_constants():
+  # NOTE: the state lives in a device buffer, so a second draw of the same shape reuses the compiled programs (a seed
+  # or counter baked into a kernel would make every draw a new program)
+  from tinygrad import hooks
+  Tensor.manual_seed(1)
+  first = Tensor.rand(5).numpy()
+  compiled: list = []
+  fn = hooks.register("compiled", lambda *a: compiled.append(a))
+  try:
+    second = Tensor.rand(5).numpy()
+    Tensor.manual_seed(2)
+    third = Tensor.rand(5).numpy()
+  finally: hooks.unregister("compiled", fn)
+  assert compiled == [], "no new program for another draw or another seed"
+  assert len({first.tobytes(), second.tobytes(), third.tobytes()}) == 3

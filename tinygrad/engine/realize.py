@@ -1,12 +1,16 @@
 """Running a schedule: per item a runner (compiled once per (device, AST)), buffers allocated, the kernel launched.
 
-DEBUG>=2 prints one line per kernel: its number, name, time, GFLOPS and GB/s (timing waits for each kernel)."""
+DEBUG>=2 prints one line per kernel: its number, name, time, GFLOPS and GB/s (timing waits for each kernel).
+
+Every launch goes through `launch`, which counts it in GlobalCounters and, while a TinyJit captures
+(`capture_launches`), records it as an ExecItem."""
 from __future__ import annotations
-import time
-from typing import Any
+import time, contextlib
+from dataclasses import dataclass
+from typing import Any, Iterator
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Device, Buffer
-from tinygrad.helpers import DEBUG
+from tinygrad.helpers import DEBUG, GlobalCounters
 
 class Runner:
   """Something that runs one schedule item: `runner(bufs, var_vals, wait) -> seconds | None`."""
@@ -62,6 +66,40 @@ def get_runner(device: str, ast: UOp) -> Runner:
   if (r := _runner_cache.get(key)) is None: r = _runner_cache[key] = CompiledRunner(key[0], ast)
   return r
 
+# ---- launches: counted, and recorded while a TinyJit captures ----
+
+@dataclass(frozen=True)
+class ExecItem:
+  """One launch as it ran: the runner, its buffers (in the runner's order) and the variable values."""
+  runner: Runner
+  bufs: tuple[Buffer, ...]
+  var_vals: dict[str, int]
+
+# NOTE: a stack, so a TinyJit called inside another one's capture records its launches into both
+_captures: list[list[ExecItem]] = []
+
+@contextlib.contextmanager
+def capture_launches() -> Iterator[list[ExecItem]]:
+  """Record every launch made inside the block (by run_schedule or a TinyJit replay) into the yielded list."""
+  cap: list[ExecItem] = []
+  _captures.append(cap)
+  try: yield cap
+  finally: _captures.pop()
+
+def is_capturing() -> bool: return bool(_captures)
+
+def launch(runner: Runner, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
+  """Run one launch, count it in GlobalCounters and record it into every active capture."""
+  et = runner(bufs, var_vals, wait)
+  GlobalCounters.kernel_count += isinstance(runner, CompiledRunner)
+  GlobalCounters.global_ops += runner.ops
+  GlobalCounters.global_mem += runner.mem
+  if et is not None: GlobalCounters.time_sum_s += et
+  if _captures:
+    item = ExecItem(runner, tuple(bufs), dict(var_vals))
+    for cap in _captures: cap.append(item)
+  return et
+
 def _fmt_line(i: int, r: Runner, bufs: list[Buffer], et: float | None) -> str:
   if et is None: return f"*** {bufs[0].device:7s} {i:4d} {r.display_name:30s}"
   gflops, gbs = r.ops / max(et, 1e-9) * 1e-9, r.mem / max(et, 1e-9) * 1e-9
@@ -76,7 +114,7 @@ def run_schedule(schedule: list[Any], var_vals: dict[str, int] | None = None) ->
     runner: Runner | None = None
     try:
       runner = CopyRunner(bufs[0].nbytes) if _is_cross_device_copy(bufs) else get_runner(bufs[0].device, si.ast)
-      et = runner(bufs, vv, wait=DEBUG >= 2)
+      et = launch(runner, bufs, vv, wait=DEBUG >= 2)
     except Exception as e:
       name = runner.display_name if runner is not None else "kernel (while compiling)"
       md = ", ".join(str(m) for m in si.metadata)
@@ -84,4 +122,5 @@ def run_schedule(schedule: list[Any], var_vals: dict[str, int] | None = None) ->
       raise RuntimeError(f"run_schedule: item {i} ({where}) failed: {type(e).__name__}: {e}") from e
     if DEBUG >= 2: print(_fmt_line(i, runner, bufs, et))
 
-__all__ = ["Runner", "CompiledRunner", "CopyRunner", "get_runner", "run_schedule"]
+__all__ = ["Runner", "CompiledRunner", "CopyRunner", "ExecItem", "get_runner", "launch", "capture_launches",
+           "is_capturing", "run_schedule"]

@@ -1,0 +1,295 @@
+"""TinyJit: record the kernels a function launches once, then replay them on new inputs without calling the function,
+scheduling or compiling again.
+
+    @TinyJit
+    def step(x: Tensor, y: Tensor) -> Tensor: ...
+
+Call 1 runs the function normally (a warm-up: lazily built parameters and optimizer state get realized, kernels
+compile). Call 2 runs it again and records every launch (runner, buffers, variable values): the capture. From call 3 on
+the function is not called: the recorded launches run again with the new inputs' buffers in place of call 2's, and the
+outputs come back as tensors over the captured output buffers. docs/jit.md has the contract and its limits."""
+from __future__ import annotations
+import functools, inspect, math
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, TypeVar, cast
+import numpy as np
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType
+from tinygrad.device import Device, Buffer, buffer_of
+from tinygrad.helpers import DEBUG
+from tinygrad.engine.realize import ExecItem, Runner, launch, capture_launches, _fmt_line
+from tinygrad.tensor import Tensor, _all_tensors, _base_buffer
+
+R = TypeVar("R")
+
+class JitError(RuntimeError):
+  """A call TinyJit cannot capture or replay faithfully; the message names the argument (or output) and what to do."""
+
+# ---- argument and return structures: lists, tuples (named too) and dicts of leaves ----
+
+def _map_leaves(obj: Any, fn: Callable[[str, Any], Any], path: str) -> Any:
+  if isinstance(obj, dict): return {k: _map_leaves(v, fn, f"{path}[{k!r}]") for k, v in obj.items()}
+  if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+    return type(obj)(*(_map_leaves(v, fn, f"{path}[{i}]") for i, v in enumerate(obj)))
+  if isinstance(obj, (list, tuple)): return type(obj)(_map_leaves(v, fn, f"{path}[{i}]") for i, v in enumerate(obj))
+  return fn(path, obj)
+
+def _leaves(obj: Any, path: str) -> list[tuple[str, Any]]:
+  out: list[tuple[str, Any]] = []
+  _map_leaves(obj, lambda p, v: out.append((p, v)), path)
+  return out
+
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, np.generic)
+
+def _same_value(a: Any, b: Any) -> bool:
+  """Equal plain values (NaN equal to NaN), or the very same object for anything else."""
+  if isinstance(a, _PLAIN) and type(a) is type(b):
+    return bool(a == b) or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+  return a is b
+
+@dataclass(frozen=True)
+class _TensorArg:
+  """What a tensor argument must be on every call (the tensor itself is not kept)."""
+  shape: tuple[int, ...]
+  dtype: DType
+  device: str
+
+def _spec(v: Any) -> Any: return _TensorArg(v.shape, v.dtype, v.device) if isinstance(v, Tensor) else v
+
+def _describe(v: Any) -> str:
+  if isinstance(v, _TensorArg): return f"a Tensor {v.shape} {v.dtype} on {v.device}"
+  return repr(v) if isinstance(v, _PLAIN) else f"a {type(v).__name__} object (id {id(v):#x})"
+
+# ---- the capture ----
+
+@dataclass(frozen=True)
+class _Launch:
+  """One recorded launch. `bufs` holds None where a slot's buffer goes; `patches` are (position, slot, view): the
+  slot's buffer itself, or a view (size, dtype, byte offset) of it."""
+  runner: Runner
+  bufs: tuple[Buffer | None, ...]
+  var_vals: dict[str, int]
+  patches: tuple[tuple[int, int, tuple[int, DType, int] | None], ...]
+
+@dataclass(frozen=True)
+class _Out:
+  """A returned tensor: a view `uop` of a captured buffer, or (slot >= 0) the buffer of input `slot` in `shape`."""
+  uop: UOp | None
+  slot: int
+  shape: tuple[int, ...]
+
+class CapturedJit:
+  """The launches of one captured call and how to rebuild its return value. Slots are the buffers that change between
+  calls: first the tensor arguments in order, then each device's random-number state."""
+  def __init__(self, items: list[ExecItem], slot_bufs: list[Buffer], slot_names: list[str], ret: Any):
+    self.slot_names = slot_names
+    slot_of: dict[Buffer, int] = {}
+    for i, b in enumerate(slot_bufs): slot_of.setdefault(b, i)
+    # NOTE: arguments that shared a buffer at capture must share one on replay (a kernel may read one, write the other)
+    self.aliases = tuple(slot_of[b] for b in slot_bufs)
+    base_slot = {b.base: i for i, b in reversed(list(enumerate(slot_bufs)))}
+    self.launches = [self._launch(it, slot_of, base_slot, slot_bufs) for it in items]
+    self.ret = _map_leaves(ret, lambda p, v: self._out(p, v, slot_of, base_slot), "return")
+
+  def _launch(self, it: ExecItem, slot_of: dict[Buffer, int], base_slot: dict[Buffer, int],
+              slot_bufs: list[Buffer]) -> _Launch:
+    bufs: list[Buffer | None] = list(it.bufs)
+    patches: list[tuple[int, int, tuple[int, DType, int] | None]] = []
+    for pos, b in enumerate(it.bufs):
+      if (s := slot_of.get(b)) is not None:
+        patches.append((pos, s, None))
+      elif (s := base_slot.get(b.base)) is not None:
+        sb = slot_bufs[s]
+        if sb._base is not None or b._base is not sb:
+          raise JitError(f"TinyJit: kernel {it.runner.display_name} uses {b!r}, which overlaps the memory of "
+                         f"'{self.slot_names[s]}' without being it; pass that argument as a contiguous tensor")
+        patches.append((pos, s, (b.size, b.dtype, b.offset)))
+      else: continue
+      bufs[pos] = None
+    return _Launch(it.runner, tuple(bufs), it.var_vals, tuple(patches))
+
+  def _out(self, path: str, v: Any, slot_of: dict[Buffer, int], base_slot: dict[Buffer, int]) -> Any:
+    if not isinstance(v, Tensor): return v
+    base = _base_buffer(v.uop)
+    assert base is not None, f"{path} was realized"
+    buf = buffer_of(base)
+    if (s := slot_of.get(buf)) is not None: return _Out(None, s, v.shape)
+    if buf.base in base_slot:
+      raise JitError(f"TinyJit: {path} is a view into argument '{self.slot_names[base_slot[buf.base]]}'; return a "
+                     "contiguous copy (.contiguous()) instead")
+    return _Out(v.uop, -1, v.shape)
+
+  def replay(self, slot_bufs: list[Buffer]) -> Any:
+    """Run every launch with `slot_bufs` (the current arguments' and random states' buffers) swapped in."""
+    now = {b: i for i, b in reversed(list(enumerate(slot_bufs)))}
+    for i, b in enumerate(slot_bufs):
+      if now[b] != self.aliases[i]:
+        j = now[b] if now[b] != i else self.aliases[i]
+        raise JitError(f"TinyJit: arguments '{self.slot_names[j]}' and '{self.slot_names[i]}' "
+                       f"{'were' if self.aliases[i] != i else 'were not'} the same tensor at capture and "
+                       f"{'are not' if self.aliases[i] != i else 'are'} now; the captured kernels assume the "
+                       "sharing they saw (call reset() to capture again)")
+    for k, ln in enumerate(self.launches):
+      bufs = list(ln.bufs)
+      for pos, s, view in ln.patches: bufs[pos] = slot_bufs[s] if view is None else slot_bufs[s].view(*view)
+      run_bufs = cast(list[Buffer], bufs)
+      try: et = launch(ln.runner, run_bufs, ln.var_vals, wait=DEBUG >= 2)
+      except Exception as e:
+        raise RuntimeError(f"TinyJit replay: launch {k} ({ln.runner.display_name}) failed: {type(e).__name__}: "
+                           f"{e}") from e
+      if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et) + "  (jit)")
+    return self.ret
+
+# ---- TinyJit ----
+
+def _realize_with_pending_assigns(tensors: list[Tensor]) -> None:
+  """Realize `tensors` and every pending assign (a lazily assigned learning rate, BatchNorm statistics): the captured
+  kernels read buffers, so a write still queued in a lazy graph must land in its buffer first."""
+  todo = tensors + [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
+  if todo: todo[0].realize(*todo[1:])
+
+class TinyJit(Generic[R]):
+  """Decorate a function of tensors: call 1 runs it, call 2 captures its launches, later calls replay them (see the
+  module doc). `reset()` forgets the capture; `captured` holds it (`captured.launches`)."""
+  def __init__(self, fxn: Callable[..., R]):
+    if not callable(fxn): raise TypeError(f"TinyJit: needs a function, got {type(fxn).__name__}")
+    self.fxn = fxn
+    functools.update_wrapper(self, fxn)
+    try: self._sig: inspect.Signature | None = inspect.signature(fxn)
+    except (TypeError, ValueError): self._sig = None
+    self.reset()
+
+  def reset(self) -> None:
+    """Forget the capture: the next call runs the function normally again, the one after captures anew."""
+    self.cnt = 0
+    self.captured: CapturedJit | None = None
+    self._expected: list[tuple[str, Any]] | None = None
+    self._training = Tensor.training
+    self._rng_devs: list[str] = []
+
+  def __get__(self, obj: Any, objtype: Any = None) -> Any:
+    # NOTE: a decorated method: the instance is bound as the first argument (compared by identity on every call)
+    return self if obj is None else functools.partial(self.__call__, obj)
+
+  @property
+  def _name(self) -> str: return getattr(self.fxn, "__qualname__", getattr(self.fxn, "__name__", repr(self.fxn)))
+
+  def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments by parameter name (so f(x) and f(x=x) are one call signature)."""
+    if self._sig is not None:
+      try: return dict(self._sig.bind(*args, **kwargs).arguments)
+      except TypeError: pass
+    return {**{f"args[{i}]": a for i, a in enumerate(args)}, **kwargs}
+
+  def _check_signature(self, leaves: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Raise unless the call matches the first one; returns the leaves in the first call's order (tensor arguments fill
+    the capture's slots in that order, whatever order keyword arguments come in)."""
+    for p, v in leaves:
+      if isinstance(v, np.ndarray):
+        raise JitError(f"TinyJit({self._name}): argument '{p}' is a numpy ndarray; its values would be constants of "
+                       "the captured kernels. Pass Tensor(...) instead")
+    specs = [(p, _spec(v)) for p, v in leaves]
+    if self._expected is None: return leaves
+    if Tensor.training != self._training:
+      raise JitError(f"TinyJit({self._name}): captured with Tensor.training={self._training}, called with "
+                     f"{Tensor.training}; the captured kernels follow the mode they saw (dropout, BatchNorm). Use one "
+                     "TinyJit per mode")
+    exp = dict(self._expected)
+    if sorted(exp) != sorted(p for p, _ in specs):
+      raise JitError(f"TinyJit({self._name}): called with arguments {[p for p, _ in specs]} but captured with "
+                     f"{list(exp)}; a jitted function takes the same arguments (and tensor count) on every call "
+                     "(reset() to capture again)")
+    for p, v in specs:
+      e = exp[p]
+      if isinstance(e, _TensorArg) and isinstance(v, _TensorArg):
+        if e == v: continue
+        raise JitError(f"TinyJit({self._name}): argument '{p}' is {_describe(v)}, but it was captured as "
+                       f"{_describe(e)}; the captured kernels are specialized to shapes, dtypes and devices. Use one "
+                       "TinyJit per shape, or reset() to capture again")
+      if isinstance(e, _TensorArg) or isinstance(v, _TensorArg):
+        raise JitError(f"TinyJit({self._name}): argument '{p}' is {_describe(v)}, but it was {_describe(e)} at "
+                       "capture")
+      if not _same_value(e, v):
+        raise JitError(f"TinyJit({self._name}): argument '{p}' is {_describe(v)} but was {_describe(e)} at capture; "
+                       "Python values are constants of the captured kernels: pass a Tensor for a value that changes "
+                       "(or reset() to capture again)")
+    got = dict(leaves)
+    return [(p, got[p]) for p in exp]
+
+  def _outputs(self, ret: Any) -> list[Tensor]:
+    """The tensors of the return value; anything but tensors and plain Python constants is an error."""
+    outs: list[Tensor] = []
+    for p, v in _leaves(ret, "return"):
+      if isinstance(v, Tensor): outs.append(v)
+      elif not isinstance(v, _PLAIN):
+        raise JitError(f"TinyJit({self._name}): {p} is a {type(v).__name__}; a jitted function returns Tensors (and "
+                       "plain Python constants, returned as they were at capture), since a replay does not run "
+                       "the function")
+    return outs
+
+  def __call__(self, *args: Any, **kwargs: Any) -> R:
+    bound = self._bind(args, kwargs)
+    # NOTE: paths read like "x", "xs[0]", "batch['img']"
+    leaves = [leaf for name, v in bound.items() for leaf in _leaves(v, name)]
+    leaves = self._check_signature(leaves)
+    named = [(p, v) for p, v in leaves if isinstance(v, Tensor)]
+    inputs = [t for _, t in named]
+    _realize_with_pending_assigns(inputs)
+    if self.captured is not None: return cast(R, self._replay(inputs))
+    if self.cnt == 0:
+      ret = self.fxn(*args, **kwargs)
+      _realize_with_pending_assigns(self._outputs(ret))
+      # NOTE: the first call that ran fixes the signature every later call must have
+      self._expected, self._training = [(p, _spec(v)) for p, v in leaves], Tensor.training
+    else: ret = self._capture(args, kwargs, named)
+    self.cnt += 1
+    return ret
+
+  def _capture(self, args: tuple[Any, ...], kwargs: dict[str, Any], named: list[tuple[str, Tensor]]) -> Any:
+    # NOTE: every device the call may draw random numbers on gets its state before the capture, so the first state a
+    # captured draw reads is a buffer that exists outside it (a replay swaps the current state in there)
+    for dev in {t.device for _, t in named} | {Device.DEFAULT}: Tensor._rng_state(dev)
+    rng_before = dict(Tensor._rng_states)
+    with capture_launches() as items:
+      ret = self.fxn(*args, **kwargs)
+      _realize_with_pending_assigns(self._outputs(ret))
+      rng_devs = self._commit_rng(rng_before)
+    slot_tensors = [t for _, t in named] + [Tensor._rng_state(d) for d in rng_devs]
+    slot_names = [p for p, _ in named] + [f"random state of {d}" for d in rng_devs]
+    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))) for t in slot_tensors]
+    self.captured = CapturedJit(items, slot_bufs, slot_names, ret)
+    self._rng_devs = rng_devs
+    if DEBUG >= 2:
+      print(f"TinyJit({self._name}): captured {len(self.captured.launches)} launches, "
+            f"{len(named)} tensor arguments")
+    return ret
+
+  def _commit_rng(self, before: dict[str, Tensor]) -> list[str]:
+    """Write each device's advanced random state into the buffer that held it before the call (a captured launch), so
+    a replay continues the stream from wherever it stands then. Returns the devices that drew."""
+    devs = []
+    for dev, st in list(Tensor._rng_states.items()):
+      start = before.get(dev)
+      if st is start: continue
+      if start is None:
+        raise JitError(f"TinyJit({self._name}): the function drew random numbers on {dev}, which had no random state "
+                       "before the capture; draw once on that device before capturing")
+      start.assign(st).realize()
+      Tensor._rng_states[dev] = start
+      devs.append(dev)
+    return devs
+
+  def _replay(self, inputs: list[Tensor]) -> Any:
+    assert self.captured is not None
+    slot_tensors = inputs + [Tensor._rng_state(d) for d in self._rng_devs]
+    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))).ensure_allocated() for t in slot_tensors]
+    ret = self.captured.replay(slot_bufs)
+    self.cnt += 1
+    def make(p: str, v: Any) -> Any:
+      if not isinstance(v, _Out): return v
+      if v.slot < 0: return Tensor(cast(UOp, v.uop))
+      return Tensor(cast(UOp, _base_buffer(slot_tensors[v.slot].uop)).reshape(v.shape))
+    return _map_leaves(ret, make, "return")
+
+__all__ = ["TinyJit", "CapturedJit", "JitError"]
