@@ -306,3 +306,20 @@ def test_batchnorm_statistics_update_on_every_replay():
   plain, jitted = run(False), run(True)
   np.testing.assert_allclose(jitted, plain, rtol=1e-6)
   assert not np.allclose(jitted, 0)
+
+def test_output_fed_back_as_input_reads_the_old_values():
+  w = Tensor(_rand(64, 64) * 0.2).realize()
+  f = TinyJit(lambda h: (h @ w).tanh())
+  h, h_plain = Tensor.ones(4, 64), np.ones((4, 64), np.float32)
+  for _ in range(5):
+    h = f(h)
+    h_plain = np.tanh(h_plain @ w.numpy())
+    np.testing.assert_allclose(h.numpy(), h_plain, rtol=1e-5, atol=1e-6)
+
+def test_output_fed_back_into_an_in_place_write_raises():
+  @TinyJit
+  def f(x):
+    x.assign(x @ Tensor.ones(3, 3))
+    return x * 1
+  for _ in range(3): out = f(Tensor(_rand(2, 3)))
+  with pytest.raises(JitError, match="an output of an earlier call"): f(out)

@@ -18,7 +18,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType
 from tinygrad.device import Device, Buffer, buffer_of
 from tinygrad.helpers import DEBUG
-from tinygrad.engine.realize import ExecItem, Runner, launch, capture_launches, _fmt_line
+from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, launch, capture_launches, _fmt_line
 from tinygrad.tensor import Tensor, _all_tensors, _base_buffer
 
 R = TypeVar("R")
@@ -90,6 +90,10 @@ class CapturedJit:
     self.aliases = tuple(slot_of[b] for b in slot_bufs)
     base_slot = {b.base: i for i, b in reversed(list(enumerate(slot_bufs)))}
     self.launches = [self._launch(it, slot_of, base_slot, slot_bufs) for it in items]
+    # the buffers the capture owns, and the slots some launch writes: an argument that is one of the former (the output
+    # of an earlier call fed back in) is copied before a replay, unless it is written in place
+    self.owned = {b.base for ln in self.launches for b in ln.bufs if b is not None}
+    self.written_slots = {s for ln in self.launches for pos, s, _ in ln.patches if pos in _written(ln.runner)}
     self.ret = _map_leaves(ret, lambda p, v: self._out(p, v, slot_of, base_slot), "return")
 
   def _launch(self, it: ExecItem, slot_of: dict[Buffer, int], base_slot: dict[Buffer, int],
@@ -120,6 +124,17 @@ class CapturedJit:
                      "contiguous copy (.contiguous()) instead")
     return _Out(v.uop, -1, v.shape)
 
+  def _unowned(self, slot: int, b: Buffer) -> Buffer:
+    """`b`, or a copy of it when it is memory the captured launches use for something else (they would overwrite it
+    while reading it)."""
+    if b.base not in self.owned: return b
+    if slot in self.written_slots:
+      raise JitError(f"TinyJit: argument '{self.slot_names[slot]}' is a buffer of this TinyJit's own capture (an "
+                     "output of an earlier call) and the function writes it in place; pass a copy (.clone())")
+    cp = Buffer(b.device, b.size, b.dtype).allocate()
+    cp.copyin(b.as_buffer())
+    return cp
+
   def replay(self, slot_bufs: list[Buffer]) -> Any:
     """Run every launch with `slot_bufs` (the current arguments' and random states' buffers) swapped in."""
     now = {b: i for i, b in reversed(list(enumerate(slot_bufs)))}
@@ -130,6 +145,7 @@ class CapturedJit:
                        f"{'were' if self.aliases[i] != i else 'were not'} the same tensor at capture and "
                        f"{'are not' if self.aliases[i] != i else 'are'} now; the captured kernels assume the "
                        "sharing they saw (call reset() to capture again)")
+    slot_bufs = [self._unowned(i, b) for i, b in enumerate(slot_bufs)]
     for k, ln in enumerate(self.launches):
       bufs = list(ln.bufs)
       for pos, s, view in ln.patches: bufs[pos] = slot_bufs[s] if view is None else slot_bufs[s].view(*view)
@@ -140,6 +156,11 @@ class CapturedJit:
                            f"{e}") from e
       if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et) + "  (jit)")
     return self.ret
+
+def _written(r: Runner) -> tuple[int, ...]:
+  """The positions of a runner's buffers that it writes."""
+  if isinstance(r, CompiledRunner): return r.p.outs
+  return (0,)
 
 # ---- TinyJit ----
 
