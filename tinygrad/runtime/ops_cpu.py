@@ -1,4 +1,5 @@
-"""CPU backend: kernels rendered to C, compiled by the system C compiler into a shared object, called through ctypes.
+"""CPU backend: kernels rendered to C, compiled by the system C compiler into a shared object, called through ctypes;
+or, with CPU_LLVM=1, rendered to LLVM IR, compiled by llvmlite to an object file and loaded by its JIT (MCJIT).
 
 THREAD axes: the kernel signature is `void name(T* data0, ..., int var0, ..., int core_id)`; a launch with
 global_size[0] = n calls it n times, core_id = 0..n-1, on a pool of OS threads (ctypes releases the GIL during a call).
@@ -8,7 +9,7 @@ import ctypes, functools, os, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from tinygrad.device import Compiled, MallocAllocator, DeviceOpenError
-from tinygrad.helpers import CPU_THREADS
+from tinygrad.helpers import CPU_THREADS, CPU_LLVM
 from tinygrad.runtime.support.compiler_cpu import CCompiler
 
 def cpu_threads() -> int:
@@ -19,6 +20,12 @@ def _c_renderer() -> Any:
   try: from tinygrad.renderer.cstyle import CRenderer
   except ImportError as e: raise DeviceOpenError(f"CPU: the C renderer tinygrad.renderer.cstyle is missing: {e}") from e
   return CRenderer()
+
+def _llvm_renderer(threads: int) -> Any:
+  from tinygrad.renderer.llvmir import CPULLVMRenderer
+  from tinygrad.runtime.support.compiler_llvm import host_target
+  host = host_target()
+  return CPULLVMRenderer(host.triple, host.datalayout, host.vector_bits, threads)
 
 class CPUProgram:
   """A loaded kernel. Called with the allocator's ctypes buffers, the ints of the DEFINE_VARs, and launch sizes."""
@@ -52,12 +59,30 @@ class CPUProgram:
       for fut in futs: fut.result()
     return time.perf_counter() - st if wait else None
 
+class LLVMCPUProgram(CPUProgram):
+  """A kernel compiled from LLVM IR: its object file loaded by llvmlite's JIT; called exactly as a C kernel."""
+  def __init__(self, dev: CPUDevice, name: str, lib: bytes):
+    self.dev, self.name = dev, name
+    assert dev.loader is not None
+    # NOTE: the engine owns the code: it lives as long as this program
+    self.engine, addr = dev.loader.load(name, lib)
+    self.fxn = ctypes.CFUNCTYPE(None)(addr)
+
 class CPUDevice(Compiled):
+  """The host CPU. CPU_LLVM=1 (read when the device opens) compiles through LLVM IR instead of C."""
   def __init__(self, device: str = "CPU"):
     self.threads = cpu_threads()
     self._pool: ThreadPoolExecutor | None = None
-    super().__init__(device, MallocAllocator(), _c_renderer, CCompiler(), self._load)
-  def _load(self, name: str, lib: bytes) -> CPUProgram: return CPUProgram(self, name, lib)
+    self.llvm = bool(CPU_LLVM.value)
+    self.loader: Any = None
+    if self.llvm:
+      from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
+      self.loader = LLVMProgramLoader()
+      threads = self.threads
+      super().__init__(device, MallocAllocator(), lambda: _llvm_renderer(threads), LLVMCompiler(), self._load)
+    else: super().__init__(device, MallocAllocator(), _c_renderer, CCompiler(), self._load)
+  def _load(self, name: str, lib: bytes) -> CPUProgram:
+    return LLVMCPUProgram(self, name, lib) if self.llvm else CPUProgram(self, name, lib)
   @property
   def pool(self) -> ThreadPoolExecutor:
     if self._pool is None: self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tinygrad-cpu")

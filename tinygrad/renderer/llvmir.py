@@ -1,0 +1,891 @@
+"""LLVM IR renderer: one class hierarchy for the CPU (run through llvmlite's JIT) and AMD GPUs (llvmlite's AMDGPU
+target).
+
+The text is LLVM 22 IR with opaque pointers: a declared target triple and data layout, explicit address spaces (global,
+local/LDS, private), declared intrinsics, loops in SSA form (a phi per RANGE), gated loads that never touch memory out
+of bounds, explicit vector types with explicit alignment.
+
+Semantics are the IR's (docs/ir.md), the ones the C backend and the PYTHON backend compute; LLVM's own rules are
+stricter than C's (poison, immediate UB), so every case the IR defines and LLVM does not is guarded explicitly:
+- floats: the only fast-math flag is `contract` (a*b+c may fuse into one FMA, as gcc's default -ffp-contract=fast does
+  on the C path); no nnan/ninf/nsz/reassoc/arcp, so NaN, Inf and -0.0 behave as IEEE says. MAX is NaN-propagating
+  `a > b || a != a ? a : b`, exactly the C backend's expression (also for -0.0 against +0.0).
+- integers wrap (no nsw/nuw). IDIV/MOD truncate toward zero; a divisor of 0 or -1 is guarded where its bounds allow it:
+  see `DIV_BY_ZERO` and the INT_MIN / -1 rule below. Shifts by an amount outside [0, width) are guarded (`_shift`).
+- float -> int casts saturate (`llvm.fptosi.sat`/`llvm.fptoui.sat`: out of range clamps, NaN gives 0).
+- bool is i1 in registers and one byte (0/1) in memory; bfloat16 and fp8 are held as their bits (i16/i8) and converted
+  with round-to-nearest-even by the helper functions at the end of this file, bit for bit as the C backend's helpers.
+"""
+from __future__ import annotations
+import math, struct
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, float_to_bf16, float_to_fp8
+from tinygrad.renderer import Renderer
+
+# ---- the semantics of the cases LLVM leaves undefined (one place; the PYTHON backend and constant folding agree) ----
+
+# x // 0 and x % 0 for integers: the quotient reads 0 and the remainder reads x (what the PYTHON backend computes)
+DIV_BY_ZERO = {Ops.IDIV: "zero", Ops.MOD: "dividend"}
+EMULATED = (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
+FASTMATH = "contract"
+
+# ---- types ----
+
+_INT_T = {1: "i8", 2: "i16", 4: "i32", 8: "i64"}
+_FLOAT_T = {dtypes.float16: "half", dtypes.float32: "float", dtypes.float64: "double"}
+
+def scalar_type(dt: DType) -> str:
+  """The register type of a scalar dtype (bool is i1; bfloat16 and fp8 are their bits)."""
+  s = dt.scalar()
+  if s is dtypes.bool: return "i1"
+  if s in _FLOAT_T: return _FLOAT_T[s]
+  if s in EMULATED or dtypes.is_int(s): return _INT_T[s.itemsize]
+  raise NotImplementedError(f"LLVM IR has no type for {dt}")
+
+def ltype(dt: DType) -> str:
+  """The register type of a value dtype: scalar, or `<N x T>`."""
+  if isinstance(dt, PtrDType): raise TypeError(f"ltype: {dt} is a pointer (use the address space's ptr type)")
+  return f"<{dt.count} x {scalar_type(dt)}>" if dt.count > 1 else scalar_type(dt)
+
+def mem_type(dt: DType) -> str:
+  """The in-memory type: bool is a byte there."""
+  if dt.scalar() is dtypes.bool: return f"<{dt.count} x i8>" if dt.count > 1 else "i8"
+  return ltype(dt)
+
+def _hex_double(v: float) -> str: return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+
+def render_const(v: Any, dt: DType) -> str:
+  """A scalar constant as LLVM spells it: floats in hex (exact), ints two's complement, bools true/false."""
+  s = dt.scalar()
+  if s is dtypes.bool: return "true" if v else "false"
+  if s is dtypes.bfloat16: return str(_signed(float_to_bf16(float(v)), 16))
+  if s in (dtypes.fp8e4m3, dtypes.fp8e5m2): return str(_signed(float_to_fp8(float(v), s), 8))
+  if s is dtypes.float16:
+    return "0xH%04X" % struct.unpack("<H", struct.pack("<e", float(v)))[0]
+  if s in _FLOAT_T:
+    f = float(v)
+    # NOTE: a float constant is written as the double of the same value (LLVM's rule); NaN as the canonical quiet NaN
+    if math.isnan(f): return "0xFFF8000000000000" if math.copysign(1.0, f) < 0 else "0x7FF8000000000000"
+    if s is dtypes.float32: f = struct.unpack("<f", struct.pack("<f", f))[0]
+    return _hex_double(f)
+  return str(_signed(int(v), s.itemsize * 8))
+
+def _signed(v: int, bits: int) -> int:
+  v &= (1 << bits) - 1
+  return v - (1 << bits) if v >> (bits - 1) else v
+
+def _vec_const(vals: list[Any], dt: DType) -> str:
+  t = scalar_type(dt)
+  return "<" + ", ".join(f"{t} {render_const(v, dt)}" for v in vals) + ">"
+
+def _is_float(dt: DType) -> bool: return dt.scalar() in _FLOAT_T
+def _is_signed(dt: DType) -> bool: return dtypes.is_int(dt) and not dtypes.is_unsigned(dt)
+def _intr_suffix(dt: DType) -> str:
+  base = {"half": "f16", "float": "f32", "double": "f64"}.get(scalar_type(dt), scalar_type(dt))
+  return f"v{dt.count}{base}" if dt.count > 1 else base
+
+# ---- one render ----
+
+@dataclass
+class _Loop:
+  var: str
+  header: str
+  body: str
+  exit: str
+  phi_at: int        # index of the phi line in the output, patched when the latch is known
+
+@dataclass
+class _State:
+  """The state of one render: the value of every UOp, fresh names, the lines, the current block."""
+  r: dict[UOp, str] = field(default_factory=dict)
+  lines: list[str] = field(default_factory=list)
+  allocas: list[str] = field(default_factory=list)
+  globals: list[str] = field(default_factory=list)
+  decls: dict[str, str] = field(default_factory=dict)
+  params: list[tuple[tuple[int, Any], str]] = field(default_factory=list)
+  loops: list[_Loop] = field(default_factory=list)
+  ifs: list[tuple[str, str]] = field(default_factory=list)
+  helpers: set[str] = field(default_factory=set)
+  n: int = 0
+  block: str = "entry"
+  def fresh(self, prefix: str = "v") -> str:
+    self.n += 1
+    return f"%{prefix}{self.n}"
+  def label(self, prefix: str) -> str:
+    self.n += 1
+    return f"{prefix}{self.n}"
+  def emit(self, line: str) -> None: self.lines.append("  " + line)
+  def start_block(self, name: str) -> None:
+    self.lines.append(f"{name}:")
+    self.block = name
+  def declare(self, name: str, ret: str, args: list[str], attrs: str = "") -> str:
+    self.decls.setdefault(name, f"declare {ret} @{name}({', '.join(args)}){(' ' + attrs) if attrs else ''}")
+    return f"@{name}"
+
+class LLVMRenderer(Renderer):
+  """LLVM IR for one target. Subclasses set the triple, the data layout, the address spaces, the kernel's calling
+  convention and parameters, and how grid ids and barriers are spelled."""
+  triple = ""
+  datalayout = ""
+  addrspace: dict[AddrSpace, int] = {AddrSpace.GLOBAL: 0, AddrSpace.LOCAL: 0, AddrSpace.REG: 0}
+  kernel_cc = ""
+  supports_float4 = True
+  # ops every LLVM target computes lane-wise on vectors
+  vector_ops = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX, Ops.NEG, Ops.CAST, Ops.MULACC,
+                Ops.SQRT, Ops.TRUNC, Ops.RECIPROCAL}
+  no_vector_dtypes = (dtypes.bool, *EMULATED)
+  # the scalar ops rendered natively (codegen decomposes THREEFRY; subclasses add the transcendentals they have)
+  code_for_op = {op: True for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.NEG, Ops.RECIPROCAL,
+                                     Ops.SQRT, Ops.TRUNC, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR,
+                                     Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.MULACC)}
+
+  def supports_op(self, op: Ops, dtype: DType | None = None) -> bool:
+    return op in self.code_for_op
+
+  # ---- target hooks ----
+  def ptr_type(self, space: AddrSpace) -> str:
+    a = self.addrspace[space]
+    return f"ptr addrspace({a})" if a else "ptr"
+  def kernel_params(self, st: _State) -> list[str]: return [p for _, p in sorted(st.params)]
+  def kernel_attrs(self, uops: list[UOp]) -> str: return "nounwind"
+  def render_special(self, st: _State, u: UOp) -> str:
+    raise NotImplementedError(f"{type(self).__name__}: no SPECIAL {u.arg!r}")
+  def render_barrier(self, st: _State) -> None:
+    raise NotImplementedError(f"{type(self).__name__} has no BARRIER")
+  def module_flags(self) -> list[str]: return []
+  def acc_widths(self, dt: DType) -> tuple[int, ...]:
+    """Lane counts of the vector accumulators pack_accumulators builds for `dt`, widest first (none: it does not run)."""
+    return ()
+
+  # ---- the module ----
+  def render(self, uops: list[UOp], name: str = "kernel") -> str:
+    """The module: one kernel `name` whose parameters are the buffers in DEFINE_GLOBAL order, then the DEFINE_VARs by
+    name, then what the target adds (the CPU's core_id)."""
+    st = _State()
+    for u in uops:
+      if u.op in (Ops.SINK, Ops.GROUP, Ops.NOOP): continue
+      if (h := _HANDLERS.get(u.op)) is not None: h(self, st, u)
+      elif u.op in GroupOp.ALU: st.r[u] = self.render_alu(st, u)
+      else: raise NotImplementedError(f"{type(self).__name__} cannot render {u.op} ({u.dtype})")
+    if st.loops or st.ifs:
+      raise ValueError(f"LLVM render of {name}: {len(st.loops)} loops and {len(st.ifs)} IFs are not closed")
+    st.emit("ret void")
+    head = [f'; kernel {name}', f'target datalayout = "{self.datalayout}"', f'target triple = "{self.triple}"', ""]
+    cc = self.kernel_cc + " " if self.kernel_cc else ""
+    body = [f'define {cc}void @"{name}"({", ".join(self.kernel_params(st))}) #0 {{', "entry:",
+            *["  " + a for a in st.allocas], *st.lines, "}"]
+    helpers = [_HELPER_IR[h] for h in sorted(st.helpers)]
+    flags = self.module_flags()
+    tail = [f"attributes #0 = {{ {self.kernel_attrs(uops)} }}"]
+    if flags: tail += [f"!llvm.module.flags = !{{{', '.join(f'!{i}' for i in range(len(flags)))}}}"] + \
+                      [f"!{i} = {f}" for i, f in enumerate(flags)]
+    return "\n".join(head + st.globals + ([""] if st.globals else []) + body + [""] + helpers +
+                     sorted(st.decls.values()) + [""] + tail) + "\n"
+
+  # ---- definitions ----
+  def _global(self, st: _State, u: UOp) -> None:
+    st.r[u] = f"%data{u.arg}"
+    st.params.append(((0, u.arg), f"{self.ptr_type(AddrSpace.GLOBAL)} %data{u.arg}"))
+  def _var(self, st: _State, u: UOp) -> None:
+    st.r[u] = f"%{u.arg[0]}"
+    st.params.append(((1, u.arg[0]), f"{ltype(u.dtype)} %{u.arg[0]}"))
+  def _reg(self, st: _State, u: UOp) -> None:
+    assert isinstance(u.dtype, PtrDType)
+    st.r[u] = v = f"%acc{u.arg}"
+    a = self.addrspace[AddrSpace.REG]
+    st.allocas.append(f"{v} = alloca [{u.dtype.size} x {mem_type(u.dtype.base)}], align {_align(u.dtype.base)}"
+                      + (f", addrspace({a})" if a else ""))
+  def _local(self, st: _State, u: UOp) -> None:
+    assert isinstance(u.dtype, PtrDType)
+    st.r[u] = v = f"@smem{u.arg}"
+    st.globals.append(f"{v} = internal addrspace({self.addrspace[AddrSpace.LOCAL]}) global "
+                      f"[{u.dtype.size} x {mem_type(u.dtype.base)}] undef, align 16")
+
+  # ---- control flow ----
+  def _range(self, st: _State, u: UOp) -> None:
+    t, end = ltype(u.dtype), st.r[u.src[0]]
+    v, hdr, body, ext = st.fresh("ridx"), st.label("loop"), st.label("body"), st.label("exit")
+    pre = st.block
+    st.emit(f"br label %{hdr}")
+    st.start_block(hdr)
+    st.lines.append("")  # the phi, patched at the END (when the latch block is known)
+    loop = _Loop(v, hdr, body, ext, len(st.lines) - 1)
+    st.lines[loop.phi_at] = f"  {v} = phi {t} [ 0, %{pre} ]"
+    c = st.fresh()
+    st.emit(f"{c} = icmp slt {t} {v}, {end}")
+    st.emit(f"br i1 {c}, label %{body}, label %{ext}")
+    st.start_block(body)
+    st.loops.append(loop)
+    st.r[u] = v
+  def _end(self, st: _State, u: UOp) -> None:
+    loop = st.loops.pop()
+    if st.r[u.src[1]] != loop.var: raise ValueError(f"LLVM render: END of {u.src[1].arg} closes a different loop")
+    t = ltype(u.src[1].dtype)
+    nxt = st.fresh()
+    st.emit(f"{nxt} = add {t} {loop.var}, 1")
+    st.emit(f"br label %{loop.header}")
+    st.lines[loop.phi_at] += f", [ {nxt}, %{st.block} ]"
+    st.start_block(loop.exit)
+  def _if(self, st: _State, u: UOp) -> None:
+    then, after = st.label("if"), st.label("endif")
+    st.emit(f"br i1 {st.r[u.src[0]]}, label %{then}, label %{after}")
+    st.start_block(then)
+    st.ifs.append((then, after))
+  def _endif(self, st: _State, u: UOp) -> None:
+    _, after = st.ifs.pop()
+    st.emit(f"br label %{after}")
+    st.start_block(after)
+
+  # ---- memory ----
+  def _index(self, st: _State, u: UOp) -> None:
+    buf, idx = u.src[0], u.src[1]
+    bdt = buf.dtype
+    assert isinstance(bdt, PtrDType)
+    pt = self.ptr_type(bdt.addrspace)
+    st.r[u] = p = st.fresh("p")
+    i = st.r[idx]
+    if len(u.src) == 3 and _may_be_oob(bdt):
+      # NOTE: the gated index may be out of bounds; a gated load reads through index 0 (in bounds) instead
+      i2 = st.fresh()
+      st.emit(f"{i2} = select i1 {st.r[u.src[2]]}, {ltype(idx.dtype)} {i}, {ltype(idx.dtype)} 0")
+      i = i2
+    st.emit(f"{p} = getelementptr inbounds {mem_type(bdt.base)}, {pt} {st.r[buf]}, {ltype(idx.dtype)} {i}")
+  def _load(self, st: _State, u: UOp) -> None:
+    idx = u.src[0]
+    bdt = idx.src[0].dtype
+    assert isinstance(bdt, PtrDType)
+    pt = self.ptr_type(bdt.addrspace)
+    if len(u.src) == 2 and not _may_be_oob(bdt):
+      # NOTE: the buffer has no element at all: the gate is false wherever the load runs, so it reads the alternative
+      st.r[u] = st.r[u.src[1]]
+      return
+    v = st.fresh()
+    st.emit(f"{v} = load {mem_type(u.dtype)}, {pt} {st.r[idx]}, align {_mem_align(u.dtype, bdt)}")
+    v = self._from_mem(st, v, u.dtype)
+    if len(u.src) == 2:
+      # a gated load: the index was made safe (index 0), the value is the alternative where the gate is false
+      g, alt = st.r[idx.src[2]], st.r[u.src[1]]
+      st.r[u] = st.fresh()
+      st.emit(f"{st.r[u]} = select i1 {g}, {ltype(u.dtype)} {v}, {ltype(u.dtype)} {alt}")
+    else: st.r[u] = v
+  def _store(self, st: _State, u: UOp) -> None:
+    idx, val = u.src
+    bdt = idx.src[0].dtype
+    assert isinstance(bdt, PtrDType)
+    v = self._to_mem(st, st.r[val], val.dtype)
+    st.emit(f"store {mem_type(val.dtype)} {v}, {self.ptr_type(bdt.addrspace)} {st.r[idx]}, "
+            f"align {_mem_align(val.dtype, bdt)}")
+  def _from_mem(self, st: _State, v: str, dt: DType) -> str:
+    if dt.scalar() is not dtypes.bool: return v
+    r = st.fresh()
+    st.emit(f"{r} = icmp ne {mem_type(dt)} {v}, {_zero(mem_type(dt))}")
+    return r
+  def _to_mem(self, st: _State, v: str, dt: DType) -> str:
+    if dt.scalar() is not dtypes.bool: return v
+    r = st.fresh()
+    st.emit(f"{r} = zext {ltype(dt)} {v} to {mem_type(dt)}")
+    return r
+
+  # ---- values ----
+  def _const(self, st: _State, u: UOp) -> None:
+    st.r[u] = render_const(u.arg, u.dtype) if u.dtype.count == 1 else _vec_const([u.arg] * u.dtype.count, u.dtype)
+  def _vconst(self, st: _State, u: UOp) -> None: st.r[u] = _vec_const(list(u.arg), u.dtype)
+  def _gep(self, st: _State, u: UOp) -> None:
+    src = u.src[0]
+    st.r[u] = v = st.fresh()
+    if len(u.arg) == 1: st.emit(f"{v} = extractelement {ltype(src.dtype)} {st.r[src]}, i32 {u.arg[0]}")
+    else:
+      mask = ", ".join(f"i32 {i}" for i in u.arg)
+      st.emit(f"{v} = shufflevector {ltype(src.dtype)} {st.r[src]}, {ltype(src.dtype)} poison, <{len(u.arg)} x i32> "
+              f"<{mask}>")
+  def _vectorize(self, st: _State, u: UOp) -> None:
+    t, et = ltype(u.dtype), scalar_type(u.dtype)
+    if all(s is u.src[0] for s in u.src):
+      # a broadcast: one insert and a splat shuffle
+      one = st.fresh()
+      st.emit(f"{one} = insertelement <1 x {et}> poison, {et} {st.r[u.src[0]]}, i32 0")
+      st.r[u] = v = st.fresh()
+      st.emit(f"{v} = shufflevector <1 x {et}> {one}, <1 x {et}> poison, <{u.dtype.count} x i32> zeroinitializer")
+      return
+    cur = "poison"
+    for i, s in enumerate(u.src):
+      nv = st.fresh()
+      st.emit(f"{nv} = insertelement {t} {cur}, {et} {st.r[s]}, i32 {i}")
+      cur = nv
+    st.r[u] = cur
+  def _cast(self, st: _State, u: UOp) -> None: st.r[u] = self.cast(st, st.r[u.src[0]], u.src[0].dtype, u.dtype)
+  def _bitcast(self, st: _State, u: UOp) -> None:
+    src = u.src[0]
+    if ltype(src.dtype) == ltype(u.dtype): st.r[u] = st.r[src]; return
+    if src.dtype.scalar() is dtypes.bool or u.dtype.scalar() is dtypes.bool:
+      raise NotImplementedError(f"LLVM: BITCAST {src.dtype} -> {u.dtype} (bool has no bit layout)")
+    st.r[u] = v = st.fresh()
+    st.emit(f"{v} = bitcast {ltype(src.dtype)} {st.r[src]} to {ltype(u.dtype)}")
+
+  def cast(self, st: _State, x: str, src: DType, dt: DType) -> str:
+    """CAST, C's conversions except where C is undefined: float -> int saturates (NaN -> 0)."""
+    s, d = src.scalar(), dt.scalar()
+    if s is d: return x
+    if (s in EMULATED or d in EMULATED) and dt.count > 1:
+      raise NotImplementedError(f"LLVM: vector cast {src} -> {dt} of an emulated dtype (codegen keeps them scalar)")
+    if s in EMULATED:
+      return self.cast(st, self._call_helper(st, _TO_F32[s], "float", [f"{scalar_type(s)} {x}"]), dtypes.float32, dt)
+    if d in EMULATED:
+      f = self.cast(st, x, src, dtypes.float32)
+      return self._call_helper(st, _FROM_F32[d], scalar_type(d), [f"float {f}"])
+    st_, dt_ = ltype(src), ltype(dt)
+    v = st.fresh()
+    if d is dtypes.bool:
+      op = f"fcmp une {st_} {x}, {_zero(st_, src)}" if _is_float(s) else f"icmp ne {st_} {x}, {_zero(st_, src)}"
+      st.emit(f"{v} = {op}")
+    elif s is dtypes.bool:
+      st.emit(f"{v} = {'uitofp' if _is_float(d) else 'zext'} {st_} {x} to {dt_}")
+    elif _is_float(s) and _is_float(d):
+      st.emit(f"{v} = {'fpext' if d.itemsize > s.itemsize else 'fptrunc'} {st_} {x} to {dt_}")
+    elif _is_float(s):
+      fn = f"llvm.fpto{'s' if _is_signed(d) else 'u'}i.sat.{_intr_suffix(dt)}.{_intr_suffix(src)}"
+      st.emit(f"{v} = call {dt_} {st.declare(fn, dt_, [st_])}({st_} {x})")
+    elif _is_float(d):
+      st.emit(f"{v} = {'sitofp' if _is_signed(s) else 'uitofp'} {st_} {x} to {dt_}")
+    elif d.itemsize < s.itemsize: st.emit(f"{v} = trunc {st_} {x} to {dt_}")
+    elif d.itemsize > s.itemsize: st.emit(f"{v} = {'sext' if _is_signed(s) else 'zext'} {st_} {x} to {dt_}")
+    else: return x  # same width, other signedness: the same bits
+    return v
+  def _call_helper(self, st: _State, fn: str, ret: str, args: list[str]) -> str:
+    st.helpers.add(fn)
+    v = st.fresh()
+    st.emit(f"{v} = call {ret} @{fn}({', '.join(args)})")
+    return v
+
+  # ---- ALU ----
+  def render_alu(self, st: _State, u: UOp) -> str:
+    op, dt = u.op, u.dtype
+    srcs = [st.r[s] for s in u.src]
+    t = ltype(u.src[-1].dtype)
+    v = st.fresh()
+    if op is Ops.WHERE:
+      st.emit(f"{v} = select {ltype(u.src[0].dtype)} {srcs[0]}, {t} {srcs[1]}, {t} {srcs[2]}")
+    elif op in GroupOp.Comparison: st.emit(f"{v} = {_cmp(op, u.src[0].dtype)} {t} {srcs[0]}, {srcs[1]}")
+    elif op is Ops.MAX: return self._max(st, srcs[0], srcs[1], dt)
+    elif op in (Ops.IDIV, Ops.MOD): return self._divmod(st, u, srcs[0], srcs[1])
+    elif op in (Ops.SHL, Ops.SHR): return self._shift(st, u, srcs[0], srcs[1])
+    elif op is Ops.MULACC:
+      if not _is_float(dt):
+        m = st.fresh()
+        st.emit(f"{m} = mul {t} {srcs[0]}, {srcs[1]}")
+        st.emit(f"{v} = add {t} {m}, {srcs[2]}")
+      else:
+        fn = st.declare(f"llvm.fmuladd.{_intr_suffix(dt)}", t, [t, t, t])
+        st.emit(f"{v} = call {FASTMATH} {t} {fn}({t} {srcs[0]}, {t} {srcs[1]}, {t} {srcs[2]})")
+    elif op is Ops.NEG:
+      if _is_float(dt): st.emit(f"{v} = fneg {FASTMATH} {t} {srcs[0]}")
+      elif dt.scalar() is dtypes.bool: st.emit(f"{v} = xor {t} {srcs[0]}, {_splat('true', dt)}")
+      else: st.emit(f"{v} = sub {t} {_zero(t, dt)}, {srcs[0]}")
+    elif op is Ops.RECIPROCAL:
+      if not _is_float(dt): raise NotImplementedError(f"LLVM: RECIPROCAL of {dt}")
+      st.emit(f"{v} = fdiv {FASTMATH} {t} {_splat(render_const(1.0, dt.scalar()), dt)}, {srcs[0]}")
+    elif op in _INTRINSIC:
+      if not _is_float(dt): raise NotImplementedError(f"LLVM: {op} of {dt}")
+      fn = st.declare(f"llvm.{_INTRINSIC[op]}.{_intr_suffix(dt)}", t, [t] * len(srcs))
+      st.emit(f"{v} = call {FASTMATH} {t} {fn}({', '.join(f'{t} {s}' for s in srcs)})")
+    elif op in _BINARY:
+      iop, fop = _BINARY[op]
+      if _is_float(dt):
+        if fop is None: raise NotImplementedError(f"LLVM: {op} of {dt}")
+        st.emit(f"{v} = {fop} {FASTMATH} {t} {srcs[0]}, {srcs[1]}")
+      else:
+        if iop is None: raise NotImplementedError(f"LLVM: {op} of {dt}")
+        st.emit(f"{v} = {iop} {t} {srcs[0]}, {srcs[1]}")
+    else: raise NotImplementedError(f"{type(self).__name__} cannot render {op} ({dt}); codegen should decompose it")
+    return v
+
+  def _max(self, st: _State, a: str, b: str, dt: DType) -> str:
+    t, c, v = ltype(dt), st.fresh(), st.fresh()
+    if _is_float(dt):
+      # NOTE: NaN-correct and -0.0 exactly as the C backend: a > b || a != a ? a : b
+      gt, nan = st.fresh(), st.fresh()
+      bt = ltype(dtypes.bool.vec(dt.count)) if dt.count > 1 else "i1"
+      st.emit(f"{gt} = fcmp ogt {t} {a}, {b}")
+      st.emit(f"{nan} = fcmp uno {t} {a}, {a}")
+      st.emit(f"{c} = or {bt} {gt}, {nan}")
+    elif dt.scalar() is dtypes.bool:
+      st.emit(f"{v} = or {t} {a}, {b}")
+      return v
+    else: st.emit(f"{c} = icmp {'s' if _is_signed(dt) else 'u'}gt {t} {a}, {b}")
+    st.emit(f"{v} = select {'i1' if dt.count == 1 else ltype(dtypes.bool.vec(dt.count))} {c}, {t} {a}, {t} {b}")
+    return v
+
+  def _divmod(self, st: _State, u: UOp, a: str, b: str) -> str:
+    """Truncating division (C). x/0 and x%0 are guarded (DIV_BY_ZERO), and so is INT_MIN / -1 (LLVM: immediate UB;
+    x86 traps): the quotient wraps to INT_MIN (negation), the remainder is 0."""
+    dt, d = u.dtype, u.src[1]
+    t = ltype(dt)
+    signed = _is_signed(dt)
+    op = ("sdiv" if signed else "udiv") if u.op is Ops.IDIV else ("srem" if signed else "urem")
+    may_zero = _may_be(d, 0)
+    may_m1 = signed and _may_be(d, -1)
+    if not may_zero and not may_m1:
+      v = st.fresh()
+      st.emit(f"{v} = {op} {t} {a}, {b}")
+      return v
+    bt = "i1" if dt.count == 1 else f"<{dt.count} x i1>"
+    one, zero, m1 = _splat("1", dt), _zero(t, dt), _splat("-1", dt)
+    bad = st.fresh()
+    if may_zero and may_m1:
+      z, n = st.fresh(), st.fresh()
+      st.emit(f"{z} = icmp eq {t} {b}, {zero}")
+      st.emit(f"{n} = icmp eq {t} {b}, {m1}")
+      st.emit(f"{bad} = or {bt} {z}, {n}")
+    else: st.emit(f"{bad} = icmp eq {t} {b}, {zero if may_zero else m1}")
+    safe, q = st.fresh(), st.fresh()
+    st.emit(f"{safe} = select {bt} {bad}, {t} {one}, {t} {b}")
+    st.emit(f"{q} = {op} {t} {a}, {safe}")
+    ret = q
+    if may_m1:
+      # b == -1: a / -1 = -a (wrapping), a % -1 = 0
+      n2, alt, r2 = st.fresh(), st.fresh(), st.fresh()
+      st.emit(f"{n2} = icmp eq {t} {b}, {m1}")
+      if u.op is Ops.IDIV: st.emit(f"{alt} = sub {t} {zero}, {a}")
+      st.emit(f"{r2} = select {bt} {n2}, {t} {alt if u.op is Ops.IDIV else zero}, {t} {ret}")
+      ret = r2
+    if may_zero:
+      z2, r3 = st.fresh(), st.fresh()
+      st.emit(f"{z2} = icmp eq {t} {b}, {zero}")
+      by_zero = zero if DIV_BY_ZERO[u.op] == "zero" else a
+      st.emit(f"{r3} = select {bt} {z2}, {t} {by_zero}, {t} {ret}")
+      ret = r3
+    return ret
+
+  def _shift(self, st: _State, u: UOp, a: str, b: str) -> str:
+    """SHL/SHR; an amount outside [0, width) (poison in LLVM, undefined in C) shifts every bit out: 0, or the sign for
+    an arithmetic right shift."""
+    dt, amt = u.dtype, u.src[1]
+    t = ltype(dt)
+    op = "shl" if u.op is Ops.SHL else ("ashr" if _is_signed(dt) else "lshr")
+    bits = dt.scalar().itemsize * 8
+    v = st.fresh()
+    lo, hi = amt.vmin, amt.vmax
+    if isinstance(lo, int) and isinstance(hi, int) and 0 <= lo and hi < bits:
+      st.emit(f"{v} = {op} {t} {a}, {b}")
+      return v
+    bt = "i1" if dt.count == 1 else f"<{dt.count} x i1>"
+    ok, safe = st.fresh(), st.fresh()
+    st.emit(f"{ok} = icmp ult {t} {b}, {_splat(str(bits), dt)}")
+    st.emit(f"{safe} = select {bt} {ok}, {t} {b}, {t} {_zero(t, dt)}")
+    st.emit(f"{v} = {op} {t} {a}, {safe}")
+    if op == "ashr":
+      out = st.fresh()
+      st.emit(f"{out} = ashr {t} {a}, {_splat(str(bits - 1), dt)}")
+    else: out = _zero(t, dt)
+    r = st.fresh()
+    st.emit(f"{r} = select {bt} {ok}, {t} {v}, {t} {out}")
+    return r
+
+_BINARY: dict[Ops, tuple[str | None, str | None]] = {
+  Ops.ADD: ("add", "fadd"), Ops.SUB: ("sub", "fsub"), Ops.MUL: ("mul", "fmul"), Ops.FDIV: (None, "fdiv"),
+  Ops.AND: ("and", None), Ops.OR: ("or", None), Ops.XOR: ("xor", None),
+}
+_INTRINSIC = {Ops.SQRT: "sqrt", Ops.TRUNC: "trunc", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.POW: "pow"}
+
+def _cmp(op: Ops, dt: DType) -> str:
+  if _is_float(dt): return {Ops.CMPLT: "fcmp olt", Ops.CMPNE: "fcmp une", Ops.CMPEQ: "fcmp oeq"}[op]
+  if op is Ops.CMPLT: return "icmp slt" if _is_signed(dt) else "icmp ult"
+  return {Ops.CMPNE: "icmp ne", Ops.CMPEQ: "icmp eq"}[op]
+
+def _splat(c: str, dt: DType) -> str:
+  if dt.count == 1: return c
+  return "<" + ", ".join(f"{scalar_type(dt)} {c}" for _ in range(dt.count)) + ">"
+
+def _zero(t: str, dt: DType | None = None) -> str:
+  if t.startswith("<"):
+    return "zeroinitializer"
+  return "0.0" if t in ("half", "float", "double") else "false" if t == "i1" else "0"
+
+def _align(dt: DType) -> int:
+  """The natural alignment of a register value (vectors: their size, capped at 64 bytes)."""
+  n = dt.itemsize if dt.scalar() is not dtypes.bool else dt.count
+  return min(64, 1 << max(0, (n - 1).bit_length()))
+
+def _mem_align(dt: DType, buf: PtrDType) -> int:
+  # NOTE: a vector access to a buffer starts at any element: only the element's alignment is known, except in registers
+  if buf.addrspace is AddrSpace.REG: return _align(buf.base)
+  return max(1, dt.scalar().itemsize)
+
+def _may_be_oob(buf: PtrDType) -> bool:
+  """Whether index 0 is in bounds (so a gated load can read it safely)."""
+  return buf.size != 0
+
+def _may_be(u: UOp, v: int) -> bool:
+  if u.op is Ops.CONST: return u.arg == v
+  if u.op is Ops.VCONST: return v in u.arg
+  lo, hi = u.vmin, u.vmax
+  return not (isinstance(lo, int) and isinstance(hi, int)) or lo <= v <= hi
+
+_HANDLERS: dict[Ops, Callable[..., None]] = {
+  Ops.DEFINE_GLOBAL: LLVMRenderer._global, Ops.DEFINE_VAR: LLVMRenderer._var, Ops.DEFINE_REG: LLVMRenderer._reg,
+  Ops.DEFINE_LOCAL: LLVMRenderer._local, Ops.RANGE: LLVMRenderer._range, Ops.END: LLVMRenderer._end,
+  Ops.IF: LLVMRenderer._if, Ops.ENDIF: LLVMRenderer._endif, Ops.INDEX: LLVMRenderer._index,
+  Ops.LOAD: LLVMRenderer._load, Ops.STORE: LLVMRenderer._store, Ops.CONST: LLVMRenderer._const,
+  Ops.VCONST: LLVMRenderer._vconst, Ops.GEP: LLVMRenderer._gep, Ops.VECTORIZE: LLVMRenderer._vectorize,
+  Ops.CAST: LLVMRenderer._cast, Ops.BITCAST: LLVMRenderer._bitcast,
+  Ops.AFTER: lambda self, st, u: st.r.__setitem__(u, st.r[u.src[0]]),
+  Ops.SPECIAL: lambda self, st, u: st.r.__setitem__(u, self.render_special(st, u)),
+  Ops.BARRIER: lambda self, st, u: self.render_barrier(st),
+}
+
+# ---- vector accumulators (the CPU's extra_matcher) ----
+# Codegen expands UPCAST lanes into one scalar accumulator per lane. Here the accumulators of one loop whose updates
+# have the same shape are packed, `width` lanes at a time, into one vector accumulator (a `<16 x float>` in a register
+# on AVX-512): the update becomes one vector op on VECTORIZEs of the lanes' operands, which the rules below turn into
+# vector loads (consecutive addresses), splats (one value for every lane) and vector ALU ops, down to one FMA.
+
+
+@dataclass(frozen=True)
+class _Acc:
+  """One scalar accumulator as pm_reduce builds it (codegen/lowerer.py lower_reduce)."""
+  define: UOp        # DEFINE_REG(dt.ptr(1, REG))
+  op: Ops            # ADD, MUL or MAX
+  init: UOp          # STORE(INDEX(define or AFTER(define, *outer ranges), 0), identity)
+  loop_after: UOp    # AFTER(define, init, *reduce ranges): the accumulator inside its loop
+  update: UOp        # STORE(INDEX(loop_after, 0), op(LOAD(INDEX(loop_after, 0)), x))
+  x: UOp             # what each iteration combines in
+  final: UOp         # LOAD(INDEX(AFTER(define, END), 0)): the result after the loop
+
+def _users(sink: UOp) -> dict[UOp, list[UOp]]:
+  users: dict[UOp, list[UOp]] = {}
+  for u in sink.toposort():
+    for s in u.src: users.setdefault(s, []).append(u)
+  return users
+
+def _only(users: dict[UOp, list[UOp]], u: UOp, op: Ops) -> UOp | None:
+  us = users.get(u, [])
+  return us[0] if len(us) == 1 and us[0].op is op else None
+
+def match_acc(d: UOp, users: dict[UOp, list[UOp]]) -> _Acc | None:
+  """The accumulator pattern of pm_reduce, exactly; anything else is None (and left alone)."""
+  afters = [a for a in users.get(d, []) if a.op is Ops.AFTER]
+  loop = [a for a in afters if len(a.src) > 2 and a.src[1].op is Ops.STORE and
+          all(r.op is Ops.RANGE for r in a.src[2:])]
+  if len(loop) != 1: return None
+  la, init = loop[0], loop[0].src[1]
+  if init.src[1].op is not Ops.CONST or init.src[0].op is not Ops.INDEX: return None
+  if (idx := _only(users, la, Ops.INDEX)) is None or len(idx.src) != 2: return None
+  lds = [x for x in users.get(idx, []) if x.op is Ops.LOAD]
+  sts = [x for x in users.get(idx, []) if x.op is Ops.STORE]
+  if len(lds) != 1 or len(sts) != 1 or len(users[idx]) != 2 or len(users.get(lds[0], [])) != 1: return None
+  upd = sts[0].src[1]
+  # NOTE: an ADD of a product may have been fused already (the rules run on the sources before the SINK)
+  if upd.op is Ops.MULACC and upd.src[2] is lds[0] and lds[0] not in upd.src[:2]:
+    op, x = Ops.ADD, upd.src[0] * upd.src[1]
+  elif upd.op in (Ops.ADD, Ops.MUL, Ops.MAX) and len(upd.src) == 2 and lds[0] in upd.src:
+    op, x = upd.op, (upd.src[1] if upd.src[0] is lds[0] else upd.src[0])
+  else: return None
+  fins = [a for a in afters if a is not la and len(a.src) == 2 and a.src[1].op is Ops.END]
+  if len(fins) != 1 or (fidx := _only(users, fins[0], Ops.INDEX)) is None or len(fidx.src) != 2: return None
+  if (fld := _only(users, fidx, Ops.LOAD)) is None: return None
+  return _Acc(d, op, init, la, sts[0], x, fld)
+
+def _split_offset(idx: UOp) -> tuple[UOp | None, int]:
+  """idx as (base, constant offset)."""
+  if idx.op is Ops.CONST: return None, int(idx.arg)
+  if idx.op is Ops.ADD and idx.src[1].op is Ops.CONST: return idx.src[0], int(idx.src[1].arg)
+  return idx, 0
+
+def lane_shape(x: UOp, loads: list[UOp], table: dict[Any, int], memo: dict[UOp, int] | None = None) -> int:
+  """The op tree of x with each plain load as (buffer, index without its constant offset) and constants as their dtype,
+  as a number (equal numbers: equal shapes; `table` interns the shapes): lanes of the same shape differ only in load
+  offsets and constants. The loads are appended to `loads` in the order a depth-first walk first reaches them."""
+  memo = {} if memo is None else memo
+  if (m := memo.get(x)) is not None: return m
+  if x.op is Ops.LOAD and len(x.src) == 1 and x.src[0].op is Ops.INDEX and len(x.src[0].src) == 2:
+    loads.append(x)
+    key: Any = ("LOAD", x.dtype, x.src[0].src[0], _split_offset(x.src[0].src[1])[0])
+  elif x.op in (Ops.CONST, Ops.VCONST): key = ("CONST", x.dtype)
+  elif x.op in GroupOp.ALU or x.op in (Ops.CAST, Ops.BITCAST):
+    key = (x.op, x.dtype, x.arg, tuple(lane_shape(s, loads, table, memo) for s in x.src))
+  else: key = ("LEAF", x)
+  memo[x] = ret = table.setdefault(key, len(table))
+  return ret
+
+def group_lanes(accs: list[_Acc], width: int, table: dict[Any, int]) -> list[list[_Acc]]:
+  """Runs of `width` accumulators (one shape) whose loads, position by position, read the same address in every lane or
+  consecutive addresses from lane to lane. A lane goes into at most one run; lanes left over stay scalar."""
+  offs: dict[tuple[int, ...], _Acc] = {}
+  for a in accs:
+    loads: list[UOp] = []
+    lane_shape(a.x, loads, table)
+    offs[tuple(_split_offset(ld.src[0].src[1])[1] for ld in loads)] = a
+  if len(offs) != len(accs) or len({len(o) for o in offs}) != 1 or not next(iter(offs)): return []
+  taken: set[tuple[int, ...]] = set()
+  runs = []
+  for seed in sorted(offs):
+    if seed in taken: continue
+    # the steps another lane is away by: each load position moves by 0 or 1; prefer steps that move more loads
+    diffs = [tuple(b - a for a, b in zip(seed, o)) for o in offs if o not in taken and o != seed]
+    steps = {d for d in diffs if all(x in (0, 1) for x in d)}
+    for d in sorted(steps, key=lambda d: (-sum(d), d)):
+      run = [tuple(a + k * s for a, s in zip(seed, d)) for k in range(width)]
+      if all(o in offs and o not in taken for o in run):
+        runs.append([offs[o] for o in run])
+        taken.update(run)
+        break
+  return runs
+
+def pack_accumulators(ren: LLVMRenderer, sink: UOp) -> UOp | None:
+  """SINK rule: scalar accumulators of one loop whose updates have one shape become vector accumulators of
+  `ren.acc_widths(dtype)` lanes; their results are read back lane by lane (GEP) after the loop."""
+  users = _users(sink)
+  accs = [a for d in users if d.op is Ops.DEFINE_REG and isinstance(d.dtype, PtrDType) and d.dtype.size == 1
+          and d.dtype.base.count == 1 and d.dtype.base.scalar() not in ren.no_vector_dtypes
+          and (a := match_acc(d, users)) is not None]
+  classes: dict[Any, list[_Acc]] = {}
+  table: dict[Any, int] = {}
+  for a in accs:
+    key = (a.op, a.define.dtype, a.init.src[0].src[0].src[1:], a.init.src[1], a.loop_after.src[2:],
+           a.final.src[0].src[0].src[1], lane_shape(a.x, [], table))
+    classes.setdefault(key, []).append(a)
+  nreg = max((u.arg for u in users if u.op is Ops.DEFINE_REG), default=-1) + 1
+  upd_subs: dict[UOp, UOp] = {}
+  finals: list[tuple[UOp, UOp, UOp, int]] = []  # (old final load, vector define, old END, lane)
+  for members in classes.values():
+    dt = members[0].define.dtype.base  # type: ignore[attr-defined]
+    for width in ren.acc_widths(dt):
+      for lanes in group_lanes([m for m in members if m.update not in upd_subs], width, table):
+        acc, upd = _vector_acc(lanes, dt.vec(width), nreg)
+        nreg += 1
+        upd_subs.update({a.update: upd for a in lanes})
+        finals += [(a.final, acc, a.final.src[0].src[0].src[1], i) for i, a in enumerate(lanes)]
+  if not upd_subs: return None
+  # the updates live in the GROUP under the innermost END of their loop: the vector updates replace the scalar ones
+  group_subs = {g: UOp.group(*[s for s in g.src if s not in upd_subs], *dict.fromkeys(upd_subs[s] for s in g.src
+                                                                                      if s in upd_subs))
+                for g in users if g.op is Ops.GROUP and any(s in upd_subs for s in g.src)}
+  # NOTE: hash-consing makes each rebuilt END here the same node as the one sink.substitute rebuilds
+  zero = UOp.const(dtypes.int32, 0)
+  new_end = {e: e.substitute(group_subs) for e in {end for _, _, end, _ in finals}}
+  fin_subs = {old: acc.after(new_end[end]).index(zero).load().gep(lane) for old, acc, end, lane in finals}
+  return sink.substitute({**group_subs, **fin_subs})
+
+def _vector_acc(lanes: list[_Acc], vdt: DType, nreg: int) -> tuple[UOp, UOp]:
+  """A vector accumulator for `lanes`: (its DEFINE_REG, its update STORE)."""
+  a0 = lanes[0]
+  acc = UOp(Ops.DEFINE_REG, vdt.ptr(1, AddrSpace.REG), arg=nreg)
+  init_idx = a0.init.src[0]
+  init_at = acc.after(*init_idx.src[0].src[1:]) if init_idx.src[0].op is Ops.AFTER else acc
+  init = init_at.index(init_idx.src[1]).store(UOp.const(vdt, a0.init.src[1].arg))
+  idx = acc.after(init, *a0.loop_after.src[2:]).index(init_idx.src[1])
+  return acc, idx.store(idx.load().alu(a0.op, UOp.vectorize(*[a.x for a in lanes])))
+
+# ---- lanes into vector ops (any width: the target legalizes what its registers do not hold) ----
+
+def _vec_ok(ren: LLVMRenderer, dt: DType) -> bool: return dt.scalar() not in ren.no_vector_dtypes
+
+def vectorize_alu(ren: LLVMRenderer, v: UOp) -> UOp | None:
+  """VECTORIZE of one ALU op in every lane -> the op on VECTORIZEs of its operands."""
+  s0 = v.src[0]
+  if s0.op not in ren.vector_ops or s0.dtype.count != 1 or all(s is s0 for s in v.src): return None
+  if not _vec_ok(ren, s0.dtype) or not all(_vec_ok(ren, x.dtype) and x.dtype.count == 1 for x in s0.src): return None
+  if any(s.op is not s0.op or s.arg != s0.arg or len(s.src) != len(s0.src) or s.dtype is not s0.dtype for s in v.src):
+    return None
+  operands = tuple(UOp.vectorize(*[s.src[j] for s in v.src]) for j in range(len(s0.src)))
+  return UOp(s0.op, s0.dtype.vec(len(v.src)), operands, s0.arg)
+
+def vectorize_load(ren: LLVMRenderer, v: UOp) -> UOp | None:
+  """VECTORIZE of plain loads of consecutive elements of one buffer -> one vector load."""
+  lds = v.src
+  if any(ld.op is not Ops.LOAD or len(ld.src) != 1 or len(ld.src[0].src) != 2 for ld in lds): return None
+  buf = lds[0].src[0].src[0]
+  if not isinstance(buf.dtype, PtrDType) or buf.dtype.base.count != 1 or not _vec_ok(ren, lds[0].dtype): return None
+  base, off = _split_offset(lds[0].src[0].src[1])
+  for i, ld in enumerate(lds):
+    if ld.src[0].src[0] is not buf or _split_offset(ld.src[0].src[1]) != (base, off + i): return None
+  return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1])).load(dtype=lds[0].dtype.vec(len(lds)))
+
+def fold_vectorize(v: UOp) -> UOp | None:
+  """VECTORIZE of constants -> a vector constant; of lanes of one vector -> a GEP (the vector itself when in order)."""
+  if all(s.op is Ops.CONST for s in v.src): return UOp.const(v.dtype, tuple(s.arg for s in v.src))
+  s0 = v.src[0]
+  if s0.op is Ops.GEP and len(s0.arg) == 1 and all(s.op is Ops.GEP and s.src[0] is s0.src[0] and len(s.arg) == 1
+                                                    for s in v.src):
+    return s0.src[0].gep(tuple(s.arg[0] for s in v.src))
+  return None
+
+def fuse_mulacc(m: UOp, c: UOp) -> UOp | None:
+  """a*b+c on floats -> MULACC (llvm.fmuladd: fused where the target has FMA; contract allows it as gcc does in C)."""
+  return UOp(Ops.MULACC, c.dtype, (*m.src, c)) if _is_float(c.dtype) else None
+
+def llvm_matcher(ren: LLVMRenderer) -> PatternMatcher:
+  """The final renderer rules: vector accumulators (where the target has vector registers), lanes into vector ops,
+  a*b+c into MULACC."""
+  rules: list[tuple[UPat, Callable[..., Any]]] = [
+    (UPat(Ops.VECTORIZE, name="v"), fold_vectorize),
+    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_load(ren, v)),
+    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_alu(ren, v)),
+    (UPat(Ops.ADD, src=[UPat(Ops.MUL, name="m"), UPat.var("c")]), fuse_mulacc),
+  ]
+  if ren.acc_widths(dtypes.float32):
+    rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: pack_accumulators(ren, sink)))
+  return PatternMatcher(rules)
+
+# ---- targets ----
+
+class CPULLVMRenderer(LLVMRenderer):
+  """The host CPU, run through llvmlite's JIT. Signature: `void name(ptr data0, ..., i32 var0, ..., i32 core_id)`, as
+  the C backend's, so the CPU runtime calls both the same way. `vector_bits` is the widest vector register (512 on
+  AVX-512, 256 on AVX2): vector accumulators are that wide."""
+  device = "CPU"
+  has_local = False
+  has_shared = False
+  has_threads = True
+  global_max = None
+  # the transcendentals go to the C library (llvm.exp2 etc. lower to exp2f, ... as the C backend's builtins do)
+  code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True, Ops.SIN: True, Ops.POW: True}
+  def __init__(self, triple: str = "x86_64-unknown-linux-gnu", datalayout: str = "", vector_bits: int = 128,
+               threads: int = 1):
+    if vector_bits not in (128, 256, 512):
+      raise ValueError(f"CPULLVMRenderer: vector_bits must be 128, 256 or 512, not {vector_bits}")
+    self.triple, self.datalayout, self.vector_bits, self.threads = triple, datalayout, vector_bits, threads
+    self.extra_matcher = llvm_matcher(self)
+  def __reduce__(self) -> tuple[Any, ...]:
+    return (type(self), (self.triple, self.datalayout, self.vector_bits, self.threads))
+  def acc_widths(self, dt: DType) -> tuple[int, ...]:
+    n = self.vector_bits // (dt.scalar().itemsize * 8)
+    return tuple(w for w in (32, 16, 8, 4, 2) if w <= n)
+  def kernel_params(self, st: _State) -> list[str]: return super().kernel_params(st) + ["i32 %core_id"]
+  def render_special(self, st: _State, u: UOp) -> str:
+    if u.arg != "core_id":
+      raise NotImplementedError(f"CPULLVMRenderer: SPECIAL {u.arg!r} needs a GPU grid (the CPU has core_id)")
+    return "%core_id"
+  def kernel_attrs(self, uops: list[UOp]) -> str:
+    # NOTE: without these, x86 targets tuned to prefer 256-bit vectors split every 512-bit vector op in two
+    return f'nounwind "min-legal-vector-width"="{self.vector_bits}" "prefer-vector-width"="{self.vector_bits}"'
+
+@dataclass(frozen=True)
+class AMDArch:
+  """What codegen and the compiler need to know of one AMD GPU architecture."""
+  name: str
+  family: str
+  wave: int          # threads per wavefront: 64 on CDNA, 32 (the compiler's choice) on RDNA
+  lds: int           # bytes of LDS per workgroup
+
+AMD_ARCHS = {a.name: a for a in (AMDArch("gfx942", "CDNA3", 64, 65536), AMDArch("gfx1100", "RDNA3", 32, 65536),
+                                  AMDArch("gfx1201", "RDNA4", 32, 65536))}
+# NOTE: code object v5: every ROCm since 5.x loads it; v6 (LLVM 22's default) needs ROCm 6.2+ loaders (docs/llvm_amd.md)
+AMD_CODE_OBJECT_VERSION = 5
+# LLVM 22's AMDGPU data layout (tests/amd checks it against llvmlite's target machine for every arch)
+AMD_DATALAYOUT = ("e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-"
+                  "p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"
+                  "v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9")
+
+def amd_arch(name: str) -> AMDArch:
+  if name not in AMD_ARCHS:
+    raise ValueError(f"AMD_ARCH={name!r} is not a supported architecture; choose one of {sorted(AMD_ARCHS)} "
+                     "(gfx942: CDNA3/MI300, gfx1100: RDNA3/RX 7900, gfx1201: RDNA4/RX 9070)")
+  return AMD_ARCHS[name]
+
+class AMDLLVMRenderer(LLVMRenderer):
+  """AMD GPUs through llvmlite's AMDGPU target. Kernel: `amdgpu_kernel void name(ptr addrspace(1) data0, ..., i32 var0,
+  ...)`; buffers in the global address space (1), DEFINE_LOCAL in LDS (3), DEFINE_REG in private memory (5); gidxN is
+  the workgroup id, lidxN the work-item id in its workgroup (HIP's blockIdx/threadIdx)."""
+  device = "AMD"
+  has_local = True
+  has_shared = True
+  has_threads = False
+  triple = "amdgcn-amd-amdhsa"
+  datalayout = AMD_DATALAYOUT
+  addrspace = {AddrSpace.GLOBAL: 1, AddrSpace.LOCAL: 3, AddrSpace.REG: 5}
+  kernel_cc = "amdgpu_kernel"
+  global_max = (2**31 - 1, 65535, 65535)
+  local_max = (1024, 1024, 1024)
+  local_max_total = 1024
+  code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True}
+  def __init__(self, arch: str = "gfx1100"):
+    self.target = amd_arch(arch)
+    self.arch, self.shared_max = self.target.name, self.target.lds
+    self.extra_matcher = llvm_matcher(self)
+  def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.arch,))
+  def supports_op(self, op: Ops, dtype: DType | None = None) -> bool:
+    # NOTE: the hardware has exp2/log2 for half and float only (double would be a library call the GPU does not have)
+    if op in (Ops.EXP2, Ops.LOG2): return dtype is None or dtype.scalar() in (dtypes.float16, dtypes.float32)
+    return super().supports_op(op, dtype)
+  def render_special(self, st: _State, u: UOp) -> str:
+    kind, dim = u.arg[:-1], "xyz"[int(u.arg[-1])]
+    fn = {"gidx": "llvm.amdgcn.workgroup.id", "lidx": "llvm.amdgcn.workitem.id"}.get(kind)
+    if fn is None: raise NotImplementedError(f"AMDLLVMRenderer: SPECIAL {u.arg!r} (a GPU has gidxN and lidxN)")
+    v = st.fresh(u.arg)
+    st.emit(f"{v} = call i32 {st.declare(f'{fn}.{dim}', 'i32', [])}()")
+    return v
+  def render_barrier(self, st: _State) -> None:
+    # NOTE: s_barrier only waits for the other waves; the fences make the LDS stores before it visible after it
+    st.emit('fence syncscope("workgroup") release')
+    st.emit(f"call void {st.declare('llvm.amdgcn.s.barrier', 'void', [])}()")
+    st.emit('fence syncscope("workgroup") acquire')
+  def kernel_attrs(self, uops: list[UOp]) -> str:
+    threads = 1
+    for u in uops:
+      if u.op is Ops.SPECIAL and u.arg.startswith("lidx") and u.src[0].op is Ops.CONST: threads *= int(u.src[0].arg)
+    return f'nounwind "amdgpu-flat-work-group-size"="1,{max(threads, 1)}"'
+  def module_flags(self) -> list[str]:
+    return [f'!{{i32 1, !"amdhsa_code_object_version", i32 {AMD_CODE_OBJECT_VERSION * 100}}}']
+
+# ---- helper functions for the emulated dtypes (bit for bit the C backend's __tg_* helpers) ----
+
+def _fp8_to_f32_ir(name: str, eb: int, mb: int, bias: int, e4m3: bool) -> str:
+  sub_scale = 2.0 ** (1 - bias - mb)
+  nan_cond = (f"  %n1 = icmp eq i32 %e, {(1 << eb) - 1}\n  %n2 = icmp eq i32 %m, {(1 << mb) - 1}\n"
+              "  %isnan = and i1 %n1, %n2\n  %isinf = and i1 false, false\n") if e4m3 else \
+             (f"  %n1 = icmp eq i32 %e, {(1 << eb) - 1}\n  %mz = icmp ne i32 %m, 0\n  %isnan = and i1 %n1, %mz\n"
+              f"  %mnz = icmp eq i32 %m, 0\n  %isinf = and i1 %n1, %mnz\n")
+  return (f"define internal float @{name}(i8 %b) alwaysinline nounwind {{\n"
+          f"  %u = zext i8 %b to i32\n  %e0 = lshr i32 %u, {mb}\n  %e = and i32 %e0, {(1 << eb) - 1}\n"
+          f"  %m = and i32 %u, {(1 << mb) - 1}\n" + nan_cond +
+          f"  %mf = uitofp i32 %m to float\n  %sub = fmul float %mf, {_hex_double(sub_scale)}\n"
+          f"  %eb = add i32 %e, {127 - bias}\n  %eb2 = shl i32 %eb, 23\n  %mb2 = shl i32 %m, {23 - mb}\n"
+          f"  %nb = or i32 %eb2, %mb2\n  %norm = bitcast i32 %nb to float\n"
+          f"  %isz = icmp eq i32 %e, 0\n  %v0 = select i1 %isz, float %sub, float %norm\n"
+          f"  %v1 = select i1 %isinf, float 0x7FF0000000000000, float %v0\n"
+          f"  %v2 = select i1 %isnan, float 0x7FF8000000000000, float %v1\n"
+          f"  %sg = and i32 %u, 128\n  %neg = icmp ne i32 %sg, 0\n  %nv = fneg float %v2\n"
+          f"  %r = select i1 %neg, float %nv, float %v2\n  ret float %r\n}}\n")
+
+def _f32_to_fp8_ir(name: str, mb: int, bias: int, e4m3: bool) -> str:
+  sh = 23 - mb
+  nanv, maxv, top = (0x7F, 448.0, 0x7E) if e4m3 else (0x7E, 61440.0, 0x7C)
+  scale = 512.0 if e4m3 else 65536.0
+  return (f"define internal i8 @{name}(float %f) alwaysinline nounwind {{\n"
+          f"  %u0 = bitcast float %f to i32\n  %s0 = lshr i32 %u0, 24\n  %sign = and i32 %s0, 128\n"
+          f"  %u = and i32 %u0, 2147483647\n  %a = bitcast i32 %u to float\n"
+          f"  %e0 = lshr i32 %u, 23\n  %e = add i32 %e0, {bias - 127}\n"
+          f"  %lsb0 = lshr i32 %u, {sh}\n  %lsb = and i32 %lsb0, 1\n  %r0 = add i32 %u, {(1 << (sh - 1)) - 1}\n"
+          f"  %r1 = add i32 %r0, %lsb\n  %r2 = lshr i32 %r1, {sh}\n  %norm = sub i32 %r2, {(127 - bias) << mb}\n"
+          f"  %x = fmul float %a, {_hex_double(scale)}\n  %q0 = fadd float %x, 0x4160000000000000\n"
+          f"  %q1 = fsub float %q0, 0x4160000000000000\n  %sub = fptoui float %q1 to i32\n"
+          f"  %isn = icmp sge i32 %e, 1\n  %v0 = select i1 %isn, i32 %norm, i32 %sub\n"
+          f"  %big = fcmp oge float %a, {_hex_double(maxv)}\n  %v1 = select i1 %big, i32 {top}, i32 %v0\n"
+          f"  %nan = fcmp uno float %f, %f\n  %v2 = select i1 %nan, i32 {nanv}, i32 %v1\n"
+          f"  %v3 = or i32 %v2, %sign\n  %r = trunc i32 %v3 to i8\n  ret i8 %r\n}}\n")
+
+_HELPER_IR = {
+  "__tg_bf16_to_f32": ("define internal float @__tg_bf16_to_f32(i16 %b) alwaysinline nounwind {\n"
+                       "  %u = zext i16 %b to i32\n  %s = shl i32 %u, 16\n  %f = bitcast i32 %s to float\n"
+                       "  ret float %f\n}\n"),
+  "__tg_f32_to_bf16": ("define internal i16 @__tg_f32_to_bf16(float %f) alwaysinline nounwind {\n"
+                       "  %u = bitcast float %f to i32\n  %hi = lshr i32 %u, 16\n  %sign = and i32 %hi, 32768\n"
+                       "  %qnan = or i32 %sign, 32704\n  %lsb = and i32 %hi, 1\n  %r0 = add i32 %u, 32767\n"
+                       "  %r1 = add i32 %r0, %lsb\n  %r2 = lshr i32 %r1, 16\n  %nan = fcmp uno float %f, %f\n"
+                       "  %r3 = select i1 %nan, i32 %qnan, i32 %r2\n  %r = trunc i32 %r3 to i16\n  ret i16 %r\n}\n"),
+  "__tg_fp8e4m3_to_f32": _fp8_to_f32_ir("__tg_fp8e4m3_to_f32", 4, 3, 7, True),
+  "__tg_fp8e5m2_to_f32": _fp8_to_f32_ir("__tg_fp8e5m2_to_f32", 5, 2, 15, False),
+  "__tg_f32_to_fp8e4m3": _f32_to_fp8_ir("__tg_f32_to_fp8e4m3", 3, 7, True),
+  "__tg_f32_to_fp8e5m2": _f32_to_fp8_ir("__tg_f32_to_fp8e5m2", 2, 15, False),
+}
+_TO_F32 = {dtypes.bfloat16: "__tg_bf16_to_f32", dtypes.fp8e4m3: "__tg_fp8e4m3_to_f32",
+           dtypes.fp8e5m2: "__tg_fp8e5m2_to_f32"}
+_FROM_F32 = {dtypes.bfloat16: "__tg_f32_to_bf16", dtypes.fp8e4m3: "__tg_f32_to_fp8e4m3",
+             dtypes.fp8e5m2: "__tg_f32_to_fp8e5m2"}
+
+__all__ = ["LLVMRenderer", "CPULLVMRenderer", "AMDLLVMRenderer", "AMDArch", "AMD_ARCHS", "amd_arch",
+           "AMD_CODE_OBJECT_VERSION", "DIV_BY_ZERO", "FASTMATH", "pack_accumulators", "llvm_matcher"]
