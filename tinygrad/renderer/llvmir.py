@@ -30,7 +30,10 @@ from tinygrad.renderer import Renderer
 # x // 0 and x % 0 for integers: the quotient reads 0 and the remainder reads x (what the PYTHON backend computes)
 DIV_BY_ZERO = {Ops.IDIV: "zero", Ops.MOD: "dividend"}
 EMULATED = (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
+# NOTE: the one fast-math flag, on float32/float64 only: a*b+c may become one FMA, as gcc's default -ffp-contract=fast
+# does on the C path; half rounds every op (as C and numpy do), so it gets no flag
 FASTMATH = "contract"
+def fmf(dt: DType) -> str: return FASTMATH if dt.scalar() in (dtypes.float32, dtypes.float64) else ""
 
 # ---- types ----
 
@@ -247,7 +250,7 @@ class LLVMRenderer(Renderer):
     pt = self.ptr_type(bdt.addrspace)
     st.r[u] = p = st.fresh("p")
     i = st.r[idx]
-    if len(u.src) == 3 and _may_be_oob(bdt):
+    if len(u.src) == 3 and _index0_ok(bdt):
       # NOTE: the gated index may be out of bounds; a gated load reads through index 0 (in bounds) instead
       i2 = st.fresh()
       st.emit(f"{i2} = select i1 {st.r[u.src[2]]}, {ltype(idx.dtype)} {i}, {ltype(idx.dtype)} 0")
@@ -258,7 +261,7 @@ class LLVMRenderer(Renderer):
     bdt = idx.src[0].dtype
     assert isinstance(bdt, PtrDType)
     pt = self.ptr_type(bdt.addrspace)
-    if len(u.src) == 2 and not _may_be_oob(bdt):
+    if len(u.src) == 2 and not _index0_ok(bdt):
       # NOTE: the buffer has no element at all: the gate is false wherever the load runs, so it reads the alternative
       st.r[u] = st.r[u.src[1]]
       return
@@ -377,25 +380,29 @@ class LLVMRenderer(Renderer):
         m = st.fresh()
         st.emit(f"{m} = mul {t} {srcs[0]}, {srcs[1]}")
         st.emit(f"{v} = add {t} {m}, {srcs[2]}")
+      elif not fmf(dt):
+        m = st.fresh()
+        st.emit(f"{m} = fmul {t} {srcs[0]}, {srcs[1]}")
+        st.emit(f"{v} = fadd {t} {m}, {srcs[2]}")
       else:
         fn = st.declare(f"llvm.fmuladd.{_intr_suffix(dt)}", t, [t, t, t])
         st.emit(f"{v} = call {FASTMATH} {t} {fn}({t} {srcs[0]}, {t} {srcs[1]}, {t} {srcs[2]})")
     elif op is Ops.NEG:
-      if _is_float(dt): st.emit(f"{v} = fneg {FASTMATH} {t} {srcs[0]}")
+      if _is_float(dt): st.emit(f"{v} = fneg {fmf(dt)} {t} {srcs[0]}")
       elif dt.scalar() is dtypes.bool: st.emit(f"{v} = xor {t} {srcs[0]}, {_splat('true', dt)}")
       else: st.emit(f"{v} = sub {t} {_zero(t, dt)}, {srcs[0]}")
     elif op is Ops.RECIPROCAL:
       if not _is_float(dt): raise NotImplementedError(f"LLVM: RECIPROCAL of {dt}")
-      st.emit(f"{v} = fdiv {FASTMATH} {t} {_splat(render_const(1.0, dt.scalar()), dt)}, {srcs[0]}")
+      st.emit(f"{v} = fdiv {fmf(dt)} {t} {_splat(render_const(1.0, dt.scalar()), dt)}, {srcs[0]}")
     elif op in _INTRINSIC:
       if not _is_float(dt): raise NotImplementedError(f"LLVM: {op} of {dt}")
       fn = st.declare(f"llvm.{_INTRINSIC[op]}.{_intr_suffix(dt)}", t, [t] * len(srcs))
-      st.emit(f"{v} = call {FASTMATH} {t} {fn}({', '.join(f'{t} {s}' for s in srcs)})")
+      st.emit(f"{v} = call {fmf(dt)} {t} {fn}({', '.join(f'{t} {s}' for s in srcs)})")
     elif op in _BINARY:
       iop, fop = _BINARY[op]
       if _is_float(dt):
         if fop is None: raise NotImplementedError(f"LLVM: {op} of {dt}")
-        st.emit(f"{v} = {fop} {FASTMATH} {t} {srcs[0]}, {srcs[1]}")
+        st.emit(f"{v} = {fop} {fmf(dt)} {t} {srcs[0]}, {srcs[1]}")
       else:
         if iop is None: raise NotImplementedError(f"LLVM: {op} of {dt}")
         st.emit(f"{v} = {iop} {t} {srcs[0]}, {srcs[1]}")
@@ -514,7 +521,7 @@ def _mem_align(dt: DType, buf: PtrDType) -> int:
   if buf.addrspace is AddrSpace.REG: return _align(buf.base)
   return max(1, dt.scalar().itemsize)
 
-def _may_be_oob(buf: PtrDType) -> bool:
+def _index0_ok(buf: PtrDType) -> bool:
   """Whether index 0 is in bounds (so a gated load can read it safely)."""
   return buf.size != 0
 
@@ -714,8 +721,8 @@ def fold_vectorize(v: UOp) -> UOp | None:
   return None
 
 def fuse_mulacc(m: UOp, c: UOp) -> UOp | None:
-  """a*b+c on floats -> MULACC (llvm.fmuladd: fused where the target has FMA; contract allows it as gcc does in C)."""
-  return UOp(Ops.MULACC, c.dtype, (*m.src, c)) if _is_float(c.dtype) else None
+  """a*b+c on float32/float64 -> MULACC (llvm.fmuladd: fused where the target has FMA, as gcc does on the C path)."""
+  return UOp(Ops.MULACC, c.dtype, (*m.src, c)) if fmf(c.dtype) else None
 
 def llvm_matcher(ren: LLVMRenderer) -> PatternMatcher:
   """The final renderer rules: vector accumulators (where the target has vector registers), lanes into vector ops,

@@ -37,13 +37,16 @@ def llvm_version() -> str:
 
 def explain_error(src: str, msg: str, context: int = 2) -> str:
   """LLVM's message, then the IR lines it points at: `<string>:L:C` positions of the parser, and the instructions the
-  verifier quotes (found in the source by their text), each with `context` lines around it."""
+  verifier quotes (found in the source by the value they define, else by their text), each with `context` lines
+  around it."""
   lines = src.splitlines()
   hits: set[int] = {int(m.group(1)) - 1 for m in re.finditer(r"<string>:(\d+):\d+", msg)}
   quoted = [q.strip() for q in msg.splitlines() if q.startswith(("  ", "\t")) and q.strip()]
+  defs = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"\s*(%[\w.\-]+) = ", line))}
   for q in quoted:
-    for i, line in enumerate(lines):
-      if line.strip() == q or (len(q) > 8 and q in line): hits.add(i)
+    # NOTE: LLVM prints instructions in its own spelling (constants in decimal): a result is found by its name
+    if (m := re.match(r"(%[\w.\-]+) = ", q)) and m.group(1) in defs: hits.add(defs[m.group(1)])
+    else: hits.update(i for i, line in enumerate(lines) if line.strip() == q)
   if not hits: return msg.strip()
   keep = sorted({j for i in hits for j in range(max(0, i - context), min(len(lines), i + context + 1))})
   out, prev = [], -2

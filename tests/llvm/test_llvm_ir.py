@@ -1,0 +1,195 @@
+"""The LLVM IR the renderer writes: declared target, SSA loops, gated loads that never touch memory out of bounds,
+vector accumulators with explicit vector FMAs in the matmul `Tensor @` schedules, verifier errors that show the IR lines
+they name, and the JIT's lifetime and cache key."""
+import os, re, subprocess, sys, textwrap
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinygrad.codegen import get_program
+from tinygrad.device import CompileError, DeviceOpenError
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.renderer.llvmir import CPULLVMRenderer
+from tests.llvm.conftest import llvm_parts, run_program
+
+def dg(i, dt, n): return UOp(Ops.DEFINE_GLOBAL, dt.ptr(n), arg=i)
+
+def matmul_items(n=256, m=None, k=None):
+  m, k = m or n, k or n
+  a, b = Tensor(np.ones((m, k), np.float32)), Tensor(np.ones((k, n), np.float32))
+  return (a @ b).schedule()
+
+def test_module_declares_target_and_intrinsics():
+  ren = llvm_parts()[0]
+  out, a = dg(0, dtypes.float32, 16), dg(1, dtypes.float32, 16)
+  r = UOp.range(16, 0)
+  src = get_program(UOp.sink(out.index(r).store(a.index(r).load().sqrt()).end(r)), ren).src
+  assert f'target triple = "{ren.triple}"' in src and f'target datalayout = "{ren.datalayout}"' in src
+  for fn in set(re.findall(r"call [^@]*(@llvm\.[\w.]+)\(", src)): assert re.search(rf"declare .*{re.escape(fn)}\(", src), fn
+  assert "ptr %data0" in src and "i32 %core_id" in src, "opaque pointers; core_id last as in C"
+
+def test_loops_are_ssa_with_a_phi_per_range():
+  out, a = dg(0, dtypes.float32, 64), dg(1, dtypes.float32, 64)
+  r0, r1 = UOp.range(8, 0), UOp.range(8, 1)
+  ast = UOp.sink(out.index(r0 * 8 + r1).store(a.index(r1 * 8 + r0).load()).end(r0, r1))
+  with Context(NOOPT=1): prg = get_program(ast, llvm_parts()[0])
+  assert len(re.findall(r"= phi i32 \[ 0, %\w+ \], \[ %v\d+, %\w+ \]", prg.src)) == 2
+  assert "alloca" not in prg.src
+  x = np.arange(64, dtype=np.float32)
+  out_np = np.zeros(64, np.float32)
+  run_program(prg, [out_np, x])
+  np.testing.assert_array_equal(out_np, x.reshape(8, 8).T.reshape(-1))
+
+def test_symbolic_loop_bound_is_a_parameter(run_kernel):
+  n = UOp.variable("n", 1, 32)
+  out, a = dg(0, dtypes.int32, 32), dg(1, dtypes.int32, 32)
+  r = UOp.range(n, 0)
+  ast = UOp.sink(out.index(r).store(a.index(r).load() * 3).end(r))
+  bufs = [np.full(32, -1, np.int32), np.arange(32, dtype=np.int32)]
+  with Context(NOOPT=1): prg = run_kernel(ast, bufs, var_vals={"n": 11})
+  np.testing.assert_array_equal(bufs[0], np.where(np.arange(32) < 11, np.arange(32) * 3, -1))
+  assert "i32 %n" in prg.src
+
+GUARD_PAGES = textwrap.dedent('''
+  import ctypes, mmap, numpy as np
+  from tinygrad.uop import Ops
+  from tinygrad.uop.ops import UOp
+  from tinygrad.dtype import dtypes
+  from tinygrad.helpers import Context
+  from tinygrad.codegen import get_program
+  from tests.llvm.conftest import llvm_parts, run_program
+  libc = ctypes.CDLL(None)
+  PAGE = mmap.PAGESIZE
+  mem = mmap.mmap(-1, 3 * PAGE)
+  base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+  # pages: [guard | data | guard]; the input is the last 6 floats of the middle page
+  libc.mprotect(ctypes.c_void_p(base), PAGE, 0)
+  libc.mprotect(ctypes.c_void_p(base + 2 * PAGE), PAGE, 0)
+  x = np.frombuffer(mem, np.float32, 6, 2 * PAGE - 24)
+  x[:] = np.arange(1, 7, dtype=np.float32)
+  out = np.zeros(10, np.float32)
+  r = UOp.range(10, 0)
+  a = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(6), arg=1)
+  ast = UOp.sink(UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(10), arg=0).index(r).store(
+    a.index((r - 2).valid((r < 8) & (r < 2).logical_not())).load()).end(r))
+  # NOTE: explicit (empty) opts: the CPU's loop cutting would split the pad into branch-free loops without a gate
+  prg = get_program(ast, llvm_parts()[0], opts=[])
+  assert "select i1" in prg.src
+  run_program(prg, [out, x])
+  print(out.tolist())
+  # and at the start of a page: a negative index would touch the guard page before it
+  y = np.frombuffer(mem, np.float32, 6, PAGE)
+  y[:] = np.arange(1, 7, dtype=np.float32)
+  run_program(prg, [out, y])
+  print(out.tolist())
+''')
+
+def test_gated_load_never_reads_out_of_bounds():
+  # a subprocess: a load out of bounds hits a guard page and kills it with SIGSEGV
+  res = subprocess.run([sys.executable, "-c", GUARD_PAGES], capture_output=True, text=True, timeout=300, cwd=os.getcwd())
+  assert res.returncode == 0, f"exit {res.returncode}: {res.stderr[-2000:]}"
+  want = str([0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 0.0, 0.0])
+  assert res.stdout.split() == want.split() * 2 or res.stdout.strip().splitlines() == [want, want]
+
+def test_gated_load_reads_through_a_safe_index():
+  out, a = dg(0, dtypes.float32, 10), dg(1, dtypes.float32, 6)
+  r = UOp.range(10, 0)
+  ast = UOp.sink(out.index(r).store(a.index((r - 2).valid((r < 8) & (r < 2).logical_not())).load()).end(r))
+  src = get_program(ast, llvm_parts()[0], opts=[]).src
+  sel = re.search(r"(%v\d+) = select i1 %v\d+, i32 %v\d+, i32 0", src)
+  assert sel is not None, "the gated index is replaced by 0 where the gate is false"
+  assert re.search(rf"getelementptr inbounds float, ptr %data1, i32 {sel.group(1)}\b", src)
+
+@pytest.mark.parametrize("bits,lanes", [(512, 16), (256, 8)])
+def test_matmul_keeps_vector_accumulators_with_vector_fmas(bits, lanes):
+  ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, bits, 2)
+  prgs = [get_program(si.ast, ren) for si in matmul_items(256)]
+  src = prgs[-1].src
+  fmas = re.findall(rf"call contract <{lanes} x float> @llvm\.fmuladd\.v{lanes}f32", src)
+  assert len(fmas) >= 8, f"expected explicit <{lanes} x float> FMAs, found {len(fmas)}"
+  assert re.search(rf"alloca \[1 x <{lanes} x float>\]", src), "vector accumulators"
+  # the reduce loop body (from its phi to its back edge) holds no scalar float math left to LLVM's vectorizers
+  loops = re.findall(r"\n(loop\d+):\n(.*?)br label %\1\n", src, re.S)
+  inner = min((body for _, body in loops if "fmuladd" in body), key=len)
+  assert not re.search(r"= f(mul|add) contract float ", inner)
+
+def test_matmul_through_the_llvm_path_is_correct(run_kernel):
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((96, 64), dtype=np.float32), rng.standard_normal((64, 128), dtype=np.float32)
+  items = (Tensor(a) @ Tensor(b)).schedule()
+  out = np.zeros((96, 128), np.float32)
+  for si in items:
+    bufs = [out.reshape(-1) if i == 0 else (a if si.bufs[i].size == a.size else b).reshape(-1) for i in range(len(si.bufs))]
+    run_kernel(si.ast, bufs)
+  np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+def corrupt(src: str, old: str, new: str) -> str:
+  assert old in src
+  return src.replace(old, new, 1)
+
+def test_parse_error_names_the_ir_line():
+  out, a = dg(0, dtypes.float32, 16), dg(1, dtypes.float32, 16)
+  r = UOp.range(16, 0)
+  with Context(NOOPT=1): src = get_program(UOp.sink(out.index(r).store(a.index(r).load() + 1.0).end(r)), llvm_parts()[0]).src
+  bad = corrupt(src, "fadd contract float", "fadd contract double")
+  with pytest.raises(CompileError) as e: llvm_parts()[1].compile(bad)
+  msg = str(e.value)
+  assert "the IR lines it names" in msg and re.search(r">>\s*\d+ \| .*fadd contract double", msg)
+
+def test_verifier_error_names_the_instructions():
+  out, a = dg(0, dtypes.float32, 16), dg(1, dtypes.float32, 16)
+  r = UOp.range(16, 0)
+  with Context(NOOPT=1): src = get_program(UOp.sink(out.index(r).store(a.index(r).load() * 2.0).end(r)), llvm_parts()[0]).src
+  # a use before its definition parses, but the verifier rejects it
+  lines = src.splitlines()
+  i = next(i for i, line in enumerate(lines) if "= load float" in line)
+  j = next(j for j, line in enumerate(lines) if "fmul" in line)
+  lines[i], lines[j] = lines[j], lines[i]
+  with pytest.raises(CompileError) as e: llvm_parts()[1].compile("\n".join(lines))
+  msg = str(e.value)
+  assert "does not dominate" in msg and re.search(r">>\s*\d+ \| .*fmul", msg) and re.search(r">>\s*\d+ \| .*= load float", msg)
+
+def test_compile_cache_key_names_llvm_and_the_cpu():
+  from tinygrad.runtime.support.compiler_llvm import host_target
+  key = llvm_parts()[1].cachekey
+  h = host_target()
+  assert "LLVM 22" in key and h.cpu in key and h.features in key and h.triple in key
+
+JIT_CHURN = textwrap.dedent('''
+  import gc, numpy as np
+  from tinygrad.uop import Ops
+  from tinygrad.uop.ops import UOp
+  from tinygrad.dtype import dtypes
+  from tinygrad.codegen import get_program
+  from tests.llvm.conftest import llvm_parts, run_program
+  ren = llvm_parts()[0]
+  for i in range(120):
+    out, a = UOp(Ops.DEFINE_GLOBAL, dtypes.int32.ptr(8), arg=0), UOp(Ops.DEFINE_GLOBAL, dtypes.int32.ptr(8), arg=1)
+    r = UOp.range(8, 0)
+    prg = get_program(UOp.sink(out.index(r).store(a.index(r).load() + i).end(r)), ren)
+    o = np.zeros(8, np.int32)
+    run_program(prg, [o, np.arange(8, dtype=np.int32)])
+    assert o.tolist() == list(range(i, i + 8)), o
+    gc.collect()
+  print("ok")
+''')
+
+def test_jit_engines_are_freed_and_reloaded():
+  # a subprocess: an engine that frees code (or its target machine) still in use crashes the process
+  res = subprocess.run([sys.executable, "-c", JIT_CHURN], capture_output=True, text=True, timeout=300, cwd=os.getcwd())
+  assert res.returncode == 0 and res.stdout.strip() == "ok", f"exit {res.returncode}: {res.stderr[-2000:]}"
+
+def test_cpu_device_with_cpu_llvm_runs_tensors():
+  from tinygrad.runtime.ops_cpu import CPUDevice
+  from tinygrad.runtime.support.compiler_llvm import LLVMCompiler
+  with Context(CPU_LLVM=1): dev = CPUDevice("CPU")
+  assert isinstance(dev.renderer, CPULLVMRenderer) and isinstance(dev.compiler, LLVMCompiler)
+  with Context(CPU_LLVM=0): assert not isinstance(CPUDevice("CPU").renderer, CPULLVMRenderer)
+
+def test_missing_llvmlite_is_a_clear_error(monkeypatch):
+  from tinygrad.runtime.support import compiler_llvm
+  monkeypatch.setattr(compiler_llvm, "_llvm", None)
+  monkeypatch.setitem(sys.modules, "llvmlite.binding", None)
+  with pytest.raises(DeviceOpenError, match=r"llvmlite is not installed.*pip install"): compiler_llvm.llvm()
