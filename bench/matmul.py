@@ -14,7 +14,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tinygrad import Tensor
 from tinygrad.codegen import get_program
-from tinygrad.device import Buffer
 from tinygrad.helpers import Context
 from tinygrad.runtime.ops_cpu import CPUDevice
 
@@ -77,7 +76,8 @@ def bench_shape(label: str, shape: tuple[int, int, int, int], paths: dict[str, C
   cols = "  ".join(f"{name} {flop / best[name] * 1e-9:7.1f} GFLOPS = {best['numpy'] / best[name]:4.2f}x"
                    for name in paths)
   print(f"{label:8s} {bs:3d}x{m}x{k}x{n:<5d} numpy {flop / best['numpy'] * 1e-9:7.1f} GFLOPS   {cols}")
-  for name, (ct, kernels) in info.items(): print(f"           {name:5s} compile {ct * 1e3:6.0f} ms: {'; '.join(kernels)}")
+  for name, (ct, kernels) in info.items():
+    print(f"           {name:5s} compile {ct * 1e3:6.0f} ms: {'; '.join(kernels)}")
 
 def small_model_compile_times(dev: CPUDevice) -> list[float]:
   """Compile (codegen + compiler, cache off) every kernel of a small MLP training step."""
@@ -101,8 +101,8 @@ def main() -> None:
   args = ap.parse_args()
   paths = open_paths()
   host = paths["LLVM"].renderer
-  print(f"float32 matmul, CPU threads {paths['C'].threads}, LLVM vectors {host.vector_bits} bits; GFLOPS are the best of "
-        f"{args.runs} rounds, each round running numpy and both paths once; ratios are to numpy")
+  print(f"float32 matmul, CPU threads {paths['C'].threads}, LLVM vectors {host.vector_bits} bits; GFLOPS are the best "
+        f"of {args.runs} rounds, each round running numpy and both paths once; ratios are to numpy")
   if pinned := {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}:
     print(f"  WARNING: {pinned} pins numpy's OpenBLAS kernel, so the numpy reference is slower than it can be; "
           "rerun with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`")

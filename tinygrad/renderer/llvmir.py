@@ -160,7 +160,7 @@ class LLVMRenderer(Renderer):
     raise NotImplementedError(f"{type(self).__name__} has no BARRIER")
   def module_flags(self) -> list[str]: return []
   def acc_widths(self, dt: DType) -> tuple[int, ...]:
-    """Lane counts of the vector accumulators pack_accumulators builds for `dt`, widest first (none: it does not run)."""
+    """Lane counts of the vector accumulators pack_accumulators builds for `dt`, widest first (none: it never runs)."""
     return ()
 
   # ---- the module ----
