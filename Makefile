@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: demo test test-spec3 test-shard lint types fuzz-smoke bench clean durations
+.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke bench clean durations
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,11 +16,21 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	SPEC=2 $(PY) examples/mlp.py
 
-# the Tensor tests on the PYTHON reference backend (same results as CPU), then the whole suite at SPEC=2 with the z3
-# bounds proof on (IGNORE_OOB=0), on every core
+# the Tensor tests on the PYTHON reference backend (same results as CPU) and on the CPU's LLVM path, then the whole
+# suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core
 test: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
+	$(MAKE) test-llvm
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
+
+# the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1) instead of C
+test-llvm: $(STAMP)
+	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
+
+# every kernel tests/tensor compiles, compiled again for gfx942, gfx1100 and gfx1201 and each code object checked
+# (make test runs a representative slice of it: tests/amd)
+test-amd-sweep: $(STAMP)
+	CPU_LLVM=1 $(PY) -m tests.amd.sweep
 
 test-python: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor

@@ -29,7 +29,7 @@ INSTALL_HINTS = {
   "CPU": "install a C compiler (cc, clang or gcc; e.g. `apt-get install clang`) or point CC= at one",
   "PYTHON": "the PYTHON backend needs only numpy; is tinygrad/runtime/ops_python.py present?",
   "NV": "needs an NVIDIA GPU with its driver (libcuda.so) and NVRTC (`pip install nvidia-cuda-nvrtc`)",
-  "AMD": "needs llvmlite (`pip install llvmlite`), ld.lld (`apt-get install lld`) and, to run, the HIP runtime",
+  "AMD": "needs llvmlite and LLD (`pip install -e '.[llvm]'`: llvmlite, ziglang) and, to run, the HIP runtime (ROCm)",
 }
 
 class _Device:

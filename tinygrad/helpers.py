@@ -83,6 +83,8 @@ NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90
 AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, else "
                       "gfx1100")
 CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C")
+AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code objects, a path or a command line; empty "
+                    "uses the ziglang package's `zig ld.lld`")
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
                                 "non-terminating; 0 = automatic")
 
