@@ -29,7 +29,8 @@ INSTALL_HINTS = {
   "CPU": "install a C compiler (cc, clang or gcc; e.g. `apt-get install clang`) or point CC= at one",
   "PYTHON": "the PYTHON backend needs only numpy; is tinygrad/runtime/ops_python.py present?",
   "NV": "needs an NVIDIA GPU with its driver (libcuda.so) and NVRTC (`pip install nvidia-cuda-nvrtc`)",
-  "AMD": "needs llvmlite and LLD (`pip install -e '.[llvm]'`: llvmlite, ziglang) and, to run, the HIP runtime (ROCm)",
+  "AMD": "needs llvmlite and LLD (`pip install llvmlite ziglang`: the project's `llvm` extra) and, to run, the HIP "
+         "runtime (ROCm)",
 }
 
 class _Device:
