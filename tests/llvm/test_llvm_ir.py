@@ -165,7 +165,7 @@ JIT_CHURN = textwrap.dedent('''
   from tinygrad.codegen import get_program
   from tests.llvm.conftest import llvm_parts, run_program
   ren = llvm_parts()[0]
-  for i in range(120):
+  for i in range(40):
     out, a = UOp(Ops.DEFINE_GLOBAL, dtypes.int32.ptr(8), arg=0), UOp(Ops.DEFINE_GLOBAL, dtypes.int32.ptr(8), arg=1)
     r = UOp.range(8, 0)
     prg = get_program(UOp.sink(out.index(r).store(a.index(r).load() + i).end(r)), ren)
@@ -178,7 +178,9 @@ JIT_CHURN = textwrap.dedent('''
 
 def test_jit_engines_are_freed_and_reloaded():
   # a subprocess: an engine that frees code (or its target machine) still in use crashes the process
-  res = subprocess.run([sys.executable, "-c", JIT_CHURN], capture_output=True, text=True, timeout=300, cwd=os.getcwd())
+  env = {**os.environ, "SPEC": "0", "IGNORE_OOB": "1"}  # NOTE: about the JIT's lifetimes, not the specs (checked elsewhere)
+  res = subprocess.run([sys.executable, "-c", JIT_CHURN], capture_output=True, text=True, timeout=300, cwd=os.getcwd(),
+                       env=env)
   assert res.returncode == 0 and res.stdout.strip() == "ok", f"exit {res.returncode}: {res.stderr[-2000:]}"
 
 def test_cpu_device_with_cpu_llvm_runs_tensors():
