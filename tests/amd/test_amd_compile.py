@@ -148,7 +148,7 @@ def test_linker_that_fails_is_a_clear_error(tmp_path, linker):
         compiler_amd.link(compiler("gfx1100").object(prg.src), "AMD gfx1100")
   finally: compiler_amd.find_linker.cache_clear()
 
-def test_verifier_error_names_the_ir_lines():
+def test_verifier_error_names_the_ir_lines(linker):
   prg = get_program([si.ast for si in (t(64) * 3).schedule()][-1], AMDLLVMRenderer("gfx942"))
   bad = prg.src.replace("ptr addrspace(1) %data1", "ptr addrspace(3) %data1", 1)
   with pytest.raises(CompileError) as e: compiler("gfx942").object(bad)
