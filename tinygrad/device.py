@@ -19,6 +19,9 @@ class DeviceOpenError(RuntimeError):
 class CompileError(RuntimeError):
   """A kernel failed to compile: the message holds the source (with line numbers) and the compiler's output."""
 
+class NotComputedError(RuntimeError):
+  """A buffer was to be written by a kernel that never ran (COMPILE_ONLY=1 compiles every kernel and runs none)."""
+
 def numbered(src: str) -> str: return "\n".join(f"{i:4d} | {line}" for i, line in enumerate(src.splitlines(), 1))
 
 # ---- the device registry ----
@@ -28,7 +31,8 @@ KNOWN_DEVICES = ("CPU", "PYTHON", "NV", "AMD")
 INSTALL_HINTS = {
   "CPU": "install a C compiler (cc, clang or gcc; e.g. `apt-get install clang`) or point CC= at one",
   "PYTHON": "the PYTHON backend needs only numpy; is tinygrad/runtime/ops_python.py present?",
-  "NV": "needs an NVIDIA GPU with its driver (libcuda.so) and NVRTC (`pip install nvidia-cuda-nvrtc`)",
+  "NV": "needs an NVIDIA GPU with its driver (libcuda.so.1, r580 or newer) and the CUDA toolchain (`pip install -e "
+        "'.[nv]'`: nvidia-cuda-nvrtc, nvidia-cuda-runtime, nvidia-cuda-nvcc); COMPILE_ONLY=1 needs only the toolchain",
   "AMD": "needs llvmlite and LLD (`pip install llvmlite ziglang`: the project's `llvm` extra) and, to run, the HIP "
          "runtime (ROCm)",
 }
@@ -146,6 +150,26 @@ class MallocAllocator(LRUAllocator):
     ctypes.memmove((ctypes.c_char * len(dest)).from_buffer(dest), src, len(dest))
   def _offset(self, buf: Any, size: int, offset: int) -> Any: return (ctypes.c_uint8 * size).from_buffer(buf, offset)
 
+class _Placeholder:
+  """COMPILE_ONLY device memory: nothing until data is copied in (then host bytes of the whole base)."""
+  def __init__(self, nbytes: int, base: _Placeholder | None = None, offset: int = 0):
+    self.nbytes, self.base, self.offset = nbytes, base, offset
+    self.mem: bytearray | None = None
+  def root(self) -> _Placeholder: return self.base.root() if self.base is not None else self
+
+class CompileOnlyAllocator(Allocator):
+  """Memory of a device opened under COMPILE_ONLY=1 (no driver needed). Kernel outputs are never written, so they take
+  no memory; data copied in (a model's inputs and weights) is kept on the host, so it reads back as it went in."""
+  def _alloc(self, nbytes: int, options: Any) -> Any: return _Placeholder(nbytes)
+  def _offset(self, buf: Any, size: int, offset: int) -> Any: return _Placeholder(size, buf.root(), buf.offset + offset)
+  def _copyin(self, dest: Any, src: memoryview) -> None:
+    root = dest.root()
+    if root.mem is None: root.mem = bytearray(root.nbytes)
+    root.mem[dest.offset:dest.offset + len(src)] = src
+  def _copyout(self, dest: memoryview, src: Any) -> None:
+    root = src.root()
+    dest[:] = root.mem[src.offset:src.offset + len(dest)] if root.mem is not None else bytes(len(dest))
+
 # ---- buffers ----
 
 class Buffer:
@@ -158,6 +182,8 @@ class Buffer:
     self.device, self.size, self.dtype = Device.canonicalize(device), size, dtype
     self.options, self.offset = options, offset
     self._base = base
+    # NOTE: set on the base buffer when a kernel that writes it was compiled but not run (COMPILE_ONLY)
+    self._not_computed: str | None = None
     if base is not None:
       if base._base is not None: raise ValueError("Buffer: the base of a view must not be a view")
       if offset < 0 or offset + self.nbytes > base.nbytes:
@@ -201,6 +227,16 @@ class Buffer:
     if self._base is not None: return self._base.view(size, dtype, self.offset + offset)
     return Buffer(self.device, size, dtype, base=self, offset=offset)
 
+  def mark_not_computed(self, why: str) -> None:
+    """A kernel that writes this buffer was compiled and not run: reading it raises NotComputedError saying `why`."""
+    self.base._not_computed = why
+  @property
+  def not_computed(self) -> str | None: return self.base._not_computed
+  def _check_computed(self, what: str) -> None:
+    if (why := self.base._not_computed) is not None:
+      raise NotComputedError(f"{what}: {self!r} holds no values: {why}. Nothing ran (COMPILE_ONLY=1 compiles every "
+                             "kernel and runs none); compute it again without COMPILE_ONLY to read it")
+
   def _check_len(self, mv: memoryview, what: str) -> memoryview:
     mv = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
     if len(mv) != self.nbytes: raise ValueError(f"{what}: {len(mv)} bytes given for {self!r} of {self.nbytes} bytes")
@@ -208,15 +244,19 @@ class Buffer:
   def copyin(self, mv: memoryview) -> Buffer:
     mv = self._check_len(memoryview(mv), "copyin")
     self.ensure_allocated().allocator._copyin(self._buf, mv)
+    # NOTE: a write of the whole base gives it values again; a write through a view leaves the rest unknown
+    if self._base is None: self._not_computed = None
     return self
   def copyout(self, mv: memoryview) -> memoryview:
     mv = self._check_len(memoryview(mv), "copyout")
+    self._check_computed("copyout")
     if not self.is_allocated() and self._base is not None and self._base.is_allocated(): self.allocate()
     if not self.is_allocated(): raise RuntimeError(f"copyout: {self!r} is not allocated")
     self.allocator._copyout(mv, self._buf)
     return mv
   def as_buffer(self, allow_zero_copy: bool = False) -> memoryview:
     """The bytes of the buffer: a copy, or with `allow_zero_copy` a live view of host memory where there is one."""
+    self._check_computed("as_buffer")
     alloc = self.ensure_allocated().allocator
     if allow_zero_copy and hasattr(alloc, "_as_buffer"):
       mv: memoryview = alloc._as_buffer(self._buf)
@@ -285,6 +325,9 @@ class Compiler:
     if use_cache: diskcache_put("compile_cache", (self.cachekey, src), lib)
     return lib
   def disassemble(self, lib: bytes) -> str: return f"<{len(lib)} bytes>"
+  def describe(self, lib: bytes) -> str:
+    """A one-line report on a compiled kernel (registers, spills, ...), shown at DEBUG>=2; empty when there is none."""
+    return ""
 
 # ---- a compiled device ----
 
@@ -309,5 +352,6 @@ class Compiled:
     """Wait for all queued work (host backends run synchronously)."""
   def __repr__(self) -> str: return f"<{type(self).__name__} {self.device}>"
 
-__all__ = ["Device", "Buffer", "Allocator", "LRUAllocator", "MallocAllocator", "Compiler", "Compiled", "CompileError",
-           "DeviceOpenError", "buffer_of", "set_buffer", "has_buffer", "next_unique", "numbered", "KNOWN_DEVICES"]
+__all__ = ["Device", "Buffer", "Allocator", "LRUAllocator", "MallocAllocator", "CompileOnlyAllocator", "Compiler",
+           "Compiled", "CompileError", "DeviceOpenError", "NotComputedError", "buffer_of", "set_buffer", "has_buffer",
+           "next_unique", "numbered", "KNOWN_DEVICES"]

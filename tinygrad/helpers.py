@@ -77,11 +77,13 @@ CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 us
 CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc")
 CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)")
 CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db")
-COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1 (NV, AMD): realize() schedules, lowers and compiles every kernel with "
-                          "the real toolchain and runs nothing; reading such a tensor raises")
+COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1: realize() schedules, lowers and compiles every kernel with the real "
+                          "toolchain and runs nothing; reading such a tensor raises (NV and AMD open without a GPU)")
 NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90); empty: the device's, else sm_90")
-AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, else "
-                      "gfx1100")
+CUDA_PATH = ContextVar("CUDA_PATH", "", "NV: root of a system CUDA toolkit, searched for NVRTC, the headers and ptxas "
+                       "after the pip wheels (then /usr/local/cuda)")
+AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, "
+                      "else gfx1100")
 CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C")
 AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code objects, a path or a command line; empty "
                     "uses the ziglang package's `zig ld.lld`")

@@ -1,7 +1,11 @@
 """Running a schedule: per item a runner (compiled once per (device, AST)), buffers allocated, the kernel launched.
 
-DEBUG>=2 prints one line per kernel: its number, name, time, GFLOPS and GB/s (timing waits for each kernel).
+DEBUG>=2 prints one line per kernel: its number, name, time, GFLOPS and GB/s (timing waits for each kernel), and once
+per compiled kernel the compiler's report (registers, spills, shared memory) where the compiler has one.
 
+COMPILE_ONLY=1: every kernel is scheduled, lowered and compiled with the real toolchain, and nothing runs: the buffers
+the kernels would write are marked not computed (reading one raises NotComputedError). Copies between devices still
+move data that exists; a copy of a not-computed buffer is not computed either.
 Every launch goes through `launch`, which counts it in GlobalCounters and, while a TinyJit captures
 (`capture_launches`), records it as an ExecItem."""
 from __future__ import annotations
@@ -10,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Device, Buffer
-from tinygrad.helpers import DEBUG, GlobalCounters
+from tinygrad.helpers import DEBUG, GlobalCounters, COMPILE_ONLY, BEAM
 
 class Runner:
   """Something that runs one schedule item: `runner(bufs, var_vals, wait) -> seconds | None`."""
@@ -24,15 +28,24 @@ class CompiledRunner(Runner):
   """A kernel AST compiled for a device: ProgramSpec from codegen, binary from the cached compiler, runtime program."""
   def __init__(self, device: str, ast: UOp):
     from tinygrad.codegen import get_program
+    if COMPILE_ONLY and BEAM >= 1:
+      raise RuntimeError(f"BEAM={BEAM.value} times candidate kernels on the device, and COMPILE_ONLY=1 runs nothing: "
+                         "unset BEAM (the heuristics pick the opts) or unset COMPILE_ONLY on a machine with the device")
     dev = Device[device]
     self.device, self.ast = device, ast
     self.p = get_program(ast, dev.renderer)
     self.display_name = self.p.name
     self.ops, self.mem = self.p.estimates.ops, self.p.estimates.mem
     self.lib = dev.compiler.compile_cached(self.p.src)
-    self.prg = dev.runtime(self.p.name, self.lib)
+    self.report = dev.compiler.describe(self.lib)
+    # NOTE: under COMPILE_ONLY the binary is never loaded (there may be no driver); a later run loads it on first call
+    self.prg: Any = None if COMPILE_ONLY else dev.runtime(self.p.name, self.lib)
+    if DEBUG >= 2 and self.report and not COMPILE_ONLY: print(f"compiled {self.p.name}: {self.report}")
 
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
+    if self.prg is None:
+      if COMPILE_ONLY: raise RuntimeError(f"kernel {self.p.name}: COMPILE_ONLY=1 compiles kernels and never runs them")
+      self.prg = Device[self.device].runtime(self.p.name, self.lib)
     gs, ls = self.p.launch_dims(var_vals)
     missing = [n for n in self.p.var_names if n not in var_vals]
     if missing: raise KeyError(f"kernel {self.p.name}: no value bound for variable(s) {missing}")
@@ -106,13 +119,33 @@ def _fmt_line(i: int, r: Runner, bufs: list[Buffer], et: float | None) -> str:
   return (f"*** {bufs[0].device:7s} {i:4d} {r.display_name:30s} tm {et*1e6:9.2f}us  {gflops:9.2f} GFLOPS "
           f"{gbs:8.2f} GB/s")
 
+def _compile_only_item(i: int, si: Any, bufs: list[Buffer], var_vals: dict[str, int]) -> Runner:
+  """COMPILE_ONLY: compile the item's kernel (or do its copy where the source has values) and run nothing."""
+  if _is_cross_device_copy(bufs):
+    runner: Runner = CopyRunner(bufs[0].nbytes)
+    if (why := bufs[1].not_computed) is not None: bufs[0].mark_not_computed(why)
+    else: runner(bufs, var_vals)
+    return runner
+  runner = get_runner(bufs[0].device, si.ast)
+  assert isinstance(runner, CompiledRunner)
+  for j in runner.p.outs: bufs[j].mark_not_computed(f"COMPILE_ONLY=1 compiled kernel {runner.p.name} that writes it")
+  if DEBUG >= 2:
+    gs, ls = runner.p.launch_dims(var_vals)
+    print(f"*** {bufs[0].device:7s} {i:4d} {runner.display_name:30s} compiled {runner.report or '(no report)'}; "
+          f"grid {gs} block {ls or [1, 1, 1]}")
+  return runner
+
 def run_schedule(schedule: list[Any], var_vals: dict[str, int] | None = None) -> None:
-  """Run every ScheduleItem in order, allocating its buffers first. An error names the kernel that raised it."""
+  """Run every ScheduleItem in order, allocating its buffers first. An error names the kernel that raised it.
+  Under COMPILE_ONLY every kernel is compiled and none runs (see the module docstring)."""
   vv = dict(var_vals or {})
   for i, si in enumerate(schedule):
     bufs = [b.ensure_allocated() for b in si.bufs]
     runner: Runner | None = None
     try:
+      if COMPILE_ONLY:
+        runner = _compile_only_item(i, si, bufs, vv)
+        continue
       runner = CopyRunner(bufs[0].nbytes) if _is_cross_device_copy(bufs) else get_runner(bufs[0].device, si.ast)
       et = launch(runner, bufs, vv, wait=DEBUG >= 2)
     except Exception as e:
