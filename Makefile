@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke bench clean durations
+.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke bench clean durations \
+	test-nv test-gpu
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +35,16 @@ test-amd-sweep: $(STAMP)
 
 test-python: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
+
+# the slow NV sweeps (the default suite runs a slice of each): the rendered CUDA of every tests/tensor kernel run on the
+# host as C++ against the C backend, and tests/tensor on DEV=NV through a fake libcuda that runs host-built kernels
+test-nv: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv
+
+# on a GPU host: the NV backend with the host's python3 and numpy (no venv, no pip): the gpu-marked tests (tests/tensor
+# on DEV=NV), then bench/gpu_matmul.py against cuBLAS; see tests/nv/run_gpu.py
+test-gpu:
+	$(PYTHON) tests/nv/run_gpu.py
 
 test-spec3: $(STAMP)
 	SPEC=3 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider

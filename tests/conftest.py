@@ -8,6 +8,11 @@ settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def pytest_collection_modifyitems(config, items):
+  # NOTE: slow sweeps have make targets of their own (-m slow); the default suite skips them with the reason
+  if "slow" not in (config.getoption("-m") or ""):
+    slow = pytest.mark.skip(reason="slow: runs with -m slow (make test-nv)")
+    for it in items:
+      if "slow" in it.keywords: it.add_marker(slow)
   # NOTE: GPU tests run only where a real GPU answers; everywhere else they skip with the reason
   from tinygrad.helpers import getenv
   if getenv("RUN_GPU_TESTS", 0): return

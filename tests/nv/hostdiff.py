@@ -79,10 +79,10 @@ def build_c_library(pairs: Sequence[Pair]) -> Any:
   lib = CCompiler(flags=(*CFLAGS, "-ffp-contract=off", "-w")).compile("\n".join([*prefix, *bodies]))
   return HostLibrary(lib)
 
-def make_pairs(asts: Sequence[UOp], arch: str = "sm_90") -> tuple[list[Pair], dict[str, str]]:
+def make_pairs(asts: Sequence[UOp], nv_ren: CUDARenderer) -> tuple[list[Pair], dict[str, str]]:
   """The NV and C programs of each AST that the shim can run; the rest with the reason."""
   pairs, refused = [], {}
-  nv_ren, c_ren = CUDARenderer(arch), CRenderer()
+  c_ren = CRenderer()
   for i, ast in enumerate(asts):
     nv = get_program(ast, nv_ren)
     if (why := host_refusal(nv.src)) is not None:
@@ -127,10 +127,10 @@ def run_pair(pr: Pair, nv_lib: HostLibrary, c_lib: HostLibrary, seed: int) -> st
               f"the C backend {b!r}\n---- CUDA ----\n{pr.nv.src}\n---- C ----\n{pr.c.src}")
   return None
 
-def diff_asts(asts: Sequence[UOp], arch: str = "sm_90", batch: int = 64, seed: int = 0) -> Report:
+def diff_asts(asts: Sequence[UOp], renderer: CUDARenderer | None = None, batch: int = 64, seed: int = 0) -> Report:
   """Render, build (in batches: one C++ and one C compile per batch) and compare every AST the shim can run."""
   st = time.perf_counter()
-  pairs, refused = make_pairs(asts, arch)
+  pairs, refused = make_pairs(asts, renderer or CUDARenderer("sm_90"))
   rep = Report(refused=refused)
   for b0 in range(0, len(pairs), batch):
     chunk = pairs[b0:b0 + batch]

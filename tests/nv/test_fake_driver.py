@@ -129,3 +129,20 @@ def test_tensor_suite_on_fake_nv():
   r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.nv.fake_nv", "tests/tensor"],
                      cwd=ROOT, env=env, capture_output=True, text=True)
   assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+
+def test_gpu_checks_pass_on_the_fake_driver(fake):
+  # NOTE: validates the checks `make test-gpu` runs (those without shared memory; HCQ needs a real driver in a subprocess)
+  from tests.nv import gpu_checks
+  todo = [c for c in gpu_checks.CHECKS if c not in gpu_checks.SHARED and c is not gpu_checks.check_hcq_visible_devices]
+  assert len(todo) >= 6
+  with Context(NOOPT=1): assert gpu_checks.run_all(todo) == 0
+
+def test_gpu_matmul_bench_runs_on_the_fake_driver(fake, capsys):
+  import importlib.util
+  spec = importlib.util.spec_from_file_location("gpu_matmul", os.path.join(ROOT, "bench", "gpu_matmul.py"))
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  with Context(NOOPT=1):
+    for name in ("float32", "float16"):
+      t, desc, a, b, c = mod.ours(16, mod.DTYPES[name], 2)
+      assert t > 0 and mod.check(a, b, c, mod.DTYPES[name]) < 2e-2, name
