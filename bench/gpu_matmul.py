@@ -89,8 +89,9 @@ def cublas_reference(n: int, name: str, runs: int, path: str) -> float:
                                I, I, I]
   def gemm() -> None:
     # NOTE: column-major cuBLAS computes C^T = B^T A^T, which is row-major C = A B
-    rc = lib.cublasGemmEx(handle, 0, 0, n, n, n, ctypes.byref(alpha), bufs[1], CUDA_R[name], n, bufs[0], CUDA_R[name], n,
-                          ctypes.byref(beta), bufs[2], CUDA_R[name], n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+    t = CUDA_R[name]
+    rc = lib.cublasGemmEx(handle, 0, 0, n, n, n, ctypes.byref(alpha), bufs[1], t, n, bufs[0], t, n, ctypes.byref(beta),
+                          bufs[2], t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
     if rc != 0: raise RuntimeError(f"cublasGemmEx failed ({rc})")
   try: return best_of(gemm, runs)
   finally:
@@ -132,9 +133,11 @@ def main() -> int:
     tol = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 1e-1}[name]
     ok = err <= tol
     failed += not ok
-    line = f"{name:9s} tinygrad {tflops(args.n, t):8.2f} TFLOPS [{desc}] max rel err {err:.1e}{'' if ok else ' (WRONG)'}"
+    line = f"{name:9s} tinygrad {tflops(args.n, t):8.2f} TFLOPS [{desc}] max rel err {err:.1e}"
+    if not ok: line += f" (WRONG: over {tol})"
     ref, how = torch_reference(args.n, name, args.runs), "torch"
-    if ref is None and cublas is not None: ref, how = cublas_reference(args.n, name, args.runs, cublas), f"cuBLAS {cublas}"
+    if ref is None and cublas is not None:
+      ref, how = cublas_reference(args.n, name, args.runs, cublas), f"cuBLAS {cublas}"
     if ref is None: print(f"{line}; no reference (neither torch with CUDA nor libcublas found)")
     else: print(f"{line}; {how} {tflops(args.n, ref):8.2f} TFLOPS; ratio {ref / t:.3f}")
   return 1 if failed else 0

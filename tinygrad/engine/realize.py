@@ -6,6 +6,7 @@ per compiled kernel the compiler's report (registers, spills, shared memory) whe
 COMPILE_ONLY=1: every kernel is scheduled, lowered and compiled with the real toolchain, and nothing runs: the buffers
 the kernels would write are marked not computed (reading one raises NotComputedError). Copies between devices still
 move data that exists; a copy of a not-computed buffer is not computed either.
+
 Every launch goes through `launch`, which counts it in GlobalCounters and, while a TinyJit captures
 (`capture_launches`), records it as an ExecItem."""
 from __future__ import annotations
