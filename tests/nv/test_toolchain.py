@@ -38,6 +38,21 @@ def test_toolchain_from_wheels_only():
   lib = NVCompiler("sm_90", toolchain=t).compile(KERNEL)
   assert _elf_sm(NVBinary.unpack(lib).cubin) == 90
 
+def test_wheel_lookup_scans_sys_path_for_the_wheel_layouts(tmp_path, monkeypatch):
+  # NOTE: a site-packages of our own on sys.path, in the CUDA 12 wheel layout (one directory per wheel): found without
+  # this venv's wheels or any system CUDA
+  w = find_toolchain(wheels=_wheel_dirs(), system=[])
+  site = tmp_path / "site"
+  for sub, link, target in (("cuda_nvrtc/lib", os.path.basename(w.nvrtc), w.nvrtc), ("cuda_runtime", "include", w.include),
+                            ("cuda_nvcc/bin", "ptxas", w.ptxas)):
+    os.makedirs(site / "nvidia" / sub, exist_ok=True)
+    os.symlink(target, site / "nvidia" / sub / link)
+  monkeypatch.setattr("sys.path", [str(site)])
+  roots = wheel_roots()
+  assert sorted(roots) == sorted(str(site / "nvidia" / d) for d in ("cuda_nvrtc", "cuda_runtime", "cuda_nvcc"))
+  t = find_toolchain(system=[])
+  assert t.nvrtc.startswith(str(site)) and t.include.startswith(str(site)) and t.ptxas.startswith(str(site))
+
 def _fake_system_cuda(root, nvrtc, include, ptxas):
   # the layout of a CUDA toolkit: lib64/libnvrtc.so.N, include/, bin/ptxas
   os.makedirs(root / "lib64"); os.makedirs(root / "bin")
