@@ -42,14 +42,15 @@ def load_kernels(path: str) -> list[UOp]:
   return out
 
 def capture_kernels(test_paths: list[str], out: str | None = None, extra_env: dict[str, str] | None = None) -> list[UOp]:
-  """Run pytest on `test_paths` (CPU, SPEC=0: only the kernels matter here) with the capture plugin; the kernels."""
+  """Run pytest on `test_paths` with the capture plugin; the kernels. CPU with SPEC=0 and NOOPT=1: the ASTs are
+  captured before codegen, so neither changes them, and both make the run cheaper."""
   tmp = None
   if out is None:
     fd, tmp = tempfile.mkstemp(prefix="tg-nv-kernels-", suffix=".py")
     os.close(fd)
     out = tmp
   try:
-    env = {**os.environ, "SPEC": "0", "DEV": "CPU", "PYTHONPATH": ROOT, **(extra_env or {})}
+    env = {**os.environ, "SPEC": "0", "NOOPT": "1", "DEV": "CPU", "PYTHONPATH": ROOT, **(extra_env or {})}
     env.pop("COMPILE_ONLY", None)
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "tests.nv.kernel_capture",
            f"--nv-capture={out}", *test_paths]

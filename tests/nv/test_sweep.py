@@ -13,6 +13,10 @@ from tinygrad.runtime.support.cuda_toolchain import NVCompiler, rename_kernel
 from tests.nv.kernel_capture import capture_kernels, load_kernels
 from tests.nv.hostdiff import diff_asts
 
+# NOTE: the capture runs tests/tensor once (about a minute on a quiet machine with a cold compile cache) and the full
+# sm_90 sweep renders and compiles every kernel; on a loaded machine both take several times longer than usual
+pytestmark = pytest.mark.timeout(1800)
+
 @pytest.fixture(scope="session")
 def tensor_suite_kernels(tmp_path_factory):
   # NOTE: xdist workers share one capture per run: a file in the run's temp dir (the parent of each worker's), under a lock

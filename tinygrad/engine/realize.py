@@ -41,7 +41,8 @@ class CompiledRunner(Runner):
     self.report = dev.compiler.describe(self.lib)
     # NOTE: under COMPILE_ONLY the binary is never loaded (there may be no driver); a later run loads it on first call
     self.prg: Any = None if COMPILE_ONLY else dev.runtime(self.p.name, self.lib)
-    if DEBUG >= 2 and self.report and not COMPILE_ONLY: print(f"compiled {self.p.name}: {self.report}")
+    if DEBUG >= 2 and self.report and not COMPILE_ONLY:
+      print(f"compiled {self.p.name}: {self.report}; grid {self.p.global_size} block {self.p.local_size or [1, 1, 1]}")
 
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
     if self.prg is None:
