@@ -66,12 +66,23 @@ def test_compile_only_is_generic_cpu_too():
     with pytest.raises(NotComputedError): t.numpy()
   np.testing.assert_array_equal((Tensor([1.0, 2.0], device="CPU") * 4).numpy(), [4, 8])
 
-def test_compile_only_runner_is_loaded_when_run_later():
+def test_compile_only_runner_runs_later_without_compile_only():
   from tinygrad.engine.realize import get_runner
   si = (Tensor([1.0, 2.0], device="CPU") * 5).schedule()[-1]
-  with Context(COMPILE_ONLY=1): r = get_runner("CPU", si.ast)
-  assert r.prg is None
+  with Context(COMPILE_ONLY=1):
+    r = get_runner("CPU", si.ast)
+    with pytest.raises(RuntimeError, match="COMPILE_ONLY=1 compiles kernels and never runs them"): r(list(si.bufs), {})
   np.testing.assert_array_equal((Tensor([1.0, 2.0], device="CPU") * 5).numpy(), [5, 10])
+
+def test_nv_compile_only_program_checks_and_refuses_to_run(no_driver):
+  with Context(COMPILE_ONLY=1):
+    dev = Device["NV"]
+    from tinygrad.codegen import get_program
+    p = get_program((Tensor.ones(8, device="NV").contiguous() + 1).schedule()[-1].ast, dev.renderer)
+    prg = dev.runtime(p.name, dev.compiler.compile(p.src))
+    with pytest.raises(RuntimeError, match=f"COMPILE_ONLY=1: kernel {p.name} was compiled for sm_90; nothing is loaded"):
+      prg(0, 0, global_size=(1, 1, 1))
+    with pytest.raises(RuntimeError, match="the PTX has no entry"): dev.runtime("other_name", dev.compiler.compile(p.src))
 
 def test_compile_error_on_nv_names_the_kernel(no_driver, monkeypatch):
   from tinygrad.renderer.cuda import CUDARenderer

@@ -39,15 +39,14 @@ class CompiledRunner(Runner):
     self.ops, self.mem = self.p.estimates.ops, self.p.estimates.mem
     self.lib = dev.compiler.compile_cached(self.p.src)
     self.report = dev.compiler.describe(self.lib)
-    # NOTE: under COMPILE_ONLY the binary is never loaded (there may be no driver); a later run loads it on first call
-    self.prg: Any = None if COMPILE_ONLY else dev.runtime(self.p.name, self.lib)
+    # NOTE: under COMPILE_ONLY the device's runtime still takes the binary (a backend may check it there: AMD reads its
+    # code object), but opened without a driver it loads nothing, and run_schedule never calls it
+    self.prg: Any = dev.runtime(self.p.name, self.lib)
     if DEBUG >= 2 and self.report and not COMPILE_ONLY:
       print(f"compiled {self.p.name}: {self.report}; grid {self.p.global_size} block {self.p.local_size or [1, 1, 1]}")
 
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
-    if self.prg is None:
-      if COMPILE_ONLY: raise RuntimeError(f"kernel {self.p.name}: COMPILE_ONLY=1 compiles kernels and never runs them")
-      self.prg = Device[self.device].runtime(self.p.name, self.lib)
+    if COMPILE_ONLY: raise RuntimeError(f"kernel {self.p.name}: COMPILE_ONLY=1 compiles kernels and never runs them")
     gs, ls = self.p.launch_dims(var_vals)
     missing = [n for n in self.p.var_names if n not in var_vals]
     if missing: raise KeyError(f"kernel {self.p.name}: no value bound for variable(s) {missing}")

@@ -169,6 +169,16 @@ class NVProgram:
       self.dev.drv.call("cuModuleUnload", self.module)
     except Exception: pass  # NOTE: at interpreter exit the driver may be gone already
 
+class CompileOnlyProgram:
+  """COMPILE_ONLY: the binary is checked (an NV binary for this device's arch, naming the kernel) and never loaded."""
+  def __init__(self, dev: NVDevice, name: str, lib: bytes):
+    self.dev, self.name, self.bin = dev, name, NVBinary.unpack(lib)
+    if self.bin.arch != dev.arch: raise RuntimeError(f"NV kernel {name}: compiled for {self.bin.arch}, not {dev.arch}")
+    if f".entry {name}(" not in self.bin.ptx: raise RuntimeError(f"NV kernel {name}: the PTX has no entry {name}")
+  def __call__(self, *args: Any, **kwargs: Any) -> float | None:
+    raise RuntimeError(f"{self.dev.device}: COMPILE_ONLY=1: kernel {self.name} was compiled for {self.dev.arch}; "
+                       "nothing is loaded or run")
+
 # ---- the device ----
 
 def _renderer_factory(arch: str) -> Any:
@@ -217,9 +227,7 @@ class NVDevice(Compiled):
     super().__init__(device, NVAllocator(self), _renderer_factory(self.arch), compiler, self._load)
 
   def _load(self, name: str, lib: bytes) -> NVProgram: return NVProgram(self, name, lib)
-  def _no_runtime(self, name: str, lib: bytes) -> Any:
-    raise RuntimeError(f"{self.device}: COMPILE_ONLY=1: kernel {name} was compiled for {self.arch}; nothing is loaded "
-                       "or run")
+  def _no_runtime(self, name: str, lib: bytes) -> Any: return CompileOnlyProgram(self, name, lib)
   def make_current(self) -> None: self.drv.call("cuCtxSetCurrent", self.ctx)
   def synchronize(self) -> None:
     if COMPILE_ONLY or not hasattr(self, "ctx"): return
