@@ -30,7 +30,7 @@ import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes, float_to_bf16, float_to_fp8
-from tinygrad.renderer.cstyle import CStyleLanguage, _Lines, _may_trap
+from tinygrad.renderer.cstyle import CStyleLanguage, _Lines
 from tinygrad.helpers import prod
 
 # ---- per-arch limits ----
@@ -70,6 +70,12 @@ def known_pow2(u: UOp, depth: int = 0) -> int:
   if u.op is Ops.CAST and dtypes.is_int(u.dtype) and dtypes.is_int(u.src[0].dtype):
     return known_pow2(u.src[0], depth + 1)
   return 0
+
+def _div_may_wrap(u: UOp) -> bool:
+  """A signed 32/64-bit IDIV/MOD whose divisor may be -1 (INT_MIN / -1 overflows; narrower ints divide in int)."""
+  dt, d = u.dtype, u.src[1]
+  if dt.count > 1 or dt.scalar() not in (dtypes.int32, dtypes.int64): return False
+  return bool(d.vmin <= -1 <= d.vmax)
 
 def vector_align(dt: DType) -> int:
   """Byte alignment of the vector struct of `dt` (a vector dtype): the whole vector, at most 16 (one 128-bit access)."""
@@ -214,7 +220,7 @@ class CUDARenderer(CStyleLanguage):
     op, dt, src = u.op, u.dtype, u.src
     if op is Ops.GEP and len(u.arg) == 1: return f"{r[src[0]]}.v[{u.arg[0]}]"
     if op is Ops.GEP: return self.render_vector(dt, [f"{r[src[0]]}.v[{i}]" for i in u.arg])
-    if op in (Ops.IDIV, Ops.MOD) and _may_trap(u):
+    if op in (Ops.IDIV, Ops.MOD) and _div_may_wrap(u):
       # NOTE: INT_MIN / -1 is outside the hardware's contract; the IR wraps (INT_MIN / -1 = INT_MIN, x % -1 = 0)
       a, b = r[src[0]], r[src[1]]
       return f"(({b})==-1?-({a}):({a}/{b}))" if op is Ops.IDIV else f"(({b})==-1?0:({a}%{b}))"
