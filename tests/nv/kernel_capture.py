@@ -52,10 +52,11 @@ def capture_kernels(test_paths: list[str], out: str | None = None, extra_env: di
   try:
     env = {**os.environ, "SPEC": "0", "NOOPT": "1", "DEV": "CPU", "PYTHONPATH": ROOT, **(extra_env or {})}
     env.pop("COMPILE_ONLY", None)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "tests.nv.kernel_capture",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.nv.kernel_capture",
            f"--nv-capture={out}", *test_paths]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
+    # NOTE: a failing test (exit 1) is that suite's business and its kernels still count; anything else is not a capture
+    if proc.returncode not in (0, 1) or not os.path.exists(out) or not os.path.getsize(out):
       raise RuntimeError(f"capturing kernels: {' '.join(cmd)} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return load_kernels(out)
   finally:
