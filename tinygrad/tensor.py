@@ -76,6 +76,11 @@ def broadcast_shape(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[in
     out.append(big.pop() if big else 1)
   return tuple(out)
 
+class ShapeMismatchError(RuntimeError, ValueError):
+  """Operand shapes that do not fit an op: a RuntimeError, as torch raises, and a ValueError, as numpy does."""
+
+def _zero_of(dt: DType) -> ConstType: return False if dt is dtypes.bool else 0
+
 _all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
@@ -759,9 +764,14 @@ class Tensor(_CastSugar):
     if any(not 0 <= b <= e <= s for (b, e), s in zip(a, self.shape)):
       raise ValueError(f"shrink: {a} does not fit shape {self.shape}")
     return self if a == tuple((0, s) for s in self.shape) else self._new(self.uop.shrink(a))
-  def pad(self, padding: Sequence[Any], value: ConstType = 0.0) -> Tensor:
+  def pad(self, padding: Sequence[Any], value: ConstType = 0.0, mode: str = "constant") -> Tensor:
     """Per-axis (before, after) pairs (None = no pad), or torch's flat form (last axis first). Negative amounts
-    shrink."""
+    shrink. mode "constant" fills with value; "reflect", "replicate" and "circular" fill from the tensor's own edges,
+    as torch (movement ops only)."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+      raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    if mode != "constant" and value != 0:
+      raise ValueError(f"pad: a fill value only goes with mode 'constant', got value={value!r} with mode {mode!r}")
     if all(isinstance(p, int) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim:
         raise ValueError(f"pad: flat padding {tuple(padding)} for shape {self.shape}")
@@ -772,6 +782,7 @@ class Tensor(_CastSugar):
     x = self.shrink([(-min(b, 0), s + min(e, 0)) for (b, e), s in zip(pairs, self.shape)])
     pos = tuple((max(b, 0), max(e, 0)) for b, e in pairs)
     if all(p == (0, 0) for p in pos): return x
+    if mode != "constant": return x._pad_edges(pos, mode)
     ret = x._new(x.uop.pad(pos))
     if value == 0: return ret
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))
@@ -819,51 +830,113 @@ class Tensor(_CastSugar):
     return self.split(max(1, ceildiv(n, chunks)), dim) if n else (self,)
 
   # ---- indexing ----
+  def _index_entries(self, indices: Any) -> list[Any]:
+    """The index as a list of entries: int, slice, None, Ellipsis, bool, Tensor (int or bool) or numpy array (int or
+    bool). A top-level list is a tuple of indices when it holds a sequence, a tensor, a slice, None or an Ellipsis
+    (torch's rule), else it is one index array."""
+    if isinstance(indices, tuple): raw = list(indices)
+    elif isinstance(indices, list) and any(isinstance(i, (list, tuple, Tensor, np.ndarray, slice)) or i is None or
+                                           i is Ellipsis for i in indices): raw = list(indices)
+    else: raw = [indices]
+    return [self._index_entry(i) for i in raw]
+  def _index_entry(self, i: Any) -> Any:
+    if i is None or i is Ellipsis or isinstance(i, (slice, bool)): return i
+    if isinstance(i, np.bool_): return bool(i)
+    if isinstance(i, (int, np.integer)): return int(i)
+    if isinstance(i, Tensor):
+      if not (dtypes.is_int(i.dtype) or i.dtype is dtypes.bool):
+        raise IndexError(f"tensors used as indices must be int or bool tensors, got {i.dtype} (shape {i.shape})")
+      return i
+    if isinstance(i, (list, tuple)) and Tensor._holds_tensor(i):
+      # NOTE: tensors inside a list are one index array, their values stacked (as numpy makes an array of the list)
+      parts = [self._index_entry(e) if isinstance(e, (list, tuple, Tensor)) else Tensor(e, device=self.device)
+               for e in i]
+      if not parts: return np.zeros((0,), np.int64)
+      bool_ = all(p.dtype is dtypes.bool for p in parts)
+      return Tensor.stack(*[p.cast(dtypes.bool if bool_ else dtypes.int32) for p in parts])
+    if isinstance(i, (list, tuple, np.ndarray)):
+      arr = np.asarray(i)
+      if arr.size == 0 and arr.dtype != np.bool_: arr = arr.astype(np.int64)
+      if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.integer): return arr
+      raise IndexError(f"index arrays must hold ints or bools, got {arr.dtype} values in {i!r}")
+    raise IndexError(f"index {i!r} of type {type(i).__name__} is not supported: use ints, slices, None, ..., lists or "
+                     "int/bool tensors")
+  @staticmethod
+  def _holds_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and any(Tensor._holds_tensor(e) for e in x))
+  @staticmethod
+  def _index_consumes(i: Any) -> int:
+    """How many axes of the indexed tensor an index entry covers."""
+    if i is None or i is Ellipsis or isinstance(i, bool): return 0
+    if isinstance(i, (Tensor, np.ndarray)) and i.dtype in (dtypes.bool, np.bool_): return i.ndim
+    return 1
+  def _index_tensor(self, i: Any, n: int, d: int) -> Tensor:
+    """An int index (Python int, numpy array or tensor) into axis d of size n as an int tensor. Host values are checked
+    against the size here; a tensor's values are not known before it runs (an out-of-range one selects nothing)."""
+    if isinstance(i, Tensor): return i
+    arr = np.asarray(i, dtype=np.int64)
+    if arr.size and (arr.min() < -n or arr.max() >= n):
+      bad = int(arr.min()) if arr.min() < -n else int(arr.max())
+      raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n} (shape {self.shape})")
+    arr = np.where(arr < 0, arr + n, arr).astype(np.int32)
+    if arr.ndim == 0: return Tensor(_const_uop(int(arr), dtypes.int32, self.device))
+    return Tensor(arr, device=self.device)
   def __getitem__(self, indices: Any) -> Tensor:
-    idx = list(indices) if isinstance(indices, tuple) else [indices]
-    idx = [Tensor(i, device=self.device) if isinstance(i, (list, np.ndarray)) else i for i in idx]
-    for i in idx:
-      if not (i is None or i is Ellipsis or isinstance(i, (int, slice, Tensor))) or isinstance(i, float):
-        raise IndexError(f"index {i!r} of type {type(i).__name__} is not supported (ints, slices, None, ..., tensors)")
-      # NOTE: a boolean mask selects a data-dependent number of elements, which a lazy shape cannot express
-      if isinstance(i, bool) or (isinstance(i, Tensor) and i.dtype is dtypes.bool):
-        raise IndexError(f"boolean mask indexing of a tensor of shape {self.shape} is not supported (the result's "
-                         "shape depends on the data); use mask.where(x, 0) or integer indices")
+    """numpy indexing: ints, slices, None, ..., index arrays (lists, numpy arrays, int tensors) and bool masks. Index
+    arrays broadcast together; their dims replace the indexed axes when those are adjacent in the index, else they go
+    first (numpy's rule; ints select first, as in torch). A bool mask tensor selects as many elements as it holds True
+    values, which only its data tells: it is read back to the host (one sync; the result still has gradients).
+    Everything else stays lazy."""
+    idx = self._index_entries(indices)
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
-    n_real = sum(i is not None and i is not Ellipsis for i in idx)
+    n_real = sum(self._index_consumes(i) for i in idx)
     if n_real > self.ndim: raise IndexError(f"too many indices for tensor of shape {self.shape}: {n_real} were indexed")
     if any(i is Ellipsis for i in idx):
       e = next(k for k, i in enumerate(idx) if i is Ellipsis)
       idx = idx[:e] + [slice(None)] * (self.ndim - n_real) + idx[e + 1:]
     else: idx = idx + [slice(None)] * (self.ndim - n_real)
-    has_tensor = any(isinstance(i, Tensor) for i in idx)
-    if has_tensor:
-      # NOTE: next to tensor indices, ints are advanced indices too (numpy), which decides where the result dims go
-      idx = [Tensor(i, device=self.device, dtype=dtypes.int32) if isinstance(i, int) and not isinstance(i, bool) else i
-             for i in idx]
+    # a bool mask over k axes is the k int arrays of its nonzero positions (numpy)
+    flat: list[Any] = []
+    d = 0
+    for i in idx:
+      if isinstance(i, (Tensor, np.ndarray)) and i.dtype in (dtypes.bool, np.bool_):
+        if i.ndim == 0: flat.append(bool(i.item())); continue
+        if tuple(i.shape) != self.shape[d:d + i.ndim]:
+          raise IndexError(f"the shape {tuple(i.shape)} of the boolean mask does not match the shape "
+                           f"{self.shape[d:d + i.ndim]} of axes {d}..{d + i.ndim - 1} of the tensor {self.shape}")
+        flat.extend(np.nonzero(i if isinstance(i, np.ndarray) else i.numpy()))
+        d += i.ndim
+      else:
+        flat.append(i)
+        d += self._index_consumes(i)
     # basic indexing: shrink, flip and stride per axis
     shrinks, flips, strides, new_shape, adv = [], [], [], [], []
     d = 0
-    for i in idx:
+    for i in flat:
       if i is None: new_shape.append(1); continue
+      if isinstance(i, bool):
+        # NOTE: a 0-d bool mask adds an axis of size 1, picked by [0] (True) or by nothing (False), as numpy
+        adv.append((len(new_shape), Tensor(np.zeros(1 if i else 0, np.int32), device=self.device), 1))
+        new_shape.append(1)
+        continue
       n = self.shape[d]
-      if isinstance(i, int):
-        if not -n <= i < n:
-          raise IndexError(f"index {i} is out of bounds for axis {d} with size {n} (shape {self.shape})")
-        i = i + n if i < 0 else i
-        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
-      elif isinstance(i, slice):
+      if isinstance(i, slice):
         start, stop, step = i.indices(n)
         cnt = len(range(start, stop, step))
         if cnt == 0: shrinks.append((0, 0)); flips.append(False); strides.append(1)
         elif step > 0: shrinks.append((start, start + (cnt - 1) * step + 1)); flips.append(False); strides.append(step)
         else: shrinks.append((start + (cnt - 1) * step, start + 1)); flips.append(True); strides.append(-step)
         new_shape.append(cnt)
+      elif isinstance(i, int):
+        # NOTE: an int selects (drops its axis) before the index arrays are placed, as torch does; numpy counts it as an
+        # index array, which differs only where it sits across a slice from them (x[1, :, a, b])
+        if not -n <= i < n:
+          raise IndexError(f"index {i} is out of bounds for axis {d} with size {n} (shape {self.shape})")
+        i = i + n if i < 0 else i
+        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
       else:
-        if not dtypes.is_int(i.dtype):
-          raise IndexError(f"tensor index must be an int tensor, got {i.dtype}")
         shrinks.append((0, n)); flips.append(False); strides.append(1)
-        adv.append((len(new_shape), i, n)); new_shape.append(n)
+        adv.append((len(new_shape), self._index_tensor(i, n, d), n)); new_shape.append(n)
       d += 1
     x = self.shrink(shrinks).flip([k for k, f in enumerate(flips) if f])
     if any(s > 1 for s in strides):
@@ -902,9 +975,9 @@ class Tensor(_CastSugar):
     return out.permute(list(range(p)) + list(range(len(rshape), len(rshape) + nb)) + list(range(p, len(rshape))))
 
   def __setitem__(self, indices: Any, v: Any) -> None:
-    """x[idx] = v: the selected elements take v (broadcast); x is updated in place and realized."""
-    basic = not any(isinstance(i, (Tensor, list, np.ndarray)) for i in (indices if isinstance(indices, tuple) else
-                                                                        (indices,)))
+    """x[idx] = v: the selected elements take v (broadcast to the selection); x is updated in place and realized."""
+    entries = self._index_entries(indices)
+    basic = not any(isinstance(i, (Tensor, np.ndarray, bool)) for i in entries)
     on_buffer = _base_buffer(self.uop) is not None or _is_writable_view(self.uop)
     if basic and (on_buffer or not (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad))):
       # NOTE: slices, ints, None and ... select a view of the buffer: write v through it (an ASSIGN), no one-hot
@@ -913,33 +986,329 @@ class Tensor(_CastSugar):
       vt = v if isinstance(v, Tensor) else Tensor(v, device=self.device, dtype=self.dtype)
       view.assign(vt.cast(self.dtype)._broadcast_to(view.shape, "setitem")).realize()
       return
-    # advanced indices (or a lazy tensor autograd must see through): a one-hot select of the written positions
+    if (m := self._leading_mask(entries)) is not None and self._fits_mask_value(m, v):
+      # NOTE: a mask write of a value that broadcasts to the unmasked axes is a where: no sync, no one-hot
+      mm = m.reshape(m.shape + (1,) * (self.ndim - m.ndim))
+      vt = v.cast(self.dtype) if isinstance(v, Tensor) else v
+      self.assign(mm.where(vt, self)).realize()
+      return
+    self.assign(self._index_write(indices, v, accumulate=False)).realize()
+  def _leading_mask(self, entries: list[Any]) -> Tensor | None:
+    """The bool mask tensor of an index that is one mask over the leading axes (x[mask] or x[mask, ...]), else None."""
+    if entries and entries[-1] is Ellipsis: entries = entries[:-1]
+    if len(entries) != 1 or not isinstance(m := entries[0], Tensor) or m.dtype is not dtypes.bool: return None
+    return m if m.ndim and m.shape == self.shape[:m.ndim] else None
+  def _fits_mask_value(self, m: Tensor, v: Any) -> bool:
+    if not isinstance(v, Tensor): return isinstance(v, (bool, int, float))
+    rest = self.shape[m.ndim:]
+    return v.ndim <= len(rest) and all(a in (1, b) for a, b in zip(v.shape[::-1], rest[::-1]))
+  def _index_write(self, indices: Any, v: Any, accumulate: bool) -> Tensor:
+    """self with the elements self[indices] replaced by v (accumulate: v added to them, repeats adding up), lazily: a
+    one-hot compare of the written positions with every position."""
     n = self.numel()
     pos = Tensor._arange_index(n, self.device).reshape(self.shape)[indices]
     vt = v if isinstance(v, Tensor) else Tensor(v, device=self.device, dtype=self.dtype)
+    if vt.ndim > pos.ndim or any(a not in (1, b) for a, b in zip(vt.shape[::-1], pos.shape[::-1])):
+      raise ShapeMismatchError(f"index write: a value of shape {vt.shape} cannot be broadcast to the indexed shape "
+                               f"{pos.shape} (tensor {self.shape})")
     vt = vt.cast(self.dtype)._broadcast_to(pos.shape, "setitem")
     k = pos.numel()
     hit = pos.flatten().unsqueeze(-1) == Tensor._arange_index(n, self.device).unsqueeze(0)  # (k, n)
+    if accumulate:
+      add = hit.where(vt.flatten().unsqueeze(-1), _zero_of(self.dtype)).sum(0).cast(self.dtype).reshape(self.shape)
+      return self | add if self.dtype is dtypes.bool else self + add
     # NOTE: where an index repeats (x[[0, 0]] = v) the last write wins, as numpy: 1 + the last writer, 0 for none
     last = hit.where(Tensor._arange_index(k, self.device).unsqueeze(-1) + 1, 0).max(0)
     pick = (last - 1).unsqueeze(0) == Tensor._arange_index(k, self.device).unsqueeze(-1)
-    full = pick.where(vt.flatten().unsqueeze(-1), 0).sum(0).cast(self.dtype).reshape(self.shape)
-    self.assign((last > 0).reshape(self.shape).where(full, self)).realize()
+    full = pick.where(vt.flatten().unsqueeze(-1), _zero_of(self.dtype)).sum(0).cast(self.dtype)
+    # NOTE: as torch, the gradient reaches every write to a position (the values' gradient is the output's, indexed)
+    if dtypes.is_float(self.dtype):
+      full = full.detach() + hit.where(vt.flatten()._zero_with_grad().unsqueeze(-1), 0).sum(0)
+    full = full.reshape(self.shape)
+    return (last > 0).reshape(self.shape).where(full, self)
+  def index_put(self, indices: Sequence[Tensor | None], values: Tensor | ConstType, accumulate: bool = False) -> Tensor:
+    """torch's index_put: a new tensor, self with self[indices] = values (a None index is a full slice); with accumulate
+    the values add up, repeated indices included. Lazy and differentiable in self and values."""
+    idx = tuple(slice(None) if i is None else i for i in indices)
+    return self._index_write(idx, values, accumulate)
+  def index_put_(self, indices: Sequence[Tensor | None], values: Tensor | ConstType,
+                 accumulate: bool = False) -> Tensor:
+    """index_put in place (self is assigned the result)."""
+    return self.assign(self.index_put(indices, values, accumulate))
 
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[..i..] = self[..index[..i..]..] along dim (torch.gather)."""
     d = self._axis(dim)
     if index.ndim != self.ndim:
-      raise ValueError(f"gather: index {index.shape} and input {self.shape} need the same number of dims")
+      raise ShapeMismatchError(f"gather: index {index.shape} and input {self.shape} need the same number of dims")
+    if not dtypes.is_int(index.dtype): raise TypeError(f"gather: index must be an int tensor, got {index.dtype}")
     if any(a > b for k, (a, b) in enumerate(zip(index.shape, self.shape)) if k != d):
-      raise ValueError(f"gather: index {index.shape} is larger than input {self.shape} outside axis {d}")
+      raise ShapeMismatchError(f"gather: index {index.shape} is larger than input {self.shape} outside axis {d}")
     n = self.shape[d]
     x = self.shrink([None if k == d else (0, s) for k, s in enumerate(index.shape)])
     xt = x.unsqueeze(-1).transpose(d, -1)._broadcast_to(index.shape + (n,), "gather")
     mask = index.unsqueeze(-1) == Tensor._arange_index(n, self.device)
     return mask.where(xt, 0).sum(-1).cast(self.dtype)
-  def one_hot(self, num_classes: int) -> Tensor:
+  def one_hot(self, num_classes: int = -1) -> Tensor:
+    """int32 one-hot vectors along a new last axis. num_classes=-1 takes max + 1 of the values, which only the data
+    tells: it is read back to the host (one sync)."""
+    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot: needs int class indices, got {self.dtype}")
+    if num_classes == -1: num_classes = int(self.max().item()) + 1 if self.numel() else 0
+    if num_classes < 0: raise ValueError(f"one_hot: num_classes must be -1 or >= 0, got {num_classes}")
     return (self.unsqueeze(-1) == Tensor._arange_index(num_classes, self.device)).cast(dtypes.int32)
+
+  # ---- shape and indexing ----
+  def _pad_edges(self, pads: Sequence[tuple[int, int]], mode: str) -> Tensor:
+    """Padding taken from the tensor itself, axis by axis: the mirror image without the edge element (reflect), the edge
+    element repeated (replicate), or the other end (circular)."""
+    x = self
+    for d, (b, e) in enumerate(pads):
+      if b == e == 0: continue
+      n = x.shape[d]
+      limit = n - 1 if mode == "reflect" else n
+      if max(b, e) > limit or n == 0:
+        raise ShapeMismatchError(f"pad: {mode} padding ({b}, {e}) of axis {d} needs amounts below {limit + 1} (the "
+                                 f"axis has size {n}, shape {self.shape})")
+      def part(lo: int, hi: int, t: Tensor = x, ax: int = d) -> Tensor:
+        return t.shrink([(lo, hi) if k == ax else None for k in range(t.ndim)])
+      if mode == "reflect": lo, hi = part(1, b + 1).flip(d), part(n - 1 - e, n - 1).flip(d)
+      elif mode == "circular": lo, hi = part(n - b, n), part(0, e)
+      else:
+        lo = part(0, 1).expand(*x.shape[:d], b, *x.shape[d + 1:])
+        hi = part(n - 1, n).expand(*x.shape[:d], e, *x.shape[d + 1:])
+      x = lo.cat(x, hi, dim=d)
+    return x
+  def _tri(self, diagonal: int, upper: bool, op: str) -> Tensor:
+    if self.ndim < 2: raise ShapeMismatchError(f"{op}: needs a tensor of at least 2 dims, got shape {self.shape}")
+    r, c = self.shape[-2:]
+    # NOTE: column - row of each element, compared with the diagonal: constants only, fused into the where
+    off = Tensor._arange_index(c, self.device).reshape(1, c) - Tensor._arange_index(r, self.device).reshape(r, 1)
+    keep = (off >= diagonal) if upper else (off <= diagonal)
+    return keep.where(self, _zero_of(self.dtype))
+  def triu(self, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two axes (elements with column - row >= diagonal), zeros elsewhere."""
+    return self._tri(diagonal, True, "triu")
+  def tril(self, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two axes (elements with column - row <= diagonal), zeros elsewhere."""
+    return self._tri(diagonal, False, "tril")
+  def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes as a new last axis (torch.diagonal); offset > 0 is above the main one.
+    Movement ops only: a view, with the gradient of one."""
+    a, b = self._axis(dim1), self._axis(dim2)
+    if a == b: raise ShapeMismatchError(f"diagonal: dim1 and dim2 are the same axis {a} (shape {self.shape})")
+    rest = [k for k in range(self.ndim) if k not in (a, b)]
+    x = self.permute(rest + [a, b])
+    n, m = x.shape[-2:]
+    lead = [None] * len(rest)
+    x = x.shrink(lead + [(0, n), (min(offset, m), m)] if offset >= 0 else lead + [(min(-offset, n), n), (0, m)])
+    n, m = x.shape[-2:]
+    ln = min(n, m)
+    if ln == 0: return x.reshape(*x.shape[:-2], 0)
+    # NOTE: row i of an (ln, m) block starts at i*m; reading rows of length m+1 puts element (i, i) at column 0
+    x = x.shrink(lead + [(0, ln), (0, m)]).reshape(*x.shape[:-2], ln * m).pad(lead + [(0, ln)])
+    return x.reshape(*x.shape[:-1], ln, m + 1)[..., 0]
+  def diag(self, diagonal: int = 0) -> Tensor:
+    """torch.diag: a 1-d tensor becomes a square matrix with it on the given diagonal; a 2-d one gives that diagonal."""
+    if self.ndim == 2: return self.diagonal(diagonal)
+    if self.ndim != 1: raise ShapeMismatchError(f"diag: needs a 1-d or 2-d tensor, got shape {self.shape}")
+    n, k = self.shape[0], abs(diagonal)
+    # NOTE: rows of length n+1 holding one value then n zeros, read back as rows of length n: value i lands at (i, i)
+    sq = self.reshape(n, 1).pad([(0, 0), (0, n)]).flatten().shrink([(0, n * n)]).reshape(n, n)
+    return sq.pad([(0, k), (k, 0)] if diagonal >= 0 else [(k, 0), (0, k)])
+  def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """Rotate elements along dims by shifts (torch.roll); without dims the flattened tensor rolls."""
+    if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+    sh, ds = make_tuple(shifts, 1), make_tuple(dims, 1)
+    if len(sh) != len(ds): raise ShapeMismatchError(f"roll: {len(sh)} shifts for {len(ds)} dims")
+    x = self
+    for s, dim in zip(sh, ds):
+      d = x._axis(dim)
+      n = x.shape[d]
+      if n == 0 or s % n == 0: continue
+      s %= n
+      def part(b: int, e: int) -> Tensor: return x.shrink([(b, e) if k == d else None for k in range(x.ndim)])
+      x = part(n - s, n).cat(part(0, n - s), dim=d)
+    return x
+  def repeat_interleave(self, repeats: int | Sequence[int] | Tensor, dim: int | None = None) -> Tensor:
+    """Each element repeated along dim (the flattened tensor without dim), as torch.repeat_interleave. With per-element
+    repeats (a list or an int tensor) the output length is their sum: a tensor's sum is read back (one sync)."""
+    if dim is None: return self.flatten().repeat_interleave(repeats, 0)
+    d = self._axis(dim)
+    n = self.shape[d]
+    if isinstance(repeats, int):
+      if repeats < 0: raise ValueError(f"repeat_interleave: repeats must be >= 0, got {repeats}")
+      x = self.unsqueeze(d + 1)
+      x = x.expand(*x.shape[:d + 1], repeats, *x.shape[d + 2:])
+      return x.reshape(*self.shape[:d], n * repeats, *self.shape[d + 1:])
+    rt = repeats if isinstance(repeats, Tensor) else Tensor(list(repeats), device=self.device, dtype=dtypes.int32)
+    if rt.ndim == 0 or rt.shape == (1,): return self.repeat_interleave(int(rt.item()), d)
+    if rt.shape != (n,):
+      raise ShapeMismatchError(f"repeat_interleave: {rt.shape} repeats for axis {d} of size {n} (shape {self.shape})")
+    if not dtypes.is_int(rt.dtype): raise TypeError(f"repeat_interleave: repeats must be ints, got {rt.dtype}")
+    total = int(rt.sum().item()) if isinstance(repeats, Tensor) else sum(repeats)
+    # output j reads element #{i : cumsum(repeats)[i] <= j}
+    ends = rt.cast(dtypes.int32).cumsum()
+    src = (ends.reshape(1, n) <= Tensor._arange_index(total, self.device).reshape(total, 1)).sum(-1)
+    return self[(slice(None),) * d + (src,)]
+  def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-d (or 0-d) tensors, "ij" (matrix) or "xy" (Cartesian: the first two axes swapped)."""
+    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = [self, *args]
+    if any(t.ndim > 1 for t in ts):
+      raise ShapeMismatchError(f"meshgrid: needs 0-d or 1-d tensors, got shapes {[t.shape for t in ts]}")
+    sizes = [t.numel() for t in ts]
+    if indexing == "xy" and len(ts) > 1: sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for k, t in enumerate(ts):
+      ax = {0: 1, 1: 0}.get(k, k) if indexing == "xy" and len(ts) > 1 else k
+      out.append(t.reshape([-1 if j == ax else 1 for j in range(len(ts))])._broadcast_to(tuple(sizes), "meshgrid"))
+    return tuple(out)
+  def unfold(self, dimension: int, size: int, step: int) -> Tensor:
+    """All windows of `size` elements, `step` apart, along dimension: that axis becomes the window count and a new
+    last axis holds each window (torch.Tensor.unfold). Movement ops only."""
+    if self.ndim == 0: return self.reshape(1).unfold(0, size, step)
+    d = self._axis(dimension)
+    n = self.shape[d]
+    if step <= 0: raise ValueError(f"unfold: step must be positive, got {step}")
+    if not 0 <= size <= n:
+      raise ShapeMismatchError(f"unfold: size {size} does not fit axis {d} of size {n} (shape {self.shape})")
+    if size == 0:
+      return Tensor.zeros(*self.shape[:d], n // step + 1, *self.shape[d + 1:], 0, dtype=self.dtype, device=self.device)
+    return self.transpose(d, -1)._pool((size,), step, op="unfold").transpose(d, -2)
+  def nonzero(self, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+    """The indices of the nonzero elements (int32, row-major order): (count, ndim), or one 1-d tensor per axis. The
+    count depends on the data: the tensor is read back to the host (one sync), and the result has no gradient."""
+    nz = np.nonzero(self.numpy().reshape(self.shape) if self.ndim else self.numpy().reshape(1))
+    cols = [Tensor(c.astype(np.int32), device=self.device) for c in nz]
+    if as_tuple: return tuple(cols)
+    return Tensor.stack(*cols, dim=1) if cols else Tensor.zeros(int((self != 0).sum().item()), 0, dtype=dtypes.int32)
+  def masked_select(self, mask: Tensor) -> Tensor:
+    """The elements where mask (broadcast with self) is True, as a 1-d tensor in row-major order. Its length depends on
+    the data: the mask is read back to the host (one sync); the gradient flows to the selected elements."""
+    if mask.dtype is not dtypes.bool: raise TypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
+    shape = broadcast_shape(self.shape, mask.shape, op="masked_select")
+    x, m = self._broadcast_to(shape, "masked_select"), mask._broadcast_to(shape, "masked_select")
+    if not shape: return x.reshape(1)[m.reshape(1)]
+    return x[m]
+  def _scatter_target(self, dim: int, index: Tensor, src: Tensor | ConstType, op: str) -> tuple[int, Tensor, Tensor]:
+    """Checked scatter operands: the axis, and index and src (cast to self's dtype) padded to self's shape outside it
+    (pad index -1: it matches no position)."""
+    d = self._axis(dim)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"{op}: index must be an int tensor, got {index.dtype}")
+    if index.ndim != self.ndim and not (index.ndim <= 1 and self.ndim <= 1):
+      raise ShapeMismatchError(f"{op}: index {index.shape} and self {self.shape} need the same number of dims")
+    index = index.reshape(index.shape if self.ndim else (index.numel(),))
+    s = self.reshape(self.shape if self.ndim else (1,))
+    st = src.cast(self.dtype) if isinstance(src, Tensor) else Tensor.full(index.shape, src, dtype=self.dtype,
+                                                                          device=self.device)
+    st = st.reshape(st.shape if st.ndim else (1,) * index.ndim) if st.ndim != index.ndim else st
+    if st.ndim != index.ndim or any(a > b for a, b in zip(index.shape, st.shape)):
+      raise ShapeMismatchError(f"{op}: index {index.shape} must not be larger than src {st.shape} in any axis")
+    if any(a > b for k, (a, b) in enumerate(zip(index.shape, s.shape)) if k != d):
+      raise ShapeMismatchError(f"{op}: index {index.shape} must not be larger than self {self.shape} outside axis {d}")
+    st = st.shrink([(0, a) for a in index.shape])
+    pads = [(0, 0) if k == d else (0, b - a) for k, (a, b) in enumerate(zip(index.shape, s.shape))]
+    return d, index.pad(pads, value=-1), st.pad(pads)
+  def _scatter(self, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None, include_self: bool,
+               op: str) -> Tensor:
+    d, idx, src_t = self._scatter_target(dim, index, src, op)
+    x = self.reshape(self.shape if self.ndim else (1,))
+    n, m = x.shape[d], idx.shape[d]
+    # everything with the scattered axis last: hit[..., t, j] = index[..., j] == t
+    xl, il, sl = x.transpose(d, -1), idx.transpose(d, -1), src_t.transpose(d, -1)
+    hit = il.unsqueeze(-2) == Tensor._arange_index(n, self.device).reshape(n, 1)
+    vals = sl.unsqueeze(-2)._broadcast_to(hit.shape, op)
+    cnt = hit.sum(-1)
+    if reduce is None:
+      # NOTE: repeated targets: the last write wins (torch leaves it unspecified)
+      j = Tensor._arange_index(m, self.device) + 1
+      last = hit.where(j, 0).max(-1, keepdim=True)
+      got = (hit & (j == last)).where(vals, _zero_of(self.dtype)).sum(-1).cast(self.dtype)
+      # NOTE: as torch, the gradient reaches every write to a position (src's gradient is a gather of the output's)
+      if dtypes.is_float(self.dtype): got = got.detach() + hit.where(vals._zero_with_grad(), 0).sum(-1)
+      out = (cnt > 0).where(got, xl)
+    elif reduce in ("sum", "mean"):
+      tot = hit.where(vals, _zero_of(self.dtype)).sum(-1).cast(self.dtype)
+      if include_self: tot, cnt = xl + tot, cnt + 1
+      if reduce == "sum": out = tot if include_self else (cnt > 0).where(tot, xl)
+      else:
+        safe = cnt.maximum(1).cast(self.dtype)
+        mean = tot.floordiv(safe) if dtypes.is_int(self.dtype) else tot / safe
+        out = (cnt > 0).where(mean, xl)
+    elif reduce in ("prod", "amax", "amin"):
+      ident: ConstType = {"prod": 1, "amax": -math.inf, "amin": math.inf}[reduce]
+      if not dtypes.is_float(self.dtype) and reduce != "prod":
+        ident = dtypes.min(self.dtype) if reduce == "amax" else dtypes.max(self.dtype)
+      if include_self:
+        # NOTE: self joins the reduction as one more value, so ties between self and src share the gradient evenly
+        hit = hit.cat(Tensor.full(hit.shape[:-1] + (1,), True, device=self.device), dim=-1)
+        vals = vals.cat(xl.unsqueeze(-1), dim=-1)
+      v = hit.where(vals, ident)
+      red = v.prod(-1).cast(self.dtype) if reduce == "prod" else v.max(-1) if reduce == "amax" else v.min(-1)
+      out = red if include_self else (cnt > 0).where(red, xl)
+    else: raise ValueError(f"{op}: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got {reduce!r}")
+    return out.transpose(d, -1).reshape(self.shape)
+  def scatter(self, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
+    """torch.scatter: self with self[..index[..j..]..] = src[..j..] along dim (a scalar src fills). reduce "add" or
+    "multiply" combines instead of replacing. Lazy; differentiable in self and src."""
+    red = {None: None, "add": "sum", "multiply": "prod"}
+    if reduce not in red: raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    return self._scatter(dim, index, src, red[reduce], True, "scatter")
+  def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
+    """torch.scatter_reduce: the src values scattered onto each position along dim combine by reduce ("sum", "prod",
+    "mean", "amax", "amin"), with self's value too when include_self; positions no index names keep self. Ints take the
+    floor of a mean, as torch. Lazy; differentiable in self and src."""
+    return self._scatter(dim, index, src, reduce, include_self, "scatter_reduce")
+  def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return self._scatter(dim, index, src, "sum", True, "scatter_add")
+  def _zero_with_grad(self) -> Tensor:
+    """Zeros (for finite values) that pass the gradient on to self: `y.detach() + x._zero_with_grad()` is y in value
+    with x's gradient."""
+    d = self - self.detach()
+    return (d == 0).where(d, 0)
+  def _sort_rank(self, descending: bool) -> Tensor:
+    """The stable sorted position of each element along the last axis: a count of the elements that go before it
+    (n*n compares in one reduce kernel). nan sorts above every number, as torch."""
+    n = self.shape[-1]
+    a, b = self.unsqueeze(-1), self.unsqueeze(-2)  # a: element i, b: element j (reduced over)
+    if dtypes.is_float(self.dtype):
+      an, bn = a.isnan(), b.isnan()
+      lt = (b < a) | (an & bn.logical_not())
+      gt = (b > a) | (bn & an.logical_not())
+      eq = (b == a) | (an & bn)
+    else: lt, gt, eq = b < a, b > a, b == a
+    earlier = Tensor._arange_index(n, self.device).reshape(1, n) < Tensor._arange_index(n, self.device).reshape(n, 1)
+    return ((gt if descending else lt) | (eq & earlier)).sum(-1)
+  def _take_ranked(self, rank: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """The elements of ranks 0..k-1 along the last axis, and their positions."""
+    n = self.shape[-1]
+    pick = rank.unsqueeze(-2) == Tensor._arange_index(k, self.device).reshape(k, 1)  # (..., k, n)
+    vals = pick.where(self.unsqueeze(-2), _zero_of(self.dtype)).sum(-1).cast(self.dtype)
+    pos = pick.where(Tensor._arange_index(n, self.device), 0).sum(-1).cast(dtypes.int32)
+    return vals, pos
+  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+    """(values, int32 indices) sorted along dim, ties in their original order (always stable) and nan last (first when
+    descending), as torch. Built from a comparison count, not one kernel per element; the values have a gradient."""
+    if self.ndim == 0: return self, Tensor(_const_uop(0, dtypes.int32, self.device))
+    d = self._axis(dim)
+    x = self.transpose(d, -1)
+    vals, pos = x._take_ranked(x._sort_rank(descending), x.shape[-1])
+    return vals.transpose(d, -1), pos.transpose(d, -1)
+  def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """int32 positions that sort self along dim (stable, as sort)."""
+    return self.sort(dim, descending)[1]
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
+    """The k largest (or smallest) elements along dim and their int32 positions, in sorted order; among equal values
+    the earlier position comes first (torch leaves the order of ties unspecified)."""
+    if self.ndim == 0:
+      if k != 1: raise IndexError(f"topk: k={k} is out of range for a 0-d tensor")
+      return self, Tensor(_const_uop(0, dtypes.int32, self.device))
+    d = self._axis(dim)
+    if not 0 <= k <= self.shape[d]:
+      raise IndexError(f"topk: k={k} is out of range for axis {d} of size {self.shape[d]} (shape {self.shape})")
+    x = self.transpose(d, -1)
+    vals, pos = x._take_ranked(x._sort_rank(largest), k)
+    return vals.transpose(d, -1), pos.transpose(d, -1)
 
   # ---- reductions ----
   def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
@@ -1116,21 +1485,440 @@ class Tensor(_CastSugar):
     out = (x * w).sum(red, keepdim=True).reshape(bs, cout, *oyx)
     return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
   def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
-                 padding: int | Sequence[int] = 0, count_include_pad: bool = True) -> Tensor:
-    k = make_tuple(kernel_size, 2)
-    s = k if stride is None else stride
+                 padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None) -> Tensor:
+    """Average pooling over the last len(kernel_size) axes (an int kernel: 2), as torch's avg_pool1d/2d/3d: ceil_mode
+    adds partial windows at the end; the divisor counts padding (count_include_pad) but never the ceil extra."""
     x = self._float()
-    win = x._pad2d(padding, 2)._pool(k, s, op="avg_pool2d")
-    total = win.sum((-2, -1))
-    if count_include_pad: return total * (1 / float(prod(k)))
-    ones = Tensor.ones(*x.shape[-2:], device=self.device)._pad2d(padding, 2)._pool(k, s).sum((-2, -1))
-    return total / ones
+    win, k_, s_, full, outs = x._pool_windows(kernel_size, stride, 1, padding, ceil_mode, 0, "avg_pool2d")
+    n = len(k_)
+    total = win.sum(tuple(range(-n, 0)))
+    if divisor_override is not None: return total * (1 / divisor_override)
+    if count_include_pad and all((o - 1) * s + k <= i + b + a for o, s, k, i, (b, a) in
+                                 zip(outs, s_, k_, self.shape[-n:], Tensor._pool_pairs(padding, n, "avg_pool2d"))):
+      return total * (1 / float(prod(k_)))
+    # the divisor of each window: per axis, how much of [start, start + k) lies in the counted range (closed form)
+    div: Tensor | None = None
+    for ax, (o, s, k, i, (b, _), (pb, pa)) in enumerate(zip(outs, s_, k_, self.shape[-n:], full,
+                                                           Tensor._pool_pairs(padding, n, "avg_pool2d"))):
+      lo, hi = (-pb, i + pa) if count_include_pad else (0, i)
+      start = Tensor._arange_index(o, self.device) * s - b
+      cnt = ((start + k).minimum(hi) - start.maximum(lo)).maximum(0).reshape([-1 if j == ax else 1 for j in range(n)])
+      div = cnt if div is None else div * cnt
+    assert div is not None
+    return total / div.cast(total.dtype)
   def max_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
-                 dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-    k = make_tuple(kernel_size, 2)
+                 dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, ceil_mode: bool = False,
+                 return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """Max pooling over the last len(kernel_size) axes (an int kernel: 2), as torch's max_pool1d/2d/3d. return_indices
+    also gives, per window, the int32 flat position (over the spatial axes) of its first maximum, for max_unpool2d."""
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
-    win = self._pad2d(padding, 2, value=low)._pool(k, k if stride is None else stride, dilation, "max_pool2d")
-    return win.max((-2, -1))
+    win, k_, _, full, outs = self._pool_windows(kernel_size, stride, dilation, padding, ceil_mode, low, "max_pool2d")
+    n = len(k_)
+    out = win.max(tuple(range(-n, 0)))
+    if not return_indices: return out
+    sp = self.shape[-n:]
+    # NOTE: flat positions grow along each window, so the first maximum is the one with the least position
+    pos = Tensor._arange_index(prod(sp), self.device).reshape(sp).pad(full, value=-1)
+    pos = pos._pool(k_, make_tuple(stride, n) if stride is not None and stride != () else k_, make_tuple(dilation, n))
+    hit = (win == out.reshape(*out.shape, *([1] * n))) & (pos >= 0)
+    idx = hit.where(pos, prod(sp)).min(tuple(range(-n, 0)))
+    return out, idx.cast(dtypes.int32)
+
+  # ---- nn ops ----
+  @staticmethod
+  def _pool_pairs(padding: int | Sequence[int], n: int, op: str) -> list[tuple[int, int]]:
+    """(before, after) padding of n spatial axes from an int, n ints, or 2n ints in torch's flat order."""
+    if isinstance(padding, int): return [(padding, padding)] * n
+    if len(padding) == n: return [(p, p) for p in padding]
+    if len(padding) == 2 * n: return [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
+    raise ValueError(f"{op}: padding {padding} does not fit {n} spatial axes")
+  def _pool_geometry(self, k_: tuple[int, ...], s_: tuple[int, ...], d_: tuple[int, ...], pads: list[tuple[int, int]],
+                     ceil_mode: bool, op: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """Output sizes of a pooling window over the last len(k_) axes, and the padding that makes _pool produce exactly
+    them: ceil_mode adds windows that start inside the input or its left padding (torch's rule) by padding the end."""
+    if self.ndim < len(k_): raise ShapeMismatchError(f"{op}: kernel {k_} has more axes than the input {self.shape}")
+    outs, full = [], []
+    for i, k, s, dl, (b, a) in zip(self.shape[-len(k_):], k_, s_, d_, pads):
+      if k <= 0 or s <= 0 or dl <= 0:
+        raise ValueError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
+      eff = dl * (k - 1) + 1
+      if max(a, b) * 2 > eff:
+        raise ShapeMismatchError(f"{op}: padding {pads} should be at most half of the (dilated) kernel {k_}")
+      span = i + b + a - eff
+      if span < 0:
+        raise ShapeMismatchError(f"{op}: kernel {k_} (dilation {d_}) does not fit the padded spatial size "
+                                 f"{tuple(self.shape[-len(k_):])} of the input {self.shape}")
+      o = (ceildiv(span, s) if ceil_mode else span // s) + 1
+      if ceil_mode and (o - 1) * s >= i + b: o -= 1
+      outs.append(o)
+      full.append((b, a + max(0, (o - 1) * s + eff - (i + b + a))))
+    return outs, full
+  def _pool_windows(self, kernel_size: int | tuple[int, ...], stride: int | tuple[int, ...] | None,
+                    dilation: int | tuple[int, ...], padding: int | Sequence[int], ceil_mode: bool, value: ConstType,
+                    op: str) -> tuple[Tensor, tuple[int, ...], tuple[int, ...], list[tuple[int, int]], list[int]]:
+    """The padded windows (..., *o, *k) of a pooling op, with its kernel, stride, padding (with the ceil extra) and
+    output sizes."""
+    k_ = make_tuple(kernel_size, 2) if isinstance(kernel_size, int) else tuple(kernel_size)
+    n = len(k_)
+    s_ = k_ if stride is None or (not isinstance(stride, int) and len(stride) == 0) else make_tuple(stride, n)
+    d_ = make_tuple(dilation, n)
+    outs, full = self._pool_geometry(k_, s_, d_, Tensor._pool_pairs(padding, n, op), ceil_mode, op)
+    win = self.pad([(0, 0)] * (self.ndim - n) + full, value=value)._pool(k_, s_, d_, op=op)
+    return win, k_, s_, full, outs
+  def max_unpool2d(self, indices: Tensor, kernel_size: int | tuple[int, ...] = (2, 2),
+                   stride: int | tuple[int, ...] | None = None, padding: int | Sequence[int] = 0,
+                   output_size: Sequence[int] | None = None) -> Tensor:
+    """The inverse of max_pool2d(return_indices=True): zeros of the unpooled size with each value at its index."""
+    k_ = make_tuple(kernel_size, 2) if isinstance(kernel_size, int) else tuple(kernel_size)
+    n = len(k_)
+    s_ = k_ if stride is None else make_tuple(stride, n)
+    pads = Tensor._pool_pairs(padding, n, "max_unpool2d")
+    if indices.shape != self.shape:
+      raise ShapeMismatchError(f"max_unpool2d: indices {indices.shape} must have the shape of the input {self.shape}")
+    sp = [(o - 1) * s - b - a + k for o, s, k, (b, a) in zip(self.shape[-n:], s_, k_, pads)]
+    if output_size is not None: sp = list(output_size)[-n:]
+    lead = self.shape[:-n]
+    flat = Tensor.zeros(*lead, prod(sp), dtype=self.dtype, device=self.device)
+    out = flat.scatter(-1, indices.reshape(*lead, -1), self.reshape(*lead, -1))
+    return out.reshape(*lead, *sp)
+  def avg_pool1d(self, kernel_size: int = 2, stride: int | None = None, padding: int = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> Tensor:
+    return self.avg_pool2d((kernel_size,), stride, padding, ceil_mode, count_include_pad)
+  def avg_pool3d(self, kernel_size: int | tuple[int, ...] = 2, stride: int | tuple[int, ...] | None = None,
+                 padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    return self.avg_pool2d(make_tuple(kernel_size, 3), stride, padding, ceil_mode, count_include_pad)
+  def max_pool1d(self, kernel_size: int = 2, stride: int | None = None, dilation: int = 1, padding: int = 0,
+                 ceil_mode: bool = False, return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    return self.max_pool2d((kernel_size,), stride, dilation, padding, ceil_mode, return_indices)
+  def max_pool3d(self, kernel_size: int | tuple[int, ...] = 2, stride: int | tuple[int, ...] | None = None,
+                 dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0, ceil_mode: bool = False,
+                 return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    return self.max_pool2d(make_tuple(kernel_size, 3), stride, dilation, padding, ceil_mode, return_indices)
+  def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1,
+                       stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1,
+                       padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0) -> Tensor:
+    """Transposed convolution of (N, Cin, *spatial) with (Cin, Cout/groups, *kernel), any number of spatial axes
+    (torch's conv_transpose1d/2d/3d): the input spread out by stride (zeros between), padded by dilation*(k-1) -
+    padding (plus output_padding at the end), then a conv2d with the flipped kernel. Movement ops and one conv: one
+    kernel."""
+    if self.ndim != weight.ndim or self.ndim < 3:
+      raise ShapeMismatchError(f"conv_transpose2d: input {self.shape} and weight {weight.shape} need the same number "
+                               "of dims, at least 3 ((N, Cin, *spatial) and (Cin, Cout/groups, *kernel))")
+    cin, rcout, k_ = weight.shape[0], weight.shape[1], weight.shape[2:]
+    n = len(k_)
+    if self.shape[1] != cin or cin % groups:
+      raise ShapeMismatchError(f"conv_transpose2d: input {self.shape} and weight {weight.shape} do not match with "
+                               f"groups={groups} (the input's {self.shape[1]} channels must equal the weight's first "
+                               "axis, and divide by groups)")
+    s_, d_, p_ = make_tuple(stride, n), make_tuple(dilation, n), make_tuple(padding, n)
+    op_ = make_tuple(output_padding, n)
+    if any(o >= max(s, d) for o, s, d in zip(op_, s_, d_)):
+      raise ShapeMismatchError(f"conv_transpose2d: output_padding {op_} must be smaller than stride {s_} or dilation "
+                               f"{d_}")
+    x, sp = self, self.shape[2:]
+    if any(s > 1 for s in s_):
+      # NOTE: each element followed by s-1 zeros (pad a new axis of size 1 to s, merge it), the trailing zeros cut
+      x = x.reshape(*self.shape[:2], *flatten((i, 1) for i in sp))
+      x = x.pad([(0, 0)] * 2 + flatten(((0, 0), (0, s - 1)) for s in s_))
+      x = x.reshape(*self.shape[:2], *[i * s for i, s in zip(sp, s_)])
+      x = x.shrink([None, None] + [(0, (i - 1) * s + 1) if i else (0, 0) for i, s in zip(sp, s_)])
+    x = x.pad([(0, 0)] * 2 + [(d * (k - 1) - p, d * (k - 1) - p + o) for k, d, p, o in zip(k_, d_, p_, op_)])
+    # weight (Cin, Cout/g, *k) -> (Cout, Cin/g, *k), spatially flipped
+    w = weight.reshape(groups, cin // groups, rcout, *k_).transpose(1, 2).reshape(groups * rcout, cin // groups, *k_)
+    return x.conv2d(w.flip(tuple(range(2, 2 + n))), bias, groups=groups, dilation=d_)
+  def conv_transpose(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1,
+                     stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1,
+                     padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0) -> Tensor:
+    return self.conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding)
+  def _resize_axis(self, ax: int, out: int, mode: str, align_corners: bool, sf: float | None) -> Tensor:
+    """self resized along axis ax to `out` elements with torch's source-index rule for mode. When the sources repeat
+    with a short period (src[o + q] = src[o] + p, as integer and simple rational scales give) the result is q strided
+    views of self (movement ops, fused into one kernel); otherwise a (out, n) weight matrix is summed against self."""
+    n = self.shape[ax]
+    # NOTE: the source positions in torch's arithmetic (float32, float64 for float64 input), computed on the host
+    f32: Any = np.float64 if self.dtype is dtypes.float64 else np.float32
+    o: Any = np.arange(out)
+    scale: Any
+    linear = mode == "linear"
+    if not linear:
+      scale = np.float32(1.0 / sf) if sf else np.float32(n) / np.float32(out)
+      if out == n: src = o
+      elif out == 2 * n and mode == "nearest": src = o >> 1
+      elif mode == "nearest": src = np.floor(o.astype(np.float32) * scale)
+      else: src = np.floor((o.astype(np.float64) + 0.5) * np.float64(scale)).astype(np.float32)
+      i0, lam = np.minimum(src.astype(np.int64), n - 1), np.zeros(out, np.float32)
+    else:
+      if align_corners: scale = f32(n - 1) / f32(out - 1) if out > 1 else f32(0)
+      else: scale = f32(1.0 / sf) if sf else f32(n) / f32(out)
+      # NOTE: sources below 0 are not clamped here: the padded edge repeats element 0, which gives the same value
+      srcf = (o.astype(f32) * scale) if align_corners else ((o.astype(f32) + f32(0.5)) * scale - f32(0.5))
+      i0 = np.floor(srcf).astype(np.int64)
+      lam = np.clip(srcf - i0.astype(f32), 0, 1).astype(f32)
+    for q in range(1, min(out, 16) + 1):
+      p = int(i0[q] - i0[0]) if q < out else 0
+      if p < 0 or not np.array_equal(i0[q:], i0[:-q] + p) or not np.allclose(lam[q:], lam[:-q], rtol=0, atol=1e-6):
+        continue
+      # NOTE: each distinct phase is a view joined by a pad (a branch of the kernel): many make kernels slow to compile,
+      # so only short periods take this path (integer up- and downscaling, 1.5x nearest); nearest with one start for
+      # every phase (integer upscaling) is a plain expand
+      if q <= (2 if linear else 4) or (not linear and len(set(i0[:q].tolist())) == 1):
+        return self._resize_views(ax, out, q, p, i0[:q].tolist(), lam[:q].tolist(), linear)
+      break
+    return self._resize_matrix(ax, out, mode, align_corners, float(scale))
+  def _resize_views(self, ax: int, out: int, q: int, p: int, starts: list[int], lams: list[float],
+                    linear: bool) -> Tensor:
+    """out[q*j + r] = self[starts[r] + p*j] (linear: blended with the next element by lams[r]). For linear the axis is
+    padded with its edge elements, so sources -1 and n read the edges, as torch's clamping does."""
+    nj = ceildiv(out, q)
+    def along(t: Tensor, k: int, b: int, e: int) -> Tensor: return t.shrink([(b, e) if j == k else None
+                                                                               for j in range(t.ndim)])
+    x = self.pad([(1, 1) if j == ax else (0, 0) for j in range(self.ndim)], mode="replicate") if linear else self
+    off = 1 if linear else 0
+    # NOTE: room for every view (start + p*nj elements, one more for the blend); the rest only feeds outputs >= out
+    need = max(starts) + off + max(p, 1) * nj + 1
+    x = x.pad([(0, max(0, need - x.shape[ax])) if j == ax else (0, 0) for j in range(x.ndim)])
+    def view(a: int) -> Tensor:
+      """elements a, a+p, ..., a+p*(nj-1) of the axis: rows of length p, column 0 (p == 0: element a, repeated)"""
+      if p == 0:
+        v = along(x, ax, a, a + 1)
+        return v.expand(*[nj if j == ax else s for j, s in enumerate(v.shape)])
+      v = along(x, ax, a, a + p * nj)
+      v = along(v.reshape(*v.shape[:ax], nj, p, *v.shape[ax + 1:]), ax + 1, 0, 1)
+      return v.reshape(*v.shape[:ax], nj, *v.shape[ax + 2:])
+    if not linear and len(set(starts)) == 1:
+      v = view(starts[0]).unsqueeze(ax + 1)
+      y = v.expand(*[q if j == ax + 1 else s for j, s in enumerate(v.shape)])
+      return along(y.reshape(*y.shape[:ax], nj * q, *y.shape[ax + 2:]), ax, 0, out)
+    parts = []
+    for a, lam in zip(starts, lams):
+      v = view(a + off)
+      if linear and lam != 0: v = v * (1 - lam) + view(a + off + 1) * lam
+      parts.append(v.unsqueeze(ax + 1))
+    y = parts[0].cat(*parts[1:], dim=ax + 1)
+    return along(y.reshape(*y.shape[:ax], nj * q, *y.shape[ax + 2:]), ax, 0, out)
+  def _resize_matrix(self, ax: int, out: int, mode: str, align_corners: bool, scale: float) -> Tensor:
+    """The general resize: per output, the source index (and weight) from arange constants in float32, as torch
+    computes it, and a sum over the axis (one reduce kernel per resized axis)."""
+    n = self.shape[ax]
+    o = Tensor._arange_index(out, self.device).cast(dtypes.float32)
+    i = Tensor._arange_index(n, self.device).reshape(1, n)
+    x = self.transpose(ax, -1).unsqueeze(-2)  # (..., 1, n)
+    if mode != "linear":
+      src = (o * scale).floor() if mode == "nearest" else ((o + 0.5) * scale).floor()
+      hit = src.cast(dtypes.int32).minimum(n - 1).reshape(out, 1) == i
+      return hit.where(x, _zero_of(self.dtype)).sum(-1).cast(self.dtype).transpose(ax, -1)
+    srcf = (o * scale) if align_corners else ((o + 0.5) * scale - 0.5).maximum(0)
+    i0 = srcf.cast(dtypes.int32)
+    lam = (srcf - i0.cast(dtypes.float32)).clamp(0, 1).reshape(out, 1)
+    i1 = (i0 < n - 1).where(i0 + 1, i0).reshape(out, 1)
+    w = (i0.reshape(out, 1) == i).where(1 - lam, 0) + (i1 == i).where(lam, 0)
+    return (x * w.cast(x.dtype)).sum(-1).transpose(ax, -1)
+  def interpolate(self, size: int | Sequence[int] | None = None, scale_factor: float | Sequence[float] | None = None,
+                  mode: str = "nearest", align_corners: bool | None = None,
+                  recompute_scale_factor: bool | None = None) -> Tensor:
+    """Resize the spatial axes of (N, C, *spatial) as torch.nn.functional.interpolate: mode "nearest", "nearest-exact",
+    "linear", "bilinear" or "trilinear" (linear in each axis; align_corners maps the corner pixels' centres onto each
+    other), to `size` or by `scale_factor`. One elementwise kernel when each axis' source pattern repeats with a short
+    period (integer and simple ratios), else one reduce kernel per resized axis."""
+    modes = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode not in modes:
+      raise NotImplementedError(f"interpolate: mode {mode!r} is not supported, use one of {list(modes)}")
+    if self.ndim < 3: raise NotImplementedError(f"interpolate: needs an (N, C, *spatial) input, got shape {self.shape}")
+    n = self.ndim - 2
+    if (want := modes[mode]) is not None and want != n and mode != "linear":
+      raise NotImplementedError(f"interpolate: got a {self.ndim}-d input, but {mode} mode needs {want + 2}-d input")
+    if modes[mode] is None and align_corners is not None:
+      raise ValueError("interpolate: align_corners can only be set with the linear modes (linear, bilinear, trilinear)")
+    if (size is None) == (scale_factor is None):
+      raise ValueError("interpolate: give exactly one of size and scale_factor")
+    if size is not None:
+      outs = list(make_tuple(size, n)) if isinstance(size, int) else list(size)
+      if len(outs) != n: raise ValueError(f"interpolate: size {size} for {n} spatial axes of {self.shape}")
+      sfs: list[float | None] = [None] * n
+    else:
+      sf = [float(scale_factor)] * n if isinstance(scale_factor, (int, float)) else \
+        [float(v) for v in cast(Sequence[float], scale_factor)]
+      if len(sf) != n:
+        raise ValueError(f"interpolate: scale_factor {scale_factor} for {n} spatial axes of {self.shape}")
+      outs = [int(math.floor(i * f)) for i, f in zip(self.shape[2:], sf)]
+      sfs = [None if recompute_scale_factor else f for f in sf]
+    if any(o <= 0 for o in outs) or any(i <= 0 for i in self.shape[2:]):
+      raise ValueError(f"interpolate: input spatial sizes {self.shape[2:]} and output sizes {tuple(outs)} must be > 0")
+    if modes[mode] is not None and not dtypes.is_float(self.dtype):
+      raise TypeError(f"interpolate: {mode} mode needs a float tensor, got {self.dtype}")
+    x = self._float() if modes[mode] is not None else self
+    acc = dtypes.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.dtype
+    x = x.cast(acc)
+    for k, (o, f) in enumerate(zip(outs, sfs)):
+      x = x._resize_axis(2 + k, o, "linear" if modes[mode] is not None else mode, bool(align_corners), f)
+    return x.cast(self.dtype)
+  def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                   dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                   enable_gqa: bool = False) -> Tensor:
+    """softmax(self @ key^T * scale + mask) @ value, as torch: a bool attn_mask keeps the True positions, a float one is
+    added; is_causal keeps key positions <= query positions; a row with nothing kept gives zeros. dropout_p drops
+    attention weights (always, as torch's functional does). enable_gqa repeats key/value heads to the query's."""
+    if self.ndim < 2 or key.ndim < 2 or value.ndim < 2 or self.shape[-1] != key.shape[-1] or \
+       key.shape[-2] != value.shape[-2]:
+      raise ShapeMismatchError(f"scaled_dot_product_attention: query {self.shape}, key {key.shape} and value "
+                               f"{value.shape} do not fit (..., L, E), (..., S, E), (..., S, Ev)")
+    if is_causal and attn_mask is not None:
+      raise RuntimeError("scaled_dot_product_attention: give is_causal or an attn_mask, not both")
+    if enable_gqa and self.ndim >= 3 and key.shape[-3] != self.shape[-3]:
+      if self.shape[-3] % key.shape[-3]:
+        raise ShapeMismatchError(f"scaled_dot_product_attention: {self.shape[-3]} query heads do not divide by "
+                                 f"{key.shape[-3]} key/value heads")
+      r = self.shape[-3] // key.shape[-3]
+      key, value = key.repeat_interleave(r, -3), value.repeat_interleave(r, -3)
+    ln, sn = self.shape[-2], key.shape[-2]
+    qk = self.matmul(key.transpose(-2, -1)) * (1 / math.sqrt(self.shape[-1]) if scale is None else scale)
+    keep: Tensor | None = None
+    if is_causal: keep = Tensor.ones(ln, sn, dtype=dtypes.bool, device=self.device).tril()
+    if attn_mask is not None:
+      if attn_mask.dtype is dtypes.bool: keep = attn_mask
+      else: qk = qk + attn_mask.cast(qk.dtype)
+    if keep is not None: qk = keep.where(qk, -math.inf)
+    m = qk.max(-1, keepdim=True).detach()
+    e = (qk - m.isinf().where(0, m)).exp()
+    s = e.sum(-1, keepdim=True)
+    w = e / (s == 0).where(1, s)
+    if dropout_p >= 1: w = w * 0
+    elif dropout_p > 0: w = (Tensor.rand(*w.shape, device=self.device) >= dropout_p).where(w, 0) * (1 / (1 - dropout_p))
+    return w.cast(value.dtype).matmul(value)
+  @staticmethod
+  def einsum(formula: str, *operands: Tensor | Sequence[Tensor], dtype: DType | None = None) -> Tensor:
+    """Einstein summation as torch.einsum: letters a-zA-Z name axes, "..." the broadcast axes, a letter repeated in one
+    operand takes its diagonal, letters missing from the output (implicit output: the letters used once, sorted, after
+    "...") are summed. Sizes of one letter must match or be 1 (broadcast). Operands contract pairwise, left to right,
+    each pair a multiply-and-sum (one kernel, like a matmul)."""
+    ts = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+    xs = cast(list[Tensor], ts)
+    eq = formula.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    specs = lhs.split(",")
+    if len(specs) != len(xs):
+      raise RuntimeError(f"einsum: the equation {formula!r} names {len(specs)} operands, {len(xs)} were given")
+    for k, ch in enumerate(eq):
+      if not (ch.isascii() and ch.isalpha()) and ch not in ",.->":
+        raise RuntimeError(f"einsum: invalid subscript {ch!r} at index {k} of {formula!r}; subscripts are a-zA-Z")
+    # each operand's subscripts as a list of labels; the axes under "..." get labels 0, 1, ... counted from the right
+    labels: list[list[str | int]] = []
+    ell = 0
+    for k, (sp, x) in enumerate(zip(specs, xs)):
+      if sp.count("...") > 1 or sp.replace("...", "").count("."):
+        raise RuntimeError(f"einsum: operand {k} has a malformed ellipsis in {sp!r}")
+      pre, has_ell, post = sp.partition("...")
+      n_ell = x.ndim - len(pre) - len(post)
+      if (n_ell != 0 and not has_ell) or n_ell < 0:
+        raise RuntimeError(f"einsum: operand {k} has {len(pre) + len(post)} subscripts ({sp!r}) but {x.ndim} dims "
+                           f"(shape {x.shape})")
+      ell = max(ell, n_ell)
+      labels.append([*pre, *range(n_ell - 1, -1, -1), *post])
+    if arrow:
+      if rhs.count("...") > 1 or rhs.replace("...", "").count("."):
+        raise RuntimeError(f"einsum: malformed output {rhs!r}")
+      pre, has_ell, post = rhs.partition("...")
+      out: list[str | int] = [*pre, *(range(ell - 1, -1, -1) if has_ell else []), *post]
+      for c in [*pre, *post]:
+        if not any(c in lb for lb in labels):
+          raise RuntimeError(f"einsum: output subscript {c} does not appear in any operand of {formula!r}")
+        if [*pre, *post].count(c) > 1: raise RuntimeError(f"einsum: output subscript {c} appears more than once")
+    else:
+      counts: dict[str, int] = {}
+      for lb in labels:
+        for c in lb:
+          if isinstance(c, str): counts[c] = counts.get(c, 0) + 1
+      out = [*range(ell - 1, -1, -1), *sorted(c for c, m in counts.items() if m == 1)]
+    # a repeated letter within an operand: its diagonal
+    for k, (lb, x) in enumerate(zip(labels, xs)):
+      while dup := next((c for c in lb if lb.count(c) > 1), None):
+        i, j = lb.index(dup), lb.index(dup, lb.index(dup) + 1)
+        if x.shape[i] != x.shape[j]:
+          raise RuntimeError(f"einsum: subscript {dup} is repeated for operand {k} with sizes {x.shape[i]} != "
+                             f"{x.shape[j]}")
+        x = x.diagonal(0, i, j)
+        lb = [c for m, c in enumerate(lb) if m not in (i, j)] + [dup]
+      labels[k], xs[k] = lb, x
+    # one size per label: equal, or 1 (broadcast)
+    size: dict[str | int, int] = {}
+    for k, (lb, x) in enumerate(zip(labels, xs)):
+      for c, s in zip(lb, x.shape):
+        if size.get(c, 1) not in (1, s) and s != 1:
+          what = f"subscript {c}" if isinstance(c, str) else "an ellipsis axis"
+          raise RuntimeError(f"einsum: {what} has size {s} for operand {k} (shape {x.shape}), which does not broadcast "
+                             f"with the size {size[c]} seen before")
+        size[c] = s if s != 1 else size.get(c, 1)
+    dt = dtype or least_upper_dtype(*(x.dtype for x in xs))
+    order = list(dict.fromkeys([c for lb in labels for c in lb]))
+    def full(x: Tensor, lb: list[str | int]) -> Tensor:
+      """x with its axes in `order`, size 1 for the labels it lacks"""
+      perm = sorted(range(len(lb)), key=lambda m: order.index(lb[m]))
+      xp = x.cast(dt).permute(perm) if perm else x.cast(dt)
+      have = [lb[m] for m in perm]
+      return xp.reshape([xp.shape[have.index(c)] if c in have else 1 for c in order])
+    acc, acc_lb = full(xs[0], labels[0]), set(labels[0])
+    for k in range(1, len(xs)):
+      nxt = full(xs[k], labels[k])
+      later = set(out).union(*[set(lb) for lb in labels[k + 1:]])
+      # NOTE: labels neither in the output nor in a later operand are summed with this pair (a matmul-like kernel)
+      acc_lb |= set(labels[k])
+      red = tuple(m for m, c in enumerate(order) if c in acc_lb and c not in later)
+      acc = acc._broadcast_to(broadcast_shape(acc.shape, nxt.shape), "einsum") * nxt
+      if red: acc = acc.sum(red, keepdim=True, dtype=sum_acc_dtype(dt)).cast(dt)
+    red = tuple(m for m, c in enumerate(order) if c not in out)
+    if red: acc = acc.sum(red, keepdim=True, dtype=sum_acc_dtype(dt)).cast(dt)
+    acc = acc.reshape([acc.shape[m] for m, c in enumerate(order) if c in out]) if order else acc
+    kept = [c for c in order if c in out]
+    res = acc.permute([kept.index(c) for c in out]) if out else acc.reshape(())
+    return res
+  def var_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+               correction: int = 1) -> tuple[Tensor, Tensor]:
+    """(var, mean) over axis, as torch.var_mean."""
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+               correction: int = 1) -> tuple[Tensor, Tensor]:
+    """(std, mean) over axis, as torch.std_mean."""
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+  @staticmethod
+  def _fans(shape: tuple[int, ...], op: str) -> tuple[int, int]:
+    """torch's fans of a weight (out, in, *kernel): fan_in = in * prod(kernel), fan_out = out * prod(kernel)."""
+    if len(shape) < 2: raise ValueError(f"{op}: fan in and fan out need a shape of at least 2 dims, got {shape}")
+    rf = prod(shape[2:])
+    return shape[1] * rf, shape[0] * rf
+  @staticmethod
+  def _gain(nonlinearity: str, a: float) -> float:
+    """torch.nn.init.calculate_gain."""
+    gains = {"linear": 1.0, "conv1d": 1.0, "conv2d": 1.0, "conv3d": 1.0, "sigmoid": 1.0, "tanh": 5 / 3,
+             "relu": math.sqrt(2.0), "leaky_relu": math.sqrt(2.0 / (1 + a * a)), "selu": 0.75}
+    if nonlinearity not in gains:
+      raise ValueError(f"unsupported nonlinearity {nonlinearity!r}, use one of {list(gains)}")
+    return gains[nonlinearity]
+  @staticmethod
+  def kaiming_normal(*shape: Any, a: float = 0.01, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     **kw: Any) -> Tensor:
+    """Normal with std gain / sqrt(fan) (torch.nn.init.kaiming_normal_; a is leaky_relu's negative slope)."""
+    s = argfix(*shape)
+    if mode not in ("fan_in", "fan_out"):
+      raise ValueError(f"kaiming_normal: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+    fan = Tensor._fans(s, "kaiming_normal")[0 if mode == "fan_in" else 1]
+    return Tensor.normal(*s, mean=0.0, std=Tensor._gain(nonlinearity, a) / math.sqrt(fan), **kw)
+  @staticmethod
+  def glorot_uniform(*shape: Any, gain: float = 1.0, **kw: Any) -> Tensor:
+    """Uniform in +-gain * sqrt(6 / (fan_in + fan_out)) (Glorot/Xavier; torch.nn.init.xavier_uniform_)."""
+    s = argfix(*shape)
+    fi, fo = Tensor._fans(s, "glorot_uniform")
+    bound = gain * math.sqrt(6.0 / (fi + fo))
+    return Tensor.uniform(*s, low=-bound, high=bound, **kw)
+  @staticmethod
+  def xavier_uniform(*shape: Any, gain: float = 1.0, **kw: Any) -> Tensor:
+    return Tensor.glorot_uniform(*shape, gain=gain, **kw)
+  @staticmethod
+  def xavier_normal(*shape: Any, gain: float = 1.0, **kw: Any) -> Tensor:
+    """Normal with std gain * sqrt(2 / (fan_in + fan_out)) (torch.nn.init.xavier_normal_)."""
+    s = argfix(*shape)
+    fi, fo = Tensor._fans(s, "xavier_normal")
+    return Tensor.normal(*s, mean=0.0, std=gain * math.sqrt(2.0 / (fi + fo)), **kw)
   def layernorm(self, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
     x = self._float()
     y = x - x.mean(axis, keepdim=True)
@@ -1239,4 +2027,4 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
     elif t.uop.op is not Ops.CONST and any(u in becomes for u in t.uop.toposort()):
       t.uop = t.uop.substitute(becomes)
 
-__all__ = ["Tensor", "broadcast_shape"]
+__all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError"]
