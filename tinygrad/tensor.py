@@ -833,7 +833,7 @@ class Tensor(_CastSugar):
   def _index_entries(self, indices: Any) -> list[Any]:
     """The index as a list of entries: int, slice, None, Ellipsis, bool, Tensor (int or bool) or numpy array (int or
     bool). A top-level list is a tuple of indices when it holds a sequence, a tensor, a slice, None or an Ellipsis
-    (torch's rule), else it is one index array."""
+    (torch's rule, so x[[a, b]] is x[a, b]; numpy would make one array of it), else it is one index array."""
     if isinstance(indices, tuple): raw = list(indices)
     elif isinstance(indices, list) and any(isinstance(i, (list, tuple, Tensor, np.ndarray, slice)) or i is None or
                                            i is Ellipsis for i in indices): raw = list(indices)
@@ -884,9 +884,9 @@ class Tensor(_CastSugar):
   def __getitem__(self, indices: Any) -> Tensor:
     """numpy indexing: ints, slices, None, ..., index arrays (lists, numpy arrays, int tensors) and bool masks. Index
     arrays broadcast together; their dims replace the indexed axes when those are adjacent in the index, else they go
-    first (numpy's rule; ints select first, as in torch). A bool mask tensor selects as many elements as it holds True
-    values, which only its data tells: it is read back to the host (one sync; the result still has gradients).
-    Everything else stays lazy."""
+    first (numpy's rule, ints next to index arrays counting as index arrays). A bool mask tensor selects as many
+    elements as it holds True values, which only its data tells: it is read back to the host (one sync; the result
+    still has gradients). Everything else stays lazy."""
     idx = self._index_entries(indices)
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     n_real = sum(self._index_consumes(i) for i in idx)
@@ -909,6 +909,7 @@ class Tensor(_CastSugar):
       else:
         flat.append(i)
         d += self._index_consumes(i)
+    has_adv = any(isinstance(i, (Tensor, np.ndarray, bool)) for i in flat)
     # basic indexing: shrink, flip and stride per axis
     shrinks, flips, strides, new_shape, adv = [], [], [], [], []
     d = 0
@@ -927,14 +928,14 @@ class Tensor(_CastSugar):
         elif step > 0: shrinks.append((start, start + (cnt - 1) * step + 1)); flips.append(False); strides.append(step)
         else: shrinks.append((start + (cnt - 1) * step, start + 1)); flips.append(True); strides.append(-step)
         new_shape.append(cnt)
-      elif isinstance(i, int):
-        # NOTE: an int selects (drops its axis) before the index arrays are placed, as torch does; numpy counts it as an
-        # index array, which differs only where it sits across a slice from them (x[1, :, a, b])
+      elif isinstance(i, int) and not has_adv:
         if not -n <= i < n:
           raise IndexError(f"index {i} is out of bounds for axis {d} with size {n} (shape {self.shape})")
         i = i + n if i < 0 else i
         shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
       else:
+        # NOTE: next to index arrays, ints are index arrays too (numpy), which decides where the result dims go (torch
+        # selects by the ints first, which differs where an int sits across a slice from the arrays: x[1, :, a, b])
         shrinks.append((0, n)); flips.append(False); strides.append(1)
         adv.append((len(new_shape), self._index_tensor(i, n, d), n)); new_shape.append(n)
       d += 1
@@ -1301,11 +1302,11 @@ class Tensor(_CastSugar):
     """The k largest (or smallest) elements along dim and their int32 positions, in sorted order; among equal values
     the earlier position comes first (torch leaves the order of ties unspecified)."""
     if self.ndim == 0:
-      if k != 1: raise IndexError(f"topk: k={k} is out of range for a 0-d tensor")
+      if k != 1: raise RuntimeError(f"topk: k={k} is out of range for a 0-d tensor")
       return self, Tensor(_const_uop(0, dtypes.int32, self.device))
     d = self._axis(dim)
     if not 0 <= k <= self.shape[d]:
-      raise IndexError(f"topk: k={k} is out of range for axis {d} of size {self.shape[d]} (shape {self.shape})")
+      raise RuntimeError(f"topk: k={k} is out of range for axis {d} of size {self.shape[d]} (shape {self.shape})")
     x = self.transpose(d, -1)
     vals, pos = x._take_ranked(x._sort_rank(largest), k)
     return vals.transpose(d, -1), pos.transpose(d, -1)

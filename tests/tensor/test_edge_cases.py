@@ -148,10 +148,11 @@ def test_signed_plus_uint64_is_float64_not_fp8():
 
 # ---- errors ----
 
-def test_bool_mask_index_is_a_clear_error():
+def test_bool_mask_index_selects_like_numpy():
   x = Tensor([1.0, 2.0, 3.0])
-  with pytest.raises(IndexError, match="boolean mask"): x[Tensor([True, False, True])]
-  with pytest.raises(IndexError, match="boolean mask"): x[[True, False, True]]
+  assert x[Tensor([True, False, True])].tolist() == [1.0, 3.0]
+  assert x[[True, False, True]].tolist() == [1.0, 3.0]
+  with pytest.raises(IndexError, match="boolean mask"): x[Tensor([True, False])]
 
 def test_cat_of_0d_is_a_clear_error():
   with pytest.raises(ValueError, match="cat: 0-d"): Tensor(1.0).cat(Tensor(2.0))

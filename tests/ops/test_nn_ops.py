@@ -1,0 +1,227 @@
+"""nn ops against torch, forward and backward: conv_transpose (1d/2d/3d), N-d pooling (ceil_mode, count_include_pad,
+return_indices, max_unpool), interpolate, scaled_dot_product_attention, einsum, std_mean/var_mean; init helpers by
+their bounds and statistics; the kernel counts the issue asks for."""
+import math
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from tinygrad import Tensor
+from tests.ops.torch_check import check, raises_like_torch, kernels
+
+# ---- conv_transpose ----
+
+CONVT = [(1, 2, 1, 0, 3, 1), (2, 2, 1, 1, 1, 1), (2, 3, 2, 1, 2, 2), (3, 2, 0, 1, 1, 2)]
+
+@pytest.mark.parametrize("nd,stride,padding,output_padding,dilation,groups", CONVT)
+def test_conv_transpose_matches_torch(nd, stride, padding, output_padding, dilation, groups):
+  sp, ks = (5, 4, 3)[:nd], (3, 2, 2)[:nd]
+  tfn = getattr(F, f"conv_transpose{nd}d")
+  check([(2, 4, *sp), (4, 3, *ks), (3 * groups,)],
+        lambda x, w, b: tfn(x, w, b, stride, padding, output_padding, groups, dilation),
+        lambda x, w, b: x.conv_transpose2d(w, b, groups, stride, dilation, padding, output_padding),
+        atol=1e-4, rtol=1e-4, grad_atol=1e-3)
+
+def test_conv_transpose_half_and_size_one():
+  check([(1, 2, 1, 1), (2, 3, 3, 3)], lambda x, w: F.conv_transpose2d(x, w, stride=2),
+        lambda x, w: x.conv_transpose2d(w, stride=2), dtype="float16", atol=1e-2, rtol=1e-2, grad_atol=5e-2)
+
+def test_conv_transpose_is_one_kernel():
+  x, w = Tensor.rand(2, 3, 8, 8).realize(), Tensor.rand(3, 4, 3, 3).realize()
+  assert kernels(x.conv_transpose2d(w, stride=2, padding=1, output_padding=1)) == 1
+
+def test_conv_transpose_errors_match_torch():
+  raises_like_torch(RuntimeError, lambda: F.conv_transpose2d(torch.zeros(1, 3, 4, 4), torch.zeros(2, 2, 3, 3)),
+                    lambda: Tensor.zeros(1, 3, 4, 4).conv_transpose2d(Tensor.zeros(2, 2, 3, 3)))
+  raises_like_torch(RuntimeError, lambda: F.conv_transpose2d(torch.zeros(1, 2, 4, 4), torch.zeros(2, 2, 3, 3), output_padding=1),
+                    lambda: Tensor.zeros(1, 2, 4, 4).conv_transpose2d(Tensor.zeros(2, 2, 3, 3), output_padding=1))
+
+# ---- pooling ----
+
+POOLS = [(2, None, 0, False), (3, 2, 1, True), (2, 3, 0, True)]
+
+@pytest.mark.parametrize("k,s,p,ceil", POOLS + [(3, 1, 1, True)])
+def test_max_pool2d_matches_torch(k, s, p, ceil):
+  check([(2, 2, 7, 6)], lambda x: F.max_pool2d(x, k, s, p, ceil_mode=ceil), lambda x: x.max_pool2d(k, s, 1, p, ceil_mode=ceil))
+
+@pytest.mark.parametrize("k,s,p,ceil", POOLS)
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool2d_matches_torch(k, s, p, ceil, count_include_pad):
+  check([(2, 2, 7, 6)], lambda x: F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=count_include_pad),
+        lambda x: x.avg_pool2d(k, s, p, ceil_mode=ceil, count_include_pad=count_include_pad))
+
+def test_pool_1d_3d_dilation_and_divisor_match_torch():
+  check([(2, 3, 9)], lambda x: F.max_pool1d(x, 3, 2, 1, ceil_mode=True), lambda x: x.max_pool1d(3, 2, 1, 1, ceil_mode=True))
+  check([(2, 3, 9)], lambda x: F.avg_pool1d(x, 4, 3, 2, ceil_mode=True, count_include_pad=False),
+        lambda x: x.avg_pool1d(4, 3, 2, ceil_mode=True, count_include_pad=False))
+  check([(1, 2, 5, 4, 5)], lambda x: F.max_pool3d(x, 2, ceil_mode=True), lambda x: x.max_pool3d(2, ceil_mode=True))
+  check([(1, 2, 5, 4, 5)], lambda x: F.avg_pool3d(x, 3, 2, 1), lambda x: x.avg_pool3d(3, 2, 1))
+  check([(1, 2, 8, 8)], lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2), lambda x: x.max_pool2d(3, 2, 2, 1))
+  check([(1, 2, 6, 6)], lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=4), lambda x: x.avg_pool2d(3, 2, 1, divisor_override=4))
+
+def test_pool_dtypes_and_size_one():
+  check([(1, 2, 5, 5)], lambda x: F.max_pool2d(x, 2, ceil_mode=True), lambda x: x.max_pool2d(2, ceil_mode=True), dtype="float16")
+  check([(1, 2, 5, 5)], lambda x: F.avg_pool2d(x, 2), lambda x: x.avg_pool2d(2), dtype="float16")
+  check([(1, 2, 5, 5)], lambda x: F.max_pool2d(x, 2), lambda x: x.max_pool2d(2), dtype="int32", low=-9, high=9)
+  check([(0, 1, 1, 1)], lambda x: F.max_pool2d(x, 1), lambda x: x.max_pool2d(1))
+
+def test_max_pool_return_indices_and_unpool_match_torch():
+  check([(2, 2, 7, 6)], lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True),
+        lambda x: x.max_pool2d(3, 2, 1, 1, ceil_mode=True, return_indices=True))
+  check([(2, 2, 6, 6)], lambda x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2),
+        lambda x: Tensor.max_unpool2d(*x.max_pool2d(2, return_indices=True), 2))
+  # overlapping windows: one input can be the max of two windows
+  check([(1, 2, 7, 7)], lambda x: F.max_unpool2d(*F.max_pool2d(x, 3, 2, return_indices=True), 3, 2),
+        lambda x: Tensor.max_unpool2d(*x.max_pool2d(3, 2, return_indices=True), 3, 2))
+  check([(1, 2, 8)], lambda x: F.max_unpool1d(*F.max_pool1d(x, 2, return_indices=True), 2, output_size=(9,)),
+        lambda x: Tensor.max_unpool2d(*x.max_pool1d(2, return_indices=True), (2,), output_size=(9,)))
+
+def test_pool_errors_match_torch():
+  raises_like_torch(RuntimeError, lambda: F.max_pool2d(torch.zeros(1, 1, 4, 4), 2, padding=2),
+                    lambda: Tensor.zeros(1, 1, 4, 4).max_pool2d(2, padding=2))
+  raises_like_torch(RuntimeError, lambda: F.avg_pool2d(torch.zeros(1, 1, 2, 2), 3),
+                    lambda: Tensor.zeros(1, 1, 2, 2).avg_pool2d(3))
+
+def test_pool_kernel_counts():
+  x = Tensor.rand(2, 3, 16, 16).realize()
+  assert kernels(x.max_pool2d(3, 2, 1, 1, ceil_mode=True)) == 1
+  assert kernels(x.avg_pool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)) == 1
+  assert kernels(*x.max_pool2d(2, return_indices=True)) == 2
+
+# ---- interpolate ----
+
+# NOTE: 14 -> 20 is where float32 source indices differ from exact ones (torch's float32 rule must be followed)
+INTERP = [("nearest", 2, dict(size=(7, 5))), ("nearest", 1, dict(size=20)), ("nearest", 2, dict(scale_factor=0.7)),
+          ("nearest-exact", 2, dict(scale_factor=1.5)), ("nearest-exact", 1, dict(size=13)), ("linear", 1, dict(size=13)),
+          ("bilinear", 2, dict(scale_factor=0.5)), ("bilinear", 2, dict(size=(20, 3))), ("trilinear", 3, dict(scale_factor=2.0))]
+
+@pytest.mark.parametrize("mode,nd,kw", INTERP)
+def test_interpolate_matches_torch(mode, nd, kw):
+  sp = (14, 6, 5)[:nd]
+  check([(2, 2, *sp)], lambda x: F.interpolate(x, mode=mode, **kw), lambda x: x.interpolate(mode=mode, **kw), rtol=1e-4)
+
+@pytest.mark.parametrize("mode,kw", [("linear", dict(size=9)), ("linear", dict(scale_factor=2.0)), ("linear", dict(size=4))])
+def test_interpolate_align_corners_matches_torch(mode, kw):
+  check([(2, 2, 6)], lambda x: F.interpolate(x, mode=mode, align_corners=True, **kw),
+        lambda x: x.interpolate(mode=mode, align_corners=True, **kw), rtol=1e-4)
+
+def test_interpolate_dtypes_and_recompute_scale():
+  check([(1, 2, 5, 4)], lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+        lambda x: x.interpolate(scale_factor=2, mode="bilinear"), dtype="float16")
+  check([(1, 2, 5, 4)], lambda x: F.interpolate(x, scale_factor=3), lambda x: x.interpolate(scale_factor=3), dtype="uint8",
+        low=0, high=9)
+  check([(1, 2, 7)], lambda x: F.interpolate(x, scale_factor=1.7, mode="linear", recompute_scale_factor=True),
+        lambda x: x.interpolate(scale_factor=1.7, mode="linear", recompute_scale_factor=True), rtol=1e-4)
+  check([(0, 2, 3)], lambda x: F.interpolate(x, size=5), lambda x: x.interpolate(size=5))
+
+def test_interpolate_errors_match_torch():
+  x, t = Tensor.zeros(1, 1, 4, 4), torch.zeros(1, 1, 4, 4)
+  raises_like_torch(ValueError, lambda: F.interpolate(t, size=2, align_corners=True), lambda: x.interpolate(size=2, align_corners=True))
+  raises_like_torch(NotImplementedError, lambda: F.interpolate(t, size=2, mode="trilinear"),
+                    lambda: x.interpolate(size=2, mode="trilinear"))
+  raises_like_torch(ValueError, lambda: F.interpolate(t), lambda: x.interpolate())
+
+def test_interpolate_kernel_counts():
+  x = Tensor.rand(2, 3, 16, 16).realize()
+  # integer and 2x scales are strided views: one elementwise kernel, as a conv2d is one kernel
+  assert kernels(x.interpolate(scale_factor=2)) == 1
+  assert kernels(x.interpolate(scale_factor=2, mode="bilinear")) == 1
+  assert kernels(x.interpolate(scale_factor=0.5, mode="bilinear")) == 1
+  # other ratios: a weight matrix per axis, one reduce kernel each
+  assert kernels(x.interpolate(size=(20, 13), mode="bilinear")) == 2
+
+# ---- scaled_dot_product_attention ----
+
+Q, K, V = (2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5)
+
+def _sdpa(**kw): return (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kw),
+                         lambda q, k, v: q.scaled_dot_product_attention(k, v, **kw))
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"scale": 0.3}], ids=["plain", "causal", "scale"])
+def test_sdpa_matches_torch(kw):
+  check([Q, K, V], *_sdpa(**kw))
+
+def test_sdpa_masks_match_torch():
+  check([Q, K, V, (4, 6)], lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        lambda q, k, v, m: q.scaled_dot_product_attention(k, v, attn_mask=m))
+  m = np.random.default_rng(2).random((4, 6)) > 0.5
+  m[1] = False  # a row with nothing kept: zeros, as torch
+  check([Q, K, V], lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor(m)),
+        lambda q, k, v: q.scaled_dot_product_attention(k, v, attn_mask=Tensor(m)))
+
+def test_sdpa_gqa_and_half_match_torch():
+  check([(2, 4, 4, 8), (2, 2, 6, 8), (2, 2, 6, 5)], *_sdpa(enable_gqa=True))
+  check([(1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4)], *_sdpa(is_causal=True), dtype="float16")
+
+def test_sdpa_dropout_drops_and_rescales():
+  Tensor.manual_seed(0)
+  q = Tensor.ones(1, 1, 64, 4)
+  assert (q.scaled_dot_product_attention(q, q, dropout_p=1.0).numpy() == 0).all()
+  out = q.scaled_dot_product_attention(q, Tensor.ones(1, 1, 64, 4), dropout_p=0.5).numpy()
+  # each output is 2 * (the kept share of uniform weights): mean 1, and not all equal
+  assert abs(out.mean() - 1.0) < 0.1 and out.std() > 0.05
+
+def test_sdpa_errors_match_torch():
+  q, t = Tensor.zeros(1, 2, 4), torch.zeros(1, 2, 4)
+  raises_like_torch(RuntimeError, lambda: F.scaled_dot_product_attention(t, t, t, attn_mask=torch.ones(2, 2, dtype=torch.bool),
+                                                                        is_causal=True),
+                    lambda: q.scaled_dot_product_attention(q, q, attn_mask=Tensor.ones(2, 2).bool(), is_causal=True))
+  raises_like_torch(RuntimeError, lambda: F.scaled_dot_product_attention(t, torch.zeros(1, 2, 5), t),
+                    lambda: q.scaled_dot_product_attention(Tensor.zeros(1, 2, 5), q))
+
+# ---- einsum ----
+
+EINSUMS = [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]),
+           ("i,i", [(3,), (3,)]), ("ba", [(2, 3)]), ("...a,b...->...ab", [(2, 3), (4, 2)]), ("...ij->ij", [(2, 3, 4)]),
+           ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij,j->i", [(3, 4), (1,)]), ("i,j,k->ijk", [(2,), (3,), (4,)]),
+           ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 5)]), ("iij->j", [(3, 3, 4)]), ("iji->j", [(3, 4, 3)]),
+           ("b h q d, b h k d -> b h q k", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("i->", [(4,)]), (",->", [(), ()]),
+           ("i,->i", [(3,), ()]), ("ij->", [(0, 3)]), ("Ab,bC->CA", [(2, 3), (3, 4)])]
+
+@pytest.mark.parametrize("eq,shapes", EINSUMS, ids=[e[0] for e in EINSUMS])
+def test_einsum_matches_torch(eq, shapes):
+  check(shapes, lambda *a: torch.einsum(eq, *a), lambda *a: Tensor.einsum(eq, *a), atol=1e-5, rtol=1e-5)
+
+@pytest.mark.parametrize("dtype", ["float16", "int32"])
+def test_einsum_dtypes_match_torch(dtype):
+  check([(3, 4), (4, 5)], lambda a, b: torch.einsum("ij,jk->ik", a, b), lambda a, b: Tensor.einsum("ij,jk->ik", a, b),
+        dtype=dtype, low=-4, high=4, atol=2e-2, rtol=1e-2)
+
+BAD_EINSUMS = [("ij,jk->ik", [(2, 3), (4, 5)], "size"), ("ij->ijk", [(2, 3)], "does not appear"), ("ijk", [(2, 3)], "dims"),
+               ("ij,jk", [(2, 3)], "operands"), ("i1", [(2, 3)], "invalid subscript"), ("ij->ii", [(2, 3)], "more than once"),
+               ("ii", [(2, 3)], "repeated")]
+
+@pytest.mark.parametrize("eq,shapes,msg", BAD_EINSUMS, ids=[b[0] + b[2] for b in BAD_EINSUMS])
+def test_einsum_errors_match_torch(eq, shapes, msg):
+  raises_like_torch(RuntimeError, lambda: torch.einsum(eq, *[torch.zeros(s) for s in shapes]),
+                    lambda: Tensor.einsum(eq, *[Tensor.zeros(*s) for s in shapes]))
+  with pytest.raises(RuntimeError, match=msg): Tensor.einsum(eq, *[Tensor.zeros(*s) for s in shapes])
+
+def test_einsum_matmul_is_one_kernel():
+  a, b = Tensor.rand(8, 16).realize(), Tensor.rand(16, 4).realize()
+  assert kernels(Tensor.einsum("ij,jk->ik", a, b)) == 1
+
+# ---- statistics, init ----
+
+def test_std_mean_var_mean_match_torch():
+  check([(3, 4)], lambda x: torch.std_mean(x, 1), lambda x: x.std_mean(1))
+  check([(3, 4)], lambda x: torch.var_mean(x, 0, correction=0, keepdim=True), lambda x: x.var_mean(0, True, 0))
+  check([(2, 3)], lambda x: torch.var_mean(x), lambda x: x.var_mean())
+
+@pytest.mark.parametrize("shape", [(64, 32), (16, 8, 3, 3)])
+def test_init_helpers_follow_torch_fans(shape):
+  Tensor.manual_seed(1)
+  fan_in, fan_out = shape[1] * math.prod(shape[2:]), shape[0] * math.prod(shape[2:])
+  g = Tensor.glorot_uniform(*shape).numpy()
+  bound = math.sqrt(6 / (fan_in + fan_out))
+  assert g.shape == shape and np.abs(g).max() <= bound and np.abs(g).max() > 0.9 * bound
+  xn = Tensor.xavier_normal(*shape, gain=2.0).numpy()
+  assert abs(xn.std() / (2.0 * math.sqrt(2 / (fan_in + fan_out))) - 1) < 0.1
+  kn = Tensor.kaiming_normal(*shape, a=0.0, mode="fan_out", nonlinearity="relu").numpy()
+  assert abs(kn.std() / math.sqrt(2 / fan_out) - 1) < 0.1
+  ku = Tensor.xavier_uniform(*shape, gain=0.5).numpy()
+  assert np.abs(ku).max() <= 0.5 * bound
+
+def test_init_helpers_need_two_dims():
+  with pytest.raises(ValueError, match="fan"): Tensor.glorot_uniform(5)
+  with pytest.raises(ValueError, match="nonlinearity"): Tensor.kaiming_normal(3, 3, nonlinearity="swish")

@@ -1,0 +1,170 @@
+"""Shape ops against torch, forward and backward: tril/triu, diag/diagonal, roll, repeat_interleave, meshgrid, unfold,
+pad modes, one_hot, scatter/scatter_reduce, sort/argsort/topk (with ties, nan, empty and size-1 axes)."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from tinygrad import Tensor, dtypes
+from tests.ops.torch_check import check, raises_like_torch, kernels
+
+DTYPES = ["float32", "float16", "int32"]
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tril_triu_match_torch(dtype):
+  check([(2, 3, 5)], lambda x: x.tril(2), dtype=dtype, low=-9, high=9)
+  check([(4, 3)], lambda x: x.triu(-1), dtype=dtype, low=-9, high=9)
+  check([(3, 3)], lambda x: x.triu(), dtype=dtype, low=-9, high=9)
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (3, 0, 2)])
+def test_tril_empty_and_size_one(shape):
+  check([shape], lambda x: x.tril(-1))
+
+def test_tril_needs_two_dims():
+  raises_like_torch(RuntimeError, lambda: torch.zeros(3).tril(), lambda: Tensor.zeros(3).tril())
+
+@pytest.mark.parametrize("offset,d1,d2", [(0, 0, 1), (1, 0, 2), (-2, 2, 0), (3, -1, 1), (9, 0, 1)])
+def test_diagonal_matches_torch(offset, d1, d2):
+  check([(3, 4, 5)], lambda x: x.diagonal(offset, d1, d2))
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_diag_matches_torch(dtype):
+  for k in (0, 1, -2):
+    check([(4,)], lambda x: x.diag(k), dtype=dtype, low=-9, high=9)
+    check([(3, 5)], lambda x: x.diag(k), dtype=dtype, low=-9, high=9)
+  check([(0,)], lambda x: x.diag())
+
+def test_diagonal_same_dims_is_a_runtime_error():
+  raises_like_torch(RuntimeError, lambda: torch.zeros(3, 3).diagonal(0, 1, 1), lambda: Tensor.zeros(3, 3).diagonal(0, 1, 1))
+
+@pytest.mark.parametrize("shifts,dims", [(1, 0), (-7, 1), ((1, 2), (0, 1)), (5, None), (0, 1)])
+def test_roll_matches_torch(shifts, dims):
+  check([(3, 4)], lambda x: x.roll(shifts, dims))
+
+def test_roll_int_and_empty():
+  check([(3, 4)], lambda x: x.roll(2, 1), dtype="int32", low=-9, high=9)
+  check([(0, 4)], lambda x: x.roll(2, 0))
+
+@pytest.mark.parametrize("repeats,dim", [(2, 1), (3, None), (0, 0), ([1, 0, 2], 0)])
+def test_repeat_interleave_matches_torch(repeats, dim):
+  tr = torch.tensor(repeats) if isinstance(repeats, list) else repeats
+  check([(3, 2)], lambda x: x.repeat_interleave(tr, dim), lambda x: x.repeat_interleave(repeats, dim))
+
+def test_repeat_interleave_tensor_repeats_matches_torch():
+  check([(3, 2)], lambda x: x.repeat_interleave(torch.tensor([2, 0, 1]), 0),
+        lambda x: x.repeat_interleave(Tensor([2, 0, 1]), 0))
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_matches_torch(indexing):
+  check([(3,), (4,), (2,)], lambda a, b, c: torch.meshgrid(a, b, c, indexing=indexing),
+        lambda a, b, c: a.meshgrid(b, c, indexing=indexing))
+  check([(3,), ()], lambda a, b: torch.meshgrid(a, b, indexing=indexing), lambda a, b: a.meshgrid(b, indexing=indexing))
+
+@pytest.mark.parametrize("dim,size,step", [(1, 3, 2), (0, 2, 1), (1, 7, 1), (-1, 1, 3), (0, 0, 2)])
+def test_unfold_matches_torch(dim, size, step):
+  check([(5, 7)], lambda x: x.unfold(dim, size, step))
+
+def test_unfold_errors_match_torch():
+  raises_like_torch(RuntimeError, lambda: torch.zeros(3, 4).unfold(1, 5, 1), lambda: Tensor.zeros(3, 4).unfold(1, 5, 1))
+
+PADS = [("reflect", (2, 3, 5), (2, 1)), ("replicate", (1, 2, 4, 5), (2, 1, 0, 3)), ("circular", (1, 2, 4, 5), (0, 4, 3, 1)),
+        ("reflect", (1, 1, 3, 4, 5), (1, 1, 2, 0, 1, 2))]
+
+@pytest.mark.parametrize("mode,shape,pad", PADS)
+def test_pad_modes_match_torch(mode, shape, pad):
+  check([shape], lambda x: F.pad(x, pad, mode=mode), lambda x: x.pad(pad, mode=mode))
+
+def test_pad_modes_int_and_half():
+  check([(1, 2, 5)], lambda x: F.pad(x, (2, 2), mode="reflect"), lambda x: x.pad((2, 2), mode="reflect"), dtype="float16")
+  check([(1, 2, 5)], lambda x: F.pad(x, (3, 1), mode="replicate"), lambda x: x.pad((3, 1), mode="replicate"),
+        dtype="int32", low=-9, high=9)
+
+def test_pad_reflect_too_large_is_a_runtime_error():
+  raises_like_torch(RuntimeError, lambda: F.pad(torch.zeros(1, 2, 3), (3, 0), mode="reflect"),
+                    lambda: Tensor.zeros(1, 2, 3).pad((3, 0), mode="reflect"))
+  with pytest.raises(ValueError, match="mode"): Tensor.zeros(3).pad((1, 1), mode="wrap")
+
+def test_one_hot_infers_num_classes_as_torch():
+  check([(5,)], lambda x: F.one_hot(x.long()), lambda x: x.one_hot(), dtype="int32", low=0, high=4)
+  check([(2, 3)], lambda x: F.one_hot(x.long(), 6), lambda x: x.one_hot(6), dtype="int32", low=0, high=4)
+
+def test_one_hot_needs_int_indices():
+  with pytest.raises(TypeError, match="one_hot"): Tensor([0.0, 1.0]).one_hot(2)
+
+# ---- scatter ----
+
+IDX = np.array([[0, 1, 2, 0], [1, 2, 0, 0]])
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_matches_torch(reduce, include_self):
+  ti, ty = torch.tensor(IDX), Tensor(IDX.astype(np.int32))
+  check([(3, 5), (2, 4)], lambda x, s: x.scatter_reduce(0, ti, s, reduce, include_self=include_self),
+        lambda x, s: x.scatter_reduce(0, ty, s, reduce, include_self=include_self))
+  if include_self:
+    check([(3, 5), (2, 4)], lambda x, s: x.scatter_reduce(0, ti, s, reduce, include_self=include_self),
+          lambda x, s: x.scatter_reduce(0, ty, s, reduce, include_self=include_self), dtype="int32", low=-5, high=5)
+
+def test_scatter_reduce_amax_ties_share_the_gradient_as_torch():
+  ti, ty = torch.tensor([[0, 0, 1]]), Tensor([[0, 0, 1]])
+  check(None, lambda x, s: x.scatter_reduce(1, ti, s, "amax"), lambda x, s: x.scatter_reduce(1, ty, s, "amax"),
+        vals=[[[2.0, 1.0, 0.0]], [[2.0, 2.0, 5.0]]])
+
+def test_scatter_matches_torch():
+  ti, ty = torch.tensor(IDX), Tensor(IDX.astype(np.int32))
+  # repeated targets: the last write wins (as torch's CPU kernel), every write gets the gradient (as torch)
+  check([(3, 5), (2, 4)], lambda x, s: x.scatter(1, ti, s), lambda x, s: x.scatter(1, ty, s))
+  check([(3, 5)], lambda x: x.scatter(1, ti, 2.5), lambda x: x.scatter(1, ty, 2.5))
+  check([(3, 5), (2, 4)], lambda x, s: x.scatter(1, ti, s, reduce="add"), lambda x, s: x.scatter(1, ty, s, reduce="add"),
+        grad=False)
+  check([(3, 5), (2, 4)], lambda x, s: x.scatter(0, ti, s), lambda x, s: x.scatter(0, ty, s), dtype="float16")
+  check([(3, 5), (2, 4)], lambda x, s: x.scatter_add(1, ti, s), lambda x, s: x.scatter_add(1, ty, s))
+
+def test_scatter_errors_match_torch():
+  raises_like_torch(RuntimeError, lambda: torch.zeros(3, 4).scatter(0, torch.zeros(3, 5, dtype=torch.long), torch.ones(3, 5)),
+                    lambda: Tensor.zeros(3, 4).scatter(0, Tensor.zeros(3, 5, dtype=dtypes.int32), Tensor.ones(3, 5)))
+  with pytest.raises(TypeError, match="index"): Tensor.zeros(3).scatter(0, Tensor([0.0]), 1.0)
+  with pytest.raises(ValueError, match="reduce"): Tensor.zeros(3).scatter_reduce(0, Tensor([0]), Tensor([1.0]), "max")
+
+# ---- sort, argsort, topk ----
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_matches_torch(dtype, descending):
+  # NOTE: few distinct values, so ties are everywhere: their order must be torch's stable one
+  dim = 0 if descending else -1
+  check([(6, 5)], lambda x: x.sort(stable=True, dim=dim, descending=descending),
+        lambda x: x.sort(dim, descending=descending), dtype=dtype, low=-2, high=2)
+
+def test_sort_puts_nan_last_as_torch():
+  vals = [[1.0, float("nan"), -2.0, float("inf"), float("nan"), -float("inf"), 0.0]]
+  for desc in (False, True):
+    check(None, lambda x: x.sort(stable=True, descending=desc), lambda x: x.sort(descending=desc), vals=vals)
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (3, 0), (1, 4), ()])
+def test_sort_empty_size_one_and_scalar(shape):
+  check([shape], lambda x: x.sort(stable=True), lambda x: x.sort())
+  check([shape], lambda x: x.argsort(stable=True), lambda x: x.argsort())
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_topk_matches_torch(largest, dtype):
+  # NOTE: distinct values: torch leaves the order of ties unspecified
+  vals = np.random.default_rng(5).permutation(30).reshape(5, 6).astype(np.float32) - 15
+  k, dim = (3, 0) if largest else (6, -1)
+  check(None, lambda x: x.topk(k, dim, largest=largest), vals=[vals], dtype=dtype)
+
+def test_topk_ties_take_the_earlier_position():
+  v, i = Tensor([1.0, 3.0, 3.0, 2.0, 3.0]).topk(2)
+  assert v.tolist() == [3.0, 3.0] and i.tolist() == [1, 2]
+  v, i = Tensor([1.0, 3.0, 1.0, 2.0]).topk(2, largest=False)
+  assert v.tolist() == [1.0, 1.0] and i.tolist() == [0, 2]
+
+def test_topk_k_out_of_range_is_a_runtime_error():
+  raises_like_torch(RuntimeError, lambda: torch.zeros(3).topk(4), lambda: Tensor.zeros(3).topk(4))
+
+@pytest.mark.parametrize("n", [8, 64])
+def test_sort_and_topk_kernel_count_does_not_grow_with_n(n):
+  x = Tensor.rand(3, n).realize()
+  assert kernels(*x.sort(-1)) == 3
+  assert kernels(*x.topk(4)) == 3
+  assert kernels(x.argsort()) == 2
