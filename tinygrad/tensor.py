@@ -779,10 +779,15 @@ class Tensor(_CastSugar):
       pairs = [(0, 0)] * (self.ndim - len(flat) // 2) + [(flat[i], flat[i + 1]) for i in range(len(flat) - 2, -1, -2)]
     else: pairs = [(0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding]
     if len(pairs) != self.ndim: raise ValueError(f"pad: {len(pairs)} pairs for the {self.ndim} axes of {self.shape}")
-    x = self.shrink([(-min(b, 0), s + min(e, 0)) for (b, e), s in zip(pairs, self.shape)])
     pos = tuple((max(b, 0), max(e, 0)) for b, e in pairs)
+    if mode in ("reflect", "replicate") and any(p != (0, 0) for p in pos):
+      # NOTE: as torch, reflect and replicate take the edges of the whole tensor, then negative amounts crop the result
+      # (circular crops first, then wraps the cropped tensor)
+      x = self._pad_edges(pos, mode)
+      return x.shrink([(-min(b, 0), s + min(e, 0)) for (b, e), s in zip(pairs, x.shape)])
+    x = self.shrink([(-min(b, 0), s + min(e, 0)) for (b, e), s in zip(pairs, self.shape)])
     if all(p == (0, 0) for p in pos): return x
-    if mode != "constant": return x._pad_edges(pos, mode)
+    if mode == "circular": return x._pad_edges(pos, mode)
     ret = x._new(x.uop.pad(pos))
     if value == 0: return ret
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))

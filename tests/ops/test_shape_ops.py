@@ -67,7 +67,8 @@ def test_unfold_errors_match_torch():
   raises_like_torch(RuntimeError, lambda: torch.zeros(3, 4).unfold(1, 5, 1), lambda: Tensor.zeros(3, 4).unfold(1, 5, 1))
 
 PADS = [("reflect", (2, 3, 5), (2, 1)), ("replicate", (1, 2, 4, 5), (2, 1, 0, 3)), ("circular", (1, 2, 4, 5), (0, 4, 3, 1)),
-        ("reflect", (1, 1, 3, 4, 5), (1, 1, 2, 0, 1, 2))]
+        ("reflect", (1, 1, 3, 4, 5), (1, 1, 2, 0, 1, 2)), ("reflect", (1, 1, 5, 6), (-1, 2, -3, 4)),
+        ("replicate", (1, 1, 5, 6), (-3, 5, 4, -4)), ("circular", (1, 1, 5, 6), (2, -1, 1, -2))]
 
 @pytest.mark.parametrize("mode,shape,pad", PADS)
 def test_pad_modes_match_torch(mode, shape, pad):
