@@ -1184,10 +1184,10 @@ class Tensor(_CastSugar):
   def nonzero(self, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The indices of the nonzero elements (int32, row-major order): (count, ndim), or one 1-d tensor per axis. The
     count depends on the data: the tensor is read back to the host (one sync), and the result has no gradient."""
-    nz = np.nonzero(self.numpy().reshape(self.shape) if self.ndim else self.numpy().reshape(1))
-    cols = [Tensor(c.astype(np.int32), device=self.device) for c in nz]
-    if as_tuple: return tuple(cols)
-    return Tensor.stack(*cols, dim=1) if cols else Tensor.zeros(int((self != 0).sum().item()), 0, dtype=dtypes.int32)
+    if self.ndim == 0:
+      return Tensor.zeros(int(self.item() != 0), 0, dtype=dtypes.int32, device=self.device) if not as_tuple else ()
+    cols = [Tensor(c.astype(np.int32), device=self.device) for c in np.nonzero(self.numpy())]
+    return tuple(cols) if as_tuple else Tensor.stack(*cols, dim=1)
   def masked_select(self, mask: Tensor) -> Tensor:
     """The elements where mask (broadcast with self) is True, as a 1-d tensor in row-major order. Its length depends on
     the data: the mask is read back to the host (one sync); the gradient flows to the selected elements."""
@@ -1207,7 +1207,7 @@ class Tensor(_CastSugar):
     s = self.reshape(self.shape if self.ndim else (1,))
     st = src.cast(self.dtype) if isinstance(src, Tensor) else Tensor.full(index.shape, src, dtype=self.dtype,
                                                                           device=self.device)
-    st = st.reshape(st.shape if st.ndim else (1,) * index.ndim) if st.ndim != index.ndim else st
+    if st.ndim == 0: st = st.reshape((1,) * index.ndim)._broadcast_to(index.shape, op)
     if st.ndim != index.ndim or any(a > b for a, b in zip(index.shape, st.shape)):
       raise ShapeMismatchError(f"{op}: index {index.shape} must not be larger than src {st.shape} in any axis")
     if any(a > b for k, (a, b) in enumerate(zip(index.shape, s.shape)) if k != d):
@@ -1256,7 +1256,8 @@ class Tensor(_CastSugar):
     return out.transpose(d, -1).reshape(self.shape)
   def scatter(self, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
     """torch.scatter: self with self[..index[..j..]..] = src[..j..] along dim (a scalar src fills). reduce "add" or
-    "multiply" combines instead of replacing. Lazy; differentiable in self and src."""
+    "multiply" combines instead of replacing. Lazy (a one-hot compare of index with each position, so an index out of
+    range writes nothing rather than raising as torch does); differentiable in self and src."""
     red = {None: None, "add": "sum", "multiply": "prod"}
     if reduce not in red: raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
     return self._scatter(dim, index, src, red[reduce], True, "scatter")
@@ -1519,14 +1520,14 @@ class Tensor(_CastSugar):
     """Max pooling over the last len(kernel_size) axes (an int kernel: 2), as torch's max_pool1d/2d/3d. return_indices
     also gives, per window, the int32 flat position (over the spatial axes) of its first maximum, for max_unpool2d."""
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
-    win, k_, _, full, outs = self._pool_windows(kernel_size, stride, dilation, padding, ceil_mode, low, "max_pool2d")
+    win, k_, s_, full, outs = self._pool_windows(kernel_size, stride, dilation, padding, ceil_mode, low, "max_pool2d")
     n = len(k_)
     out = win.max(tuple(range(-n, 0)))
     if not return_indices: return out
     sp = self.shape[-n:]
     # NOTE: flat positions grow along each window, so the first maximum is the one with the least position
     pos = Tensor._arange_index(prod(sp), self.device).reshape(sp).pad(full, value=-1)
-    pos = pos._pool(k_, make_tuple(stride, n) if stride is not None and stride != () else k_, make_tuple(dilation, n))
+    pos = pos._pool(k_, s_, make_tuple(dilation, n))
     hit = (win == out.reshape(*out.shape, *([1] * n))) & (pos >= 0)
     idx = hit.where(pos, prod(sp)).min(tuple(range(-n, 0)))
     return out, idx.cast(dtypes.int32)
@@ -1549,7 +1550,8 @@ class Tensor(_CastSugar):
       if k <= 0 or s <= 0 or dl <= 0:
         raise ValueError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
       eff = dl * (k - 1) + 1
-      if max(a, b) * 2 > eff:
+      # NOTE: torch's limit on its symmetric padding; the 2n-int form (any amounts per side) is ours and unchecked
+      if a == b and a * 2 > eff:
         raise ShapeMismatchError(f"{op}: padding {pads} should be at most half of the (dilated) kernel {k_}")
       span = i + b + a - eff
       if span < 0:
