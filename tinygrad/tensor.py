@@ -1795,11 +1795,22 @@ class Tensor(_CastSugar):
     elif dropout_p > 0: w = (Tensor.rand(*w.shape, device=self.device) >= dropout_p).where(w, 0) * (1 / (1 - dropout_p))
     return w.cast(value.dtype).matmul(value)
   @staticmethod
-  def einsum(formula: str, *operands: Tensor | Sequence[Tensor], dtype: DType | None = None) -> Tensor:
+  def einsum(formula: str | Tensor, *operands: Any, dtype: DType | None = None) -> Tensor:
     """Einstein summation as torch.einsum: letters a-zA-Z name axes, "..." the broadcast axes, a letter repeated in one
     operand takes its diagonal, letters missing from the output (implicit output: the letters used once, sorted, after
     "...") are summed. Sizes of one letter must match or be 1 (broadcast). Operands contract pairwise, left to right,
-    each pair a multiply-and-sum (one kernel, like a matmul)."""
+    each pair a multiply-and-sum (one kernel, like a matmul). torch's sublist form works too:
+    einsum(a, [0, 1], b, [1, 2], [0, 2])."""
+    if not isinstance(formula, str):
+      args = [formula, *operands]
+      def letters(sub: Sequence[Any]) -> str:
+        if any(c is not Ellipsis and not (isinstance(c, int) and 0 <= c < 52) for c in sub):
+          raise RuntimeError(f"einsum: sublist {list(sub)} must hold ints in [0, 52) and Ellipsis")
+        # NOTE: 0..25 -> A..Z, 26..51 -> a..z keeps the ints' order in the implicit output's sorting
+        return "".join("..." if c is Ellipsis else chr(ord("A") + c) if c < 26 else chr(ord("a") + c - 26) for c in sub)
+      subs = [letters(s) for s in args[1::2]]
+      rhs = f"->{letters(args[-1])}" if len(args) % 2 else ""
+      return Tensor.einsum(",".join(subs[:len(args) // 2]) + rhs, *args[0:len(args) - len(args) % 2:2], dtype=dtype)
     ts = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
     xs = cast(list[Tensor], ts)
     eq = formula.replace(" ", "")

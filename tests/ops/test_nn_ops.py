@@ -225,3 +225,8 @@ def test_init_helpers_follow_torch_fans(shape):
 def test_init_helpers_need_two_dims():
   with pytest.raises(ValueError, match="fan"): Tensor.glorot_uniform(5)
   with pytest.raises(ValueError, match="nonlinearity"): Tensor.kaiming_normal(3, 3, nonlinearity="swish")
+
+def test_einsum_sublist_form_matches_torch():
+  check([(3, 4), (4, 5)], lambda a, b: torch.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+        lambda a, b: Tensor.einsum(a, [0, 1], b, [1, 2], [0, 2]))
+  check([(2, 3, 4)], lambda a: torch.einsum(a, [Ellipsis, 30, 3]), lambda a: Tensor.einsum(a, [Ellipsis, 30, 3]))
