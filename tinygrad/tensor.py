@@ -6,7 +6,7 @@ items, and swaps every tensor's graph for what `becomes` says it is now (a BUFFE
 later ops read the buffer. `assign()` on a realized tensor builds `ASSIGN(buffer view, value)`.
 """
 from __future__ import annotations
-import math, weakref, functools
+import math, weakref, functools, contextlib
 from typing import Any, Callable, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
@@ -102,13 +102,37 @@ class _CastSugar:
   def long(self) -> Tensor: return self.cast(dtypes.int64)
   def double(self) -> Tensor: return self.cast(dtypes.float64)
 
+class _TrainingMode(contextlib.ContextDecorator):
+  """Sets `Tensor.training` to `mode` for a `with` block or a decorated function's call, and restores the previous mode
+  on the way out (also on an exception). Entries stack, so nesting, reuse and recursion restore the right mode."""
+  def __init__(self, mode: bool): self.mode, self.prev = bool(mode), cast(list[bool], [])
+  def __enter__(self) -> _TrainingMode:
+    self.prev.append(Tensor.training)
+    Tensor.training = self.mode
+    return self
+  def __exit__(self, *exc: Any) -> None: Tensor.training = self.prev.pop()
+
 class Tensor(_CastSugar):
   """A lazy n-d array: `.uop` is its tensor graph, `.requires_grad` marks it for backward(), `.grad` receives the
   gradient."""
   __slots__ = ("uop", "requires_grad", "grad", "_graph", "_nonleaf", "__weakref__")
+  # NOTE: the training mode: dropout draws masks and BatchNorm uses batch statistics only while it is True, and an
+  # optimizer's step() refuses to run without it. Set it directly, or for a block with Tensor.train() / Tensor.test()
   training: bool = False
   _seed: int = 0
   _rng_states: dict[str, Tensor] = {}
+
+  @staticmethod
+  def train(mode: Any = True) -> Any:
+    """Training mode for a `with Tensor.train():` block, or for every call of a function decorated `@Tensor.train()`
+    (or `@Tensor.train`); `Tensor.train(False)` is evaluation mode. The previous mode comes back on exit."""
+    # NOTE: `@Tensor.train` without a call hands over the function itself
+    return _TrainingMode(True)(mode) if callable(mode) else _TrainingMode(bool(mode))
+  @staticmethod
+  def test(mode: Any = True) -> Any:
+    """Evaluation mode (Tensor.training False) for a `with` block or a decorated function; Tensor.test(False) is
+    training mode."""
+    return _TrainingMode(False)(mode) if callable(mode) else _TrainingMode(not mode)
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | None = None,
                requires_grad: bool | None = None):

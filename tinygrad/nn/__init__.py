@@ -1,80 +1,419 @@
-"""Layers: Linear, Conv2d, Embedding, LayerNorm, BatchNorm (running statistics in eval, batch statistics in training).
-Parameters are plain Tensors held as attributes, so `nn.state.get_parameters(model)` finds them."""
+"""Layers with torch's names, parameter names, shapes and default initialisations, so a torch state dict loads into them
+and they compute what torch's layer of the same name computes:
+
+  Linear, Embedding, Conv1d/2d/3d, ConvTranspose1d/2d/3d, BatchNorm (any rank; BatchNorm1d/2d/3d check it),
+  LayerNorm, LayerNorm2d, GroupNorm, InstanceNorm (any rank; InstanceNorm1d/2d/3d), RMSNorm, LSTMCell.
+
+Parameters are plain Tensors held as attributes (`requires_grad=True`), so `nn.state.get_parameters(model)` finds
+them. Normalisations compute their statistics in float32 and give back the input's dtype. BatchNorm and dropout follow
+`Tensor.training` (see Tensor.train() / Tensor.test())."""
 from __future__ import annotations
 import math
+from typing import Sequence, Union
 from tinygrad.tensor import Tensor
-from tinygrad.helpers import prod, make_tuple
+from tinygrad.dtype import DType, dtypes
+from tinygrad.uop import Ops
+from tinygrad.helpers import prod, make_tuple, flatten
 from tinygrad.nn import optim, state  # noqa: F401
 
-class Linear:
-  """y = x @ weight.T + bias; weight (out_features, in_features) and bias start uniform in +-1/sqrt(in_features)."""
-  def __init__(self, in_features: int, out_features: int, bias: bool = True):
-    bound = 1 / math.sqrt(in_features)
-    self.weight = Tensor.uniform(out_features, in_features, low=-bound, high=bound, requires_grad=True)
-    self.bias = Tensor.uniform(out_features, low=-bound, high=bound, requires_grad=True) if bias else None
-  def __call__(self, x: Tensor) -> Tensor: return x.linear(self.weight.T, self.bias)
+IntOrSeq = Union[int, Sequence[int]]
 
-class Conv2d:
-  """2-d convolution over (N, C, H, W); weight (out_channels, in_channels/groups, kh, kw)."""
-  def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, ...], stride: int = 1,
-               padding: int | tuple[int, ...] = 0, dilation: int = 1, groups: int = 1, bias: bool = True):
-    self.kernel_size = make_tuple(kernel_size, 2)
-    self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-    bound = 1 / math.sqrt(in_channels // groups * prod(self.kernel_size))
-    wshape = (out_channels, in_channels // groups, *self.kernel_size)
-    self.weight = Tensor.uniform(*wshape, low=-bound, high=bound, requires_grad=True)
-    self.bias = Tensor.uniform(out_channels, low=-bound, high=bound, requires_grad=True) if bias else None
+def _uniform(*shape: int, bound: float) -> Tensor:
+  return Tensor.uniform(*shape, low=-bound, high=bound, requires_grad=True)
+
+def _stat_dtype(x: Tensor) -> DType:
+  # NOTE: statistics of half/bfloat16 inputs in float32, as torch does on the CPU (its "opmath" type)
+  return dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+
+def _channel_shape(ndim: int, axis: int = 1) -> tuple[int, ...]:
+  return tuple(-1 if k == axis else 1 for k in range(ndim))
+
+# ---- Linear, Embedding ----
+
+class Linear:
+  """y = x @ weight.T + bias; weight (out_features, in_features). torch's initialisation: weight and bias uniform in
+  +-1/sqrt(in_features) (kaiming_uniform with a=sqrt(5))."""
+  def __init__(self, in_features: int, out_features: int, bias: bool = True):
+    self.in_features, self.out_features = in_features, out_features
+    bound = 1 / math.sqrt(in_features) if in_features else 0.0
+    self.weight = _uniform(out_features, in_features, bound=bound)
+    self.bias = _uniform(out_features, bound=bound) if bias else None
   def __call__(self, x: Tensor) -> Tensor:
-    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
-                    padding=self.padding)
+    if not x.shape or x.shape[-1] != self.in_features:
+      raise ValueError(f"Linear({self.in_features}, {self.out_features}): the last axis of the input {x.shape} must be "
+                       f"{self.in_features}")
+    return x.linear(self.weight.T, self.bias)
 
 class Embedding:
-  """Rows of a (vocab_size, embed_size) table picked by integer indices."""
-  def __init__(self, vocab_size: int, embed_size: int):
+  """Rows of a (vocab_size, embed_size) table picked by integer indices (one kernel: a one-hot compare fused into the
+  sum). torch's initialisation: N(0, 1). With padding_idx that row starts at zero and gets no gradient. An index
+  outside [0, vocab_size) gives a row of zeros (it cannot be checked without reading the indices on the host)."""
+  def __init__(self, vocab_size: int, embed_size: int, padding_idx: int | None = None):
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
-    bound = math.sqrt(6 / (vocab_size + embed_size))
-    self.weight = Tensor.uniform(vocab_size, embed_size, low=-bound, high=bound, requires_grad=True)
-  def __call__(self, idx: Tensor) -> Tensor: return idx.embedding(self.weight)
+    if padding_idx is not None:
+      if not -vocab_size <= padding_idx < vocab_size:
+        raise ValueError(f"Embedding({vocab_size}, {embed_size}): padding_idx {padding_idx} is out of range")
+      padding_idx %= vocab_size
+    self.padding_idx = padding_idx
+    w = Tensor.randn(vocab_size, embed_size)
+    if padding_idx is not None: w = (Tensor.arange(vocab_size).reshape(-1, 1) == padding_idx).where(0.0, w)
+    self.weight = Tensor(w.uop, requires_grad=True)
+  def __call__(self, idx: Tensor) -> Tensor:
+    w = self.weight
+    if self.padding_idx is not None:
+      # NOTE: the same values, but the padding row reads a detached copy, so no gradient reaches it (as torch)
+      w = (Tensor.arange(self.vocab_sz, device=w.device).reshape(-1, 1) == self.padding_idx).where(w.detach(), w)
+    return idx.embedding(w)
+
+# ---- convolutions ----
+
+def _conv_pads(padding: int | Sequence[int] | str, kernel: tuple[int, ...], stride: tuple[int, ...],
+               dilation: tuple[int, ...], name: str) -> list[tuple[int, int]]:
+  """(before, after) per spatial axis for an int, a tuple of ints, 'valid' or 'same' (torch's rule: the odd element
+  of a 'same' padding goes after)."""
+  n = len(kernel)
+  if isinstance(padding, str):
+    if padding == "valid": return [(0, 0)] * n
+    if padding != "same": raise ValueError(f"{name}: invalid padding string {padding!r}, should be 'valid' or 'same'")
+    if any(s != 1 for s in stride):
+      raise ValueError(f"{name}: padding='same' is not supported for strided convolutions (stride {stride}); give the "
+                       "padding as numbers")
+    return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
+  pads = make_tuple(padding, n)
+  if len(pads) != n: raise ValueError(f"{name}: padding {padding} needs {n} values, one per spatial axis")
+  return [(p, p) for p in pads]
+
+class _ConvNd:
+  nsp = 2
+  def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrSeq, stride: IntOrSeq = 1,
+               padding: IntOrSeq | str = 0, dilation: IntOrSeq = 1, groups: int = 1,
+               bias: bool = True, padding_mode: str = "zeros"):
+    self._setup(in_channels, out_channels, kernel_size, stride, dilation, groups, padding_mode)
+    self.padding = padding
+    self._pads = _conv_pads(padding, self.kernel_size, self.stride, self.dilation, type(self).__name__)
+    bound = 1 / math.sqrt(in_channels // groups * prod(self.kernel_size))
+    self.weight = _uniform(out_channels, in_channels // groups, *self.kernel_size, bound=bound)
+    self.bias = _uniform(out_channels, bound=bound) if bias else None
+  def _setup(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int], stride: int | Sequence[int],
+             dilation: int | Sequence[int], groups: int, padding_mode: str) -> None:
+    name = type(self).__name__
+    if groups <= 0 or in_channels % groups or out_channels % groups:
+      raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must divide by groups "
+                       f"{groups}")
+    if padding_mode != "zeros":
+      raise NotImplementedError(f"{name}: padding_mode {padding_mode!r} is not supported; only 'zeros'")
+    self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+    self.kernel_size = self._tuple(kernel_size, "kernel_size")
+    self.stride, self.dilation = self._tuple(stride, "stride"), self._tuple(dilation, "dilation")
+  def _tuple(self, v: int | Sequence[int], what: str) -> tuple[int, ...]:
+    t = make_tuple(v, self.nsp)
+    if len(t) != self.nsp or any(x <= 0 for x in t):
+      raise ValueError(f"{type(self).__name__}: {what} {v} must be a positive int or {self.nsp} positive ints")
+    return t
+  def _batched(self, x: Tensor) -> tuple[Tensor, bool]:
+    # NOTE: torch also takes an unbatched input (C, *spatial)
+    if x.ndim == self.nsp + 1: return x.unsqueeze(0), True
+    if x.ndim != self.nsp + 2:
+      raise ValueError(f"{type(self).__name__}: expected a {self.nsp + 2}-d (N, C, *spatial) or {self.nsp + 1}-d "
+                       f"input, got shape {x.shape}")
+    return x, False
+  def __call__(self, x: Tensor) -> Tensor:
+    x, unbatched = self._batched(x)
+    flat = flatten(reversed(self._pads))  # NOTE: torch's flat order, last axis first
+    out = x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=flat)
+    return out.squeeze(0) if unbatched else out
+
+class Conv1d(_ConvNd):
+  """1-d convolution over (N, C, L); weight (out_channels, in_channels/groups, k). padding: int, 'valid' or 'same'."""
+  nsp = 1
+class Conv2d(_ConvNd):
+  """2-d convolution over (N, C, H, W); weight (out_channels, in_channels/groups, kh, kw)."""
+  nsp = 2
+class Conv3d(_ConvNd):
+  """3-d convolution over (N, C, D, H, W); weight (out_channels, in_channels/groups, kd, kh, kw)."""
+  nsp = 3
+
+def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, ...], padding: tuple[int, ...],
+                    output_padding: tuple[int, ...], groups: int, dilation: tuple[int, ...]) -> Tensor:
+  """torch's conv_transpose1d/2d/3d from movement ops and one convolution: the input spread out by stride (s-1 zeros
+  between elements), padded by dilation*(k-1) - padding on each side (plus output_padding after), then convolved with
+  the spatially flipped kernel whose in/out channel axes are swapped within each group."""
+  nsp = len(stride)
+  (n, cin), sp, k_ = x.shape[:2], x.shape[2:], weight.shape[2:]
+  if any(s > 1 for s in stride):
+    x = x.reshape(n, cin, *flatten((i, 1) for i in sp))
+    x = x.pad([(0, 0)] * 2 + flatten(((0, 0), (0, s - 1)) for s in stride))
+    x = x.reshape(n, cin, *[i * s for i, s in zip(sp, stride)])
+    x = x.shrink([None, None] + [(0, (i - 1) * s + 1) for i, s in zip(sp, stride)])
+  x = x.pad([(0, 0)] * 2 + [(d * (k - 1) - p, d * (k - 1) - p + op)
+                            for k, d, p, op in zip(k_, dilation, padding, output_padding)])
+  cout_g = weight.shape[1]
+  w = weight.reshape(groups, cin // groups, cout_g, *k_).transpose(1, 2).reshape(groups * cout_g, cin // groups, *k_)
+  return x.conv2d(w.flip(tuple(range(2, 2 + nsp))), bias, groups=groups, dilation=dilation)
+
+class _ConvTransposeNd(_ConvNd):
+  def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrSeq, stride: IntOrSeq = 1,
+               padding: IntOrSeq = 0, output_padding: IntOrSeq = 0, groups: int = 1, bias: bool = True,
+               dilation: IntOrSeq = 1, padding_mode: str = "zeros"):
+    name = type(self).__name__
+    if isinstance(padding, str): raise ValueError(f"{name}: padding must be numbers, got {padding!r}")
+    self._setup(in_channels, out_channels, kernel_size, stride, dilation, groups, padding_mode)
+    self.padding = padding
+    self.padding_t = make_tuple(padding, self.nsp)
+    if len(self.padding_t) != self.nsp or any(p < 0 for p in self.padding_t):
+      raise ValueError(f"{name}: padding {padding} must be a non-negative int or {self.nsp} of them")
+    self.output_padding = make_tuple(output_padding, self.nsp)
+    if len(self.output_padding) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in
+                                                  zip(self.output_padding, self.stride, self.dilation)):
+      raise ValueError(f"{name}: output_padding {output_padding} must be >= 0 and smaller than stride {self.stride} or "
+                       f"dilation {self.dilation}")
+    # NOTE: weight (in_channels, out_channels/groups, *k); torch takes the fan-in from its second axis
+    bound = 1 / math.sqrt(out_channels // groups * prod(self.kernel_size))
+    self.weight = _uniform(in_channels, out_channels // groups, *self.kernel_size, bound=bound)
+    self.bias = _uniform(out_channels, bound=bound) if bias else None
+  def _output_padding(self, x: Tensor, output_size: Sequence[int] | None) -> tuple[int, ...]:
+    if output_size is None: return self.output_padding
+    size = tuple(output_size)[-self.nsp:]
+    base = [(i - 1) * s - 2 * p + d * (k - 1) + 1 for i, s, p, d, k in
+            zip(x.shape[-self.nsp:], self.stride, self.padding_t, self.dilation, self.kernel_size)]
+    ops = tuple(o - b for o, b in zip(size, base))
+    if len(size) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in zip(ops, self.stride, self.dilation)):
+      raise ValueError(f"{type(self).__name__}: output_size {tuple(output_size)} is not reachable from input "
+                       f"{x.shape}: each spatial size must be base + output_padding with base {tuple(base)} and "
+                       f"output_padding below stride {self.stride} or dilation {self.dilation}")
+    return ops
+  def __call__(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:  # type: ignore[override]
+    x, unbatched = self._batched(x)
+    if x.shape[1] != self.in_channels:
+      raise ValueError(f"{type(self).__name__}: input {x.shape} has {x.shape[1]} channels, the layer takes "
+                       f"{self.in_channels}")
+    out = _conv_transpose(x, self.weight, self.bias, self.stride, self.padding_t, self._output_padding(x, output_size),
+                          self.groups, self.dilation)
+    return out.squeeze(0) if unbatched else out
+
+class ConvTranspose1d(_ConvTransposeNd):
+  """Transposed 1-d convolution; weight (in_channels, out_channels/groups, k)."""
+  nsp = 1
+class ConvTranspose2d(_ConvTransposeNd):
+  """Transposed 2-d convolution; weight (in_channels, out_channels/groups, kh, kw)."""
+  nsp = 2
+class ConvTranspose3d(_ConvTransposeNd):
+  """Transposed 3-d convolution; weight (in_channels, out_channels/groups, kd, kh, kw)."""
+  nsp = 3
+
+# ---- normalisations ----
+
+class _RunningStats:
+  """running_mean, running_var and num_batches_tracked as buffers (so a training step's update is an ASSIGN, realized
+  with the optimizer step or by TinyJit, not a lazy graph that grows by one step per batch)."""
+  def _init_stats(self, num_features: int, momentum: float | None, track_running_stats: bool) -> None:
+    self.momentum, self.track_running_stats = momentum, track_running_stats
+    self.running_mean: Tensor | None = None
+    self.running_var: Tensor | None = None
+    self.num_batches_tracked: Tensor | None = None
+    if track_running_stats:
+      self.running_mean = Tensor.zeros(num_features).contiguous().realize()
+      self.running_var = Tensor.ones(num_features).contiguous().realize()
+      self.num_batches_tracked = Tensor.zeros((), dtype=dtypes.int64).contiguous().realize()
+  def _update_stats(self, mean: Tensor, var_unbiased: Tensor) -> None:
+    """running = (1 - f) * running + f * batch, f = momentum, or 1/num_batches_tracked when momentum is None (a
+    cumulative average, as torch)."""
+    assert self.running_mean is not None and self.running_var is not None and self.num_batches_tracked is not None
+    stats = (self.running_mean, self.running_var, self.num_batches_tracked)
+    # NOTE: an update still queued from an earlier forward (no optimizer step between) lands first: chained assigns
+    # would grow the graph by one batch per call, and the statistics read num_batches_tracked as it stands after each
+    # update
+    if any(t.uop.op is Ops.ASSIGN for t in stats): Tensor.realize(*stats)
+    nbt = self.num_batches_tracked + 1
+    f = nbt.cast(dtypes.float32).reciprocal() if self.momentum is None else self.momentum
+    rm, rv = self.running_mean, self.running_var
+    rm.assign(rm * (1 - f) + mean.detach().cast(rm.dtype) * f)
+    rv.assign(rv * (1 - f) + var_unbiased.detach().cast(rv.dtype) * f)
+    self.num_batches_tracked.assign(nbt)
+
+class BatchNorm(_RunningStats):
+  """Batch normalisation over axis 1 of (N, C, *any): in training (or without running statistics) the batch's mean
+  and biased variance over every axis but 1; in eval the running ones. Training with running statistics also updates
+  them (unbiased variance) and counts num_batches_tracked."""
+  ranks: tuple[int, ...] = ()
+  def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+               track_running_stats: bool = True):
+    self.num_features, self.eps = num_features, eps
+    self.weight = Tensor.ones(num_features, requires_grad=True) if affine else None
+    self.bias = Tensor.zeros(num_features, requires_grad=True) if affine else None
+    self._init_stats(num_features, momentum, track_running_stats)
+  def __call__(self, x: Tensor) -> Tensor:
+    name = type(self).__name__
+    if self.ranks and x.ndim not in self.ranks:
+      raise ValueError(f"{name}: expected a {' or '.join(f'{r}-d' for r in self.ranks)} input, got shape {x.shape}")
+    if x.ndim < 2 or x.shape[1] != self.num_features:
+      raise ValueError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, ...)")
+    axes = tuple(k for k in range(x.ndim) if k != 1)
+    n = prod(x.shape[k] for k in axes)
+    xf = x.cast(_stat_dtype(x))
+    if Tensor.training or self.running_mean is None or self.running_var is None:
+      if Tensor.training and n <= 1:
+        raise ValueError(f"{name}: expected more than 1 value per channel when training, got input {x.shape}")
+      mean = xf.mean(axes)
+      var = (xf - mean.reshape(_channel_shape(x.ndim))).square().mean(axes)
+      if Tensor.training and self.running_mean is not None: self._update_stats(mean, var * (n / max(n - 1, 1)))
+    else: mean, var = self.running_mean, self.running_var
+    out = xf.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
+    return out.cast(x.dtype)
+
+class BatchNorm1d(BatchNorm):
+  """BatchNorm over (N, C) or (N, C, L)."""
+  ranks = (2, 3)
+class BatchNorm2d(BatchNorm):
+  """BatchNorm over (N, C, H, W)."""
+  ranks = (4,)
+class BatchNorm3d(BatchNorm):
+  """BatchNorm over (N, C, D, H, W)."""
+  ranks = (5,)
+
+class InstanceNorm(_RunningStats):
+  """Each (sample, channel) normalised over its spatial axes (axes 2...). torch's defaults: no affine parameters, no
+  running statistics; with track_running_stats the running ones (batch mean of the per-instance statistics) serve in
+  eval."""
+  nsp = 0
+  def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+               track_running_stats: bool = False):
+    self.num_features, self.eps = num_features, eps
+    self.weight = Tensor.ones(num_features, requires_grad=True) if affine else None
+    self.bias = Tensor.zeros(num_features, requires_grad=True) if affine else None
+    self._init_stats(num_features, momentum, track_running_stats)
+  def __call__(self, x: Tensor) -> Tensor:
+    name = type(self).__name__
+    unbatched = self.nsp > 0 and x.ndim == self.nsp + 1
+    if unbatched: x = x.unsqueeze(0)
+    if (self.nsp and x.ndim != self.nsp + 2) or x.ndim < 3 or x.shape[1] != self.num_features:
+      raise ValueError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, *spatial)"
+                       + (f" with {self.nsp} spatial axes (or unbatched)" if self.nsp else ""))
+    axes = tuple(range(2, x.ndim))
+    n = prod(x.shape[2:])
+    xf = x.cast(_stat_dtype(x))
+    if Tensor.training or self.running_mean is None or self.running_var is None:
+      mean = xf.mean(axes, keepdim=True)
+      var = (xf - mean).square().mean(axes, keepdim=True)
+      if Tensor.training and self.running_mean is not None:
+        self._update_stats(mean.mean((0, *axes)), (var * (n / max(n - 1, 1))).mean((0, *axes)))
+    else:
+      mean = self.running_mean.reshape(_channel_shape(x.ndim))
+      var = self.running_var.reshape(_channel_shape(x.ndim))
+    out = (xf - mean) * (var + self.eps).rsqrt()
+    if self.weight is not None: out = out * self.weight.reshape(_channel_shape(x.ndim))
+    if self.bias is not None: out = out + self.bias.reshape(_channel_shape(x.ndim))
+    out = out.cast(x.dtype)
+    return out.squeeze(0) if unbatched else out
+
+class InstanceNorm1d(InstanceNorm):
+  """InstanceNorm over (N, C, L) or unbatched (C, L)."""
+  nsp = 1
+class InstanceNorm2d(InstanceNorm):
+  """InstanceNorm over (N, C, H, W) or unbatched (C, H, W)."""
+  nsp = 2
+class InstanceNorm3d(InstanceNorm):
+  """InstanceNorm over (N, C, D, H, W) or unbatched (C, D, H, W)."""
+  nsp = 3
 
 class LayerNorm:
-  """Normalise over the last len(normalized_shape) axes, then scale and shift (if elementwise_affine)."""
-  def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True):
-    self.normalized_shape = make_tuple(normalized_shape, 1)
-    self.axis, self.eps = tuple(-1 - i for i in range(len(self.normalized_shape))), eps
+  """Normalise over the last len(normalized_shape) axes, then scale and shift (elementwise_affine; bias=False drops the
+  shift)."""
+  def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
+               bias: bool = True):
+    self.normalized_shape, self.eps = make_tuple(normalized_shape, 1), eps
     self.weight = Tensor.ones(*self.normalized_shape, requires_grad=True) if elementwise_affine else None
-    self.bias = Tensor.zeros(*self.normalized_shape, requires_grad=True) if elementwise_affine else None
+    self.bias = Tensor.zeros(*self.normalized_shape, requires_grad=True) if elementwise_affine and bias else None
   def __call__(self, x: Tensor) -> Tensor:
-    if x.shape[-len(self.normalized_shape):] != self.normalized_shape:
-      raise ValueError(f"LayerNorm: last axes of input {x.shape} must be {self.normalized_shape}")
-    x = x.layernorm(axis=self.axis, eps=self.eps)
-    return x if self.weight is None or self.bias is None else x * self.weight + self.bias
+    nd = len(self.normalized_shape)
+    if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
+      raise ValueError(f"LayerNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
+                       f"{self.normalized_shape}")
+    out = x.cast(_stat_dtype(x)).layernorm(axis=tuple(range(-nd, 0)), eps=self.eps)
+    if self.weight is not None: out = out * self.weight
+    if self.bias is not None: out = out + self.bias
+    return out.cast(x.dtype)
 
-class BatchNorm:
-  """Batch normalisation over axis 1. In eval (Tensor.training False) it uses the running statistics; in training it
-  uses the batch statistics and updates the running ones."""
-  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True,
-               momentum: float = 0.1):
-    self.eps, self.momentum, self.track_running_stats = eps, momentum, track_running_stats
-    self.weight = Tensor.ones(sz, requires_grad=True) if affine else None
-    self.bias = Tensor.zeros(sz, requires_grad=True) if affine else None
-    # NOTE: buffers from the start, so a training step's update is an ASSIGN (run by the optimizer's step) rather than
-    # a lazy graph that grows by one step per batch
-    self.running_mean = Tensor.zeros(sz, requires_grad=False).contiguous().realize()
-    self.running_var = Tensor.ones(sz, requires_grad=False).contiguous().realize()
-    self.num_batches_tracked = Tensor.zeros(1, requires_grad=False)
+class LayerNorm2d(LayerNorm):
+  """LayerNorm over the channels (axis 1) of (N, C, H, W) at each position: torch's LayerNorm(C) applied to the
+  input permuted to (N, H, W, C) and back."""
+  def __init__(self, channels: int, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True):
+    super().__init__(channels, eps, elementwise_affine, bias)
   def __call__(self, x: Tensor) -> Tensor:
-    axes = tuple(i for i in range(x.ndim) if i != 1)
-    if Tensor.training:
-      mean = x.mean(axes)
-      var = (x - mean.reshape(1, -1, *([1] * (x.ndim - 2)))).square().mean(axes)
-      if self.track_running_stats:
-        n = prod(x.shape[i] for i in axes)
-        self.running_mean.assign(self.running_mean * (1 - self.momentum) + mean.detach() * self.momentum)
-        unbiased = var.detach() * (n / max(n - 1, 1))
-        self.running_var.assign(self.running_var * (1 - self.momentum) + unbiased * self.momentum)
-      return x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
-    return x.batchnorm(self.weight, self.bias, self.running_mean, (self.running_var + self.eps).rsqrt())
+    if x.ndim < 2 or x.shape[1] != self.normalized_shape[0]:
+      raise ValueError(f"LayerNorm2d({self.normalized_shape[0]}): input {x.shape} must be (N, "
+                       f"{self.normalized_shape[0]}, ...)")
+    out = x.cast(_stat_dtype(x)).layernorm(axis=1, eps=self.eps)
+    if self.weight is not None: out = out * self.weight.reshape(_channel_shape(x.ndim))
+    if self.bias is not None: out = out + self.bias.reshape(_channel_shape(x.ndim))
+    return out.cast(x.dtype)
 
-BatchNorm2d = BatchNorm
+class GroupNorm:
+  """The channels (axis 1) split into num_groups groups, each normalised with the spatial axes of its sample; then a
+  per-channel scale and shift (affine)."""
+  def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
+    if num_groups <= 0 or num_channels % num_groups:
+      raise ValueError(f"GroupNorm: num_channels {num_channels} must divide by num_groups {num_groups}")
+    self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+    self.weight = Tensor.ones(num_channels, requires_grad=True) if affine else None
+    self.bias = Tensor.zeros(num_channels, requires_grad=True) if affine else None
+  def __call__(self, x: Tensor) -> Tensor:
+    if x.ndim < 2 or x.shape[1] != self.num_channels:
+      raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): input {x.shape} must be (N, "
+                       f"{self.num_channels}, ...)")
+    xf = x.cast(_stat_dtype(x))
+    out = xf.reshape(x.shape[0], self.num_groups, -1).layernorm(axis=-1, eps=self.eps).reshape(x.shape)
+    if self.weight is not None: out = out * self.weight.reshape(_channel_shape(x.ndim))
+    if self.bias is not None: out = out + self.bias.reshape(_channel_shape(x.ndim))
+    return out.cast(x.dtype)
 
-__all__ = ["Linear", "Conv2d", "Embedding", "LayerNorm", "BatchNorm", "BatchNorm2d", "optim", "state"]
+class RMSNorm:
+  """x / sqrt(mean(x**2) + eps) over the last len(normalized_shape) axes, times weight (elementwise_affine). eps None
+  is the machine epsilon of the input's dtype, as torch."""
+  def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None, elementwise_affine: bool = True):
+    self.normalized_shape, self.eps = make_tuple(normalized_shape, 1), eps
+    self.weight = Tensor.ones(*self.normalized_shape, requires_grad=True) if elementwise_affine else None
+  def __call__(self, x: Tensor) -> Tensor:
+    nd = len(self.normalized_shape)
+    if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
+      raise ValueError(f"RMSNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
+                       f"{self.normalized_shape}")
+    eps = self.eps if self.eps is not None else 2.0 ** -dtypes.finfo(x.dtype)[1]
+    xf = x.cast(_stat_dtype(x))
+    out = xf * (xf.square().mean(tuple(range(-nd, 0)), keepdim=True) + eps).rsqrt()
+    if self.weight is not None: out = out * self.weight
+    return out.cast(x.dtype)
+
+# ---- recurrent ----
+
+class LSTMCell:
+  """One LSTM step: (h, c) = cell(x, (h, c)), gates in torch's order (input, forget, cell, output). weight_ih
+  (4*hidden, input), weight_hh (4*hidden, hidden), biases (4*hidden,), all uniform in +-1/sqrt(hidden) as torch. No
+  state means zeros; an unbatched (input,) x gives unbatched (hidden,) states."""
+  def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    self.input_size, self.hidden_size = input_size, hidden_size
+    bound = 1 / math.sqrt(hidden_size)
+    self.weight_ih = _uniform(4 * hidden_size, input_size, bound=bound)
+    self.weight_hh = _uniform(4 * hidden_size, hidden_size, bound=bound)
+    self.bias_ih = _uniform(4 * hidden_size, bound=bound) if bias else None
+    self.bias_hh = _uniform(4 * hidden_size, bound=bound) if bias else None
+  def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+      raise ValueError(f"LSTMCell({self.input_size}, {self.hidden_size}): input {x.shape} must be (N, "
+                       f"{self.input_size}) or ({self.input_size},)")
+    unbatched = x.ndim == 1
+    if unbatched: x = x.unsqueeze(0)
+    if hc is None: h = c = Tensor.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+    else: h, c = (t.unsqueeze(0) if unbatched else t for t in hc)
+    if h.shape != (x.shape[0], self.hidden_size) or c.shape != h.shape:
+      raise ValueError(f"LSTMCell: states {h.shape} and {c.shape} must be ({x.shape[0]}, {self.hidden_size})")
+    gates = x.linear(self.weight_ih.T, self.bias_ih) + h.linear(self.weight_hh.T, self.bias_hh)
+    i, f, g, o = gates.chunk(4, dim=1)
+    c_new = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h_new = o.sigmoid() * c_new.tanh()
+    return (h_new.squeeze(0), c_new.squeeze(0)) if unbatched else (h_new, c_new)
+
+__all__ = ["Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm",
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LayerNorm2d", "GroupNorm", "RMSNorm",
+           "LSTMCell", "optim", "state"]

@@ -1,5 +1,7 @@
-"""Optimizers: SGD (momentum, nesterov, weight decay), Adam and AdamW. `step()` assigns the new values to the parameters
-and realizes them together with the optimizer state in one schedule.
+"""Optimizers: SGD (momentum, dampening, nesterov, weight decay), Adam, AdamW, LAMB and Muon. `step()` assigns the new
+values to the parameters and realizes them together with the optimizer state in one schedule; it runs only in training
+mode (Tensor.training, see Tensor.train()). A parameter given twice (shared by two layers) is one parameter: its
+gradients from every use add up and it is updated once per step.
 
 Everything a step reads that may change between steps lives in a buffer: the learning rate (`opt.lr`, a Tensor;
 `opt.lr = 0.01` or `opt.lr.assign(...)` writes it in place) and Adam's step count. So a TinyJit-captured step, which
@@ -22,9 +24,12 @@ class Optimizer:
   """Holds the parameters that take gradients; `zero_grad()` clears them, `step()` applies one update. `lr` is a
   one-element Tensor (a float given to the constructor becomes a float32 buffer on the parameters' device)."""
   def __init__(self, params: list[Tensor], lr: float | Tensor):
+    params = list(params)
     for p in params:
+      if not isinstance(p, Tensor): raise TypeError(f"optimizer: params must be Tensors, got a {type(p).__name__}")
       if p.requires_grad is None: p.requires_grad = True
-    self.params = [p for p in params if p.requires_grad]
+    # NOTE: by identity: a tensor listed twice would otherwise take two updates per step
+    self.params = list({id(p): p for p in params if p.requires_grad}.values())
     if not self.params: raise ValueError("optimizer: no parameter requires a gradient")
     dev = self.params[0].device
     lr_t = lr if isinstance(lr, Tensor) else _value_buffer(float(lr), (1,), dtypes.float32, dev)
@@ -57,6 +62,11 @@ class Optimizer:
     if missing: raise RuntimeError(f"optimizer step: parameters {missing} have no .grad; call loss.backward() first")
     return [p.grad.detach() for p in self.params]  # type: ignore[union-attr]
   def step(self) -> None:
+    """Apply one update from the parameters' .grad (only in training mode: outside it a step is almost always a bug,
+    e.g. an evaluation loop that also steps)."""
+    if not Tensor.training:
+      raise RuntimeError(f"{type(self).__name__}.step(): Tensor.training is False; run training steps inside `with "
+                         "Tensor.train():`, in a function decorated @Tensor.train(), or after Tensor.training = True")
     # NOTE: the gradients (and the losses backward() ran from) read the old parameter values, so they are realized in
     # the same schedule as the update, which orders every read of a buffer before the write that replaces it
     from tinygrad.tensor import _backward_roots, _base_buffer, _all_tensors
@@ -72,29 +82,43 @@ class Optimizer:
   def _step(self) -> list[Tensor]: raise NotImplementedError
 
 class SGD(Optimizer):
-  """p -= lr * (g + weight_decay * p), with momentum b = momentum * b + g (nesterov: g + momentum * b)."""
+  """torch's SGD: g = grad + weight_decay * p; with momentum, b = g on the first step and then
+  b = momentum * b + (1 - dampening) * g, and g = g + momentum * b (nesterov) or g = b; p -= lr * g."""
   def __init__(self, params: list[Tensor], lr: float | Tensor = 0.001, momentum: float = 0.0,
-               weight_decay: float = 0.0, nesterov: bool = False):
+               weight_decay: float = 0.0, nesterov: bool = False, dampening: float = 0.0):
+    if nesterov and (momentum <= 0 or dampening != 0):
+      raise ValueError(f"SGD: nesterov momentum needs momentum > 0 and dampening 0, got momentum {momentum} and "
+                       f"dampening {dampening}")
     super().__init__(params, lr)
-    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
+    self.momentum, self.wd, self.nesterov, self.dampening = momentum, weight_decay, nesterov, dampening
     self.b = [_zeros_buffer(p, p.dtype) for p in self.params] if momentum else []
-    self.buffers = list(self.b)
+    # NOTE: the first step's buffer is g undamped; with dampening a step count (a buffer, so a replay sees it) tells
+    self.t = Tensor.zeros(1, device=self.params[0].device).contiguous().realize() if momentum and dampening else None
+    self.buffers = list(self.b) + ([self.t] if self.t is not None else [])
   def _step(self) -> list[Tensor]:
+    coef: Tensor | float = 1.0
+    if self.t is not None:
+      self.t.assign(self.t + 1)
+      coef = (self.t.reshape(()) == 1).where(1.0, 1.0 - self.dampening)
     for i, (p, g) in enumerate(zip(self.params, self._grads())):
       g = g + p.detach() * self.wd if self.wd else g
       if self.momentum:
-        self.b[i].assign(self.b[i] * self.momentum + g)
+        self.b[i].assign(self.b[i] * self.momentum + g * coef)
         g = g + self.b[i] * self.momentum if self.nesterov else self.b[i]
       p.assign(p.detach() - g * self._lr_scalar())
     return self.params
 
-class AdamW(Optimizer):
-  """Adam with decoupled weight decay (AdamW); Adam is AdamW with weight_decay=0. The step count `t` is a buffer and the
-  bias corrections 1 - b**t are computed from it in the step's kernels, so every step runs the same kernels."""
+class LAMB(Optimizer):
+  """LAMB (You et al. 2019, "Large Batch Optimization for Deep Learning", Algorithm 2 with phi the identity): Adam's
+  moments and bias corrections, r = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, and a per-parameter trust ratio
+  ||p|| / ||r|| (1 where either norm is 0): p -= lr * ratio * r. With adam=True the ratio is 1 (AdamW). The step count
+  `t` is a buffer and the bias corrections 1 - b**t come from it in the step's kernels, so every step runs the same
+  kernels. Moments are float32 whatever the parameters' dtype."""
   def __init__(self, params: list[Tensor], lr: float | Tensor = 0.001, b1: float = 0.9, b2: float = 0.999,
-               eps: float = 1e-8, weight_decay: float = 0.01):
+               eps: float = 1e-6, weight_decay: float = 0.0, adam: bool = False):
     super().__init__(params, lr)
-    self.b1, self.b2, self.eps, self.wd = b1, b2, eps, weight_decay
+    self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    self.l2 = 0.0  # NOTE: Adam's coupled weight decay (added to the gradient), 0 for LAMB and AdamW
     self.t = Tensor.zeros(1, device=self.params[0].device, dtype=dtypes.float32).contiguous().realize()
     self.m = [_zeros_buffer(p, dtypes.float32) for p in self.params]
     self.v = [_zeros_buffer(p, dtypes.float32) for p in self.params]
@@ -106,17 +130,82 @@ class AdamW(Optimizer):
     bc1, bc2 = 1 - (t * math.log2(self.b1)).exp2(), 1 - (t * math.log2(self.b2)).exp2()
     lr = self._lr_scalar()
     for i, (p, g) in enumerate(zip(self.params, self._grads())):
+      pf = p.detach().cast(dtypes.float32)
       g = g.cast(dtypes.float32)
+      if self.l2: g = g + pf * self.l2
       self.m[i].assign(self.m[i] * self.b1 + g * (1 - self.b1))
       self.v[i].assign(self.v[i] * self.b2 + g * g * (1 - self.b2))
-      m_hat = self.m[i] / bc1
-      v_hat = self.v[i] / bc2
-      up = m_hat / (v_hat.sqrt() + self.eps) + p.detach().cast(dtypes.float32) * self.wd
-      p.assign((p.detach().cast(dtypes.float32) - up * lr).cast(p.dtype))
+      up = (self.m[i] / bc1) / ((self.v[i] / bc2).sqrt() + self.eps)
+      if self.wd: up = up + pf * self.wd
+      if not self.adam:
+        r1, r2 = pf.square().sum().sqrt(), up.square().sum().sqrt()
+        up = up * ((r1 > 0) & (r2 > 0)).where(r1 / r2, 1.0)
+      p.assign((pf - up * lr).cast(p.dtype))
     return self.params
 
-def Adam(params: list[Tensor], lr: float | Tensor = 0.001, b1: float = 0.9, b2: float = 0.999,
-         eps: float = 1e-8) -> AdamW:
-  return AdamW(params, lr, b1, b2, eps, weight_decay=0.0)
+class AdamW(LAMB):
+  """Adam with decoupled weight decay (torch's AdamW): p -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p)."""
+  def __init__(self, params: list[Tensor], lr: float | Tensor = 0.001, b1: float = 0.9, b2: float = 0.999,
+               eps: float = 1e-8, weight_decay: float = 0.01):
+    super().__init__(params, lr, b1, b2, eps, weight_decay, adam=True)
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+class Adam(LAMB):
+  """torch's Adam; weight_decay is the L2 penalty added to the gradient (coupled), 0 by default."""
+  def __init__(self, params: list[Tensor], lr: float | Tensor = 0.001, b1: float = 0.9, b2: float = 0.999,
+               eps: float = 1e-8, weight_decay: float = 0.0):
+    super().__init__(params, lr, b1, b2, eps, 0.0, adam=True)
+    self.l2 = weight_decay
+
+def _newton_schulz(g: Tensor, steps: int, coefficients: tuple[float, float, float], eps: float) -> Tensor:
+  """The quintic Newton-Schulz iteration of Muon: X = G / (||G||_F + eps), then `steps` times A = X X^T,
+  X = a X + (b A + c A A) X, on the wide orientation (rows <= cols) so A is the small Gram matrix."""
+  a, b, c = coefficients
+  tall = g.shape[0] > g.shape[1]
+  x = g.T if tall else g
+  x = x / (x.square().sum().sqrt() + eps)
+  for _ in range(steps):
+    A = x @ x.T
+    x = x * a + (A * b + (A @ A) * c) @ x
+  return x.T if tall else x
+
+class Muon(Optimizer):
+  """Muon (K. Jordan et al. 2024, "Muon: An optimizer for hidden layers in neural networks"; torch.optim.Muon follows
+  the same algorithm): b = momentum * b + g; u = g + momentum * b (nesterov) or b; O = Newton-Schulz(u) (ns_steps
+  iterations with ns_coefficients, eps in the normalisation); p = p * (1 - lr * weight_decay) - lr * scale * O with
+  scale = sqrt(max(1, rows / cols)) ("original", the published scaling) or 0.2 * sqrt(max(rows, cols))
+  ("match_rms_adamw", Moonshot's). For matrices: a parameter with more than 2 axes is treated as (shape[0], rest) (a
+  conv filter); 0-d and 1-d parameters are an error (optimise them with AdamW). The iteration runs in float32 (the
+  reference implementation uses bfloat16)."""
+  def __init__(self, params: list[Tensor], lr: float | Tensor = 0.02, momentum: float = 0.95, nesterov: bool = True,
+               ns_steps: int = 5, ns_coefficients: tuple[float, float, float] = (3.4445, -4.775, 2.0315),
+               weight_decay: float = 0.0, eps: float = 1e-7, adjust_lr_fn: str = "original"):
+    super().__init__(params, lr)
+    if bad := [(i, p.shape) for i, p in enumerate(self.params) if p.ndim < 2]:
+      raise ValueError(f"Muon: orthogonalizes matrices; parameters {bad} have fewer than 2 axes (give biases, norms "
+                       "and other vectors to AdamW)")
+    if adjust_lr_fn not in ("original", "match_rms_adamw"):
+      raise ValueError(f"Muon: adjust_lr_fn must be 'original' or 'match_rms_adamw', got {adjust_lr_fn!r}")
+    if ns_steps < 0 or len(ns_coefficients) != 3:
+      raise ValueError(f"Muon: ns_steps ({ns_steps}) must be >= 0 and ns_coefficients three numbers")
+    self.momentum, self.nesterov, self.ns_steps, self.ns_coefficients = momentum, nesterov, ns_steps, ns_coefficients
+    self.wd, self.eps, self.adjust_lr_fn = weight_decay, eps, adjust_lr_fn
+    self.b = [_zeros_buffer(p, dtypes.float32) for p in self.params]
+    self.buffers = list(self.b)
+  def _scale(self, rows: int, cols: int) -> float:
+    if self.adjust_lr_fn == "original": return math.sqrt(max(1.0, rows / cols))
+    return 0.2 * math.sqrt(max(rows, cols))
+  def _step(self) -> list[Tensor]:
+    lr = self._lr_scalar()
+    for i, (p, g) in enumerate(zip(self.params, self._grads())):
+      g = g.cast(dtypes.float32)
+      self.b[i].assign(self.b[i] * self.momentum + g)
+      u = g + self.b[i] * self.momentum if self.nesterov else self.b[i]
+      rows = p.shape[0]
+      cols = p.numel() // rows if rows else 0
+      o = _newton_schulz(u.reshape(rows, cols), self.ns_steps, self.ns_coefficients, self.eps).reshape(p.shape)
+      pf = p.detach().cast(dtypes.float32)
+      if self.wd: pf = pf * (1 - lr * self.wd)
+      p.assign((pf - o * (lr * self._scale(rows, max(cols, 1)))).cast(p.dtype))
+    return self.params
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LAMB", "Muon"]
