@@ -34,13 +34,14 @@ def main() -> int:
   X, Y = make_data(256, seed=1)
   Xt, Yt = Tensor(X), Tensor(Y)
   losses, st = [], time.perf_counter()
-  for step in range(steps):
-    opt.zero_grad()
-    loss = model(Xt).cross_entropy(Yt)
-    loss.backward()
-    opt.step()
-    losses.append(loss.item())
-    if step % 10 == 0 or step == steps - 1: print(f"step {step:3d}  loss {losses[-1]:.4f}")
+  with Tensor.train():
+    for step in range(steps):
+      opt.zero_grad()
+      loss = model(Xt).cross_entropy(Yt)
+      loss.backward()
+      opt.step()
+      losses.append(loss.item())
+      if step % 10 == 0 or step == steps - 1: print(f"step {step:3d}  loss {losses[-1]:.4f}")
   acc = (model(Xt).argmax(-1) == Yt).float().mean().item()
   print(f"trained {steps} steps in {time.perf_counter() - st:.1f}s: loss {losses[0]:.4f} -> {losses[-1]:.4f}, "
         f"accuracy {acc:.3f}")

@@ -105,7 +105,7 @@ def test_training_with_realized_hidden_layer_learns():
     loss = ((l2(h) - Y) ** 2).mean()
     opt.zero_grad()
     loss.backward()
-    opt.step()
+    with Tensor.train(): opt.step()
   assert not np.allclose(l1.weight.numpy(), w0), "the first layer must get gradients through the realized h"
 
 def test_explicit_gradient_of_realized_intermediate():
@@ -183,7 +183,7 @@ def test_batchnorm_running_stats_follow_each_step():
       loss = bn(conv(Tensor(xs))).square().mean()
       opt.zero_grad()
       loss.backward()
-      opt.step()
+      with Tensor.train(): opt.step()
       assert len(bn.running_mean.uop.toposort()) < 10, "the running mean must be a buffer, not a chain of every step"
   finally: Tensor.training = old
   # with a lazy chain, every step's statistics were computed from the weights after the last step

@@ -45,7 +45,7 @@ def test_sgd_momentum_matches_numpy():
   for _ in range(4):
     opt.zero_grad()
     ((w - Tensor(target)) ** 2).sum().backward()
-    opt.step()
+    with Tensor.train(): opt.step()
     g = 2 * (ref - target) + 0.01 * ref
     buf = 0.9 * buf + g
     ref = ref - 0.1 * buf
@@ -60,7 +60,7 @@ def test_adamw_matches_numpy(wd):
   for t in range(1, 5):
     opt.zero_grad()
     ((w - Tensor(target)) ** 2).sum().backward()
-    opt.step()
+    with Tensor.train(): opt.step()
     g = 2 * (ref - target)
     m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
     up = (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8) + wd * ref
@@ -69,7 +69,7 @@ def test_adamw_matches_numpy(wd):
 
 def test_optimizer_needs_grads():
   w = Tensor([1.0], requires_grad=True)
-  with pytest.raises(RuntimeError, match="backward"): SGD([w]).step()
+  with Tensor.train(), pytest.raises(RuntimeError, match="backward"): SGD([w]).step()
 
 class TinyNet:
   def __init__(self):
@@ -109,6 +109,6 @@ def test_loss_read_after_step_keeps_its_value():
   opt = SGD([w], lr=0.1)
   loss = (w * w).sum()
   loss.backward()
-  opt.step()
+  with Tensor.train(): opt.step()
   assert loss.item() == 5.0, "the loss must be computed from the parameters before the update"
   np.testing.assert_allclose(w.numpy(), [0.8, 1.6], atol=1e-6)

@@ -9,7 +9,7 @@ from tinygrad.tensor import _base_buffer
 def _sgd_step(opt: SGD, w: Tensor) -> None:
   opt.zero_grad()
   (w * w).sum().backward()
-  opt.step()
+  with Tensor.train(): opt.step()
 
 def test_lr_is_a_buffer_written_in_place():
   w = Tensor([1.0, 2.0], requires_grad=True)
@@ -54,7 +54,7 @@ def test_adam_step_count_is_a_buffer_and_drives_the_bias_correction():
   for t in range(1, 4):
     opt.zero_grad()
     (w * 3).sum().backward()
-    opt.step()
+    with Tensor.train(): opt.step()
     np.testing.assert_array_equal(opt.t.numpy(), [float(t)])
   # NOTE: a constant gradient: m_hat = g and v_hat = g*g exactly, so every step moves each weight by lr
   np.testing.assert_allclose(w.numpy(), [0.7, -1.3], rtol=1e-5)
