@@ -21,6 +21,12 @@ IntOrSeq = Union[int, Sequence[int]]
 def _uniform(*shape: int, bound: float) -> Tensor:
   return Tensor.uniform(*shape, low=-bound, high=bound, requires_grad=True)
 
+def _buffer(t: Tensor) -> Tensor:
+  """A realized tensor that is state, not a parameter (requires_grad False: optimizers skip it)."""
+  ret = t.contiguous().realize()
+  ret.requires_grad = False
+  return ret
+
 def _stat_dtype(x: Tensor) -> DType:
   # NOTE: statistics of half/bfloat16 inputs in float32, as torch does on the CPU (its "opmath" type)
   return dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
@@ -212,9 +218,10 @@ class _RunningStats:
     self.running_var: Tensor | None = None
     self.num_batches_tracked: Tensor | None = None
     if track_running_stats:
-      self.running_mean = Tensor.zeros(num_features).contiguous().realize()
-      self.running_var = Tensor.ones(num_features).contiguous().realize()
-      self.num_batches_tracked = Tensor.zeros((), dtype=dtypes.int64).contiguous().realize()
+      # NOTE: requires_grad=False: not parameters, so an optimizer given get_parameters(model) leaves them alone
+      self.running_mean = _buffer(Tensor.zeros(num_features))
+      self.running_var = _buffer(Tensor.ones(num_features))
+      self.num_batches_tracked = _buffer(Tensor.zeros((), dtype=dtypes.int64))
   def _update_stats(self, mean: Tensor, var_unbiased: Tensor) -> None:
     """running = (1 - f) * running + f * batch, f = momentum, or 1/num_batches_tracked when momentum is None (a
     cumulative average, as torch)."""
