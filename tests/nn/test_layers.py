@@ -215,6 +215,11 @@ def test_groupnorm_bad_groups_is_a_clear_error():
 def test_instancenorm_matches_torch(cls, shape, kw):
   check_layer(getattr(nn, cls)(3, **kw), getattr(torch.nn, cls)(3, **kw), [rand(*shape, low=-1, high=2)])
 
+def test_instancenorm_affine_defaults():
+  # torch's names have torch's default (no affine); the generic any-rank InstanceNorm has affine parameters
+  assert nn.InstanceNorm2d(3).weight is None and nn.InstanceNorm(3).weight is not None
+  check_layer(nn.InstanceNorm(3), torch.nn.InstanceNorm1d(3, affine=True), [rand(2, 3, 4)])
+
 def test_instancenorm_running_stats_match_torch():
   ours, theirs = nn.InstanceNorm2d(3, track_running_stats=True), torch.nn.InstanceNorm2d(3, track_running_stats=True)
   x = rand(2, 3, 3, 3, low=0, high=2)

@@ -225,6 +225,7 @@ def test_step_outside_training_mode_is_a_clear_error():
   for opt in (SGD([w], lr=0.1), Adam([w]), Muon([Tensor.ones(2, 2, requires_grad=True)])):
     with Tensor.test(), pytest.raises(RuntimeError, match=r"step\(\): Tensor.training is False; run training steps inside"):
       opt.step()
+    with Tensor.test(), pytest.raises(AssertionError): opt.step()  # the type tinygrad code checks for
 
 def test_jitted_step_reads_the_current_learning_rate_as_torch():
   p0, x, y = _inputs()

@@ -279,13 +279,16 @@ class BatchNorm3d(BatchNorm):
   ranks = (5,)
 
 class InstanceNorm(_RunningStats):
-  """Each (sample, channel) normalised over its spatial axes (axes 2...). torch's defaults: no affine parameters, no
-  running statistics; with track_running_stats the running ones (batch mean of the per-instance statistics) serve in
-  eval."""
+  """Each (sample, channel) normalised over its spatial axes (axes 2...), any number of them. The 1d/2d/3d classes
+  have torch's defaults (no affine parameters, no running statistics) and take unbatched inputs too; this generic one
+  has affine parameters by default. With track_running_stats the running ones (the batch mean of the per-instance
+  statistics) serve in eval."""
   nsp = 0
-  def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+  affine_default = True
+  def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool | None = None,
                track_running_stats: bool = False):
     self.num_features, self.eps = num_features, eps
+    affine = self.affine_default if affine is None else affine
     self.weight = Tensor.ones(num_features, requires_grad=True) if affine else None
     self.bias = Tensor.zeros(num_features, requires_grad=True) if affine else None
     self._init_stats(num_features, momentum, track_running_stats)
@@ -315,13 +318,13 @@ class InstanceNorm(_RunningStats):
 
 class InstanceNorm1d(InstanceNorm):
   """InstanceNorm over (N, C, L) or unbatched (C, L)."""
-  nsp = 1
+  nsp, affine_default = 1, False
 class InstanceNorm2d(InstanceNorm):
   """InstanceNorm over (N, C, H, W) or unbatched (C, H, W)."""
-  nsp = 2
+  nsp, affine_default = 2, False
 class InstanceNorm3d(InstanceNorm):
   """InstanceNorm over (N, C, D, H, W) or unbatched (C, D, H, W)."""
-  nsp = 3
+  nsp, affine_default = 3, False
 
 class LayerNorm:
   """Normalise over the last len(normalized_shape) axes, then scale and shift (elementwise_affine; bias=False drops the

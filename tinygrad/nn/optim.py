@@ -20,6 +20,9 @@ def _value_buffer(value: float, shape: tuple[int, ...], dtype: DType, device: st
   # NOTE: from host memory, not a constant: writing it with assign is one copy kernel whatever the value
   return Tensor(np.full(shape, value), device=device, dtype=dtype)
 
+class TrainingModeError(RuntimeError, AssertionError):
+  """step() outside training mode. Also an AssertionError, the type code written for tinygrad checks for."""
+
 class Optimizer:
   """Holds the parameters that take gradients; `zero_grad()` clears them, `step()` applies one update. `lr` is a
   one-element Tensor (a float given to the constructor becomes a float32 buffer on the parameters' device)."""
@@ -65,8 +68,9 @@ class Optimizer:
     """Apply one update from the parameters' .grad (only in training mode: outside it a step is almost always a bug,
     e.g. an evaluation loop that also steps)."""
     if not Tensor.training:
-      raise RuntimeError(f"{type(self).__name__}.step(): Tensor.training is False; run training steps inside `with "
-                         "Tensor.train():`, in a function decorated @Tensor.train(), or after Tensor.training = True")
+      raise TrainingModeError(f"{type(self).__name__}.step(): Tensor.training is False; run training steps inside "
+                              "`with Tensor.train():`, in a function decorated @Tensor.train(), or after "
+                              "Tensor.training = True")
     # NOTE: the gradients (and the losses backward() ran from) read the old parameter values, so they are realized in
     # the same schedule as the update, which orders every read of a buffer before the write that replaces it
     from tinygrad.tensor import _backward_roots, _base_buffer, _all_tensors
@@ -208,4 +212,4 @@ class Muon(Optimizer):
       p.assign((pf - o * (lr * self._scale(rows, max(cols, 1)))).cast(p.dtype))
     return self.params
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LAMB", "Muon"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LAMB", "Muon", "TrainingModeError"]
