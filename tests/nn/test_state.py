@@ -259,3 +259,20 @@ def test_torch_load_of_garbage_is_a_clear_error(tmp_path):
   torch.save({"a": torch.ones(1)}, buf)
   fn.write_bytes(buf.getvalue()[:50])
   with pytest.raises(CheckpointError): torch_load(fn)
+
+def test_torch_load_big_endian_zip(tmp_path):
+  # a big-endian writer's archive: byteorder "big" and every storage's elements byte-swapped
+  ref = {"f": torch.tensor([1.5, -2.0, 3.25]), "i": torch.tensor([[1, -2], [300, 4]], dtype=torch.int32),
+         "h": torch.tensor([0.5, 7.0], dtype=torch.bfloat16)}
+  fn = tmp_path / "be.pth"
+  torch.save(ref, fn)
+  with zipfile.ZipFile(fn) as z: members = {n: z.read(n) for n in z.namelist()}
+  prefix = next(n for n in members if n.endswith("data.pkl"))[:-len("data.pkl")]
+  for n in [n for n in members if n.startswith(prefix + "data/")]:
+    itemsize = {12: 4, 16: 4, 4: 2}[len(members[n])]  # the three storages have different byte counts
+    members[n] = np.frombuffer(members[n], dtype=f"<u{itemsize}").byteswap().tobytes()
+  members[prefix + "byteorder"] = b"big"
+  with zipfile.ZipFile(fn, "w") as z:
+    for n, b in members.items(): z.writestr(n, b)
+  got = torch_load(fn)
+  for k, v in ref.items(): np.testing.assert_array_equal(got[k].numpy(), v.float().numpy() if k == "h" else v.numpy())
