@@ -22,9 +22,10 @@ def test_linear_without_bias_matches_torch():
 def test_linear_wrong_input_size_is_a_clear_error():
   with pytest.raises(ValueError, match=r"last axis of the input \(2, 3\) must be 4"): nn.Linear(4, 2)(Tensor.ones(2, 3))
 
-def test_embedding_matches_torch_with_weight_gradient():
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_embedding_matches_torch_with_weight_gradient(dtype):
   idx = np.array([[0, 3, 3, 6], [2, 1, 0, 6]], dtype=np.int32)
-  check_layer(nn.Embedding(7, 5), torch.nn.Embedding(7, 5), [idx], int_inputs=(0,))
+  check_layer(nn.Embedding(7, 5), torch.nn.Embedding(7, 5), [idx], dtype, int_inputs=(0,))
 
 def test_embedding_padding_idx_row_is_zero_and_gets_no_gradient():
   emb = nn.Embedding(6, 3, padding_idx=-2)

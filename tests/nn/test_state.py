@@ -238,18 +238,27 @@ def test_plain_objects_outside_the_allowed_kinds_are_named(tmp_path):
   torch.save({"a": [0, {1, 2}]}, fn, pickle_protocol=4)  # protocol 4 has a set opcode
   with pytest.raises(CheckpointError, match=r"checkpoint\['a'\]\[1\] is a set, not a tensor"): torch_load(fn)
 
-def test_torch_load_rejects_tensors_reading_past_their_storage(tmp_path):
-  fn = tmp_path / "oob.pth"
-  torch.save({"x": torch.ones(4)}, fn)
+def _rewrite_zip(fn, edit):
   with zipfile.ZipFile(fn) as z: members = {n: z.read(n) for n in z.namelist()}
-  pkl = next(n for n in members if n.endswith("data.pkl"))
-  # the storage holds 4 floats; shrink it to 2 so the (4,) tensor would read past it
-  data = next(n for n in members if "/data/" in n)
-  members[data] = members[data][:8]
+  edit(members)
   with zipfile.ZipFile(fn, "w") as z:
     for n, b in members.items(): z.writestr(n, b)
-  assert pkl
-  with pytest.raises(CheckpointError, match="reads past the 2 elements"): torch_load(fn)
+
+def test_torch_load_rejects_storages_and_views_that_do_not_fit(tmp_path):
+  fn = tmp_path / "oob.pth"
+  torch.save({"x": torch.ones(5)}, fn)
+  def grow_size(m):
+    pkl = next(n for n in m if n.endswith("data.pkl"))
+    assert m[pkl].count(b"K\x05\x85") == 1  # the size tuple (5,): BININT1 5, TUPLE1
+    m[pkl] = m[pkl].replace(b"K\x05\x85", b"K\x09\x85")
+  _rewrite_zip(fn, grow_size)
+  with pytest.raises(CheckpointError, match=r"shape \(9,\) .* reads past the 5 elements"): torch_load(fn)
+  torch.save({"x": torch.ones(5)}, fn)
+  def cut_storage(m):
+    data = next(n for n in m if "/data/" in n)
+    m[data] = m[data][:8]
+  _rewrite_zip(fn, cut_storage)
+  with pytest.raises(CheckpointError, match="is 8 bytes in the archive but its reference says 5 elements"): torch_load(fn)
 
 def test_torch_load_of_garbage_is_a_clear_error(tmp_path):
   fn = tmp_path / "junk.pth"

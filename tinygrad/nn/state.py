@@ -311,6 +311,10 @@ def _load_zip(fn: PathLike, device: str | None) -> Any:
       if key not in storages:
         if (member := f"{prefix}data/{key}") not in names:
           raise CheckpointError(f"torch_load: {fn}: storage {key!r} has no {member} in the archive")
+        nbytes = numel * (stype.dtype.itemsize if stype.dtype is not None else 1)
+        if (size := z.getinfo(member).file_size) != nbytes:
+          raise CheckpointError(f"torch_load: {fn}: storage {key!r} is {size} bytes in the archive but its reference "
+                                f"says {numel} elements of {stype.name} ({nbytes} bytes)")
         storages[key] = _Storage(key, stype.dtype, numel)
         storages[key].data = z.read(member)
       return storages[key]
