@@ -57,6 +57,13 @@ def test_conv_matches_torch(nsp, kw, spatial):
   out = check_layer(ours, theirs, [rand(2, 4, *spatial)])
   if kw.get("padding") == "same": assert out[0].shape[2:] == spatial
 
+@pytest.mark.parametrize("mode,nsp,kw", [("reflect", 2, dict(padding=1)), ("replicate", 1, dict(padding="same")),
+                                         ("circular", 2, dict(padding=(2, 1), stride=2)), ("reflect", 3, dict(padding=1))])
+def test_conv_padding_modes_match_torch(mode, nsp, kw):
+  ours = [nn.Conv1d, nn.Conv2d, nn.Conv3d][nsp - 1](2, 3, 3, padding_mode=mode, **kw)
+  theirs = [torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d][nsp - 1](2, 3, 3, padding_mode=mode, **kw)
+  check_layer(ours, theirs, [rand(2, 2, *([5] * nsp))])
+
 def test_conv2d_float16_matches_torch():
   check_layer(nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(3, 4, 3, padding=1), [rand(2, 3, 5, 5)], "float16")
 
@@ -69,6 +76,8 @@ def test_conv_bad_padding_is_a_clear_error():
     nn.Conv1d(2, 2, 3, stride=2, padding="same")
   with pytest.raises(ValueError, match="must divide by groups 3"): nn.Conv2d(4, 6, 3, groups=3)
   with pytest.raises(ValueError, match="expected a 4-d"): nn.Conv2d(2, 2, 3)(Tensor.ones(1, 2, 5, 5, 5))
+  with pytest.raises(ValueError, match="padding_mode must be one of"): nn.Conv2d(2, 2, 3, padding_mode="mirror")
+  with pytest.raises(ValueError, match="only padding_mode 'zeros'"): nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect")
 
 CONVT_CASES = [  # (nsp, kwargs, input spatial)
   (1, dict(kernel_size=3, stride=2, padding=1, output_padding=1), (5,)),

@@ -13,7 +13,7 @@ from typing import Sequence, Union
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.uop import Ops
-from tinygrad.helpers import prod, make_tuple, flatten
+from tinygrad.helpers import prod, make_tuple
 from tinygrad.nn import optim, state  # noqa: F401
 
 IntOrSeq = Union[int, Sequence[int]]
@@ -89,6 +89,9 @@ def _conv_pads(padding: int | Sequence[int] | str, kernel: tuple[int, ...], stri
   if len(pads) != n: raise ValueError(f"{name}: padding {padding} needs {n} values, one per spatial axis")
   return [(p, p) for p in pads]
 
+# torch's padding_mode -> Tensor.pad's mode
+_PAD_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
+
 class _ConvNd:
   nsp = 2
   def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrSeq, stride: IntOrSeq = 1,
@@ -106,8 +109,9 @@ class _ConvNd:
     if groups <= 0 or in_channels % groups or out_channels % groups:
       raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must divide by groups "
                        f"{groups}")
-    if padding_mode != "zeros":
-      raise NotImplementedError(f"{name}: padding_mode {padding_mode!r} is not supported; only 'zeros'")
+    if padding_mode not in _PAD_MODES:
+      raise ValueError(f"{name}: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
+    self.padding_mode = padding_mode
     self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
     self.kernel_size = self._tuple(kernel_size, "kernel_size")
     self.stride, self.dilation = self._tuple(stride, "stride"), self._tuple(dilation, "dilation")
@@ -125,8 +129,8 @@ class _ConvNd:
     return x, False
   def __call__(self, x: Tensor) -> Tensor:
     x, unbatched = self._batched(x)
-    flat = flatten(reversed(self._pads))  # NOTE: torch's flat order, last axis first
-    out = x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=flat)
+    x = x.pad([(0, 0), (0, 0), *self._pads], mode=_PAD_MODES[self.padding_mode])
+    out = x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation)
     return out.squeeze(0) if unbatched else out
 
 class Conv1d(_ConvNd):
@@ -139,30 +143,13 @@ class Conv3d(_ConvNd):
   """3-d convolution over (N, C, D, H, W); weight (out_channels, in_channels/groups, kd, kh, kw)."""
   nsp = 3
 
-def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple[int, ...], padding: tuple[int, ...],
-                    output_padding: tuple[int, ...], groups: int, dilation: tuple[int, ...]) -> Tensor:
-  """torch's conv_transpose1d/2d/3d from movement ops and one convolution: the input spread out by stride (s-1 zeros
-  between elements), padded by dilation*(k-1) - padding on each side (plus output_padding after), then convolved with
-  the spatially flipped kernel whose in/out channel axes are swapped within each group."""
-  nsp = len(stride)
-  (n, cin), sp, k_ = x.shape[:2], x.shape[2:], weight.shape[2:]
-  if any(s > 1 for s in stride):
-    x = x.reshape(n, cin, *flatten((i, 1) for i in sp))
-    x = x.pad([(0, 0)] * 2 + flatten(((0, 0), (0, s - 1)) for s in stride))
-    x = x.reshape(n, cin, *[i * s for i, s in zip(sp, stride)])
-    x = x.shrink([None, None] + [(0, (i - 1) * s + 1) for i, s in zip(sp, stride)])
-  x = x.pad([(0, 0)] * 2 + [(d * (k - 1) - p, d * (k - 1) - p + op)
-                            for k, d, p, op in zip(k_, dilation, padding, output_padding)])
-  cout_g = weight.shape[1]
-  w = weight.reshape(groups, cin // groups, cout_g, *k_).transpose(1, 2).reshape(groups * cout_g, cin // groups, *k_)
-  return x.conv2d(w.flip(tuple(range(2, 2 + nsp))), bias, groups=groups, dilation=dilation)
-
 class _ConvTransposeNd(_ConvNd):
   def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrSeq, stride: IntOrSeq = 1,
                padding: IntOrSeq = 0, output_padding: IntOrSeq = 0, groups: int = 1, bias: bool = True,
                dilation: IntOrSeq = 1, padding_mode: str = "zeros"):
     name = type(self).__name__
     if isinstance(padding, str): raise ValueError(f"{name}: padding must be numbers, got {padding!r}")
+    if padding_mode != "zeros": raise ValueError(f"{name}: only padding_mode 'zeros' is supported (as torch)")
     self._setup(in_channels, out_channels, kernel_size, stride, dilation, groups, padding_mode)
     self.padding = padding
     self.padding_t = make_tuple(padding, self.nsp)
@@ -193,8 +180,8 @@ class _ConvTransposeNd(_ConvNd):
     if x.shape[1] != self.in_channels:
       raise ValueError(f"{type(self).__name__}: input {x.shape} has {x.shape[1]} channels, the layer takes "
                        f"{self.in_channels}")
-    out = _conv_transpose(x, self.weight, self.bias, self.stride, self.padding_t, self._output_padding(x, output_size),
-                          self.groups, self.dilation)
+    out = x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
+                             padding=self.padding_t, output_padding=self._output_padding(x, output_size))
     return out.squeeze(0) if unbatched else out
 
 class ConvTranspose1d(_ConvTransposeNd):
