@@ -10,10 +10,11 @@ import argparse, os, subprocess, sys, time
 
 def symbolic(n: int) -> None:
   from tinygrad.uop.ops import UOp
+  from tinygrad.uop.symbolic import simplify
   for i in range(n):
     x, y = UOp.variable(f"x{i}", 0, 100 + i), UOp.variable(f"y{i}", 1, 9)
     e = ((x * 4 + i) // 2 % 7 + (x < 5).where(x, y * (i + 1)) + (x + y * 3) // 3 * 3 + (x + y * 3) % 3).maximum(i)
-    e.simplify()
+    simplify(e)
 
 def kernels(n: int) -> None:
   from tinygrad.uop import Ops, AxisType

@@ -1,118 +1,33 @@
 """The symbolic oracle: z3 proves that `simplify()` keeps an index expression's value and that vmin/vmax bound it.
 
-Semantics modelled (C, as the compiler's targets compute): dtypes.index is an unbounded integer (z3 Int); signed
-fixed-width ints wrap (z3 bit-vectors); IDIV and MOD truncate toward zero; a DEFINE_VAR ranges over [lo, hi], a RANGE
+Semantics modelled: the IR's, through its one z3 translation (spec/smt.py: dtypes.index an unbounded Int, fixed-width
+ints wrapping bit-vectors, C truncating IDIV/MOD with x/0 = 0 and x%0 = x); a DEFINE_VAR ranges over [lo, hi], a RANGE
 over [0, end). Invalid is poison: an ALU op with an invalid source is invalid, `where` is invalid when its condition is
 or when the branch it picks is. The simplified expression must be valid exactly where the original is, and equal to it
-there.
+there. Counterexamples replay without z3 through `eval_index`, which computes with tinygrad/uop/semantics.py.
 """
 from __future__ import annotations
 import itertools, math, random, time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+import numpy as np
 import z3
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, semantics
 from tinygrad.uop.ops import UOp, match_stats
+from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import dtypes, InvalidType
-from tinygrad.helpers import Context, cdiv, cmod
+from tinygrad.helpers import Context
 from fuzz.strategies import IndexExprConfig, RandomChooser, build_index_expression
+from spec.smt import Translator, const, kind as sort_kind, signed, to_python
 
-# ---- UOp -> z3 ----
-
-def _tdiv(a: Any, b: Any) -> Any:
-  # z3's integer `/` is floor-like for a positive divisor; C truncates toward zero: divide magnitudes, fix the sign
-  if isinstance(b, int): return z3.If(a >= 0, a / abs(b), -((-a) / abs(b))) * (1 if b > 0 else -1)
-  ab = z3.If(b >= 0, b, -b)
-  q = z3.If(a >= 0, a / ab, -((-a) / ab))
-  return z3.If(b >= 0, q, -q)
-
-def _z3bool(x: Any) -> Any: return z3.BoolVal(x) if isinstance(x, bool) else x
-
-def _and(*xs: Any) -> Any:
-  # NOTE: validity is the Python constant True for the (common) expressions without Invalid: smaller z3 terms
-  rest = [x for x in xs if x is not True]
-  return True if not rest else rest[0] if len(rest) == 1 else z3.And(*rest)
-
-class Z3Translator:
-  """Translates UOps to (value, valid) pairs of z3 terms; the bounds of each variable it meets go into `constraints`."""
-  def __init__(self) -> None:
-    self.cache: dict[UOp, tuple[Any, Any]] = {}
-    self.vars: dict[UOp, Any] = {}
-    self.constraints: list[Any] = []
-
-  def _var(self, u: UOp) -> Any:
-    if (v := self.vars.get(u)) is not None: return v
-    if u.op is Ops.DEFINE_VAR:
-      name = f"{u.arg[0]}[{u.arg[1]},{u.arg[2]}]"
-      v, lo, hi = (z3.Int(name) if (bits := _bv_bits(u.dtype)) is None else z3.BitVec(name, bits)), u.arg[1], u.arg[2]
-    else:
-      end, _ = self.translate(u.src[0])
-      v = z3.Int(f"{'r' if u.op is Ops.RANGE else 's'}{u.arg if u.op is Ops.SPECIAL else u.arg[0]}_{len(self.vars)}")
-      lo, hi = 0, end - 1
-    self.vars[u] = v
-    self.constraints.append(z3.And(lo <= v, v <= hi))
-    return v
-
-  def translate(self, root: UOp) -> tuple[Any, Any]:
-    for u in root.toposort():
-      if u not in self.cache: self.cache[u] = self._one(u)
-    return self.cache[root]
-
-  def _one(self, u: UOp) -> tuple[Any, Any]:
-    op = u.op
-    if op is Ops.CONST:
-      if isinstance(u.arg, InvalidType): return z3.IntVal(0), z3.BoolVal(False)
-      if (bits := _bv_bits(u.dtype)) is not None: return z3.BitVecVal(int(u.arg), bits), True
-      return (bool(u.arg) if u.dtype is dtypes.bool else int(u.arg)), True
-    if op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL): return self._var(u), True
-    s = [self.cache[x] for x in u.src]
-    vals = [v for v, _ in s]
-    if op is Ops.WHERE:
-      (c, cv), (a, av), (b, bv) = s
-      if isinstance(c, bool): return (a, av) if c else (b, bv)
-      return z3.If(c, a, b), _and(cv, av if av is bv else z3.If(c, _z3bool(av), _z3bool(bv)))
-    return self._alu(u, vals), _and(*[ok for _, ok in s])
-
-  def _alu(self, u: UOp, v: list[Any]) -> Any:
-    op, is_bool = u.op, u.dtype is dtypes.bool
-    # constants stay Python values; z3 folds them into the terms it builds
-    if all(isinstance(x, (int, bool)) for x in v): return _py_alu(u, v)
-    if op is Ops.ADD: return v[0] + v[1]
-    if op is Ops.SUB: return v[0] - v[1]
-    if op is Ops.MUL: return v[0] * v[1]
-    if op is Ops.NEG: return -v[0]
-    if op is Ops.IDIV: return v[0] / v[1] if _bv_bits(u.dtype) else _tdiv(v[0], v[1])  # bit-vector `/` is bvsdiv
-    if op is Ops.MOD: return z3.SRem(v[0], v[1]) if _bv_bits(u.dtype) else v[0] - v[1] * _tdiv(v[0], v[1])
-    if op is Ops.MAX: return z3.Or(v[0], v[1]) if is_bool else z3.If(v[0] >= v[1], v[0], v[1])
-    if op is Ops.CMPLT: return v[0] < v[1] if u.src[0].dtype is not dtypes.bool else z3.And(z3.Not(v[0]), v[1])
-    if op is Ops.CMPNE: return v[0] != v[1]
-    if op is Ops.CMPEQ: return v[0] == v[1]
-    if op is Ops.AND and is_bool: return z3.And(v[0], v[1])
-    if op is Ops.OR and is_bool: return z3.Or(v[0], v[1])
-    if op is Ops.XOR and is_bool: return z3.Xor(v[0], v[1])
-    raise NotImplementedError(f"z3 translation: {op} of {u.dtype} is not modelled (the oracle covers index arithmetic)")
-
-# C semantics of the index ops on Python ints and bools (bools only meet AND/OR/XOR/CMPNE/CMPEQ here)
-PY_OPS: dict[Ops, Callable[..., Any]] = {
-  Ops.ADD: lambda a, b: a + b, Ops.SUB: lambda a, b: a - b, Ops.MUL: lambda a, b: a * b, Ops.NEG: lambda a: -a,
-  Ops.IDIV: cdiv, Ops.MOD: cmod, Ops.MAX: max, Ops.CMPLT: lambda a, b: a < b, Ops.CMPNE: lambda a, b: a != b,
-  Ops.CMPEQ: lambda a, b: a == b, Ops.AND: lambda a, b: a & b, Ops.OR: lambda a, b: a | b, Ops.XOR: lambda a, b: a ^ b,
-}
-
-def _bv_bits(dt: Any) -> int | None:
-  """Bit width of a fixed-width signed int (modelled as a z3 bit-vector); None for index and bool."""
-  if dt in dtypes.uints: raise NotImplementedError(f"z3 translation: unsigned {dt} is not modelled")
-  return dt.itemsize * 8 if dt in dtypes.sints else None
-
-def _py_alu(u: UOp, v: list[Any]) -> Any:
-  if u.op in (Ops.IDIV, Ops.MOD) and v[1] == 0: raise ZeroDivisionError(f"z3 translation: {u.op} by constant 0")
-  return PY_OPS[u.op](*v)
+VARIABLE_OPS = (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)
 
 def _bounds_hold(u: UOp, val: Any) -> Any:
   lo, hi = u.vmin, u.vmax
   if u.dtype is dtypes.bool:
     return z3.And(z3.Implies(z3.BoolVal(bool(lo)), val), z3.Implies(z3.Not(z3.BoolVal(bool(hi))), z3.Not(val)))
-  return z3.And(int(lo) <= val, val <= int(hi))
+  le = z3.ULE if sort_kind(u.dtype) == "bv" and not signed(u.dtype) else (lambda a, b: a <= b)
+  return z3.And(le(const(u.dtype, lo), val), le(val, const(u.dtype, hi)))
 
 # ---- checking ----
 
@@ -143,22 +58,20 @@ def _fmt(u: UOp) -> str:
   if u.op is Ops.WHERE: return f"({_fmt(u.src[0])} ? {_fmt(u.src[1])} : {_fmt(u.src[2])})"
   return f"{u.op.name.lower()}({', '.join(_fmt(s) for s in u.src)})"
 
-def _obligations(tr: Z3Translator, expr: UOp, simp: UOp) -> dict[str, Any]:
+def _obligations(tr: Translator, expr: UOp, simp: UOp) -> dict[str, Any]:
   (ov, ook), (sv, sok) = tr.translate(expr), tr.translate(simp)
   obl = {"validity": ook == sok, "value": z3.Implies(ook, ov == sv),
          "bounds": z3.And(z3.Implies(ook, _bounds_hold(expr, ov)), z3.Implies(sok, _bounds_hold(simp, sv)))}
   return {k: z3.BoolVal(v) if isinstance(v, bool) else v for k, v in obl.items()}
 
-def _model_env(tr: Z3Translator, m: Any) -> dict[UOp, int]:
-  def val(v: Any) -> int:
-    r = m.eval(v, model_completion=True)
-    return int(r.as_signed_long()) if z3.is_bv(r) else int(r.as_long())
-  return {u: val(v) for u, v in tr.vars.items()}
+def _model_env(tr: Translator, m: Any) -> dict[UOp, int]:
+  return {u: int(to_python(m.eval(v, model_completion=True), u.dtype)) for u, v in tr.vars.items()
+          if u.op in VARIABLE_OPS}
 
 def check_expression(expr: UOp, simplified: UOp | None = None, timeout_ms: int = 10_000) -> CheckResult:
   """Prove simplify() sound on `expr`: same validity, same value where valid, and vmin <= value <= vmax for both."""
-  simp = expr.simplify() if simplified is None else simplified
-  tr = Z3Translator()
+  simp = simplify(expr) if simplified is None else simplified
+  tr = Translator(exact=True)
   obl = _obligations(tr, expr, simp)
   s = z3.Solver()
   s.set("timeout", timeout_ms)
@@ -173,22 +86,27 @@ def check_expression(expr: UOp, simplified: UOp | None = None, timeout_ms: int =
   env = _model_env(tr, m)
   return CheckResult(expr, simp, False, kind, {str(tr.vars[u]): v for u, v in env.items()}, env)
 
-def _bounds_ok(u: UOp, v: Any) -> bool: return v is None or bool(u.vmin <= v <= u.vmax)
+def _bounds_ok(u: UOp, vals: np.ndarray, ok: np.ndarray) -> np.ndarray:
+  """Where u is valid, vmin <= value <= vmax (elementwise over the points)."""
+  inside = np.array([bool(u.vmin <= v <= u.vmax) for v in vals.tolist()], dtype=bool) if vals.size else ok
+  return ~ok | inside
 
 def check_exhaustive(expr: UOp, simp: UOp, limit: int = 50_000) -> CheckResult | None:
   """The same verdict as check_expression by evaluating every variable assignment; None if there are over `limit`."""
   nodes = dict.fromkeys([*expr.toposort(), *simp.toposort()])
-  variables = [u for u in nodes if u.op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)]
+  variables = [u for u in nodes if u.op in VARIABLE_OPS]
   if any(v.op is not Ops.DEFINE_VAR and v.src[0].op is not Ops.CONST for v in variables): return None
   spans = [range(v.arg[1], v.arg[2] + 1) if v.op is Ops.DEFINE_VAR else range(int(v.src[0].arg)) for v in variables]
   if math.prod(len(r) for r in spans) > limit: return None
-  for point in itertools.product(*spans):
-    env = dict(zip(variables, point))
-    a, b = eval_index(expr, env), eval_index(simp, env)
-    if (a is None) != (b is None): kind = "validity"
-    elif a != b: kind = "value"
-    else: kind = "" if _bounds_ok(expr, a) and _bounds_ok(simp, b) else "bounds"
-    if kind: return CheckResult(expr, simp, False, kind, {_fmt(u): v for u, v in env.items()}, env)
+  grid = list(itertools.product(*spans))
+  env = {v: np.array([p[i] for p in grid], dtype=object) for i, v in enumerate(variables)}
+  (a, aok), (b, bok) = eval_points(expr, env, len(grid)), eval_points(simp, env, len(grid))
+  checks = {"validity": aok == bok, "value": ~aok | (a == b),
+            "bounds": _bounds_ok(expr, a, aok) & _bounds_ok(simp, b, bok)}
+  for kind, good in checks.items():
+    if (bad := np.flatnonzero(~good)).size:
+      point = dict(zip(variables, grid[int(bad[0])]))
+      return CheckResult(expr, simp, False, kind, {_fmt(u): v for u, v in point.items()}, point)
   return CheckResult(expr, simp, True)
 
 def check_batch(pairs: list[tuple[UOp, UOp]], chunk: int = 8, timeout_ms: int = 20_000) -> list[CheckResult]:
@@ -197,7 +115,7 @@ def check_batch(pairs: list[tuple[UOp, UOp]], chunk: int = 8, timeout_ms: int = 
   out: list[CheckResult] = []
   for i in range(0, len(pairs), chunk):
     part = pairs[i:i+chunk]
-    tr = Z3Translator()
+    tr = Translator(exact=True)
     obls = [z3.And(*_obligations(tr, e, s).values()) for e, s in part]
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
@@ -207,20 +125,31 @@ def check_batch(pairs: list[tuple[UOp, UOp]], chunk: int = 8, timeout_ms: int = 
     else: out.extend(check_expression(e, s) for e, s in part)
   return out
 
-# ---- a plain evaluator (C semantics), to replay a counterexample without z3 ----
+# ---- a plain evaluator (tinygrad/uop/semantics.py), to replay a counterexample without z3 ----
+
+def eval_points(u: UOp, env: dict[UOp, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+  """(values, valid) of `u` at n points at once: env maps each variable to its n values. Index values are exact."""
+  vals: dict[UOp, tuple[np.ndarray, np.ndarray]] = {}
+  every = np.ones(n, dtype=bool)
+  for x in u.toposort():
+    if x.op is Ops.CONST:
+      invalid = isinstance(x.arg, InvalidType)
+      v = np.full(n, 0 if invalid else x.arg, dtype=semantics.holder(x.dtype, exact_index=True))
+      vals[x] = (v, ~every if invalid else every)
+    elif x.op in VARIABLE_OPS: vals[x] = (np.asarray(env[x]).astype(semantics.holder(x.dtype, exact_index=True)), every)
+    elif x.op is Ops.WHERE:
+      (c, cok), (a, aok), (b, bok) = (vals[s] for s in x.src)
+      vals[x] = (np.where(c, a, b), cok & np.where(c, aok, bok))
+    else:
+      srcs = [vals[s] for s in x.src]
+      ok = np.logical_and.reduce([k for _, k in srcs]) if srcs else every
+      vals[x] = (semantics.exec_alu(x.op, x.src[-1].dtype, *[v for v, _ in srcs]), ok)
+  return vals[u]
 
 def eval_index(u: UOp, env: dict[UOp, int]) -> Any:
   """The value of `u` with its variables bound by `env` (UOp -> int); None where it is invalid."""
-  vals: dict[UOp, Any] = {}
-  for n in u.toposort():
-    if n.op is Ops.CONST: vals[n] = None if isinstance(n.arg, InvalidType) else n.arg
-    elif n.op in (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL): vals[n] = env[n]
-    elif n.op is Ops.WHERE: vals[n] = None if (c := vals[n.src[0]]) is None else vals[n.src[1] if c else n.src[2]]
-    elif any(vals[s] is None for s in n.src): vals[n] = None
-    else:
-      r = PY_OPS[n.op](*[vals[s] for s in n.src])
-      vals[n] = dtypes.as_const(r, n.dtype) if n.dtype in dtypes.sints else r  # fixed-width ints wrap
-  return vals[u]
+  v, ok = eval_points(u, {k: np.array([x], dtype=object) for k, x in env.items()}, 1)
+  return v.tolist()[0] if ok[0] else None
 
 # ---- the fuzz loop ----
 
@@ -241,7 +170,7 @@ class FuzzSummary:
 
 def _simplify_counting(e: UOp) -> tuple[UOp, int]:
   before = sum(int(m) for m, _, _ in match_stats.get("simplify", {}).values())
-  with Context(TRACK_MATCH_STATS=1): s = e.simplify()
+  with Context(TRACK_MATCH_STATS=1): s = simplify(e)
   return s, sum(int(m) for m, _, _ in match_stats.get("simplify", {}).values()) - before
 
 def run_symbolic_fuzz(seconds: float | None = None, n: int | None = None, seed: int = 0, batch: int = 40,
@@ -267,5 +196,5 @@ def run_symbolic_fuzz(seconds: float | None = None, n: int | None = None, seed: 
   summ.seconds = time.perf_counter() - st
   return summ
 
-__all__ = ["Z3Translator", "CheckResult", "check_expression", "check_batch", "eval_index", "FuzzSummary",
-           "run_symbolic_fuzz"]
+__all__ = ["CheckResult", "check_expression", "check_exhaustive", "check_batch", "eval_index", "eval_points",
+           "FuzzSummary", "run_symbolic_fuzz"]

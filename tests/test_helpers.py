@@ -64,3 +64,5 @@ def test_cdiv_cmod_truncate_like_c():
   assert cdiv(-7, 2) == -3 and cmod(-7, 2) == -1 and cdiv(7, -2) == -3 and cmod(7, -2) == 1
   big = 2**70 + 3
   assert cdiv(-big, 2) == -(big // 2) and cmod(-big, 2) == -1
+  # the IR's meaning of division by zero (docs/ir.md, Semantics): x/0 = 0, x%0 = x
+  assert cdiv(7, 0) == 0 and cmod(-7, 0) == -7

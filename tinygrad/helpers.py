@@ -123,11 +123,11 @@ def make_tuple(x: int | Sequence[int], cnt: int) -> tuple[int, ...]:
 def ceildiv(num: int, amt: int) -> int: return -(-num // amt)
 def round_up(num: int, amt: int) -> int: return ceildiv(num, amt) * amt
 def cdiv(x: int, y: int) -> int:
-  """Integer division truncating toward zero, as C does."""
+  """Integer division truncating toward zero, as C does; x/0 = 0 as the IR defines it (tinygrad/uop/semantics.py)."""
   return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) if y != 0 else 0
 def cmod(x: int, y: int) -> int:
-  """Remainder with the sign of the dividend, as C does."""
-  return x - cdiv(x, y) * y if y != 0 else 0
+  """Remainder with the sign of the dividend, as C does; x%0 = x as the IR defines it (x == cdiv(x,y)*y + cmod(x,y))."""
+  return x - cdiv(x, y) * y if y != 0 else x
 def partition(itr: Iterable[T], fn: Callable[[T], bool]) -> tuple[list[T], list[T]]:
   a: list[T] = []
   b: list[T] = []

@@ -8,7 +8,7 @@ from tinygrad.dtype import dtypes, AddrSpace, to_np_dtype, float_to_bf16, bf16_t
 from tinygrad.helpers import Context
 from tinygrad.device import Device, Buffer, CompileError
 from tinygrad.runtime.ops_python import PythonRenderer, PythonCompiler, PythonProgram, EmulatedKernelError, parse_program
-from tinygrad.runtime.ops_python import threefry2x32
+from tinygrad.uop.semantics import threefry2x32
 
 i32 = dtypes.int32
 N = 64

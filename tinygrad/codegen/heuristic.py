@@ -10,6 +10,7 @@ from tinygrad.codegen.opt import max_threads
 from tinygrad.helpers import prod
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.symbolic import simplify
 
 # a kernel must do at least this much work (iterations of its innermost body) before threads pay for their start-up
 THREAD_MIN_WORK = 1 << 15
@@ -41,7 +42,7 @@ def stride_of(ast: UOp, idx: UOp, r: UOp) -> int | None:
   rngs = [u for u in idx.toposort() if u.op is Ops.RANGE]
   if r not in rngs: return 0
   at0 = {x: x.const_like(0) for x in rngs}
-  d = (idx.substitute({**at0, r: r.const_like(1)}) - idx.substitute(at0)).simplify()
+  d = simplify(idx.substitute({**at0, r: r.const_like(1)}) - idx.substitute(at0))
   return d.arg if d.op is Ops.CONST and isinstance(d.arg, int) else None
 
 def _store_idx(ast: UOp) -> UOp | None:

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import PtrDType, AddrSpace
 
 class Renderer:
@@ -35,7 +36,7 @@ def _sym_size(x: UOp, var_vals: dict[str, int]) -> int:
   if x.op is Ops.CONST: return int(x.arg)
   if x.op is Ops.DEFINE_VAR: return var_vals[x.arg[0]]
   bound = x.substitute({v: v.const_like(var_vals[v.arg[0]]) for v in x.toposort() if v.op is Ops.DEFINE_VAR})
-  return int(bound.simplify().arg)
+  return int(simplify(bound).arg)
 
 @dataclass(frozen=True)
 class Estimates:

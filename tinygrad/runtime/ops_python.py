@@ -12,12 +12,10 @@ different values to one global or local address in the same step (a write-write 
 but not all threads of a workgroup raise `EmulatedKernelError`, naming the kernel, the line, the buffer, the index and
 the thread ids. Races between different steps are not detected.
 
-Arithmetic: integers wrap as C does (unsigned included); IDIV and MOD truncate toward zero (x/0 reads 0 and x%0 reads x
-here, C leaves both undefined); shifts take the amount in the operand's type; half, float and double are IEEE (numpy);
-bfloat16 and fp8 values are held as float32 and rounded to their format after every op and cast with tinygrad.dtype's
-conversions (round to nearest even; e4m3 saturates). MULACC is a*b+c rounded per op, not fused. WMMA is not interpreted
-yet. THREEFRY(x, key) on uint64 is Random123's threefry2x32 with 20 rounds: counter (x0, x1) = (low, high) 32 bits of x,
-key (k0, k1) = (low, high) 32 bits of key, the result is out1 << 32 | out0 (see `threefry2x32`).
+Arithmetic: every ALU op, CAST and BITCAST computes what tinygrad/uop/semantics.py defines (the table constant folding
+uses too; docs/ir.md "Semantics" states it): integers wrap, IDIV/MOD truncate (x/0 = 0, x%0 = x), shift amounts are
+taken modulo the width, float -> int casts saturate, bfloat16 and fp8 values are held as float32 and rounded to their
+format after every op and cast. WMMA is not interpreted yet.
 """
 from __future__ import annotations
 import json, time
@@ -26,6 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
+from tinygrad.uop import semantics
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, to_np_dtype, DTYPES_DICT, INVERSE_DTYPES_DICT
 from tinygrad.dtype import to_storage_np, from_storage_np
 from tinygrad.helpers import EMULATE, prod
@@ -115,14 +114,11 @@ def parse_program(text: str) -> list[Line]:
     ret.append(ln)
   return ret
 
-# ---- values: how each dtype is held in numpy ----
-
-_LOWP = (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
+# ---- values and ALU: tinygrad/uop/semantics.py defines every op; this is how the interpreter holds values ----
 
 def np_value_dtype(dt: DType) -> Any:
   """numpy dtype of a value of `dt` in the interpreter: bfloat16 and fp8 as float32 holding representable values."""
-  s = dt.scalar()
-  return np.float32 if s in _LOWP else to_np_dtype(s) if s is not dtypes.void else np.int8
+  return np.int8 if dt.scalar() is dtypes.void else semantics.holder(dt)
 
 def encode(dt: DType, v: np.ndarray) -> np.ndarray:
   """Interpreter value -> storage bits (fp8 as uint8, bfloat16 as uint16, others their numpy type)."""
@@ -132,75 +128,13 @@ def decode(dt: DType, raw: np.ndarray) -> np.ndarray:
   """Storage bits -> interpreter value."""
   return from_storage_np(raw, dt)
 
-def to_value(dt: DType, v: Any) -> np.ndarray:
-  """Round/convert an array to the interpreter value of `dt` (casts go through here)."""
-  s = dt.scalar()
-  v = np.asarray(v)
-  if s in _LOWP: return decode(s, encode(s, v if v.dtype.kind == "f" else v.astype(np.float64)))
-  if s is dtypes.bool: return v if v.dtype == np.bool_ else v != 0
-  return v.astype(to_np_dtype(s), copy=False)
-
-# ---- ALU ----
-
-def _idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-  q = np.floor_divide(a, b)
-  if a.dtype.kind == "u": return q
-  # floor -> truncation: one step toward zero where the signs differ and the division is inexact
-  fix = (b != 0) & (a - q * b != 0) & ((a < 0) != (b < 0))
-  return np.where(fix, q + np.ones_like(q), q)
-
-def _shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
-  b = b.astype(a.dtype, copy=False)
-  return np.left_shift(a, b) if left else np.right_shift(a, b)
-
-ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
-
-def threefry2x32(x: np.ndarray, key: np.ndarray) -> np.ndarray:
-  """Random123 threefry2x32-20 on uint64 counters and keys split into (low, high) uint32 halves; out1<<32 | out0."""
-  x, key = np.asarray(x).astype(np.uint64), np.asarray(key).astype(np.uint64)
-  lo = np.uint64(0xFFFFFFFF)
-  x0, x1 = (x & lo).astype(np.uint32), (x >> np.uint64(32)).astype(np.uint32)
-  k0, k1 = (key & lo).astype(np.uint32), (key >> np.uint64(32)).astype(np.uint32)
-  ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-  x0, x1 = x0 + ks[0], x1 + ks[1]
-  for rnd in range(20):
-    r = ROTATIONS[rnd % 8]
-    x0 = x0 + x1
-    x1 = ((x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))) ^ x0
-    if rnd % 4 == 3:
-      s = rnd // 4 + 1
-      x0, x1 = x0 + ks[s % 3], x1 + ks[(s + 1) % 3] + np.uint32(s)
-  return (x1.astype(np.uint64) << np.uint64(32)) | x0.astype(np.uint64)
-
-def _neg(a: np.ndarray) -> np.ndarray: return np.logical_not(a) if a.dtype == np.bool_ else np.negative(a)
-
-ALU: dict[Ops, Callable[..., np.ndarray]] = {
-  Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.SQRT: np.sqrt, Ops.TRUNC: np.trunc, Ops.NEG: _neg,
-  Ops.RECIPROCAL: lambda a: np.reciprocal(a) if a.dtype.kind == "f" else np.ones_like(a) // a,
-  Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply, Ops.FDIV: np.true_divide, Ops.POW: np.power,
-  Ops.MAX: np.maximum, Ops.IDIV: _idiv, Ops.MOD: lambda a, b: a - _idiv(a, b) * b,
-  Ops.CMPLT: np.less, Ops.CMPNE: np.not_equal, Ops.CMPEQ: np.equal,
-  Ops.XOR: np.bitwise_xor, Ops.OR: np.bitwise_or, Ops.AND: np.bitwise_and,
-  Ops.SHL: lambda a, b: _shift(a, b, True), Ops.SHR: lambda a, b: _shift(a, b, False),
-  Ops.THREEFRY: threefry2x32, Ops.WHERE: np.where, Ops.MULACC: lambda a, b, c: a * b + c,
-}
-
 def exec_alu(op: Ops, dt: DType, *src: np.ndarray) -> np.ndarray:
-  """One ALU op on interpreter values; the result is a value of `dt`."""
-  with np.errstate(all="ignore"): ret = ALU[op](*src)
-  if dt.scalar() in _LOWP: return to_value(dt, ret)
-  return ret if ret.dtype == np_value_dtype(dt) else ret.astype(np_value_dtype(dt))
+  """One ALU op on interpreter values of operand dtype `dt` (semantics.exec_alu)."""
+  return semantics.exec_alu(op, dt, *src)
 
-def exec_cast(dt: DType, v: np.ndarray) -> np.ndarray:
-  """CAST: float -> int truncates toward zero (out of range: undefined in C, numpy's value here); bool is x != 0."""
-  with np.errstate(all="ignore"): return to_value(dt, v)
+def exec_cast(src_dt: DType, dt: DType, v: np.ndarray) -> np.ndarray: return semantics.exec_cast(v, src_dt, dt)
 
-def exec_bitcast(src_dt: DType, dt: DType, v: np.ndarray) -> np.ndarray:
-  raw = np.ascontiguousarray(encode(src_dt, v))
-  nbytes = src_dt.itemsize
-  if nbytes != dt.itemsize: raise ValueError(f"BITCAST {src_dt} -> {dt}: sizes differ ({nbytes}, {dt.itemsize} bytes)")
-  out: np.ndarray = raw.view(np.uint8).reshape(v.shape[0], nbytes).view(to_np_dtype(dt.scalar()))
-  return decode(dt, out.reshape(v.shape[0]) if dt.count == 1 else out)
+def exec_bitcast(src_dt: DType, dt: DType, v: np.ndarray) -> np.ndarray: return semantics.exec_bitcast(v, src_dt, dt)
 
 # ---- memory ----
 
@@ -317,8 +251,8 @@ class _Batch:
 def _h_const(b: _Batch, i: int, ln: Line) -> None:
   if b.vals[i] is None:
     shape = (b.T,) if ln.dtype.count == 1 else (b.T, ln.dtype.count)
-    v = np.asarray(ln.arg, dtype=np.float64 if ln.dtype.scalar() in _LOWP else None)
-    b.vals[i] = np.broadcast_to(to_value(ln.dtype, v), shape)
+    # NOTE: a constant's value is already one of its dtype (dtypes.as_const), so it converts exactly
+    b.vals[i] = np.broadcast_to(np.asarray(ln.arg, dtype=np_value_dtype(ln.dtype)), shape)
 
 def _h_define_global(b: _Batch, i: int, ln: Line) -> None:
   if ln.arg not in b.globals: raise b.fail(i, f"global buffer {ln.arg} was not passed to the launch")
@@ -371,16 +305,14 @@ def _h_store(b: _Batch, i: int, ln: Line) -> None:
   b.write(i, mem, ti, addr, v[ti] if li is None else v.reshape(b.T, -1)[ti, li])
 
 def _h_alu(b: _Batch, i: int, ln: Line) -> None:
-  # NOTE: exec_alu without its errstate: the batch runs under np.errstate(all="ignore") already
-  ret = ALU[ln.op](*[b.vals[s] for s in ln.src])
-  if ln.dtype.scalar() in _LOWP: ret = to_value(ln.dtype, ret)
-  elif ret.dtype != (want := np_value_dtype(ln.dtype)): ret = ret.astype(want)
-  b.vals[i] = ret
+  # NOTE: the op's function without exec_alu's errstate: the batch runs under np.errstate(all="ignore") already
+  b.vals[i] = b.prg.alu[i](*[b.vals[s] for s in ln.src])
 
-def _h_cast(b: _Batch, i: int, ln: Line) -> None: b.vals[i] = exec_cast(ln.dtype, b.vals[ln.src[0]])
+def _h_cast(b: _Batch, i: int, ln: Line) -> None:
+  b.vals[i] = semantics.exec_cast(b.vals[ln.src[0]], b.prg.lines[ln.src[0]].dtype, ln.dtype)
 
 def _h_bitcast(b: _Batch, i: int, ln: Line) -> None:
-  b.vals[i] = exec_bitcast(b.prg.lines[ln.src[0]].dtype, ln.dtype, b.vals[ln.src[0]])
+  b.vals[i] = semantics.exec_bitcast(b.vals[ln.src[0]], b.prg.lines[ln.src[0]].dtype, ln.dtype)
 
 def _h_gep(b: _Batch, i: int, ln: Line) -> None:
   v = b.vals[ln.src[0]]
@@ -439,7 +371,7 @@ HANDLERS: dict[Ops, Callable[[_Batch, int, Line], int | None]] = {
   Ops.NOOP: _h_passthrough, Ops.GROUP: _h_nothing, Ops.SINK: _h_nothing, Ops.INDEX: _h_index, Ops.LOAD: _h_load,
   Ops.STORE: _h_store, Ops.CAST: _h_cast, Ops.BITCAST: _h_bitcast, Ops.GEP: _h_gep, Ops.VECTORIZE: _h_vectorize,
   Ops.RANGE: _h_range, Ops.END: _h_end, Ops.IF: _h_if, Ops.ENDIF: _h_endif, Ops.BARRIER: _h_barrier,
-  **{op: _h_alu for op in ALU},
+  **{op: _h_alu for op in semantics.ALU},
 }
 
 # ---- runtime ----
@@ -454,12 +386,19 @@ class PythonProgram:
     self.name = name
     self.lines = parse_program(lib.decode())
     self.handlers = [HANDLERS.get(ln.op, _h_unsupported) for ln in self.lines]
+    self.alu = {i: self._alu_fn(i, ln) for i, ln in enumerate(self.lines) if ln.op in semantics.ALU}
     self.jump = self._match_blocks()
     var_lines = [i for i, ln in enumerate(self.lines) if ln.op is Ops.DEFINE_VAR]
     self.var_lines = sorted(var_lines, key=lambda i: self.lines[i].arg[0])
     self.shared_bytes = sum(ln.dtype.nbytes() for ln in self.lines
                             if ln.op is Ops.DEFINE_LOCAL and isinstance(ln.dtype, PtrDType))
     self.steps = self.lane_steps = 0
+
+  def _alu_fn(self, i: int, ln: Line) -> Callable[..., np.ndarray]:
+    """The op's function from the one semantics table, for the dtype of its operands (WHERE: of its branches)."""
+    dt = self.lines[ln.src[-1]].dtype.scalar() if ln.src else ln.dtype.scalar()
+    try: return semantics.alu_fn(ln.op, dt)
+    except TypeError as e: raise CompileError(f"PYTHON program {self.name}: line {i} {ln.op.name}: {e}") from e
 
   def _match_blocks(self) -> dict[int, int]:
     """RANGE <-> END and IF <-> ENDIF line numbers, checking that they nest."""
@@ -535,7 +474,7 @@ class PythonRenderer(Renderer):
   has_threads = False
   supports_float4 = True
   tensor_cores: list[Any] = []
-  code_for_op = {op: op.name for op in ALU}
+  code_for_op = {op: op.name for op in semantics.ALU}
   def __init__(self, target: str | None = None):
     """`target` "NV", "AMD" or "" (generic); None follows EMULATE at every read, as the launch checks do."""
     if target is not None: get_target(target)

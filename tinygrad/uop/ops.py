@@ -6,6 +6,7 @@ from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop import hooks
 from tinygrad.uop.mathtraits import MathTrait
+from tinygrad.uop.semantics import shift_amount
 from tinygrad.dtype import DType, PtrDType, dtypes, Invalid, InvalidType, ConstType, AddrSpace
 from tinygrad.helpers import TRACK_MATCH_STATS, REWRITE_STEP_LIMIT, prod, all_int, cdiv, cmod, argfix
 
@@ -255,9 +256,6 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def vmax(self) -> Any: return self._min_max[1]
   @recursive_property
   def _min_max(self) -> tuple[Any, Any]: return _min_max(self)
-  def simplify(self) -> UOp:
-    from tinygrad.uop.symbolic import symbolic
-    return graph_rewrite(self, symbolic, name="simplify")
   def const_arg(self) -> Any:
     if self.op is not Ops.CONST: raise ValueError(f"const_arg of {self.op}")
     return self.arg
@@ -310,6 +308,8 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
   if op is Ops.RANGE: return 0, max(0, src[0].vmax - 1)
   if op is Ops.SPECIAL: return 0, max(0, src[0].vmax - 1)
   if op is Ops.BIND: return src[0].vmin, src[0].vmax
+  # NOTE: NEG of a bool is the identity (bool arithmetic is C's: -1 != 0), as tinygrad/uop/semantics.py defines it
+  if op is Ops.NEG and u.dtype is dtypes.bool: return src[0].vmin, src[0].vmax
   if op is Ops.NEG and not dtypes.is_unsigned(u.dtype): return -src[0].vmax, -src[0].vmin
   if op is Ops.CAST:
     if dtypes.is_int(u.dtype) or u.dtype is dtypes.bool:
@@ -350,8 +350,9 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
     if op is Ops.XOR and a0 == a1 and b0 == b1: return a0 != b0, a0 != b0
     return False, True
   if op is Ops.AND and a0 >= 0 and b0 >= 0: return 0, min(a1, b1)
-  if op is Ops.SHL and b0 == b1 and 0 <= b0 < 64: return _clamp(a0 << b0, a1 << b0, dmin, dmax)
-  if op is Ops.SHR and b0 == b1 and 0 <= b0 < 64: return a0 >> b0, a1 >> b0
+  # NOTE: the amount is taken modulo the width (semantics.shift_amount)
+  if op is Ops.SHL and b0 == b1: return _clamp(a0 << (k := shift_amount(u.dtype, b0)), a1 << k, dmin, dmax)
+  if op is Ops.SHR and b0 == b1: return a0 >> (k := shift_amount(u.dtype, b0)), a1 >> k
   return dmin, dmax
 
 def _any_nan(*xs: Any) -> bool: return any(isinstance(x, float) and x != x for x in xs)

@@ -1,17 +1,19 @@
 """Symbolic algebra for index arithmetic: constant folding, identities, canonical sums, div/mod by bounds, comparisons.
 
-Every rule here is sound for C semantics: integers wrap at their width (dtypes.index is unbounded), IDIV and MOD
-truncate toward zero, and a masked index `cond.where(x, Invalid)` is invalid wherever cond is False. Invalid is poison:
-an index ALU op with an invalid source is invalid, so a rule may never drop (cancel, multiply by zero, fold by bounds)
-a source that can be invalid. `python -m fuzz symbolic` proves the rules with z3 on random expressions.
+Every rule here is sound for the IR's semantics (tinygrad/uop/semantics.py, docs/ir.md "Semantics"): integers wrap
+at their width (dtypes.index is unbounded), IDIV and MOD truncate toward zero (x/0 = 0, x%0 = x), and a masked index
+`cond.where(x, Invalid)` is invalid wherever cond is False. Invalid is poison: an index ALU op with an invalid source
+is invalid, so a rule may never drop (cancel, multiply by zero, fold by bounds) a source that can be invalid.
+`python -m fuzz symbolic` proves the rules with z3 on random expressions.
 """
 from __future__ import annotations
 import math
-from typing import Any, Iterator
+from typing import Iterator
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, DType, Invalid, InvalidType
-from tinygrad.helpers import cdiv, cmod
+from tinygrad.helpers import cdiv
+from tinygrad.uop import semantics
 
 # ---- helpers ----
 
@@ -35,76 +37,26 @@ def split_uop(x: UOp, sep: Ops) -> Iterator[UOp]:
     for s in x.src: yield from split_uop(s, sep)
   else: yield x
 
-# ---- constant evaluation ----
-
-def _fdiv(a: float, b: float) -> float:
-  if b != 0: return a / b
-  return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1.0, b)
-
-def _log2(a: float) -> float:
-  if math.isnan(a) or a < 0: return math.nan
-  return -math.inf if a == 0 else math.inf if math.isinf(a) else math.log2(a)
-
-def _float_op(op: Ops, v: list[Any]) -> Any:
-  if op is Ops.FDIV: return _fdiv(v[0], v[1])
-  if op is Ops.RECIPROCAL: return 1.0 / v[0] if v[0] != 0 else math.copysign(math.inf, v[0])
-  if op is Ops.SQRT: return math.sqrt(v[0]) if v[0] >= 0 else math.nan
-  if op is Ops.LOG2: return _log2(v[0])
-  if op is Ops.EXP2: return math.nan if math.isnan(v[0]) else 2.0 ** v[0] if v[0] < 1024 else math.inf
-  if op is Ops.SIN: return math.sin(v[0]) if math.isfinite(v[0]) else math.nan
-  if op is Ops.TRUNC: return float(math.trunc(v[0])) if math.isfinite(v[0]) else v[0]
-  if op is Ops.MAX: return None if any(math.isnan(x) for x in v) else max(v)
-  return None
-
-def exec_alu(op: Ops, dtype: DType, v: list[Any]) -> Any:
-  """The value of `op` on constants, as C computes it in `dtype`; None when it must not be folded (UB, not modelled)."""
-  if op is Ops.ADD: r = v[0] + v[1]
-  elif op is Ops.SUB: r = v[0] - v[1]
-  elif op is Ops.MUL: r = v[0] * v[1]
-  elif op is Ops.NEG: r = -v[0]
-  elif op is Ops.MULACC: r = v[0] * v[1] + v[2]
-  elif op is Ops.CMPLT: return v[0] < v[1]
-  elif op is Ops.CMPNE: return v[0] != v[1]
-  elif op is Ops.CMPEQ: return v[0] == v[1]
-  elif op is Ops.WHERE: return v[1] if v[0] else v[2]
-  elif dtypes.is_float(dtype):
-    try: r = _float_op(op, v)
-    except (OverflowError, ValueError): return None
-    if r is None: return None
-  elif dtype is dtypes.bool and op in (Ops.AND, Ops.OR, Ops.XOR, Ops.MAX):
-    r = {Ops.AND: v[0] and v[1], Ops.OR: v[0] or v[1], Ops.XOR: v[0] != v[1], Ops.MAX: v[0] or v[1]}[op]
-  elif dtypes.is_int(dtype):
-    if op in (Ops.IDIV, Ops.MOD): r = (cdiv if op is Ops.IDIV else cmod)(v[0], v[1]) if v[1] != 0 else None
-    elif op is Ops.MAX: r = max(v)
-    elif op is Ops.AND: r = v[0] & v[1]
-    elif op is Ops.OR: r = v[0] | v[1]
-    elif op is Ops.XOR: r = v[0] ^ v[1]
-    elif op in (Ops.SHL, Ops.SHR):
-      if not 0 <= v[1] < dtype.itemsize * 8 or (op is Ops.SHL and v[0] < 0): return None
-      r = v[0] << v[1] if op is Ops.SHL else v[0] >> v[1]
-    else: return None
-    if r is None: return None
-  else: return None
-  # NOTE: signed overflow is UB in C but every target wraps; dtypes.as_const wraps ints and rounds floats to the format
-  return dtypes.as_const(r, dtype)
+# ---- constant folding: the values come from tinygrad/uop/semantics.py, the one definition of every op ----
 
 def fold_alu(a: UOp) -> UOp | None:
   if a.dtype.count != 1: return None
   if any(s.arg is Invalid for s in a.src):
     if a.op is Ops.WHERE: return a.src[1] if a.src[0].arg else a.src[2]
     return UOp.invalid() if a.dtype is dtypes.index and a.op not in GroupOp.Comparison else None
-  dt = a.src[0].dtype if a.op in GroupOp.Comparison else a.dtype
-  if (r := exec_alu(a.op, dt, [s.arg for s in a.src])) is None: return None
+  # NOTE: the operands' dtype: a comparison's sources, WHERE's branches (its condition is bool)
+  if (r := semantics.fold_alu(a.op, a.src[-1].dtype, tuple(s.arg for s in a.src))) is None: return None
   return a.const_like(r)
 
 def fold_cast(x: UOp, c: UOp) -> UOp | None:
-  if x.dtype.count != 1 or isinstance(c.arg, InvalidType): return None
-  v = c.arg
-  if dtypes.is_int(x.dtype) and isinstance(v, float):
-    # NOTE: float -> int of a value outside the int's range (or nan/inf) is UB in C: leave it to the target
-    if not math.isfinite(v) or not _fits(math.trunc(v), x.dtype): return None
-    v = math.trunc(v)
-  return x.const_like(bool(v) if x.dtype is dtypes.bool else v)
+  if x.dtype.count != 1 or c.dtype.count != 1 or isinstance(c.arg, InvalidType): return None
+  return x.const_like(semantics.fold_cast(c.arg, c.dtype, x.dtype))
+
+def fold_bitcast(x: UOp, c: UOp) -> UOp | None:
+  # NOTE: a NaN constant has no fixed bits (renderers write the canonical NaN), so its bitcast is left to the target
+  if x.dtype.count != 1 or c.dtype.count != 1 or c.dtype is dtypes.index or x.dtype is dtypes.index: return None
+  if isinstance(c.arg, float) and math.isnan(c.arg): return None
+  return x.const_like(semantics.fold_bitcast(c.arg, c.dtype, x.dtype))
 
 def fold_by_bounds(x: UOp) -> UOp | None:
   """An integer or bool node whose bounds are a single value is that constant (unless it may be invalid)."""
@@ -183,8 +135,10 @@ def _nonpos(b: UOp) -> bool: return bool(b.vmax <= 0)
 def _ceildiv(a: int, b: int) -> int: return -(-a // b)
 
 def fold_divmod(d: UOp, x: UOp, c: UOp) -> UOp | None:
-  if not is_scalar_int(d.dtype) or not _is_const(c) or c.arg == 0: return None
+  if not is_scalar_int(d.dtype) or not _is_const(c): return None
   idiv, cv = d.op is Ops.IDIV, int(c.arg)
+  # NOTE: the IR defines x/0 = 0 and x%0 = x (semantics.py); a dividend that may be invalid must stay
+  if cv == 0: return x if not idiv else None if has_invalid(x) else d.const_like(0)
   if cv < 0:
     # trunc(x/c) == -trunc(x/-c) and x%c == x%(-c) in C
     if not _fits(-cv, d.dtype): return None
@@ -298,6 +252,7 @@ symbolic_simple = PatternMatcher([
   # constant folding
   (UPat(GroupOp.ALU, src=UPat(Ops.CONST), name="a"), fold_alu),
   (UPat(Ops.CAST, src=(cv,), name="x"), fold_cast),
+  (UPat(Ops.BITCAST, src=(cv,), name="x"), fold_bitcast),
   # Invalid is poison: an index value op with a masked source is masked by the same gate
   (UPat(index_value_ops, dtypes.index, name="a"), lift_invalid),
   # identities
@@ -336,7 +291,7 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat(Ops.MUL, src=(UPat(Ops.MUL, src=(V("x"), ca)), cb)), fold_mul_mul),
   (UPat(Ops.MUL, src=(UPat((Ops.ADD, Ops.SUB), name="x"), cv)), distribute_mul),
   (UPat(Ops.ADD, name="x"), fold_sum),
-  # division and remainder by constants (C truncation), using bounds
+  # division and remainder by constants (C truncation; x/0 = 0 and x%0 = x), using bounds
   (UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(V("x"), ca)), cb)), fold_div_div),
   (UPat(Ops.MOD, src=(UPat(Ops.MOD, src=(V("x"), ca)), cb)), fold_mod_mod),
   (UPat((Ops.IDIV, Ops.MOD), src=(V("x"), cv), name="d"), fold_divmod),
@@ -352,4 +307,9 @@ symbolic = symbolic_simple + PatternMatcher([
 # the set codegen uses (more may be added here; everything in it must stay sound)
 sym = symbolic
 
-__all__ = ["symbolic_simple", "symbolic", "sym", "split_uop", "split_sum", "build_sum", "exec_alu", "has_invalid"]
+def simplify(u: UOp) -> UOp:
+  """`u` rewritten by `symbolic` to a fixed point: constants folded, sums canonical, div/mod and comparisons by
+  bounds."""
+  return graph_rewrite(u, symbolic, name="simplify")
+
+__all__ = ["symbolic_simple", "symbolic", "sym", "simplify", "split_uop", "split_sum", "build_sum", "has_invalid"]
