@@ -10,6 +10,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import PtrDType, dtypes
+from tinygrad.uop.semantics import FLOAT_ONLY
 from spec.shared_spec import Rule, shared_rules, fail, var_ok, range_arg_ok, is_intlike, elem_dtype, is_value
 from spec.tensor_spec import tensor_rules
 from spec.kernel_spec import kernel_rules
@@ -41,6 +42,7 @@ def index_mix_ok(x: UOp) -> bool:
   dtypes mix; the vector widths and every other typing rule hold."""
   vals = x.src[1:] if x.op is Ops.WHERE else x.src
   if x.op is Ops.WHERE and x.src[0].dtype.scalar() is not dtypes.bool: return False
+  if x.op in FLOAT_ONLY: return False
   if not all(s.dtype.scalar() in INDEX_INTS and s.dtype.count == x.dtype.count for s in vals): return False
   if x.op in GroupOp.Comparison: return x.dtype.scalar() is dtypes.bool
   return x.dtype.scalar() in INDEX_INTS

@@ -134,8 +134,11 @@ shared_rules: list[Rule] = [
   (UPat(Ops.FDIV, src=(UPat(), UPat()), name="x"), float_only),
   # THREEFRY is the counter-based generator: uint64 in, uint64 out
   (UPat(Ops.THREEFRY, dtypes.uint64, src=(UPat(), UPat()), name="x"), same_dtypes),
-  (UPat((Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.POW), src=(UPat(), UPat()), name="x"), same_dtypes),
-  (UPat(GroupOp.Unary, src=(UPat(),), name="x"), same_dtypes),
+  (UPat((Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX), src=(UPat(), UPat()), name="x"), same_dtypes),
+  # the transcendental and rounding ops have no integer meaning (tinygrad/uop/semantics.py defines them on floats)
+  (UPat(Ops.POW, src=(UPat(), UPat()), name="x"), float_only),
+  (UPat(Ops.NEG, src=(UPat(),), name="x"), same_dtypes),
+  (UPat(GroupOp.Unary - {Ops.NEG}, src=(UPat(),), name="x"), float_only),
   (UPat(Ops.MULACC, src=(UPat(), UPat(), UPat()), name="x"), same_dtypes),
   (UPat(Ops.CAST, src=(UPat(name="s"),), name="x"), cast_ok),
   (UPat(Ops.BITCAST, src=(UPat(name="s"),), name="x"), bitcast_ok),

@@ -289,12 +289,15 @@ def _and(*xs: Term) -> Term:
 class Translator:
   """Translates UOps (per vector lane) to (value, valid) terms. `vars` maps each variable (DEFINE_VAR, RANGE, SPECIAL)
   and each free value to its z3 constant; `constraints` holds their bounds (callers add them to the solver)."""
-  def __init__(self, exact: bool = False) -> None:
-    """`exact`: raise NotModeled for what the translation cannot model, instead of making it a free value."""
-    self.exact = exact
+  def __init__(self, exact: bool = False, model_floats: bool = True) -> None:
+    """`exact`: raise NotModeled for what the translation cannot model, instead of making it a free value.
+    `model_floats=False`: every float value, and every value computed from one, is a free value (a bounds proof does
+    not need them, and the floating-point theory is slow)."""
+    self.exact, self.model_floats = exact, model_floats
     self.cache: dict[tuple[UOp, int], tuple[Term, Term]] = {}
     self.vars: dict[UOp, Term] = {}
-    self.names: dict[str, Term] = {}
+    # every free value by name, with its dtype (a witness reports them)
+    self.named: dict[str, tuple[Term, DType]] = {}
     self.constraints: list[Term] = []
 
   def value(self, u: UOp, lane: int = 0) -> Term: return self.translate(u, lane)[0]
@@ -311,12 +314,12 @@ class Translator:
 
   def fresh(self, u: UOp, base: str) -> Term:
     """A free value of u's dtype: z3 may choose anything u could be (an index: anything in int64)."""
-    name = base if base not in self.names else f"{base}_{len(self.names)}"
-    dt = u.dtype.base if isinstance(u.dtype, PtrDType) else u.dtype
-    v = z3.Const(name, sort_of(dt) if not isinstance(u.dtype, PtrDType) else z3.IntSort())
-    if dt.scalar() is dtypes.index: self.constraints += [v >= -(2**63), v <= 2**63 - 1]
-    elif dt.scalar() in LOWP: self.constraints.append(z3.Or(z3.fpIsNaN(v), round_lowp(v, dt) == v))
-    self.names[name] = v
+    name = base if base not in self.named else f"{base}_{len(self.named)}"
+    dt = dtypes.index if isinstance(u.dtype, PtrDType) else u.dtype.scalar()
+    v = z3.Const(name, sort_of(dt))
+    if dt is dtypes.index: self.constraints += [v >= -(2**63), v <= 2**63 - 1]
+    elif dt in LOWP: self.constraints.append(z3.Or(z3.fpIsNaN(v), round_lowp(v, dt) == v))
+    self.named[name] = (v, dt)
     self.vars.setdefault(u, v)
     return v
 
@@ -337,6 +340,8 @@ class Translator:
     if op is Ops.BIND: return self._src(s[0], lane)
     if op is Ops.VECTORIZE: return self._src(s[lane], 0)
     if op is Ops.GEP: return self._src(s[0], u.arg[lane])
+    if not self.model_floats and any(dtypes.is_float(x.dtype) for x in (u, *s)):
+      return self.fresh(u, "value" if dtypes.is_float(u.dtype) else op.name.lower()), True
     try:
       if op is Ops.CAST: return self._unary(u, lane, lambda x: cast(x, s[0].dtype.scalar(), u.dtype.scalar()))
       if op is Ops.BITCAST:
@@ -375,6 +380,9 @@ class Translator:
   def model_value(self, m: Any, v: Term, dt: DType) -> Any:
     """The Python value of term v (of dtype dt) in model m: an int (signed per dt), a bool or a float."""
     return to_python(m.eval(v, model_completion=True), dt)
+  def model(self, m: Any) -> dict[str, Any]:
+    """Every free value's name -> its value in model m."""
+    return {name: self.model_value(m, v, dt) for name, (v, dt) in sorted(self.named.items())}
 
 def _b(x: Term) -> Term: return z3.BoolVal(x) if isinstance(x, bool) else x
 

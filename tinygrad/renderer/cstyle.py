@@ -37,7 +37,8 @@ class CStyleLanguage(Renderer):
   type_map: dict[DType, str] = {}
   # ops rendered as C expressions: (operand strings..., dtype) -> str
   code_for_op: dict[Ops, Callable[..., str]] = {
-    Ops.NEG: lambda x, dt: f"(!{x})" if dt is dtypes.bool else f"(-{x})", Ops.RECIPROCAL: lambda x, dt: f"(1/{x})",
+    # NOTE: on bool, C computes in int and converts back with != 0: NEG is the identity, SUB is XOR (semantics.py)
+    Ops.NEG: lambda x, dt: f"(-{x})", Ops.RECIPROCAL: lambda x, dt: f"(1/{x})",
     Ops.ADD: _bin("+"), Ops.SUB: _bin("-"), Ops.MUL: _bin("*"), Ops.FDIV: _bin("/"), Ops.IDIV: _bin("/"),
     Ops.MOD: _bin("%"),
     Ops.SHL: _bin("<<"), Ops.SHR: _bin(">>"), Ops.AND: _bin("&"), Ops.OR: _bin("|"), Ops.XOR: _bin("^"),
@@ -74,6 +75,8 @@ class CStyleLanguage(Renderer):
     if dt.count > 1: return f"__builtin_convertvector({x}, {self.render_dtype(dt)})"
     return f"(({self.render_dtype(dt)})({x}))"
   def render_bitcast(self, x: str, src: DType, dt: DType) -> str:
+    # NOTE: a byte read as bool is byte != 0 (a _Bool holding 2 would be undefined)
+    if dt is dtypes.bool: return f"(({self.render_dtype(dt)})({x}))"
     t, s = self.render_dtype(dt), self.render_dtype(src)
     return f"({{ {s} __s = {x}; {t} __d; __builtin_memcpy(&__d, &__s, sizeof(__d)); __d; }})"
 
@@ -144,8 +147,52 @@ class CStyleLanguage(Renderer):
 
   def render_vconst(self, u: UOp) -> str:
     return self.render_vector(u.dtype, [self.render_const(x, u.dtype.scalar()) for x in u.arg])
+
+  # ---- the IR's meaning where C's is undefined (tinygrad/uop/semantics.py); a guard only where bounds do not rule
+  # the case out, so ordinary kernels (index math, division by constants, shifts by constants) pay nothing ----
+  def render_unsigned_of(self, dt: DType) -> str:
+    """The unsigned C type a signed or narrow integer shifts and negates in without overflow."""
+    return self.type_map[dtypes.uint64 if dt.scalar().itemsize == 8 else dtypes.uint32]
+  def render_wrapping_neg(self, x: str, dt: DType) -> str:
+    """-x modulo 2**width (x = MIN gives MIN) without signed overflow."""
+    return f"(({self.render_dtype(dt)})(0-({self.render_unsigned_of(dt)})({x})))"
+  def render_divmod(self, u: UOp, a: str, b: str) -> str:
+    """x/0 = 0, x%0 = x; MIN/-1 = MIN and MIN%-1 = 0 (x86 traps on both)."""
+    dt, x, d, idiv = u.dtype, u.src[0], u.src[1], u.op is Ops.IDIV
+    ret = f"({a}{'/' if idiv else '%'}{b})"
+    # NOTE: narrower ints divide in int (C's promotions), where MIN/-1 does not overflow; the result wraps on the store
+    if _may_overflow_div(x, d): ret = f"(({b})==-1?{self.render_wrapping_neg(a, dt) if idiv else '0'}:{ret})"
+    if d.vmin <= 0 <= d.vmax: ret = f"(({b})==0?{'0' if idiv else a}:{ret})"
+    return ret
+  def render_shift(self, u: UOp, a: str, b: str) -> str:
+    """The amount modulo the width; a left shift in unsigned arithmetic (C: a signed overflow is undefined)."""
+    dt, d, w = u.dtype, u.src[1], 8 * u.dtype.scalar().itemsize
+    amt = b if 0 <= d.vmin and d.vmax < w else f"(({b})&{w - 1})"
+    if u.op is Ops.SHR: return f"({a}>>{amt})"
+    if dt.count > 1 or dt.scalar() in (dtypes.uint32, dtypes.uint64): return f"({a}<<{amt})"
+    return f"(({self.render_dtype(dt)})(({self.render_unsigned_of(dt)})({a})<<{amt}))"
+  def render_float_value(self, x: str, src: DType) -> str:
+    """x (of float dtype src) as a C float/double expression; targets that store a format as bits convert here."""
+    return x
+  def render_float_to_int(self, x: str, src: DType, dt: DType) -> str:
+    """Truncate toward zero, saturate at dt's range, NaN -> 0 (PTX cvt.rzi and LLVM fptosi.sat compute the same)."""
+    wide = dtypes.float64 if src.scalar() is dtypes.float64 else dtypes.float32
+    v = self.render_float_value(x, src)
+    lo, hi = int(dtypes.min(dt)), int(dtypes.max(dt))
+    # NOTE: hi + 1 and lo are 0 or powers of two: exact as floats, so the compares are exact
+    top, bot = self.render_float(float(hi + 1), wide), self.render_float(float(lo), wide)
+    t, mx, mn = self.render_dtype(dt), self.render_const(hi, dt), self.render_const(lo, dt)
+    return f"(({v})!=({v})?({t})0:({v})>={top}?{mx}:({v})<{bot}?{mn}:({t})({v}))"
   def render_expr(self, u: UOp, r: dict[UOp, str]) -> str:
     op, dt, src = u.op, u.dtype, u.src
+    if op in (Ops.IDIV, Ops.MOD) and dt.count == 1 and dtypes.is_int(dt):
+      return self.render_divmod(u, r[src[0]], r[src[1]])
+    if op in (Ops.SHL, Ops.SHR) and dtypes.is_int(dt): return self.render_shift(u, r[src[0]], r[src[1]])
+    if op is Ops.CAST and _needs_saturation(src[0], dt):
+      x, sdt = r[src[0]], src[0].dtype.scalar()
+      if dt.count == 1: return self.render_float_to_int(x, sdt, dt)
+      # NOTE: lane by lane: C's vector extensions have no select; the compiler may vectorize it again
+      return self.render_vector(dt, [self.render_float_to_int(f"{x}[{i}]", sdt, dt.scalar()) for i in range(dt.count)])
     if op is Ops.CAST: return self.render_cast(r[src[0]], src[0].dtype, dt)
     if op is Ops.BITCAST: return self.render_bitcast(r[src[0]], src[0].dtype, dt)
     if op is Ops.GEP and len(u.arg) == 1: return f"{r[src[0]]}[{u.arg[0]}]"
@@ -156,6 +203,20 @@ class CStyleLanguage(Renderer):
     raise NotImplementedError(f"{type(self).__name__} cannot render {op} ({dt}); codegen should have decomposed it")
 
 _PREFIX = {Ops.CAST: "cast", Ops.BITCAST: "bitcast", Ops.GEP: "gep", Ops.VECTORIZE: "vec", Ops.WHERE: "sel"}
+
+def _may_overflow_div(x: UOp, d: UOp) -> bool:
+  """A signed division of 32 or 64 bits whose dividend may be MIN while its divisor may be -1."""
+  dt = x.dtype
+  if dt.count > 1 or dt.scalar() not in (dtypes.int32, dtypes.int64): return False
+  return bool(d.vmin <= -1 <= d.vmax and x.vmin <= dtypes.min(dt))
+
+def _needs_saturation(x: UOp, dt: DType) -> bool:
+  """A float -> int cast whose operand's bounds do not prove it finite and within the int's range."""
+  if not (dtypes.is_float(x.dtype) and dtypes.is_int(dt)): return False
+  lo, hi = x.vmin, x.vmax
+  # NOTE: finite bounds also rule out NaN: every float op whose result may be NaN has infinite (the dtype's) bounds
+  if not (isinstance(lo, float) and isinstance(hi, float) and math.isfinite(lo) and math.isfinite(hi)): return True
+  return not (dtypes.min(dt) - 1 < lo and hi < dtypes.max(dt) + 1)
 
 # ---- C for the CPU ----
 
@@ -207,12 +268,6 @@ _EMULATED = (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 _SHORT = {"unsigned char": "uchar", "signed char": "char", "unsigned short": "ushort", "unsigned int": "uint",
           "long long": "long", "unsigned long long": "ulong", "_Float16": "half"}
 
-def _may_trap(u: UOp) -> bool:
-  """A signed division of 32 or 64 bits whose divisor may be -1 (a narrower one is computed in int and cannot trap)."""
-  dt, d = u.dtype, u.src[1]
-  if dt.count > 1 or not dtypes.is_int(dt) or dtypes.is_unsigned(dt) or dt.itemsize < 4: return False
-  return not (d.op is Ops.CONST and d.arg != -1) and d.vmin <= -1 <= d.vmax
-
 class CRenderer(CStyleLanguage):
   """C for the CPU backend. Signature: `void name(T* data0, ..., int var0, ..., int core_id)`; core_id always last."""
   device = "CPU"
@@ -261,12 +316,12 @@ class CRenderer(CStyleLanguage):
     if d is dtypes.bfloat16: return f"__tg_f32_to_bf16((float)({x}))"
     if d in (dtypes.fp8e4m3, dtypes.fp8e5m2): return f"__tg_f32_to_fp8((float)({x}), {int(d is dtypes.fp8e4m3)})"
     return f"(({self.type_map[d]})({x}))"
+  def render_float_value(self, x: str, src: DType) -> str:
+    s = src.scalar()
+    if s is dtypes.bfloat16: return f"__tg_bf16_to_f32({x})"
+    if s in (dtypes.fp8e4m3, dtypes.fp8e5m2): return f"__tg_fp8_to_f32({x}, {int(s is dtypes.fp8e4m3)})"
+    return x
   def render_expr(self, u: UOp, r: dict[UOp, str]) -> str:
-    if u.op in (Ops.IDIV, Ops.MOD) and _may_trap(u):
-      # NOTE: x86 traps (SIGFPE kills the process) on INT_MIN / -1 and INT_MIN % -1; the IR wraps, as numpy and the
-      # PYTHON backend do: INT_MIN / -1 = INT_MIN (-fwrapv negation) and x % -1 = 0
-      a, b = r[u.src[0]], r[u.src[1]]
-      return f"(({b})==-1?-({a}):({a}/{b}))" if u.op is Ops.IDIV else f"(({b})==-1?0:({a}%{b}))"
     if u.op not in self.math_fns: return super().render_expr(u, r)
     if u.dtype.count > 1: raise NotImplementedError(f"CRenderer: vector {u.op} ({u.dtype}) must be devectorized first")
     fn = "__builtin_" + self.math_fns[u.op]
