@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke bench clean durations \
-	test-nv test-gpu
+	test-nv test-gpu test-semantics-sweep
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ test-gpu:
 
 test-spec3: $(STAMP)
 	SPEC=3 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
+
+# the semantics table against its z3 translation on every input (the default suite samples them)
+test-semantics-sweep: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/uop/test_semantics_crosscheck.py
 
 # one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2
 SPLITS ?= 2

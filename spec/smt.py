@@ -5,8 +5,8 @@ the division, remainder, right shift, comparison and extension); bool -> Bool; f
 bfloat16 and fp8 -> Float32 holding a value of the format (as semantics.py holds them), rounded after every op.
 
 Every meaning semantics.py decides is the one here: x/0 = 0, x%0 = x, MIN/-1 = MIN, shift amounts modulo the width,
-MAX(a, b) = a if a > b or a is NaN else b, float -> int casts truncating and saturating with NaN -> 0, casts to
-bfloat16/fp8 through float32, bool arithmetic on 0/1.
+MULACC fused, MAX(a, b) = a if a > b or a is NaN else b, float -> int casts truncating and saturating with NaN -> 0,
+casts to bfloat16/fp8 through float32, bool arithmetic on 0/1.
 
 A node translates to (value, valid). Invalid is poison: its value is 0 and it is never valid; an op is valid where all
 its sources are, WHERE where its condition is and the branch it picks is. Validity is the Python True where nothing
@@ -202,7 +202,13 @@ def alu_fp(op: Ops, dt: DType, v: list[Term]) -> Term:
   elif op is Ops.SUB: r = z3.fpSub(RNE, v[0], v[1])
   elif op is Ops.MUL: r = z3.fpMul(RNE, v[0], v[1])
   elif op is Ops.FDIV: r = z3.fpDiv(RNE, v[0], v[1])
-  elif op is Ops.MULACC: r = z3.fpAdd(RNE, z3.fpMul(RNE, v[0], v[1]), v[2])
+  elif op is Ops.MULACC:
+    # NOTE: fused, one rounding; float16 fuses in Float32 and rounds that (semantics.fma)
+    if dt.scalar() is not dtypes.float16: r = z3.fpFMA(RNE, v[0], v[1], v[2])
+    else:
+      f32 = fp_sort(dtypes.float32)
+      w = z3.fpFMA(RNE, *[z3.fpToFP(RNE, x, f32) for x in v])
+      return z3.fpToFP(RNE, w, fp_sort(dt))
   elif op is Ops.NEG: r = z3.fpNeg(v[0])
   elif op is Ops.RECIPROCAL: r = z3.fpDiv(RNE, z3.FPVal(1.0, fp_sort(dt)), v[0])
   elif op is Ops.SQRT: r = z3.fpSqrt(RNE, v[0])
@@ -223,13 +229,13 @@ def alu(op: Ops, dt: DType, v: list[Term]) -> Term:
 
 def _fp_to_bv(x: Term, src: DType, w: int, sg: bool) -> Term:
   """Truncate toward zero, saturate at the w-bit range, NaN -> 0."""
-  s = fp_sort(src)
+  # NOTE: in Float64, where every float value is exact and hi + 1 and lo (0 or powers of two) are exact too
+  f64 = fp_sort(dtypes.float64)
+  x = x if src.scalar() is dtypes.float64 else z3.fpToFP(RNE, x, f64)
   lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if sg else (0, (1 << w) - 1)
   conv = z3.fpToSBV(RTZ, x, z3.BitVecSort(w)) if sg else z3.fpToUBV(RTZ, x, z3.BitVecSort(w))
   t = z3.fpRoundToIntegral(RTZ, x)
-  # NOTE: hi + 1 and lo are 0 or powers of two: exact in every float sort wide enough to reach them, else infinity
-  too_big = z3.fpGEQ(t, z3.FPVal(float(hi + 1), s))
-  too_small = z3.fpLT(t, z3.FPVal(float(lo), s))
+  too_big, too_small = z3.fpGEQ(t, z3.FPVal(float(hi + 1), f64)), z3.fpLT(t, z3.FPVal(float(lo), f64))
   return z3.If(z3.fpIsNaN(x), z3.BitVecVal(0, w), z3.If(too_big, z3.BitVecVal(hi, w),
                z3.If(too_small, z3.BitVecVal(lo, w), conv)))
 

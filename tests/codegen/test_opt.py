@@ -1,60 +1,14 @@
-import itertools, math, random
+import random
 import numpy as np
 import pytest
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, KernelInfo, apply_opts, output_axes, reduce_axes, axes_of, axis_size
-from tinygrad.dtype import dtypes, Invalid
-from tinygrad.helpers import Context, cdiv, cmod
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
+from fuzz.kernel_ref import run_kernel
 
-# ---- a reference interpreter of kernel ASTs: opts change how ranges are lowered, never what the kernel computes, so
-# it ignores AxisTypes on purpose ----
-
-_ALU = {Ops.ADD: lambda a, b: a + b, Ops.MUL: lambda a, b: a * b, Ops.SUB: lambda a, b: a - b, Ops.MAX: max,
-        Ops.CMPLT: lambda a, b: a < b, Ops.CMPNE: lambda a, b: a != b, Ops.CMPEQ: lambda a, b: a == b,
-        Ops.AND: lambda a, b: a and b if isinstance(a, bool) else a & b, Ops.OR: lambda a, b: a or b if isinstance(a, bool) else a | b,
-        Ops.IDIV: cdiv, Ops.MOD: cmod, Ops.NEG: lambda a: -a}
-_IDENT = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: -math.inf}
-
-def run_kernel_ast(ast, bufs: dict[int, np.ndarray], var_vals: dict[str, int] | None = None) -> None:
-  """Run `ast` on numpy arrays keyed by DEFINE_GLOBAL number (written in place)."""
-  vv = var_vals or {}
-  def loop(rngs, env):
-    sizes = [ev(r.src[0], env) for r in rngs]
-    for vals in itertools.product(*[range(s) for s in sizes]): yield {**env, **dict(zip(rngs, vals))}
-  def ev(u, env):
-    op = u.op
-    if op is Ops.CONST: return u.arg
-    if op is Ops.RANGE: return env[u]
-    if op is Ops.DEFINE_VAR: return vv[u.arg[0]]
-    if op is Ops.DEFINE_GLOBAL: return bufs[u.arg]
-    if op is Ops.INDEX:
-      i = ev(u.src[1], env)
-      if len(u.src) > 2 and not ev(u.src[2], env): i = Invalid
-      return ev(u.src[0], env), i
-    if op is Ops.WHERE:
-      return ev(u.src[1], env) if ev(u.src[0], env) else ev(u.src[2], env)
-    if op is Ops.LOAD:
-      buf, i = ev(u.src[0], env)
-      return 0 if i is Invalid else buf[i].item()
-    if op is Ops.STORE:
-      buf, i = ev(u.src[0], env)
-      if i is not Invalid: buf[i] = ev(u.src[1], env)
-      return None
-    if op is Ops.END:
-      for e in loop(u.src[1:], env): ev(u.src[0], e)
-      return None
-    if op is Ops.REDUCE:
-      acc = _IDENT[u.arg]
-      for e in loop(u.src[1:], env): acc = _ALU[u.arg](acc, ev(u.src[0], e))
-      return acc
-    if op in (Ops.SINK, Ops.GROUP):
-      for s in u.src: ev(s, env)
-      return None
-    if op is Ops.CAST: return ev(u.src[0], env)
-    if op in _ALU: return _ALU[op](*[ev(s, env) for s in u.src])
-    raise NotImplementedError(f"kernel_ref: {op}")
-  ev(ast, {})
+# NOTE: the reference is fuzz.kernel_ref: opts change how ranges are lowered, never what the kernel computes
 
 class CPULike:
   device, has_local, has_shared, has_threads, global_max, local_max, shared_max, tensor_cores = "CPU", False, False, True, None, None, 0, []
@@ -92,10 +46,10 @@ def _bufs(ast, seed=0):
 
 def _check_same(ast, opts, renderer=CPULike()):
   ref = _bufs(ast)
-  run_kernel_ast(ast, ref)
+  run_kernel(ast, ref)
   new = apply_opts(ast, opts, renderer)
   got = _bufs(ast)
-  run_kernel_ast(new, got)
+  run_kernel(new, got)
   np.testing.assert_array_equal(got[0], ref[0])
   assert new.arg.applied_opts == tuple(opts)
   return new
@@ -250,7 +204,7 @@ E2E = [
 def test_opts_end_to_end_on_cpu(mk, opts):
   ast = mk()
   ref = _bufs(ast, seed=1)
-  run_kernel_ast(ast, ref)
+  run_kernel(ast, ref)
   # NOTE: THREAD counts are capped by CPU_THREADS (default: the cores of this machine); 4 calls on fewer cores still run
   with Context(CPU_THREADS=4): got, p = _run_on_cpu(ast, opts)
   np.testing.assert_allclose(got, ref[0], rtol=1e-6)
@@ -327,6 +281,6 @@ def test_symbolic_axis_is_left_alone():
   opts = hand_coded_optimizations(ast, CPULike())
   assert all(o.axis == 1 for o in opts if o.op is OptOps.UPCAST)
   ref, got = _bufs(ast), _bufs(ast)
-  run_kernel_ast(ast, ref, {"n": 5})
-  run_kernel_ast(apply_opts(ast, opts, CPULike()), got, {"n": 5})
+  run_kernel(ast, ref, {"n": 5})
+  run_kernel(apply_opts(ast, opts, CPULike()), got, {"n": 5})
   np.testing.assert_array_equal(got[0], ref[0])

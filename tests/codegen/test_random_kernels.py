@@ -1,6 +1,6 @@
 """Random kernel ASTs (masked/padded loads, reduces, several stores) with random opts, lowered for the CPU (C, compiled
-with cc) and for the PYTHON interpreter, against a direct interpreter of the unlowered AST (below)."""
-import itertools, math, random
+with cc) and for the PYTHON interpreter, against the reference executor of the unlowered AST (fuzz/kernel_ref.py)."""
+import random
 import numpy as np
 import pytest
 from tinygrad.uop import Ops, AxisType
@@ -9,43 +9,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.codegen import get_program
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts
 from tinygrad.renderer.cstyle import CRenderer
-
-# ---- reference: evaluate the kernel AST itself, loop by loop, in float64 ----
-
-_ALU = {Ops.ADD: lambda a, b: a + b, Ops.MUL: lambda a, b: a * b, Ops.MAX: max, Ops.CMPLT: lambda a, b: a < b,
-        Ops.CMPNE: lambda a, b: a != b, Ops.AND: lambda a, b: a and b, Ops.WHERE: lambda c, a, b: a if c else b}
-
-def run_kernel_ast(ast: UOp, bufs: dict[int, np.ndarray]) -> None:
-  def loops(rngs, env):
-    for vals in itertools.product(*[range(ev(r.src[0], env)) for r in rngs]): yield {**env, **dict(zip(rngs, vals))}
-  def ev(u: UOp, env: dict):
-    if u.op is Ops.CONST: return u.arg
-    if u.op is Ops.RANGE: return env[u]
-    if u.op is Ops.INDEX:
-      idx = u.src[1]
-      if idx.op is Ops.WHERE and idx.src[2].op is Ops.CONST and idx.src[2].arg is UOp.invalid().arg:
-        return (bufs[u.src[0].arg], ev(idx.src[1], env) if ev(idx.src[0], env) else None)
-      return (bufs[u.src[0].arg], ev(idx, env))
-    if u.op is Ops.LOAD:
-      buf, i = ev(u.src[0], env)
-      return 0.0 if i is None else float(buf[i])
-    if u.op is Ops.STORE:
-      buf, i = ev(u.src[0], env)
-      if i is not None: buf[i] = ev(u.src[1], env)
-      return None
-    if u.op is Ops.END:
-      for e in loops(u.src[1:], env): ev(u.src[0], e)
-      return None
-    if u.op is Ops.REDUCE:
-      acc = {Ops.ADD: 0.0, Ops.MAX: -math.inf}[u.arg]
-      for e in loops(u.src[1:], env): acc = _ALU[u.arg](acc, ev(u.src[0], e))
-      return acc
-    if u.op is Ops.SINK:
-      for s in u.src: ev(s, env)
-      return None
-    if u.op is Ops.NEG: return -ev(u.src[0], env)
-    return _ALU[u.op](*[ev(s, env) for s in u.src])
-  ev(ast, {})
+from fuzz.kernel_ref import run_kernel
 
 def dg(i, n): return UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(n), arg=i)
 
@@ -118,7 +82,7 @@ def test_random_kernels_match_reference(seed):
   rnd = random.Random(seed)
   ast = random_ast(rnd)
   ref = {k: v.astype(np.float64) for k, v in inputs(ast, seed).items()}
-  run_kernel_ast(ast, ref)
+  run_kernel(ast, ref)
   outs = [k for k in (0, 4) if k in ref]
   for backend, ren in (("C", CRenderer()), ("PYTHON", None)):
     if ren is None:

@@ -3,7 +3,8 @@ from tinygrad.codegen import search
 from tinygrad.codegen.opt import Opt, OptOps, apply_opts, KernelOptError
 from tinygrad.device import Device
 from tinygrad.helpers import Context
-from tests.codegen.test_opt import matmul_ast, elementwise_ast, _run_on_cpu, _bufs, run_kernel_ast
+from tests.codegen.test_opt import matmul_ast, elementwise_ast, _run_on_cpu, _bufs
+from fuzz.kernel_ref import run_kernel
 import numpy as np
 
 SMALL_ACTIONS = [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2),
@@ -32,7 +33,7 @@ def test_beam_search_returns_legal_opts_that_compute_the_same(small_beam):
   assert all(isinstance(o, Opt) for o in opts)
   apply_opts(ast, opts, Device["CPU"].renderer)
   ref = _bufs(ast, seed=1)
-  run_kernel_ast(ast, ref)
+  run_kernel(ast, ref)
   got, _ = _run_on_cpu(ast, opts)
   np.testing.assert_allclose(got, ref[0], rtol=1e-6)
 

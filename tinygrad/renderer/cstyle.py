@@ -43,7 +43,9 @@ class CStyleLanguage(Renderer):
     Ops.MOD: _bin("%"),
     Ops.SHL: _bin("<<"), Ops.SHR: _bin(">>"), Ops.AND: _bin("&"), Ops.OR: _bin("|"), Ops.XOR: _bin("^"),
     Ops.CMPLT: _bin("<"), Ops.CMPNE: _bin("!="), Ops.CMPEQ: _bin("=="), Ops.MAX: _nan_max,
-    Ops.WHERE: lambda c, a, b, dt: f"({c}?{a}:{b})", Ops.MULACC: lambda a, b, c, dt: f"(({a}*{b})+{c})",
+    Ops.WHERE: lambda c, a, b, dt: f"({c}?{a}:{b})",
+    # NOTE: integers only; MULACC of floats is fused (render_fma): a*b+c written out could round twice
+    Ops.MULACC: lambda a, b, c, dt: f"(({a}*{b})+{c})",
   }
 
   # ---- types and constants ----
@@ -183,8 +185,16 @@ class CStyleLanguage(Renderer):
     top, bot = self.render_float(float(hi + 1), wide), self.render_float(float(lo), wide)
     t, mx, mn = self.render_dtype(dt), self.render_const(hi, dt), self.render_const(lo, dt)
     return f"(({v})!=({v})?({t})0:({v})>={top}?{mx}:({v})<{bot}?{mn}:({t})({v}))"
+  def render_fma(self, a: str, b: str, c: str, dt: DType) -> str:
+    """MULACC of floats: a*b+c rounded once (float16 fuses in float, then rounds to half)."""
+    if dt.scalar() is dtypes.float64: return f"__builtin_fma({a}, {b}, {c})"
+    ret = f"__builtin_fmaf((float){a}, (float){b}, (float){c})"
+    return ret if dt.scalar() is dtypes.float32 else f"(({self.render_dtype(dt)}){ret})"
   def render_expr(self, u: UOp, r: dict[UOp, str]) -> str:
     op, dt, src = u.op, u.dtype, u.src
+    if op is Ops.MULACC and dtypes.is_float(dt):
+      if dt.count > 1: raise NotImplementedError(f"{type(self).__name__}: vector MULACC ({dt}) must be devectorized first")
+      return self.render_fma(*[r[s] for s in src], dt)
     if op in (Ops.IDIV, Ops.MOD) and dt.count == 1 and dtypes.is_int(dt):
       return self.render_divmod(u, r[src[0]], r[src[1]])
     if op in (Ops.SHL, Ops.SHR) and dtypes.is_int(dt): return self.render_shift(u, r[src[0]], r[src[1]])
@@ -210,12 +220,20 @@ def _may_overflow_div(x: UOp, d: UOp) -> bool:
   if dt.count > 1 or dt.scalar() not in (dtypes.int32, dtypes.int64): return False
   return bool(d.vmin <= -1 <= d.vmax and x.vmin <= dtypes.min(dt))
 
+def _nan_free(x: UOp, depth: int = 4) -> bool:
+  """x cannot be NaN: a number, an int converted, or +, -, *, max, where of such with finite bounds (never inf - inf or
+  0 * inf). Bounds alone do not say it: fp8e4m3's range is finite, and it has a NaN."""
+  if x.op is Ops.CONST: return not (isinstance(x.arg, float) and math.isnan(x.arg))
+  if x.op is Ops.CAST: return not dtypes.is_float(x.src[0].dtype) or depth > 0 and _nan_free(x.src[0], depth - 1)
+  if depth == 0 or x.op not in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.NEG, Ops.WHERE): return False
+  if not all(isinstance(b, float) and math.isfinite(b) for b in (x.vmin, x.vmax)): return False
+  return all(_nan_free(s, depth - 1) for s in (x.src[1:] if x.op is Ops.WHERE else x.src))
+
 def _needs_saturation(x: UOp, dt: DType) -> bool:
-  """A float -> int cast whose operand's bounds do not prove it finite and within the int's range."""
+  """A float -> int cast whose operand is not proved NaN-free and, by its bounds, within the int's range."""
   if not (dtypes.is_float(x.dtype) and dtypes.is_int(dt)): return False
   lo, hi = x.vmin, x.vmax
-  # NOTE: finite bounds also rule out NaN: every float op whose result may be NaN has infinite (the dtype's) bounds
-  if not (isinstance(lo, float) and isinstance(hi, float) and math.isfinite(lo) and math.isfinite(hi)): return True
+  if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and _nan_free(x)): return True
   return not (dtypes.min(dt) - 1 < lo and hi < dtypes.max(dt) + 1)
 
 # ---- C for the CPU ----

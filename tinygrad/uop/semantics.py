@@ -17,14 +17,16 @@ The rules (docs/ir.md has the full list):
   - SHL/SHR take the amount modulo the width (64 for index); SHR is arithmetic on signed ints, logical on unsigned
   - MAX(a, b) = a if a > b or a is NaN else b (numpy.maximum: NaN-propagating)
   - bool arithmetic computes on 0/1 and converts back with != 0 (ADD = OR, SUB = XOR, MUL = AND, NEG = identity)
-  - floats are IEEE with round-to-nearest-even after every op (MULACC rounds twice); bfloat16 and fp8 compute in
-    float32 and round the result to the format (e4m3 saturates at +-448 and has no infinity)
+  - floats are IEEE with round-to-nearest-even after every op; MULACC is fused (a*b+c rounded once; float16, bfloat16
+    and fp8 fuse in float32 and round that to the format); bfloat16 and fp8 compute in float32 and round the result
+    to the format (e4m3 saturates at +-448 and has no infinity)
   - CAST float -> int truncates and saturates at the int's range, NaN -> 0; int -> int wraps; x -> bool is x != 0;
     anything -> bfloat16/fp8 goes through float32
   - BITCAST reinterprets the bytes; a byte bitcast to bool is byte != 0
 """
 from __future__ import annotations
-import functools, operator, struct
+import functools, math, operator, struct
+from fractions import Fraction
 from typing import Any, Callable
 import numpy as np
 from tinygrad.uop import Ops
@@ -120,6 +122,43 @@ def threefry2x32(x: np.ndarray, key: np.ndarray) -> np.ndarray:
       x0, x1 = x0 + ks[s % 3], x1 + ks[(s + 1) % 3] + np.uint32(s)
   return (x1.astype(np.uint64) << np.uint64(32)) | x0.astype(np.uint64)
 
+# ---- fused multiply-add ----
+
+def _fma64(a: float, b: float, c: float) -> float:
+  """a*b+c rounded once to float64 (exact rational arithmetic; Python's int division rounds to nearest even)."""
+  if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)): return a * b + c
+  p, exact = Fraction(a) * Fraction(b), Fraction(a) * Fraction(b) + Fraction(c)
+  if exact == 0:
+    # NOTE: an exact zero sum is -0.0 only when both addends are zeros with the minus sign
+    neg = p == 0 and c == 0 and math.copysign(1.0, a) * math.copysign(1.0, b) < 0 and math.copysign(1.0, c) < 0
+    return -0.0 if neg else 0.0
+  try: return float(exact)
+  except OverflowError: return math.inf if exact > 0 else -math.inf
+
+F32_MAX_MID = float(2**128 - 2**103)  # halfway between float32's largest finite value and 2**128 (rounds to inf)
+
+def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+  """a*b+c rounded once to float32, for operands that are float32 values: the product is exact in float64, the sum's
+  rounding error is recovered exactly (TwoSum), and it decides a float64 sum that lies halfway between two floats."""
+  a64, b64, c64 = (np.asarray(x, np.float64) for x in (a, b, c))
+  p = a64 * b64
+  s = p + c64
+  bb = s - p
+  e = (p - (s - bb)) + (c64 - bb)
+  r = s.astype(np.float32)
+  r64 = r.astype(np.float64)
+  other = np.nextafter(r, np.where(r64 < s, np.float32(np.inf), np.float32(-np.inf)))
+  mid = np.where(np.isinf(r), np.copysign(F32_MAX_MID, s), (r64 + other.astype(np.float64)) / 2)
+  tie = np.isfinite(s) & (r64 != s) & (mid == s) & (e != 0)
+  toward = np.where(e > 0, np.maximum(r, other), np.minimum(r, other))
+  return np.where(tie, toward, r)
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
+  """MULACC on floats: fused, one rounding; float16 (and the formats held in float32) fuse in float32."""
+  if dt.scalar() is dtypes.float64: return np.vectorize(_fma64, otypes=[np.float64])(a, b, c)
+  r = _fma32(a, b, c)
+  return r.astype(np.float16) if dt.scalar() is dtypes.float16 else r
+
 # ---- the table: op -> fn(array functions, dtype of the operands, *operands) ----
 
 def _max(xp: Any, dt: DType, a: Any, b: Any) -> Any:
@@ -129,7 +168,7 @@ def _max(xp: Any, dt: DType, a: Any, b: Any) -> Any:
 ALU: dict[Ops, Callable[..., Any]] = {
   Ops.ADD: lambda xp, dt, a, b: xp.add(a, b), Ops.SUB: lambda xp, dt, a, b: xp.subtract(a, b),
   Ops.MUL: lambda xp, dt, a, b: xp.multiply(a, b), Ops.NEG: lambda xp, dt, a: xp.negative(a),
-  Ops.MULACC: lambda xp, dt, a, b, c: xp.add(xp.multiply(a, b), c),
+  Ops.MULACC: lambda xp, dt, a, b, c: fma(a, b, c, dt) if dtypes.is_float(dt) else xp.add(xp.multiply(a, b), c),
   Ops.IDIV: _idiv, Ops.MOD: _mod, Ops.SHL: _shl, Ops.SHR: _shr, Ops.MAX: _max,
   Ops.AND: lambda xp, dt, a, b: xp.bitwise_and(a, b), Ops.OR: lambda xp, dt, a, b: xp.bitwise_or(a, b),
   Ops.XOR: lambda xp, dt, a, b: xp.bitwise_xor(a, b),
@@ -142,7 +181,7 @@ ALU: dict[Ops, Callable[..., Any]] = {
   Ops.TRUNC: lambda xp, dt, a: np.trunc(a),
   Ops.POW: lambda xp, dt, a, b: np.power(a, b), Ops.THREEFRY: lambda xp, dt, a, b: threefry2x32(a, b),
 }
-NUMPY_ONLY = FLOAT_ONLY | {Ops.THREEFRY}
+NUMPY_ONLY = FLOAT_ONLY | {Ops.THREEFRY}  # (and MULACC on floats, which only the numpy path computes)
 
 @functools.cache
 def defined_on(op: Ops, dt: DType) -> bool:
