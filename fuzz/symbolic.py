@@ -61,7 +61,8 @@ def _fmt(u: UOp) -> str:
 def _obligations(tr: Translator, expr: UOp, simp: UOp) -> dict[str, Any]:
   (ov, ook), (sv, sok) = tr.translate(expr), tr.translate(simp)
   obl = {"validity": ook == sok, "value": z3.Implies(ook, ov == sv),
-         "bounds": z3.And(z3.Implies(ook, _bounds_hold(expr, ov)), z3.Implies(sok, _bounds_hold(simp, sv)))}
+         "bounds": z3.And(z3.Implies(ook, _bounds_hold(expr, ov)), z3.Implies(sok, _bounds_hold(simp, sv)),
+                          *tr.assumed)}
   return {k: z3.BoolVal(v) if isinstance(v, bool) else v for k, v in obl.items()}
 
 def _model_env(tr: Translator, m: Any) -> dict[UOp, int]:
@@ -71,7 +72,7 @@ def _model_env(tr: Translator, m: Any) -> dict[UOp, int]:
 def check_expression(expr: UOp, simplified: UOp | None = None, timeout_ms: int = 10_000) -> CheckResult:
   """Prove simplify() sound on `expr`: same validity, same value where valid, and vmin <= value <= vmax for both."""
   simp = simplify(expr) if simplified is None else simplified
-  tr = Translator(exact=True)
+  tr = Translator(exact=True, trust_bounds=True)
   obl = _obligations(tr, expr, simp)
   s = z3.Solver()
   s.set("timeout", timeout_ms)
@@ -115,7 +116,7 @@ def check_batch(pairs: list[tuple[UOp, UOp]], chunk: int = 8, timeout_ms: int = 
   out: list[CheckResult] = []
   for i in range(0, len(pairs), chunk):
     part = pairs[i:i+chunk]
-    tr = Translator(exact=True)
+    tr = Translator(exact=True, trust_bounds=True)
     obls = [z3.And(*_obligations(tr, e, s).values()) for e, s in part]
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)

@@ -91,19 +91,21 @@ def round_lowp(x: Term, dt: DType) -> Term:
 
 # ---- ops ----
 
-def tdiv_int(a: Term, b: Term) -> Term:
-  """C's truncating division on z3 Ints, with b == 0 -> 0 (z3's `/` rounds toward minus infinity for b > 0)."""
+def tdiv_int(a: Term, b: Term, nonzero: bool = False) -> Term:
+  """C's truncating division on z3 Ints, with b == 0 -> 0 (z3's `/` rounds toward minus infinity for b > 0).
+  `nonzero`: the caller knows b != 0 (the guard costs z3 much on nonlinear terms)."""
   if isinstance(b, int):
     if b == 0: return z3.IntVal(0)
     return z3.If(a >= 0, a / abs(b), -((-a) / abs(b))) * (1 if b > 0 else -1)
   ab = z3.If(b >= 0, b, -b)
   q = z3.If(a >= 0, a / ab, -((-a) / ab))
-  return z3.If(b == 0, 0, z3.If(b >= 0, q, -q))
+  return z3.If(b >= 0, q, -q) if nonzero else z3.If(b == 0, 0, z3.If(b >= 0, q, -q))
 
-def _is_zero_const(b: Term) -> bool | None:
-  """True/False when b is a constant (zero or not), None when symbolic: a constant divisor needs no zero guard."""
-  v = z3.simplify(b)
-  if z3.is_int_value(v) or z3.is_bv_value(v): return int(v.as_long()) == 0
+def literal(x: Term) -> Any:
+  """The Python value of a z3 literal (an Int, bit-vector (unsigned) or Bool constant), else None. No simplification:
+  constants stay literals because the translation folds constant subterms as it builds them."""
+  if z3.is_int_value(x) or z3.is_bv_value(x): return int(x.as_long())
+  if z3.is_true(x) or z3.is_false(x): return z3.is_true(x)
   return None
 
 def _int_bitwise(op: Ops, a: Term, b: Term) -> Term:
@@ -139,8 +141,8 @@ def alu_bool(op: Ops, v: list[Term]) -> Term:
   if op is Ops.CMPEQ: return v[0] == v[1]
   raise NotModeled(f"z3 translation: {op} of bool")
 
-def alu_int(op: Ops, v: list[Term]) -> Term:
-  """dtypes.index operands: exact integers."""
+def alu_int(op: Ops, v: list[Term], nonzero: bool = False) -> Term:
+  """dtypes.index operands: exact integers. `nonzero`: a divisor known not to be 0."""
   if op is Ops.ADD: return v[0] + v[1]
   if op is Ops.SUB: return v[0] - v[1]
   if op is Ops.MUL: return v[0] * v[1]
@@ -151,21 +153,19 @@ def alu_int(op: Ops, v: list[Term]) -> Term:
   if op is Ops.CMPNE: return v[0] != v[1]
   if op is Ops.CMPEQ: return v[0] == v[1]
   if op in (Ops.IDIV, Ops.MOD):
-    b = v[1]
-    if (bz := _is_zero_const(b)) is not None: b = int(z3.simplify(b).as_long())
-    if bz: return z3.IntVal(0) if op is Ops.IDIV else v[0]
-    q = tdiv_int(v[0], b)
+    b = v[1] if (lb := literal(v[1])) is None else int(lb)
+    if isinstance(b, int) and b == 0: return z3.IntVal(0) if op is Ops.IDIV else v[0]
+    q = tdiv_int(v[0], b, nonzero)
     return q if op is Ops.IDIV else v[0] - b * q
   if op in (Ops.AND, Ops.OR, Ops.XOR): return _int_bitwise(op, v[0], v[1])
   if op in (Ops.SHL, Ops.SHR):
-    amt = z3.simplify(v[1])
-    if not z3.is_int_value(amt): raise NotModeled(f"z3 translation: {op} of index by a symbolic amount")
-    k = int(amt.as_long()) & 63
+    if (amt := literal(v[1])) is None: raise NotModeled(f"z3 translation: {op} of index by a symbolic amount")
+    k = int(amt) & 63
     return v[0] * (1 << k) if op is Ops.SHL else v[0] / (1 << k)
   raise NotModeled(f"z3 translation: {op} of index")
 
-def alu_bv(op: Ops, dt: DType, v: list[Term]) -> Term:
-  """Fixed-width int operands: two's complement bit-vectors."""
+def alu_bv(op: Ops, dt: DType, v: list[Term], nonzero: bool = False) -> Term:
+  """Fixed-width int operands: two's complement bit-vectors. `nonzero`: a divisor known not to be 0."""
   sg, w = signed(dt), bits(dt)
   if op is Ops.ADD: return v[0] + v[1]
   if op is Ops.SUB: return v[0] - v[1]
@@ -183,7 +183,7 @@ def alu_bv(op: Ops, dt: DType, v: list[Term]) -> Term:
     # NOTE: bvsdiv(MIN, -1) = MIN and bvsrem(MIN, -1) = 0 in SMT-LIB, as the IR defines them
     q = (v[0] / v[1] if sg else z3.UDiv(v[0], v[1])) if op is Ops.IDIV else \
       (z3.SRem(v[0], v[1]) if sg else z3.URem(v[0], v[1]))
-    if _is_zero_const(v[1]) is False: return q
+    if nonzero or literal(v[1]) not in (None, 0): return q
     return z3.If(v[1] == 0, z3.BitVecVal(0, w) if op is Ops.IDIV else v[0], q)
   if op in (Ops.SHL, Ops.SHR):
     amt = v[1] & z3.BitVecVal(w - 1, w)
@@ -216,13 +216,14 @@ def alu_fp(op: Ops, dt: DType, v: list[Term]) -> Term:
   else: raise NotModeled(f"z3 translation: {op} is approximate (not modelled exactly)")
   return round_lowp(r, dt)
 
-def alu(op: Ops, dt: DType, v: list[Term]) -> Term:
-  """The value of `op` on operand terms of dtype `dt` (WHERE's branches; its condition is Bool)."""
+def alu(op: Ops, dt: DType, v: list[Term], nonzero: bool = False) -> Term:
+  """The value of `op` on operand terms of dtype `dt` (WHERE's branches; its condition is Bool). `nonzero`: IDIV/MOD's
+  divisor is known not to be 0, so the x/0 = 0 guard is left out."""
   if op is Ops.WHERE: return z3.If(v[0], v[1], v[2])
   k = kind(dt)
   if k == "bool": return alu_bool(op, v)
-  if k == "int": return alu_int(op, v)
-  if k == "bv": return alu_bv(op, dt, v)
+  if k == "int": return alu_int(op, v, nonzero)
+  if k == "bv": return alu_bv(op, dt, v, nonzero)
   return alu_fp(op, dt, v)
 
 # ---- casts ----
@@ -295,11 +296,14 @@ def _and(*xs: Term) -> Term:
 class Translator:
   """Translates UOps (per vector lane) to (value, valid) terms. `vars` maps each variable (DEFINE_VAR, RANGE, SPECIAL)
   and each free value to its z3 constant; `constraints` holds their bounds (callers add them to the solver)."""
-  def __init__(self, exact: bool = False, model_floats: bool = True) -> None:
+  def __init__(self, exact: bool = False, model_floats: bool = True, trust_bounds: bool = False) -> None:
     """`exact`: raise NotModeled for what the translation cannot model, instead of making it a free value.
     `model_floats=False`: every float value, and every value computed from one, is a free value (a bounds proof does
-    not need them, and the floating-point theory is slow)."""
-    self.exact, self.model_floats = exact, model_floats
+    not need them, and the floating-point theory is slow).
+    `trust_bounds`: a divisor whose vmin/vmax exclude 0 is taken to be nonzero (smaller terms: z3 proves much faster);
+    each such assumption is recorded in `assumed`, which a proof must also prove."""
+    self.exact, self.model_floats, self.trust_bounds = exact, model_floats, trust_bounds
+    self.assumed: list[Term] = []
     self.cache: dict[tuple[UOp, int], tuple[Term, Term]] = {}
     self.vars: dict[UOp, Term] = {}
     # every free value by name, with its dtype (a witness reports them)
@@ -377,11 +381,18 @@ class Translator:
     vals = [v for v, _ in srcs]
     if u.op is Ops.WHERE:
       (c, cv), (a, av), (b, bv) = srcs
-      c = z3.simplify(c)
-      if z3.is_true(c) or z3.is_false(c): return (a, av) if z3.is_true(c) else (b, bv)
+      if (lc := literal(c)) is not None: return (a, _and(cv, av)) if lc else (b, _and(cv, bv))
       picked = av if av is bv else z3.If(c, _b(av), _b(bv))
       return z3.If(c, a, b), _and(cv, picked)
-    return alu(u.op, u.src[-1].dtype.scalar(), vals), _and(*[ok for _, ok in srcs])
+    nonzero = False
+    if self.trust_bounds and u.op in (Ops.IDIV, Ops.MOD) and literal(vals[1]) is None:
+      d = u.src[1]
+      if nonzero := bool(d.vmin > 0 or d.vmax < 0):
+        self.assumed.append(z3.Implies(_b(srcs[1][1]), vals[1] != zero(d.dtype)))
+    v = alu(u.op, u.src[-1].dtype.scalar(), vals, nonzero)
+    # NOTE: a constant subterm is folded by z3 itself (never by the semantics table: this translation is its check)
+    if all(literal(x) is not None for x in vals): v = z3.simplify(v)
+    return v, _and(*[ok for _, ok in srcs])
 
   def model_value(self, m: Any, v: Term, dt: DType) -> Any:
     """The Python value of term v (of dtype dt) in model m: an int (signed per dt), a bool or a float."""
