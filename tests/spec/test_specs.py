@@ -294,3 +294,14 @@ def test_tensor_rejects_index_math_on_values():
   v = UOp.variable("tv", 1, 8).bind(3)
   bad = v * 2
   rejects(UOp.sink(bad), tensor_spec, bad)
+
+@pytest.mark.parametrize("op", [Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.RECIPROCAL, Ops.TRUNC, Ops.POW])
+def test_float_only_ops_are_rejected_on_ints_at_every_level(op):
+  # these have no integer meaning (tinygrad/uop/semantics.py defines them on floats): no pass may build them on ints
+  x = g(1, dt=dtypes.int32).index(UOp.const(dtypes.index, 0)).load()
+  bad = illegal(lambda: UOp(op, dtypes.int32, (x,) * (2 if op is Ops.POW else 1)))
+  e = rejects(UOp.sink(g(0, dt=dtypes.int32).index(UOp.const(dtypes.index, 0)).store(bad)), kernel_spec, bad)
+  assert "float only" in str(e)
+  with pytest.raises(SpecError): type_verify([bad], full_spec)
+  ok = UOp(op, dtypes.float32, (x.cast(dtypes.float32),) * (2 if op is Ops.POW else 1))
+  type_verify(UOp.sink(g(0).index(UOp.const(dtypes.index, 0)).store(ok)), kernel_spec)
