@@ -193,8 +193,8 @@ class CStyleLanguage(Renderer):
   def render_expr(self, u: UOp, r: dict[UOp, str]) -> str:
     op, dt, src = u.op, u.dtype, u.src
     if op is Ops.MULACC and dtypes.is_float(dt):
-      if dt.count > 1: raise NotImplementedError(f"{type(self).__name__}: vector MULACC ({dt}) must be devectorized first")
-      return self.render_fma(*[r[s] for s in src], dt)
+      if dt.count > 1: raise NotImplementedError(f"{type(self).__name__}: vector MULACC ({dt}) must be devectorized")
+      return self.render_fma(r[src[0]], r[src[1]], r[src[2]], dt)
     if op in (Ops.IDIV, Ops.MOD) and dt.count == 1 and dtypes.is_int(dt):
       return self.render_divmod(u, r[src[0]], r[src[1]])
     if op in (Ops.SHL, Ops.SHR) and dtypes.is_int(dt): return self.render_shift(u, r[src[0]], r[src[1]])
