@@ -91,7 +91,15 @@ class Case:
   def __init__(self, name: str, ins: list[tuple[list[Any], DType]], outs: list[tuple[str, Any, DType]]):
     self.name, self.ins, self.outs = name, ins, outs
     self.n = len(ins[0][0])
-    self.src = get_program(kernel_ast([dt for _, dt in ins], outs, self.n), CRenderer(), opts=[]).src
+    self.ast = kernel_ast([dt for _, dt in ins], outs, self.n)
+    self.src = get_program(self.ast, CRenderer(), opts=[]).src
+
+  def buffers(self) -> list[np.ndarray]:
+    """The kernel's arguments: zeroed outputs, then the inputs as storage."""
+    return [np.zeros(self.n, to_np_dtype(odt)) for _, _, odt in self.outs] + [storage(v, dt) for v, dt in self.ins]
+
+  def outputs(self, bufs: list[np.ndarray]) -> list[np.ndarray]:
+    return [from_storage_np(bufs[j], odt) for j, (_, _, odt) in enumerate(self.outs)]
 
   def table(self, j: int) -> np.ndarray:
     kind, what, odt = self.outs[j]
@@ -148,12 +156,26 @@ def c_results() -> tuple[list[Case], dict[str, list[np.ndarray]]]:
   lib = _load(CCompiler().compile(one_c_file(cases)))
   out: dict[str, list[np.ndarray]] = {}
   for c in cases:
-    bufs = [np.zeros(c.n, to_np_dtype(odt)) for _, _, odt in c.outs] + [storage(v, dt) for v, dt in c.ins]
+    bufs = c.buffers()
     fn = getattr(lib, c.name)
     fn.restype = None
     fn(*[ctypes.c_void_p(b.ctypes.data) for b in bufs], ctypes.c_int32(0))
-    out[c.name] = [from_storage_np(bufs[j], odt) for j, (_, _, odt) in enumerate(c.outs)]
+    out[c.name] = c.outputs(bufs)
   return cases, out
+
+def cases_of(dt: DType) -> list[Case]:
+  cases, _ = c_results()
+  return [c for c in cases if c.name.startswith(f"k_{dt.name.replace(' ', '_')}_") or
+          (dt is dtypes.uint64 and c.name == "k_threefry")]
+
+def check_outputs(c: Case, got: list[np.ndarray]) -> list[str]:
+  """The table against another computation of the case's outputs; a description of every output that differs."""
+  errors = []
+  for j, (kind, what, odt) in enumerate(c.outs):
+    want = c.table(j)
+    if (bad := mismatches(got[j], want, odt, kind == "alu" and what in APPROX)).size:
+      errors.append(describe(c, j, bad, got[j], want))
+  return errors
 
 def _rename(src: str, name: str) -> str:
   """The function's name in the source -> name (get_program names kernels after their ops)."""
@@ -195,14 +217,8 @@ def describe(c: Case, j: int, bad: np.ndarray, got: np.ndarray, want: np.ndarray
 
 @pytest.mark.parametrize("dt", DTYPES, ids=str)
 def test_table_matches_compiled_c(dt: DType):
-  cases, out = c_results()
-  errors = []
-  for c in cases:
-    if not (c.name.startswith(f"k_{dt.name.replace(' ', '_')}_") or (dt is dtypes.uint64 and c.name == "k_threefry")):
-      continue
-    for j, (kind, what, odt) in enumerate(c.outs):
-      want, got = c.table(j), out[c.name][j]
-      if (bad := mismatches(got, want, odt, kind == "alu" and what in APPROX)).size: errors.append(describe(c, j, bad, got, want))
+  _, out = c_results()
+  errors = [e for c in cases_of(dt) for e in check_outputs(c, out[c.name])]
   assert not errors, "\n".join(errors)
 
 # ---- (b) the z3 translation ----
@@ -224,11 +240,8 @@ def z3_modelled(c: Case, j: int) -> bool:
   return not (kind == "bitcast" and dtypes.fp8e4m3 in (c.ins[0][1], odt))
 
 def check_z3(dt: DType, limit: int | None) -> list[str]:
-  cases, _ = c_results()
   errors = []
-  for c in cases:
-    if not c.name.startswith(f"k_{dt.name.replace(' ', '_')}_") and not (dt is dtypes.uint64 and c.name == "k_threefry"):
-      continue
+  for c in cases_of(dt):
     for j, (_, _, odt) in enumerate(c.outs):
       if not z3_modelled(c, j): continue
       pts = z3_points(c, j, limit)

@@ -11,7 +11,8 @@ stricter than C's (poison, immediate UB), so every case the IR defines and LLVM 
   on the C path); no nnan/ninf/nsz/reassoc/arcp, so NaN, Inf and -0.0 behave as IEEE says. MAX is NaN-propagating
   `a > b || a != a ? a : b`, exactly the C backend's expression (also for -0.0 against +0.0).
 - integers wrap (no nsw/nuw). IDIV/MOD truncate toward zero; a divisor of 0 or -1 is guarded where its bounds allow it:
-  see `DIV_BY_ZERO` and the INT_MIN / -1 rule below. Shifts by an amount outside [0, width) are guarded (`_shift`).
+  see `DIV_BY_ZERO` and the INT_MIN / -1 rule below. Shift amounts are taken modulo the width (`_shift`).
+- bool arithmetic is C's (on 0/1, then != 0): ADD is OR, NEG the identity. MULACC of floats is fused (llvm.fma).
 - float -> int casts saturate (`llvm.fptosi.sat`/`llvm.fptoui.sat`: out of range clamps, NaN gives 0).
 - bool is i1 in registers and one byte (0/1) in memory; bfloat16 and fp8 are held as their bits (i16/i8) and converted
   with round-to-nearest-even by the helper functions at the end of this file, bit for bit as the C backend's helpers.
@@ -323,9 +324,14 @@ class LLVMRenderer(Renderer):
   def _bitcast(self, st: _State, u: UOp) -> None:
     src = u.src[0]
     if ltype(src.dtype) == ltype(u.dtype): st.r[u] = st.r[src]; return
-    if src.dtype.scalar() is dtypes.bool or u.dtype.scalar() is dtypes.bool:
-      raise NotImplementedError(f"LLVM: BITCAST {src.dtype} -> {u.dtype} (bool has no bit layout)")
     st.r[u] = v = st.fresh()
+    # NOTE: a bool's byte is 0 or 1; a byte read as bool is byte != 0 (tinygrad/uop/semantics.py)
+    if src.dtype.scalar() is dtypes.bool:
+      st.emit(f"{v} = zext {ltype(src.dtype)} {st.r[src]} to {ltype(u.dtype)}")
+      return
+    if u.dtype.scalar() is dtypes.bool:
+      st.emit(f"{v} = icmp ne {ltype(src.dtype)} {st.r[src]}, {_zero(ltype(src.dtype), src.dtype)}")
+      return
     st.emit(f"{v} = bitcast {ltype(src.dtype)} {st.r[src]} to {ltype(u.dtype)}")
 
   def cast(self, st: _State, x: str, src: DType, dt: DType) -> str:
@@ -349,6 +355,10 @@ class LLVMRenderer(Renderer):
     elif _is_float(s) and _is_float(d):
       st.emit(f"{v} = {'fpext' if d.itemsize > s.itemsize else 'fptrunc'} {st_} {x} to {dt_}")
     elif _is_float(s):
+      # NOTE: from half through float (exact): LLVM 22's x86 lowering of fptosi.sat.i16.f16 turns NaN into -32768
+      if s is dtypes.float16:
+        f32 = dtypes.float32.vec(dt.count)
+        return self.cast(st, self.cast(st, x, src, f32), f32, dt)
       fn = f"llvm.fpto{'s' if _is_signed(d) else 'u'}i.sat.{_intr_suffix(dt)}.{_intr_suffix(src)}"
       st.emit(f"{v} = call {dt_} {st.declare(fn, dt_, [st_])}({st_} {x})")
     elif _is_float(d):
@@ -376,21 +386,22 @@ class LLVMRenderer(Renderer):
     elif op in (Ops.IDIV, Ops.MOD): return self._divmod(st, u, srcs[0], srcs[1])
     elif op in (Ops.SHL, Ops.SHR): return self._shift(st, u, srcs[0], srcs[1])
     elif op is Ops.MULACC:
-      if not _is_float(dt):
+      if dt.scalar() is dtypes.bool:
+        # NOTE: bool arithmetic is C's, on 0/1 then != 0 (tinygrad/uop/semantics.py): (a AND b) OR c
+        m = st.fresh()
+        st.emit(f"{m} = and {t} {srcs[0]}, {srcs[1]}")
+        st.emit(f"{v} = or {t} {m}, {srcs[2]}")
+      elif not _is_float(dt):
         m = st.fresh()
         st.emit(f"{m} = mul {t} {srcs[0]}, {srcs[1]}")
         st.emit(f"{v} = add {t} {m}, {srcs[2]}")
-      elif not fmf(dt):
-        m = st.fresh()
-        st.emit(f"{m} = fmul {t} {srcs[0]}, {srcs[1]}")
-        st.emit(f"{v} = fadd {t} {m}, {srcs[2]}")
-      else:
-        fn = st.declare(f"llvm.fmuladd.{_intr_suffix(dt)}", t, [t, t, t])
-        st.emit(f"{v} = call {FASTMATH} {t} {fn}({t} {srcs[0]}, {t} {srcs[1]}, {t} {srcs[2]})")
+      else: return self._fma(st, srcs, dt)
     elif op is Ops.NEG:
       if _is_float(dt): st.emit(f"{v} = fneg {fmf(dt)} {t} {srcs[0]}")
-      elif dt.scalar() is dtypes.bool: st.emit(f"{v} = xor {t} {srcs[0]}, {_splat('true', dt)}")
+      # NOTE: C's -b on a bool is -1 or 0, then != 0: the identity (tinygrad/uop/semantics.py)
+      elif dt.scalar() is dtypes.bool: return srcs[0]
       else: st.emit(f"{v} = sub {t} {_zero(t, dt)}, {srcs[0]}")
+    elif op is Ops.ADD and dt.scalar() is dtypes.bool: st.emit(f"{v} = or {t} {srcs[0]}, {srcs[1]}")
     elif op is Ops.RECIPROCAL:
       if not _is_float(dt): raise NotImplementedError(f"LLVM: RECIPROCAL of {dt}")
       st.emit(f"{v} = fdiv {fmf(dt)} {t} {_splat(render_const(1.0, dt.scalar()), dt)}, {srcs[0]}")
@@ -407,6 +418,27 @@ class LLVMRenderer(Renderer):
         if iop is None: raise NotImplementedError(f"LLVM: {op} of {dt}")
         st.emit(f"{v} = {iop} {t} {srcs[0]}, {srcs[1]}")
     else: raise NotImplementedError(f"{type(self).__name__} cannot render {op} ({dt}); codegen should decompose it")
+    return v
+
+  def _fma(self, st: _State, srcs: list[str], dt: DType) -> str:
+    """MULACC of floats is fused, one rounding (llvm.fma, never fmuladd: that one may round twice); half fuses in float
+    and rounds that to half, as the semantics table defines it."""
+    t = ltype(dt)
+    if dt.scalar() is not dtypes.float16:
+      fn = st.declare(f"llvm.fma.{_intr_suffix(dt)}", t, [t, t, t])
+      v = st.fresh()
+      st.emit(f"{v} = call {t} {fn}({t} {srcs[0]}, {t} {srcs[1]}, {t} {srcs[2]})")
+      return v
+    ft = ltype(dtypes.float32.vec(dt.count))
+    ext = []
+    for x in srcs:
+      e = st.fresh()
+      st.emit(f"{e} = fpext {t} {x} to {ft}")
+      ext.append(e)
+    fn = st.declare(f"llvm.fma.{_intr_suffix(dtypes.float32.vec(dt.count))}", ft, [ft, ft, ft])
+    w, v = st.fresh(), st.fresh()
+    st.emit(f"{w} = call {ft} {fn}({ft} {ext[0]}, {ft} {ext[1]}, {ft} {ext[2]})")
+    st.emit(f"{v} = fptrunc {ft} {w} to {t}")
     return v
 
   def _max(self, st: _State, a: str, b: str, dt: DType) -> str:
@@ -467,29 +499,20 @@ class LLVMRenderer(Renderer):
     return ret
 
   def _shift(self, st: _State, u: UOp, a: str, b: str) -> str:
-    """SHL/SHR; an amount outside [0, width) (poison in LLVM, undefined in C) shifts every bit out: 0, or the sign for
-    an arithmetic right shift."""
+    """SHL/SHR with the amount taken modulo the width (tinygrad/uop/semantics.py; LLVM: an amount outside [0, width)
+    is poison), masked only where its bounds allow it to leave the width."""
     dt, amt = u.dtype, u.src[1]
     t = ltype(dt)
     op = "shl" if u.op is Ops.SHL else ("ashr" if _is_signed(dt) else "lshr")
     bits = dt.scalar().itemsize * 8
-    v = st.fresh()
     lo, hi = amt.vmin, amt.vmax
-    if isinstance(lo, int) and isinstance(hi, int) and 0 <= lo and hi < bits:
-      st.emit(f"{v} = {op} {t} {a}, {b}")
-      return v
-    bt = "i1" if dt.count == 1 else f"<{dt.count} x i1>"
-    ok, safe = st.fresh(), st.fresh()
-    st.emit(f"{ok} = icmp ult {t} {b}, {_splat(str(bits), dt)}")
-    st.emit(f"{safe} = select {bt} {ok}, {t} {b}, {t} {_zero(t, dt)}")
-    st.emit(f"{v} = {op} {t} {a}, {safe}")
-    if op == "ashr":
-      out = st.fresh()
-      st.emit(f"{out} = ashr {t} {a}, {_splat(str(bits - 1), dt)}")
-    else: out = _zero(t, dt)
-    r = st.fresh()
-    st.emit(f"{r} = select {bt} {ok}, {t} {v}, {t} {out}")
-    return r
+    if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo and hi < bits):
+      m = st.fresh()
+      st.emit(f"{m} = and {t} {b}, {_splat(str(bits - 1), dt)}")
+      b = m
+    v = st.fresh()
+    st.emit(f"{v} = {op} {t} {a}, {b}")
+    return v
 
 _BINARY: dict[Ops, tuple[str | None, str | None]] = {
   Ops.ADD: ("add", "fadd"), Ops.SUB: ("sub", "fsub"), Ops.MUL: ("mul", "fmul"), Ops.FDIV: (None, "fdiv"),
@@ -721,7 +744,8 @@ def fold_vectorize(v: UOp) -> UOp | None:
   return None
 
 def fuse_mulacc(m: UOp, c: UOp) -> UOp | None:
-  """a*b+c on float32/float64 -> MULACC (llvm.fmuladd: fused where the target has FMA, as gcc does on the C path)."""
+  """a*b+c on float32/float64 -> MULACC (fused, as gcc contracts it on the C path: the one freedom a target keeps,
+  docs/ir.md section 5)."""
   return UOp(Ops.MULACC, c.dtype, (*m.src, c)) if fmf(c.dtype) else None
 
 def llvm_matcher(ren: LLVMRenderer) -> PatternMatcher:
