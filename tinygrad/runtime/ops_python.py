@@ -128,14 +128,6 @@ def decode(dt: DType, raw: np.ndarray) -> np.ndarray:
   """Storage bits -> interpreter value."""
   return from_storage_np(raw, dt)
 
-def exec_alu(op: Ops, dt: DType, *src: np.ndarray) -> np.ndarray:
-  """One ALU op on interpreter values of operand dtype `dt` (semantics.exec_alu)."""
-  return semantics.exec_alu(op, dt, *src)
-
-def exec_cast(src_dt: DType, dt: DType, v: np.ndarray) -> np.ndarray: return semantics.exec_cast(v, src_dt, dt)
-
-def exec_bitcast(src_dt: DType, dt: DType, v: np.ndarray) -> np.ndarray: return semantics.exec_bitcast(v, src_dt, dt)
-
 # ---- memory ----
 
 class Memory:
