@@ -53,7 +53,7 @@ CASTS = [
   (math.nan, dtypes.float32, dtypes.int32, 0), (math.inf, dtypes.float64, dtypes.int64, 2**63 - 1),
   (-3.7, dtypes.float32, dtypes.uint8, 0), (300.5, dtypes.float64, dtypes.uint8, 255), (-129.5, dtypes.float32, dtypes.int8, -128),
   (-2.7, dtypes.float32, dtypes.int32, -2), (65504.0, dtypes.float16, dtypes.int16, 32767), (math.nan, dtypes.bfloat16, dtypes.int8, 0),
-  (1e30, dtypes.float32, dtypes.index, 2**63 - 1), (2**70 + 5, dtypes.index, dtypes.int32, 5), (-1, dtypes.int8, dtypes.uint64, 2**64 - 1),
+  (1e30, dtypes.float32, dtypes.index, 2**63 - 1), (2**40 + 5, dtypes.index, dtypes.int32, 5), (-1, dtypes.int8, dtypes.uint64, 2**64 - 1),
   (math.nan, dtypes.float32, dtypes.bool, True), (-0.0, dtypes.float32, dtypes.bool, False), (256, dtypes.int32, dtypes.bool, True),
   (1e6, dtypes.float32, dtypes.fp8e4m3, 448.0), (1e6, dtypes.float32, dtypes.fp8e5m2, math.inf), (70000, dtypes.int32, dtypes.float16, math.inf),
 ]
