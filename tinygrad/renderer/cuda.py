@@ -7,9 +7,12 @@ tinygrad/runtime/support/cuda_toolchain.py).
 - Grid: the lowerer numbers grid axes innermost first (tinygrad/codegen/lowerer.py grid_specials), so gidx0/lidx0 are
   the innermost and take x, the dimension with the largest limit: gidxN -> blockIdx.{x,y,z}, lidxN -> threadIdx.{x,y,z}.
 - DEFINE_LOCAL -> `__shared__` (16-byte aligned), BARRIER -> `__syncthreads()`.
-- half, bfloat16 and fp8 are the CUDA header types (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h). Every conversion rounds
-  once, to nearest even, with the header intrinsic made for that pair of types (int64 -> bfloat16 is
-  `__ll2bfloat16_rn`, never through float); e4m3 saturates to +-448 and e5m2 overflows to inf, as tinygrad/dtype.py.
+- half, bfloat16 and fp8 are the CUDA header types (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h). A conversion into half rounds
+  once, to nearest even, with the header intrinsic made for that pair of types; into bfloat16 and fp8 it goes through
+  float32, as docs/ir.md section 5 defines it (and C, LLVM and the semantics table compute it); e4m3 saturates to
+  +-448 and e5m2 overflows to inf, as tinygrad/dtype.py.
+- The cases C++ leaves undefined have the IR's meaning (the CStyleLanguage base renders the guards: x/0, MIN/-1, shift
+  amounts, saturating float -> int casts); MULACC of floats is fmaf (one rounding).
   Constants of these types are written as their bits. bfloat16 and fp8 arithmetic arrives already widened to float
   (codegen's pm_emulated_dtypes); half arithmetic is native, transcendentals of half go through float.
 - MAX is NaN-propagating (a NaN operand is the result), as numpy's maximum; fmaxf is not (it drops NaN).
@@ -71,12 +74,6 @@ def known_pow2(u: UOp, depth: int = 0) -> int:
     return known_pow2(u.src[0], depth + 1)
   return 0
 
-def _div_may_wrap(u: UOp) -> bool:
-  """A signed 32/64-bit IDIV/MOD whose divisor may be -1 (INT_MIN / -1 overflows; narrower ints divide in int)."""
-  dt, d = u.dtype, u.src[1]
-  if dt.count > 1 or dt.scalar() not in (dtypes.int32, dtypes.int64): return False
-  return bool(d.vmin <= -1 <= d.vmax)
-
 def vector_align(dt: DType) -> int:
   """Byte alignment of the vector struct of `dt` (a vector dtype): the whole vector, at most 16 (one 128-bit access)."""
   return min(dt.itemsize, 16)
@@ -112,7 +109,6 @@ def _fp8_helpers(k: str, sat: str, kind: str) -> str:
   return "\n".join([
     f"{fi} {t} tg_fp8{k}_bits(unsigned char b) {{ {t} r; r.__x = b; return r; }}",
     f"{fi} {t} tg_float_to_fp8{k}(float x) {{ return tg_fp8{k}_bits(__nv_cvt_float_to_fp8(x, {sat}, {kind})); }}",
-    f"{fi} {t} tg_double_to_fp8{k}(double x) {{ return tg_fp8{k}_bits(__nv_cvt_double_to_fp8(x, {sat}, {kind})); }}",
     f"{fi} float tg_fp8{k}_to_float({t} x) {{ __half_raw h = __nv_cvt_fp8_to_halfraw(x.__x, {kind}); "
     "return __half2float(__ushort_as_half(h.x)); }"])
 _FP8_HELPERS = {dt: _fp8_helpers(*v) for dt, v in _FP8.items()}
@@ -188,22 +184,30 @@ class CUDARenderer(CStyleLanguage):
     if src is dt: return x
     emu = (dtypes.float16, dtypes.bfloat16, *_FP8)
     if dt is dtypes.bool: return f"({self._as_float(x, src) if src in emu else x}!=0)"
-    if dt is dtypes.float16 or dt is dtypes.bfloat16:
-      pre = "half" if dt is dtypes.float16 else "bfloat16"
-      if src is dtypes.float32: return f"__float2{pre}_rn({x})"
-      if src is dtypes.float64: return f"__double2{pre}({x})"
-      if src in emu: return f"__float2{pre}_rn({self._as_float(x, src)})"  # NOTE: exact in float, one rounding
-      suffix, arg = _INT_TO[src]
-      return f"__{suffix}2{pre}_rn(({arg})({x}))"
+    # NOTE: into bfloat16 and fp8 every conversion goes through float32 (docs/ir.md section 5: they are float32 values
+    # rounded to the format, as C, LLVM and the semantics table compute them); into half it rounds once
+    if dt is dtypes.bfloat16: return f"__float2bfloat16_rn({self._as_float(x, src) if src in emu else f'(float)({x})'})"
     if dt in _FP8:
-      k = _FP8[dt][0]
-      if src is dtypes.float32: return f"tg_float_to_fp8{k}({x})"
-      if src in emu: return f"tg_float_to_fp8{k}({self._as_float(x, src)})"
-      # NOTE: int64 through double may round, but only beyond 2**53, far past the fp8 range (saturated or inf anyway)
-      return f"tg_double_to_fp8{k}((double)({x}))"
+      return f"tg_float_to_fp8{_FP8[dt][0]}({self._as_float(x, src) if src in emu else f'(float)({x})'})"
+    if dt is dtypes.float16:
+      if src is dtypes.float32: return f"__float2half_rn({x})"
+      if src is dtypes.float64: return f"__double2half({x})"
+      if src in emu: return f"__float2half_rn({self._as_float(x, src)})"  # NOTE: exact in float, one rounding
+      suffix, arg = _INT_TO[src]
+      return f"__{suffix}2half_rn(({arg})({x}))"
     if src in emu: return f"(({self.type_map[dt]})({self._as_float(x, src)}))"
     return f"(({self.type_map[dt]})({x}))"
-  def render_bitcast(self, x: str, src: DType, dt: DType) -> str: return f"tg_bitcast<{self.render_dtype(dt)}>({x})"
+  def render_bitcast(self, x: str, src: DType, dt: DType) -> str:
+    # NOTE: a byte read as bool is byte != 0 (a bool holding 2 would be undefined)
+    if dt is dtypes.bool: return f"(tg_bitcast<unsigned char>({x})!=0)"
+    return f"tg_bitcast<{self.render_dtype(dt)}>({x})"
+  def render_float_value(self, x: str, src: DType) -> str:
+    return self._as_float(x, src) if src.scalar() in (dtypes.float16, dtypes.bfloat16, *_FP8) else x
+  def render_fma(self, a: str, b: str, c: str, dt: DType) -> str:
+    if dt.scalar() is dtypes.float64: return f"fma({a}, {b}, {c})"
+    if dt.scalar() is dtypes.float32: return f"fmaf({a}, {b}, {c})"
+    # NOTE: half fuses in float and rounds that to half (the semantics table's definition)
+    return f"__float2half_rn(fmaf({self._as_float(a, dt)}, {self._as_float(b, dt)}, {self._as_float(c, dt)}))"
 
   # ---- ops ----
   def render_special(self, u: UOp) -> str:
@@ -220,10 +224,6 @@ class CUDARenderer(CStyleLanguage):
     op, dt, src = u.op, u.dtype, u.src
     if op is Ops.GEP and len(u.arg) == 1: return f"{r[src[0]]}.v[{u.arg[0]}]"
     if op is Ops.GEP: return self.render_vector(dt, [f"{r[src[0]]}.v[{i}]" for i in u.arg])
-    if op in (Ops.IDIV, Ops.MOD) and _div_may_wrap(u):
-      # NOTE: INT_MIN / -1 is outside the hardware's contract; the IR wraps (INT_MIN / -1 = INT_MIN, x % -1 = 0)
-      a, b = r[src[0]], r[src[1]]
-      return f"(({b})==-1?-({a}):({a}/{b}))" if op is Ops.IDIV else f"(({b})==-1?0:({a}%{b}))"
     if op is Ops.RECIPROCAL: return f"({self.render_const(1.0, dt)}/{r[src[0]]})"
     if op in self.math_fns:
       if dt.count > 1: raise NotImplementedError(f"CUDARenderer: vector {op} ({dt}) must be devectorized first")
