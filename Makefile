@@ -11,7 +11,7 @@ JOBS ?= 2
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[testing,lint,nv,llvm]'
+	$(PY) -m pip install -q -e '.[testing,lint,nv,llvm,fuzz]'
 	touch $(STAMP)
 
 demo: $(STAMP)
