@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
 from tinygrad.dtype import from_np_dtype
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
@@ -81,6 +82,20 @@ class ShapeMismatchError(RuntimeError, ValueError):
 
 def _zero_of(dt: DType) -> ConstType: return False if dt is dtypes.bool else 0
 
+# ops Tensor.alu computes in a float dtype (ints and bools promote first, as torch)
+_FLOAT_MATH = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL}
+_OP_NAMES = {Ops.ADD: "add", Ops.MUL: "mul", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==", Ops.AND: "&",
+             Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.MAX: "maximum",
+             Ops.IDIV: "idiv", Ops.MOD: "mod"}
+
+def _check_alu_dtype(op: Ops, dt: DType, name: str) -> None:
+  """Bit ops need ints or bools, shifts and C division ints: anything else is a TypeError (as torch), before a graph
+  the spec rejects is built."""
+  if op in (Ops.AND, Ops.OR, Ops.XOR) and not (dtypes.is_int(dt) or dt is dtypes.bool):
+    raise TypeError(f"{name}: bitwise ops need int or bool tensors, got {dt}")
+  if op in (Ops.SHL, Ops.SHR, Ops.IDIV, Ops.MOD) and not dtypes.is_int(dt):
+    raise TypeError(f"{name}: needs int tensors, got {dt}")
+
 _all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
@@ -112,7 +127,7 @@ class _TrainingMode(contextlib.ContextDecorator):
     return self
   def __exit__(self, *exc: Any) -> None: Tensor.training = self.prev.pop()
 
-class Tensor(_CastSugar):
+class Tensor(_CastSugar, MathTrait):
   """A lazy n-d array: `.uop` is its tensor graph, `.requires_grad` marks it for backward(), `.grad` receives the
   gradient."""
   __slots__ = ("uop", "requires_grad", "grad", "_graph", "_nonleaf", "__weakref__")
@@ -461,12 +476,16 @@ class Tensor(_CastSugar):
       return self.dtype
     if self.dtype is dtypes.bool and isinstance(y, bool): return self.dtype
     return dtypes.from_py(y)
+  def _scalar_operand(self, y: Any, op: str) -> Tensor:
+    """A Python (or numpy) scalar as a 0-d constant of the dtype it takes next to self (see _scalar_dtype)."""
+    if isinstance(y, np.generic) and y.ndim == 0: y = y.item()
+    if not isinstance(y, (bool, int, float)):
+      raise TypeError(f"{op}: unsupported operand type {type(y).__name__} (use a Tensor or a Python scalar)")
+    return Tensor(_const_uop(y, self._scalar_dtype(y), self.device))
   def _operands(self, y: Tensor | ConstType, op: str, reverse: bool = False,
                 match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     """Both operands with one shape and (if match_dtype) one dtype: numpy broadcasting, least_upper_dtype promotion."""
-    if not isinstance(y, Tensor):
-      if not isinstance(y, (bool, int, float)): raise TypeError(f"{op}: unsupported operand type {type(y).__name__}")
-      y = Tensor(_const_uop(y, self._scalar_dtype(y), self.device))
+    if not isinstance(y, Tensor): y = self._scalar_operand(y, op)
     x = self
     if reverse: x, y = y, x
     if x.device != y.device:
@@ -480,7 +499,21 @@ class Tensor(_CastSugar):
     return x, y
   def _binop(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
     x, y = self._operands(y, name, reverse)
+    _check_alu_dtype(op, x.dtype, name)
     return x._new(x.uop.alu(op, y.uop), y)
+  # MathTrait: the operators (`+`, `<`, `&`, ...) build their op through these three
+  def ufix(self, x: Any) -> Tensor: return x if isinstance(x, Tensor) else self._scalar_operand(x, "op")
+  def const_like(self, b: Any) -> Tensor: return self._const(b)
+  def alu(self, op: Ops, *src: Any) -> Tensor:
+    """`op` on tensors: numpy broadcasting and least_upper_dtype promotion of the operands; float math (EXP2, LOG2,
+    SIN, SQRT, RECIPROCAL) promotes ints and bools to a float first; bit ops, shifts and integer division check the
+    dtype (TypeError, as torch)."""
+    if op is Ops.WHERE: return self.where(*src)
+    if len(src) > 1: raise ValueError(f"alu: {op} with {len(src) + 1} operands is not an elementwise tensor op")
+    if src: return self._binop(op, src[0], _OP_NAMES.get(op, op.name.lower()))
+    x = self._float() if op in _FLOAT_MATH else self
+    _check_alu_dtype(op, x.dtype, _OP_NAMES.get(op, op.name.lower()))
+    return x._new(x.uop.alu(op))
   def _const(self, v: ConstType, dtype: DType | None = None) -> Tensor:
     return Tensor(_const_uop(v, dtype or self.dtype, self.device, self.shape))
 
@@ -567,53 +600,24 @@ class Tensor(_CastSugar):
     ret = (yf == 0).where(1.0, ret)
     return ret if dtypes.is_float(x.dtype) else ret.round().cast(x.dtype)
 
-  def __add__(self, y: Tensor | ConstType) -> Tensor: return self.add(y)
-  def __mul__(self, y: Tensor | ConstType) -> Tensor: return self.mul(y)
-  def __sub__(self, y: Tensor | ConstType) -> Tensor: return self.sub(y)
-  def __truediv__(self, y: Tensor | ConstType) -> Tensor: return self.div(y)
+  # NOTE: the other operators come from MathTrait through the named methods above; `//` is numpy's floor division
+  # here, where the IR's (and MathTrait's) is C's truncating IDIV
   def __floordiv__(self, y: Tensor | ConstType) -> Tensor: return self.floordiv(y)
-  def __mod__(self, y: Tensor | ConstType) -> Tensor: return self.mod(y)
-  def __pow__(self, y: Tensor | ConstType) -> Tensor: return self.pow(y)
-  def __radd__(self, y: Tensor | ConstType) -> Tensor: return self.add(y, True)
-  def __rmul__(self, y: Tensor | ConstType) -> Tensor: return self.mul(y, True)
-  def __rsub__(self, y: Tensor | ConstType) -> Tensor: return self.sub(y, True)
-  def __rtruediv__(self, y: Tensor | ConstType) -> Tensor: return self.div(y, True)
   def __rfloordiv__(self, y: Tensor | ConstType) -> Tensor: return self.floordiv(y, True)
-  def __rmod__(self, y: Tensor | ConstType) -> Tensor: return self.mod(y, True)
-  def __rpow__(self, y: Tensor | ConstType) -> Tensor: return self.pow(y, True)
-  def __neg__(self) -> Tensor: return self.neg()
   def __abs__(self) -> Tensor: return self.abs()
   def __matmul__(self, y: Tensor) -> Tensor: return self.matmul(y)
   def __rmatmul__(self, y: Tensor) -> Tensor:
     return Tensor(y).matmul(self) if not isinstance(y, Tensor) else y.matmul(self)
-  def __iadd__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self + y)
-  def __isub__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self - y)
-  def __imul__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self * y)
-  def __itruediv__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self / y)
+  def __iadd__(self, y: Any) -> Tensor: return self.assign(self + y)
+  def __isub__(self, y: Any) -> Tensor: return self.assign(self - y)
+  def __imul__(self, y: Any) -> Tensor: return self.assign(self * y)
+  def __itruediv__(self, y: Any) -> Tensor: return self.assign(self / y)
 
   # ---- elementwise: comparisons, logic, bits ----
-  def __lt__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPLT, y, "<")
-  def __gt__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPLT, y, ">", reverse=True)
-  def __ge__(self, y: Tensor | ConstType) -> Tensor: return (self < y).logical_not()
-  def __le__(self, y: Tensor | ConstType) -> Tensor: return (self > y).logical_not()
-  def __eq__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPEQ, y, "==")  # type: ignore[override]
-  def __ne__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPNE, y, "!=")  # type: ignore[override]
-  def eq(self, y: Tensor | ConstType) -> Tensor: return self == y
-  def ne(self, y: Tensor | ConstType) -> Tensor: return self != y
-  def _bitop(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
-    x, yy = self._operands(y, name, reverse)
-    if not (dtypes.is_int(x.dtype) or x.dtype is dtypes.bool):
-      raise TypeError(f"{name}: needs int or bool tensors, got {x.dtype}")
-    return x._new(x.uop.alu(op, yy.uop), yy)
-  def bitwise_and(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.AND, y, "&")
-  def bitwise_or(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.OR, y, "|")
-  def bitwise_xor(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.XOR, y, "^")
-  def __and__(self, y: Tensor | ConstType) -> Tensor: return self.bitwise_and(y)
-  def __or__(self, y: Tensor | ConstType) -> Tensor: return self.bitwise_or(y)
-  def __xor__(self, y: Tensor | ConstType) -> Tensor: return self.bitwise_xor(y)
-  def __rand__(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.AND, y, "&", True)
-  def __ror__(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.OR, y, "|", True)
-  def __rxor__(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.XOR, y, "^", True)
+  # NOTE: <, >, <=, >=, &, |, ^ and eq/ne/bitwise_and/... come from MathTrait (through alu, which checks the dtypes);
+  # unlike UOp's, a Tensor's == and != build comparisons, as numpy's and torch's do
+  def __eq__(self, y: Tensor | ConstType) -> Tensor: return self.eq(y)  # type: ignore[override]
+  def __ne__(self, y: Tensor | ConstType) -> Tensor: return self.ne(y)  # type: ignore[override]
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._binop(Ops.CMPNE, True, "logical_not")
   def logical_and(self, y: Tensor) -> Tensor:
     return self.cast(dtypes.bool) & (y.cast(dtypes.bool) if isinstance(y, Tensor) else bool(y))
@@ -626,17 +630,20 @@ class Tensor(_CastSugar):
     if not dtypes.is_int(self.dtype): raise TypeError(f"~: needs an int or bool tensor, got {self.dtype}")
     return self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ int(dtypes.max(self.dtype))
   def __invert__(self) -> Tensor: return self.bitwise_not()
-  def _shift(self, op: Ops, y: Tensor | ConstType, name: str) -> Tensor:
+  def _shift(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+    # NOTE: the shift amount takes the shifted value's dtype (it does not promote it, as torch)
+    if reverse: return self.ufix(y)._shift(op, self, name)
     if not dtypes.is_int(self.dtype): raise TypeError(f"{name}: shifts need an int tensor, got {self.dtype}")
+    if isinstance(y, Tensor) and not dtypes.is_int(y.dtype):
+      raise TypeError(f"{name}: the shift amount must be an int tensor, got {y.dtype}")
     yy = y.cast(self.dtype) if isinstance(y, Tensor) else Tensor(_const_uop(int(y), self.dtype, self.device))
     x, yy = self._operands(yy, name)
     return x._new(x.uop.alu(op, yy.uop), yy)
-  def lshift(self, y: Tensor | ConstType) -> Tensor: return self._shift(Ops.SHL, y, "<<")
-  def rshift(self, y: Tensor | ConstType) -> Tensor: return self._shift(Ops.SHR, y, ">>")
-  def __lshift__(self, y: Tensor | ConstType) -> Tensor: return self.lshift(y)
-  def __rshift__(self, y: Tensor | ConstType) -> Tensor: return self.rshift(y)
+  def lshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    return self._shift(Ops.SHL, y, "<<", reverse)
+  def rshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    return self._shift(Ops.SHR, y, ">>", reverse)
 
-  def maximum(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.MAX, y, "maximum")
   def minimum(self, y: Tensor | ConstType) -> Tensor:
     x, y = self._operands(y, "minimum")
     if dtypes.is_float(x.dtype): return -((-x).maximum(-y))
@@ -667,14 +674,7 @@ class Tensor(_CastSugar):
 
   # ---- elementwise: math (composed from EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC) ----
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
-  def _unary(self, op: Ops) -> Tensor:
-    x = self._float()
-    return x._new(x.uop.alu(op))
-  def exp2(self) -> Tensor: return self._unary(Ops.EXP2)
-  def log2(self) -> Tensor: return self._unary(Ops.LOG2)
-  def sin(self) -> Tensor: return self._unary(Ops.SIN)
-  def sqrt(self) -> Tensor: return self._unary(Ops.SQRT)
-  def reciprocal(self) -> Tensor: return self._unary(Ops.RECIPROCAL)
+  # NOTE: exp2, log2, sin, sqrt and reciprocal come from MathTrait (alu promotes ints to float)
   def exp(self) -> Tensor: return (self._float() * (1 / math.log(2))).exp2()
   def log(self) -> Tensor: return self.log2() * math.log(2)
   def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
