@@ -13,7 +13,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
-from tinygrad.dtype import from_np_dtype
+from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten
 from tinygrad.gradient import compute_gradient
@@ -26,6 +26,14 @@ def _const_uop(val: ConstType, dtype: DType, device: str, shape: tuple[int, ...]
   """CONST with a DEVICE source (shape ()), broadcast to `shape` with reshape+expand as the tensor spec asks."""
   c = UOp(Ops.CONST, dtype, (_device_uop(device),), dtypes.as_const(val, dtype))
   return c.reshape((1,) * len(shape)).expand(shape) if shape else c
+
+def _tensor_dtype(dtype: DTypeLike) -> DType:
+  """The dtype a tensor holds, from a DType or its name (`"uint8"`): a scalar value dtype (not index, void, a vector or
+  a pointer, which only exist inside kernels)."""
+  dt = to_dtype(dtype)
+  if isinstance(dt, PtrDType) or dt.count != 1 or dt in (dtypes.index, dtypes.void):
+    raise TypeError(f"a tensor cannot hold {dt}: use a scalar dtype such as dtypes.float32 or dtypes.int32")
+  return dt
 
 def _canon_device(device: str | None) -> str:
   from tinygrad.device import Device
@@ -109,7 +117,7 @@ _realized_graphs: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionar
 class _CastSugar:
   __slots__ = ()
   # NOTE: in a base class, so that `int`, `float` and `bool` in Tensor's annotations still name the builtins
-  def cast(self, dtype: DType) -> Tensor: raise NotImplementedError
+  def cast(self, dtype: DTypeLike) -> Tensor: raise NotImplementedError
   def float(self) -> Tensor: return self.cast(dtypes.float32)
   def half(self) -> Tensor: return self.cast(dtypes.float16)
   def int(self) -> Tensor: return self.cast(dtypes.int32)
@@ -149,8 +157,9 @@ class Tensor(_CastSugar, MathTrait):
     training mode."""
     return _TrainingMode(False)(mode) if callable(mode) else _TrainingMode(not mode)
 
-  def __init__(self, data: Any, device: str | None = None, dtype: DType | None = None,
+  def __init__(self, data: Any, device: str | None = None, dtype: DTypeLike | None = None,
                requires_grad: bool | None = None):
+    dtype = None if dtype is None else _tensor_dtype(dtype)
     if isinstance(data, Tensor): data = data.uop
     if isinstance(data, UOp):
       uop = data if dtype is None or data.dtype is dtype else data.cast(dtype)
@@ -305,13 +314,14 @@ class Tensor(_CastSugar, MathTrait):
     if not all(isinstance(x, int) and x >= 0 for x in s): raise ValueError(f"shape must be non-negative ints, got {s}")
     return s
   @staticmethod
-  def empty(*shape: Any, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
-    s, dt, dev = Tensor._shape_arg(shape), dtype or dtypes.default_float, _canon_device(device)
+  def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    s, dt, dev = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float), _canon_device(device)
     return Tensor(_new_buffer_uop(prod(s), dt, dev).reshape(s), **kw)
   @staticmethod
-  def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None, dtype: DType | None = None,
-           **kw: Any) -> Tensor:
-    s, dt = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape)), dtype or dtypes.from_py(fill_value)
+  def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None,
+           dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    s = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
+    dt = _tensor_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     return Tensor(_const_uop(fill_value, dt, _canon_device(device), s), **kw)
   @staticmethod
   def zeros(*shape: Any, **kw: Any) -> Tensor:
@@ -343,27 +353,27 @@ class Tensor(_CastSugar, MathTrait):
     return (hi.reshape(a, 1) + Tensor._arange_index(b, device).reshape(1, b)).flatten().shrink(((0, n),))
   @staticmethod
   def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, device: str | None = None,
-             dtype: DType | None = None, **kw: Any) -> Tensor:
+             dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange: step must not be zero")
     is_float = any(isinstance(v, float) for v in (start, stop, step))
-    dt = dtype or (dtypes.default_float if is_float else dtypes.default_int)
+    dt = _tensor_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
     n = max(0, math.ceil((stop - start) / step))
     idx = Tensor._arange_index(n, device)
     return Tensor((idx.cast(dt) * step + start).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
   @staticmethod
-  def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DType | None = None,
+  def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DTypeLike | None = None,
                **kw: Any) -> Tensor:
     if steps < 0: raise ValueError(f"linspace: steps must be >= 0, got {steps}")
-    dt = dtype or dtypes.default_float
+    dt = _tensor_dtype(dtype or dtypes.default_float)
     if steps == 1: return Tensor.full((1,), start, device=device, dtype=dt, **kw)
     t = Tensor._arange_index(steps, device).cast(dtypes.float32 if dt is not dtypes.float64 else dt)
     return Tensor((t * ((stop - start) / max(steps - 1, 1)) + start).cast(dt).uop, **kw)
   @staticmethod
-  def eye(n: int, m: int | None = None, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
+  def eye(n: int, m: int | None = None, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     m = n if m is None else m
     e = Tensor._arange_index(n, device).reshape(n, 1) == Tensor._arange_index(m, device).reshape(1, m)
-    return Tensor(e.cast(dtype or dtypes.default_float).uop, **kw)
+    return Tensor(e.cast(_tensor_dtype(dtype or dtypes.default_float)).uop, **kw)
 
   # ---- random (counter-based threefry: the same seed gives the same numbers everywhere) ----
   # The generator's state lives on the device, one buffer per device: uint64 [key, counter], key = the seed. A draw of n
@@ -401,10 +411,10 @@ class Tensor(_CastSugar, MathTrait):
     bits = Tensor(ctr.uop.alu(Ops.THREEFRY, key.uop))
     return (bits & 0xFFFFFFFF).cast(dtypes.uint32)
   @staticmethod
-  def rand(*shape: Any, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
+  def rand(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     """Uniform in [0, 1): the top mantissa-many bits of a random uint32, scaled exactly (so never 1.0, in any float
     dtype)."""
-    s, dt = Tensor._shape_arg(shape), dtype or dtypes.default_float
+    s, dt = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise TypeError(f"rand: dtype must be a float type, got {dt}")
     if prod(s) == 0: return Tensor.zeros(s, device=device, dtype=dt, **kw)
     mbits = min(dtypes.finfo(dt)[1] + 1, 32)
@@ -412,27 +422,27 @@ class Tensor(_CastSugar, MathTrait):
     u = (Tensor._random_bits(prod(s), device) >> (32 - mbits)).cast(ct) * (2.0 ** -mbits)
     return Tensor(u.cast(dt).reshape(s).uop, **kw)
   @staticmethod
-  def randn(*shape: Any, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
+  def randn(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     """Standard normal by Box-Muller from two uniform draws."""
-    s, dt = Tensor._shape_arg(shape), dtype or dtypes.default_float
+    s, dt = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float)
     u = Tensor.rand(2, *s, device=device, dtype=dtypes.float32)
     z = ((1 - u[0]).log() * -2).sqrt() * (u[1] * (2 * math.pi)).cos()
     return Tensor(z.cast(dt).uop, **kw)
   @staticmethod
-  def randint(*shape: Any, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | None = None,
+  def randint(*shape: Any, low: int = 0, high: int = 10, device: str | None = None, dtype: DTypeLike | None = None,
               **kw: Any) -> Tensor:
     if high <= low: raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-    dt = dtype or dtypes.int32
+    dt = _tensor_dtype(dtype or dtypes.int32)
     r = (Tensor.rand(*shape, device=device, dtype=dtypes.float64) * (high - low)).floor().cast(dtypes.int64)
     return Tensor((r.minimum(high - low - 1) + low).cast(dt).uop, **kw)
   @staticmethod
-  def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: DType | None = None, **kw: Any) -> Tensor:
-    dt = dtype or dtypes.default_float
+  def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    dt = _tensor_dtype(dtype or dtypes.default_float)
     r = Tensor.rand(*shape, dtype=dt, device=kw.pop("device", None))
     return Tensor((r * (high - low) + low).cast(dt).uop, **kw)
   @staticmethod
-  def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, dtype: DType | None = None, **kw: Any) -> Tensor:
-    dt = dtype or dtypes.default_float
+  def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    dt = _tensor_dtype(dtype or dtypes.default_float)
     return Tensor((Tensor.randn(*shape, dtype=dt, device=kw.pop("device", None)) * std + mean).cast(dt).uop, **kw)
   @staticmethod
   def scaled_uniform(*shape: Any, **kw: Any) -> Tensor:
@@ -665,8 +675,11 @@ class Tensor(_CastSugar, MathTrait):
     return x._new(c.uop.alu(Ops.WHERE, x.uop, y.uop), y)
   def masked_fill(self, mask: Tensor, value: ConstType) -> Tensor: return mask.where(value, self)
 
-  def cast(self, dtype: DType) -> Tensor: return self if self.dtype is dtype else self._new(self.uop.cast(dtype))
-  def bitcast(self, dtype: DType) -> Tensor:
+  def cast(self, dtype: DTypeLike) -> Tensor:
+    dt = _tensor_dtype(dtype)
+    return self if self.dtype is dt else self._new(self.uop.cast(dt))
+  def bitcast(self, dtype: DTypeLike) -> Tensor:
+    dtype = _tensor_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize:
       raise ValueError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) and {dtype} ({dtype.itemsize} bytes) "
                        "differ in size")
@@ -1347,13 +1360,15 @@ class Tensor(_CastSugar, MathTrait):
     # NOTE: a reduction over an empty axis is its identity (the kernel's reduce loop runs zero times)
     ret = self._new(self.uop.r(op, axes)) if axes else self
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes))
-  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
-    acc = dtype or sum_acc_dtype(self.dtype)
+  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+          dtype: DTypeLike | None = None) -> Tensor:
+    acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
     # NOTE: floats accumulate wide and come back in their own dtype; ints keep the wide accumulator (as numpy)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
-  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
-    acc = dtype or sum_acc_dtype(self.dtype)
+  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+           dtype: DTypeLike | None = None) -> Tensor:
+    acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
   def _inverse(self) -> Tensor:
