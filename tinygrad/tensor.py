@@ -16,7 +16,7 @@ from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, 
 from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten
-from tinygrad.gradient import compute_gradient
+from tinygrad.gradient import compute_gradient, custom_gradient, substitute
 
 # ---- graph building helpers (UOp level) ----
 
@@ -103,6 +103,37 @@ def _check_alu_dtype(op: Ops, dt: DType, name: str) -> None:
     raise TypeError(f"{name}: bitwise ops need int or bool tensors, got {dt}")
   if op in (Ops.SHL, Ops.SHR, Ops.IDIV, Ops.MOD) and not dtypes.is_int(dt):
     raise TypeError(f"{name}: needs int tensors, got {dt}")
+
+# ---- constants of the composed math ops ----
+_LN2 = math.log(2)
+_TAN_PI_8 = math.tan(math.pi / 8)
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+# NOTE: least-squares fits on Chebyshev nodes (made with numpy against math.atan / math.erf / math.erfc):
+# atan(t)/t in t*t on [0, tan(pi/8)]; erf(x)/x in x*x on [0, 1]; erfc(x)*exp(x*x) in t = 1/(1 + x/2) on [1, 6]
+_ATAN_POLY = (0.9999999999913558, -0.3333333242537805, 0.19999902365205088, -0.14282002668352278, 0.11044824122188332,
+              -0.08477533576867552, 0.04747229696866687)
+_ERF_POLY = (1.1283791670822982, -0.37612638590411307, 0.11283784110779607, -0.026865517350975747,
+             0.005221261158396359, -0.0008487261862935355, 0.0001128812581853663, -9.728251461480198e-06)
+_ERFC_POLY = (9.386284789889961e-06, 0.281850338338329, 0.2849319212959384, 0.22753175865074762, 0.26132097787777253,
+              -0.16807663510999177, 0.49690842598042834, -0.6970036089643497, 0.3979778414274138,
+              -0.0854783846759463)
+_SIGNED_OF_SIZE = {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+
+def _with_gradient(out: Tensor, inputs: tuple[Tensor, ...],
+                   rule: Callable[..., tuple[Tensor | None, ...]]) -> Tensor:
+  """out, differentiated by rule(upstream, out, *inputs) (one gradient per input, or None) instead of through the
+  graph that computes it (see gradient.custom_gradient)."""
+  def uop_rule(ctx: UOp, ret: UOp, srcs: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
+    return tuple(None if g is None else g.uop for g in rule(Tensor(ctx), Tensor(ret), *(Tensor(s) for s in srcs)))
+  custom_gradient(out.uop, tuple(t.uop for t in inputs), uop_rule)
+  return out
+
+def _pow_gradient(ctx: Tensor, ret: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+  """torch's gradients of x**y: y * x**(y-1) (0 where y == 0), and x**y * log(x) (0 where x == 0 and y >= 0); exact at a
+  zero base, where the composed exp2(y * log2|x|) has 0 * inf."""
+  gx = (y == 0).where(0, y * x.pow(y - 1))
+  gy = ((x == 0) & (y >= 0)).where(0, ret * x.log())
+  return ctx * gx, ctx * gy
 
 _all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
@@ -598,7 +629,10 @@ class Tensor(_CastSugar, MathTrait):
         if e & 1: acc = base if acc is None else acc * base
         base, e = base * base, e >> 1
       assert acc is not None
-      return acc.reciprocal() if y < 0 else acc
+      if y > 0: return acc
+      # NOTE: through the product the gradient at a zero base is 0 * inf; y * x**(y-1) is torch's (an infinity)
+      if not dtypes.is_float(self.dtype): return acc.reciprocal()
+      return _with_gradient(acc.reciprocal(), (self,), lambda ctx, ret, x: (ctx * x.pow(y - 1) * y,))
     x, y = self._operands(y, "pow", reverse)
     dt = least_upper_float(x.dtype)
     xf, yf = x.cast(dt), y.cast(dt)
@@ -607,8 +641,9 @@ class Tensor(_CastSugar, MathTrait):
     y_int = yf.trunc() == yf
     y_odd = y_int & ((yf * 0.5).trunc() != yf * 0.5)
     ret = (xf < 0).where(y_int.where(y_odd.where(-mag, mag), xf._const(math.nan)), mag)
-    ret = (yf == 0).where(1.0, ret)
-    return ret if dtypes.is_float(x.dtype) else ret.round().cast(x.dtype)
+    ret = ((yf == 0) | (xf == 1)).where(1.0, ret)
+    if not dtypes.is_float(x.dtype): return ret.round().cast(x.dtype)
+    return _with_gradient(ret, (xf, yf), _pow_gradient)
 
   # NOTE: the other operators come from MathTrait through the named methods above; `//` is numpy's floor division
   # here, where the IR's (and MathTrait's) is C's truncating IDIV
@@ -691,8 +726,113 @@ class Tensor(_CastSugar, MathTrait):
   def exp(self) -> Tensor: return (self._float() * (1 / math.log(2))).exp2()
   def log(self) -> Tensor: return self.log2() * math.log(2)
   def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
-  def cos(self) -> Tensor: return (math.pi / 2 - self._float()).sin()
+  def cos(self) -> Tensor:
+    # NOTE: 1 - 2*sin(x/2)**2, not sin(pi/2 - x): x/2 is exact, where pi/2 - x rounds away the low bits of a large x
+    s = (self._float() * 0.5).sin()
+    return 1 - 2 * s * s
   def tan(self) -> Tensor: return self.sin() / self.cos()
+  def _horner(self, coeffs: Sequence[float]) -> Tensor:
+    """coeffs[0] + x*(coeffs[1] + x*(...)), in self's dtype."""
+    acc = self * coeffs[-1] + coeffs[-2]
+    for c in reversed(coeffs[:-2]): acc = acc * self + c
+    return acc
+  def _odd_fold(self) -> tuple[Tensor, Tensor]:
+    """(x < 0, |x|) for an odd function f(x) = sign(x) f(|x|); unlike abs(), |x| has the gradient 1 at 0."""
+    neg = self < 0
+    return neg, neg.where(-self, self)
+  def _in_float32(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """fn on self promoted to float (16-bit and 8-bit floats through float32, as torch computes them), back in the
+    promoted dtype."""
+    x = self._float()
+    if x.dtype.itemsize >= 4: return fn(x)
+    return fn(x.cast(dtypes.float32)).cast(x.dtype)
+  def expm1(self) -> Tensor:
+    """exp(x) - 1, accurate near 0 (a Taylor polynomial for |x| <= 0.5)."""
+    def f(x: Tensor) -> Tensor:
+      small = x.abs() <= 0.5
+      xs = small.where(x, 0)
+      p = xs * xs._horner([1, 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040, 1 / 40320, 1 / 362880, 1 / 3628800])
+      return small.where(p, x.exp() - 1)
+    return self._in_float32(f)
+  def log1p(self) -> Tensor:
+    """log(1 + x), accurate near 0 (for |x| <= 0.5 the series of 2*atanh(s), s = x/(2+x))."""
+    def f(x: Tensor) -> Tensor:
+      small = x.abs() <= 0.5
+      xs = small.where(x, 0)
+      sx = xs / (xs + 2)
+      p = sx * (sx * sx)._horner([2, 2 / 3, 2 / 5, 2 / 7, 2 / 9, 2 / 11, 2 / 13, 2 / 15])
+      # NOTE: the other branch gets a harmless input (1) wherever it is not taken, so its gradient stays finite
+      return small.where(p, small.where(1, x).add(1).log())
+    return self._in_float32(f)
+  def sinh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      small = x.abs() < 1
+      xs = small.where(x, 0)
+      p = xs * (xs * xs)._horner([1, 1 / 6, 1 / 120, 1 / 5040, 1 / 362880, 1 / 39916800])
+      # NOTE: e**(x - ln2) is e**x / 2 without the overflow of e**x near the top of the range
+      return small.where(p, (x - _LN2).exp() - (-x - _LN2).exp())
+    return self._in_float32(f)
+  def cosh(self) -> Tensor:
+    xf = self._float()
+    out = xf._in_float32(lambda x: (x - _LN2).exp() + (-x - _LN2).exp())
+    # NOTE: the composed gradient e**(x-ln2) - e**(-x-ln2) cancels near 0; sinh does not
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * x.sinh(),))
+  def atan(self) -> Tensor:
+    """Range reduction to |t| <= tan(pi/8) (atan(x) = pi/2 - atan(1/x), atan(r) = pi/4 + atan((r-1)/(r+1))), then a
+    polynomial fitted to atan(t)/t in t*t (relative error 2e-11)."""
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      big = ax > 1
+      r = big.where(big.where(ax, 1).reciprocal(), ax)
+      mid = r > _TAN_PI_8
+      t = mid.where((r - 1) / (r + 1), r)
+      a = t * (t * t)._horner(_ATAN_POLY)
+      a = big.where(math.pi / 2 - mid.where(a + math.pi / 4, a), mid.where(a + math.pi / 4, a))
+      return neg.where(-a, a)
+    return self._in_float32(f)
+  def asin(self) -> Tensor:
+    # NOTE: asin(x) = 2 atan(x / (1 + sqrt(1 - x*x))): no division by zero at |x| = 1, accurate near it
+    return self._in_float32(lambda x: (x / (((1 - x) * (1 + x)).sqrt() + 1)).atan() * 2)
+  def acos(self) -> Tensor:
+    # NOTE: acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): accurate near 1, where pi/2 - asin(x) cancels
+    return self._in_float32(lambda x: ((1 - x) / (1 + x)).sqrt().atan() * 2)
+  def asinh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      # NOTE: above 2**12, sqrt(x*x + 1) is x to float32 precision, and x*x would overflow further up
+      huge = ax > 4096
+      xs = huge.where(1, ax)
+      a = huge.where(huge.where(ax, 2).log() + _LN2, (xs + xs * xs / ((xs * xs + 1).sqrt() + 1)).log1p())
+      return neg.where(-a, a)
+    return self._in_float32(f)
+  def acosh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      huge = x > 4096
+      xs = huge.where(2, x)
+      # NOTE: log1p(t) with t = (x - 1) + sqrt((x - 1)(x + 1)) keeps its precision near 1, where acosh is small
+      return huge.where(huge.where(x, 2).log() + _LN2, ((xs - 1) + ((xs - 1) * (xs + 1)).sqrt()).log1p())
+    return self._in_float32(f)
+  def atanh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      a = (ax * 2 / (1 - ax)).log1p() * 0.5
+      return neg.where(-a, a)
+    return self._in_float32(f)
+  def erf(self) -> Tensor:
+    """Polynomials fitted to erf(x)/x in x*x for |x| < 1 and to erfc(x)*exp(x*x) in 1/(1 + x/2) for 1 <= |x| <= 6
+    (relative error below 1e-10); the gradient is exact, 2/sqrt(pi) * exp(-x*x)."""
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      small = ax < 1
+      xs = small.where(ax, 0)
+      xl = small.where(2, ax.minimum(6))
+      tail = 1 - (-xl * xl).exp() * (xl * 0.5 + 1).reciprocal()._horner(_ERFC_POLY)
+      a = small.where(xs * (xs * xs)._horner(_ERF_POLY), tail)
+      return x.isnan().where(x, neg.where(-a, a))
+    xf = self._float()
+    out = xf._in_float32(f)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * (-x * x).exp() * (2 / math.sqrt(math.pi)),))
+  def erfc(self) -> Tensor: return 1 - self.erf()
   def trunc(self) -> Tensor: return self if not dtypes.is_float(self.dtype) else self._new(self.uop.alu(Ops.TRUNC))
   def floor(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self
@@ -719,22 +859,61 @@ class Tensor(_CastSugar, MathTrait):
     if dtypes.is_unsigned(self.dtype): return (self > 0).cast(self.dtype)
     ret = (self > 0).where(1, (self < 0).where(-1, 0)).cast(self.dtype)
     return (self != self).where(self, ret) if dtypes.is_float(self.dtype) else ret
+  # ---- activations ----
+  # NOTE: every branch of a where() gets an input that keeps it finite where it is not taken: the gradient of the
+  # branch not taken is 0 * (its derivative), which is nan if that derivative overflowed
   def relu(self) -> Tensor: return (self > 0).where(self, 0)
-  def relu6(self) -> Tensor: return self.relu().minimum(6)
+  def relu6(self) -> Tensor: return self.hardtanh(0, 6)
+  def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient is 1 strictly inside, 0 at and beyond the ends (as torch)."""
+    return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
-  def elu(self, alpha: float = 1.0) -> Tensor: return (self > 0).where(self, (self.exp() - 1) * alpha)
-  def sigmoid(self) -> Tensor: return ((-self._float()).exp() + 1).reciprocal()
-  def tanh(self) -> Tensor: return (self._float() * 2).sigmoid() * 2 - 1
-  def gelu(self) -> Tensor:
-    """The tanh approximation (torch's approximate="tanh")."""
+  def elu(self, alpha: float = 1.0) -> Tensor:
+    return (self > 0).where(self, (self > 0).where(0, self).expm1() * alpha)
+  def celu(self, alpha: float = 1.0) -> Tensor:
+    return (self > 0).where(self, ((self > 0).where(0, self) * (1 / alpha)).expm1() * alpha)
+  def selu(self) -> Tensor: return self.elu(_SELU_ALPHA) * _SELU_SCALE
+  def sigmoid(self) -> Tensor:
+    """1/(1 + e**-x) for x >= 0, e**x/(1 + e**x) below: e**-|x| never overflows, so values and gradients stay finite."""
     x = self._float()
-    return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)).tanh().add(1)
+    neg, ax = x._odd_fold()
+    z = (-ax).exp()
+    r = (z + 1).reciprocal()
+    return neg.where(z * r, r)
+  def logsigmoid(self) -> Tensor:
+    x = self._float()
+    return x.minimum(0) - (-x.abs()).exp().log1p()
+  def hardsigmoid(self) -> Tensor:
+    """relu6(x + 3) / 6, with torch's gradient: 1/6 strictly inside (-3, 3), else 0."""
+    x = self._float()
+    return (x <= -3).where(0, (x >= 3).where(1, x * (1 / 6) + 0.5))
+  def hardswish(self) -> Tensor:
+    """x * relu6(x + 3) / 6, with torch's gradient (x/3 + 1/2 on [-3, 3])."""
+    x = self._float()
+    return (x < -3).where(0, (x > 3).where(x, x * (x + 3) * (1 / 6)))
+  def softsign(self) -> Tensor: return self / (self.abs() + 1)
+  def tanh(self) -> Tensor:
+    """-expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no cancellation near 0, no overflow at large |x|."""
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      e = (ax * -2).expm1()
+      t = -e / (e + 2)
+      return neg.where(-t, t)
+    return self._in_float32(f)
+  def gelu(self, approximate: str = "tanh") -> Tensor:
+    """approximate="tanh" (the default here): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x**3)); "none": x * Phi(x) with
+    erf, torch's default."""
+    x = self._float()
+    if approximate == "none": return x * ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+    if approximate != "tanh": raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
+    return x * ((x + x * x * x * 0.044715) * (2 * math.sqrt(2 / math.pi))).sigmoid()
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def silu(self) -> Tensor: return self * self.sigmoid()
   def swish(self) -> Tensor: return self.silu()
   def softplus(self, beta: float = 1.0) -> Tensor:
+    """log(1 + e**(beta x)) / beta as max(x, 0) + log1p(e**-|x|): exact at both ends, gradient sigmoid(beta x)."""
     x = self._float() * beta
-    return (x.relu() + ((-x.abs()).exp() + 1).log()) * (1 / beta)
+    return (x.maximum(0) + (-x.abs()).exp().log1p()) * (1 / beta)
   def mish(self) -> Tensor: return self * self.softplus().tanh()
   def square(self) -> Tensor: return self * self
   def clamp(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor:
@@ -745,8 +924,40 @@ class Tensor(_CastSugar, MathTrait):
     return ret
   def clip(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor: return self.clamp(min_, max_)
   def isnan(self) -> Tensor: return self != self
-  def isinf(self) -> Tensor:
-    return (self == math.inf) | (self == -math.inf) if dtypes.is_float(self.dtype) else self._const(False, dtypes.bool)
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
+    if not dtypes.is_float(self.dtype): return self._const(False, dtypes.bool)
+    pos, neg = self == math.inf, self == -math.inf
+    if detect_positive and detect_negative: return pos | neg
+    return pos if detect_positive else neg if detect_negative else self._const(False, dtypes.bool)
+  def isfinite(self) -> Tensor:
+    if not dtypes.is_float(self.dtype): return self._const(True, dtypes.bool)
+    return (self - self) == 0
+  def isclose(self, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08,
+              equal_nan: bool = False) -> Tensor:
+    """|self - other| <= atol + rtol * |other| elementwise (equal infinities are close, nan is close to nan only with
+    equal_nan), as torch.isclose."""
+    x, y = self._operands(other, "isclose")
+    if x.dtype is dtypes.bool: return x == y
+    xf, yf = x._float(), y._float()
+    ret = (x == y) | (xf.isfinite() & yf.isfinite() & ((xf - yf).abs() <= atol + rtol * yf.abs()))
+    return ret | (xf.isnan() & yf.isnan()) if equal_nan else ret
+  def signbit(self) -> Tensor:
+    """True where the sign bit is set: -0.0 and negative nans included (read from the bits)."""
+    if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self._const(False, dtypes.bool)
+    if not dtypes.is_float(self.dtype): return self < 0
+    return self.bitcast(_SIGNED_OF_SIZE[self.dtype.itemsize]) < 0
+  def copysign(self, other: Tensor | ConstType) -> Tensor:
+    """|self| with the sign bit of other (the gradient goes to self only, 0 at self == 0, as torch)."""
+    x, y = self._operands(other, "copysign")
+    x, y = x._float(), y._float()
+    return y.signbit().where(-x.abs(), x.abs())
+  def logaddexp(self, other: Tensor | ConstType) -> Tensor:
+    """log(e**x + e**y) = max(x, y) + log1p(e**-|x - y|); equal operands (both infinities included) give x + ln2."""
+    x, y = self._operands(other, "logaddexp")
+    x, y = x._float(), y._float()
+    tie = x == y
+    d = tie.where(0, x - y)
+    return tie.where(x * 0.5 + y * 0.5 + _LN2, x.maximum(y) + (-d.abs()).exp().log1p())
   def lerp(self, end: Tensor, weight: Tensor | ConstType) -> Tensor: return self + (end - self) * weight
 
   # ---- movement ----
@@ -2032,8 +2243,8 @@ class Tensor(_CastSugar, MathTrait):
       live.update(new)
     where: dict[UOp, UOp] = {}
     while subs := {u: g for u in root.toposort() if (g := live.get(u)) is not None}:
-      root = root.substitute(subs)
-      where = {**{u: v.substitute(subs) for u, v in where.items()}, **subs}
+      root = substitute(root, subs)
+      where = {**{u: substitute(v, subs) for u, v in where.items()}, **subs}
       live = {u: g for u, g in live.items() if u not in subs}
     return root, where
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
