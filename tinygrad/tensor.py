@@ -135,6 +135,12 @@ def _pow_gradient(ctx: Tensor, ret: Tensor, x: Tensor, y: Tensor) -> tuple[Tenso
   gy = ((x == 0) & (y >= 0)).where(0, ret * x.log())
   return ctx * gx, ctx * gy
 
+def _bce_gradient(ctx: Tensor, ret: Tensor, p: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+  """torch's gradients of binary cross-entropy: (p - y) / max(p (1 - p), 1e-12), and log(1 - p) - log(p)."""
+  gp = (p - y) / (p * (1 - p)).maximum(1e-12)
+  gy = (1 - p).log() - p.log()
+  return ctx * gp, ctx * gy
+
 _all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
@@ -493,8 +499,9 @@ class Tensor(_CastSugar, MathTrait):
   def _axes(self, axis: int | Sequence[int] | None) -> tuple[int, ...]:
     if axis is None: return tuple(range(self.ndim))
     ax = tuple(self._axis(a) for a in ((axis,) if isinstance(axis, int) else axis))
+    if len(set(ax)) != len(ax): raise RuntimeError(f"axis {axis} repeats an axis (tensor of shape {self.shape})")
     if self.ndim == 0: return ()
-    return tuple(sorted(set(ax)))
+    return tuple(sorted(ax))
 
   def _broadcast_to(self, shape: tuple[int, ...], op: str = "broadcast_to") -> Tensor:
     if self.shape == shape: return self
@@ -976,7 +983,8 @@ class Tensor(_CastSugar, MathTrait):
   def permute(self, order: Any, *args: int) -> Tensor:
     o = tuple(self._axis(a) for a in argfix(order, *args))
     if sorted(o) != list(range(self.ndim)):
-      raise ValueError(f"permute: {o} is not a permutation of the axes of {self.shape}")
+      # NOTE: torch raises RuntimeError for a wrong number of axes or a repeated one
+      raise RuntimeError(f"permute: {o} is not a permutation of the axes of {self.shape}")
     return self if o == tuple(range(self.ndim)) else self._new(self.uop.permute(o))
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     order = list(range(self.ndim))
@@ -1000,8 +1008,8 @@ class Tensor(_CastSugar, MathTrait):
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
   def squeeze(self, dim: int | None = None) -> Tensor:
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
-    if self.ndim == 0: return self
     d = self._axis(dim)
+    if self.ndim == 0: return self
     return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d + 1:])
   def unsqueeze(self, dim: int) -> Tensor:
     d = self._axis(dim, self.ndim + 1)
@@ -1041,7 +1049,9 @@ class Tensor(_CastSugar, MathTrait):
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))
     return inside.where(ret, value)
   def flip(self, axis: int | Sequence[int], *args: int) -> Tensor:
-    ax = {self._axis(a) for a in argfix(axis, *args)}
+    axl = [self._axis(a) for a in argfix(axis, *args)]
+    if len(set(axl)) != len(axl): raise RuntimeError(f"flip: axis {argfix(axis, *args)} repeats an axis")
+    ax = set(axl)
     return self._new(self.uop.flip(tuple(i in ax for i in range(self.ndim)))) if ax else self
   def repeat(self, repeats: Any, *args: int) -> Tensor:
     r = argfix(repeats, *args)
@@ -1597,10 +1607,14 @@ class Tensor(_CastSugar, MathTrait):
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
     return (s * (1 / n) if n else s * math.nan).cast(x.dtype)
   def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """sum((x - mean)**2) / max(0, N - correction), as torch: N <= correction divides by zero (inf, or nan for 0/0)."""
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
-    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
-    return (sq * (1 / (n - correction)) if n - correction > 0 else sq * math.nan).cast(x.dtype)
+    m = x.mean(axis, keepdim=True)
+    # NOTE: when the divisor is 0 the gradient 2(x - mean)/0 is +-inf (torch's); through the mean it would be inf - inf
+    if n - correction <= 0: m = m.detach()
+    sq = (x - m).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
+    return (sq / float(max(0, n - correction))).cast(x.dtype)
   def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     return self.var(axis, keepdim, correction).sqrt()
   def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -1655,6 +1669,23 @@ class Tensor(_CastSugar, MathTrait):
     out = inner + before if op == "sum" else inner * before if op == "prod" else inner.maximum(before)
     return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
   def cumsum(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "sum")
+  def logcumsumexp(self, axis: int = 0) -> Tensor:
+    """log(cumsum(exp(x))) along axis, never through the exp of a large prefix: a logsumexp over each prefix window up
+    to 2048 elements, above that a scan inside blocks of about sqrt(n) combined with a scan of the block totals by
+    logaddexp."""
+    x = self._float()
+    if x.ndim == 0: return x
+    a = x._axis(axis)
+    n = x.shape[a]
+    if n == 0: return x
+    xt, keep = x.transpose(a, -1), [(0, 0)] * (x.ndim - 1)
+    if n <= 2048: return xt.pad(keep + [(n - 1, 0)], value=-math.inf)._pool((n,)).logsumexp(-1).transpose(a, -1)
+    b = math.isqrt(n - 1) + 1
+    nb = ceildiv(n, b)
+    inner = xt.pad(keep + [(0, nb * b - n)], value=-math.inf).reshape(*xt.shape[:-1], nb, b).logcumsumexp(-1)
+    tot = inner[..., -1].shrink([None] * (x.ndim - 1) + [(0, nb - 1)]).pad(keep + [(1, 0)], value=-math.inf)
+    out = inner.logaddexp(tot.logcumsumexp(-1).unsqueeze(-1))
+    return out.reshape(*xt.shape[:-1], nb * b).shrink([None] * (x.ndim - 1) + [(0, n)]).transpose(a, -1)
   def cumprod(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "prod")
   def cummax(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "max")
 
@@ -1691,13 +1722,16 @@ class Tensor(_CastSugar, MathTrait):
 
   def dot(self, w: Tensor) -> Tensor:
     """numpy matmul semantics: 1-d operands are vectors, leading axes broadcast as batch axes."""
+    # NOTE: shape errors are RuntimeError, as torch raises them
     if self.ndim == 0 or w.ndim == 0:
-      raise ValueError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
+      raise RuntimeError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
     x, ww = self, w
     if x.shape[-1] != (ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
-      raise ValueError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} and "
-                       f"{ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
-    if x.ndim > 2 or ww.ndim > 2: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
+      raise RuntimeError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} and "
+                         f"{ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
+    if x.ndim > 2 or ww.ndim > 2:
+      try: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
+      except ValueError as e: raise RuntimeError(str(e)) from None
     xs = x.reshape(x.shape[:-1] + (1,) + x.shape[-1:]) if x.ndim > 1 else x.reshape(1, 1, x.shape[0])
     wt = ww.transpose(-1, -2) if ww.ndim > 1 else ww.reshape(1, ww.shape[0])
     wt = wt.reshape(wt.shape[:-2] + (1,) + wt.shape[-2:])
@@ -2208,24 +2242,74 @@ class Tensor(_CastSugar, MathTrait):
     if not dtypes.is_int(self.dtype): raise TypeError(f"embedding: indices must be an int tensor, got {self.dtype}")
     oh = (self.unsqueeze(-1) == Tensor._arange_index(weight.shape[0], self.device)).cast(weight.dtype)
     return oh @ weight
-  def cross_entropy(self, y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Logits self (N, C) (or (C,)) against integer class indices y (N,), or against probabilities of self's shape."""
-    if not (y.shape == self.shape and dtypes.is_float(y.dtype)) and y.shape != self.shape[:-1]:
-      raise ValueError(f"cross_entropy: logits {self.shape} need class indices of shape {self.shape[:-1]} or "
-                       f"probabilities of shape {self.shape}, got {y.shape} {y.dtype}")
-    logp = self.log_softmax(-1)
-    if y.shape == self.shape and dtypes.is_float(y.dtype): target = y
-    else: target = (y.unsqueeze(-1) == Tensor._arange_index(self.shape[-1], self.device)).cast(logp.dtype)
-    if label_smoothing: target = target * (1 - label_smoothing) + label_smoothing / self.shape[-1]
-    loss = -(logp * target).sum(-1)
+  # ---- losses (torch's definitions; reduction "mean", "sum" or "none") ----
+  @staticmethod
+  def _reduce_loss(loss: Tensor, reduction: str, name: str, divisor: Tensor | None = None) -> Tensor:
     if reduction == "none": return loss
     if reduction == "sum": return loss.sum()
-    if reduction == "mean": return loss.mean()
-    raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-  def sparse_categorical_crossentropy(self, y: Tensor, label_smoothing: float = 0.0) -> Tensor:
-    return self.cross_entropy(y, label_smoothing=label_smoothing)
-  def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
-    return (self.relu() - self * y + ((-self.abs()).exp() + 1).log()).mean()
+    if reduction == "mean": return loss.mean() if divisor is None else loss.sum() / divisor
+    raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+  def _picked(self, y: Tensor, weight: Tensor | None, ignore_index: int, name: str) -> tuple[Tensor, Tensor]:
+    """(-self[y] * w[y], w[y]) per target, 0 where y == ignore_index or out of range: self (N, C, d1, ...) or (C,)
+    with the classes on axis 1 (0 for 1-d), y integer class indices (N, d1, ...) or ()."""
+    c_ax = 1 if self.ndim >= 2 else 0
+    want = self.shape[:c_ax] + self.shape[c_ax + 1:]
+    if y.shape != want or not dtypes.is_int(y.dtype):
+      raise ValueError(f"{name}: input {self.shape} needs integer class indices of shape {want} (classes on "
+                       f"axis {c_ax}), got {y.shape} {y.dtype}")
+    along = [-1 if k == c_ax else 1 for k in range(self.ndim)]
+    hit = y.unsqueeze(c_ax) == Tensor._arange_index(self.shape[c_ax], self.device).reshape(along)
+    w = Tensor.ones(self.shape[c_ax], device=self.device) if weight is None else weight
+    wy = (y != ignore_index).where(hit.where(w.reshape(along), 0).sum(c_ax), 0)
+    return -hit.where(self, 0).sum(c_ax) * wy, wy
+  def nll_loss(self, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
+               reduction: str = "mean") -> Tensor:
+    """-self[y] for log-probabilities self (N, C, d1, ...) or (C,) and class indices y (N, d1, ...) or (); with weight
+    (C,) each term is scaled by weight[y] and "mean" divides by the sum of those weights; y == ignore_index counts
+    nowhere."""
+    loss, wy = self._picked(y, weight, ignore_index, "nll_loss")
+    return Tensor._reduce_loss(loss, reduction, "nll_loss", wy.sum())
+  def cross_entropy(self, y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, ignore_index: int = -100,
+                    weight: Tensor | None = None) -> Tensor:
+    """Logits self (N, C, d1, ...) or (C,), classes on axis 1 (0 for 1-d), as torch: against integer class indices y
+    (N, d1, ...) (ignore_index, weight; "mean" divides by the weight of the counted targets), or against class
+    probabilities y of self's shape ("mean" divides by the number of targets). label_smoothing mixes in the uniform
+    distribution."""
+    c_ax = 1 if self.ndim >= 2 else 0
+    ncls, want = self.shape[c_ax], self.shape[:c_ax] + self.shape[c_ax + 1:]
+    probs = y.shape == self.shape and dtypes.is_float(y.dtype)
+    if not probs and y.shape != want:
+      raise ValueError(f"cross_entropy: logits {self.shape} need class indices of shape {want} or probabilities of "
+                       f"shape {self.shape}, got {y.shape} {y.dtype}")
+    logp = self.log_softmax(c_ax)
+    wlogp = logp if weight is None else logp * weight.reshape([-1 if k == c_ax else 1 for k in range(self.ndim)])
+    if probs:
+      target = y * (1 - label_smoothing) + label_smoothing / ncls if label_smoothing else y
+      return Tensor._reduce_loss(-(wlogp * target).sum(c_ax), reduction, "cross_entropy")
+    loss, wy = logp._picked(y, weight, ignore_index, "cross_entropy")
+    if label_smoothing:
+      smooth = (y != ignore_index).where(-wlogp.sum(c_ax) * (1 / ncls), 0)
+      loss = loss * (1 - label_smoothing) + smooth * label_smoothing
+    return Tensor._reduce_loss(loss, reduction, "cross_entropy", wy.sum())
+  def sparse_categorical_crossentropy(self, y: Tensor, label_smoothing: float = 0.0, ignore_index: int = -1,
+                                      reduction: str = "mean") -> Tensor:
+    """cross_entropy with the classes on the last axis (logits (..., C), indices (...)), ignoring y == ignore_index."""
+    x = self if self.ndim <= 2 else self.permute(0, self.ndim - 1, *range(1, self.ndim - 1))
+    return x.cross_entropy(y, reduction, label_smoothing, ignore_index)
+  def binary_crossentropy(self, y: Tensor, reduction: str = "mean") -> Tensor:
+    """-(y log p + (1 - y) log(1 - p)) for probabilities p = self, each log clamped at -100, with torch's gradients
+    (finite at p = 0 and 1)."""
+    p, yf = self._float()._operands(y, "binary_crossentropy")
+    lp, l1p = p.log().maximum(-100), (1 - p).log().maximum(-100)
+    loss = _with_gradient(-(yf * lp + (1 - yf) * l1p), (p, yf), _bce_gradient)
+    return Tensor._reduce_loss(loss, reduction, "binary_crossentropy")
+  def binary_crossentropy_logits(self, y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """binary_crossentropy of sigmoid(self) from the logits: (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x), exact
+    at any x."""
+    x = self._float()
+    sp = (-x).softplus()
+    loss = (1 - y) * x + (sp if pos_weight is None else (1 + (pos_weight - 1) * y) * sp)
+    return Tensor._reduce_loss(loss, reduction, "binary_crossentropy_logits")
 
   # ---- autograd ----
   def _grad_graph(self) -> tuple[UOp, dict[UOp, UOp]]:
