@@ -626,6 +626,9 @@ class Tensor(_CastSugar, MathTrait):
     if dtypes.is_unsigned(x.dtype): return r
     return (r.ne(0) & ((r < 0) ^ (y < 0))).where(r + y, r)
   def pow(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    # NOTE: bools raise to a power as ints (torch)
+    if self.dtype is dtypes.bool and (isinstance(y, int) or (isinstance(y, Tensor) and not dtypes.is_float(y.dtype))):
+      return self.cast(dtypes.default_int).pow(y, reverse)
     # NOTE: an int tensor to a positive int power multiplies at any size, so it wraps as numpy's does
     if not reverse and isinstance(y, int) and not isinstance(y, bool) and (abs(y) <= 64 or
                                                                           (dtypes.is_int(self.dtype) and y > 0)):
@@ -859,8 +862,9 @@ class Tensor(_CastSugar, MathTrait):
     return away.where(t + step, t)
   def abs(self) -> Tensor:
     if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self
-    # NOTE: x*x where x is neither < 0 nor > 0: +0 for +-0 and nan for nan, with the gradient 0 at 0 (as torch)
-    return (self < 0).where(-self, (self > 0).where(self, self * self))
+    # NOTE: x*0 + 0 where x is neither < 0 nor > 0: +0 for +-0 and nan for nan, with the gradient 0 at 0 (as torch);
+    # x*x would give the same values but a gradient 0 * 2x = nan at x = +-inf, where that branch is not taken
+    return (self < 0).where(-self, (self > 0).where(self, self * 0 + 0))
   def sign(self) -> Tensor:
     if self.dtype is dtypes.bool: return self
     if dtypes.is_unsigned(self.dtype): return (self > 0).cast(self.dtype)
@@ -895,9 +899,9 @@ class Tensor(_CastSugar, MathTrait):
     x = self._float()
     return (x <= -3).where(0, (x >= 3).where(1, x * (1 / 6) + 0.5))
   def hardswish(self) -> Tensor:
-    """x * relu6(x + 3) / 6, with torch's gradient (x/3 + 1/2 on [-3, 3])."""
+    """x * relu6(x + 3) / 6, with torch's gradient (x/3 + 1/2 strictly inside (-3, 3), 0 at -3, 1 at 3)."""
     x = self._float()
-    return (x < -3).where(0, (x > 3).where(x, x * (x + 3) * (1 / 6)))
+    return (x <= -3).where(0, (x >= 3).where(x, x * (x + 3) * (1 / 6)))
   def softsign(self) -> Tensor: return self / (self.abs() + 1)
   def tanh(self) -> Tensor:
     """-expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no cancellation near 0, no overflow at large |x|."""
