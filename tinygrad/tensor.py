@@ -2263,7 +2263,8 @@ class Tensor(_CastSugar, MathTrait):
                        f"axis {c_ax}), got {y.shape} {y.dtype}")
     along = [-1 if k == c_ax else 1 for k in range(self.ndim)]
     hit = y.unsqueeze(c_ax) == Tensor._arange_index(self.shape[c_ax], self.device).reshape(along)
-    w = Tensor.ones(self.shape[c_ax], device=self.device) if weight is None else weight
+    w = Tensor.ones(self.shape[c_ax], device=self.device, dtype=self.dtype) if weight is None else \
+      weight.cast(self.dtype)
     wy = (y != ignore_index).where(hit.where(w.reshape(along), 0).sum(c_ax), 0)
     return -hit.where(self, 0).sum(c_ax) * wy, wy
   def nll_loss(self, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100,

@@ -139,7 +139,7 @@ SPECIAL = [1.0, -2.5, 0.0, -0.0, math.inf, -math.inf, math.nan, 1e38]
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool"])
 def test_isinf_isfinite_isnan(dtype):
-  vals = [SPECIAL] if dtype.startswith("float") else [[1, 0, 1, 0]]
+  vals = [SPECIAL if dtype == "float32" else SPECIAL[:-1] + [6e4]] if dtype.startswith("float") else [[1, 0, 1, 0]]
   check_op(None, torch.isinf, Tensor.isinf, vals=vals, dtype=dtype, grad=False)
   check_op(None, torch.isfinite, Tensor.isfinite, vals=vals, dtype=dtype, grad=False)
   check_op(None, torch.isnan, Tensor.isnan, vals=vals, dtype=dtype, grad=False)
