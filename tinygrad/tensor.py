@@ -627,7 +627,8 @@ class Tensor(_CastSugar, MathTrait):
     return (r.ne(0) & ((r < 0) ^ (y < 0))).where(r + y, r)
   def pow(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     # NOTE: bools raise to a power as ints (torch)
-    if self.dtype is dtypes.bool and (isinstance(y, int) or (isinstance(y, Tensor) and not dtypes.is_float(y.dtype))):
+    if self.dtype is dtypes.bool and ((isinstance(y, int) and not isinstance(y, bool)) or
+                                      (isinstance(y, Tensor) and dtypes.is_int(y.dtype))):
       return self.cast(dtypes.default_int).pow(y, reverse)
     # NOTE: an int tensor to a positive int power multiplies at any size, so it wraps as numpy's does
     if not reverse and isinstance(y, int) and not isinstance(y, bool) and (abs(y) <= 64 or
@@ -1611,14 +1612,19 @@ class Tensor(_CastSugar, MathTrait):
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
     return (s * (1 / n) if n else s * math.nan).cast(x.dtype)
   def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-    """sum((x - mean)**2) / max(0, N - correction), as torch: N <= correction divides by zero (inf, or nan for 0/0)."""
+    """sum((x - mean)**2) / max(0, N - correction), as torch: N <= correction divides by zero (inf, or nan for 0/0).
+    The gradient is torch's, 2(x - mean)/(N - correction): +-inf at N == correction, finite below."""
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
     m = x.mean(axis, keepdim=True)
-    # NOTE: when the divisor is 0 the gradient 2(x - mean)/0 is +-inf (torch's); through the mean it would be inf - inf
+    # NOTE: with the divisor at 0 or below, through the mean the gradient would be inf - inf; analytically the mean's
+    # part is 0, so it is left out
     if n - correction <= 0: m = m.detach()
     sq = (x - m).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
-    return (sq / float(max(0, n - correction))).cast(x.dtype)
+    if n - correction >= 0: return (sq / float(n - correction)).cast(x.dtype)
+    # the value divides by 0, the gradient by the negative N - correction
+    v = sq / float(n - correction)
+    return (v - v.detach() + (sq / 0.0).detach()).cast(x.dtype)
   def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     return self.var(axis, keepdim, correction).sqrt()
   def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
