@@ -2389,6 +2389,6 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
         if t._nonleaf: _realized_graphs[new] = t.uop
       t.uop = new
     elif t.uop.op is not Ops.CONST and any(u in becomes for u in t.uop.toposort()):
-      t.uop = t.uop.substitute(becomes)
+      t.uop = substitute(t.uop, becomes)
 
 __all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError"]
