@@ -1732,16 +1732,16 @@ class Tensor(_CastSugar, MathTrait):
 
   def dot(self, w: Tensor) -> Tensor:
     """numpy matmul semantics: 1-d operands are vectors, leading axes broadcast as batch axes."""
-    # NOTE: shape errors are RuntimeError, as torch raises them
+    # NOTE: shape errors are RuntimeError, as torch raises them (and ValueError, as numpy: ShapeMismatchError is both)
     if self.ndim == 0 or w.ndim == 0:
-      raise RuntimeError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
+      raise ShapeMismatchError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
     x, ww = self, w
     if x.shape[-1] != (ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
-      raise RuntimeError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} and "
-                         f"{ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
+      raise ShapeMismatchError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} "
+                               f"and {ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
     if x.ndim > 2 or ww.ndim > 2:
       try: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
-      except ValueError as e: raise RuntimeError(str(e)) from None
+      except ValueError as e: raise ShapeMismatchError(str(e)) from None
     xs = x.reshape(x.shape[:-1] + (1,) + x.shape[-1:]) if x.ndim > 1 else x.reshape(1, 1, x.shape[0])
     wt = ww.transpose(-1, -2) if ww.ndim > 1 else ww.reshape(1, ww.shape[0])
     wt = wt.reshape(wt.shape[:-2] + (1,) + wt.shape[-2:])

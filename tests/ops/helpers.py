@@ -62,14 +62,17 @@ def to_np(t: torch.Tensor) -> np.ndarray:
   return (t.float() if t.dtype is torch.bfloat16 else t).numpy()
 
 def compare(out: Tensor, ref: torch.Tensor, atol: float | None, rtol: float | None, what: str,
-            check_dtype: bool = True) -> None:
-  """out against ref: shape, dtype (by name) and values (nan where ref is nan, inf where ref is inf)."""
+            check_dtype: bool = True, any_int_width: bool = False, tol: dict[str, tuple[float, float]] = TOL) -> None:
+  """out against ref: shape, dtype (by name; with any_int_width an int ref takes any int dtype) and values (nan where
+  ref is nan, inf where ref is inf)."""
   name = torch_dtype_name(ref.dtype)
-  if check_dtype:
+  if check_dtype and any_int_width and name != "bool" and not ref.dtype.is_floating_point:
+    assert dtypes.is_int(out.dtype), f"{what}: dtype {out.dtype} != torch {ref.dtype} (any int dtype would do)"
+  elif check_dtype:
     assert out.dtype is TINY_DTYPES[name], f"{what}: dtype {out.dtype} != torch {ref.dtype}"
   assert out.shape == tuple(ref.shape), f"{what}: shape {out.shape} != torch {tuple(ref.shape)}"
   got, want = out.numpy(), to_np(ref)
-  a, r = TOL.get(name, (0.0, 0.0))
+  a, r = tol.get(name, (0.0, 0.0))
   a, r = a if atol is None else atol, r if rtol is None else rtol
   if name in ("bool",) or name.startswith("int") or name.startswith("uint"):
     np.testing.assert_array_equal(got, want, err_msg=what)
@@ -83,9 +86,12 @@ def check_op(shapes: Sequence[tuple[int, ...]] | None, torch_fn: Callable[..., A
              tiny_fn: Callable[..., Any] | None = None, *, vals: Sequence[Any] | None = None, dtype: str = "float32",
              low: float = -2.0, high: float = 2.0, grad: bool | None = None, atol: float | None = None,
              rtol: float | None = None, grad_atol: float | None = None, grad_rtol: float | None = None,
-             check_dtype: bool = True, seed: int = 0) -> list[Tensor]:
+             check_dtype: bool = True, seed: int = 0, any_int_width: bool = False,
+             tol: dict[str, tuple[float, float]] = TOL) -> list[Tensor]:
   """Run torch_fn on torch tensors and tiny_fn (default: torch_fn) on Tensors made from the same inputs; compare
-  forward outputs and, for float inputs (or grad=True), the gradient of every input. Returns tinygrad's outputs."""
+  forward outputs and, for float inputs (or grad=True), the gradient of every input. Returns tinygrad's outputs.
+  any_int_width: int outputs may have any int dtype (our indices are int32 where torch's are int64); tol: the
+  default (atol, rtol) per dtype."""
   inputs = [np.asarray(v, dtype=np.dtype(dtype) if dtype != "bfloat16" else np.float32) for v in vals] if vals is not None \
     else make_inputs(shapes or [], dtype, low, high, seed)
   want_grad = dtype.startswith("float") or dtype == "bfloat16" if grad is None else grad
@@ -105,15 +111,16 @@ def check_op(shapes: Sequence[tuple[int, ...]] | None, torch_fn: Callable[..., A
     ograds = out[k].gradient(*ts, gradient=Tensor(up).cast(out[k].dtype))
   # NOTE: one realize for the outputs and the gradients, so the kernels they share are scheduled once
   Tensor.realize(*out, *ograds)
-  for j, (o, r) in enumerate(zip(out, ref)): compare(o, r, atol, rtol, f"forward output {j}", check_dtype)
+  for j, (o, r) in enumerate(zip(out, ref)):
+    compare(o, r, atol, rtol, f"forward output {j}", check_dtype, any_int_width, tol)
   if k is None: return list(out)
   name = torch_dtype_name(ref[k].dtype)
-  a, r = TOL.get(name, (0.0, 0.0))
+  a, r = tol.get(name, (0.0, 0.0))
   ga = a * GRAD_SCALE if grad_atol is None else grad_atol
   gr = r * GRAD_SCALE if grad_rtol is None else grad_rtol
   for i, (tg, og) in enumerate(zip(tgrads, ograds)):
     if tg is None: tg = torch.zeros_like(tt[i])
-    compare(og, tg, ga, gr, f"gradient of input {i}", check_dtype)
+    compare(og, tg, ga, gr, f"gradient of input {i}", check_dtype, any_int_width, tol)
   return list(out)
 
 def check_raises(exc: type[BaseException], torch_fn: Callable[[], Any], tiny_fn: Callable[[], Any],
@@ -131,3 +138,22 @@ def check_raises(exc: type[BaseException], torch_fn: Callable[[], Any], tiny_fn:
 def kernel_count(*ts: Tensor) -> int:
   """Kernels that realizing ts takes (schedule items, nothing run)."""
   return len(ts[0].schedule(*ts[1:]))
+
+# ---- the conventions of the shape, indexing and nn tests (test_shape_ops, test_indexing, test_nn_ops) ----
+# NOTE: those ops move values more than they compute, so their tolerances are tighter; their index outputs are int32
+# where torch's are int64
+STRICT_TOL: dict[str, tuple[float, float]] = {"float16": (2e-3, 2e-3), "float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10)}
+
+def check(shapes: Sequence[tuple[int, ...]] | None, torch_fn: Callable[..., Any], tiny_fn: Callable[..., Any] | None = None,
+          *, vals: Sequence[Any] | None = None, dtype: str = "float32", low: float = -2.0, high: float = 2.0,
+          grad: bool | None = None, atol: float | None = None, rtol: float | None = None,
+          grad_atol: float | None = None, seed: int = 0) -> list[Tensor]:
+  """check_op with STRICT_TOL and int outputs of any int width."""
+  return check_op(shapes, torch_fn, tiny_fn, vals=vals, dtype=dtype, low=low, high=high, grad=grad, atol=atol,
+                  rtol=rtol, grad_atol=grad_atol, seed=seed, any_int_width=True, tol=STRICT_TOL)
+
+def raises_like_torch(exc: type[BaseException], torch_call: Callable[[], Any], tiny_call: Callable[[], Any]) -> None:
+  """torch raises exc for this call (the premise), and so do we."""
+  check_raises(exc, torch_call, tiny_call)
+
+kernels = kernel_count

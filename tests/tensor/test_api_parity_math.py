@@ -1,5 +1,5 @@
 """A representative slice of tests/ops (the per-op torch comparisons of the math, activation and loss half) that the
-cases of each kind of new op, forward and backward."""
+per-target sweeps re-run: one or two cases of each kind of new op, forward and backward."""
 import math
 import numpy as np
 import torch
