@@ -266,6 +266,7 @@ class Tensor(_CastSugar, MathTrait):
         if apply: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device).reshape(t.shape)})
       else: todo.append(t)
     if not todo: return [], {}
+    if apply: todo += _readers_of_overwritten(todo)
     # NOTE: a bare view of a buffer (a permute, a shrink) is not a kernel by itself: ask for a contiguous copy of it
     outs = {t.uop: t.uop.contiguous() if _is_view_of_buffer(t.uop) else t.uop for t in todo}
     items, becomes, var_vals = create_schedule_with_vars(UOp.sink(*dict.fromkeys(outs.values())))
@@ -2373,6 +2374,27 @@ class Tensor(_CastSugar, MathTrait):
   def __iter__(self) -> Any:
     if not self.shape: raise TypeError("iteration over a 0-d tensor")
     return (self[i] for i in range(self.shape[0]))
+
+def _readers_of_overwritten(todo: list[Tensor]) -> list[Tensor]:
+  """Live lazy tensors that read a buffer (or a pending ASSIGN to it) which this realize overwrites with an ASSIGN.
+  They are realized in the same schedule, which orders their kernels before the overwrite: realized later, they would
+  read the buffer's new contents instead of the value it held when they were built (`loss.backward(); opt.step();
+  loss.item()` must give the loss of the old weights)."""
+  overwritten: set[UOp] = set()
+  for u in UOp.sink(*[t.uop for t in todo]).toposort():
+    if u.op is not Ops.ASSIGN: continue
+    tgt = u.src[0]
+    while tgt.op in GroupOp.Movement: tgt = tgt.src[0]
+    overwritten.add(tgt)
+  if not overwritten: return []
+  have = set(todo)
+  # NOTE: a reader through an ASSIGN reads its written value, which stays valid: the walk stops at ASSIGNs (a pending
+  # ASSIGN that is itself overwritten is in `overwritten`, so it still counts); a pending write is realized as a write
+  def reads_old(t: Tensor) -> bool:
+    return any(n in overwritten for n in t.uop.toposort(gate=lambda n: n.op is not Ops.ASSIGN))
+  # NOTE: a pure view of a buffer (a slice, a transpose) aliases it, as a torch view does: it sees the write
+  return [t for t in list(_all_tensors) if t not in have and t.uop.op is not Ops.ASSIGN and
+          not _is_view_of_buffer(t.uop) and t.numel() != 0 and reads_old(t)]
 
 def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
   """Point every live tensor at the buffers its graph was realized into. Tensors that autograd may still differentiate
