@@ -34,6 +34,12 @@ def any_len_index_ok(x: UOp) -> bool:
     return fail(f"INDEX of {x.dtype} into {b.dtype}")
   return all(is_intlike(s.dtype) or s.dtype.scalar() is dtypes.bool for s in x.src[1:]) or fail("INDEX offsets")
 
+def value_index_ok(x: UOp) -> bool:
+  """rangeify: INDEX(tensor node, *idx) is the node's value at one index expression per dimension (not a pointer)."""
+  if not x.src or isinstance(x.dtype, PtrDType) or x.dtype != x.src[0].dtype: return False
+  sh = x.src[0].shape
+  return sh is not None and len(x.src) == len(sh) + 1 and all(s.dtype is dtypes.index for s in x.src[1:])
+
 INDEX_INTS = (dtypes.index, dtypes.int32, dtypes.int64)
 
 def index_mix_ok(x: UOp) -> bool:
@@ -64,6 +70,7 @@ full_only_rules: list[Rule] = [
   (UPat(Ops.END, dtypes.void, src=(UPat(),), allow_any_len=True, name="x"), int_srcs),
   (UPat(Ops.REDUCE, src=(UPat(name="v"),), allow_any_len=True, name="x"), reduce_ok),
   (UPat(Ops.INDEX, name="x"), any_len_index_ok),
+  (UPat(Ops.INDEX, name="x"), value_index_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.INDEX, name="i"),), allow_any_len=True, name="x"),
    lambda x, i: x.dtype == elem_dtype(i.dtype)),
   (UPat(Ops.STORE, dtypes.void, src=(UPat(Ops.INDEX, name="i"), UPat(name="v"))),

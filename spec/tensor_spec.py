@@ -87,8 +87,10 @@ tensor_reject: list[Rule] = [
 
 tensor_rules: list[Rule] = [
   (UPat(Ops.DEVICE, dtypes.void, src=(), name="x"), lambda x: isinstance(x.arg, str) or fail("DEVICE arg is a str")),
-  (UPat(Ops.UNIQUE, dtypes.void, src=(), name="x"), lambda x: type(x.arg) is int or fail("UNIQUE arg is an int")),
-  (UPat(Ops.BUFFER, src=(UPat(Ops.UNIQUE), UPat(Ops.DEVICE)), name="x"), buffer_ok),
+  # UNIQUE(n): a buffer's identity in the process; LUNIQUE(i): its name in one scheduled graph (numbered 0.. there)
+  (UPat((Ops.UNIQUE, Ops.LUNIQUE), dtypes.void, src=(), name="x"),
+   lambda x: type(x.arg) is int or fail(f"{x.op} arg is an int")),
+  (UPat(Ops.BUFFER, src=(UPat((Ops.UNIQUE, Ops.LUNIQUE)), UPat(Ops.DEVICE)), name="x"), buffer_ok),
   (UPat(Ops.BUFFER_VIEW, src=(UPat(Ops.BUFFER, name="b"),), name="x"), buffer_view_ok),
   (UPat(Ops.CONST, src=(UPat(Ops.DEVICE),), name="x"), lambda x: x.dtype.count == 1 and const_ok(x.dtype, x.arg)),
   (UPat(Ops.DEFINE_VAR, dtypes.index, src=(), name="x"), var_ok),

@@ -277,7 +277,9 @@ _buffers: weakref.WeakKeyDictionary[Any, Buffer] = weakref.WeakKeyDictionary()
 _unique_counter = itertools.count()
 
 def next_unique() -> int:
-  """A fresh number for `UOp(Ops.UNIQUE, arg=n)`: every BUFFER UOp of the tensor graph is distinct by it."""
+  """A fresh number for `UOp(Ops.UNIQUE, arg=n)`: every BUFFER UOp of the tensor graph is distinct by it (and a tag
+  `(kind, next_unique())` gives a node such an identity). The numbers depend on the process's history, so the scheduler
+  renames them LUNIQUE(0..) in each graph it schedules (engine/schedule.canonical_names) before anyone sees it."""
   return next(_unique_counter)
 
 def buffer_of(u: Any) -> Buffer:
@@ -286,6 +288,9 @@ def buffer_of(u: Any) -> Buffer:
   if u.op is Ops.AFTER: return buffer_of(u.src[0])
   if (b := _buffers.get(u)) is not None: return b
   if u.op is Ops.BUFFER:
+    if u.src and u.src[0].op is Ops.LUNIQUE:
+      raise ValueError(f"buffer_of: BUFFER(LUNIQUE({u.src[0].arg})) names a buffer inside one scheduled graph, not a "
+                       "buffer of the process; create_schedule_with_vars maps it to the BUFFER it stands for")
     dev = u.src[1].arg if len(u.src) > 1 and u.src[1].op is Ops.DEVICE else None
     if not isinstance(dev, str): raise ValueError(f"buffer_of: BUFFER needs a DEVICE with one device, got {dev!r}")
     b = Buffer(dev, u.arg, u.dtype)

@@ -273,6 +273,7 @@ def example_of(op: Ops) -> UOp:
   ex = {
     Ops.SINK: UOp.sink(st1.end(r)), Ops.GROUP: UOp.group(st1, st1.replace(src=(st1.src[0], g))), Ops.NOOP: UOp(Ops.NOOP, dtypes.float, (g,)),
     Ops.AFTER: kernel_node().src[0].after(kernel_node()), Ops.UNIQUE: UOp(Ops.UNIQUE, arg=3), Ops.DEVICE: dev,
+    Ops.LUNIQUE: UOp(Ops.LUNIQUE, arg=0),
     Ops.BUFFER: tb, Ops.BUFFER_VIEW: UOp(Ops.BUFFER_VIEW, dtypes.float, (tb,), (8, 4)), Ops.RESHAPE: tb.reshape((4, 4)),
     Ops.PERMUTE: tb.reshape((4, 4)).permute((1, 0)), Ops.EXPAND: tb.reshape((16, 1)).expand((16, 3)),
     Ops.PAD: tb.pad(((1, 2),)), Ops.SHRINK: tb.shrink(((2, 5),)), Ops.FLIP: tb.flip((True,)), Ops.CONTIGUOUS: tb.contiguous(),

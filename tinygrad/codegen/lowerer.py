@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp, AxisType
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
-from tinygrad.dtype import DType, dtypes, Invalid, AddrSpace
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, identity_element
+from tinygrad.dtype import dtypes, Invalid, AddrSpace
 
 # ---- masked (Invalid) indexes into gated INDEX ----
 
@@ -110,12 +110,6 @@ class ReduceCtx:
   buffers: dict[UOp, UOp] = field(default_factory=dict)
 
 def range_key(r: UOp) -> tuple[Any, ...]: return (r.arg[-1], r.arg[0])
-
-def identity_element(op: Ops, dt: DType) -> Any:
-  if op is Ops.ADD: return 0
-  if op is Ops.MUL: return 1
-  if op is Ops.MAX: return dtypes.min(dt)
-  raise NotImplementedError(f"REDUCE with {op} has no identity element")
 
 def combine(op: Ops, a: UOp, b: UOp) -> UOp: return a.alu(op, b)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, Metadata
 from tinygrad.uop import hooks
-from tinygrad.device import Buffer, buffer_of
+from tinygrad.device import Buffer, buffer_of, next_unique
 from tinygrad.schedule.rangeify import rangeify
 from tinygrad.schedule.memory import plan_memory
 
@@ -59,22 +59,68 @@ def order_kernels(ksink: UOp) -> list[UOp]:
                        "write of the same buffer that cannot be ordered); make one side .contiguous()")
   return ret
 
+# ---- canonical buffer names ----
+
+def _is_identity_tag(tag: object) -> bool:
+  # NOTE: a tag (kind, n) with n from next_unique() is an identity (a clone's), renamed like the buffers
+  return isinstance(tag, tuple) and len(tag) == 2 and type(tag[1]) is int
+
+def canonical_names(sink: UOp) -> dict[UOp, UOp]:
+  """Every node of `sink` -> the same node with its buffers named LUNIQUE(0..) and its identity tags (kind, 0..) in
+  order of first appearance, so a buffer's name depends on the graph alone, not on what the process created before.
+  Distinct buffers keep distinct names (the renaming is one to one)."""
+  # NOTE: not a graph_rewrite: the names given may equal names the input already has (a graph read back from text),
+  # and the rewrite's memo would merge the two
+  new: dict[UOp, UOp] = {}
+  nbuf = ntag = 0
+  for u in sink.toposort():
+    if u.op in (Ops.UNIQUE, Ops.LUNIQUE):
+      new[u], nbuf = UOp(Ops.LUNIQUE, arg=nbuf), nbuf + 1
+      continue
+    tag = u.tag
+    if _is_identity_tag(tag): tag, ntag = (tag[0], ntag), ntag + 1
+    nsrc = tuple(new[s] for s in u.src)
+    new[u] = u if tag is u.tag and all(a is b for a, b in zip(nsrc, u.src)) else u.replace(src=nsrc, tag=tag)
+  return new
+
+class RealBuffers:
+  """Canonical buffers (BUFFER(LUNIQUE)) -> the BUFFERs they name in the process; a buffer the schedule created gets a
+  fresh identity (UNIQUE(next_unique())) the first time it is asked for."""
+  def __init__(self, names: dict[UOp, UOp]):
+    self.real = {c: o for o, c in names.items() if o.op is Ops.BUFFER}
+  def buffer(self, u: UOp) -> UOp:
+    if (r := self.real.get(u)) is None:
+      if u.op is Ops.BUFFER_VIEW: r = u.replace(src=(self.buffer(u.src[0]),))
+      elif u.op is Ops.BUFFER: r = UOp(Ops.BUFFER, u.dtype, (UOp(Ops.UNIQUE, arg=next_unique()), u.src[1]), u.arg)
+      else: raise TypeError(f"schedule: {u.op} is not a buffer of the kernel graph")
+      self.real[u] = r
+    return r
+  def view(self, v: UOp) -> UOp:
+    return v.substitute({u: self.buffer(u) for u in v.toposort() if u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)})
+
 def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   """Schedule the tensor graph `sink`. Returns (items in run order, becomes, var_vals); see the module doc."""
+  # NOTE: the scheduler and the hooks see the graph with its buffers renamed LUNIQUE(0..) in order of first appearance,
+  # so the same program gives the same tensor graph, kernel graph and kernels whatever ran in the process before
+  names = canonical_names(sink)
+  csink = names[sink]
   if hooks.tensor_graph:
-    for fn in hooks.tensor_graph: fn(sink)
-  ksink, becomes, var_vals = rangeify(sink)
+    for fn in hooks.tensor_graph: fn(csink)
+  ksink, cbecomes, var_vals = rangeify(csink)
   if hooks.kernel_graph:
     for fn in hooks.kernel_graph: fn(ksink)
   kernels = order_kernels(ksink)
+  real = RealBuffers(names)
   items: list[ScheduleItem] = []
   for k in kernels:
     if hooks.kernel_ast and k.arg.op is Ops.SINK:
       for fn in hooks.kernel_ast: fn(k.arg)
-    items.append(ScheduleItem(k.arg, tuple(buffer_of(s) for s in k.src), k.metadata))
+    items.append(ScheduleItem(k.arg, tuple(buffer_of(real.buffer(_base(s))) for s in k.src), k.metadata))
+  original = {c: o for o, c in names.items() if c in cbecomes}
+  becomes = {original[c]: real.view(v) for c, v in cbecomes.items()}
   # buffers the schedule creates and nobody outside holds may share memory
-  held = {_base(s) for s in ksink.src} | {_base_of(v) for v in becomes.values()}
-  intermediates = {buffer_of(_base(k.src[0])) for k in kernels if _base(k.src[0]) not in held}
+  held = {_base(s) for s in ksink.src} | {_base_of(v) for v in cbecomes.values()}
+  intermediates = {buffer_of(real.buffer(_base(k.src[0]))) for k in kernels if _base(k.src[0]) not in held}
   if (remap := plan_memory(items, intermediates)):
     items = [ScheduleItem(it.ast, tuple(remap.get(b, b) for b in it.bufs), it.metadata) for it in items]
   return items, becomes, {v.arg[0]: val for v, val in var_vals.items()}

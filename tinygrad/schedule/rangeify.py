@@ -1,103 +1,88 @@
-"""Rangeify: the tensor graph -> the kernel graph.
+"""Rangeify: the tensor graph -> the kernel graph (docs/ir.md sections 1 and 2), as a sequence of named graph_rewrites.
 
 Movement ops disappear: each becomes index arithmetic on RANGEs. A value that must be stored (a sink output, CONTIGUOUS,
-COPY, ASSIGN, or a reduce the cost rules say is cheaper stored than recomputed) becomes a KERNEL that writes a new
-BUFFER; everything else is fused into the kernel that consumes it ("index lowering": the value of a node is computed by
-walking the graph down from the stored node with a list of index expressions, one per dimension).
+COPY, ASSIGN, or a reduce the cost rules say is cheaper stored than recomputed) becomes a KERNEL that writes a BUFFER;
+everything else is fused into the kernel that reads it.
 
-The pipeline, in order:
-  strip_tensor_graph   DETACH dropped, CONTIGUOUS of an already contiguous buffer dropped
-  find_realizes        which nodes get a buffer (forced ones + the reduce cost rules)
-  build_kernel         one KERNEL per realized node, in dependency order; its AST is section 2 of docs/ir.md
+The value of tensor node `x` at an index is the node `INDEX(x, *idx)`: one index expression per dimension of x, each
+possibly masked (`valid.where(i, Invalid)`: positions a PAD made invalid; every dimension carries the same mask). The
+whole lowering is pushing that node down the graph, one rule per op: a movement op rewrites the indices, an elementwise
+op distributes, a REDUCE_AXIS opens REDUCE ranges, a BUFFER or a stored node becomes a LOAD at the linear index, a PAD
+masks. The index math is plain UOp arithmetic simplified by the symbolic rules (tinygrad.uop.symbolic) as it is built.
+
+`rangeify(sink)`, pass by pass:
+  strip tensor graph    DETACH dropped, CONTIGUOUS of an already contiguous buffer dropped
+  find_realizes         which nodes get a buffer (the forced ones + the reduce cost rules); an analysis, not a rewrite
+  realized to stores    each stored node -> AFTER(BUFFER, END(STORE(INDEX(DEFINE_GLOBAL, lin), INDEX(x, *ranges))))
+  push indices          INDEX(x, *idx) pushed down to LOADs, REDUCEs and constants
+  simplify kernels      symbolic; never-valid loads and closed-form integer sums folded
+  stores to kernels     each store -> KERNEL(buffers, arg=renumbered AST); AFTER(BUFFER, KERNEL) stands for its result
+
+Until the last pass every buffer is one schedule-wide `DEFINE_GLOBAL(arg=n)` (n indexes RangeifyContext.leaves), a
+buffer written by a kernel is read through `AFTER(DEFINE_GLOBAL, store)`, and each kernel's STORE carries its kernel
+number as its tag; the last pass renumbers every kernel's buffers and ranges 0.. by first appearance and drops the tag.
 """
 from __future__ import annotations
-import itertools, sys
+import math
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp, AxisType
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, Metadata
-from tinygrad.dtype import dtypes, Invalid
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, Metadata, identity_element
+from tinygrad.uop.symbolic import symbolic, split_sum, build_sum, split_uop
+from tinygrad.dtype import dtypes, Invalid, PtrDType
 from tinygrad.helpers import prod, dedup
 
-# ---- index math ----
-# NOTE: these fold the easy cases at construction (x+0, x*1, a split index merged back), so kernels stay readable even
-# before the symbolic simplifier runs; anything harder is left to tinygrad.uop.symbolic.
+# ---- index math: UOp arithmetic, simplified by the symbolic rules as it is built ----
 
 def _c(v: int) -> UOp: return UOp.const(dtypes.index, v)
 
-def _terms(u: UOp) -> tuple[list[tuple[UOp, int]], int]:
-  """u as sum(coef * node) + const."""
-  if u.op is Ops.CONST: return [], u.arg
-  if u.op is Ops.ADD:
-    (t0, c0), (t1, c1) = _terms(u.src[0]), _terms(u.src[1])
-    return t0 + t1, c0 + c1
-  if u.op is Ops.MUL and u.src[1].op is Ops.CONST:
-    t, c = _terms(u.src[0])
-    return [(n, k * u.src[1].arg) for n, k in t], c * u.src[1].arg
-  return [(u, 1)], 0
+# NOTE: a bound on the local rewrite loop; the rules terminate long before it, and the kernels' full simplification
+# pass finishes whatever is left
+SIMP_STEPS = 64
 
-def _from_terms(terms: list[tuple[UOp, int]], const: int) -> UOp:
-  ret: UOp | None = None
-  for n, k in terms:
-    if k == 0: continue
-    t = n if k == 1 else n * _c(k)
-    ret = t if ret is None else ret + t
-  if ret is None: return _c(const)
-  return ret if const == 0 else ret + _c(const)
+def simp(u: UOp) -> UOp:
+  """`u` with the symbolic rules applied at its top until none matches. Its sources were built by simp, so they are
+  simplified already: index expressions stay small and shared while the indices are pushed down."""
+  for _ in range(SIMP_STEPS):
+    if (r := symbolic.rewrite(u)) is None: return u
+    u = r
+  return u
 
-def idx_add(a: UOp, b: UOp | int) -> UOp:
-  b = _c(b) if isinstance(b, int) else b
-  ta, ca = _terms(a)
-  tb, cb = _terms(b)
-  return _from_terms(ta + tb, ca + cb)
+def unmask(idx: tuple[UOp, ...]) -> tuple[UOp | None, list[UOp]]:
+  """The common mask of the indices (None: all valid) and the indices without it. A bare Invalid has mask False."""
+  valid: UOp | None = None
+  raw: list[UOp] = []
+  for i in idx:
+    if i.is_masked(): v, i = i.src[0], i.src[1]
+    elif i.op is Ops.CONST and i.arg is Invalid: v, i = UOp.const(dtypes.bool, False), _c(0)
+    else: v = None
+    if v is not None and v is not valid: valid = v if valid is None else simp(valid & v)
+    raw.append(i)
+  return valid, raw
 
-def idx_mul(a: UOp, k: int) -> UOp:
-  t, c = _terms(a)
-  return _from_terms([(n, m * k) for n, m in t], c * k)
+def mask(valid: UOp | None, idx: list[UOp] | tuple[UOp, ...]) -> tuple[UOp, ...]:
+  return tuple(idx) if valid is None else tuple(simp(i.valid(valid)) for i in idx)
 
-def _split_multiple(a: UOp, k: int) -> tuple[list[tuple[UOp, int]], UOp] | None:
-  """a = k*q + rest with 0 <= rest < k and a >= 0: returns (terms of q, rest), else None."""
-  if a.vmin < 0: return None
-  t, c = _terms(a)
-  q = [(n, m // k) for n, m in t if m % k == 0]
-  rest = _from_terms([(n, m) for n, m in t if m % k != 0], c % k)
-  q_c = c // k
-  if rest.vmin < 0 or rest.vmax >= k or any(n.vmin < 0 for n, _ in q): return None
-  return q + ([(_c(1), q_c)] if q_c else []), rest
-
-def idx_div(a: UOp, k: int) -> UOp:
-  if k == 1: return a
-  if a.op is Ops.CONST: return _c(a.arg // k) if a.arg >= 0 else a // _c(k)
-  if 0 <= a.vmin and a.vmax < k: return _c(0)
-  if (s := _split_multiple(a, k)) is not None: return _from_terms(*_merge_const(s[0]))
-  return a // _c(k)
-
-def idx_mod(a: UOp, k: int) -> UOp:
-  if k == 1: return _c(0)
-  if a.op is Ops.CONST and a.arg >= 0: return _c(a.arg % k)
-  if 0 <= a.vmin and a.vmax < k: return a
-  if (s := _split_multiple(a, k)) is not None: return s[1]
-  return a % _c(k)
-
-def _merge_const(terms: list[tuple[UOp, int]]) -> tuple[list[tuple[UOp, int]], int]:
-  const = sum(m for n, m in terms if n.op is Ops.CONST and n.arg == 1)
-  return [(n, m) for n, m in terms if not (n.op is Ops.CONST and n.arg == 1)], const
-
-def linear_index(idx: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
-  """The row-major flat offset of `idx` in a contiguous buffer of `shape`."""
+def linear_index(idx: tuple[UOp, ...] | list[UOp], shape: tuple[int, ...]) -> UOp:
+  """The row-major flat offset of `idx` in a contiguous buffer of `shape` (masked by the indices' mask)."""
+  valid, raw = unmask(tuple(idx))
   ret, stride = _c(0), prod(shape)
   # NOTE: outermost axis first, so the ranges are numbered in axis order by first appearance
-  for i, s in zip(idx, shape):
+  for i, s in zip(raw, shape):
     stride //= max(s, 1)
-    if s != 1: ret = idx_add(ret, idx_mul(i, stride))
-  return ret
+    if s == 1: continue
+    term = simp(i * _c(stride))
+    ret = term if ret.op is Ops.CONST and ret.arg == 0 else simp(ret + term)
+  return mask(valid, [ret])[0]
 
-def reshape_index(idx: tuple[UOp, ...], out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> tuple[UOp, ...]:
+def reshape_index(idx: tuple[UOp, ...] | list[UOp], out_shape: tuple[int, ...],
+                  in_shape: tuple[int, ...]) -> tuple[UOp, ...]:
   """Indices into `in_shape` of the element at `idx` of its reshape to `out_shape`. Axes are matched in groups of equal
   product, so a merge or a split of axes costs one div/mod per axis of its group, never a whole-tensor flatten."""
+  valid, raw = unmask(tuple(idx))
   # NOTE: an empty tensor has no element to read: some index here runs over a size-0 range (or is masked off by a pad),
   # so any in-range index will do, and the grouping below would divide by the 0 size
-  if prod(in_shape) == 0: return tuple(_c(0) for _ in in_shape)
+  if prod(in_shape) == 0: return mask(valid, [_c(0)] * len(in_shape))
   out_ax = [i for i, s in enumerate(out_shape) if s != 1]
   in_ax = [i for i, s in enumerate(in_shape) if s != 1]
   ret: list[UOp] = [_c(0)] * len(in_shape)
@@ -109,29 +94,34 @@ def reshape_index(idx: tuple[UOp, ...], out_shape: tuple[int, ...], in_shape: tu
     while op_ != ip_:
       if op_ < ip_: og.append(out_ax[oi]); op_ *= out_shape[out_ax[oi]]; oi += 1
       else: ig.append(in_ax[ii]); ip_ *= in_shape[in_ax[ii]]; ii += 1
-    lin = linear_index(tuple(idx[a] for a in og), tuple(out_shape[a] for a in og))
+    lin = linear_index([raw[a] for a in og], tuple(out_shape[a] for a in og))
     stride = ip_
     for n, a in enumerate(ig):
       stride //= in_shape[a]
-      q = idx_div(lin, stride)
-      ret[a] = q if n == 0 else idx_mod(q, in_shape[a])
-  return tuple(ret)
+      q = simp(lin // _c(stride)) if stride != 1 else lin
+      ret[a] = q if n == 0 else simp(q % _c(in_shape[a]))
+  return mask(valid, ret)
 
 def shape_of(u: UOp) -> tuple[int, ...]:
   if (sh := u.shape) is None: raise ValueError(f"rangeify: {u.op} ({u.dtype}) has no shape; not a tensor-graph node")
   return sh
 
-def _and(a: UOp | None, b: UOp | None) -> UOp | None:
-  if a is None or (a.op is Ops.CONST and a.arg is True): return b
-  if b is None or (b.op is Ops.CONST and b.arg is True): return a
-  return a & b
+def vindex(x: UOp, idx: tuple[UOp, ...] | list[UOp]) -> UOp:
+  """The value of tensor node x at one index expression per dimension."""
+  return UOp(Ops.INDEX, x.dtype, (x, *idx))
 
-# ---- step 1: strip the tensor graph ----
+def is_vindex(i: UOp) -> bool: return i.op is Ops.INDEX and not isinstance(i.dtype, PtrDType)
 
 def _is_buffer_view(u: UOp) -> bool:
   """A contiguous view of a realized buffer: BUFFER or BUFFER_VIEW under zero or more RESHAPEs."""
   while u.op is Ops.RESHAPE: u = u.src[0]
   return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
+
+def base_of_view(u: UOp) -> UOp:
+  while u.op in GroupOp.Movement: u = u.src[0]
+  return u
+
+# ---- pass: strip the tensor graph ----
 
 pm_strip_tensor_graph = PatternMatcher([
   (UPat(Ops.DETACH, name="x"), lambda x: x.src[0]),
@@ -139,7 +129,7 @@ pm_strip_tensor_graph = PatternMatcher([
   (UPat(Ops.CONTIGUOUS, name="x"), lambda x: x.src[0] if _is_buffer_view(x.src[0]) else None),
 ])
 
-# ---- step 2: which nodes get a buffer ----
+# ---- analysis: which nodes get a buffer ----
 
 def _is_broadcast(e: UOp) -> bool: return any(s == 1 and n != 1 for s, n in zip(shape_of(e.src[0]), e.arg))
 
@@ -174,7 +164,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   free: dict[UOp, bool] = {}
   def store(r: UOp) -> bool:
     if r in realizes: return False
-    if (f := free.get(r)) is None: f = free[r] = _folds_to_closed_form(r)
+    if (f := free.get(r)) is None: f = free[r] = folds_to_closed_form(r)
     return not f
   changed = True
   while changed:
@@ -189,144 +179,229 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
       if n > 1 and store(r): realizes[r] = None; changed = True
   return {u: None for u in topo if u in realizes}
 
-def _folds_to_closed_form(r: UOp) -> bool:
+NOT_CONST = (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.BIND, Ops.DEFINE_VAR, Ops.COPY, Ops.ASSIGN, Ops.CONTIGUOUS)
+
+def folds_to_closed_form(r: UOp) -> bool:
   """A REDUCE_AXIS of constants only (the cumsum of ones under arange) whose kernel simplifies to no loop at all: as
   cheap to recompute in each consumer as to load, so the cost rules leave it fused (argmax, eye, one_hot, gather)."""
-  if any(u.op in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.BIND, Ops.DEFINE_VAR, Ops.COPY, Ops.ASSIGN, Ops.CONTIGUOUS)
-         for u in r.toposort()): return False
-  kb = KernelBuilder(RangeifyContext({}), r)
-  _, idx = output_ranges(kb, shape_of(r))
-  return all(u.op is not Ops.REDUCE for u in simplify_kernel(kb.lower(r, idx, None)).toposort())
+  if any(u.op in NOT_CONST for u in r.toposort()): return False
+  lowered, _ = lower_kernels(UOp.sink(r), RangeifyContext({r: None}))
+  return all(u.op is not Ops.REDUCE for u in lowered.toposort())
 
-# ---- step 3: kernels ----
-
-def _new_buffer(dtype: Any, size: int, device: str) -> UOp:
-  from tinygrad.device import next_unique
-  return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), UOp(Ops.DEVICE, arg=device)), arg=size)
+# ---- the context the passes share ----
 
 @dataclass
 class RangeifyContext:
   realizes: dict[UOp, None]
-  # tensor node -> the kernel-graph node holding its value (BUFFER, BUFFER_VIEW or AFTER(buffer, kernel))
-  stored: dict[UOp, UOp] = field(default_factory=dict)
+  next_buffer: int = 0                                          # the LUNIQUE number of the next new buffer
+  leaves: list[UOp] = field(default_factory=list)               # DEFINE_GLOBAL arg -> its BUFFER / BUFFER_VIEW
+  dgs: dict[UOp, UOp] = field(default_factory=dict)             # BUFFER / BUFFER_VIEW -> its DEFINE_GLOBAL
+  n_ranges: int = 0
   var_vals: dict[UOp, int] = field(default_factory=dict)
-  range_ids: Any = field(default_factory=itertools.count)
+  metadata: list[tuple[Metadata, ...]] = field(default_factory=list)  # kernel number -> metadata
+  assigns: set[int] = field(default_factory=set)                # kernel numbers that write into an existing buffer
+  kernels: dict[UOp, UOp] = field(default_factory=dict)         # store (END/STORE) -> its KERNEL
 
-class KernelBuilder:
-  """Lowers the value of one kernel: tensor nodes at index expressions -> kernel-AST nodes."""
-  def __init__(self, ctx: RangeifyContext, root: UOp):
-    self.ctx, self.root = ctx, root
-    self.bufs: dict[UOp, UOp] = {}   # kernel-graph buffer node -> its DEFINE_GLOBAL (numbered in first-use order)
-    self.memo: dict[tuple[UOp, tuple[UOp, ...], UOp | None], UOp] = {}
-    self.metadata: dict[Metadata, None] = {}
-    self.overrides: dict[UOp, UOp] = {}
-
-  def define(self, node: UOp) -> UOp:
-    if (dg := self.bufs.get(node)) is None:
-      base = _base_buffer(node)
-      size = base.arg[0] if base.op is Ops.BUFFER_VIEW else base.arg
-      dg = self.bufs[node] = UOp(Ops.DEFINE_GLOBAL, node.dtype.ptr(size), arg=len(self.bufs))
-    return dg
+  def dg(self, leaf: UOp) -> UOp:
+    if (d := self.dgs.get(leaf)) is None:
+      size = leaf.arg[0] if leaf.op is Ops.BUFFER_VIEW else leaf.arg
+      d = self.dgs[leaf] = UOp(Ops.DEFINE_GLOBAL, leaf.dtype.ptr(size), arg=len(self.leaves))
+      self.leaves.append(leaf)
+    return d
 
   def new_range(self, size: int, axis_type: AxisType) -> UOp:
-    return UOp.range(size, next(self.ctx.range_ids), axis_type)
+    self.n_ranges += 1
+    return UOp.range(size, self.n_ranges - 1, axis_type)
 
-  def load(self, node: UOp, lin: UOp, valid: UOp | None) -> UOp:
-    dg = self.define(node)
-    return UOp(Ops.INDEX, dg.dtype, (dg, lin if valid is None else lin.valid(valid))).load()
+  def output_ranges(self, shape: tuple[int, ...]) -> tuple[list[UOp], tuple[UOp, ...]]:
+    ranges = [self.new_range(s, AxisType.LOOP) for s in shape if s != 1]
+    it = iter(ranges)
+    return ranges, tuple(_c(0) if s == 1 else next(it) for s in shape)
 
-  def lower(self, u: UOp, idx: tuple[UOp, ...], valid: UOp | None) -> UOp:
-    key = (u, idx, valid)
-    if (ret := self.memo.get(key)) is None: ret = self.memo[key] = self._lower(u, idx, valid)
-    return ret
+  def new_buffer(self, dtype: Any, size: int, device: Any) -> UOp:
+    if not isinstance(device, str): raise ValueError(f"rangeify: a buffer needs one device, got {device!r}")
+    self.next_buffer += 1
+    return UOp(Ops.BUFFER, dtype, (UOp(Ops.LUNIQUE, arg=self.next_buffer - 1), UOp(Ops.DEVICE, arg=device)), size)
 
-  def _lower(self, u: UOp, idx: tuple[UOp, ...], valid: UOp | None) -> UOp:
-    for md in u.metadata: self.metadata[md] = None
-    if u is not self.root and (u in self.ctx.stored or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)):
-      node = self.overrides.get(u, self.ctx.stored.get(u, u))
-      if node.op is Ops.AFTER and u.op is Ops.ASSIGN:
-        # reading an assigned tensor reads its target view of the buffer, after the assign's kernel ran
-        sub = KernelBuilder(self.ctx, u)
-        sub.bufs, sub.metadata = self.bufs, self.metadata
-        sub.overrides = {**self.overrides, _base_of_view(u.src[0]): node}
-        return sub.lower(u.src[0], idx, valid)
-      return self.load(node, linear_index(idx, shape_of(u)), valid)
-    src = u.src[0] if u.src else u
-    if u.op is Ops.RESHAPE: return self.lower(src, reshape_index(idx, shape_of(u), shape_of(src)), valid)
-    if u.op is Ops.PERMUTE:
-      pidx = [_c(0)] * len(idx)
-      for i, a in enumerate(u.arg): pidx[a] = idx[i]
-      return self.lower(src, tuple(pidx), valid)
-    if u.op is Ops.EXPAND:
-      return self.lower(src, tuple(_c(0) if s == 1 else i for i, s in zip(idx, shape_of(src))), valid)
-    if u.op is Ops.SHRINK: return self.lower(src, tuple(idx_add(i, b) for i, (b, _) in zip(idx, u.arg)), valid)
-    if u.op is Ops.FLIP:
-      fidx = tuple(idx_add(idx_mul(i, -1), s-1) if f else i for i, s, f in zip(idx, shape_of(src), u.arg))
-      return self.lower(src, fidx, valid)
-    if u.op is Ops.PAD: return self._lower_pad(u, idx, valid)
-    if u.op is Ops.REDUCE_AXIS: return self._lower_reduce(u, idx, valid)
-    if u.op is Ops.CONST: return UOp.const(u.dtype, u.arg)
-    # NOTE: a kernel's DEFINE_VAR has no sources; the bound value travels beside the schedule in var_vals
-    if u.op is Ops.BIND:
-      var = u.src[0].replace(src=())
-      if self.ctx.var_vals.setdefault(var, u.src[1].arg) != u.src[1].arg:
-        raise ValueError(f"rangeify: variable {var.arg[0]!r} bound to both {self.ctx.var_vals[var]} and {u.src[1].arg}")
-      return var
-    if u.op is Ops.DEFINE_VAR: return u.replace(src=())
-    if u.op in (Ops.CONTIGUOUS, Ops.DETACH): return self.lower(src, idx, valid)
-    if u.op in GroupOp.Elementwise: return UOp(u.op, u.dtype, tuple(self.lower(s, idx, valid) for s in u.src), u.arg)
-    raise NotImplementedError(f"rangeify: cannot lower {u.op} (dtype {u.dtype}, shape {u.shape}) inside a kernel")
+  def new_kernel(self, metadata: tuple[Metadata, ...], assign: bool = False) -> int:
+    self.metadata.append(metadata)
+    if assign: self.assigns.add(len(self.metadata) - 1)
+    return len(self.metadata) - 1
 
-  def _lower_pad(self, u: UOp, idx: tuple[UOp, ...], valid: UOp | None) -> UOp:
-    cond: UOp | None = None
-    sidx: list[UOp] = []
-    for i, s, (b, e) in zip(idx, shape_of(u.src[0]), u.arg):
-      if b != 0: cond = _and(cond, _c(b - 1) < i)
-      if e != 0: cond = _and(cond, i < _c(b + s))
-      sidx.append(idx_add(i, -b))
-    val = self.lower(u.src[0], tuple(sidx), _and(valid, cond))
-    # NOTE: a load under this mask already reads 0 outside it; anything computed must be masked to 0 explicitly
-    if cond is None or val.op is Ops.LOAD or (val.op is Ops.CONST and val.arg == 0): return val
-    return cond.where(val, val.const_like(0))
+def tagged_store(idx: UOp, value: UOp, kernel: int) -> UOp: return UOp(Ops.STORE, dtypes.void, (idx, value), tag=kernel)
 
-  def _lower_reduce(self, u: UOp, idx: tuple[UOp, ...], valid: UOp | None) -> UOp:
-    op, axes = u.arg
-    if any(shape_of(u.src[0])[a] == 0 for a in axes):
-      # NOTE: a reduce over an empty axis is its identity; folding it here keeps loads of the empty input (a size-0
-      # buffer) out of the kernel, where only the zero-trip loop around them would keep them in bounds
-      from tinygrad.codegen.lowerer import identity_element
-      return UOp.const(u.dtype, identity_element(op, u.dtype))
-    ridx, ranges = list(idx), []
-    for a in axes:
-      s = shape_of(u.src[0])[a]
-      if s == 1: ridx[a] = _c(0)
-      else: ranges.append(rng := self.new_range(s, AxisType.REDUCE)); ridx[a] = rng
-    val = self.lower(u.src[0], tuple(ridx), valid)
-    if not ranges: return val
-    return UOp(Ops.REDUCE, u.dtype, (val, *ranges), op)
+# ---- pass: realized nodes to stores ----
 
-def _base_of_view(u: UOp) -> UOp:
-  while u.op in GroupOp.Movement: u = u.src[0]
-  return u
+def _fused_metadata(ctx: RangeifyContext, x: UOp) -> tuple[Metadata, ...]:
+  """The metadata of the nodes a kernel for x computes (down to, and including, the stored nodes it reads)."""
+  md: dict[Metadata, None] = {}
+  for u in x.toposort(gate=lambda u: u is x or (u not in ctx.realizes and u.op not in (Ops.BUFFER, Ops.BUFFER_VIEW))):
+    md.update(dict.fromkeys(u.metadata))
+  return tuple(md)
 
-def _base_buffer(u: UOp) -> UOp:
-  while u.op is Ops.AFTER: u = u.src[0]
-  return u
+def retarget(view: UOp, leaf: UOp) -> UOp:
+  """`view` (movement ops over a buffer, or over an ASSIGN of a view of one) with its buffer replaced by `leaf`."""
+  chain: list[tuple[UOp, UOp]] = []
+  while (b := base_of_view(view)).op is Ops.ASSIGN:
+    chain.append((view, b))
+    view = b.src[0]
+  ret = view.substitute({base_of_view(view): leaf})
+  for outer, asg in reversed(chain): ret = outer.substitute({asg: ret})
+  return ret
 
-def output_ranges(kb: KernelBuilder, shape: tuple[int, ...]) -> tuple[list[UOp], tuple[UOp, ...]]:
-  ranges = [kb.new_range(s, AxisType.LOOP) for s in shape if s != 1]
-  it = iter(ranges)
-  return ranges, tuple(_c(0) if s == 1 else next(it) for s in shape)
+def store_assign(ctx: RangeifyContext, x: UOp) -> UOp:
+  target, value = x.src
+  buf = base_of_view(target)
+  while buf.op is Ops.ASSIGN: buf = base_of_view(buf.src[0])
+  if buf.op not in (Ops.BUFFER, Ops.BUFFER_VIEW):
+    raise ValueError(f"rangeify: ASSIGN target must be a view of a buffer, not {buf.op} (under {target.op})")
+  shape = shape_of(x)
+  if prod(shape) == 0: return target
+  k = ctx.new_kernel(_fused_metadata(ctx, x), assign=True)
+  ranges, idx = ctx.output_ranges(shape)
+  # NOTE: the STORE's index is the target view at the output index; pushing it down yields the buffer offset
+  st = tagged_store(vindex(target, idx), vindex(value, idx), k).end(*ranges)
+  return retarget(target, buf.after(st))
 
-def renumber(ast: UOp) -> tuple[UOp, dict[int, int]]:
-  """RANGE ids and DEFINE_GLOBAL numbers 0.. in order of first appearance. Returns (AST, {old -> new buffer number})."""
-  # NOTE: ranges and buffers are renumbered so identical kernels are identical UOps (and so cache and dedupe)
-  topo = ast.toposort()
-  dgs = [u for u in topo if u.op is Ops.DEFINE_GLOBAL]
-  rngs = [u for u in topo if u.op is Ops.RANGE]
-  subs = {u: u.replace(arg=i) for i, u in enumerate(dgs)}
-  subs.update({r: r.replace(arg=(i, *r.arg[1:])) for i, r in enumerate(rngs)})
-  return ast.substitute(subs, name="renumber"), {u.arg: i for i, u in enumerate(dgs)}
+def store_realized(ctx: RangeifyContext, x: UOp) -> UOp | None:
+  """A realized node -> its BUFFER after the STORE that computes it, viewed in x's shape."""
+  if x not in ctx.realizes: return None
+  if x.op is Ops.ASSIGN: return store_assign(ctx, x)
+  shape = shape_of(x)
+  buf = ctx.new_buffer(x.dtype, prod(shape), x.device)
+  if prod(shape) == 0: return buf.reshape(shape)
+  value = x.src[0] if x.op in (Ops.CONTIGUOUS, Ops.COPY) else x
+  # NOTE: a COPY is a flat copy (one range, one load, one store): the engine runs it as a buffer copy across devices
+  kshape = (prod(shape),) if x.op is Ops.COPY else shape
+  k = ctx.new_kernel(x.metadata if x.op is Ops.COPY else _fused_metadata(ctx, x))
+  ranges, idx = ctx.output_ranges(kshape)
+  # NOTE: x's own value is pushed one step here: the store must not contain x, which this rewrite is replacing
+  val = vindex(value.reshape(kshape), idx) if value is not x else push_once(ctx, vindex(x, idx))
+  st = tagged_store(ctx.dg(buf).index(linear_index(idx, kshape)), val, k).end(*ranges)
+  return buf.after(st).reshape(shape)
+
+def push_once(ctx: RangeifyContext, i: UOp) -> UOp:
+  if (ret := pm_push_indices.rewrite(i, ctx)) is None: raise RuntimeError(f"rangeify: no rule lowers {i.src[0].op}")
+  return ret
+
+# NOTE: runs top-down (bottom_up=True) so each rule sees the original node, the one find_realizes chose
+pm_realized_to_stores = PatternMatcher([(UPat(GroupOp.All, name="x"), store_realized)])
+
+# ---- pass: push indices ----
+
+def push_reshape(i: UOp, x: UOp) -> UOp:
+  return vindex(x.src[0], reshape_index(i.src[1:], shape_of(x), shape_of(x.src[0])))
+
+def push_permute(i: UOp, x: UOp) -> UOp:
+  idx = [_c(0)] * len(x.arg)
+  for k, a in enumerate(x.arg): idx[a] = i.src[1 + k]
+  return vindex(x.src[0], idx)
+
+def push_expand(i: UOp, x: UOp) -> UOp:
+  valid, raw = unmask(i.src[1:])
+  return vindex(x.src[0], mask(valid, [_c(0) if s == 1 else r for r, s in zip(raw, shape_of(x.src[0]))]))
+
+def push_shrink(i: UOp, x: UOp) -> UOp:
+  valid, raw = unmask(i.src[1:])
+  return vindex(x.src[0], mask(valid, [simp(r + _c(b)) if b else r for r, (b, _) in zip(raw, x.arg)]))
+
+def push_flip(i: UOp, x: UOp) -> UOp:
+  valid, raw = unmask(i.src[1:])
+  flipped = [simp(simp(r * _c(-1)) + _c(s - 1)) if f else r for r, s, f in zip(raw, shape_of(x.src[0]), x.arg)]
+  return vindex(x.src[0], mask(valid, flipped))
+
+def pad_index(i: UOp, x: UOp) -> tuple[UOp | None, UOp]:
+  """The PAD x at index i: (the condition of being inside x's source, or None; INDEX(source, masked indices))."""
+  valid, raw = unmask(i.src[1:])
+  conds: list[UOp] = []
+  for r, s, (b, e) in zip(raw, shape_of(x.src[0]), x.arg):
+    if b: conds.append(simp(_c(b - 1) < r))
+    if e: conds.append(simp(r < _c(b + s)))
+  shifted = [simp(r + _c(-b)) if b else r for r, (b, _) in zip(raw, x.arg)]
+  if not conds: return None, vindex(x.src[0], mask(valid, shifted))
+  cond = conds[0]
+  for c in conds[1:]: cond = simp(cond & c)
+  return cond, vindex(x.src[0], mask(cond if valid is None else simp(valid & cond), shifted))
+
+def push_pad(i: UOp, x: UOp) -> UOp:
+  cond, inner = pad_index(i, x)
+  # NOTE: a masked LOAD reads 0 outside the mask, but a computed value must be masked to 0 explicitly
+  return inner if cond is None else simp(cond.where(inner, inner.const_like(0)))
+
+def push_reduce(ctx: RangeifyContext, i: UOp, x: UOp) -> UOp:
+  op, axes = x.arg
+  src_shape = shape_of(x.src[0])
+  # NOTE: a reduce over an empty axis is its identity; folding it here keeps loads of the empty input (a size-0
+  # buffer) out of the kernel, where only the zero-trip loop around them would keep them in bounds
+  if any(src_shape[a] == 0 for a in axes): return UOp.const(x.dtype, identity_element(op, x.dtype))
+  valid, raw = unmask(i.src[1:])
+  ranges: list[UOp] = []
+  for a in axes:
+    if src_shape[a] == 1: raw[a] = _c(0)
+    else: ranges.append(rng := ctx.new_range(src_shape[a], AxisType.REDUCE)); raw[a] = rng
+  val = vindex(x.src[0], mask(valid, raw))
+  return UOp(Ops.REDUCE, x.dtype, (val, *ranges), op) if ranges else val
+
+def push_elementwise(i: UOp, x: UOp) -> UOp:
+  return UOp(x.op, x.dtype, tuple(vindex(s, i.src[1:]) for s in x.src), x.arg)
+
+def bind_var(ctx: RangeifyContext, x: UOp) -> UOp:
+  # NOTE: a kernel's DEFINE_VAR has no sources; the bound value travels beside the schedule in var_vals
+  var = x.src[0].replace(src=())
+  if ctx.var_vals.setdefault(var, x.src[1].arg) != x.src[1].arg:
+    raise ValueError(f"rangeify: variable {var.arg[0]!r} bound to both {ctx.var_vals[var]} and {x.src[1].arg}")
+  return var
+
+def store_to_target(ctx: RangeifyContext, s: UOp, t: UOp, v: UOp) -> UOp | None:
+  """An assign's STORE through the target view at the output index -> a STORE at the buffer offset."""
+  if not is_vindex(t): return None
+  # NOTE: a PAD in the view (a strided slice) masks the store: the positions it made up are not written
+  while (view := t.src[0]).op in GroupOp.Movement:
+    t = pad_index(t, view)[1] if view.op is Ops.PAD else PUSH[view.op](t, view)
+  return tagged_store(buffer_version(ctx, view).index(t.src[1]), v, s.tag)
+
+def buffer_version(ctx: RangeifyContext, leaf: UOp) -> UOp:
+  """BUFFER -> its DEFINE_GLOBAL; AFTER(BUFFER, store) -> AFTER(DEFINE_GLOBAL, store)."""
+  if leaf.op is Ops.AFTER: return ctx.dg(leaf.src[0]).after(*leaf.src[1:])
+  return ctx.dg(leaf)
+
+def fail_unlowered(i: UOp) -> UOp | None:
+  if not is_vindex(i): return None
+  x = i.src[0]
+  raise NotImplementedError(f"rangeify: cannot lower {x.op} (dtype {x.dtype}, shape {x.shape}) inside a kernel")
+
+PUSH = {Ops.RESHAPE: push_reshape, Ops.PERMUTE: push_permute, Ops.EXPAND: push_expand, Ops.SHRINK: push_shrink,
+        Ops.FLIP: push_flip}
+
+def _vidx(op: Any) -> UPat: return UPat(Ops.INDEX, src=(UPat(op, name="x"),), allow_any_len=True, name="i")
+LEAF = (Ops.BUFFER, Ops.BUFFER_VIEW)
+
+# NOTE: runs top-down (bottom_up=True): an INDEX is pushed all the way before anything below it is visited, so the
+# tensor graph itself is never rewritten (and the symbolic rules, which are not for tensor nodes, never see it)
+pm_push_indices = PatternMatcher([
+  # an index that is never valid reads nothing: a PAD above masks its value off
+  (UPat(Ops.INDEX, src=(UPat(), UPat(Ops.CONST, arg=Invalid)), allow_any_len=True, name="i"),
+   lambda i: UOp.const(i.dtype, 0) if is_vindex(i) else None),
+  (_vidx(Ops.RESHAPE), push_reshape),
+  (_vidx(Ops.PERMUTE), push_permute),
+  (_vidx(Ops.EXPAND), push_expand),
+  (_vidx(Ops.SHRINK), push_shrink),
+  (_vidx(Ops.FLIP), push_flip),
+  (_vidx(Ops.PAD), push_pad),
+  (_vidx(Ops.REDUCE_AXIS), push_reduce),
+  (_vidx(GroupOp.Elementwise), push_elementwise),
+  (UPat(Ops.INDEX, src=(UPat(Ops.CONST, name="x"),)), lambda x: UOp.const(x.dtype, x.arg)),
+  (UPat(Ops.INDEX, src=(UPat(Ops.BIND, name="x"),)), bind_var),
+  (UPat(Ops.INDEX, src=(UPat(Ops.DEFINE_VAR, name="x"),)), lambda x: x.replace(src=())),
+  # a buffer, or a stored node (its buffer after the store that writes it), is a LOAD at the flat index
+  (UPat(Ops.INDEX, src=(UPat(LEAF, name="b"), UPat(name="idx"))), lambda ctx, b, idx: ctx.dg(b).index(idx).load()),
+  (UPat(Ops.INDEX, src=(UPat(Ops.AFTER, src=(UPat(LEAF), UPat()), name="a"), UPat(name="idx"))),
+   lambda ctx, a, idx: buffer_version(ctx, a).index(idx).load()),
+  (UPat(Ops.STORE, src=(UPat(Ops.INDEX, name="t"), UPat(name="v")), name="s"), store_to_target),
+  (UPat(Ops.INDEX, name="i"), fail_unlowered),
+])
+
+# ---- pass: simplify kernels ----
 
 # NOTE: a masked index whose mask folded to False is a bare Invalid (a pad or cat of an empty tensor); kernel_spec
 # allows Invalid only as the false branch of a mask, and the load reads 0 anyway, so it becomes the constant 0
@@ -335,28 +410,38 @@ pm_fold_never_load = PatternMatcher([
    lambda ld: ld.const_like(0)),
 ])
 
+def drop_masked_where(c: UOp, ld: UOp, z: UOp) -> UOp | None:
+  """`c.where(LOAD, 0)` -> the LOAD when its index is masked by c (and maybe more): a masked LOAD reads 0 already."""
+  if z.arg != 0 or (isinstance(z.arg, float) and math.copysign(1.0, z.arg) < 0): return None
+  if not (idx := ld.src[0].src[1]).is_masked(): return None
+  gate = set(split_uop(idx.src[0], Ops.AND))
+  return ld if all(t in gate for t in split_uop(c, Ops.AND)) else None
+
+pm_drop_masked_where = PatternMatcher([
+  (UPat(Ops.WHERE, src=(UPat(name="c"), UPat(Ops.LOAD, src=(UPat(Ops.INDEX),), name="ld"), UPat(Ops.CONST, name="z"))),
+   drop_masked_where),
+])
+
 # ---- closed forms of integer sums over one range ----
 # NOTE: integer addition wraps the same way however it is grouped, so these are exact; float sums are left alone
 
 def _split_range(x: UOp, r: UOp) -> tuple[int, UOp] | None:
   """x (index math) as k*r + rest with rest free of r, else None."""
-  terms, c = _terms(x)
-  k = sum(m for n, m in terms if n is r)
-  rest = [(n, m) for n, m in terms if n is not r]
-  if any(r in n.toposort() for n, _ in rest): return None
-  return k, _from_terms(rest, c)
+  terms, c = split_sum(x)
+  k = terms.pop(r, 0)
+  if any(r in t.toposort() for t in terms): return None
+  return k, build_sum(terms, c, dtypes.index)
 
 def _range_bounds(cond: UOp, r: UOp, lo: UOp, hi: UOp) -> tuple[UOp, UOp] | None:
   """The r in [lo, hi) where cond (an AND of `a < b` linear in r with coefficient +-1) holds: the new (lo, hi)."""
-  if cond.op is Ops.AND:
-    if (b := _range_bounds(cond.src[0], r, lo, hi)) is None: return None
-    return _range_bounds(cond.src[1], r, *b)
-  if cond.op is not Ops.CMPLT or cond.src[0].dtype is not dtypes.index: return None
-  if (sp := _split_range(idx_add(cond.src[0], idx_mul(cond.src[1], -1)), r)) is None: return None
-  k, rest = sp  # cond: k*r + rest < 0
-  if k == 1: return lo, hi.minimum(idx_mul(rest, -1))
-  if k == -1: return lo.maximum(idx_add(rest, 1)), hi
-  return None
+  for c in split_uop(cond, Ops.AND):
+    if c.op is not Ops.CMPLT or c.src[0].dtype is not dtypes.index: return None
+    if (sp := _split_range(c.src[0] - c.src[1], r)) is None: return None
+    k, rest = sp  # c: k*r + rest < 0
+    if k == 1: hi = hi.minimum(rest * -1)
+    elif k == -1: lo = lo.maximum(rest + 1)
+    else: return None
+  return lo, hi
 
 def fold_int_sum(red: UOp) -> UOp | None:
   """REDUCE(ADD) of an int value over its last range: n*v for v free of the range, and a count of the range's values
@@ -374,79 +459,69 @@ def fold_int_sum(red: UOp) -> UOp | None:
 
 pm_fold_int_sum = PatternMatcher([(UPat(Ops.REDUCE, name="red"), fold_int_sum)])
 
-def simplify_kernel(ast: UOp) -> UOp:
-  try: from tinygrad.uop.symbolic import symbolic
-  except ImportError: return graph_rewrite(ast, pm_fold_never_load, name="rangeify: fold never-valid loads")
-  return graph_rewrite(ast, symbolic + pm_fold_never_load + pm_fold_int_sum, name="rangeify: simplify index math")
+pm_simplify_kernels = symbolic + pm_fold_never_load + pm_drop_masked_where + pm_fold_int_sum
 
-def finish_kernel(kb: KernelBuilder, store: UOp, ranges: list[UOp]) -> UOp:
-  """SINK(END(store, ranges)) -> a KERNEL over the buffers, with the AST renumbered; returns the KERNEL."""
-  ast, order = renumber(simplify_kernel(UOp.sink(store.end(*ranges))))
-  by_num = {dg.arg: node for node, dg in kb.bufs.items()}
-  srcs = tuple(by_num[old] for old, _ in sorted(order.items(), key=lambda kv: kv[1]))
-  return UOp(Ops.KERNEL, dtypes.void, srcs, arg=ast).set_metadata(tuple(kb.metadata))
+def lower_kernels(tsink: UOp, ctx: RangeifyContext) -> tuple[UOp, dict[UOp, UOp]]:
+  """Passes 3-5: every stored node's kernel, lowered and simplified (still one graph, with schedule-wide buffers).
+  Returns the lowered graph and what each tensor node became in the first of them."""
+  # each realized node becomes AFTER(BUFFER, store of INDEX(node, *ranges)): the value still a tensor node
+  rmap = graph_rewrite_map(tsink, pm_realized_to_stores, ctx=ctx, bottom_up=True, name="rangeify: realized to stores")
+  # INDEX(node, *idx) pushed down through movement, elementwise and reduce ops to LOADs of buffers
+  g = graph_rewrite(rmap[tsink], pm_push_indices, ctx=ctx, bottom_up=True, name="rangeify: push indices")
+  # index math simplified; never-valid loads, masks a load already has, closed-form integer sums folded
+  g = graph_rewrite(g, pm_simplify_kernels, name="rangeify: simplify kernels")
+  return g, rmap
 
-def _device_of(u: UOp) -> str:
-  """The device of a tensor node: the first found depth-first (a COPY's is its target). Iterative: graphs are deep."""
-  dev: Any = None
-  stack, seen = [u], set()
-  while stack and dev is None:
-    x = stack.pop()
-    if x in seen: continue
-    seen.add(x)
-    if x.op is Ops.DEVICE: dev = x.arg
-    elif x.op is Ops.COPY: dev = x.src[1].arg
-    else: stack.extend(reversed(x.src))
-  if not isinstance(dev, str): raise ValueError(f"rangeify: {u.op} of shape {u.shape} needs one device, got {dev!r}")
-  return dev
+# ---- pass: stores to kernels ----
 
-def build_kernel(ctx: RangeifyContext, r: UOp) -> UOp:
-  """The kernel-graph node that holds the value of realized tensor node `r` once its kernel ran."""
-  if r.op is Ops.COPY: return build_copy(ctx, r)
-  if r.op is Ops.ASSIGN: return build_assign(ctx, r)
-  buf = _new_buffer(r.dtype, prod(shape_of(r)), _device_of(r))
-  if prod(shape_of(r)) == 0: return buf
-  kb = KernelBuilder(ctx, r)
-  out = kb.define(buf)
-  ranges, idx = output_ranges(kb, shape_of(r))
-  value = kb.lower(r.src[0] if r.op is Ops.CONTIGUOUS else r, idx, None)
-  store = UOp(Ops.INDEX, out.dtype, (out, linear_index(idx, shape_of(r)))).store(value)
-  return buf.after(finish_kernel(kb, store, ranges))
+def _out_version(store: UOp) -> UOp: return store.src[0].src[0]
 
-def build_copy(ctx: RangeifyContext, r: UOp) -> UOp:
-  """COPY to another device: a kernel whose AST is a flat copy (one load, one store). The engine runs it as a buffer
-  copy when the two buffers are on different devices (no compiled kernel spans devices)."""
-  buf = _new_buffer(r.dtype, prod(shape_of(r)), r.src[1].arg)
-  if prod(shape_of(r)) == 0: return buf
-  kb = KernelBuilder(ctx, r)
-  out = kb.define(buf)
-  ranges, (idx,) = output_ranges(kb, (prod(shape_of(r)),))
-  kb.metadata.update(dict.fromkeys(r.metadata))
-  src = kb.load(ctx.stored.get(r.src[0], _base_of_view(r.src[0])), idx, None)
-  store = UOp(Ops.INDEX, out.dtype, (out, idx)).store(src)
-  return buf.after(finish_kernel(kb, store, ranges))
+def _base_dg(v: UOp) -> UOp:
+  while v.op is Ops.AFTER: v = v.src[0]
+  return v
 
-def build_assign(ctx: RangeifyContext, r: UOp) -> UOp:
-  target, value = r.src
-  base = _base_of_view(target)
-  if base.op not in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.ASSIGN):
-    raise ValueError(f"rangeify: ASSIGN target must be a view of a buffer, not {base.op} (under {target.op})")
-  out_node = ctx.stored.get(base, base)
-  if prod(shape_of(r)) == 0: return out_node
-  kb = KernelBuilder(ctx, r)
-  kb.overrides[base] = out_node
-  kb.define(out_node)
-  ranges, idx = output_ranges(kb, shape_of(r))
-  tload = kb.lower(target, idx, None)
-  if tload.op is not Ops.LOAD:
-    raise ValueError(f"rangeify: ASSIGN target {target.op} of shape {target.shape} is not a plain view of a buffer")
-  val = kb.lower(value, idx, None)
-  reads = [u for u in val.toposort() if u.op is Ops.INDEX and u.src[0] is tload.src[0].src[0] and u is not tload.src[0]]
-  if reads:
-    # the value reads the target at other positions than it writes: compute it into a buffer first
-    tmp = build_kernel(ctx, UOp(Ops.CONTIGUOUS, value.dtype, (value,)))
-    val = kb.load(tmp, linear_index(idx, shape_of(r)), None)
-  return _base_buffer(out_node).after(finish_kernel(kb, tload.src[0].store(val), ranges))
+def split_assign_hazard(ctx: RangeifyContext, store: UOp, ranges: tuple[UOp, ...]) -> UOp | None:
+  """An assign whose value reads its target buffer at other places than it writes: the value goes to a temporary
+  buffer first (a kernel of its own), and the assign copies it. Returns the new top of the assign's store, or None."""
+  out, val = store.src
+  target = _base_dg(out.src[0])
+  reads = [u for u in val.toposort(lambda u: u.op is not Ops.AFTER) if u.op is Ops.INDEX and u is not out]
+  if not any(_base_dg(u.src[0]) is target for u in reads): return None
+  leaf = ctx.leaves[target.arg]
+  shape = tuple(r.src[0].arg for r in ranges)
+  tmp = ctx.dg(ctx.new_buffer(val.dtype, prod(shape), leaf.device))
+  lin = linear_index(ranges, shape)
+  k = ctx.new_kernel(ctx.metadata[store.tag])
+  st_tmp = tagged_store(tmp.index(lin), val, k).end(*ranges)
+  return tagged_store(out, tmp.after(kernel_of(ctx, st_tmp)).index(lin).load(), store.tag).end(*ranges)
+
+def kernel_of(ctx: RangeifyContext, st: UOp) -> UOp:
+  """The KERNEL of a store: its AST with the buffers and ranges renumbered 0.. by first appearance (the output first),
+  over the kernel-graph nodes of those buffers (BUFFER, or AFTER(BUFFER, KERNEL) for one an earlier kernel wrote)."""
+  if (k := ctx.kernels.get(st)) is not None: return k
+  store, ranges = (st.src[0], st.src[1:]) if st.op is Ops.END else (st, ())
+  if store.tag in ctx.assigns and (split := split_assign_hazard(ctx, store, ranges)) is not None:
+    k = ctx.kernels[st] = kernel_of(ctx, split)
+    return k
+  # NOTE: the walks stop at the buffers: below an AFTER are earlier kernels, not this one
+  versions = dedup([_out_version(store)] + [u.src[0] for u in st.toposort(lambda u: u.op is not Ops.AFTER)
+                                             if u.op is Ops.INDEX])
+  subs = {v: UOp(Ops.DEFINE_GLOBAL, _base_dg(v).dtype, arg=n) for n, v in enumerate(versions)}
+  body = st.substitute(subs)
+  tagged = body.src[0] if body.op is Ops.END else body
+  body = body.substitute({tagged: tagged.replace(tag=None)})
+  rngs = [u for u in body.toposort() if u.op is Ops.RANGE]
+  # NOTE: ranges and buffers are renumbered so identical kernels are identical UOps (and so cache and dedupe)
+  ast = UOp.sink(body.substitute({r: r.replace(arg=(n, *r.arg[1:])) for n, r in enumerate(rngs)}))
+  srcs = tuple(ctx.leaves[v.arg] if v.op is Ops.DEFINE_GLOBAL else ctx.leaves[_base_dg(v).arg].after(*v.src[1:])
+               for v in versions)
+  k = ctx.kernels[st] = UOp(Ops.KERNEL, dtypes.void, srcs, arg=ast).set_metadata(ctx.metadata[store.tag])
+  return k
+
+pm_stores_to_kernels = PatternMatcher([
+  (UPat(Ops.AFTER, src=(UPat(name="b"), UPat((Ops.END, Ops.STORE), name="st"))),
+   lambda ctx, b, st: b.after(kernel_of(ctx, st))),
+])
 
 # ---- the driver ----
 
@@ -456,28 +531,29 @@ def rangeify(sink: UOp) -> tuple[UOp, dict[UOp, UOp], dict[UOp, int]]:
   The kernel graph is a SINK over the AFTER(buffer, KERNEL) nodes of the outputs (KERNEL srcs are BUFFERs or AFTERs,
   so a walk from the sink reaches every kernel). `becomes` maps each original sink output (and each ASSIGN) to what
   replaces it once the kernels ran: its BUFFER reshaped to its shape (an ASSIGN becomes its target view). `var_vals`
-  are the values of the BIND variables the kernels use."""
-  # NOTE: lowering recurses along the graph; a long lazy chain (an unrealized loop) is deeper than the default limit
-  if sys.getrecursionlimit() < (need := 4 * len(sink.toposort()) + 1000): sys.setrecursionlimit(need)
+  are the values of the BIND variables the kernels use. New buffers are BUFFER(LUNIQUE(n)), numbered after the
+  LUNIQUE buffers of the input graph."""
+  # DETACH dropped, CONTIGUOUS of an already contiguous buffer dropped
   tmap = graph_rewrite_map(sink, pm_strip_tensor_graph, name="rangeify: strip tensor graph")
   tsink = tmap[sink]
-  ctx = RangeifyContext(find_realizes(tsink))
-  for r in ctx.realizes: ctx.stored[r] = build_kernel(ctx, r)
-  outs = dedup(ctx.stored[s] for s in tsink.src if s in ctx.stored)
+  first_new = 1 + max((u.arg for u in tsink.toposort() if u.op is Ops.LUNIQUE), default=-1)
+  ctx = RangeifyContext(find_realizes(tsink), next_buffer=first_new)
+  # stores, index pushdown, simplification
+  lowered, rmap = lower_kernels(tsink, ctx)
+  # each store becomes a KERNEL; AFTER(BUFFER, KERNEL) is the buffer once it ran
+  ksink = graph_rewrite(lowered, pm_stores_to_kernels, ctx=ctx, name="rangeify: stores to kernels")
+  outs = dedup(base_of_view(k) for t, k in zip(tsink.src, ksink.src) if t in ctx.realizes)
   becomes: dict[UOp, UOp] = {}
   for orig in sink.toposort():
     t = tmap.get(orig, orig)
-    if t in ctx.stored and (orig in sink.src or orig.op is Ops.ASSIGN): becomes[orig] = _realized_view(ctx, t)
+    if t in ctx.realizes and (orig in sink.src or orig.op is Ops.ASSIGN): becomes[orig] = strip_after(rmap[t])
     # an output that was already a buffer under DETACH/CONTIGUOUS becomes that buffer
     elif orig in sink.src and t is not orig and _is_buffer_view(t): becomes[orig] = t
   return UOp.sink(*outs), becomes, ctx.var_vals
 
-def _realized_view(ctx: RangeifyContext, t: UOp) -> UOp:
-  if t.op is Ops.ASSIGN:
-    target = t.src[0]
-    base = _base_of_view(target)
-    return target if base.op is not Ops.ASSIGN else target.substitute({base: _realized_view(ctx, base)})
-  return _base_buffer(ctx.stored[t]).reshape(shape_of(t))
+def strip_after(view: UOp) -> UOp:
+  """A view of stored buffers as the Tensor front end holds it: every AFTER(buffer, ...) is just the buffer."""
+  return view.substitute({u: u.src[0] for u in view.toposort(lambda u: u.op is not Ops.AFTER) if u.op is Ops.AFTER})
 
-__all__ = ["rangeify", "find_realizes", "reshape_index", "linear_index", "idx_add", "idx_mul", "idx_div", "idx_mod",
-           "renumber"]
+__all__ = ["rangeify", "find_realizes", "reshape_index", "linear_index", "lower_kernels", "fold_int_sum",
+           "RangeifyContext"]

@@ -14,8 +14,8 @@ class FastEnum(Enum):
 class Ops(FastEnum):
   # ---- graph structure (every stage) ----
   SINK = auto(); GROUP = auto(); NOOP = auto(); AFTER = auto()
-  # ---- tensor graph: buffers and devices ----
-  UNIQUE = auto(); DEVICE = auto(); BUFFER = auto(); BUFFER_VIEW = auto()
+  # ---- tensor graph: buffers and devices (LUNIQUE: a buffer's name local to one scheduled graph) ----
+  UNIQUE = auto(); LUNIQUE = auto(); DEVICE = auto(); BUFFER = auto(); BUFFER_VIEW = auto()
   # ---- tensor graph: movement ----
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()
   # ---- tensor graph: other ----

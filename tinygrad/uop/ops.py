@@ -102,7 +102,8 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     """Replace nodes by identity (no pattern matching), rebuilding every user above them."""
     if not dvars: return self
     new: dict[UOp, UOp] = {}
-    for u in self.toposort():
+    # NOTE: a replaced node is replaced whole, so the walk does not go below it
+    for u in self.toposort(gate=lambda x: x not in dvars):
       if u in dvars: new[u] = dvars[u]; continue
       nsrc = tuple(new[s] for s in u.src)
       new[u] = u if all(a is b for a, b in zip(nsrc, u.src)) else u.replace(src=nsrc)
@@ -615,7 +616,8 @@ class _Rewriter:
           continue
         if self.bottom_up:
           # a rebuilt node is matched again from the top, like a fresh node
-          if cur is x: self.finish(n, x)
+          # NOTE: x may be what n was rewritten to at the top, so it leaves on_stack too
+          if cur is x: self.finish(n, x, x)
           else: stack.extend([(n, 2, cur, x), (cur, 0, cur, cur)])
           continue
         if (ret := self.apply(cur)) is None:
@@ -667,6 +669,13 @@ def consumer_map(root: UOp) -> dict[UOp, list[UOp]]:
 def sint_to_uop(x: int | UOp, dtype: DType = dtypes.index) -> UOp:
   return UOp.const(dtype, x) if isinstance(x, int) else x
 
+def identity_element(op: Ops, dt: DType) -> Any:
+  """The value a REDUCE with `op` starts from (and the value of a reduce over nothing)."""
+  if op is Ops.ADD: return 0
+  if op is Ops.MUL: return 1
+  if op is Ops.MAX: return dtypes.min(dt)
+  raise NotImplementedError(f"REDUCE with {op} has no identity element")
+
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "graph_rewrite_map", "Ops", "GroupOp", "AxisType",
-           "RewriteNotConverging", "Metadata", "consumer_map", "match_stats", "dtypes", "DType", "PtrDType",
-           "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]
+           "RewriteNotConverging", "Metadata", "consumer_map", "identity_element", "match_stats", "dtypes", "DType",
+           "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]
