@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke bench clean durations \
-	test-nv test-gpu test-semantics-sweep
+	test-nv test-gpu test-semantics-sweep test-deep-chains
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ test-spec3: $(STAMP)
 # the semantics table against its z3 translation on every input (the default suite samples them)
 test-semantics-sweep: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/uop/test_semantics_crosscheck.py
+
+# 10,000-op lazy chains through codegen and the C compiler (the default suite checks them through the scheduler)
+test-deep-chains: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/schedule/test_deep_graphs.py
 
 # one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2
 SPLITS ?= 2

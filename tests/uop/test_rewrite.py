@@ -127,3 +127,9 @@ def test_track_match_stats_per_pass_per_rule():
   match_stats.pop("stats_off_pass", None)
   with Context(TRACK_MATCH_STATS=0): graph_rewrite(x + 0, pm, name="stats_off_pass")
   assert "stats_off_pass" not in match_stats
+
+def test_bottom_up_rewrite_to_a_finished_node_is_not_a_cycle():
+  # two nodes rewritten at the top to the same leaf: the second must find it done, not "still being rewritten"
+  a, b, x = UOp.variable("a", 0, 5), UOp.variable("b", 0, 5), UOp.const(dtypes.index, 7)
+  pm = PatternMatcher([(UPat(Ops.DEFINE_VAR), lambda: x)])
+  assert graph_rewrite(UOp.sink(a, b), pm, bottom_up=True, name="test") is UOp.sink(x, x)

@@ -184,6 +184,9 @@ NOT_CONST = (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.BIND, Ops.DEFINE_VAR, Ops.COPY, Op
 def folds_to_closed_form(r: UOp) -> bool:
   """A REDUCE_AXIS of constants only (the cumsum of ones under arange) whose kernel simplifies to no loop at all: as
   cheap to recompute in each consumer as to load, so the cost rules leave it fused (argmax, eye, one_hot, gather)."""
+  # NOTE: only pm_fold_int_sum takes a REDUCE out of a kernel: any other reduce over more than one element stays a loop
+  if not (r.arg[0] is Ops.ADD and dtypes.is_int(r.dtype)) and any(shape_of(r.src[0])[a] > 1 for a in r.arg[1]):
+    return False
   if any(u.op in NOT_CONST for u in r.toposort()): return False
   lowered, _ = lower_kernels(UOp.sink(r), RangeifyContext({r: None}))
   return all(u.op is not Ops.REDUCE for u in lowered.toposort())

@@ -1,0 +1,68 @@
+"""Long lazy chains (10,000 ops) go through the front end, autograd, the scheduler and its spec checks under Python's
+default recursion limit, and nothing raises the limit. Values are checked with the kernel evaluator (tests/schedule/
+kernel_eval.py) so the default suite stays fast; a chain deeper than the limit also runs through codegen and the C
+compiler, and the whole 10,000-op run through codegen is a slow test."""
+import sys
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tests.schedule.kernel_eval import eval_schedule
+
+DEFAULT_LIMIT = 1000  # CPython's default
+N = 10_000
+
+@pytest.fixture(autouse=True)
+def default_recursion_limit():
+  # NOTE: pinned to the default for the test (something else in the process may have raised it) and checked after
+  old = sys.getrecursionlimit()
+  sys.setrecursionlimit(DEFAULT_LIMIT)
+  try:
+    yield
+    assert sys.getrecursionlimit() == DEFAULT_LIMIT, "something raised the recursion limit"
+  finally: sys.setrecursionlimit(old)
+
+def scheduled_values(t: Tensor, kernels: int = 1) -> np.ndarray:
+  """t's value from its schedule, evaluated by the kernel evaluator (the schedule must have `kernels` kernels)."""
+  items = t.schedule()
+  assert len(items) == kernels, f"{len(items)} kernels, want {kernels}"
+  return eval_schedule(items)[items[-1].bufs[0]].reshape(t.shape)
+
+def test_add_chain_of_10000_schedules_under_default_limit():
+  x = Tensor(np.arange(4, dtype=np.float32))
+  for _ in range(N): x = x + 1
+  np.testing.assert_equal(scheduled_values(x), np.arange(4, dtype=np.float32) + N)
+
+def _movement_chain(x, n, steps: int):
+  """Movement ops of every kind and an add per step; every 3 steps the view returns to the start, so the index math of
+  the one load stays small (a chain whose views compose to an ever new permutation has index math as deep as the chain)."""
+  for i in range(steps):
+    if i % 3 == 0: x, n = x.reshape(4, 3).permute(1, 0), n.reshape(4, 3).T
+    elif i % 3 == 1: x, n = x.permute(1, 0).reshape(3, 4).flip(1), np.flip(n.T.reshape(3, 4), 1)
+    else: x, n = x.pad(((1, 1), (0, 0))).shrink(((1, 4), (0, 4))).flip(1), np.flip(n, 1)
+    x, n = x + 1, n + 1
+  return x, n
+
+def test_movement_chain_and_reduce_of_10000_ops_schedule_under_default_limit():
+  start = np.arange(12, dtype=np.float32).reshape(3, 4)
+  # 4 ops per step on average (movement ops and an add): 10,000 ops in all, then a reduce
+  x, ref = _movement_chain(Tensor(start), start, N // 4)
+  np.testing.assert_allclose(scheduled_values(x.sum(1)), ref.sum(1), rtol=1e-6)
+
+def test_gradient_of_10000_op_chain_under_default_limit():
+  w = Tensor(np.array([1.0, 2.0, 3.0], np.float32), requires_grad=True)
+  x = w
+  for _ in range(N): x = x * 1.0001
+  x.sum().backward()
+  assert w.grad is not None
+  np.testing.assert_allclose(scheduled_values(w.grad), np.full(3, 1.0001 ** N, np.float32), rtol=1e-3)
+
+def test_chain_deeper_than_the_limit_runs_through_codegen():
+  x = Tensor(np.arange(4, dtype=np.float32))
+  for _ in range(3 * DEFAULT_LIMIT // 2): x = x + 1
+  np.testing.assert_equal(x.numpy(), np.arange(4, dtype=np.float32) + 3 * DEFAULT_LIMIT // 2)
+
+@pytest.mark.slow
+def test_add_chain_of_10000_runs_through_codegen():
+  x = Tensor(np.arange(4, dtype=np.float32))
+  for _ in range(N): x = x + 1
+  np.testing.assert_equal(x.numpy(), np.arange(4, dtype=np.float32) + N)
