@@ -8,7 +8,6 @@ import pytest
 from tinygrad import Tensor
 from tinygrad.uop import Ops, hooks
 from tinygrad.uop.ops import UOp
-from tinygrad.uop.pyrender import pyrender
 from tinygrad.device import buffer_of
 from tinygrad.engine.schedule import canonical_names
 
@@ -19,7 +18,6 @@ PROGRAM = """
 import numpy as np
 from tinygrad import Tensor
 from tinygrad.uop import hooks
-from tinygrad.uop.pyrender import pyrender
 
 def program():
   a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
