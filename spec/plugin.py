@@ -24,7 +24,7 @@ from spec.kernel_spec import kernel_spec
 from spec.program_spec import program_spec
 from spec.full_spec import full_spec
 from spec.shared_spec import const_ok
-from spec.roundtrip import check_roundtrip, eval_pyrender, pyrender_node
+from spec import roundtrip
 
 # NOTE: checking may build UOps (a round trip rebuilds a graph); those must not be checked again from inside the check
 _busy = [False]
@@ -49,7 +49,7 @@ def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
 def _roundtrip(graph: UOp | Sequence[UOp]) -> None:
   """SPEC>=2: the printed sink (or linear program) reads back as the same object(s)."""
   if level() < 2 or (isinstance(graph, UOp) and graph in _roundtripped): return
-  check_roundtrip(graph if isinstance(graph, UOp) else list(graph))
+  roundtrip.check_roundtrip(graph if isinstance(graph, UOp) else list(graph))
   stats["round_trips"] += 1
   if isinstance(graph, UOp): _roundtripped.add(graph)
 
@@ -109,7 +109,7 @@ def _const_ok(u: UOp) -> bool:
 def _check_created(u: UOp) -> None:
   if level() < 2: return
   if (reason := why_illegal(u, full_spec)) is not None: raise SpecError("full (at construction)", 0, u, reason)
-  if (back := eval_pyrender(*pyrender_node(u))) is not u:
+  if (back := roundtrip.eval_pyrender(*roundtrip.pyrender_node(u))) is not u:
     why = f"eval_pyrender(*pyrender_node(u)) gave back {back!r}, not the same object"
     raise SpecError("round trip (at construction)", 0, u, why)
 

@@ -18,6 +18,7 @@ PROGRAM = """
 import numpy as np
 from tinygrad import Tensor
 from tinygrad.uop import hooks
+from tinygrad.uop.pyrender import pyrender
 
 def program():
   a = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
