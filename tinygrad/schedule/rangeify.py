@@ -6,26 +6,28 @@ everything else is fused into the kernel that reads it.
 
 The value of tensor node `x` at an index is the node `INDEX(x, *idx)`: one index expression per dimension of x, each
 possibly masked (`valid.where(i, Invalid)`: positions a PAD made invalid; every dimension carries the same mask). The
-whole lowering is pushing that node down the graph, one rule per op: a movement op rewrites the indices, an elementwise
-op distributes, a REDUCE_AXIS opens REDUCE ranges, a BUFFER or a stored node becomes a LOAD at the linear index, a PAD
-masks. The index math is plain UOp arithmetic simplified by the symbolic rules (tinygrad.uop.symbolic) as it is built.
+whole lowering is pushing that node down the graph, one rule per kind of op: movement ops map the indices (a PAD also
+masks the value), an elementwise op distributes, a REDUCE_AXIS opens REDUCE ranges, a BUFFER or a stored node becomes
+a LOAD at the flat index. The index math is plain UOp arithmetic; the symbolic rules (tinygrad.uop.symbolic) simplify
+it where an index is split (so split and merged axes cancel as they are built) and, in full, in each finished kernel.
 
 `rangeify(sink)`, pass by pass:
   strip tensor graph    DETACH dropped, CONTIGUOUS of an already contiguous buffer dropped
   find_realizes         which nodes get a buffer (the forced ones + the reduce cost rules); an analysis, not a rewrite
-  realized to stores    each stored node -> AFTER(BUFFER, END(STORE(INDEX(DEFINE_GLOBAL, lin), INDEX(x, *ranges))))
-  push indices          INDEX(x, *idx) pushed down to LOADs, REDUCEs and constants
-  simplify kernels      symbolic; never-valid loads and closed-form integer sums folded
-  stores to kernels     each store -> KERNEL(buffers, arg=renumbered AST); AFTER(BUFFER, KERNEL) stands for its result
+  push indices          each stored node is AFTER(BUFFER, END(STORE(INDEX(DEFINE_GLOBAL, lin), INDEX(x, *ranges))));
+                        every INDEX(x, *idx) is pushed down to LOADs, REDUCEs and constants (a stored node reached on
+                        the way is read from its buffer, and its own store made the same way)
+  simplify kernels,     symbolic, never-valid loads and closed-form integer sums folded; then each store becomes
+  stores to KERNELs     KERNEL(buffers, arg=renumbered AST) and AFTER(BUFFER, KERNEL) stands for its result
 
 Until the last pass every buffer is one schedule-wide `DEFINE_GLOBAL(arg=n)` (n indexes RangeifyContext.leaves), a
 buffer written by a kernel is read through `AFTER(DEFINE_GLOBAL, store)`, and each kernel's STORE carries its kernel
 number as its tag; the last pass renumbers every kernel's buffers and ranges 0.. by first appearance and drops the tag.
 """
 from __future__ import annotations
-import math
+import functools, math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, Metadata, identity_element
 from tinygrad.uop.symbolic import symbolic, split_sum, build_sum, split_uop
@@ -34,6 +36,7 @@ from tinygrad.helpers import prod, dedup
 
 # ---- index math: UOp arithmetic, simplified by the symbolic rules as it is built ----
 
+@functools.lru_cache(maxsize=4096)
 def _c(v: int) -> UOp: return UOp.const(dtypes.index, v)
 
 # NOTE: a bound on the local rewrite loop; the rules terminate long before it, and the kernels' full simplification
@@ -61,18 +64,24 @@ def unmask(idx: tuple[UOp, ...]) -> tuple[UOp | None, list[UOp]]:
   return valid, raw
 
 def mask(valid: UOp | None, idx: list[UOp] | tuple[UOp, ...]) -> tuple[UOp, ...]:
-  return tuple(idx) if valid is None else tuple(simp(i.valid(valid)) for i in idx)
+  """`valid.where(i, Invalid)` for each index (a valid that is a constant folds: every index, or every one Invalid)."""
+  if valid is None: return tuple(idx)
+  if valid.op is Ops.CONST: return tuple(idx) if valid.arg else (UOp.invalid(),) * len(idx)
+  # NOTE: i is an unmasked index and valid a condition, so no symbolic rule applies to the WHERE itself
+  return tuple(i.valid(valid) for i in idx)
 
 def linear_index(idx: tuple[UOp, ...] | list[UOp], shape: tuple[int, ...]) -> UOp:
   """The row-major flat offset of `idx` in a contiguous buffer of `shape` (masked by the indices' mask)."""
   valid, raw = unmask(tuple(idx))
-  ret, stride = _c(0), prod(shape)
+  terms: list[UOp] = []
+  stride = prod(shape)
   # NOTE: outermost axis first, so the ranges are numbered in axis order by first appearance
   for i, s in zip(raw, shape):
     stride //= max(s, 1)
-    if s == 1: continue
-    term = simp(i * _c(stride))
-    ret = term if ret.op is Ops.CONST and ret.arg == 0 else simp(ret + term)
+    if s != 1 and not (i.op is Ops.CONST and i.arg == 0): terms.append(i if stride == 1 else i * _c(stride))
+  if not terms: return mask(valid, [_c(0)])[0]
+  ret = terms[0]
+  for t in terms[1:]: ret = ret + t
   return mask(valid, [ret])[0]
 
 def reshape_index(idx: tuple[UOp, ...] | list[UOp], out_shape: tuple[int, ...],
@@ -83,6 +92,10 @@ def reshape_index(idx: tuple[UOp, ...] | list[UOp], out_shape: tuple[int, ...],
   # NOTE: an empty tensor has no element to read: some index here runs over a size-0 range (or is masked off by a pad),
   # so any in-range index will do, and the grouping below would divide by the 0 size
   if prod(in_shape) == 0: return mask(valid, [_c(0)] * len(in_shape))
+  # NOTE: the common reshape only adds or drops size-1 axes: the indices carry over
+  if [s for s in out_shape if s != 1] == [s for s in in_shape if s != 1]:
+    it = iter(r for r, s in zip(raw, out_shape) if s != 1)
+    return mask(valid, [_c(0) if s == 1 else next(it) for s in in_shape])
   out_ax = [i for i, s in enumerate(out_shape) if s != 1]
   in_ax = [i for i, s in enumerate(in_shape) if s != 1]
   ret: list[UOp] = [_c(0)] * len(in_shape)
@@ -95,6 +108,9 @@ def reshape_index(idx: tuple[UOp, ...] | list[UOp], out_shape: tuple[int, ...],
       if op_ < ip_: og.append(out_ax[oi]); op_ *= out_shape[out_ax[oi]]; oi += 1
       else: ig.append(in_ax[ii]); ip_ *= in_shape[in_ax[ii]]; ii += 1
     lin = linear_index([raw[a] for a in og], tuple(out_shape[a] for a in og))
+    # NOTE: a sum about to be split is simplified first (the symbolic sum rule flattens it and merges a split index
+    # back), so the div and mod of it simplify and index math stays small along long chains of views
+    if len(ig) > 1 and lin.op is Ops.ADD: lin = simp(lin)
     stride = ip_
     for n, a in enumerate(ig):
       stride //= in_shape[a]
@@ -188,7 +204,7 @@ def folds_to_closed_form(r: UOp) -> bool:
   if not (r.arg[0] is Ops.ADD and dtypes.is_int(r.dtype)) and any(shape_of(r.src[0])[a] > 1 for a in r.arg[1]):
     return False
   if any(u.op in NOT_CONST for u in r.toposort()): return False
-  lowered, _ = lower_kernels(UOp.sink(r), RangeifyContext({r: None}))
+  lowered = lower_kernels(UOp.sink(r), RangeifyContext({r: None}))
   return all(u.op is not Ops.REDUCE for u in lowered.toposort())
 
 # ---- the context the passes share ----
@@ -204,6 +220,12 @@ class RangeifyContext:
   metadata: list[tuple[Metadata, ...]] = field(default_factory=list)  # kernel number -> metadata
   assigns: set[int] = field(default_factory=set)                # kernel numbers that write into an existing buffer
   kernels: dict[UOp, UOp] = field(default_factory=dict)         # store (END/STORE) -> its KERNEL
+  stored: dict[UOp, UOp] = field(default_factory=dict)          # realized node -> its buffer after its store
+
+  def leaf(self, x: UOp) -> UOp:
+    """The realized node x as its BUFFER after the store that computes it (x's store is made once, when first asked)."""
+    if (ret := self.stored.get(x)) is None: ret = self.stored[x] = store_realized(self, x)
+    return ret
 
   def dg(self, leaf: UOp) -> UOp:
     if (d := self.dgs.get(leaf)) is None:
@@ -266,9 +288,8 @@ def store_assign(ctx: RangeifyContext, x: UOp) -> UOp:
   st = tagged_store(vindex(target, idx), vindex(value, idx), k).end(*ranges)
   return retarget(target, buf.after(st))
 
-def store_realized(ctx: RangeifyContext, x: UOp) -> UOp | None:
+def store_realized(ctx: RangeifyContext, x: UOp) -> UOp:
   """A realized node -> its BUFFER after the STORE that computes it, viewed in x's shape."""
-  if x not in ctx.realizes: return None
   if x.op is Ops.ASSIGN: return store_assign(ctx, x)
   shape = shape_of(x)
   buf = ctx.new_buffer(x.dtype, prod(shape), x.device)
@@ -278,58 +299,56 @@ def store_realized(ctx: RangeifyContext, x: UOp) -> UOp | None:
   kshape = (prod(shape),) if x.op is Ops.COPY else shape
   k = ctx.new_kernel(x.metadata if x.op is Ops.COPY else _fused_metadata(ctx, x))
   ranges, idx = ctx.output_ranges(kshape)
-  # NOTE: x's own value is pushed one step here: the store must not contain x, which this rewrite is replacing
+  # NOTE: x's own value is pushed one step here: an INDEX of x itself would load from this very store
   val = vindex(value.reshape(kshape), idx) if value is not x else push_once(ctx, vindex(x, idx))
   st = tagged_store(ctx.dg(buf).index(linear_index(idx, kshape)), val, k).end(*ranges)
   return buf.after(st).reshape(shape)
 
-def push_once(ctx: RangeifyContext, i: UOp) -> UOp:
-  if (ret := pm_push_indices.rewrite(i, ctx)) is None: raise RuntimeError(f"rangeify: no rule lowers {i.src[0].op}")
-  return ret
-
-# NOTE: runs top-down (bottom_up=True) so each rule sees the original node, the one find_realizes chose
-pm_realized_to_stores = PatternMatcher([(UPat(GroupOp.All, name="x"), store_realized)])
 
 # ---- pass: push indices ----
 
-def push_reshape(i: UOp, x: UOp) -> UOp:
-  return vindex(x.src[0], reshape_index(i.src[1:], shape_of(x), shape_of(x.src[0])))
+# movement ops as index maps: the unmasked indices of a view -> those of its source
+def _permute(raw: list[UOp], x: UOp) -> list[UOp]:
+  ret = [_c(0)] * len(x.arg)
+  for k, a in enumerate(x.arg): ret[a] = raw[k]
+  return ret
+def _expand(raw: list[UOp], x: UOp) -> list[UOp]:
+  return [_c(0) if s == 1 else r for r, s in zip(raw, shape_of(x.src[0]))]
+def _shrink(raw: list[UOp], x: UOp) -> list[UOp]: return [r + _c(b) if b else r for r, (b, _) in zip(raw, x.arg)]
+def _flip(raw: list[UOp], x: UOp) -> list[UOp]:
+  return [r * _c(-1) + _c(s - 1) if f else r for r, s, f in zip(raw, shape_of(x.src[0]), x.arg)]
+def _reshape(raw: list[UOp], x: UOp) -> list[UOp]: return list(reshape_index(raw, shape_of(x), shape_of(x.src[0])))
 
-def push_permute(i: UOp, x: UOp) -> UOp:
-  idx = [_c(0)] * len(x.arg)
-  for k, a in enumerate(x.arg): idx[a] = i.src[1 + k]
-  return vindex(x.src[0], idx)
+MOVE = {Ops.RESHAPE: _reshape, Ops.PERMUTE: _permute, Ops.EXPAND: _expand, Ops.SHRINK: _shrink, Ops.FLIP: _flip}
 
-def push_expand(i: UOp, x: UOp) -> UOp:
-  valid, raw = unmask(i.src[1:])
-  return vindex(x.src[0], mask(valid, [_c(0) if s == 1 else r for r, s in zip(raw, shape_of(x.src[0]))]))
-
-def push_shrink(i: UOp, x: UOp) -> UOp:
-  valid, raw = unmask(i.src[1:])
-  return vindex(x.src[0], mask(valid, [simp(r + _c(b)) if b else r for r, (b, _) in zip(raw, x.arg)]))
-
-def push_flip(i: UOp, x: UOp) -> UOp:
-  valid, raw = unmask(i.src[1:])
-  flipped = [simp(simp(r * _c(-1)) + _c(s - 1)) if f else r for r, s, f in zip(raw, shape_of(x.src[0]), x.arg)]
-  return vindex(x.src[0], mask(valid, flipped))
-
-def pad_index(i: UOp, x: UOp) -> tuple[UOp | None, UOp]:
-  """The PAD x at index i: (the condition of being inside x's source, or None; INDEX(source, masked indices))."""
-  valid, raw = unmask(i.src[1:])
-  conds: list[UOp] = []
+def _pad(raw: list[UOp], x: UOp) -> tuple[UOp | None, list[UOp]]:
+  """The PAD x at raw indices: (the condition of being inside its source, or None; the indices into the source)."""
+  cond: UOp | None = None
   for r, s, (b, e) in zip(raw, shape_of(x.src[0]), x.arg):
-    if b: conds.append(simp(_c(b - 1) < r))
-    if e: conds.append(simp(r < _c(b + s)))
-  shifted = [simp(r + _c(-b)) if b else r for r, (b, _) in zip(raw, x.arg)]
-  if not conds: return None, vindex(x.src[0], mask(valid, shifted))
-  cond = conds[0]
-  for c in conds[1:]: cond = simp(cond & c)
-  return cond, vindex(x.src[0], mask(cond if valid is None else simp(valid & cond), shifted))
+    for c in ([_c(b - 1) < r] if b else []) + ([r < _c(b + s)] if e else []): cond = c if cond is None else cond & c
+  return cond, [r + _c(-b) if b else r for r, (b, _) in zip(raw, x.arg)]
 
-def push_pad(i: UOp, x: UOp) -> UOp:
-  cond, inner = pad_index(i, x)
+def view_index(ctx: RangeifyContext, x: UOp, idx: tuple[UOp, ...]) -> tuple[UOp, tuple[UOp, ...], list[UOp]]:
+  """Follow the movement ops from x down with the index: (the first node that is not one, the masked index into it,
+  the conditions of the PADs passed, outermost first). A PAD masks the index with its condition; a stored node below x
+  is its buffer (through the view of it that the store left)."""
+  valid, raw = unmask(idx)
+  conds: list[UOp] = []
+  while x.op in GroupOp.Movement:
+    if x.op is Ops.PAD:
+      cond, raw = _pad(raw, x)
+      if cond is not None: conds.append(cond); valid = cond if valid is None else valid & cond
+    else: raw = MOVE[x.op](raw, x)
+    x = x.src[0]
+    if x in ctx.realizes: x = ctx.leaf(x)
+  return x, mask(valid, raw), conds
+
+def push_movement(ctx: RangeifyContext, i: UOp, x: UOp) -> UOp:
+  base, idx, conds = view_index(ctx, x, i.src[1:])
+  ret = vindex(base, idx)
   # NOTE: a masked LOAD reads 0 outside the mask, but a computed value must be masked to 0 explicitly
-  return inner if cond is None else simp(cond.where(inner, inner.const_like(0)))
+  for c in reversed(conds): ret = c.where(ret, ret.const_like(0))
+  return ret
 
 def push_reduce(ctx: RangeifyContext, i: UOp, x: UOp) -> UOp:
   op, axes = x.arg
@@ -345,7 +364,7 @@ def push_reduce(ctx: RangeifyContext, i: UOp, x: UOp) -> UOp:
   val = vindex(x.src[0], mask(valid, raw))
   return UOp(Ops.REDUCE, x.dtype, (val, *ranges), op) if ranges else val
 
-def push_elementwise(i: UOp, x: UOp) -> UOp:
+def push_elementwise(ctx: RangeifyContext, i: UOp, x: UOp) -> UOp:
   return UOp(x.op, x.dtype, tuple(vindex(s, i.src[1:]) for s in x.src), x.arg)
 
 def bind_var(ctx: RangeifyContext, x: UOp) -> UOp:
@@ -359,49 +378,50 @@ def store_to_target(ctx: RangeifyContext, s: UOp, t: UOp, v: UOp) -> UOp | None:
   """An assign's STORE through the target view at the output index -> a STORE at the buffer offset."""
   if not is_vindex(t): return None
   # NOTE: a PAD in the view (a strided slice) masks the store: the positions it made up are not written
-  while (view := t.src[0]).op in GroupOp.Movement:
-    t = pad_index(t, view)[1] if view.op is Ops.PAD else PUSH[view.op](t, view)
-  return tagged_store(buffer_version(ctx, view).index(t.src[1]), v, s.tag)
+  view = t.src[0]
+  leaf, (idx,), _ = view_index(ctx, ctx.leaf(view) if view in ctx.realizes else view, t.src[1:])
+  return tagged_store(buffer_version(ctx, leaf).index(idx), v, s.tag)
 
 def buffer_version(ctx: RangeifyContext, leaf: UOp) -> UOp:
   """BUFFER -> its DEFINE_GLOBAL; AFTER(BUFFER, store) -> AFTER(DEFINE_GLOBAL, store)."""
   if leaf.op is Ops.AFTER: return ctx.dg(leaf.src[0]).after(*leaf.src[1:])
   return ctx.dg(leaf)
 
-def fail_unlowered(i: UOp) -> UOp | None:
-  if not is_vindex(i): return None
+def load(ctx: RangeifyContext, i: UOp, x: UOp) -> UOp:
+  """A buffer (or a stored node: its buffer after the store that writes it) is a LOAD at the flat index."""
+  return buffer_version(ctx, x).index(i.src[1]).load()
+
+# how INDEX(x, *idx) is pushed down through x, one entry per kind of op
+PUSH_INDEX: dict[Ops, Callable[[RangeifyContext, UOp, UOp], UOp]] = {
+  # movement ops map the index (a chain of them at once); a PAD masks it and the value
+  **dict.fromkeys(GroupOp.Movement, push_movement),
+  Ops.REDUCE_AXIS: push_reduce,
+  **dict.fromkeys(GroupOp.Elementwise, push_elementwise),
+  Ops.CONST: lambda ctx, i, x: UOp.const(x.dtype, x.arg),
+  Ops.BIND: lambda ctx, i, x: bind_var(ctx, x),
+  Ops.DEFINE_VAR: lambda ctx, i, x: x.replace(src=()),
+  Ops.BUFFER: load, Ops.BUFFER_VIEW: load, Ops.AFTER: load,
+}
+
+def push_once(ctx: RangeifyContext, i: UOp) -> UOp:
   x = i.src[0]
-  raise NotImplementedError(f"rangeify: cannot lower {x.op} (dtype {x.dtype}, shape {x.shape}) inside a kernel")
+  if (fn := PUSH_INDEX.get(x.op)) is None:
+    raise NotImplementedError(f"rangeify: cannot lower {x.op} (dtype {x.dtype}, shape {x.shape}) inside a kernel")
+  return fn(ctx, i, x)
 
-PUSH = {Ops.RESHAPE: push_reshape, Ops.PERMUTE: push_permute, Ops.EXPAND: push_expand, Ops.SHRINK: push_shrink,
-        Ops.FLIP: push_flip}
-
-def _vidx(op: Any) -> UPat: return UPat(Ops.INDEX, src=(UPat(op, name="x"),), allow_any_len=True, name="i")
-LEAF = (Ops.BUFFER, Ops.BUFFER_VIEW)
+def push_index(ctx: RangeifyContext, i: UOp) -> UOp | None:
+  # NOTE: an INDEX of a pointer is already a memory access: INDEX(DEFINE_GLOBAL, offset)
+  if isinstance(i.dtype, PtrDType): return None
+  # a stored node is read from its buffer; the first read makes its store
+  if (x := i.src[0]) in ctx.realizes: return vindex(ctx.leaf(x), i.src[1:])
+  return push_once(ctx, i)
 
 # NOTE: runs top-down (bottom_up=True): an INDEX is pushed all the way before anything below it is visited, so the
-# tensor graph itself is never rewritten (and the symbolic rules, which are not for tensor nodes, never see it)
+# tensor graph itself is never rewritten (each rule sees the very nodes find_realizes chose), and the symbolic rules,
+# which are not for tensor nodes, never see it
 pm_push_indices = PatternMatcher([
-  # an index that is never valid reads nothing: a PAD above masks its value off
-  (UPat(Ops.INDEX, src=(UPat(), UPat(Ops.CONST, arg=Invalid)), allow_any_len=True, name="i"),
-   lambda i: UOp.const(i.dtype, 0) if is_vindex(i) else None),
-  (_vidx(Ops.RESHAPE), push_reshape),
-  (_vidx(Ops.PERMUTE), push_permute),
-  (_vidx(Ops.EXPAND), push_expand),
-  (_vidx(Ops.SHRINK), push_shrink),
-  (_vidx(Ops.FLIP), push_flip),
-  (_vidx(Ops.PAD), push_pad),
-  (_vidx(Ops.REDUCE_AXIS), push_reduce),
-  (_vidx(GroupOp.Elementwise), push_elementwise),
-  (UPat(Ops.INDEX, src=(UPat(Ops.CONST, name="x"),)), lambda x: UOp.const(x.dtype, x.arg)),
-  (UPat(Ops.INDEX, src=(UPat(Ops.BIND, name="x"),)), bind_var),
-  (UPat(Ops.INDEX, src=(UPat(Ops.DEFINE_VAR, name="x"),)), lambda x: x.replace(src=())),
-  # a buffer, or a stored node (its buffer after the store that writes it), is a LOAD at the flat index
-  (UPat(Ops.INDEX, src=(UPat(LEAF, name="b"), UPat(name="idx"))), lambda ctx, b, idx: ctx.dg(b).index(idx).load()),
-  (UPat(Ops.INDEX, src=(UPat(Ops.AFTER, src=(UPat(LEAF), UPat()), name="a"), UPat(name="idx"))),
-   lambda ctx, a, idx: buffer_version(ctx, a).index(idx).load()),
+  (UPat(Ops.INDEX, name="i"), push_index),
   (UPat(Ops.STORE, src=(UPat(Ops.INDEX, name="t"), UPat(name="v")), name="s"), store_to_target),
-  (UPat(Ops.INDEX, name="i"), fail_unlowered),
 ])
 
 # ---- pass: simplify kernels ----
@@ -464,16 +484,19 @@ pm_fold_int_sum = PatternMatcher([(UPat(Ops.REDUCE, name="red"), fold_int_sum)])
 
 pm_simplify_kernels = symbolic + pm_fold_never_load + pm_drop_masked_where + pm_fold_int_sum
 
-def lower_kernels(tsink: UOp, ctx: RangeifyContext) -> tuple[UOp, dict[UOp, UOp]]:
-  """Passes 3-5: every stored node's kernel, lowered and simplified (still one graph, with schedule-wide buffers).
-  Returns the lowered graph and what each tensor node became in the first of them."""
-  # each realized node becomes AFTER(BUFFER, store of INDEX(node, *ranges)): the value still a tensor node
-  rmap = graph_rewrite_map(tsink, pm_realized_to_stores, ctx=ctx, bottom_up=True, name="rangeify: realized to stores")
-  # INDEX(node, *idx) pushed down through movement, elementwise and reduce ops to LOADs of buffers
-  g = graph_rewrite(rmap[tsink], pm_push_indices, ctx=ctx, bottom_up=True, name="rangeify: push indices")
-  # index math simplified; never-valid loads, masks a load already has, closed-form integer sums folded
-  g = graph_rewrite(g, pm_simplify_kernels, name="rangeify: simplify kernels")
-  return g, rmap
+def lower_kernels(tsink: UOp, ctx: RangeifyContext, to_kernels: bool = False) -> UOp:
+  """The kernels of the realized nodes of `tsink`: index pushdown and simplification (and, with to_kernels, each store
+  made a KERNEL)."""
+  # each realized output is its BUFFER after the store that computes it:
+  #   AFTER(BUFFER, END(STORE(INDEX(DEFINE_GLOBAL, lin), INDEX(node, *ranges)), *ranges))
+  root = UOp.sink(*[ctx.leaf(s) if s in ctx.realizes else s for s in tsink.src])
+  # INDEX(node, *idx) pushed down through movement, elementwise and reduce ops to LOADs of buffers; a realized node
+  # reached on the way is read from its buffer (and its store made the same way)
+  g = graph_rewrite(root, pm_push_indices, ctx=ctx, bottom_up=True, name="rangeify: push indices")
+  if not to_kernels: return graph_rewrite(g, pm_simplify_kernels, name="rangeify: simplify kernels")
+  # index math simplified (never-valid loads, masks a load already has and closed-form integer sums folded); each store,
+  # once simplified, becomes a KERNEL with a renumbered AST, and AFTER(BUFFER, KERNEL) is the buffer once it ran
+  return graph_rewrite(g, pm_simplify_to_kernels, ctx=ctx, name="rangeify: simplify kernels, stores to KERNELs")
 
 # ---- pass: stores to kernels ----
 
@@ -506,16 +529,17 @@ def kernel_of(ctx: RangeifyContext, st: UOp) -> UOp:
   if store.tag in ctx.assigns and (split := split_assign_hazard(ctx, store, ranges)) is not None:
     k = ctx.kernels[st] = kernel_of(ctx, split)
     return k
-  # NOTE: the walks stop at the buffers: below an AFTER are earlier kernels, not this one
-  versions = dedup([_out_version(store)] + [u.src[0] for u in st.toposort(lambda u: u.op is not Ops.AFTER)
-                                             if u.op is Ops.INDEX])
-  subs = {v: UOp(Ops.DEFINE_GLOBAL, _base_dg(v).dtype, arg=n) for n, v in enumerate(versions)}
-  body = st.substitute(subs)
-  tagged = body.src[0] if body.op is Ops.END else body
-  body = body.substitute({tagged: tagged.replace(tag=None)})
-  rngs = [u for u in body.toposort() if u.op is Ops.RANGE]
+  # NOTE: the walk stops at the buffers: below an AFTER are earlier kernels, not this one
+  topo = st.toposort(lambda u: u.op is not Ops.AFTER)
+  versions = dedup([_out_version(store)] + [u.src[0] for u in topo if u.op is Ops.INDEX])
   # NOTE: ranges and buffers are renumbered so identical kernels are identical UOps (and so cache and dedupe)
-  ast = UOp.sink(body.substitute({r: r.replace(arg=(n, *r.arg[1:])) for n, r in enumerate(rngs)}))
+  subs = {v: UOp(Ops.DEFINE_GLOBAL, _base_dg(v).dtype, arg=n) for n, v in enumerate(versions)}
+  subs.update({r: r.replace(arg=(n, *r.arg[1:])) for n, r in enumerate(u for u in topo if u.op is Ops.RANGE)})
+  body = st.substitute(subs)
+  # the kernel number tag is bookkeeping of this pass, not part of the kernel
+  if body.op is Ops.END: body = body.replace(src=(body.src[0].replace(tag=None), *body.src[1:]))
+  else: body = body.replace(tag=None)
+  ast = UOp.sink(body)
   srcs = tuple(ctx.leaves[v.arg] if v.op is Ops.DEFINE_GLOBAL else ctx.leaves[_base_dg(v).arg].after(*v.src[1:])
                for v in versions)
   k = ctx.kernels[st] = UOp(Ops.KERNEL, dtypes.void, srcs, arg=ast).set_metadata(ctx.metadata[store.tag])
@@ -525,6 +549,9 @@ pm_stores_to_kernels = PatternMatcher([
   (UPat(Ops.AFTER, src=(UPat(name="b"), UPat((Ops.END, Ops.STORE), name="st"))),
    lambda ctx, b, st: b.after(kernel_of(ctx, st))),
 ])
+
+# NOTE: one walk: graph_rewrite rewrites a node's sources first, so a store is simplified when its AFTER is reached
+pm_simplify_to_kernels = pm_simplify_kernels + pm_stores_to_kernels
 
 # ---- the driver ----
 
@@ -541,15 +568,13 @@ def rangeify(sink: UOp) -> tuple[UOp, dict[UOp, UOp], dict[UOp, int]]:
   tsink = tmap[sink]
   first_new = 1 + max((u.arg for u in tsink.toposort() if u.op is Ops.LUNIQUE), default=-1)
   ctx = RangeifyContext(find_realizes(tsink), next_buffer=first_new)
-  # stores, index pushdown, simplification
-  lowered, rmap = lower_kernels(tsink, ctx)
-  # each store becomes a KERNEL; AFTER(BUFFER, KERNEL) is the buffer once it ran
-  ksink = graph_rewrite(lowered, pm_stores_to_kernels, ctx=ctx, name="rangeify: stores to kernels")
+  # stores, index pushdown, simplification, KERNELs
+  ksink = lower_kernels(tsink, ctx, to_kernels=True)
   outs = dedup(base_of_view(k) for t, k in zip(tsink.src, ksink.src) if t in ctx.realizes)
   becomes: dict[UOp, UOp] = {}
   for orig in sink.toposort():
     t = tmap.get(orig, orig)
-    if t in ctx.realizes and (orig in sink.src or orig.op is Ops.ASSIGN): becomes[orig] = strip_after(rmap[t])
+    if t in ctx.realizes and (orig in sink.src or orig.op is Ops.ASSIGN): becomes[orig] = strip_after(ctx.leaf(t))
     # an output that was already a buffer under DETACH/CONTIGUOUS becomes that buffer
     elif orig in sink.src and t is not orig and _is_buffer_view(t): becomes[orig] = t
   return UOp.sink(*outs), becomes, ctx.var_vals
