@@ -34,7 +34,7 @@ from tinygrad.uop.symbolic import symbolic, split_sum, build_sum, split_uop
 from tinygrad.dtype import dtypes, Invalid, PtrDType
 from tinygrad.helpers import prod, dedup
 
-# ---- index math: UOp arithmetic, simplified by the symbolic rules as it is built ----
+# ---- index math: UOp arithmetic; the symbolic rules simplify it where an index is split, and in each kernel ----
 
 @functools.lru_cache(maxsize=4096)
 def _c(v: int) -> UOp: return UOp.const(dtypes.index, v)
@@ -44,8 +44,8 @@ def _c(v: int) -> UOp: return UOp.const(dtypes.index, v)
 SIMP_STEPS = 64
 
 def simp(u: UOp) -> UOp:
-  """`u` with the symbolic rules applied at its top until none matches. Its sources were built by simp, so they are
-  simplified already: index expressions stay small and shared while the indices are pushed down."""
+  """`u` with the symbolic rules applied at its top until none matches. The sum and div/mod rules flatten the sums
+  below it themselves, so a split index (a div or mod of a merged one) simplifies as it is built."""
   for _ in range(SIMP_STEPS):
     if (r := symbolic.rewrite(u)) is None: return u
     u = r
@@ -255,7 +255,7 @@ class RangeifyContext:
 
 def tagged_store(idx: UOp, value: UOp, kernel: int) -> UOp: return UOp(Ops.STORE, dtypes.void, (idx, value), tag=kernel)
 
-# ---- pass: realized nodes to stores ----
+# ---- stores of realized nodes (made by the push pass, when a realized node is first reached) ----
 
 def _fused_metadata(ctx: RangeifyContext, x: UOp) -> tuple[Metadata, ...]:
   """The metadata of the nodes a kernel for x computes (down to, and including, the stored nodes it reads)."""
