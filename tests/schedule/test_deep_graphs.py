@@ -1,12 +1,12 @@
 """Long lazy chains (10,000 ops) go through the front end, autograd, the scheduler and its spec checks under Python's
-default recursion limit, and nothing raises the limit. Values are checked with the kernel evaluator (tests/schedule/
-kernel_eval.py) so the default suite stays fast; a chain deeper than the limit also runs through codegen and the C
+default recursion limit, and nothing raises the limit. Values are checked with the reference executor of kernel ASTs
+(fuzz/kernel_ref.py) so the default suite stays fast; a chain deeper than the limit also runs through codegen and the C
 compiler, and the whole 10,000-op run through codegen is a slow test."""
 import sys
 import numpy as np
 import pytest
 from tinygrad import Tensor
-from tests.schedule.kernel_eval import eval_schedule
+from fuzz.kernel_ref import eval_schedule
 
 DEFAULT_LIMIT = 1000  # CPython's default
 N = 10_000
@@ -22,7 +22,7 @@ def default_recursion_limit():
   finally: sys.setrecursionlimit(old)
 
 def scheduled_values(t: Tensor, kernels: int = 1) -> np.ndarray:
-  """t's value from its schedule, evaluated by the kernel evaluator (the schedule must have `kernels` kernels)."""
+  """t's value from its schedule, evaluated by the reference executor (the schedule must have `kernels` kernels)."""
   items = t.schedule()
   assert len(items) == kernels, f"{len(items)} kernels, want {kernels}"
   return eval_schedule(items)[items[-1].bufs[0]].reshape(t.shape)
