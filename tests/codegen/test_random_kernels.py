@@ -7,6 +7,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.codegen import get_program
+from tinygrad.codegen.program import prepare_kernel
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts
 from tinygrad.renderer.cstyle import CRenderer
 from fuzz.kernel_ref import run_kernel
@@ -43,6 +44,8 @@ def random_ast(rnd: random.Random):
   return UOp.sink(*stores)
 
 def random_opts(rnd: random.Random, ast: UOp, renderer) -> list[Opt]:
+  # NOTE: explicit opts name the axes of the prepared AST (index math folded, store loops cut on CPU)
+  ast = prepare_kernel(ast, renderer)
   cands = [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.UPCAST, 1, 0), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 0), Opt(OptOps.UNROLL, 0, 2),
            Opt(OptOps.THREAD, 0, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUP, 0, 2), Opt(OptOps.GROUPTOP, 0, 4), Opt(OptOps.PADTO, 1, 4)]
   opts: list[Opt] = []
@@ -58,9 +61,11 @@ def inputs(ast: UOp, seed: int) -> dict[int, np.ndarray]:
   gs = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
   return {g.arg: rng.integers(-4, 5, g.dtype.size).astype(np.float32) for g in gs}
 
+C_RENDERER = CRenderer(threads=2)
+
 def run_c(ast, bufs, opts):
   from tests.codegen.conftest import run_program
-  prg = get_program(ast, CRenderer(), opts)
+  prg = get_program(ast, C_RENDERER, opts)
   arrs = [bufs[k] for k in sorted(bufs)]
   run_program(prg, arrs)
 
@@ -84,7 +89,7 @@ def test_random_kernels_match_reference(seed):
   ref = {k: v.astype(np.float64) for k, v in inputs(ast, seed).items()}
   run_kernel(ast, ref)
   outs = [k for k in (0, 4) if k in ref]
-  for backend, ren in (("C", CRenderer()), ("PYTHON", None)):
+  for backend, ren in (("C", C_RENDERER), ("PYTHON", None)):
     if ren is None:
       from tinygrad.device import Device
       ren = Device["PYTHON"].renderer

@@ -48,7 +48,7 @@ def test_beam_search_result_is_cached(small_beam, monkeypatch):
 
 def test_beam_through_codegen_flag(small_beam):
   # BEAM=1 in the opts stage of codegen searches instead of using the heuristics
-  from tinygrad.codegen.opt import optimize_kernel
+  from tinygrad.codegen import optimize_kernel
   ast = matmul_ast(8, 8, 8)
   with Context(BEAM=1): new = optimize_kernel(ast, Device["CPU"].renderer)
   assert all(o in SMALL_ACTIONS for o in new.arg.applied_opts)
