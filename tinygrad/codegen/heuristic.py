@@ -73,13 +73,15 @@ def _upcast_for_reuse(b: _Builder) -> None:
       cands.append((contiguous, n, size, i))
     if not cands: return
     contiguous, _, size, i = max(cands)
-    done.add(output_axes(b.ast)[i].arg[0])
+    done.add(rid := output_axes(b.ast)[i].arg[0])
     amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
     room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
     got = next((amt for amt in amts if amt <= room and size % amt == 0 and b.try_opt(Opt(OptOps.UPCAST, i, amt))), None)
     # the contiguous axis of a big CPU kernel takes 2 more lanes: 32 (two cache lines of each input row per reduce step)
     # by 8 on the other axis is 256 accumulators; measured ~1.3x faster than 16x8 on a 1024 matmul (AVX-512 machine)
-    if cpu and contiguous and got == 16 and (axis_size(output_axes(b.ast)[i]) or 0) >= 4:
+    # NOTE: an upcast of the whole axis retypes it, so it leaves the output axes; a split keeps it at index i
+    kept = [r for r in output_axes(b.ast) if r.arg[0] == rid]
+    if cpu and contiguous and got == 16 and kept and (axis_size(kept[0]) or 0) >= 4:
       b.try_opt(Opt(OptOps.UPCAST, i, 2))
 
 def _reorder_for_reuse(b: _Builder) -> None:
