@@ -286,3 +286,12 @@ def test_symbolic_axis_is_left_alone():
   run_kernel(ast, ref, {"n": 5})
   run_kernel(apply_opts(ast, opts, CPULike()), got, {"n": 5})
   np.testing.assert_array_equal(got[0], ref[0])
+
+def test_heuristics_whole_axis_upcast_of_16_on_big_cpu_kernel():
+  # the contiguous output axis has exactly 16 elements: UPCAST 16 takes all of it (the axis leaves the output axes), and
+  # the extra 2 lanes the heuristics give a split axis must not land on another axis (or past the end of the list)
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  ast = matmul_ast(1024, 16, 1024)
+  opts = hand_coded_optimizations(ast, CPULike())
+  assert Opt(OptOps.UPCAST, 1, 16) in opts and Opt(OptOps.UPCAST, 1, 2) not in opts
+  assert apply_opts(ast, opts, CPULike()).arg.applied_opts == tuple(opts)

@@ -31,10 +31,11 @@ def kernel_asts() -> list:
   """The kernels of a few programs that reach every codegen pass: matmul, reductions, cat/pad (cut on CPU), random
   numbers (threefry), transcendentals, half and bfloat16, integer division, a masked conv."""
   Tensor.manual_seed(0)
-  a, b = Tensor.randn(16, 32), Tensor.randn(32, 8)
+  # NOTE: inputs realized first, so random numbers are one small kernel instead of fused into every other one
+  a, b, w = Tensor.randn(16, 32).realize(), Tensor.randn(32, 8).realize(), Tensor.randn(4, 2, 3, 3).realize()
   outs = [a @ b, a.sum(1), a.max(0), a.exp().log().sin(), a.cat(a, dim=0).pad(((1, 2), (0, 3))),
           Tensor.rand(64) * 2, a.cast(dtypes.half).sum(0).cast(dtypes.float32), a.cast(dtypes.bfloat16) * 3,
-          Tensor.arange(40).reshape(8, 5) // 3 % 4, Tensor.randn(1, 2, 8, 8).conv2d(Tensor.randn(4, 2, 3, 3), padding=1),
+          Tensor.arange(40).reshape(8, 5) // 3 % 4, a.reshape(1, 2, 16, 16).conv2d(w, padding=1),
           a.softmax(-1)]
   items, _, _ = create_schedule_with_vars(outs[0].uop.sink(*[t.uop for t in outs[1:]]))
   return [it.ast for it in items if it.ast.op is Ops.SINK]
