@@ -51,7 +51,6 @@ def recompile_all(out: str) -> dict[str, Any]:
   or two records of the same input with different results."""
   from spec.roundtrip import eval_pyrender
   from tinygrad.codegen.record import recompile
-  from tinygrad.codegen.program import prepare_kernel
   from tinygrad.device import Device
   recs = load_records(out)
   by_key: dict[Any, list[Any]] = {}
@@ -63,10 +62,9 @@ def recompile_all(out: str) -> dict[str, Any]:
     if len({(r.name, r.src) for r in group}) > 1:
       mismatches.append({"name": rec.name, "why": "one input gave different programs in the capture run"})
       continue
+    cut += any(op == "CUT" for op, _, _ in rec.opts)
     try:
-      ast, renderer = eval_pyrender(rec.ast), Device[rec.device].renderer
-      cut += len(prepare_kernel(ast, renderer).src) > len(ast.src)
-      p = recompile(rec, ast, renderer)
+      p = recompile(rec, eval_pyrender(rec.ast), Device[rec.device].renderer)
     except Exception as e:
       mismatches.append({"name": rec.name, "why": f"{type(e).__name__}: {e}", "opts": rec.opts})
       continue

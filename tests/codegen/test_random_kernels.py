@@ -7,7 +7,6 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.codegen import get_program
-from tinygrad.codegen.program import prepare_kernel
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts
 from tinygrad.renderer.cstyle import CRenderer
 from fuzz.kernel_ref import run_kernel
@@ -44,10 +43,9 @@ def random_ast(rnd: random.Random):
   return UOp.sink(*stores)
 
 def random_opts(rnd: random.Random, ast: UOp, renderer) -> list[Opt]:
-  # NOTE: explicit opts name the axes of the prepared AST (index math folded, store loops cut on CPU)
-  ast = prepare_kernel(ast, renderer)
   cands = [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.UPCAST, 1, 0), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 0), Opt(OptOps.UNROLL, 0, 2),
-           Opt(OptOps.THREAD, 0, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUP, 0, 2), Opt(OptOps.GROUPTOP, 0, 4), Opt(OptOps.PADTO, 1, 4)]
+           Opt(OptOps.THREAD, 0, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUP, 0, 2), Opt(OptOps.GROUPTOP, 0, 4), Opt(OptOps.PADTO, 1, 4),
+           Opt(OptOps.CUT)]
   opts: list[Opt] = []
   for o in rnd.sample(cands, rnd.randint(0, 3)):
     try:

@@ -10,6 +10,7 @@ from tinygrad.engine.schedule import create_schedule_with_vars
 from tinygrad.helpers import Context
 from tinygrad.renderer import Renderer, Vectors, TensorCore
 from tinygrad.renderer.cstyle import CRenderer
+from tinygrad.renderer.llvmir import CPULLVMRenderer, AMDLLVMRenderer
 from tinygrad.runtime.ops_python import PythonRenderer
 from tinygrad.uop import Ops
 
@@ -50,7 +51,10 @@ def check_reads(reads: set[str]) -> None:
   undeclared = sorted(reads - DECLARED)
   assert not undeclared, f"codegen read renderer attribute(s) {undeclared} that Renderer does not declare"
 
-@pytest.mark.parametrize("cls,args", [(CRenderer, (4,)), (PythonRenderer, ("NV",))], ids=["C", "PYTHON-NV"])
+RENDERERS = [(CRenderer, (4,)), (PythonRenderer, ("NV",)), (CPULLVMRenderer, ("x86_64-unknown-linux-gnu", "", 512, 4)),
+             (AMDLLVMRenderer, ("gfx942",))]
+
+@pytest.mark.parametrize("cls,args", RENDERERS, ids=["C", "PYTHON-NV", "LLVM-CPU", "LLVM-AMD"])
 @pytest.mark.parametrize("flags", [{}, {"DEVECTORIZE": 1, "TRANSCENDENTAL": 2}, {"NOOPT": 1}], ids=["default", "devec", "noopt"])
 def test_codegen_reads_only_declared_renderer_attributes(asts, cls, args, flags):
   ren, reads = recording(cls, *args)
@@ -58,7 +62,8 @@ def test_codegen_reads_only_declared_renderer_attributes(asts, cls, args, flags)
     for a in asts: get_program(a, ren)
   check_reads(reads)
   # the recorder sees the reads that matter (else this test could not fail)
-  assert {"has_threads", "has_local", "global_max", "supports_op", "extra_matcher"} <= reads
+  assert {"has_local", "global_max", "supports_op", "extra_matcher"} <= reads
+  if not flags: assert "has_threads" in reads and ("threads" in reads or not ren.has_threads)
 
 def test_explicit_gpu_opts_read_only_declared_attributes(asts):
   ren, reads = recording(PythonRenderer, "AMD")
@@ -96,8 +101,9 @@ def test_codegen_has_no_attribute_probing():
 
 # ---- the renderers this repo has keep the contract ----
 
-@pytest.mark.parametrize("ren", [CRenderer(), CRenderer(8), PythonRenderer(), PythonRenderer("NV"), PythonRenderer("AMD")],
-                         ids=["C1", "C8", "PY", "PY-NV", "PY-AMD"])
+@pytest.mark.parametrize("ren", [CRenderer(), CRenderer(8), PythonRenderer(), PythonRenderer("NV"), PythonRenderer("AMD"),
+                                 *[cls(*args) for cls, args in RENDERERS[2:]], AMDLLVMRenderer("gfx1201")],
+                         ids=["C1", "C8", "PY", "PY-NV", "PY-AMD", "LLVM-CPU", "LLVM-gfx942", "LLVM-gfx1201"])
 def test_renderer_values_are_consistent(ren):
   assert isinstance(ren.device, str) and ren.device and isinstance(ren.arch, str)
   assert isinstance(ren.threads, int) and ren.threads >= 1 and (ren.has_threads or ren.threads == 1)
@@ -125,6 +131,9 @@ def test_identity_names_class_arch_threads():
   assert CRenderer(2).identity != CRenderer(4).identity and CRenderer(4).identity == CRenderer(4).identity
   assert "CRenderer" in CRenderer().identity and "threads=4" in CRenderer(4).identity
   assert PythonRenderer("NV").identity != PythonRenderer("AMD").identity
+  assert AMDLLVMRenderer("gfx942").identity != AMDLLVMRenderer("gfx1100").identity
+  # the LLVM CPU renderer's module depends on the vector width and the triple, which are part of its identity
+  assert CPULLVMRenderer("x86_64-unknown-linux-gnu", "", 512, 4).identity != CPULLVMRenderer("x86_64-unknown-linux-gnu", "", 256, 4).identity
   # a renderer that follows EMULATE names the target it follows now
   with Context(EMULATE="AMD"): assert PythonRenderer().identity == PythonRenderer("AMD").identity
 

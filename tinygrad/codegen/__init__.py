@@ -1,17 +1,18 @@
 """Codegen: kernel AST (docs/ir.md section 2) -> linear program (section 3) -> ProgramSpec.
 
 `get_program` is the entry point: prepare the AST (program.py), choose its opts (`choose_opts`: explicit, KernelInfo,
-NOOPT, BEAM or the heuristics), lower, linearize and render it with those opts (program.py). The module graph has no
+NOOPT, BEAM or the heuristics, whose first opt on CPU is usually CUT), lower, linearize and render it with those opts
+(program.py). The module graph has no
 cycle: program.py knows nothing of the choice; heuristic.py and search.py choose, on top of opt.py and program.py."""
 from __future__ import annotations
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import NOOPT, BEAM
 from tinygrad.renderer import Renderer, ProgramSpec
-from tinygrad.codegen.opt import Opt, KernelInfo, KernelOptError, apply_opts
+from tinygrad.codegen.opt import Opt, KernelInfo, KernelOptError, apply_opts, kernel_name
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.search import beam_search
-from tinygrad.codegen.program import prepare_kernel, lower_kernel, build_program, kernel_name, is_optimized
+from tinygrad.codegen.program import prepare_kernel, lower_kernel, build_program, is_optimized
 from tinygrad.codegen.program import print_failing_kernel
 from tinygrad.codegen.linearize import linearize, line_rewrite
 
@@ -29,12 +30,12 @@ def _opts_or_choose(prepared: UOp, renderer: Renderer, opts: tuple[Opt, ...] | l
 
 def optimize_kernel(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] | None = None) -> UOp:
   """The kernel AST after the opts stage: prepared, `opts` (or the chosen ones) applied and recorded in KernelInfo."""
-  prepared = prepare_kernel(ast, renderer)
+  prepared = prepare_kernel(ast)
   return apply_opts(prepared, _opts_or_choose(prepared, renderer, opts), renderer)
 
 def full_rewrite_to_sink(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] | None = None) -> UOp:
   """The kernel AST lowered to a SINK the linearizer takes: no open ranges, no index dtype, no Invalid."""
-  prepared = prepare_kernel(ast, renderer)
+  prepared = prepare_kernel(ast)
   return lower_kernel(ast, prepared, renderer, _opts_or_choose(prepared, renderer, opts))[0]
 
 def get_program(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] | None = None) -> ProgramSpec:
@@ -43,7 +44,7 @@ def get_program(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] 
   Fires `compiled` once. On a failure other than an opt that does not fit, the kernel is printed (pyrender) and the
   error re-raised."""
   try:
-    prepared = prepare_kernel(ast, renderer)
+    prepared = prepare_kernel(ast)
     spec = build_program(ast, prepared, renderer, _opts_or_choose(prepared, renderer, opts))
   except KernelOptError: raise  # NOTE: an opt that does not fit is the caller's business (heuristics, BEAM, a test)
   except Exception as e:

@@ -177,6 +177,8 @@ def _threads(b: _Builder) -> None:
 def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   """The default opts for `ast` on `renderer` (a list, possibly empty). Never raises KernelOptError."""
   b = _Builder(ast, renderer)
+  # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else
+  if renderer.has_threads: b.try_opt(Opt(OptOps.CUT))
   _group_small_outputs(b)
   _upcast_for_reuse(b)
   _reorder_for_reuse(b)

@@ -10,6 +10,11 @@ exception: an opt over the whole axis (arg 0, or arg == size) changes the axis' 
 Splits (N the axis size, amt the Opt's arg, 0 meaning the whole axis):
 - UPCAST/UNROLL/LOCAL/GROUP: r -> r' * amt + new  (new is the inner, contiguous part: vector lanes, local threads)
 - THREAD/GROUPTOP:           r -> new * (N // amt) + r'  (new is the outer part: each thread/group gets a block)
+
+CUT (CPU targets, first opt only, no axis or arg): every store loop whose body compares its range against constants (the
+masks of cat and pad) becomes several branch-free loops (cutting.py). Each piece gets fresh ranges, so the opts after it
+name the pieces' axes. Being an opt, a cut is chosen (heuristics, BEAM) and recorded like any other: the applied opts
+of a program rebuild it exactly, and explicit opts without CUT leave the loops whole.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
@@ -17,11 +22,14 @@ from typing import Any
 from tinygrad.uop import Ops, AxisType, FastEnum
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod, round_up
+from tinygrad.helpers import prod, round_up, to_function_name
 from tinygrad.renderer import Renderer
+from tinygrad.uop.symbolic import symbolic
+from tinygrad.codegen.cutting import cut_store_ranges
 
 class OptOps(FastEnum):
   TC = 1; UPCAST = 2; UNROLL = 3; LOCAL = 4; THREAD = 5; GROUP = 6; GROUPTOP = 7; NOLOCALS = 8; PADTO = 9; SWAP = 10
+  CUT = 11
 
 @dataclass(frozen=True)
 class Opt:
@@ -40,6 +48,17 @@ class KernelInfo:
   name: str = ""
   opts: tuple[Opt, ...] = field(default_factory=tuple)
   applied_opts: tuple[Opt, ...] = field(default_factory=tuple)
+
+def kernel_name(ast: UOp) -> str:
+  """`r_4_16` (has a reduce) / `E_64`: the range sizes in layout order; a KernelInfo name wins. Deterministic."""
+  if isinstance(ast.arg, KernelInfo) and ast.arg.name: return to_function_name(ast.arg.name)
+  topo = ast.toposort()
+  rngs = sorted([u for u in topo if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
+  sizes = [str(r.src[0].arg) if r.src[0].op is Ops.CONST else r.src[0].arg[0] if r.src[0].op is Ops.DEFINE_VAR else "s"
+           for r in rngs]
+  reduces = (AxisType.REDUCE, AxisType.GROUP_REDUCE, AxisType.UNROLL)
+  kind = "r" if any(u.op is Ops.REDUCE or (u.op is Ops.RANGE and u.arg[-1] in reduces) for u in topo) else "E"
+  return to_function_name("_".join([kind, *(sizes or ["1"])]))
 
 # ---- limits ----
 
@@ -142,6 +161,7 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
   nolocals = any(o.op is OptOps.NOLOCALS for o in applied)
   op = opt.op
   if op is OptOps.TC: raise KernelOptError(f"{opt}: tensor cores are not supported by this compiler yet")
+  if op is OptOps.CUT: return cut_kernel(ast, opt, renderer, applied)
   if op is OptOps.NOLOCALS:
     _check(has_local, f"{opt}: the renderer has no locals")
     _check(not nolocals and not axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE), f"{opt}: locals already in use")
@@ -193,6 +213,16 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
   _check(need <= smax, f"{opt}: needs {need} bytes of shared memory, the target has {smax}")
   return split_range(ast, r, amt, AxisType.GROUP_REDUCE, top=op is OptOps.GROUPTOP)
 
+def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -> UOp:
+  _check(renderer.has_threads, f"{opt}: store loops are cut on CPU targets only (has_threads)")
+  _check(not applied, f"{opt}: CUT must be the first opt (it gives the output axes the later opts name)")
+  _check(opt.axis is None and opt.arg is None, f"{opt}: CUT takes no axis and no arg")
+  cut = cut_store_ranges(ast, symbolic)
+  _check(cut is not ast, f"{opt}: no store loop compares its range against a constant (or past MAX_PIECES): no cut")
+  # NOTE: a cut kernel is named by its shape before the cut (one name per kernel, not one per piece)
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  return cut.replace(arg=KernelInfo(info.name or kernel_name(ast), info.opts, info.applied_opts))
+
 def assign_grid(ast: UOp, renderer: Renderer) -> UOp:
   """On a target with a launch grid (GPU-style: global_max set, no CPU threads), up to one output axis per grid
   dimension becomes GLOBAL: the innermost ones, in id order (the lowerer numbers gidx0.. the same way), each within its
@@ -216,4 +246,5 @@ def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Renderer) 
     ast = apply_opt(ast, opt, renderer, applied)
     applied += (opt,)
   ast = assign_grid(ast, renderer)
-  return ast.replace(arg=KernelInfo(info.name, info.opts, applied))
+  # NOTE: the name comes from the AST as it is now: CUT names a cut kernel by its shape before the cut
+  return ast.replace(arg=KernelInfo(ast.arg.name if isinstance(ast.arg, KernelInfo) else info.name, info.opts, applied))

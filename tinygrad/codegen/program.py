@@ -2,19 +2,17 @@
 chooses them: heuristics, BEAM). BEAM compiles its candidates through here, so this module imports neither.
 
 The passes, one named graph_rewrite per line, in `prepare_kernel` (before opts) and `lower_kernel` (after them). The
-program is a function of (kernel AST, renderer identity, opts, codegen flags) only: `build_program(ast, renderer,
-p.applied_opts)` gives back `p.src` in any process."""
+program is a function of (kernel AST, renderer identity, opts, codegen flags) only: `build_program(ast,
+prepare_kernel(ast), renderer, p.applied_opts)` gives back `p.src` in any process."""
 from __future__ import annotations
 import sys
-from dataclasses import replace
-from tinygrad.uop import Ops, AxisType, hooks
+from tinygrad.uop import Ops, hooks
 from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.uop.pyrender import pyrender
-from tinygrad.helpers import DEBUG, TRANSCENDENTAL, DEVECTORIZE, to_function_name
+from tinygrad.helpers import DEBUG, TRANSCENDENTAL, DEVECTORIZE
 from tinygrad.renderer import Renderer, ProgramSpec
-from tinygrad.codegen.opt import Opt, KernelInfo, apply_opts
-from tinygrad.codegen.cutting import cut_store_ranges
+from tinygrad.codegen.opt import Opt, KernelInfo, apply_opts, kernel_name
 from tinygrad.codegen.late import lower_index_dtype
 from tinygrad.codegen.lowerer import pm_lower_invalid, pm_grid, grid_specials, pm_reduce, ReduceCtx, pm_split_ends
 from tinygrad.codegen.lowerer import merge_ends
@@ -22,33 +20,14 @@ from tinygrad.codegen.expander import pm_expand, pm_vectorize, VectorizeCtx
 from tinygrad.codegen.decompositions import pm_decompose, pm_emulated_dtypes, pm_transcendental
 from tinygrad.codegen.linearize import linearize, line_rewrite
 
-def kernel_name(ast: UOp) -> str:
-  """`r_4_16` (has a reduce) / `E_64`: the range sizes in layout order; a KernelInfo name wins. Deterministic."""
-  if isinstance(ast.arg, KernelInfo) and ast.arg.name: return to_function_name(ast.arg.name)
-  topo = ast.toposort()
-  rngs = sorted([u for u in topo if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
-  sizes = [str(r.src[0].arg) if r.src[0].op is Ops.CONST else r.src[0].arg[0] if r.src[0].op is Ops.DEFINE_VAR else "s"
-           for r in rngs]
-  reduces = (AxisType.REDUCE, AxisType.GROUP_REDUCE, AxisType.UNROLL)
-  kind = "r" if any(u.op is Ops.REDUCE or (u.op is Ops.RANGE and u.arg[-1] in reduces) for u in topo) else "E"
-  return to_function_name("_".join([kind, *(sizes or ["1"])]))
-
 def is_optimized(ast: UOp) -> bool:
   """An AST whose opts were applied already (its KernelInfo records them): codegen neither cuts nor opts it again."""
   return isinstance(ast.arg, KernelInfo) and bool(ast.arg.applied_opts)
 
-def prepare_kernel(ast: UOp, renderer: Renderer) -> UOp:
-  """The AST the opts are chosen for and applied to: index math folded and, on CPU, store loops cut. Opts name the axes
-  of this AST (heuristics, BEAM and explicit opts alike), so the same opts always fit it again."""
-  # fold the scheduler's index math
-  sink = graph_rewrite(ast, symbolic, name="simplify index math")
-  if not renderer.has_threads or is_optimized(sink): return sink
-  # CPU only: a store loop compared against constants (cat, pad) becomes several branch-free loops
-  cut = cut_store_ranges(sink, symbolic)
-  if cut is sink: return sink
-  # NOTE: a cut kernel is named by its shape before the cut (one name per kernel, not one per piece)
-  info = sink.arg if isinstance(sink.arg, KernelInfo) else KernelInfo()
-  return cut.replace(arg=replace(info, name=info.name or kernel_name(sink)))
+def prepare_kernel(ast: UOp) -> UOp:
+  """The AST the opts are chosen for and applied to: the scheduler's index math folded. (On CPU the heuristics' first
+  opt is usually CUT: opt.py.)"""
+  return graph_rewrite(ast, symbolic, name="simplify index math")
 
 def lower_kernel(ast: UOp, prepared: UOp, renderer: Renderer,
                  opts: tuple[Opt, ...]) -> tuple[UOp, str, tuple[Opt, ...]]:
