@@ -11,6 +11,7 @@ from tinygrad.helpers import Context
 from tinygrad.renderer import Renderer, Vectors, TensorCore
 from tinygrad.renderer.cstyle import CRenderer
 from tinygrad.renderer.llvmir import CPULLVMRenderer, AMDLLVMRenderer
+from tinygrad.renderer.cuda import CUDARenderer
 from tinygrad.runtime.ops_python import PythonRenderer
 from tinygrad.uop import Ops
 
@@ -52,9 +53,9 @@ def check_reads(reads: set[str]) -> None:
   assert not undeclared, f"codegen read renderer attribute(s) {undeclared} that Renderer does not declare"
 
 RENDERERS = [(CRenderer, (4,)), (PythonRenderer, ("NV",)), (CPULLVMRenderer, ("x86_64-unknown-linux-gnu", "", 512, 4)),
-             (AMDLLVMRenderer, ("gfx942",))]
+             (AMDLLVMRenderer, ("gfx942",)), (CUDARenderer, ("sm_89",))]
 
-@pytest.mark.parametrize("cls,args", RENDERERS, ids=["C", "PYTHON-NV", "LLVM-CPU", "LLVM-AMD"])
+@pytest.mark.parametrize("cls,args", RENDERERS, ids=["C", "PYTHON-NV", "LLVM-CPU", "LLVM-AMD", "CUDA"])
 @pytest.mark.parametrize("flags", [{}, {"DEVECTORIZE": 1, "TRANSCENDENTAL": 2}, {"NOOPT": 1}], ids=["default", "devec", "noopt"])
 def test_codegen_reads_only_declared_renderer_attributes(asts, cls, args, flags):
   ren, reads = recording(cls, *args)
@@ -103,7 +104,7 @@ def test_codegen_has_no_attribute_probing():
 
 @pytest.mark.parametrize("ren", [CRenderer(), CRenderer(8), PythonRenderer(), PythonRenderer("NV"), PythonRenderer("AMD"),
                                  *[cls(*args) for cls, args in RENDERERS[2:]], AMDLLVMRenderer("gfx1201")],
-                         ids=["C1", "C8", "PY", "PY-NV", "PY-AMD", "LLVM-CPU", "LLVM-gfx942", "LLVM-gfx1201"])
+                         ids=["C1", "C8", "PY", "PY-NV", "PY-AMD", "LLVM-CPU", "LLVM-gfx942", "CUDA-sm_89", "LLVM-gfx1201"])
 def test_renderer_values_are_consistent(ren):
   assert isinstance(ren.device, str) and ren.device and isinstance(ren.arch, str)
   assert isinstance(ren.threads, int) and ren.threads >= 1 and (ren.has_threads or ren.threads == 1)
@@ -132,6 +133,7 @@ def test_identity_names_class_arch_threads():
   assert "CRenderer" in CRenderer().identity and "threads=4" in CRenderer(4).identity
   assert PythonRenderer("NV").identity != PythonRenderer("AMD").identity
   assert AMDLLVMRenderer("gfx942").identity != AMDLLVMRenderer("gfx1100").identity
+  assert CUDARenderer("sm_80").identity != CUDARenderer("sm_90").identity
   # the LLVM CPU renderer's module depends on the vector width and the triple, which are part of its identity
   assert CPULLVMRenderer("x86_64-unknown-linux-gnu", "", 512, 4).identity != CPULLVMRenderer("x86_64-unknown-linux-gnu", "", 256, 4).identity
   # a renderer that follows EMULATE names the target it follows now
