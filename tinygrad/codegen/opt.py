@@ -24,7 +24,6 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, round_up, to_function_name
 from tinygrad.renderer import Renderer
-from tinygrad.uop.symbolic import symbolic
 from tinygrad.codegen.cutting import cut_store_ranges
 
 class OptOps(FastEnum):
@@ -217,7 +216,7 @@ def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...])
   _check(renderer.has_threads, f"{opt}: store loops are cut on CPU targets only (has_threads)")
   _check(not applied, f"{opt}: CUT must be the first opt (it gives the output axes the later opts name)")
   _check(opt.axis is None and opt.arg is None, f"{opt}: CUT takes no axis and no arg")
-  cut = cut_store_ranges(ast, symbolic)
+  cut = cut_store_ranges(ast)
   _check(cut is not ast, f"{opt}: no store loop compares its range against a constant (or past MAX_PIECES): no cut")
   # NOTE: a cut kernel is named by its shape before the cut (one name per kernel, not one per piece)
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
