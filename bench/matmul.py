@@ -34,7 +34,7 @@ def build(dev: CPUDevice, items: list[Any]) -> tuple[Callable[[], None], float, 
   with Context(CACHELEVEL=0):
     for si in items:
       p = get_program(si.ast, dev.renderer)
-      prg = dev.runtime(p.name, dev.compiler.compile_cached(p.src))
+      prg = dev.runtime(p.name, dev.compiler.compile_cached(p.src, p.renderer))
       bufs = [si.bufs[i].ensure_allocated()._buf for i in p.globals]
       gs, ls = p.launch_dims({})
       runs.append((prg, bufs, gs, ls))
@@ -90,7 +90,7 @@ def small_model_compile_times(dev: CPUDevice) -> list[float]:
     for si in Tensor.schedule(loss, w1.grad, w2.grad):  # type: ignore[attr-defined]
       st = time.perf_counter()
       p = get_program(si.ast, dev.renderer)
-      dev.compiler.compile_cached(p.src)
+      dev.compiler.compile_cached(p.src, p.renderer)
       ret.append(time.perf_counter() - st)
   return ret
 

@@ -54,7 +54,7 @@ def run_ast_on(device: str, ast: UOp, inputs: Mapping[int, np.ndarray] | Sequenc
   given = dict(enumerate(inputs)) if isinstance(inputs, Sequence) else dict(inputs)
   dev = Device[device]
   prg = get_program(ast, dev.renderer, opts)
-  fxn = dev.runtime(prg.name, dev.compiler.compile_cached(prg.src))
+  fxn = dev.runtime(prg.name, dev.compiler.compile_cached(prg.src, prg.renderer))
   bufs: dict[int, Buffer] = {}
   for n, pdt in sorted(kernel_buffers(ast).items()):
     b = bufs[n] = Buffer(device, pdt.size, pdt.base.scalar()).allocate()

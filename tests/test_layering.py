@@ -1,4 +1,5 @@
-"""Whole-repo facts: tinygrad never imports the harness, and every op has a full_spec rule and a printer."""
+"""Whole-repo facts: tinygrad never imports the harness, its modules import each other without cycles, and every op
+has a full_spec rule and a printer."""
 import ast, pathlib
 import pytest
 from tinygrad.uop import Ops
@@ -29,6 +30,87 @@ def test_layering_check_catches_an_import(tmp_path):
   p = tmp_path / "x.py"
   p.write_text("import os\nfrom spec.verify import type_verify\nimportlib.import_module('replay')\n")
   assert {"spec.verify", "replay"} <= imported_modules(p)
+
+# ---- import cycles among tinygrad modules ----
+
+# NOTE: cycles another change is removing right now; the lead deletes an entry when that change lands. Each is the set of
+# modules of one strongly connected component.
+KNOWN_CYCLES: list[set[str]] = []
+
+def module_name(path: pathlib.Path, root: pathlib.Path) -> str:
+  parts = list(path.relative_to(root).with_suffix("").parts)
+  return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+def import_graph(root: pathlib.Path, package: str = "tinygrad") -> dict[str, set[str]]:
+  """module -> the modules of `package` it imports, anywhere in the file (module level, functions, methods). `from a
+  import b` names module a.b when that is a module, else a; relative imports are resolved."""
+  files = {module_name(p, root): p for p in sorted((root / package).rglob("*.py"))}
+  graph: dict[str, set[str]] = {}
+  for name, path in files.items():
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    deps: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+      if isinstance(node, ast.Import): deps |= {a.name for a in node.names}
+      elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+          up = pkg.split(".")[:len(pkg.split(".")) - (node.level - 1)]
+          base = ".".join(up + ([node.module] if node.module else []))
+        deps |= {f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names}
+    graph[name] = {d for d in deps if d in files and d != name}
+  return graph
+
+def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+  """The strongly connected components with more than one module (Tarjan, iterative)."""
+  index: dict[str, int] = {}
+  low: dict[str, int] = {}
+  stack: list[str] = []
+  on_stack: set[str] = set()
+  out: list[set[str]] = []
+  for root in sorted(graph):
+    if root in index: continue
+    work = [(root, iter(sorted(graph[root])))]
+    index[root] = low[root] = len(index)
+    stack.append(root); on_stack.add(root)
+    while work:
+      v, it = work[-1]
+      w = next(it, None)
+      if w is not None:
+        if w not in index:
+          index[w] = low[w] = len(index)
+          stack.append(w); on_stack.add(w)
+          work.append((w, iter(sorted(graph[w]))))
+        elif w in on_stack: low[v] = min(low[v], index[w])
+        continue
+      work.pop()
+      if work: low[work[-1][0]] = min(low[work[-1][0]], low[v])
+      if low[v] == index[v]:
+        comp: set[str] = set()
+        while True:
+          x = stack.pop(); on_stack.discard(x); comp.add(x)
+          if x == v: break
+        if len(comp) > 1: out.append(comp)
+  return out
+
+def test_no_import_cycles_in_tinygrad():
+  cycles = import_cycles(import_graph(ROOT))
+  new = [sorted(c) for c in cycles if c not in KNOWN_CYCLES]
+  assert new == [], f"import cycles (function-level imports count too): {new}"
+  # a KNOWN entry that is gone must leave the list, so it cannot hide a new cycle later
+  gone = [sorted(k) for k in KNOWN_CYCLES if k not in cycles]
+  assert gone == [], f"these KNOWN_CYCLES no longer exist; remove them: {gone}"
+
+def test_cycle_finder_sees_function_level_imports(tmp_path):
+  pkg = tmp_path / "tinygrad"
+  (pkg / "sub").mkdir(parents=True)
+  (pkg / "__init__.py").write_text("")
+  (pkg / "sub" / "__init__.py").write_text("from tinygrad.sub.a import f\n")
+  (pkg / "sub" / "a.py").write_text("def f():\n  from .b import g\n  return g\n")
+  (pkg / "sub" / "b.py").write_text("from tinygrad.sub import a\ndef g(): pass\n")
+  (pkg / "c.py").write_text("import tinygrad.sub.b\n")
+  graph = import_graph(tmp_path)
+  assert graph["tinygrad.sub.a"] == {"tinygrad.sub.b"} and graph["tinygrad.sub.b"] == {"tinygrad.sub.a"}
+  assert import_cycles(graph) == [{"tinygrad.sub.a", "tinygrad.sub.b"}]
 
 @pytest.mark.parametrize("op", list(Ops), ids=lambda o: o.name)
 def test_every_op_has_a_full_spec_rule(op):

@@ -8,8 +8,9 @@ import ctypes, importlib, itertools, weakref
 from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType, dtypes, to_np_dtype
-from tinygrad.helpers import DEV, CACHELEVEL, diskcache_get, diskcache_put, getenv
+from tinygrad.helpers import DEV, CACHELEVEL, diskcache_get, diskcache_put, getenv, codegen_flags
 from tinygrad.uop import Ops
+from tinygrad.renderer import Renderer
 
 # ---- errors ----
 
@@ -314,20 +315,25 @@ def has_buffer(u: Any) -> bool: return u in _buffers
 # ---- compilers ----
 
 class Compiler:
-  """Turns rendered source into a binary. `compile_cached` goes through the sqlite cache keyed by (cachekey, src); the
-  cachekey names the compiler, its version and its flags, so changing any of them misses the cache."""
+  """Turns rendered source into a binary. `compile_cached` goes through the sqlite cache keyed by `cache_key`: the
+  compiler's cachekey (its name, version and flags), the identity of the renderer that produced the source, the codegen
+  flags (helpers.codegen_flags) and the source, so changing any of them misses the cache."""
   def __init__(self, cachekey: str | None = None):
     self.cachekey = cachekey
     self.compiles, self.cache_hits = 0, 0
   def compile(self, src: str) -> bytes: return src.encode()
-  def compile_cached(self, src: str) -> bytes:
+  def cache_key(self, src: str, renderer: str = "") -> tuple[Any, ...]:
+    """`renderer`: the identity of the renderer that made `src` (ProgramSpec.renderer); "" for hand-written source."""
+    return (self.cachekey, renderer, codegen_flags(), src)
+  def compile_cached(self, src: str, renderer: str = "") -> bytes:
     use_cache = self.cachekey is not None and CACHELEVEL >= 1
-    if use_cache and (hit := diskcache_get("compile_cache", (self.cachekey, src))) is not None:
+    key = self.cache_key(src, renderer) if use_cache else None
+    if key is not None and (hit := diskcache_get("compile_cache", key)) is not None:
       self.cache_hits += 1
       return bytes(hit)
     lib = self.compile(src)
     self.compiles += 1
-    if use_cache: diskcache_put("compile_cache", (self.cachekey, src), lib)
+    if key is not None: diskcache_put("compile_cache", key, lib)
     return lib
   def disassemble(self, lib: bytes) -> str: return f"<{len(lib)} bytes>"
   def describe(self, lib: bytes) -> str:
@@ -337,22 +343,21 @@ class Compiler:
 # ---- a compiled device ----
 
 class Compiled:
-  """A backend: `allocator`, `renderer` (a Renderer, or a zero-argument factory called on first use so that opening a
-  device does not import codegen), `compiler`, and `runtime(name, lib)` returning a program called as
+  """A backend: `allocator`, `renderer` (a Renderer, or a zero-argument factory called on first use), `compiler`, and
+  `runtime(name, lib)` returning a program called as
   `prg(*bufs, global_size=(1,1,1), local_size=(1,1,1), vals=(), wait=False) -> float | None` (seconds when wait)."""
-  def __init__(self, device: str, allocator: Allocator, renderer: Any, compiler: Compiler | None,
-               runtime: Callable[[str, bytes], Any]):
+  def __init__(self, device: str, allocator: Allocator, renderer: Renderer | Callable[[], Renderer] | None,
+               compiler: Compiler | None, runtime: Callable[[str, bytes], Any]):
     self.device, self.allocator, self.compiler, self.runtime = device, allocator, compiler or Compiler(), runtime
     self._renderer = renderer
   @property
-  def renderer(self) -> Any:
-    # NOTE: a factory (not yet a Renderer) is called once, on first use
-    if self._renderer is not None and not hasattr(self._renderer, "render") and callable(self._renderer):
-      self._renderer = self._renderer()
+  def renderer(self) -> Renderer:
     if self._renderer is None: raise DeviceOpenError(f"device {self.device} has no renderer")
+    # NOTE: a factory (not yet a Renderer) is called once, on first use
+    if not isinstance(self._renderer, Renderer): self._renderer = self._renderer()
     return self._renderer
   @renderer.setter
-  def renderer(self, r: Any) -> None: self._renderer = r
+  def renderer(self, r: Renderer) -> None: self._renderer = r
   def synchronize(self) -> None:
     """Wait for all queued work (host backends run synchronously)."""
   def __repr__(self) -> str: return f"<{type(self).__name__} {self.device}>"

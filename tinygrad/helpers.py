@@ -8,14 +8,15 @@ T = TypeVar("T")
 # ---- env flags ----
 
 class ContextVar:
-  """A flag read once from the environment, overridable in-process with `Context`."""
+  """A flag read once from the environment, overridable in-process with `Context`. `codegen=True` marks a flag that
+  changes generated code (which kernels, opts or source text come out): see `codegen_flags`."""
   _registry: dict[str, ContextVar] = {}
   # flag name -> callbacks run after `Context` changes that flag (the harness re-registers its checkpoints for SPEC=...)
   watchers: dict[str, list[Callable[[], None]]] = {}
-  __slots__ = ("key", "value", "default", "doc")
-  def __init__(self, key: str, default: Any, doc: str = ""):
+  __slots__ = ("key", "value", "default", "doc", "codegen")
+  def __init__(self, key: str, default: Any, doc: str = "", codegen: bool = False):
     if key in ContextVar._registry: raise RuntimeError(f"flag {key} declared twice")
-    self.key, self.default, self.doc = key, default, doc
+    self.key, self.default, self.doc, self.codegen = key, default, doc, codegen
     raw = os.environ.get(key)
     self.value = default if raw is None else (raw if isinstance(default, str) else type(default)(raw))
     ContextVar._registry[key] = self
@@ -59,11 +60,12 @@ DEBUG = ContextVar("DEBUG", 0, "verbosity: 2 one line per kernel, 3 failing grap
 SPEC = ContextVar("SPEC", 1, "verification level: 0 off, 1 stage boundaries, 2 every UOp + round trip of sinks, "
                              "3 round trip of every UOp")
 IGNORE_OOB = ContextVar("IGNORE_OOB", 1, "1 skips the z3 proof that every LOAD/STORE index is in bounds; 0 runs it")
-NOOPT = ContextVar("NOOPT", 0, "1 disables kernel optimisations (heuristics and BEAM)")
-BEAM = ContextVar("BEAM", 0, "beam width of the kernel optimisation search; 0 uses hand-coded heuristics")
-DEVECTORIZE = ContextVar("DEVECTORIZE", 1,
-                         "0 keeps vector ops for the renderer, 1 devectorizes to what the target supports")
-TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always")
+NOOPT = ContextVar("NOOPT", 0, "1 disables kernel optimisations (heuristics and BEAM)", codegen=True)
+BEAM = ContextVar("BEAM", 0, "beam width of the kernel optimisation search; 0 uses hand-coded heuristics", codegen=True)
+DEVECTORIZE = ContextVar("DEVECTORIZE", 0, "0 packs lanes into the target's vector loads, stores and ALU ops; 1 vector "
+                         "loads and stores only (ALU one op per lane); 2 no vectors at all", codegen=True)
+TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always",
+                            codegen=True)
 CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0,
                                     "1 records every compiled kernel into the replay database")
 VIZ = ContextVar("VIZ", 0, "1 records every named rewrite pass for the viz page")
@@ -72,23 +74,29 @@ HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "",
 DEV = ContextVar("DEV", "", "default device (CPU, PYTHON, NV, AMD); NV=1 etc. also select one")
 TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0,
                                "1 records per-pass, per-rule match counts and time; 2 prints them at exit")
-EMULATE = ContextVar("EMULATE", "", "PYTHON backend: emulate the limits of NV or AMD")
-CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 uses every core")
+EMULATE = ContextVar("EMULATE", "", "PYTHON backend: emulate the limits of NV or AMD", codegen=True)
+CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 uses every core", codegen=True)
 CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc")
 CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)")
 CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db")
 COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1: realize() schedules, lowers and compiles every kernel with the real "
                           "toolchain and runs nothing; reading such a tensor raises (NV and AMD open without a GPU)")
-NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90); empty: the device's, else sm_90")
+NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90); empty: the device's, else sm_90",
+                     codegen=True)
 CUDA_PATH = ContextVar("CUDA_PATH", "", "NV: root of a system CUDA toolkit, searched for NVRTC, the headers and ptxas "
                        "after the pip wheels (then /usr/local/cuda)")
 AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, "
-                      "else gfx1100")
-CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C")
+                      "else gfx1100", codegen=True)
+CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C", codegen=True)
 AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code objects, a path or a command line; empty "
                     "uses the ziglang package's `zig ld.lld`")
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
                                 "non-terminating; 0 = automatic")
+
+def codegen_flags() -> tuple[tuple[str, Any], ...]:
+  """The current value of every flag that changes generated code (declared with codegen=True), sorted by name. Every
+  cache key (compile cache, BEAM results) and every replay record includes it."""
+  return tuple((k, v.value) for k, v in sorted(ContextVar._registry.items()) if v.codegen)
 
 # ---- counters ----
 

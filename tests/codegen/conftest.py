@@ -30,7 +30,7 @@ def run_program(prg, bufs: list[np.ndarray], var_vals: dict | None = None) -> No
 @pytest.fixture
 def run_kernel():
   def f(ast, bufs, var_vals=None, opts=None, renderer=None):
-    prg = get_program(ast, renderer or CRenderer(), opts)
+    prg = get_program(ast, renderer or CRenderer(threads=4), opts)
     run_program(prg, bufs, var_vals)
     return prg
   return f

@@ -6,6 +6,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context
 from tinygrad.codegen import get_program
+from tinygrad.codegen.opt import Opt, OptOps
 
 def dg(i, dt, n): return UOp(Ops.DEFINE_GLOBAL, dt.ptr(n), arg=i)
 f32 = dtypes.float32
@@ -74,7 +75,7 @@ def test_cat_kernel_is_cut_into_branch_free_loops(run_kernel):
   vb = b.index((r - 4).valid((r < 4).logical_not())).load()
   ast = UOp.sink(out.index(r).store(va + vb).end(r))
   bufs = [np.zeros(9, np.float32), rng.random(4, dtype=np.float32), rng.random(5, dtype=np.float32)]
-  with Context(NOOPT=1): prg = run_kernel(ast, bufs)
+  prg = run_kernel(ast, bufs, opts=[Opt(OptOps.CUT)])
   np.testing.assert_array_equal(bufs[0], np.concatenate([bufs[1], bufs[2]]))
   assert sum(1 for u in prg.uops if u.op is Ops.RANGE) == 2
   assert not any(u.op is Ops.INDEX and len(u.src) == 3 for u in prg.uops), "the cut loops must not need gates"
@@ -157,7 +158,7 @@ def test_pad_both_axes_cut_into_loops_that_share_no_range(run_kernel):
   ast = UOp.sink(out.index(r0 * 5 + r1).store(a.index(((r0 - 1) * 3 + r1).valid(valid)).load()).end(r0, r1))
   x = rng.random(6, dtype=np.float32)
   bufs = [np.full(20, 9, np.float32), x]
-  with Context(NOOPT=1): prg = run_kernel(ast, bufs)
+  prg = run_kernel(ast, bufs, opts=[Opt(OptOps.CUT)])
   np.testing.assert_array_equal(bufs[0].reshape(4, 5), np.pad(x.reshape(2, 3), ((1, 1), (0, 2))))
   assert not any(u.op is Ops.IF or (u.op is Ops.INDEX and len(u.src) == 3) for u in prg.uops)
   ends = [u.src[1] for u in prg.uops if u.op is Ops.END]

@@ -6,14 +6,19 @@ from tinygrad import Tensor, Device
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import Context
 from tinygrad.codegen import get_program
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
 from tinygrad.codegen.cutting import MAX_PIECES
+
+def cut_only(ast, renderer):
+  """The program with just the CUT opt (none where nothing can be cut: past MAX_PIECES the loop keeps its gates)."""
+  try: return get_program(ast, renderer, [Opt(OptOps.CUT)])
+  except KernelOptError: return get_program(ast, renderer, [])
 
 def program_of(t: Tensor):
   sched = t.schedule()
   assert len(sched) == 1, "one kernel expected"
-  with Context(NOOPT=1): return get_program(sched[0].ast, Device["CPU"].renderer)
+  return cut_only(sched[0].ast, Device["CPU"].renderer)
 
 def count(prg, op: Ops) -> int: return sum(1 for u in prg.uops if u.op is op)
 def gated(prg) -> int: return sum(1 for u in prg.uops if u.op is Ops.INDEX and len(u.src) == 3)
@@ -55,7 +60,7 @@ def test_nested_cuts_share_one_budget(run_kernel):
   ast = UOp.sink(out.index(idx).store(val).end(r0, r1))
   rng = np.random.default_rng(2)
   bufs = [np.zeros(n * n, np.float32), rng.random(n * n, dtype=np.float32), rng.random(n * n, dtype=np.float32)]
-  with Context(NOOPT=1): prg = run_kernel(ast, bufs)
+  prg = run_kernel(ast, bufs, opts=[Opt(OptOps.CUT)])
   i, j = np.arange(n)[:, None], np.arange(n)[None, :]
   want = (n - 1 - i) * bufs[1].reshape(n, n) + (n - 1 - j) * bufs[2].reshape(n, n)
   np.testing.assert_allclose(bufs[0].reshape(n, n), want, rtol=1e-6)

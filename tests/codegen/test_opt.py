@@ -3,20 +3,21 @@ import numpy as np
 import pytest
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, KernelInfo, apply_opts, output_axes, reduce_axes, axes_of, axis_size
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import Context
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
+from tinygrad.renderer import Renderer
 from fuzz.kernel_ref import run_kernel
 
 # NOTE: the reference is fuzz.kernel_ref: opts change how ranges are lowered, never what the kernel computes
 
-class CPULike:
-  device, has_local, has_shared, has_threads, global_max, local_max, shared_max, tensor_cores = "CPU", False, False, True, None, None, 0, []
-  threads = 4
+class CPULike(Renderer):
+  """A CPU-style target for the opts tests: 4 threads, no grid, no locals."""
+  device, has_threads, threads = "CPU", True, 4
 
-class GPULike:
-  device, has_local, has_shared, has_threads = "PYTHON", True, True, False
-  global_max, local_max, shared_max, tensor_cores = (2**31 - 1, 65535, 65535), (1024, 1024, 64), 32768, []
+class GPULike(Renderer):
+  """A GPU-style target for the opts tests: a launch grid, workgroups of up to 1024 threads, 32 KiB shared memory."""
+  device, has_local, has_shared = "PYTHON", True, True
+  global_max, local_max, local_max_total, shared_max = (2**31 - 1, 65535, 65535), (1024, 1024, 64), 1024, 32768
 
 def _g(i, n, dt=dtypes.float32): return UOp(Ops.DEFINE_GLOBAL, dt.ptr(n), arg=i)
 
@@ -180,14 +181,16 @@ def test_reduce_axes_stable_under_unroll():
 
 # ---- end to end on the CPU: opts through codegen, the C compiler and the runtime ----
 
-def _run_on_cpu(ast, opts):
+def _run_on_cpu(ast, opts, threads=4):
   from tinygrad.codegen import get_program
   from tinygrad.device import Device, Buffer
+  from tinygrad.renderer.cstyle import CRenderer
   dev = Device["CPU"]
-  p = get_program(ast, dev.renderer, opts=opts)
+  # NOTE: THREAD counts are capped by the renderer's threads, not by this machine: 4 calls on fewer cores still run
+  p = get_program(ast, CRenderer(threads), opts=opts)
   host = _bufs(ast, seed=1)
   bufs = {i: Buffer("CPU", a.size, dtypes.float32).copyin(memoryview(a.astype(np.float32))) for i, a in host.items()}
-  prg = dev.runtime(p.name, dev.compiler.compile_cached(p.src))
+  prg = dev.runtime(p.name, dev.compiler.compile_cached(p.src, p.renderer))
   gs, ls = p.launch_dims({})
   prg(*[bufs[i]._buf for i in p.globals], global_size=gs, local_size=ls)
   return bufs[0].numpy(), p
@@ -205,8 +208,7 @@ def test_opts_end_to_end_on_cpu(mk, opts):
   ast = mk()
   ref = _bufs(ast, seed=1)
   run_kernel(ast, ref)
-  # NOTE: THREAD counts are capped by CPU_THREADS (default: the cores of this machine); 4 calls on fewer cores still run
-  with Context(CPU_THREADS=4): got, p = _run_on_cpu(ast, opts)
+  got, p = _run_on_cpu(ast, opts)
   np.testing.assert_allclose(got, ref[0], rtol=1e-6)
   if opts: assert tuple(p.applied_opts) == tuple(opts)
   if opts and any(o.op is OptOps.THREAD for o in opts): assert p.global_size[0] == next(o.arg for o in opts if o.op is OptOps.THREAD)
@@ -284,3 +286,12 @@ def test_symbolic_axis_is_left_alone():
   run_kernel(ast, ref, {"n": 5})
   run_kernel(apply_opts(ast, opts, CPULike()), got, {"n": 5})
   np.testing.assert_array_equal(got[0], ref[0])
+
+def test_heuristics_whole_axis_upcast_of_16_on_big_cpu_kernel():
+  # the contiguous output axis has exactly 16 elements: UPCAST 16 takes all of it (the axis leaves the output axes), and
+  # the extra 2 lanes the heuristics give a split axis must not land on another axis (or past the end of the list)
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  ast = matmul_ast(1024, 16, 1024)
+  opts = hand_coded_optimizations(ast, CPULike())
+  assert Opt(OptOps.UPCAST, 1, 16) in opts and Opt(OptOps.UPCAST, 1, 2) not in opts
+  assert apply_opts(ast, opts, CPULike()).arg.applied_opts == tuple(opts)

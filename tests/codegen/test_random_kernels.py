@@ -44,7 +44,8 @@ def random_ast(rnd: random.Random):
 
 def random_opts(rnd: random.Random, ast: UOp, renderer) -> list[Opt]:
   cands = [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.UPCAST, 1, 0), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 0), Opt(OptOps.UNROLL, 0, 2),
-           Opt(OptOps.THREAD, 0, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUP, 0, 2), Opt(OptOps.GROUPTOP, 0, 4), Opt(OptOps.PADTO, 1, 4)]
+           Opt(OptOps.THREAD, 0, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUP, 0, 2), Opt(OptOps.GROUPTOP, 0, 4), Opt(OptOps.PADTO, 1, 4),
+           Opt(OptOps.CUT)]
   opts: list[Opt] = []
   for o in rnd.sample(cands, rnd.randint(0, 3)):
     try:
@@ -58,9 +59,11 @@ def inputs(ast: UOp, seed: int) -> dict[int, np.ndarray]:
   gs = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
   return {g.arg: rng.integers(-4, 5, g.dtype.size).astype(np.float32) for g in gs}
 
+C_RENDERER = CRenderer(threads=2)
+
 def run_c(ast, bufs, opts):
   from tests.codegen.conftest import run_program
-  prg = get_program(ast, CRenderer(), opts)
+  prg = get_program(ast, C_RENDERER, opts)
   arrs = [bufs[k] for k in sorted(bufs)]
   run_program(prg, arrs)
 
@@ -84,7 +87,7 @@ def test_random_kernels_match_reference(seed):
   ref = {k: v.astype(np.float64) for k, v in inputs(ast, seed).items()}
   run_kernel(ast, ref)
   outs = [k for k in (0, 4) if k in ref]
-  for backend, ren in (("C", CRenderer()), ("PYTHON", None)):
+  for backend, ren in (("C", C_RENDERER), ("PYTHON", None)):
     if ren is None:
       from tinygrad.device import Device
       ren = Device["PYTHON"].renderer

@@ -48,7 +48,7 @@ def test_beam_search_result_is_cached(small_beam, monkeypatch):
 
 def test_beam_through_codegen_flag(small_beam):
   # BEAM=1 in the opts stage of codegen searches instead of using the heuristics
-  from tinygrad.codegen.opt import optimize_kernel
+  from tinygrad.codegen import optimize_kernel
   ast = matmul_ast(8, 8, 8)
   with Context(BEAM=1): new = optimize_kernel(ast, Device["CPU"].renderer)
   assert all(o in SMALL_ACTIONS for o in new.arg.applied_opts)
@@ -59,3 +59,19 @@ def test_kernel_key_is_stable_text():
 
 def test_illegal_action_never_reaches_timing():
   with pytest.raises(KernelOptError): search.apply_all(matmul_ast(), [Opt(OptOps.UPCAST, 5, 4)], Device["CPU"].renderer)
+
+def test_compiled_fires_once_per_used_program_and_beam_candidates_apart(small_beam):
+  from tinygrad.codegen import get_program
+  from tinygrad.uop import hooks
+  seen: dict[str, list] = {"compiled": [], "beam_candidate": []}
+  fns = {k: (lambda k: lambda ast, p, renderer: seen[k].append(p))(k) for k in seen}
+  for k, f in fns.items(): hooks.register(k, f)
+  try:
+    ren = Device["CPU"].renderer
+    with Context(BEAM=1): p = get_program(matmul_ast(8, 8, 8), ren)
+  finally:
+    for k, f in fns.items(): hooks.unregister(k, f)
+  # the winner fires `compiled` once; every timed candidate fired `beam_candidate` instead
+  assert seen["compiled"] == [p] and len(seen["beam_candidate"]) >= 2
+  assert all(c.renderer == ren.identity for c in seen["beam_candidate"])
+  assert p.src in {c.src for c in seen["beam_candidate"]}

@@ -1,8 +1,10 @@
 """On CPU, a store loop whose body compares its range against constants (the masks of cat and pad) is cut at those
 points into several loops, each of which the simplifier makes branch-free."""
 from __future__ import annotations
+import weakref
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, PatternMatcher, graph_rewrite
+from tinygrad.uop.symbolic import symbolic
 
 # NOTE: every piece is a simplified copy of the whole store (the terms of the other pieces stay, as `+ 0`), so cutting
 # costs and emits pieces x body. Past this many loops per store a range keeps its gates: one loop, still correct.
@@ -41,7 +43,19 @@ def cut_end(e: UOp, sym: PatternMatcher, next_id: list[int], budget: int) -> lis
     return pieces
   return [e]
 
-def cut_store_ranges(sink: UOp, sym: PatternMatcher) -> UOp:
+# NOTE: the cut is a pure function of the (hash-consed, immutable) sink, and the costliest opt: the heuristics apply it,
+# then apply_opts applies the chosen opts again, and BEAM re-applies it for every beam member. One cut per live sink.
+# (None: nothing to cut; storing the sink itself as its own value would keep it alive forever)
+_cuts: weakref.WeakKeyDictionary[UOp, UOp | None] = weakref.WeakKeyDictionary()
+
+def cut_store_ranges(sink: UOp) -> UOp:
+  """`sink` with every store loop cut at its constant comparison points (`sink` itself where nothing is cut)."""
+  if sink in _cuts: return sink if (got := _cuts[sink]) is None else got
+  ret = _cut_store_ranges(sink, symbolic)
+  _cuts[sink] = None if ret is sink else ret
+  return ret
+
+def _cut_store_ranges(sink: UOp, sym: PatternMatcher) -> UOp:
   if sink.op is not Ops.SINK: return sink
   rids = [u.arg[0] for u in sink.toposort() if u.op is Ops.RANGE and isinstance(u.arg[0], int)]
   next_id = [max(rids, default=-1) + 1]

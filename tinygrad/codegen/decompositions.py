@@ -4,8 +4,9 @@ from __future__ import annotations
 import fractions, math
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
-from typing import Any, Callable
+from typing import Callable
 from tinygrad.dtype import DType, dtypes
+from tinygrad.renderer import Renderer
 
 # ---- threefry ----
 
@@ -64,14 +65,12 @@ pm_emulated_dtypes = PatternMatcher([
 
 # ---- ops with a simpler spelling ----
 
-def _lacks(ren: Any, op: Ops) -> bool: return ren is None or not ren.supports_op(op)
-
-# ctx: the renderer (None decomposes everything)
+# ctx: the renderer
 pm_decompose = PatternMatcher([
-  (UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key"))),
-   lambda ctx, x, key: decompose_threefry(x, key) if _lacks(ctx, Ops.THREEFRY) else None),
-  (UPat(Ops.MULACC, src=(UPat.var("a"), UPat.var("b"), UPat.var("c"))),
-   lambda ctx, a, b, c: a * b + c if _lacks(ctx, Ops.MULACC) else None),
+  (UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key")), name="t"),
+   lambda ctx, t, x, key: None if ctx.supports_op(Ops.THREEFRY, t.dtype) else decompose_threefry(x, key)),
+  (UPat(Ops.MULACC, src=(UPat.var("a"), UPat.var("b"), UPat.var("c")), name="m"),
+   lambda ctx, m, a, b, c: None if ctx.supports_op(Ops.MULACC, m.dtype) else a * b + c),
 ])
 
 # ---- transcendental functions as polynomials (TRANSCENDENTAL>=2, or targets without them) ----
@@ -212,7 +211,7 @@ def _in_float(fn: Callable[[UOp], UOp], x: UOp) -> UOp:
   if x.dtype.scalar() in (dtypes.float32, dtypes.float64): return fn(x)
   return fn(x.cast(dtypes.float32)).cast(x.dtype)
 
-def decompose_transcendental(ctx: tuple[Any, int], t: UOp, x: UOp) -> UOp | None:
+def decompose_transcendental(ctx: tuple[Renderer, int], t: UOp, x: UOp) -> UOp | None:
   """ctx: (renderer, TRANSCENDENTAL level). Level 2 always decomposes; level 1 only what the renderer cannot render."""
   ren, level = ctx
   if x.dtype.count != 1 or level < 1 or (level < 2 and ren.supports_op(t.op, t.dtype)): return None

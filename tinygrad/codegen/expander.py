@@ -2,10 +2,12 @@
 that line up (consecutive addresses, the same op) are packed back into vector ops (VECTORIZE/GEP, vector LOAD/STORE)."""
 from __future__ import annotations
 import itertools, functools
+from dataclasses import dataclass
 from typing import Any
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, AddrSpace
+from tinygrad.dtype import PtrDType, AddrSpace
+from tinygrad.renderer import Renderer
 
 EXPAND_AXES = (AxisType.UPCAST, AxisType.UNROLL)
 
@@ -52,22 +54,28 @@ def _offset(idx: UOp, base: UOp) -> Any:
 def _consecutive(idxs: list[UOp]) -> bool:
   return all(_offset(ix, idxs[0]) == i for i, ix in enumerate(idxs))
 
-VEC_WIDTHS = (8, 4, 2)
+@dataclass(frozen=True)
+class VectorizeCtx:
+  """pm_vectorize's context: the target (its vector widths and vector ops) and the DEVECTORIZE level: 0 packs loads,
+  stores and ALU ops, 1 loads and stores only (the ALU stays one op per lane)."""
+  renderer: Renderer
+  level: int
 
-def _scalar_store(ren: Any, s: UOp) -> bool:
+def _scalar_store(ctx: VectorizeCtx, s: UOp) -> bool:
   if s.op is not Ops.STORE or len(s.src[0].src) != 2 or s.src[1].dtype.count != 1: return False
   idt = s.src[0].dtype
-  return isinstance(idt, PtrDType) and idt.addrspace is not AddrSpace.REG and _vec_ok(ren, s.src[1].dtype)
+  return isinstance(idt, PtrDType) and idt.addrspace is not AddrSpace.REG and bool(ctx.renderer.vector_widths(idt.base))
 
-def pack_stores(ctx: Any, g: UOp) -> UOp | None:
-  """GROUP of scalar STOREs to consecutive addresses of one buffer -> one vector STORE per run (widths 8, 4, 2)."""
+def pack_stores(ctx: VectorizeCtx, g: UOp) -> UOp | None:
+  """GROUP of scalar STOREs to consecutive addresses of one buffer -> one vector STORE per run (the widest widths of
+  the target first)."""
   sts = [s for s in g.src if _scalar_store(ctx, s)]
   if len(sts) < 2: return None
   rest = [s for s in g.src if s not in sts]
   out: list[UOp] = []
   i, changed = 0, False
   while i < len(sts):
-    for w in VEC_WIDTHS:
+    for w in ctx.renderer.vector_widths(sts[i].src[1].dtype):
       run = sts[i:i + w]
       if len(run) == w and all(s.src[0].src[0] is run[0].src[0].src[0] for s in run) and \
          _consecutive([s.src[0].src[1] for s in run]):
@@ -80,27 +88,24 @@ def pack_stores(ctx: Any, g: UOp) -> UOp | None:
       i += 1
   return UOp.group(*out, *rest) if changed else None
 
-def _vec_ok(ren: Any, dt: DType) -> bool: return dt.scalar() not in getattr(ren, "no_vector_dtypes", ())
-
-def vectorize_alu(ctx: Any, v: UOp) -> UOp | None:
-  """VECTORIZE of the same ALU op in every lane -> the ALU op on VECTORIZEs of the operands (ops and dtypes the target
-  has as vector ops only)."""
-  s0 = v.src[0]
-  if s0.op not in getattr(ctx, "vector_ops", ()) or s0.dtype.count != 1: return None
-  if not _vec_ok(ctx, s0.dtype) or not all(_vec_ok(ctx, x.dtype) and x.dtype.count == 1 for x in s0.src): return None
+def vectorize_alu(ctx: VectorizeCtx, v: UOp) -> UOp | None:
+  """VECTORIZE of the same ALU op in every lane -> the ALU op on VECTORIZEs of the operands (DEVECTORIZE=0, and only
+  ops the target computes on those vector dtypes)."""
+  s0, n = v.src[0], len(v.src)
+  if ctx.level != 0 or s0.dtype.count != 1 or not ctx.renderer.supports_op(s0.op, s0.dtype.vec(n)): return None
+  if not all(x.dtype.count == 1 and n in ctx.renderer.vector_widths(x.dtype) for x in s0.src): return None
   if any(s.op is not s0.op or s.arg != s0.arg or len(s.src) != len(s0.src) or s.dtype is not s0.dtype for s in v.src):
     return None
   operands = tuple(UOp.vectorize(*[s.src[j] for s in v.src]) for j in range(len(s0.src)))
-  return UOp(s0.op, s0.dtype.vec(len(v.src)), operands, s0.arg)
+  return UOp(s0.op, s0.dtype.vec(n), operands, s0.arg)
 
-def vectorize_load(ctx: Any, v: UOp) -> UOp | None:
-  """VECTORIZE of scalar LOADs of consecutive addresses of one buffer -> one vector LOAD."""
+def vectorize_load(ctx: VectorizeCtx, v: UOp) -> UOp | None:
+  """VECTORIZE of scalar LOADs of consecutive addresses of one buffer -> one vector LOAD (of a width the target has)."""
   lds = v.src
   if any(ld.op is not Ops.LOAD or len(ld.src) != 1 or len(ld.src[0].src) != 2 for ld in lds): return None
   buf = lds[0].src[0].src[0]
-  if not _vec_ok(ctx, lds[0].dtype): return None
-  if not isinstance(buf.dtype, PtrDType) or buf.dtype.addrspace is AddrSpace.REG or len(lds) not in VEC_WIDTHS:
-    return None
+  if not isinstance(buf.dtype, PtrDType) or buf.dtype.addrspace is AddrSpace.REG: return None
+  if len(lds) not in ctx.renderer.vector_widths(lds[0].dtype): return None
   if any(ld.src[0].src[0] is not buf for ld in lds) or not _consecutive([ld.src[0].src[1] for ld in lds]): return None
   return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1])).load(dtype=lds[0].dtype.vec(len(lds)))
 

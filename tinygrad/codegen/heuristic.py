@@ -4,9 +4,9 @@ Every opt is tried on the kernel as it stands and kept only if it applies: an op
 KernelOptError, which is caught here, so the heuristics never fail a compile.
 """
 from __future__ import annotations
-from typing import Any
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
 from tinygrad.codegen.opt import max_threads
+from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
@@ -21,7 +21,7 @@ HEAVY_BODY = 24  # ALU ops in a reduce body above which it is not copied per lan
 
 class _Builder:
   """The kernel as opts are added: `try_opt` applies one or leaves everything as it was."""
-  def __init__(self, ast: UOp, renderer: Any):
+  def __init__(self, ast: UOp, renderer: Renderer):
     self.ast, self.renderer = ast, renderer
     self.opts: list[Opt] = []
   def try_opt(self, opt: Opt) -> bool:
@@ -61,7 +61,7 @@ def _upcast_for_reuse(b: _Builder) -> None:
   # blocking costs seconds of compile time that a small kernel never earns back).
   if not reduce_axes(b.ast): return
   work = prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE)
-  cpu = not getattr(b.renderer, "has_local", False) and work >= BIG_BLOCK_MIN_WORK
+  cpu = not b.renderer.has_local and work >= BIG_BLOCK_MIN_WORK
   done: set[int] = set()
   while True:
     sidx = _store_idx(b.ast)
@@ -73,20 +73,22 @@ def _upcast_for_reuse(b: _Builder) -> None:
       cands.append((contiguous, n, size, i))
     if not cands: return
     contiguous, _, size, i = max(cands)
-    done.add(output_axes(b.ast)[i].arg[0])
+    done.add(rid := output_axes(b.ast)[i].arg[0])
     amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
     room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
     got = next((amt for amt in amts if amt <= room and size % amt == 0 and b.try_opt(Opt(OptOps.UPCAST, i, amt))), None)
     # the contiguous axis of a big CPU kernel takes 2 more lanes: 32 (two cache lines of each input row per reduce step)
     # by 8 on the other axis is 256 accumulators; measured ~1.3x faster than 16x8 on a 1024 matmul (AVX-512 machine)
-    if cpu and contiguous and got == 16 and (axis_size(output_axes(b.ast)[i]) or 0) >= 4:
+    # NOTE: an upcast of the whole axis retypes it, so it leaves the output axes; a split keeps it at index i
+    kept = [r for r in output_axes(b.ast) if r.arg[0] == rid]
+    if cpu and contiguous and got == 16 and kept and (axis_size(kept[0]) or 0) >= 4:
       b.try_opt(Opt(OptOps.UPCAST, i, 2))
 
 def _reorder_for_reuse(b: _Builder) -> None:
   # a big register-blocked CPU kernel: the innermost output loop should be the one whose own input is read contiguously
   # along the reduce (a matmul's rows of A), so that the block of the other input that each step reuses (a panel of
   # B's columns, read with a stride) stays in cache across that loop instead of being streamed again for every block
-  if getattr(b.renderer, "has_local", False) or len(reds := reduce_axes(b.ast)) != 1: return
+  if b.renderer.has_local or len(reds := reduce_axes(b.ast)) != 1: return
   if prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE) < BIG_BLOCK_MIN_WORK: return
   outs = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
   if len(outs) != 2 or not axes_of(b.ast, AxisType.UPCAST): return
@@ -108,7 +110,7 @@ def _upcast_strided_reduce(b: _Builder) -> None:
     if not any(stride_of(b.ast, idx, r) == 1 and all(stride_of(b.ast, idx, x) != 1 for x in reds) for idx in loads):
       continue
     work = prod(axis_size(x) or 1 for x in b.ast.toposort() if x.op is Ops.RANGE)
-    cpu_big = not getattr(b.renderer, "has_local", False) and work >= BIG_BLOCK_MIN_WORK
+    cpu_big = not b.renderer.has_local and work >= BIG_BLOCK_MIN_WORK
     first = next((amt for amt in ((16, 8, 4) if cpu_big else (4,)) if b.try_opt(Opt(OptOps.UPCAST, i, amt))), None)
     if first is not None and cpu_big: b.try_opt(Opt(OptOps.UPCAST, i, 4))
     return
@@ -135,7 +137,7 @@ def _upcast_inner(b: _Builder) -> None:
 
 def _group_small_outputs(b: _Builder) -> None:
   # GPU: a reduce with few outputs gets its reduce spread over a workgroup
-  if not (getattr(b.renderer, "has_local", False) and getattr(b.renderer, "has_shared", False)): return
+  if not (b.renderer.has_local and b.renderer.has_shared): return
   reds = reduce_axes(b.ast)
   if not reds or (rsize := axis_size(reds[0])) is None or rsize < 256: return
   if prod(axis_size(r) or 1 for r in output_axes(b.ast)) > 2048: return
@@ -143,7 +145,7 @@ def _group_small_outputs(b: _Builder) -> None:
     if b.try_opt(Opt(OptOps.GROUPTOP, 0, amt)): return
 
 def _locals(b: _Builder) -> None:
-  if not getattr(b.renderer, "has_local", False) or axes_of(b.ast, AxisType.GROUP_REDUCE): return
+  if not b.renderer.has_local or axes_of(b.ast, AxisType.GROUP_REDUCE): return
   budget = 128
   for i in reversed(range(len(output_axes(b.ast)))):
     size = axis_size(output_axes(b.ast)[i]) or 0
@@ -154,7 +156,7 @@ def _locals(b: _Builder) -> None:
     if budget < 2: return
 
 def _threads(b: _Builder) -> None:
-  if not getattr(b.renderer, "has_threads", False) or (nt := max_threads(b.renderer)) < 2: return
+  if not b.renderer.has_threads or (nt := max_threads(b.renderer)) < 2: return
   work = prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE)
   if work < THREAD_MIN_WORK: return
   # the largest output axis that splits evenly across the most threads; among those, one that no vectorized load (one
@@ -172,9 +174,11 @@ def _threads(b: _Builder) -> None:
   for amt, _, _, ni in sorted(cands, reverse=True):
     if b.try_opt(Opt(OptOps.THREAD, -ni, amt)): return
 
-def hand_coded_optimizations(ast: UOp, renderer: Any) -> list[Opt]:
+def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   """The default opts for `ast` on `renderer` (a list, possibly empty). Never raises KernelOptError."""
   b = _Builder(ast, renderer)
+  # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else
+  if renderer.has_threads: b.try_opt(Opt(OptOps.CUT))
   _group_small_outputs(b)
   _upcast_for_reuse(b)
   _reorder_for_reuse(b)

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, identity_element
-from tinygrad.dtype import dtypes, Invalid, AddrSpace
+from tinygrad.dtype import DType, dtypes, Invalid, AddrSpace
+from tinygrad.renderer import Renderer
 
 # ---- masked (Invalid) indexes into gated INDEX ----
 
@@ -48,19 +49,19 @@ class GridCtx:
   next_range: int
   nlocal: int = 0
 
-def grid_specials(sink: UOp, renderer: Any) -> GridCtx:
+def grid_specials(sink: UOp, renderer: Renderer) -> GridCtx:
   """What each GLOBAL/LOCAL/THREAD/GROUP_REDUCE range becomes: a SPECIAL where the target has a grid (or CPU threads),
   else a plain loop."""
   ret: dict[UOp, UOp] = {}
   rngs = sorted([u for u in sink.toposort() if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
-  has_grid, has_local = getattr(renderer, "global_max", None) is not None, getattr(renderer, "has_local", False)
+  has_grid, has_local = renderer.global_max is not None, renderer.has_local
   # NOTE: the innermost grid axis is dimension 0 (gidx0/lidx0: the largest launch limit, contiguous threads)
   gl = [x for x in rngs if x.arg[-1] is AxisType.GLOBAL]
   lc = [x for x in rngs if x.arg[-1] in (AxisType.LOCAL, AxisType.GROUP_REDUCE)] if has_local else []
   dim = {r: f"{kind}idx{i}" for kind, axes in (("g", gl), ("l", lc)) for i, r in enumerate(reversed(axes))}
   for r in rngs:
     at = r.arg[-1]
-    if at is AxisType.THREAD and getattr(renderer, "has_threads", False):
+    if at is AxisType.THREAD and renderer.has_threads:
       ret[r] = UOp(Ops.SPECIAL, r.dtype, r.src, "core_id")
     elif r in dim and has_grid:
       if int(dim[r][-1]) > 2: raise ValueError(f"grid lowering: more than 3 {dim[r][0]}idx axes ({r.arg}); merge them")

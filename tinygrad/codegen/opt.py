@@ -10,18 +10,25 @@ exception: an opt over the whole axis (arg 0, or arg == size) changes the axis' 
 Splits (N the axis size, amt the Opt's arg, 0 meaning the whole axis):
 - UPCAST/UNROLL/LOCAL/GROUP: r -> r' * amt + new  (new is the inner, contiguous part: vector lanes, local threads)
 - THREAD/GROUPTOP:           r -> new * (N // amt) + r'  (new is the outer part: each thread/group gets a block)
+
+CUT (CPU targets, first opt only, no axis or arg): every store loop whose body compares its range against constants (the
+masks of cat and pad) becomes several branch-free loops (cutting.py). Each piece gets fresh ranges, so the opts after it
+name the pieces' axes. Being an opt, a cut is chosen (heuristics, BEAM) and recorded like any other: the applied opts
+of a program rebuild it exactly, and explicit opts without CUT leave the loops whole.
 """
 from __future__ import annotations
-import os
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, AxisType, FastEnum
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import CPU_THREADS, prod, round_up
+from tinygrad.helpers import prod, round_up, to_function_name
+from tinygrad.renderer import Renderer
+from tinygrad.codegen.cutting import cut_store_ranges
 
 class OptOps(FastEnum):
   TC = 1; UPCAST = 2; UNROLL = 3; LOCAL = 4; THREAD = 5; GROUP = 6; GROUPTOP = 7; NOLOCALS = 8; PADTO = 9; SWAP = 10
+  CUT = 11
 
 @dataclass(frozen=True)
 class Opt:
@@ -41,18 +48,26 @@ class KernelInfo:
   opts: tuple[Opt, ...] = field(default_factory=tuple)
   applied_opts: tuple[Opt, ...] = field(default_factory=tuple)
 
+def kernel_name(ast: UOp) -> str:
+  """`r_4_16` (has a reduce) / `E_64`: the range sizes in layout order; a KernelInfo name wins. Deterministic."""
+  if isinstance(ast.arg, KernelInfo) and ast.arg.name: return to_function_name(ast.arg.name)
+  topo = ast.toposort()
+  rngs = sorted([u for u in topo if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
+  sizes = [str(r.src[0].arg) if r.src[0].op is Ops.CONST else r.src[0].arg[0] if r.src[0].op is Ops.DEFINE_VAR else "s"
+           for r in rngs]
+  reduces = (AxisType.REDUCE, AxisType.GROUP_REDUCE, AxisType.UNROLL)
+  kind = "r" if any(u.op is Ops.REDUCE or (u.op is Ops.RANGE and u.arg[-1] in reduces) for u in topo) else "E"
+  return to_function_name("_".join([kind, *(sizes or ["1"])]))
+
 # ---- limits ----
 
 MAX_UPCAST = 16        # one UPCAST/UNROLL opt
 MAX_UPCAST_TOTAL = 256  # product of all UPCAST and UNROLL sizes (vector lanes and registers per thread)
-MAX_LOCAL_TOTAL = 1024  # threads of a workgroup, when the renderer does not say
 
-def max_threads(renderer: Any) -> int:
-  """How many CPU threads a THREAD axis may use on this renderer."""
-  if (t := getattr(renderer, "threads", None)): return int(t)
-  gm = getattr(renderer, "global_max", None)
-  if getattr(renderer, "has_threads", False) and gm: return int(gm[0])
-  return max(1, int(CPU_THREADS.value or os.cpu_count() or 1))
+def max_threads(renderer: Renderer) -> int:
+  """How many CPU threads a THREAD axis may use on this renderer (its `threads`; never this machine's core count, so
+  the same kernel gets the same opts on every machine that has the same renderer)."""
+  return renderer.threads if renderer.has_threads else 1
 
 # ---- axes ----
 
@@ -139,12 +154,13 @@ def pad_range(ast: UOp, r: UOp, amt: int) -> UOp:
 
 # ---- apply ----
 
-def apply_opt(ast: UOp, opt: Opt, renderer: Any, applied: tuple[Opt, ...] = ()) -> UOp:
+def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] = ()) -> UOp:
   """Apply one Opt to a kernel AST (a SINK), or raise KernelOptError saying why it does not fit."""
-  has_local, has_threads = bool(getattr(renderer, "has_local", False)), bool(getattr(renderer, "has_threads", False))
+  has_local, has_threads = renderer.has_local, renderer.has_threads
   nolocals = any(o.op is OptOps.NOLOCALS for o in applied)
   op = opt.op
   if op is OptOps.TC: raise KernelOptError(f"{opt}: tensor cores are not supported by this compiler yet")
+  if op is OptOps.CUT: return cut_kernel(ast, opt, renderer, applied)
   if op is OptOps.NOLOCALS:
     _check(has_local, f"{opt}: the renderer has no locals")
     _check(not nolocals and not axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE), f"{opt}: locals already in use")
@@ -180,34 +196,45 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Any, applied: tuple[Opt, ...] = ()) 
   # LOCAL, GROUP, GROUPTOP need workgroups
   _check(has_local, f"{opt}: the renderer has no local (workgroup) threads")
   _check(not nolocals, f"{opt}: NOLOCALS was applied")
-  local_max = getattr(renderer, "local_max", None) or (MAX_LOCAL_TOTAL,)
+  local_max = renderer.local_max or ()
   nlocal = prod(axis_size(x) or 1 for x in axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE))
-  _check(nlocal * amt <= min(MAX_LOCAL_TOTAL, prod(local_max)), f"{opt}: {nlocal * amt} local threads are too many")
+  _check(nlocal * amt <= renderer.local_max_total,
+         f"{opt}: {nlocal * amt} local threads are more than the {renderer.local_max_total} of a workgroup")
   if op is OptOps.LOCAL:
     nl = len(axes_of(ast, AxisType.LOCAL))
     _check(nl < len(local_max) and amt <= local_max[nl], f"{opt}: local dim {nl} of {amt} exceeds {local_max}")
     return split_range(ast, r, amt, AxisType.LOCAL)
-  _check(bool(getattr(renderer, "has_shared", False)), f"{opt}: the renderer has no shared memory for a group reduce")
+  _check(renderer.has_shared, f"{opt}: the renderer has no shared memory for a group reduce")
   _check(not axes_of(ast, AxisType.GROUP_REDUCE), f"{opt}: the kernel already has a group reduce")
   red_bytes = max((u.dtype.itemsize for u in ast.toposort() if u.op is Ops.REDUCE), default=4)
   need = nlocal * amt * red_bytes * _upcast_total(ast)
-  smax = getattr(renderer, "shared_max", 0)
+  smax = renderer.shared_max
   _check(need <= smax, f"{opt}: needs {need} bytes of shared memory, the target has {smax}")
   return split_range(ast, r, amt, AxisType.GROUP_REDUCE, top=op is OptOps.GROUPTOP)
 
-def assign_grid(ast: UOp, renderer: Any) -> UOp:
+def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -> UOp:
+  _check(renderer.has_threads, f"{opt}: store loops are cut on CPU targets only (has_threads)")
+  _check(not applied, f"{opt}: CUT must be the first opt (it gives the output axes the later opts name)")
+  _check(opt.axis is None and opt.arg is None, f"{opt}: CUT takes no axis and no arg")
+  cut = cut_store_ranges(ast)
+  _check(cut is not ast, f"{opt}: no store loop compares its range against a constant (or past MAX_PIECES): no cut")
+  # NOTE: a cut kernel is named by its shape before the cut (one name per kernel, not one per piece)
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  return cut.replace(arg=KernelInfo(info.name or kernel_name(ast), info.opts, info.applied_opts))
+
+def assign_grid(ast: UOp, renderer: Renderer) -> UOp:
   """On a target with a launch grid (GPU-style: global_max set, no CPU threads), up to one output axis per grid
   dimension becomes GLOBAL: the innermost ones, in id order (the lowerer numbers gidx0.. the same way), each within its
   dimension's limit; the rest stay loops. A kernel that already has GLOBAL axes is left as it is."""
-  gm = getattr(renderer, "global_max", None)
-  if not gm or getattr(renderer, "has_threads", False) or axes_of(ast, AxisType.GLOBAL): return ast
+  gm = renderer.global_max
+  if not gm or renderer.has_threads or axes_of(ast, AxisType.GLOBAL): return ast
   loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP and axis_size(r) is not None]
   chosen: list[UOp] = []
   for r in loops[-len(gm):]:
     if (axis_size(r) or 0) <= gm[len(chosen)]: chosen.append(r)
   return replace_ranges(ast, {r: (g := _retype(r, AxisType.GLOBAL), (g,)) for r in chosen}) if chosen else ast
 
-def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Any) -> UOp:
+def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Renderer) -> UOp:
   """Apply `opts` in order (raising KernelOptError on the first that does not fit), put the output axes on the launch
   grid where the target has one, and record the applied opts in the SINK's KernelInfo."""
   if ast.op is not Ops.SINK: raise KernelOptError(f"apply_opts: expected a kernel AST (SINK), got {ast.op}")
@@ -218,24 +245,5 @@ def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Any) -> UO
     ast = apply_opt(ast, opt, renderer, applied)
     applied += (opt,)
   ast = assign_grid(ast, renderer)
-  return ast.replace(arg=KernelInfo(info.name, info.opts, applied))
-
-def optimize_kernel(ast: UOp, renderer: Any, opts: tuple[Opt, ...] | list[Opt] | None = None) -> UOp:
-  """The opts stage of codegen: explicit `opts`, else the SINK's KernelInfo.opts, else none under NOOPT, else BEAM=n
-  search, else `hand_coded_optimizations`; then `apply_opts`."""
-  from tinygrad.helpers import NOOPT, BEAM
-  if opts is None and isinstance(ast.arg, KernelInfo) and ast.arg.opts: opts = ast.arg.opts
-  if opts is None and isinstance(ast.arg, KernelInfo) and ast.arg.applied_opts: opts = ()  # already optimised
-  if opts is None and NOOPT: opts = ()
-  if opts is None and BEAM >= 1:
-    from tinygrad.codegen.search import beam_search
-    opts = beam_search(ast, renderer, int(BEAM.value))
-  if opts is None:
-    from tinygrad.codegen.heuristic import hand_coded_optimizations
-    opts = hand_coded_optimizations(ast, renderer)
-  return apply_opts(ast, opts, renderer)
-
-def hand_coded_optimizations(ast: UOp, renderer: Any) -> list[Opt]:
-  """The default opts (see tinygrad/codegen/heuristic.py); never raises KernelOptError."""
-  from tinygrad.codegen.heuristic import hand_coded_optimizations as hco
-  return hco(ast, renderer)
+  # NOTE: the name comes from the AST as it is now: CUT names a cut kernel by its shape before the cut
+  return ast.replace(arg=KernelInfo(ast.arg.name if isinstance(ast.arg, KernelInfo) else info.name, info.opts, applied))

@@ -3,18 +3,25 @@
 The beam starts from no opts and from the heuristics' opts. Each round extends every opt list in the beam by one
 action, keeps the kernels that are legal and new, compiles and times them on the target device, and keeps the `amt`
 fastest. It stops when a round finds nothing faster. Results are cached in sqlite keyed by the kernel (its pyrender
-text), the device and the beam width.
+text), the renderer's identity, the codegen flags and the beam width.
+
+Candidates are compiled with program.build_program and fire the `beam_candidate` checkpoint, never `compiled`.
 """
 from __future__ import annotations
-import hashlib, pickle, time
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 import numpy as np
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt
+from tinygrad.codegen.heuristic import hand_coded_optimizations
+from tinygrad.codegen.program import build_program
+from tinygrad.device import Buffer, Device
 from tinygrad.dtype import dtypes, to_np_dtype, PtrDType
-from tinygrad.helpers import DEBUG, CACHELEVEL, diskcache_get, diskcache_put
-from tinygrad.uop import Ops
+from tinygrad.helpers import DEBUG, CACHELEVEL, diskcache_get, diskcache_put, codegen_flags
+from tinygrad.renderer import Renderer, ProgramSpec
+from tinygrad.uop import Ops, hooks
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.pyrender import pyrender
 
 MAX_ROUNDS = 10
 TIMING_RUNS = 3
@@ -29,17 +36,14 @@ ACTIONS: list[Opt] = [
   *[Opt(OptOps.THREAD, axis, amt) for amt in (2, 3, 4, 5, 8, 12, 16, 24, 32, 64) for axis in range(3)],
   *[Opt(OptOps.SWAP, axis, other) for axis in range(4) for other in range(axis + 1, 5)],
   *[Opt(OptOps.PADTO, axis, amt) for amt in (4, 16, 32) for axis in range(3)],
-  Opt(OptOps.NOLOCALS),
+  Opt(OptOps.NOLOCALS), Opt(OptOps.CUT),
 ]
 
 def kernel_key(ast: UOp) -> str:
-  """A key of a kernel AST that is stable across processes: its pyrender text (else a hash of its pickle)."""
-  try:
-    from tinygrad.uop.pyrender import pyrender
-    return pyrender(ast)
-  except ImportError: return hashlib.sha256(pickle.dumps(ast)).hexdigest()
+  """A key of a kernel AST that is stable across processes: its pyrender text."""
+  return pyrender(ast)
 
-def apply_all(ast: UOp, opts: list[Opt], renderer: Any) -> UOp:
+def apply_all(ast: UOp, opts: list[Opt], renderer: Renderer) -> UOp:
   """`opts` applied one by one, without the final grid assignment (the AST BEAM compares candidates by)."""
   applied: tuple[Opt, ...] = ()
   for o in opts:
@@ -47,7 +51,7 @@ def apply_all(ast: UOp, opts: list[Opt], renderer: Any) -> UOp:
     applied += (o,)
   return ast
 
-def candidates(ast: UOp, renderer: Any, beam: list[list[Opt]], seen: set[UOp]) -> list[list[Opt]]:
+def candidates(ast: UOp, renderer: Renderer, beam: list[list[Opt]], seen: set[UOp]) -> list[list[Opt]]:
   """Every beam member extended by one action, where that is legal and gives a kernel not seen before."""
   ret = []
   for opts in beam:
@@ -61,7 +65,6 @@ def candidates(ast: UOp, renderer: Any, beam: list[list[Opt]], seen: set[UOp]) -
   return ret
 
 def _random_buffers(ast: UOp, device: str) -> dict[int, Any]:
-  from tinygrad.device import Buffer
   rng = np.random.default_rng(0)
   bufs = {}
   for g in sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg):
@@ -74,16 +77,15 @@ def _random_buffers(ast: UOp, device: str) -> dict[int, Any]:
 
 class _Timer:
   """Compiles (several at once: the C compiler runs outside the GIL) and times candidates on the device."""
-  def __init__(self, ast: UOp, renderer: Any):
-    from tinygrad.device import Device
+  def __init__(self, ast: UOp, renderer: Renderer):
     self.ast, self.renderer, self.dev = ast, renderer, Device[renderer.device]
     self.bufs = _random_buffers(ast, renderer.device)
     self.var_vals = {u.arg[0]: u.arg[2] for u in ast.toposort() if u.op is Ops.DEFINE_VAR}
-  def compile(self, opts: list[Opt]) -> Any:
-    from tinygrad.codegen import get_program
+  def compile(self, opts: list[Opt]) -> tuple[ProgramSpec, Any] | None:
     try:
-      p = get_program(self.ast, self.renderer, opts=list(opts))
-      return p, self.dev.runtime(p.name, self.dev.compiler.compile_cached(p.src))
+      p = build_program(self.ast, self.ast, self.renderer, tuple(opts))
+      if hooks.beam_candidate: hooks.fire("beam_candidate", self.ast, p, self.renderer)
+      return p, self.dev.runtime(p.name, self.dev.compiler.compile_cached(p.src, p.renderer))
     except KernelOptError: return None
     except Exception as e:
       if DEBUG >= 2: print(f"BEAM: candidate {opts} failed to compile: {type(e).__name__}: {e}")
@@ -119,15 +121,15 @@ class _Timer:
     i = min(best, key=lambda k: best[k])
     return compiled[i][0], best[i]
 
-def beam_search(ast: UOp, renderer: Any, amt: int, disable_cache: bool = False) -> list[Opt]:
-  """The fastest opts found for `ast` on `renderer`'s device with a beam of width `amt`."""
-  key = (kernel_key(ast), renderer.device, type(renderer).__name__, amt)
+def beam_search(ast: UOp, renderer: Renderer, amt: int, disable_cache: bool = False) -> list[Opt]:
+  """The fastest opts found for `ast` (a prepared AST: program.prepare_kernel) on `renderer`'s device with a beam of
+  width `amt`."""
+  key = (kernel_key(ast), renderer.identity, codegen_flags(), amt)
   if not disable_cache and CACHELEVEL >= 1 and (hit := diskcache_get("beam_search", key)) is not None: return list(hit)
   st = time.perf_counter()
   timer = _Timer(ast, renderer)
   # NOTE: the beam starts from no opts and from the heuristics' opts, so BEAM is never worse than the default, and
   # a fast start lets slow candidates be dropped after one run
-  from tinygrad.codegen.heuristic import hand_coded_optimizations
   starts = [[], *([h] if (h := hand_coded_optimizations(ast, renderer)) else [])]
   base = sorted(timer.run(starts, float("inf")), key=lambda x: x[1])
   if not base: raise RuntimeError("BEAM: the kernel without opts does not compile or run; see the error with DEBUG=2")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Device, Buffer
-from tinygrad.helpers import DEBUG, GlobalCounters, COMPILE_ONLY, BEAM
+from tinygrad.helpers import DEBUG, GlobalCounters, COMPILE_ONLY, BEAM, codegen_flags
+from tinygrad.codegen import get_program
 
 class Runner:
   """Something that runs one schedule item: `runner(bufs, var_vals, wait) -> seconds | None`."""
@@ -28,7 +29,6 @@ class Runner:
 class CompiledRunner(Runner):
   """A kernel AST compiled for a device: ProgramSpec from codegen, binary from the cached compiler, runtime program."""
   def __init__(self, device: str, ast: UOp):
-    from tinygrad.codegen import get_program
     if COMPILE_ONLY and BEAM >= 1:
       raise RuntimeError(f"BEAM={BEAM.value} times candidate kernels on the device, and COMPILE_ONLY=1 runs nothing: "
                          "unset BEAM (the heuristics pick the opts) or unset COMPILE_ONLY on a machine with the device")
@@ -37,7 +37,7 @@ class CompiledRunner(Runner):
     self.p = get_program(ast, dev.renderer)
     self.display_name = self.p.name
     self.ops, self.mem = self.p.estimates.ops, self.p.estimates.mem
-    self.lib = dev.compiler.compile_cached(self.p.src)
+    self.lib = dev.compiler.compile_cached(self.p.src, self.p.renderer)
     self.report = dev.compiler.describe(self.lib)
     # NOTE: under COMPILE_ONLY the device's runtime still takes the binary (a backend may check it there: AMD reads its
     # code object), but opened without a driver it loads nothing, and run_schedule never calls it
@@ -72,11 +72,12 @@ def _is_cross_device_copy(bufs: list[Buffer]) -> bool:
     raise RuntimeError(f"a kernel cannot span devices: buffers on {[b.device for b in bufs]} (only a copy can)")
   return True
 
-_runner_cache: dict[tuple[str, UOp], Runner] = {}
+_runner_cache: dict[tuple[str, UOp, tuple[tuple[str, Any], ...]], Runner] = {}
 
 def get_runner(device: str, ast: UOp) -> Runner:
-  """The runner of `ast` on `device`, built once per (device, ast): identical kernels compile once."""
-  key = (Device.canonicalize(device), ast)
+  """The runner of `ast` on `device`, built once per (device, ast, codegen flags): identical kernels compile once, and
+  a kernel run under other codegen flags (`Context(NOOPT=1)`, DEVECTORIZE, ...) is compiled for them."""
+  key = (Device.canonicalize(device), ast, codegen_flags())
   if (r := _runner_cache.get(key)) is None: r = _runner_cache[key] = CompiledRunner(key[0], ast)
   return r
 

@@ -1,33 +1,97 @@
-"""Renderer base (what a target supports) and ProgramSpec (a rendered kernel with what a runtime needs to launch it)."""
+"""Renderer base (what a target supports: the contract codegen reads) and ProgramSpec (a rendered kernel with what a
+runtime needs to launch it).
+
+The contract: every property codegen reads from a renderer is a typed attribute or method declared on `Renderer` below,
+with its meaning; codegen reads nothing else (tests/codegen/test_renderer_contract.py records every read). A renderer
+sets the class attributes that describe its target, or instance attributes in `__init__` where they depend on how the
+device was opened (the CPU's thread count, the emulated GPU of PYTHON)."""
 from __future__ import annotations
+import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.uop.symbolic import simplify
-from tinygrad.dtype import PtrDType, AddrSpace
+from tinygrad.dtype import DType, PtrDType, AddrSpace
+
+# ---- what a target has ----
+
+@dataclass(frozen=True)
+class Vectors:
+  """The vector types of one scalar dtype on a target."""
+  widths: tuple[int, ...]             # lane counts of its vector types (loads, stores, VECTORIZE, GEP), widest first
+  ops: frozenset[Ops] = frozenset()   # ALU ops (and CAST) the target computes lane-wise on those types
+
+@dataclass(frozen=True)
+class TensorCore:
+  """One matrix-multiply-accumulate instruction: D (M x N, dtype_out) = A (M x K, dtype_in) @ B (K x N, dtype_in) + C,
+  computed by `threads` threads together, each holding `elements_per_thread` = (a, b, c) elements of A, B and C/D."""
+  dims: tuple[int, int, int]                # (N, M, K)
+  threads: int
+  elements_per_thread: tuple[int, int, int]
+  dtype_in: DType
+  dtype_out: DType
+
+def _canon(v: Any) -> str:
+  """A repr that does not depend on hash order (sets, dict order), so an identity is the same in every process."""
+  if isinstance(v, (set, frozenset)): return "{" + ", ".join(sorted(_canon(x) for x in v)) + "}"
+  if isinstance(v, dict): return "{" + ", ".join(sorted(f"{_canon(k)}: {_canon(x)}" for k, x in v.items())) + "}"
+  if isinstance(v, (list, tuple)): return "(" + ", ".join(_canon(x) for x in v) + ")"
+  if isinstance(v, Vectors): return f"Vectors({_canon(v.widths)}, {_canon(v.ops)})"
+  return repr(v)
 
 class Renderer:
-  """What a target supports, and `render(uops) -> source`. Codegen reads these attributes to decide what to lower."""
-  device: str = ""
-  suffix: str = ""
-  has_local: bool = False        # GPU-style local (workgroup) ids and DEFINE_LOCAL
-  has_shared: bool = False       # shared memory for GROUP_REDUCE
-  has_threads: bool = False      # CPU THREAD axes (the runtime calls the kernel once per core_id)
-  global_max: tuple[int, ...] | None = None  # None: no launch grid, GLOBAL/LOCAL ranges become plain loops
-  local_max: tuple[int, ...] | None = None
-  shared_max: int = 0
-  supports_float4: bool = False  # vector loads/stores/ALU through VECTORIZE
-  vector_ops: set[Ops] = set()    # ALU ops codegen may pack into vector ops
-  no_vector_dtypes: tuple[Any, ...] = ()  # scalar dtypes never packed into vectors
-  tensor_cores: list[Any] = []
-  # ops the target renders natively; codegen decomposes the rest (decompositions.py)
-  code_for_op: dict[Ops, Any] = {}
-  def supports_op(self, op: Ops, dtype: Any = None) -> bool:
-    """Whether the target renders `op` natively (codegen decomposes the rest, e.g. exp2/log2/sin into polynomials)."""
-    return op in self.code_for_op
+  """What a target supports, and `render(uops, name) -> source`. Codegen reads exactly the attributes and methods
+  declared here (docs/ir.md section 4); a subclass sets them for its target and implements `render`."""
+  # ---- the target ----
+  device: str = ""                          # the device its programs run on: "CPU", "PYTHON", "NV", "AMD"
+  arch: str = ""                            # the architecture it renders for ("sm_90", "gfx1100"; "" for a generic one)
+  # ---- parallelism ----
+  has_local: bool = False                   # workgroups: LOCAL axes become local ids (lidxN), DEFINE_LOCAL exists
+  has_shared: bool = False                  # memory shared by a workgroup (GROUP/GROUPTOP reduce through it)
+  has_threads: bool = False                 # CPU THREAD axes: one SPECIAL core_id, the runtime calls the kernel per id
+  threads: int = 1                          # the most CPU threads a THREAD axis may use (1 without has_threads)
+  global_max: tuple[int, ...] | None = None  # launch grid limit per dimension; None: no grid, GLOBAL axes stay loops
+  local_max: tuple[int, ...] | None = None  # workgroup size limit per dimension (has_local)
+  local_max_total: int = 0                  # the most threads in one workgroup (the product of the local sizes)
+  shared_max: int = 0                       # bytes of shared (DEFINE_LOCAL) memory per workgroup
+  # ---- what it computes natively ----
+  vectors: dict[DType, Vectors] = {}        # scalar dtype -> its vector types; absent: that dtype is scalar only
+  tensor_cores: tuple[TensorCore, ...] = ()  # the matrix instructions the TC opt may use; none by default
+  code_for_op: dict[Ops, Any] = {}          # the scalar ops it renders (the default `supports_op` reads this)
+  extra_matcher: PatternMatcher | None = None  # rules run last, right before linearizing ("final renderer rules")
+  # the attributes that make up `identity` (a subclass whose output depends on more state adds its names)
+  IDENTITY: ClassVar[tuple[str, ...]] = ("device", "arch", "has_local", "has_shared", "has_threads", "threads",
+                                         "global_max", "local_max", "local_max_total", "shared_max", "vectors",
+                                         "tensor_cores")
+
+  def supports_op(self, op: Ops, dtype: DType) -> bool:
+    """Whether the target computes `op` on `dtype` natively; codegen decomposes the rest (exp2/log2/sin into
+    polynomials, MULACC, THREEFRY) and packs vector lanes into an op only where this holds for the vector dtype."""
+    if dtype.count == 1: return op in self.code_for_op
+    vec = self.vectors.get(dtype.scalar())
+    return vec is not None and dtype.count in vec.widths and op in vec.ops
+
+  def vector_widths(self, dtype: DType) -> tuple[int, ...]:
+    """The lane counts of `dtype`'s vector types, widest first (empty: scalar only)."""
+    vec = self.vectors.get(dtype.scalar())
+    return vec.widths if vec is not None else ()
+
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
+    """The source of the linear program `uops` (docs/ir.md section 3) as a function called `name`."""
     raise NotImplementedError(f"{type(self).__name__} cannot render")
+
+  @property
+  def identity(self) -> str:
+    """What decides this renderer's output, as a string that is the same in every process: its class, device, arch,
+    thread count and a digest of every other contract value. Part of every cache key (compile cache, BEAM) and of the
+    records process replay keeps: two renderers with the same identity render the same kernel the same way."""
+    cls = type(self)
+    vals = {k: getattr(self, k) for k in cls.IDENTITY}
+    digest = hashlib.sha256(_canon(vals).encode()).hexdigest()[:16]
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    return f"{name}(device={self.device}, arch={self.arch}, threads={self.threads}, {digest})"
+
   def __reduce__(self) -> tuple[Any, ...]: return (type(self), ())
 
 # ---- program ----
@@ -78,6 +142,9 @@ def _bufs_under(uops: list[UOp], op: Ops) -> tuple[int, ...]:
 
 @dataclass
 class ProgramSpec:
+  """A rendered kernel: its source, the kernel AST it came from, the linear program, launch sizes, parameters, the opts
+  that were applied and the identity of the renderer that made it (`get_program(ast, renderer, applied_opts)` with a
+  renderer of that identity gives back `src`)."""
   name: str
   src: str
   device: str
@@ -91,9 +158,10 @@ class ProgramSpec:
   outs: tuple[int, ...] = ()
   estimates: Estimates = field(default_factory=Estimates)
   applied_opts: tuple[Any, ...] = ()
+  renderer: str = ""
 
   @staticmethod
-  def from_uops(name: str, src: str, device: str, ast: UOp, uops: list[UOp],
+  def from_uops(name: str, src: str, renderer: Renderer, ast: UOp, uops: list[UOp],
                 applied_opts: tuple[Any, ...] = ()) -> ProgramSpec:
     gsz: list[int | UOp] = [1, 1, 1]
     lsz: list[int | UOp] | None = None
@@ -108,8 +176,8 @@ class ProgramSpec:
     dvars = sorted([u for u in uops if u.op is Ops.DEFINE_VAR], key=lambda v: v.arg[0])
     dglobals = sorted(u.arg for u in uops if u.op is Ops.DEFINE_GLOBAL)
     ins, outs = _bufs_under(uops, Ops.LOAD), _bufs_under(uops, Ops.STORE)
-    return ProgramSpec(name, src, device, ast, uops, gsz, lsz, dvars, dglobals, ins, outs, Estimates.from_uops(uops),
-                       applied_opts)
+    return ProgramSpec(name, src, renderer.device, ast, uops, gsz, lsz, dvars, dglobals, ins, outs,
+                       Estimates.from_uops(uops), applied_opts, renderer.identity)
 
   @property
   def var_names(self) -> list[str]: return [v.arg[0] for v in self.vars]

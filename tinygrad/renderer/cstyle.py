@@ -7,7 +7,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes
-from tinygrad.renderer import Renderer
+from tinygrad.renderer import Renderer, Vectors
 
 def _nan_max(a: str, b: str, dt: DType) -> str:
   # NOTE: NaN-correct: a NaN in either operand is the result, as numpy's maximum
@@ -287,26 +287,33 @@ _SHORT = {"unsigned char": "uchar", "signed char": "char", "unsigned short": "us
           "long long": "long", "unsigned long long": "ulong", "_Float16": "half"}
 
 class CRenderer(CStyleLanguage):
-  """C for the CPU backend. Signature: `void name(T* data0, ..., int var0, ..., int core_id)`; core_id always last."""
+  """C for the CPU backend. Signature: `void name(T* data0, ..., int var0, ..., int core_id)`; core_id always last.
+  `threads`: the most threads a THREAD axis may use (the CPU device passes its thread count; 1 renders no threads)."""
   device = "CPU"
   has_local = False
   has_shared = False
   has_threads = True
   global_max = None
-  supports_float4 = True
   type_map = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
               dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int",
               dtypes.int64: "long long", dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16",
               dtypes.float32: "float", dtypes.float64: "double", dtypes.bfloat16: "unsigned short",
               dtypes.fp8e4m3: "unsigned char", dtypes.fp8e5m2: "unsigned char"}
-  # gcc/clang vector extensions: these ops work lane-wise on vector types (comparisons, WHERE and MAX do not)
-  vector_ops = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.CAST}
-  no_vector_dtypes = (dtypes.bool, *_EMULATED)
+  # gcc/clang vector extensions of 8, 4 and 2 lanes; these ops work lane-wise on them (comparisons, WHERE and MAX do
+  # not). bool and the emulated dtypes (stored as bits) stay scalar
+  vectors = {dt: Vectors((8, 4, 2), frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL,
+                                                Ops.SHR, Ops.CAST}))
+             for dt in type_map if dt is not dtypes.bool and dt not in _EMULATED}
   # the ops C spells as a builtin function; half computes in float
   math_fns = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.TRUNC: "trunc", Ops.POW: "pow"}
 
-  def supports_op(self, op: Ops, dtype: DType | None = None) -> bool:
-    return op in self.code_for_op or op in self.math_fns
+  def __init__(self, threads: int = 1):
+    if not isinstance(threads, int) or threads < 1:
+      raise ValueError(f"CRenderer: threads must be an int >= 1, not {threads!r}")
+    self.threads = threads
+  def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.threads,))
+  def supports_op(self, op: Ops, dtype: DType) -> bool:
+    return super().supports_op(op, dtype) or (dtype.count == 1 and op in self.math_fns)
   def extra_params(self) -> list[str]: return ["int core_id"]
   def render_special(self, u: UOp) -> str:
     if u.arg != "core_id": raise NotImplementedError(f"CRenderer: SPECIAL {u.arg!r} needs a GPU grid (CPU: core_id)")

@@ -33,6 +33,7 @@ import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes, float_to_bf16, float_to_fp8
+from tinygrad.renderer import Vectors
 from tinygrad.renderer.cstyle import CStyleLanguage, _Lines
 from tinygrad.helpers import prod
 
@@ -128,9 +129,6 @@ class CUDARenderer(CStyleLanguage):
   has_local = True
   has_shared = True
   has_threads = False
-  supports_float4 = True
-  # NOTE: the tg_ vector structs have no arithmetic: only loads and stores are packed into vectors
-  vector_ops: set[Ops] = set()
   kernel_prefix = 'extern "C" __global__ void'
   infinity = "__int_as_float(0x7f800000)"
   nan = "__int_as_float(0x7fc00000)"
@@ -140,6 +138,8 @@ class CUDARenderer(CStyleLanguage):
               dtypes.float32: "float", dtypes.float64: "double", dtypes.bfloat16: "__nv_bfloat16",
               dtypes.fp8e4m3: "__nv_fp8_e4m3", dtypes.fp8e5m2: "__nv_fp8_e5m2"}
   math_fns = {Ops.SQRT: "sqrt", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.TRUNC: "trunc", Ops.POW: "pow"}
+  # NOTE: the tg_ vector structs have no arithmetic: only loads and stores are packed into vectors (of any dtype)
+  vectors = {dt: Vectors((8, 4, 2)) for dt in type_map}
 
   def __init__(self, arch: str = "sm_90"):
     from tinygrad.runtime.support.cuda_toolchain import check_arch
@@ -147,11 +147,12 @@ class CUDARenderer(CStyleLanguage):
     lim = NV_ARCHS[self.arch]
     self.limits = lim
     self.global_max, self.local_max, self.shared_max = lim.global_max, lim.local_max, lim.shared_max
+    self.local_max_total = lim.max_threads
   def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.arch,))
   def __repr__(self) -> str: return f"CUDARenderer({self.arch!r})"
 
-  def supports_op(self, op: Ops, dtype: DType | None = None) -> bool:
-    return op in self.code_for_op or op in self.math_fns
+  def supports_op(self, op: Ops, dtype: DType) -> bool:
+    return super().supports_op(op, dtype) or (dtype.count == 1 and op in self.math_fns)
 
   # ---- types and constants ----
   def vector_name(self, dt: DType) -> str:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
-from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, float_to_bf16, float_to_fp8
-from tinygrad.renderer import Renderer
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, float_to_bf16, float_to_fp8, DTYPES_DICT
+from tinygrad.renderer import Renderer, Vectors
 
 # ---- the semantics of the cases LLVM leaves undefined (one place; the PYTHON backend and constant folding agree) ----
 
@@ -129,6 +129,10 @@ class _State:
     self.decls.setdefault(name, f"declare {ret} @{name}({', '.join(args)}){(' ' + attrs) if attrs else ''}")
     return f"@{name}"
 
+# ops every LLVM target computes lane-wise on vectors
+LLVM_VECTOR_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX, Ops.NEG, Ops.CAST,
+                             Ops.MULACC, Ops.SQRT, Ops.TRUNC, Ops.RECIPROCAL})
+
 class LLVMRenderer(Renderer):
   """LLVM IR for one target. Subclasses set the triple, the data layout, the address spaces, the kernel's calling
   convention and parameters, and how grid ids and barriers are spelled."""
@@ -136,18 +140,16 @@ class LLVMRenderer(Renderer):
   datalayout = ""
   addrspace: dict[AddrSpace, int] = {AddrSpace.GLOBAL: 0, AddrSpace.LOCAL: 0, AddrSpace.REG: 0}
   kernel_cc = ""
-  supports_float4 = True
-  # ops every LLVM target computes lane-wise on vectors
-  vector_ops = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX, Ops.NEG, Ops.CAST, Ops.MULACC,
-                Ops.SQRT, Ops.TRUNC, Ops.RECIPROCAL}
-  no_vector_dtypes = (dtypes.bool, *EMULATED)
+  # every LLVM target has vectors of any width (it legalizes what its registers do not hold): codegen packs 8, 4 and 2
+  # lanes, the final rules (llvm_matcher) any width; bool and the emulated dtypes (held as bits) stay scalar
+  vectors = {dt: Vectors((8, 4, 2), LLVM_VECTOR_OPS) for dt in DTYPES_DICT.values()
+             if dt not in (dtypes.void, dtypes.index, dtypes.bool, *EMULATED)}
+  # the triple and data layout change the module text (a CPU subclass adds its vector width)
+  IDENTITY = Renderer.IDENTITY + ("triple", "datalayout")
   # the scalar ops rendered natively (codegen decomposes THREEFRY; subclasses add the transcendentals they have)
   code_for_op = {op: True for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.NEG, Ops.RECIPROCAL,
                                      Ops.SQRT, Ops.TRUNC, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR,
                                      Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.MULACC)}
-
-  def supports_op(self, op: Ops, dtype: DType | None = None) -> bool:
-    return op in self.code_for_op
 
   # ---- target hooks ----
   def ptr_type(self, space: AddrSpace) -> str:
@@ -669,7 +671,7 @@ def pack_accumulators(ren: LLVMRenderer, sink: UOp) -> UOp | None:
   `ren.acc_widths(dtype)` lanes; their results are read back lane by lane (GEP) after the loop."""
   users = _users(sink)
   accs = [a for d in users if d.op is Ops.DEFINE_REG and isinstance(d.dtype, PtrDType) and d.dtype.size == 1
-          and d.dtype.base.count == 1 and d.dtype.base.scalar() not in ren.no_vector_dtypes
+          and d.dtype.base.count == 1 and _vec_ok(ren, d.dtype.base)
           and (a := match_acc(d, users)) is not None]
   classes: dict[Any, list[_Acc]] = {}
   table: dict[Any, int] = {}
@@ -711,13 +713,14 @@ def _vector_acc(lanes: list[_Acc], vdt: DType, nreg: int) -> tuple[UOp, UOp]:
 
 # ---- lanes into vector ops (any width: the target legalizes what its registers do not hold) ----
 
-def _vec_ok(ren: LLVMRenderer, dt: DType) -> bool: return dt.scalar() not in ren.no_vector_dtypes
+def _vec_ok(ren: LLVMRenderer, dt: DType) -> bool: return dt.scalar() in ren.vectors
 
 def vectorize_alu(ren: LLVMRenderer, v: UOp) -> UOp | None:
-  """VECTORIZE of one ALU op in every lane -> the op on VECTORIZEs of its operands."""
+  """VECTORIZE of one ALU op in every lane -> the op on VECTORIZEs of its operands (any width)."""
   s0 = v.src[0]
-  if s0.op not in ren.vector_ops or s0.dtype.count != 1 or all(s is s0 for s in v.src): return None
-  if not _vec_ok(ren, s0.dtype) or not all(_vec_ok(ren, x.dtype) and x.dtype.count == 1 for x in s0.src): return None
+  if s0.dtype.count != 1 or all(s is s0 for s in v.src): return None
+  if not _vec_ok(ren, s0.dtype) or s0.op not in ren.vectors[s0.dtype.scalar()].ops: return None
+  if not all(_vec_ok(ren, x.dtype) and x.dtype.count == 1 for x in s0.src): return None
   if any(s.op is not s0.op or s.arg != s0.arg or len(s.src) != len(s0.src) or s.dtype is not s0.dtype for s in v.src):
     return None
   operands = tuple(UOp.vectorize(*[s.src[j] for s in v.src]) for j in range(len(s0.src)))
@@ -768,6 +771,7 @@ class CPULLVMRenderer(LLVMRenderer):
   the C backend's, so the CPU runtime calls both the same way. `vector_bits` is the widest vector register (512 on
   AVX-512, 256 on AVX2): vector accumulators are that wide."""
   device = "CPU"
+  IDENTITY = LLVMRenderer.IDENTITY + ("vector_bits",)
   has_local = False
   has_shared = False
   has_threads = True
@@ -838,9 +842,9 @@ class AMDLLVMRenderer(LLVMRenderer):
     self.arch, self.shared_max = self.target.name, self.target.lds
     self.extra_matcher = llvm_matcher(self)
   def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.arch,))
-  def supports_op(self, op: Ops, dtype: DType | None = None) -> bool:
+  def supports_op(self, op: Ops, dtype: DType) -> bool:
     # NOTE: the hardware has exp2/log2 for half and float only (double would be a library call the GPU does not have)
-    if op in (Ops.EXP2, Ops.LOG2): return dtype is None or dtype.scalar() in (dtypes.float16, dtypes.float32)
+    if op in (Ops.EXP2, Ops.LOG2) and dtype.count == 1: return dtype in (dtypes.float16, dtypes.float32)
     return super().supports_op(op, dtype)
   def render_special(self, st: _State, u: UOp) -> str:
     kind, dim = u.arg[:-1], "xyz"[int(u.arg[-1])]

@@ -8,18 +8,14 @@ from __future__ import annotations
 import ctypes, functools, os, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from tinygrad.device import Compiled, MallocAllocator, DeviceOpenError
+from tinygrad.device import Compiled, MallocAllocator
 from tinygrad.helpers import CPU_THREADS, CPU_LLVM
 from tinygrad.runtime.support.compiler_cpu import CCompiler
+from tinygrad.renderer.cstyle import CRenderer
 
 def cpu_threads() -> int:
   """Threads for THREAD axes: CPU_THREADS=, else every core."""
   return max(1, int(CPU_THREADS.value or os.cpu_count() or 1))
-
-def _c_renderer() -> Any:
-  try: from tinygrad.renderer.cstyle import CRenderer
-  except ImportError as e: raise DeviceOpenError(f"CPU: the C renderer tinygrad.renderer.cstyle is missing: {e}") from e
-  return CRenderer()
 
 def _llvm_renderer(threads: int) -> Any:
   from tinygrad.renderer.llvmir import CPULLVMRenderer
@@ -75,12 +71,13 @@ class CPUDevice(Compiled):
     self._pool: ThreadPoolExecutor | None = None
     self.llvm = bool(CPU_LLVM.value)
     self.loader: Any = None
+    # NOTE: the renderer gets this device's thread count, so the heuristics never read the machine's core count
     if self.llvm:
       from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
       self.loader = LLVMProgramLoader()
       threads = self.threads
       super().__init__(device, MallocAllocator(), lambda: _llvm_renderer(threads), LLVMCompiler(), self._load)
-    else: super().__init__(device, MallocAllocator(), _c_renderer, CCompiler(), self._load)
+    else: super().__init__(device, MallocAllocator(), CRenderer(self.threads), CCompiler(), self._load)
   def _load(self, name: str, lib: bytes) -> CPUProgram:
     return LLVMCPUProgram(self, name, lib) if self.llvm else CPUProgram(self, name, lib)
   @property

@@ -29,7 +29,7 @@ from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, to_np_dtype, DTYP
 from tinygrad.dtype import to_storage_np, from_storage_np
 from tinygrad.helpers import EMULATE, prod
 from tinygrad.device import Compiled, Compiler, MallocAllocator, CompileError
-from tinygrad.renderer import Renderer
+from tinygrad.renderer import Renderer, Vectors
 
 class EmulatedKernelError(RuntimeError):
   """A program did something a GPU would not survive: out-of-bounds access, uninitialised read, divergent barrier."""
@@ -464,8 +464,11 @@ class PythonRenderer(Renderer):
   has_local = True
   has_shared = True
   has_threads = False
-  supports_float4 = True
-  tensor_cores: list[Any] = []
+  # the interpreter holds a vector as a numpy row: loads and stores of 8, 4 and 2 lanes of any dtype, and the lane-wise
+  # arithmetic a C vector extension has (numpy computes it on the whole row)
+  vectors = {dt: Vectors((8, 4, 2), frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL,
+                                                Ops.SHR, Ops.CAST}))
+             for dt in DTYPES_DICT.values() if dt not in (dtypes.void, dtypes.index)}
   code_for_op = {op: op.name for op in semantics.ALU}
   def __init__(self, target: str | None = None):
     """`target` "NV", "AMD" or "" (generic); None follows EMULATE at every read, as the launch checks do."""
@@ -474,9 +477,13 @@ class PythonRenderer(Renderer):
   @property
   def target(self) -> Target: return get_target(self._target)
   @property
+  def arch(self) -> str: return self.target.name  # type: ignore[override]
+  @property
   def global_max(self) -> tuple[int, ...]: return self.target.global_max  # type: ignore[override]
   @property
   def local_max(self) -> tuple[int, ...]: return self.target.local_max  # type: ignore[override]
+  @property
+  def local_max_total(self) -> int: return self.target.max_threads  # type: ignore[override]
   @property
   def shared_max(self) -> int: return self.target.shared_max  # type: ignore[override]
   def render(self, uops: list[UOp], name: str = "kernel") -> str:

@@ -8,9 +8,15 @@ Checkpoints, with the arguments each callback receives:
   tensor_graph(sink)                    the tensor graph handed to the scheduler
   kernel_graph(sink)                    the graph after rangeify: KERNEL nodes over BUFFERs
   kernel_ast(ast)                       each kernel's AST (a SINK) before codegen
-  program(ast, uops, renderer)          each linearized program (the list after line_rewrite)
-  compiled(ast, program_spec, opts)     each rendered program (ProgramSpec) ready to compile
+  program(ast, uops, renderer)          each linearized program (the list after line_rewrite), BEAM candidates too
+  compiled(ast, program_spec, renderer) once per program that is used: get_program's result, after the opts were
+                                        chosen (its applied_opts, renderer identity and source are final)
+  beam_candidate(ast, program_spec, renderer)
+                                        each program BEAM compiles to time it (never `compiled`: the winner is
+                                        compiled again by get_program and fires `compiled` there)
   rewrite_done(name, before, after)     each named graph_rewrite that ran (only when registered)
+
+`ast` is the kernel AST as the scheduler made it; `renderer` the Renderer (its `identity` names it across processes).
 """
 from __future__ import annotations
 import importlib.metadata, sys
@@ -22,10 +28,11 @@ kernel_graph: list[Callable[..., Any]] = []
 kernel_ast: list[Callable[..., Any]] = []
 program: list[Callable[..., Any]] = []
 compiled: list[Callable[..., Any]] = []
+beam_candidate: list[Callable[..., Any]] = []
 rewrite_done: list[Callable[..., Any]] = []
 
 CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiled",
-                                "rewrite_done")
+                                "beam_candidate", "rewrite_done")
 
 def _list(name: str) -> list[Callable[..., Any]]:
   if name not in CHECKPOINTS: raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {CHECKPOINTS}")
