@@ -21,9 +21,25 @@ def _symbolic_run(a: argparse.Namespace) -> int:
   print(summ)
   return 1 if summ.failures else 0
 
+def _ledger_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--update", action="store_true", help="prove the rules without a current entry and write the ledger")
+  p.add_argument("--force", action="store_true", help="with --update: prove every rule again")
+  p.add_argument("--only", default=None, help="with --update: only rules whose name contains this")
+  p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes for --update")
+
+def _ledger_run(a: argparse.Namespace) -> int:
+  from fuzz.ledger import update_ledger, check_ledger, summarize
+  if a.update: update_ledger(jobs=a.jobs, force=a.force, only=a.only, progress=print)
+  print(summarize())
+  problems = check_ledger()
+  for p in problems: print("LEDGER:", p)
+  return 1 if problems else 0
+
 # name -> (help, add arguments, run); a new subcommand is one more entry here
 SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
   "symbolic": ("prove simplify() sound on random index expressions with z3", _symbolic_args, _symbolic_run),
+  "ledger": ("the z3 certificate of every rewrite rule (fuzz/ledger.json): check it, or --update it", _ledger_args,
+             _ledger_run),
 }
 
 def main(argv: list[str] | None = None) -> int:

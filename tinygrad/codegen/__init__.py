@@ -12,7 +12,7 @@ from tinygrad.codegen.late import lower_index_dtype
 from tinygrad.codegen.lowerer import pm_lower_invalid, pm_grid, grid_specials, pm_reduce, ReduceCtx, pm_split_ends
 from tinygrad.codegen.lowerer import merge_ends
 from tinygrad.codegen.expander import pm_expand, pm_vectorize
-from tinygrad.codegen.decompositions import pm_decompose, pm_emulated_dtypes, pm_transcendental
+from tinygrad.codegen.decompositions import pm_decompose, pm_emulated_dtypes, pm_transcendental, pm_fast_divmod
 from tinygrad.codegen.linearize import linearize, line_rewrite
 from tinygrad.codegen.cutting import cut_store_ranges
 
@@ -62,6 +62,8 @@ def _rewrite(ast: UOp, renderer: Renderer, opts: Any = None) -> tuple[UOp, str, 
   sink = graph_rewrite(sink, pm_transcendental, ctx=(renderer, TRANSCENDENTAL.value), name="exp2/log2/sin polynomials")
   # dtypes.index becomes int32, or int64 where the bounds need it
   sink = lower_index_dtype(sink)
+  # int32/uint32 division by a constant as a multiply and shifts where the target's division is slow
+  if renderer.slow_int_div: sink = graph_rewrite(sink, pm_fast_divmod, name="division by constants to multiply-shift")
   # lanes with consecutive addresses and the same op become vector ops the target has
   if renderer.supports_float4 and DEVECTORIZE < 2:
     sink = graph_rewrite(sink, pm_vectorize, ctx=renderer, name="pack lanes into vectors")

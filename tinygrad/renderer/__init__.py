@@ -21,6 +21,8 @@ class Renderer:
   vector_ops: set[Ops] = set()    # ALU ops codegen may pack into vector ops
   no_vector_dtypes: tuple[Any, ...] = ()  # scalar dtypes never packed into vectors
   tensor_cores: list[Any] = []
+  # integer division is slow on the target: codegen turns IDIV/MOD by a constant into a multiply and shifts
+  slow_int_div: bool = False
   # ops the target renders natively; codegen decomposes the rest (decompositions.py)
   code_for_op: dict[Ops, Any] = {}
   def supports_op(self, op: Ops, dtype: Any = None) -> bool:

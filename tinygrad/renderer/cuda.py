@@ -131,6 +131,8 @@ class CUDARenderer(CStyleLanguage):
   supports_float4 = True
   # NOTE: the tg_ vector structs have no arithmetic: only loads and stores are packed into vectors
   vector_ops: set[Ops] = set()
+  # NOTE: a GPU has no integer divider: a division by a constant is cheaper as a multiply and shifts
+  slow_int_div = True
   kernel_prefix = 'extern "C" __global__ void'
   infinity = "__int_as_float(0x7f800000)"
   nan = "__int_as_float(0x7fc00000)"

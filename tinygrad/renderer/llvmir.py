@@ -829,6 +829,8 @@ class AMDLLVMRenderer(LLVMRenderer):
   datalayout = AMD_DATALAYOUT
   addrspace = {AddrSpace.GLOBAL: 1, AddrSpace.LOCAL: 3, AddrSpace.REG: 5}
   kernel_cc = "amdgpu_kernel"
+  # NOTE: a GPU has no integer divider: a division by a constant is cheaper as a multiply and shifts
+  slow_int_div = True
   global_max = (2**31 - 1, 65535, 65535)
   local_max = (1024, 1024, 1024)
   local_max_total = 1024
