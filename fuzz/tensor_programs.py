@@ -642,14 +642,19 @@ def run_numpy(prog: TensorProgram) -> list[np.ndarray]:
     with np.errstate(all="ignore"): env[f"v{i}"] = d if isinstance(d, np.ndarray) else np.asarray(eval(d[1], env))
   return [env[f"v{o}"] for o in prog.outputs]
 
-def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
-  """The program's outputs as realized Tensors on `device`."""
+def run_tensor_lazy(prog: TensorProgram, device: str) -> list[Any]:
+  """The program's outputs as Tensors on `device`, not realized (steps that realize on purpose have run)."""
   from tinygrad import Tensor
   env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes, "DEVICE": device, "np": np}
   exec(TG_HELPERS, env)
   for i, d in enumerate(prog.defs):
     env[f"v{i}"] = Tensor(d.copy(), device=device) if isinstance(d, np.ndarray) else eval(d[0], env)
-  outs = [env[f"v{o}"] for o in prog.outputs]
+  return [env[f"v{o}"] for o in prog.outputs]
+
+def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
+  """The program's outputs as realized Tensors on `device`."""
+  from tinygrad import Tensor
+  outs = run_tensor_lazy(prog, device)
   Tensor.realize(*outs)
   return outs
 
