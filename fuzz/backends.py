@@ -92,9 +92,13 @@ class LoweredProgram:
   def __getattr__(self, k: str) -> Any: return getattr(self.prg, k)
 
 def fit_opts(ast: UOp, renderer: Any, cands: Sequence[Any] | None) -> list[Any] | None:
-  """The candidate opts that apply to this kernel on this target, in order (each tried after the ones kept)."""
+  """The candidate opts that apply to this kernel on this target, in order (each tried after the ones kept). Opts
+  apply after codegen's first pass folds the index math (which may fold ranges away), so they are fitted to that."""
   if cands is None: return None
   from tinygrad.codegen.opt import apply_opts, KernelOptError
+  from tinygrad.uop.ops import graph_rewrite
+  from tinygrad.uop.symbolic import symbolic
+  ast = graph_rewrite(ast, symbolic, name="simplify index math")
   kept: list[Any] = []
   for o in cands:
     try: apply_opts(ast, [*kept, o], renderer)

@@ -8,8 +8,8 @@ these documented freedoms (docs/ir.md section 5), each a budget of the op that t
 
   - contraction: ADD/SUB with a MUL operand (and an ADD REDUCE of a MUL) may be one fused multiply-add:
     half an ulp of the product (float16/32/64)
-  - EXP2, LOG2, SIN, POW are approximations: TRANSCENDENTAL_ULPS[dtype] ulps of the result (SIN also 4 ulps of its
-    argument, for the argument reduction; |x| > 2**16 leaves SIN unchecked)
+  - EXP2, LOG2, SIN, POW are approximations: TRANSCENDENTAL_ULPS[dtype] ulps of the result (SIN also 2 ulps of 1.0,
+    for its argument reduction; |x| > 2**16 leaves SIN unchecked)
   - a float ADD/MUL REDUCE may be reassociated by opts: 2(n-1)u * sum|x| (ADD), (1+u)**(2n) relative (MUL)
 
 and an error already present in an operand is propagated exactly (interval bounds: ADD adds errors, MUL
@@ -203,7 +203,8 @@ class BudgetRef(KernelRef):
       b = TRANSCENDENTAL_ULPS[dt] * ulp(v, dt)
       if op is Ops.SIN:
         x = _f64(self.vals[u.src[0]])
-        b = np.where(np.abs(x) > SIN_ARG_LIMIT, INF, b + 4 * ulp(x, dt))
+        # NOTE: near a zero of sin an absolute error of the argument reduction shows: two ulps of 1.0
+        b = np.where(np.abs(x) > SIN_ARG_LIMIT, INF, b + 2 * ulp(np.ones_like(x), dt))
       return b
     if op in (Ops.ADD, Ops.SUB) and dt in CONTRACTIBLE:
       return sum((0.5 * ulp(_f64(self.vals[s]), dt) for s in u.src if _is_mul(s)), start=np.zeros(np.shape(v)))
@@ -216,6 +217,8 @@ class BudgetRef(KernelRef):
     v = _f64(self.vals[u])
     tot = np.asarray(prop + budget, np.float64)
     with np.errstate(all="ignore"):
+      # NOTE: a NaN bound (0 * inf of an unchecked operand) says nothing: unchecked
+      tot = np.where(np.isnan(tot), INF, tot)
       tot = np.where(tot > 0, (tot + ulp(v, dt)) * SAFETY, 0.0)
       maxf = FLOAT_FORMAT[dt][2]
       reach = (tot > 0) & (~np.isfinite(v) | (np.abs(v) + tot >= maxf))
@@ -239,9 +242,13 @@ class BudgetRef(KernelRef):
           budget = budget + np.sum(0.5 * ulp(v, dt), axis=axes, keepdims=True)
         return self.finish(u, prop, budget)
       # MUL: the product of the intervals' magnitudes, grown by the rounding of every step in any order
-      hi = np.prod(np.abs(v) + e, axis=axes, keepdims=True) * (1 + uu) ** (2 * n)
+      mag = np.abs(v) + e
+      hi = np.prod(mag, axis=axes, keepdims=True) * (1 + uu) ** (2 * n)
       bound = hi - np.abs(np.prod(v, axis=axes, keepdims=True))
-      return self.finish(u, np.where(np.isnan(bound), INF, bound), 0.0)
+      # NOTE: in another order a partial product of the nonzero factors may overflow, and inf * 0 is NaN
+      reach = np.prod(np.where(mag > 0, mag, 1.0), axis=axes, keepdims=True) * (1 + uu) ** (2 * n)
+      bound = np.where(np.isnan(bound) | (reach >= FLOAT_FORMAT[dt][2]), INF, bound)
+      return self.finish(u, bound, 0.0)
 
 def _values(a: np.ndarray, dt: DType) -> np.ndarray:
   a = np.asarray(a)

@@ -435,6 +435,7 @@ class Campaign:
           last = time.monotonic()
           self.progress(start)
       for sid in list(self.reductions): self.finish_reduction(sid)
+      s.restarts = self.pool.restarts
       self.progress(start, final=True)
     finally: self.pool.close()
     return self.summary

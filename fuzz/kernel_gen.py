@@ -79,6 +79,7 @@ class _KernelBuilder:
     self.next_range, self.next_buf = 0, 0
     self.inputs: list[_Buf] = []
     self.var_vals: dict[str, int] = {}
+    self.index_dtypes = [d for d in (dtypes.int8, dtypes.int32, dtypes.uint16, dtypes.int64) if d in cfg.dtypes]
 
   # ---- helpers ----
   def coin(self, p: float) -> bool: return self.ch.integer(0, 9999) < int(p * 10000)
@@ -179,20 +180,21 @@ class _KernelBuilder:
       if self.coin(0.2): axes.insert(self.ch.integer(0, len(axes)), self.ch.integer(1, 4))
       buf = self.new_buffer(dt, tuple(axes))
       self.inputs.append(buf)
-    if depth > 0 and self.coin(self.cfg.p_gather): return buf.node.index(self.gather_index(buf, ranges, depth)).load()
+    if depth > 0 and self.index_dtypes and self.coin(self.cfg.p_gather):
+      return buf.node.index(self.gather_index(buf, ranges, depth)).load()
     return buf.node.index(self.buffer_index(buf.extents, ranges)).load()
 
   def gather_index(self, buf: _Buf, ranges: Sequence[UOp], depth: int) -> UOp:
     """An index read from data: an int expression cast to index, valid where it is inside the buffer."""
-    dt = self.ch.choice([d for d in (dtypes.int8, dtypes.int32, dtypes.uint16, dtypes.int64) if d in self.cfg.dtypes]
-                        or [dtypes.int32])
+    dt = self.ch.choice(self.index_dtypes)
     v = self.expr(dt, depth - 1, ranges).cast(dtypes.index)
     size = math.prod(max(1, e) for e in buf.extents)
     return v.valid((v < 0).logical_not() & (v < size))
 
   # ---- values ----
   def ops_for(self, dt: DType) -> dict[str, int]:
-    if dt is dtypes.bool: return self.cfg.bool_ops
+    # NOTE: without bool in the config, conditions are comparisons of the config's dtypes (no bool buffers)
+    if dt is dtypes.bool: return self.cfg.bool_ops if dt in self.cfg.dtypes else {"cmp": 3, "const": 1}
     return self.cfg.int_ops if dtypes.is_int(dt) else self.cfg.float_ops
 
   def other_dtype(self, dt: DType, same_size: bool = False) -> DType | None:
@@ -238,7 +240,9 @@ class _KernelBuilder:
 
   def leaf(self, dt: DType, ranges: Sequence[UOp], depth: int) -> UOp:
     k = self.ch.integer(0, 5)
-    if k == 0: return self.const(dt)
+    if k == 0 or (dt not in self.cfg.dtypes and not ranges): return self.const(dt)
+    if dt not in self.cfg.dtypes:
+      return self.range_value(self.ch.choice(self.cfg.dtypes), ranges) < self.ch.integer(0, 4)
     if k == 1 and dt is not dtypes.bool and ranges: return self.range_value(dt, ranges)
     return self.load(dt, ranges, depth)
 

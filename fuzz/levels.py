@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 import numpy as np
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from fuzz.backends import Backend, Failure, KernelItem, Note, failure_from, exception_site
 from fuzz.strategies import BytesChooser, KernelCase, KernelConfig, build_kernel, IndexExprConfig
@@ -81,8 +82,12 @@ class KernelLevel(Level):
     return KernelCase(parse_graph(st["graph"]), dict(vv), opts_from_state(st.get("opts")), int(st.get("seed", 0)))
   def size(self, case: KernelCase) -> int: return len(case.ast.toposort())
   def valid(self, case: KernelCase) -> bool:
+    """kernel_spec holds for every node, and every RANGE is closed (by an END, a REDUCE or a BUFFERIZE)."""
     from spec import why_illegal, kernel_spec
-    return all(why_illegal(u, kernel_spec) is None for u in case.ast.toposort())
+    topo = case.ast.toposort()
+    closed = {r for u in topo if u.op in (Ops.END, Ops.REDUCE, Ops.BUFFERIZE) for r in u.src[1:]}
+    if any(u.op is Ops.RANGE and u not in closed for u in topo): return False
+    return all(why_illegal(u, kernel_spec) is None for u in topo)
   def text(self, case: KernelCase) -> str: return self.state(case)["graph"]
 
   def prepare(self, case: KernelCase) -> KernelItem | Failure:

@@ -89,7 +89,7 @@ def kernel_candidates(case: Any) -> Iterator[Any]:
       zeros = {r: UOp.const(dtypes.index, 0) for r in u.src[1:]}
       yield with_ast(substitute(ast, {u: substitute(u.src[0], zeros)}))
     for s in u.src:
-      if s.dtype == u.dtype and is_value(s): yield with_ast(substitute(ast, {u: s}))
+      if s.dtype == u.dtype and is_value(s) and u.op is not Ops.REDUCE: yield with_ast(substitute(ast, {u: s}))
     if u.op is Ops.CONST: continue
     yield with_ast(substitute(ast, {u: UOp.const(u.dtype, 0)}))
     yield with_ast(substitute(ast, {u: UOp.const(u.dtype, 1)}))

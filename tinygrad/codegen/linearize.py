@@ -20,15 +20,27 @@ def loop_nesting(nodes: list[UOp]) -> dict[UOp, tuple[UOp, ...]]:
   for u in nodes:
     if u.op is Ops.END and len(u.src) != 2: raise ValueError(f"linearize: END closes one range, got {len(u.src) - 1}")
     if u.op is Ops.RANGE and u not in ends: raise ValueError(f"linearize: RANGE {u.arg} is never closed by an END")
+  # NOTE: a side effect runs in the loops whose END closes it even when it does not use their range: such an END
+  # survives only when its loop may run no iteration (found by fuzz: a store hoisted out of an empty loop ran once)
+  wrapped: dict[UOp, set[UOp]] = {}
+  for e in nodes:
+    if e.op is not Ops.END: continue
+    todo_fx = [e.src[0]]
+    while todo_fx:
+      x = todo_fx.pop()
+      if x.op not in (Ops.STORE, Ops.GROUP, Ops.END) or e.src[1] in wrapped.get(x, ()): continue
+      wrapped.setdefault(x, set()).add(e.src[1])
+      if x.op is not Ops.STORE: todo_fx.extend(x.src if x.op is Ops.GROUP else x.src[:1])
   memo: dict[UOp, frozenset[UOp]] = {}
   def enclosing(u: UOp) -> frozenset[UOp]:
     if (got := memo.get(u)) is not None: return got
     seen: set[UOp] = set()
-    todo = [r for r in u._ranges if r is not u]
+    todo = [r for r in u._ranges if r is not u] + [r for r in wrapped.get(u, ()) if r is not u]
     while todo:
       if (rng := todo.pop()) in seen: continue
       seen.add(rng)
       todo.extend(ends[rng]._ranges)
+      todo.extend(wrapped.get(ends[rng], ()))
     memo[u] = ret = frozenset(seen)
     return ret
   depth = {r: len(enclosing(ends[r])) for r in ends}
