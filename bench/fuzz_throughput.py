@@ -10,7 +10,7 @@ object per batch on cpu), run, and compare every buffer within the budget. Each 
 on the machine does not count. The stage shares come from the worker's step notes (time until the next step).
 
 The reference line, measured in the same run, is the harness alone (generate + spec + round trip + reference): no
-backend can go faster than it; each backend's rate is printed as a ratio to it and to the goal of 50 per second per core.
+backend can go faster than it; each backend's rate is printed as a ratio to it and to the goal of 50/s per core.
 """
 import argparse, json, os, subprocess, sys, time
 
@@ -85,7 +85,8 @@ def main() -> None:
       continue
     rate = r["n"] / r["cpu"]
     tot = sum(r["stages"].values()) or 1.0
-    st = ", ".join(f"{k} {v / tot:.0%}" for k, v in sorted(r["stages"].items(), key=lambda kv: -kv[1]) if v / tot >= 0.02)
+    top = sorted(r["stages"].items(), key=lambda kv: -kv[1])
+    st = ", ".join(f"{k} {v / tot:.0%}" for k, v in top if v / tot >= 0.02)
     print(f"{b:10s} {rate:13.1f} {rate / ref_rate:10.2f} {rate / GOAL:10.2f} {r['failing']:8d}  {st}")
 
 if __name__ == "__main__": main()
