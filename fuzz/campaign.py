@@ -305,6 +305,7 @@ class Campaign:
     r = self.reductions.pop(sid)
     f = self.findings[sid]
     f.state, f.size, f.reduced = self.level.state(r.current), self.level.size(r.current), True
+    if r.message: f.message = r.message
     write_finding(self.dirs["findings"], f)
 
   def crash_failure(self, job: dict[str, Any], note: tuple[int, str, str] | None, kind: str) -> None:
@@ -349,15 +350,17 @@ class Campaign:
     if (r := self.reductions.get(sid)) is None: return
     r.busy = False
     want = self.findings[sid].signature
-    ok = []
+    ok, msgs = [], []
     for i, res in enumerate(results):
       fs = [Failure(**d) for d in res["failures"]]
-      ok.append(any(s == want for s, _ in signatures_of(self.cfg.level, fs, self.checked(job))))
+      hit = [g for s, g in signatures_of(self.cfg.level, fs, self.checked(job)) if s == want]
+      ok.append(bool(hit))
+      msgs.append(hit[0][0].message if hit else "")
     if crashed is not None:
       i, sig = crashed
-      ok = [False] * len(job["_batch"])
-      if i < len(ok): ok[i] = sig == want
-    r.answer(job["_batch"], ok)
+      ok, msgs = [False] * len(job["_batch"]), [""] * len(job["_batch"])
+      if i < len(ok): ok[i], msgs[i] = sig == want, f"the worker died ({sig.kind}) in {sig.stage} on {sig.backend}"
+    if (k := r.answer(job["_batch"], ok)) is not None: r.message = msgs[k]
 
   # ---- the loop ----
   def handle_result(self, job: dict[str, Any], results: list[dict[str, Any]]) -> None:

@@ -70,6 +70,22 @@ def normalize(ast: UOp) -> UOp:
 
 def subtree_size(u: UOp) -> int: return len(u.toposort())
 
+def shrink_buffers(ast: UOp) -> UOp:
+  """Every buffer cut to the elements its indices can reach (by their bounds)."""
+  need: dict[UOp, int] = {}
+  for u in ast.toposort():
+    if u.op is not Ops.INDEX or u.src[0].op is not Ops.DEFINE_GLOBAL: continue
+    idx = u.src[1].src[1] if u.src[1].op is Ops.WHERE and isinstance(u.src[1].src[2].arg, InvalidType) else u.src[1]
+    if isinstance(idx.arg, InvalidType): continue
+    need[u.src[0]] = max(need.get(u.src[0], 1), int(idx.vmax) + 1)
+  sizes = {g: n for g, n in need.items() if isinstance(g.dtype, PtrDType) and 0 < n < g.dtype.size}
+  if not sizes: return ast
+  def fn(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
+    if u in sizes: return u.replace(dtype=u.dtype.base.ptr(sizes[u]))
+    if u.op is Ops.INDEX and u.src[0] in sizes: return u.replace(dtype=src[0].dtype, src=src)
+    return None
+  return rebuild(ast, fn)
+
 # ---- kernel candidates ----
 
 def kernel_candidates(case: Any) -> Iterator[Any]:
@@ -104,6 +120,11 @@ def kernel_candidates(case: Any) -> Iterator[Any]:
   for u in topo:
     if u.op is Ops.WHERE and len(u.src) == 3 and isinstance(u.src[2].arg, InvalidType):
       yield with_ast(substitute(ast, {u: u.src[1]}))
+  # index math: a term replaced by one of its parts (0 + x -> x, x * 1 -> x, ...)
+  for u in sorted((u for u in topo if u.dtype is dtypes.index and u.op in GroupOp.ALU), key=subtree_size, reverse=True):
+    for s in u.src:
+      if s.dtype is dtypes.index and not isinstance(s.arg, InvalidType): yield with_ast(substitute(ast, {u: s}))
+  if (small := shrink_buffers(ast)) is not ast: yield with_ast(small)
   for u in topo:
     if u.op is Ops.CONST and is_value(u) and u.arg not in (0, 1, False, True):
       yield with_ast(substitute(ast, {u: UOp.const(u.dtype, 0)}))
@@ -177,6 +198,7 @@ class Reduction:
     self._it: Iterator[Any] | None = candidates_for(level, case)
     self.done = False
     self.busy = False   # a batch is out for checking
+    self.message = ""   # what the current case's failure says
 
   def next_batch(self, n: int) -> list[Any]:
     out: list[Any] = []
@@ -197,14 +219,16 @@ class Reduction:
     if not out: self.done = True
     return out
 
-  def answer(self, batch: list[Any], reproduced: list[bool]) -> None:
+  def answer(self, batch: list[Any], reproduced: list[bool]) -> int | None:
+    """Take the first candidate that reproduced (its index in the batch), if any."""
     self.checks += len(batch)
-    for c, ok in zip(batch, reproduced):
+    for i, (c, ok) in enumerate(zip(batch, reproduced)):
       if not ok: continue
       self.current, self.cost = c, cost_of(self.level, c)
       self.accepted += 1
       self._it = candidates_for(self.level, c)
-      return
+      return i
+    return None
 
 def reduce_locally(level: Any, case: Any, reproduces: Callable[[Any], bool], max_checks: int = 400,
                    valid: Callable[[Any], bool] | None = None) -> Any:
