@@ -65,6 +65,36 @@ c0 = UOp.range(0, 0, AxisType.LOOP)
 c1 = UOp.range(1, 1, AxisType.LOOP)
 c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(1), arg=0).index(c0 + c1).store(UOp.const(dtypes.float32, 0.0))
 ast = UOp.sink(c2.end(c0, c1))""", [["PADTO", 1, 2]], seed=2126335847)),
+  # C and CUDA rendered `val--2.75f` (a decrement): a negative literal needs parentheses
+  "sub_of_a_negative_literal": (["cpu", "nv", "python"], state("""
+c0 = UOp.const(dtypes.index, 0)
+c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(1), arg=1).index(c0).load()
+c2 = UOp(Ops.SUB, dtypes.float32, (c1, UOp.const(dtypes.float32, -2.75)))
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(1), arg=0).index(c0).store(c2)
+ast = UOp.sink(c3)""", [], seed=2037160329)),
+  # PADTO masked a gather's index built from the unmasked load, which then read past the end in the extra iterations
+  "padto_gather": (["python", "amd", "cpu"], state("""
+c0 = UOp.range(1, 0, AxisType.LOOP)
+c1 = UOp.const(dtypes.index, 13)
+c2 = UOp.range(13, 1, AxisType.LOOP)
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint64.ptr(13), arg=0).index((c0 * c1) + c2)
+c4 = UOp(Ops.DEFINE_GLOBAL, dtypes.int8.ptr(13), arg=2).index(c2).load()
+c5 = c4.cast(dtypes.index)
+c6 = (c5 < UOp.const(dtypes.index, 0)).ne(UOp.const(dtypes.bool, True))
+c7 = (c6 & (c5 < c1)).where(c5, UOp.invalid())
+c8 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint64.ptr(13), arg=1).index(c7).load()
+ast = UOp.sink(c3.store(c8).end(c0, c2))""", [["PADTO", 1, 16]], seed=1457518314)),
+  # every thread of a group reduce stored NaN, with different sign/payload bits: the PYTHON emulator called it a race
+  "group_reduce_stores_nan": (["python", "nv"], state("""
+c0 = UOp.range(31, 1, AxisType.REDUCE)
+c1 = UOp.const(dtypes.index, 3)
+c2 = (c0 * UOp.const(dtypes.index, 31)) + (c0 + UOp.const(dtypes.index, -3))
+c3 = (c0 < c1).ne(UOp.const(dtypes.bool, True)).where(c2, UOp.invalid())
+c4 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(1953), arg=1).index(c3).load()
+c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(4), arg=2).index(c1).load()
+c6 = c4.reduce(UOp.range(1, 0, AxisType.REDUCE), c0, arg=Ops.MAX) + c5.sqrt()
+c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(1), arg=0).index(UOp.const(dtypes.index, 0)).store(c6)
+ast = UOp.sink(c7)""", [["GROUP", 1, 0]], seed=292154458)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))

@@ -137,13 +137,18 @@ def pad_range(ast: UOp, r: UOp, amt: int) -> UOp:
   # iterations either (found by fuzz: it stored what the padded, zero-loaded lanes computed)
   inside = {s.src[0] for e in ast.toposort() if e.op is Ops.END and nr in e.src[1:]
             for s in e.src[0].toposort() if s.op is Ops.STORE}
-  subs: dict[UOp, UOp] = {}
+  # NOTE: bottom up, so an index that reads a loaded value (a gather) is built from the masked load (found by fuzz: a
+  # substitution kept the unmasked load inside the gather's index, which read past the end in the extra iterations)
+  new: dict[UOp, UOp] = {}
   for u in ast.toposort():
-    if u.op is not Ops.INDEX or len(u.src) != 2 or (nr not in u.src[1]._ranges and u not in inside): continue
-    idx = u.src[1]
-    cond = (idx.get_valid() & valid) if idx.is_masked() else valid
-    subs[u] = u.replace(src=(u.src[0], cond.where(idx.get_idx(), UOp.invalid())))
-  return ast.substitute(subs)
+    src = tuple(new[s] for s in u.src)
+    nu = u if src == u.src else u.replace(src=src)
+    if u.op is Ops.INDEX and len(u.src) == 2 and (nr in u.src[1]._ranges or u in inside):
+      idx = nu.src[1]
+      cond = (idx.get_valid() & valid) if idx.is_masked() else valid
+      nu = nu.replace(src=(nu.src[0], cond.where(idx.get_idx(), UOp.invalid())))
+    new[u] = nu
+  return new[ast]
 
 # ---- apply ----
 
