@@ -209,8 +209,8 @@ class _Batch:
     differ = (raw[1:] != raw[:-1]).any(axis=1)
     if dtypes.is_float(mem.dtype.scalar()):
       # NOTE: NaNs are one value (sign and payload are not defined, docs/ir.md): two NaNs are no race (found by fuzz)
-      nan = np.isnan(decode(mem.dtype.scalar(), np.ascontiguousarray(bits)).astype(np.float64)).reshape(key.size, -1)
-      nan = nan[order].all(axis=1)
+      isnan = np.isnan(decode(mem.dtype.scalar(), np.ascontiguousarray(bits)).astype(np.float64)).reshape(key.size, -1)
+      nan = np.asarray(isnan[order].all(axis=1))
       differ &= ~(nan[1:] & nan[:-1])
     clash = np.flatnonzero((k[1:] == k[:-1]) & differ)
     if clash.size == 0: return
