@@ -66,7 +66,8 @@ def exception_site(e: BaseException) -> str:
 def failure_from(e: BaseException, stage: str, backend: str) -> Failure:
   """A Failure for an exception raised in `stage`; spec, round-trip, bounds and reference errors name their own."""
   name = type(e).__name__
-  own = {"SpecError": "spec", "RoundTripError": "roundtrip", "IndexOutOfBounds": "index-bounds",
+  own = {"SpecError": "spec", "RoundTripError": "roundtrip", "ProgramRoundTripError": "roundtrip",
+         "IndexOutOfBounds": "index-bounds",
          "KernelRefError": "reference", "CompileError": "compile", "EmulatedKernelError": "run"}
   if name == "SpecError": name = f"SpecError[{getattr(e, 'stage', '?')}]"
   msg = f"{type(e).__name__}: {e}"
@@ -85,6 +86,9 @@ class KernelItem:
   ref: BudgetRef
   dtypes: dict[int, DType]
   seed: int = 0
+
+class ProgramRoundTripError(AssertionError):
+  """A lowered program's pyrender text did not read back as the same uops."""
 
 class LoweredProgram:
   """A ProgramSpec and the arch it was lowered for (attributes are the ProgramSpec's)."""
@@ -134,6 +138,12 @@ class Backend:
     from tinygrad.codegen import get_program
     ren = self.renderer(item)
     prg = get_program(named(item.ast, f"k{i}"), ren, fit_opts(item.ast, ren, item.opts))
+    from tinygrad.helpers import SPEC
+    if SPEC.value >= 2:
+      # NOTE: the lowered program reads back from its pyrender text too (the AST's round trip is the level's check)
+      from spec.roundtrip import check_roundtrip
+      try: check_roundtrip(list(prg.uops))
+      except Exception as e: raise ProgramRoundTripError(f"{self.name}: {e}") from e
     return LoweredProgram(prg, getattr(ren, "arch", ""))
 
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
