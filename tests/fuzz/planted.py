@@ -20,3 +20,9 @@ def wild_store() -> None:
     at = src.index("{", src.rfind(f" {name}(")) + 1
     return src[:at] + "\n  *(volatile int*)0 = 1;" + src[at:]
   CRenderer.render = render  # type: ignore[method-assign]
+
+def roll_one_further() -> None:
+  """Tensor.roll shifts one place further than asked (a front-end bug for the tensor level)."""
+  from tinygrad import Tensor
+  orig = Tensor.roll
+  Tensor.roll = lambda self, shifts, dims=None: orig(self, shifts + 1 if isinstance(shifts, int) else shifts, dims)  # type: ignore
