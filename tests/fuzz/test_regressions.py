@@ -95,6 +95,19 @@ c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(4), arg=2).index(c1).load()
 c6 = c4.reduce(UOp.range(1, 0, AxisType.REDUCE), c0, arg=Ops.MAX) + c5.sqrt()
 c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(1), arg=0).index(UOp.const(dtypes.index, 0)).store(c6)
 ast = UOp.sink(c7)""", [["GROUP", 1, 0]], seed=292154458)),
+  # a gated store (its lane masked off) and an ungated store to the same address share one hash-consed INDEX, which
+  # line_rewrite defined inside the gated store's IF: LLVM "does not dominate all uses", PYTHON a None value
+  "gated_and_ungated_store_share_an_index": (["llvm", "python", "cpu"], state("""
+c0 = UOp.range(4, 0, AxisType.LOOP)
+c1 = c0 < UOp.const(dtypes.index, 1)
+c2 = UOp.invalid()
+c3 = UOp.range(4, 1, AxisType.LOOP)
+c4 = UOp(Ops.BUFFERIZE, dtypes.fp8e5m2, (c3.cast(dtypes.fp8e5m2), c3))
+c5 = c1.where(c0 + UOp.const(dtypes.index, 3), c2)
+c6 = UOp(Ops.INDEX, dtypes.fp8e5m2.ptr(4), (c4, c5))
+c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e5m2.ptr(4), arg=0).index(c1.where(c0, c2)).store(c6.load())
+c8 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint16.ptr(4), arg=1).index(c0).store(UOp.const(dtypes.uint16, 0).reduce(UOp.range(1, 2, AxisType.REDUCE), arg=Ops.MAX))
+ast = UOp.sink(c7.end(c0), c8.end(c0))""", None, seed=2009057100)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))

@@ -99,9 +99,15 @@ def _emit_block(chain: tuple[UOp, ...], nodes: list[UOp], full: dict[UOp, tuple[
 # ---- line_rewrite ----
 
 def line_rewrite(lst: list[UOp]) -> list[UOp]:
-  """A STORE whose INDEX has a gate becomes IF(gate), STORE(ungated INDEX), ENDIF; later lines are rebuilt over it."""
+  """A STORE whose INDEX has a gate becomes the ungated INDEX, IF(gate), STORE, ENDIF; later lines are rebuilt over
+  it."""
   replace: dict[UOp, UOp] = {}
   ret: list[UOp] = []
+  emitted: set[UOp] = set()
+  def emit(*us: UOp) -> None:
+    for x in us:
+      # NOTE: UOps are hash-consed: a line already in the program is that same value, defined once
+      if x not in emitted: ret.append(x); emitted.add(x)
   for orig in lst:
     u = orig.replace(src=tuple(replace.get(s, s) for s in orig.src)) if any(s in replace for s in orig.src) else orig
     if u is not orig: replace[orig] = u
@@ -110,9 +116,11 @@ def line_rewrite(lst: list[UOp]) -> list[UOp]:
       iff = UOp(Ops.IF, src=(idx.src[2],))
       nidx = idx.replace(src=idx.src[:2])
       st = nidx.store(u.src[1])
-      ret.extend([iff, nidx, st, UOp(Ops.ENDIF, src=(iff,))])
+      # NOTE: the ungated INDEX goes before the IF: another store to the same address may use that same INDEX after
+      # the ENDIF, where a definition inside the IF would not reach (found by fuzz: LLVM "does not dominate all uses")
+      emit(nidx, iff, st, UOp(Ops.ENDIF, src=(iff,)))
       replace[orig] = st
-    else: ret.append(u)
+    else: emit(u)
   # a gated INDEX that only fed a now-ungated STORE is dead
   used = {s for u in ret for s in u.src}
   return [u for u in ret if not (u.op is Ops.INDEX and len(u.src) == 3 and u not in used)]
