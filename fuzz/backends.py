@@ -139,7 +139,7 @@ class Backend:
     ren = self.renderer(item)
     prg = get_program(named(item.ast, f"k{i}"), ren, fit_opts(item.ast, ren, item.opts))
     from tinygrad.helpers import SPEC
-    if SPEC.value >= 2:
+    if int(SPEC.value) >= 2:
       # NOTE: the lowered program reads back from its pyrender text too (the AST's round trip is the level's check)
       from spec.roundtrip import check_roundtrip
       try: check_roundtrip(list(prg.uops))
