@@ -208,6 +208,22 @@ INVERSE_DTYPES_DICT.update({"float": "float32", "half": "float16", "double": "fl
                             "unsigned short": "uint16", "unsigned int": "uint32", "unsigned long": "uint64",
                             "__bf16": "bfloat16"})
 
+DTypeLike = Union[str, DType]
+
+def to_dtype(x: Any) -> DType:
+  """A DType from a DType, its name (`"float32"`, `"half"`, `"uint8"`: any field of `dtypes`) or a numpy dtype."""
+  if isinstance(x, DType): return x
+  if isinstance(x, str):
+    if (d := DTYPES_DICT.get(x.removeprefix("dtypes."))) is not None: return d
+    raise TypeError(f"unknown dtype name {x!r}; use a DType (dtypes.float32) or one of the names "
+                    f"{', '.join(sorted(DTYPES_DICT))}")
+  # NOTE: np.dtype(None) is float64: None is not a dtype here
+  try: npdt = None if x is None else np.dtype(x)
+  except TypeError: npdt = None
+  if npdt is None:
+    raise TypeError(f"{x!r} ({type(x).__name__}) is not a dtype; use a DType (dtypes.float32) or its name")
+  return from_np_dtype(npdt)
+
 # ---- promotion ----
 # NOTE: the lattice below gives the least common dtype as numpy/torch users expect: int+float -> float,
 # half+bfloat16 -> float32, bool+int -> int, signed+unsigned of the same width -> the next wider signed

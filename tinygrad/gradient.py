@@ -1,8 +1,11 @@
 """Autograd as rules over the tensor graph: one rule per op gives the gradients of its sources from the gradient of its
-output. `compute_gradient` walks the graph from the root back to the targets and sums the contributions."""
+output. `compute_gradient` walks the graph from the root back to the targets and sums the contributions.
+
+A front-end op whose composed graph has a poor or undefined gradient somewhere (pow at a zero base) registers a rule for
+its output node with `custom_gradient`: the walk then sends that node's gradient straight to the op's inputs."""
 from __future__ import annotations
-import math
-from typing import Any
+import math, weakref
+from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import dtypes, ConstType
@@ -48,7 +51,10 @@ def _expand_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
   wide = ctx.cast(dtypes.float32) if ctx.dtype in (dtypes.float16, dtypes.bfloat16) + dtypes.fp8s else ctx
   return (wide.r(Ops.ADD, axes).cast(ctx.dtype),)
 
-def _cos(x: UOp) -> UOp: return _add(x, _full(x, math.pi / 2)).alu(Ops.SIN)
+def _cos(x: UOp) -> UOp:
+  # NOTE: 1 - 2*sin(x/2)**2: x/2 is exact, where x + pi/2 rounds away the low bits of a large x
+  s = _scale(x, 0.5).alu(Ops.SIN)
+  return _add(_full(x, 1.0), _scale(_mul(s, s), -2.0))
 def _dev(x: UOp) -> UOp: return UOp(Ops.DEVICE, arg=x.device)
 
 def _fdiv_grad(ctx: UOp, ret: UOp) -> tuple[UOp, UOp]:
@@ -99,22 +105,65 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.ASSIGN), lambda: (None, None)),
 ])
 
+# ---- custom rules for particular nodes ----
+# NOTE: keyed by the node (hash-consed: an equal expression of the same inputs shares the rule) and weak: a rule lives
+# as long as a graph holds its node. The node's own graph stays differentiable, so that a graph rebuilt around the node
+# by anything but `substitute` below still has a gradient.
+CustomRule = Callable[[UOp, UOp, tuple[UOp, ...]], tuple[UOp | None, ...]]
+_custom_rules: weakref.WeakKeyDictionary[UOp, tuple[tuple[UOp, ...], CustomRule]] = weakref.WeakKeyDictionary()
+
+def custom_gradient(node: UOp, inputs: tuple[UOp, ...], rule: CustomRule) -> UOp:
+  """Differentiate `node` by `rule(ctx, node, inputs)` (one gradient per input, or None) instead of through its
+  graph."""
+  _custom_rules[node] = (inputs, rule)
+  return node
+
+def substitute(root: UOp, subs: dict[UOp, UOp]) -> UOp:
+  """UOp.substitute that carries the custom rules of the nodes it rebuilds over to their new versions."""
+  if not subs: return root
+  new: dict[UOp, UOp] = {}
+  for u in _edges_toposort(root, through_detach=True):
+    if u in subs: new[u] = subs[u]; continue
+    nsrc = tuple(new.get(s, s) for s in u.src)
+    new[u] = u if all(a is b for a, b in zip(nsrc, u.src)) else u.replace(src=nsrc)
+    if new[u] is not u and (r := _custom_rules.get(u)) is not None:
+      _custom_rules[new[u]] = (tuple(new.get(i, i) for i in r[0]), r[1])
+  return new[root]
+
+def _edges(u: UOp) -> tuple[UOp, ...]:
+  r = _custom_rules.get(u)
+  return u.src if r is None else r[0]
+
+def _edges_toposort(root: UOp, through_detach: bool = False) -> dict[UOp, None]:
+  """Sources (and custom-rule inputs) before users; not below DETACH unless through_detach."""
+  ret: dict[UOp, None] = {}
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    node, visited = stack.pop()
+    if node in ret: continue
+    if visited: ret[node] = None; continue
+    stack.append((node, True))
+    if node.op is Ops.DETACH and not through_detach: continue
+    stack.extend((s, False) for s in reversed(dict.fromkeys(node.src + _edges(node))) if s not in ret)
+  return ret
+
 _LEAVES = {Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CONST, Ops.DEVICE, Ops.UNIQUE, Ops.DEFINE_VAR, Ops.BIND}
 
 def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
   """Gradients of `root` (seeded with `root_grad`, same shape) with respect to each target it depends on, as tensor
   graphs. Targets `root` does not depend on are absent from the result."""
-  topo = list(root.toposort(gate=lambda u: u.op is not Ops.DETACH))
+  topo = list(_edges_toposort(root))
   # only nodes on a path to a target carry gradient
   on_path: dict[UOp, bool] = {}
-  for u in topo: on_path[u] = u in targets or (u.op is not Ops.DETACH and any(on_path.get(s, False) for s in u.src))
+  for u in topo: on_path[u] = u in targets or (u.op is not Ops.DETACH and any(on_path.get(s, False) for s in _edges(u)))
   grads: dict[UOp, UOp] = {root: root_grad}
   for u in reversed(topo):
     if (g := grads.get(u)) is None or not on_path[u] or u.op in _LEAVES: continue
-    src_grads: Any = pm_gradient.rewrite(u, ctx=g)
+    if (custom := _custom_rules.get(u)) is not None: src_grads: Any = custom[1](g, u, custom[0])
+    else: src_grads = pm_gradient.rewrite(u, ctx=g)
     if src_grads is None:
       raise NotImplementedError(f"compute_gradient: no gradient rule for {u.op} (dtype {u.dtype}, shape {u.shape})")
-    for s, sg in zip(u.src, src_grads):
+    for s, sg in zip(_edges(u), src_grads):
       if sg is None or not on_path.get(s, False): continue
       if sg.shape != s.shape:
         raise RuntimeError(f"compute_gradient: the rule for {u.op} gave a gradient of shape {sg.shape} to a "
@@ -122,4 +171,4 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
       grads[s] = sg if s not in grads else _add(grads[s], sg)
   return {t: grads[t] for t in targets if t in grads}
 
-__all__ = ["compute_gradient", "pm_gradient"]
+__all__ = ["compute_gradient", "pm_gradient", "custom_gradient", "substitute"]

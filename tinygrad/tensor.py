@@ -11,11 +11,12 @@ from typing import Any, Callable, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
-from tinygrad.dtype import from_np_dtype
+from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten
-from tinygrad.gradient import compute_gradient
+from tinygrad.gradient import compute_gradient, custom_gradient, substitute
 
 # ---- graph building helpers (UOp level) ----
 
@@ -25,6 +26,14 @@ def _const_uop(val: ConstType, dtype: DType, device: str, shape: tuple[int, ...]
   """CONST with a DEVICE source (shape ()), broadcast to `shape` with reshape+expand as the tensor spec asks."""
   c = UOp(Ops.CONST, dtype, (_device_uop(device),), dtypes.as_const(val, dtype))
   return c.reshape((1,) * len(shape)).expand(shape) if shape else c
+
+def _tensor_dtype(dtype: DTypeLike) -> DType:
+  """The dtype a tensor holds, from a DType or its name (`"uint8"`): a scalar value dtype (not index, void, a vector or
+  a pointer, which only exist inside kernels)."""
+  dt = to_dtype(dtype)
+  if isinstance(dt, PtrDType) or dt.count != 1 or dt in (dtypes.index, dtypes.void):
+    raise TypeError(f"a tensor cannot hold {dt}: use a scalar dtype such as dtypes.float32 or dtypes.int32")
+  return dt
 
 def _canon_device(device: str | None) -> str:
   from tinygrad.device import Device
@@ -81,6 +90,57 @@ class ShapeMismatchError(RuntimeError, ValueError):
 
 def _zero_of(dt: DType) -> ConstType: return False if dt is dtypes.bool else 0
 
+# ops Tensor.alu computes in a float dtype (ints and bools promote first, as torch)
+_FLOAT_MATH = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL}
+_OP_NAMES = {Ops.ADD: "add", Ops.MUL: "mul", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==", Ops.AND: "&",
+             Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>", Ops.MAX: "maximum",
+             Ops.IDIV: "idiv", Ops.MOD: "mod"}
+
+def _check_alu_dtype(op: Ops, dt: DType, name: str) -> None:
+  """Bit ops need ints or bools, shifts and C division ints: anything else is a TypeError (as torch), before a graph
+  the spec rejects is built."""
+  if op in (Ops.AND, Ops.OR, Ops.XOR) and not (dtypes.is_int(dt) or dt is dtypes.bool):
+    raise TypeError(f"{name}: bitwise ops need int or bool tensors, got {dt}")
+  if op in (Ops.SHL, Ops.SHR, Ops.IDIV, Ops.MOD) and not dtypes.is_int(dt):
+    raise TypeError(f"{name}: needs int tensors, got {dt}")
+
+# ---- constants of the composed math ops ----
+_LN2 = math.log(2)
+_TAN_PI_8 = math.tan(math.pi / 8)
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+# NOTE: least-squares fits on Chebyshev nodes (made with numpy against math.atan / math.erf / math.erfc):
+# atan(t)/t in t*t on [0, tan(pi/8)]; erf(x)/x in x*x on [0, 1]; erfc(x)*exp(x*x) in t = 1/(1 + x/2) on [1, 6]
+_ATAN_POLY = (0.9999999999913558, -0.3333333242537805, 0.19999902365205088, -0.14282002668352278, 0.11044824122188332,
+              -0.08477533576867552, 0.04747229696866687)
+_ERF_POLY = (1.1283791670822982, -0.37612638590411307, 0.11283784110779607, -0.026865517350975747,
+             0.005221261158396359, -0.0008487261862935355, 0.0001128812581853663, -9.728251461480198e-06)
+_ERFC_POLY = (9.386284789889961e-06, 0.281850338338329, 0.2849319212959384, 0.22753175865074762, 0.26132097787777253,
+              -0.16807663510999177, 0.49690842598042834, -0.6970036089643497, 0.3979778414274138,
+              -0.0854783846759463)
+_SIGNED_OF_SIZE = {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+
+def _with_gradient(out: Tensor, inputs: tuple[Tensor, ...],
+                   rule: Callable[..., tuple[Tensor | None, ...]]) -> Tensor:
+  """out, differentiated by rule(upstream, out, *inputs) (one gradient per input, or None) instead of through the
+  graph that computes it (see gradient.custom_gradient)."""
+  def uop_rule(ctx: UOp, ret: UOp, srcs: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
+    return tuple(None if g is None else g.uop for g in rule(Tensor(ctx), Tensor(ret), *(Tensor(s) for s in srcs)))
+  custom_gradient(out.uop, tuple(t.uop for t in inputs), uop_rule)
+  return out
+
+def _pow_gradient(ctx: Tensor, ret: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+  """torch's gradients of x**y: y * x**(y-1) (0 where y == 0), and x**y * log(x) (0 where x == 0 and y >= 0); exact at a
+  zero base, where the composed exp2(y * log2|x|) has 0 * inf."""
+  gx = (y == 0).where(0, y * x.pow(y - 1))
+  gy = ((x == 0) & (y >= 0)).where(0, ret * x.log())
+  return ctx * gx, ctx * gy
+
+def _bce_gradient(ctx: Tensor, ret: Tensor, p: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+  """torch's gradients of binary cross-entropy: (p - y) / max(p (1 - p), 1e-12), and log(1 - p) - log(p)."""
+  gp = (p - y) / (p * (1 - p)).maximum(1e-12)
+  gy = (1 - p).log() - p.log()
+  return ctx * gp, ctx * gy
+
 _all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
@@ -94,7 +154,7 @@ _realized_graphs: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionar
 class _CastSugar:
   __slots__ = ()
   # NOTE: in a base class, so that `int`, `float` and `bool` in Tensor's annotations still name the builtins
-  def cast(self, dtype: DType) -> Tensor: raise NotImplementedError
+  def cast(self, dtype: DTypeLike) -> Tensor: raise NotImplementedError
   def float(self) -> Tensor: return self.cast(dtypes.float32)
   def half(self) -> Tensor: return self.cast(dtypes.float16)
   def int(self) -> Tensor: return self.cast(dtypes.int32)
@@ -112,7 +172,7 @@ class _TrainingMode(contextlib.ContextDecorator):
     return self
   def __exit__(self, *exc: Any) -> None: Tensor.training = self.prev.pop()
 
-class Tensor(_CastSugar):
+class Tensor(_CastSugar, MathTrait):
   """A lazy n-d array: `.uop` is its tensor graph, `.requires_grad` marks it for backward(), `.grad` receives the
   gradient."""
   __slots__ = ("uop", "requires_grad", "grad", "_graph", "_nonleaf", "__weakref__")
@@ -134,8 +194,9 @@ class Tensor(_CastSugar):
     training mode."""
     return _TrainingMode(False)(mode) if callable(mode) else _TrainingMode(not mode)
 
-  def __init__(self, data: Any, device: str | None = None, dtype: DType | None = None,
+  def __init__(self, data: Any, device: str | None = None, dtype: DTypeLike | None = None,
                requires_grad: bool | None = None):
+    dtype = None if dtype is None else _tensor_dtype(dtype)
     if isinstance(data, Tensor): data = data.uop
     if isinstance(data, UOp):
       uop = data if dtype is None or data.dtype is dtype else data.cast(dtype)
@@ -290,13 +351,14 @@ class Tensor(_CastSugar):
     if not all(isinstance(x, int) and x >= 0 for x in s): raise ValueError(f"shape must be non-negative ints, got {s}")
     return s
   @staticmethod
-  def empty(*shape: Any, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
-    s, dt, dev = Tensor._shape_arg(shape), dtype or dtypes.default_float, _canon_device(device)
+  def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    s, dt, dev = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float), _canon_device(device)
     return Tensor(_new_buffer_uop(prod(s), dt, dev).reshape(s), **kw)
   @staticmethod
-  def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None, dtype: DType | None = None,
-           **kw: Any) -> Tensor:
-    s, dt = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape)), dtype or dtypes.from_py(fill_value)
+  def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None,
+           dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    s = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
+    dt = _tensor_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     return Tensor(_const_uop(fill_value, dt, _canon_device(device), s), **kw)
   @staticmethod
   def zeros(*shape: Any, **kw: Any) -> Tensor:
@@ -328,27 +390,27 @@ class Tensor(_CastSugar):
     return (hi.reshape(a, 1) + Tensor._arange_index(b, device).reshape(1, b)).flatten().shrink(((0, n),))
   @staticmethod
   def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, device: str | None = None,
-             dtype: DType | None = None, **kw: Any) -> Tensor:
+             dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange: step must not be zero")
     is_float = any(isinstance(v, float) for v in (start, stop, step))
-    dt = dtype or (dtypes.default_float if is_float else dtypes.default_int)
+    dt = _tensor_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
     n = max(0, math.ceil((stop - start) / step))
     idx = Tensor._arange_index(n, device)
     return Tensor((idx.cast(dt) * step + start).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
   @staticmethod
-  def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DType | None = None,
+  def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DTypeLike | None = None,
                **kw: Any) -> Tensor:
     if steps < 0: raise ValueError(f"linspace: steps must be >= 0, got {steps}")
-    dt = dtype or dtypes.default_float
+    dt = _tensor_dtype(dtype or dtypes.default_float)
     if steps == 1: return Tensor.full((1,), start, device=device, dtype=dt, **kw)
     t = Tensor._arange_index(steps, device).cast(dtypes.float32 if dt is not dtypes.float64 else dt)
     return Tensor((t * ((stop - start) / max(steps - 1, 1)) + start).cast(dt).uop, **kw)
   @staticmethod
-  def eye(n: int, m: int | None = None, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
+  def eye(n: int, m: int | None = None, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     m = n if m is None else m
     e = Tensor._arange_index(n, device).reshape(n, 1) == Tensor._arange_index(m, device).reshape(1, m)
-    return Tensor(e.cast(dtype or dtypes.default_float).uop, **kw)
+    return Tensor(e.cast(_tensor_dtype(dtype or dtypes.default_float)).uop, **kw)
 
   # ---- random (counter-based threefry: the same seed gives the same numbers everywhere) ----
   # The generator's state lives on the device, one buffer per device: uint64 [key, counter], key = the seed. A draw of n
@@ -386,10 +448,10 @@ class Tensor(_CastSugar):
     bits = Tensor(ctr.uop.alu(Ops.THREEFRY, key.uop))
     return (bits & 0xFFFFFFFF).cast(dtypes.uint32)
   @staticmethod
-  def rand(*shape: Any, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
+  def rand(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     """Uniform in [0, 1): the top mantissa-many bits of a random uint32, scaled exactly (so never 1.0, in any float
     dtype)."""
-    s, dt = Tensor._shape_arg(shape), dtype or dtypes.default_float
+    s, dt = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise TypeError(f"rand: dtype must be a float type, got {dt}")
     if prod(s) == 0: return Tensor.zeros(s, device=device, dtype=dt, **kw)
     mbits = min(dtypes.finfo(dt)[1] + 1, 32)
@@ -397,27 +459,27 @@ class Tensor(_CastSugar):
     u = (Tensor._random_bits(prod(s), device) >> (32 - mbits)).cast(ct) * (2.0 ** -mbits)
     return Tensor(u.cast(dt).reshape(s).uop, **kw)
   @staticmethod
-  def randn(*shape: Any, device: str | None = None, dtype: DType | None = None, **kw: Any) -> Tensor:
+  def randn(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     """Standard normal by Box-Muller from two uniform draws."""
-    s, dt = Tensor._shape_arg(shape), dtype or dtypes.default_float
+    s, dt = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float)
     u = Tensor.rand(2, *s, device=device, dtype=dtypes.float32)
     z = ((1 - u[0]).log() * -2).sqrt() * (u[1] * (2 * math.pi)).cos()
     return Tensor(z.cast(dt).uop, **kw)
   @staticmethod
-  def randint(*shape: Any, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | None = None,
+  def randint(*shape: Any, low: int = 0, high: int = 10, device: str | None = None, dtype: DTypeLike | None = None,
               **kw: Any) -> Tensor:
     if high <= low: raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-    dt = dtype or dtypes.int32
+    dt = _tensor_dtype(dtype or dtypes.int32)
     r = (Tensor.rand(*shape, device=device, dtype=dtypes.float64) * (high - low)).floor().cast(dtypes.int64)
     return Tensor((r.minimum(high - low - 1) + low).cast(dt).uop, **kw)
   @staticmethod
-  def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: DType | None = None, **kw: Any) -> Tensor:
-    dt = dtype or dtypes.default_float
+  def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    dt = _tensor_dtype(dtype or dtypes.default_float)
     r = Tensor.rand(*shape, dtype=dt, device=kw.pop("device", None))
     return Tensor((r * (high - low) + low).cast(dt).uop, **kw)
   @staticmethod
-  def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, dtype: DType | None = None, **kw: Any) -> Tensor:
-    dt = dtype or dtypes.default_float
+  def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    dt = _tensor_dtype(dtype or dtypes.default_float)
     return Tensor((Tensor.randn(*shape, dtype=dt, device=kw.pop("device", None)) * std + mean).cast(dt).uop, **kw)
   @staticmethod
   def scaled_uniform(*shape: Any, **kw: Any) -> Tensor:
@@ -437,8 +499,9 @@ class Tensor(_CastSugar):
   def _axes(self, axis: int | Sequence[int] | None) -> tuple[int, ...]:
     if axis is None: return tuple(range(self.ndim))
     ax = tuple(self._axis(a) for a in ((axis,) if isinstance(axis, int) else axis))
+    if len(set(ax)) != len(ax): raise RuntimeError(f"axis {axis} repeats an axis (tensor of shape {self.shape})")
     if self.ndim == 0: return ()
-    return tuple(sorted(set(ax)))
+    return tuple(sorted(ax))
 
   def _broadcast_to(self, shape: tuple[int, ...], op: str = "broadcast_to") -> Tensor:
     if self.shape == shape: return self
@@ -461,12 +524,16 @@ class Tensor(_CastSugar):
       return self.dtype
     if self.dtype is dtypes.bool and isinstance(y, bool): return self.dtype
     return dtypes.from_py(y)
+  def _scalar_operand(self, y: Any, op: str) -> Tensor:
+    """A Python (or numpy) scalar as a 0-d constant of the dtype it takes next to self (see _scalar_dtype)."""
+    if isinstance(y, np.generic) and y.ndim == 0: y = y.item()
+    if not isinstance(y, (bool, int, float)):
+      raise TypeError(f"{op}: unsupported operand type {type(y).__name__} (use a Tensor or a Python scalar)")
+    return Tensor(_const_uop(y, self._scalar_dtype(y), self.device))
   def _operands(self, y: Tensor | ConstType, op: str, reverse: bool = False,
                 match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     """Both operands with one shape and (if match_dtype) one dtype: numpy broadcasting, least_upper_dtype promotion."""
-    if not isinstance(y, Tensor):
-      if not isinstance(y, (bool, int, float)): raise TypeError(f"{op}: unsupported operand type {type(y).__name__}")
-      y = Tensor(_const_uop(y, self._scalar_dtype(y), self.device))
+    if not isinstance(y, Tensor): y = self._scalar_operand(y, op)
     x = self
     if reverse: x, y = y, x
     if x.device != y.device:
@@ -480,7 +547,21 @@ class Tensor(_CastSugar):
     return x, y
   def _binop(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
     x, y = self._operands(y, name, reverse)
+    _check_alu_dtype(op, x.dtype, name)
     return x._new(x.uop.alu(op, y.uop), y)
+  # MathTrait: the operators (`+`, `<`, `&`, ...) build their op through these three
+  def ufix(self, x: Any) -> Tensor: return x if isinstance(x, Tensor) else self._scalar_operand(x, "op")
+  def const_like(self, b: Any) -> Tensor: return self._const(b)
+  def alu(self, op: Ops, *src: Any) -> Tensor:
+    """`op` on tensors: numpy broadcasting and least_upper_dtype promotion of the operands; float math (EXP2, LOG2,
+    SIN, SQRT, RECIPROCAL) promotes ints and bools to a float first; bit ops, shifts and integer division check the
+    dtype (TypeError, as torch)."""
+    if op is Ops.WHERE: return self.where(*src)
+    if len(src) > 1: raise ValueError(f"alu: {op} with {len(src) + 1} operands is not an elementwise tensor op")
+    if src: return self._binop(op, src[0], _OP_NAMES.get(op, op.name.lower()))
+    x = self._float() if op in _FLOAT_MATH else self
+    _check_alu_dtype(op, x.dtype, _OP_NAMES.get(op, op.name.lower()))
+    return x._new(x.uop.alu(op))
   def _const(self, v: ConstType, dtype: DType | None = None) -> Tensor:
     return Tensor(_const_uop(v, dtype or self.dtype, self.device, self.shape))
 
@@ -545,6 +626,10 @@ class Tensor(_CastSugar):
     if dtypes.is_unsigned(x.dtype): return r
     return (r.ne(0) & ((r < 0) ^ (y < 0))).where(r + y, r)
   def pow(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    # NOTE: bools raise to a power as ints (torch)
+    if self.dtype is dtypes.bool and ((isinstance(y, int) and not isinstance(y, bool)) or
+                                      (isinstance(y, Tensor) and dtypes.is_int(y.dtype))):
+      return self.cast(dtypes.default_int).pow(y, reverse)
     # NOTE: an int tensor to a positive int power multiplies at any size, so it wraps as numpy's does
     if not reverse and isinstance(y, int) and not isinstance(y, bool) and (abs(y) <= 64 or
                                                                           (dtypes.is_int(self.dtype) and y > 0)):
@@ -555,7 +640,10 @@ class Tensor(_CastSugar):
         if e & 1: acc = base if acc is None else acc * base
         base, e = base * base, e >> 1
       assert acc is not None
-      return acc.reciprocal() if y < 0 else acc
+      if y > 0: return acc
+      # NOTE: through the product the gradient at a zero base is 0 * inf; y * x**(y-1) is torch's (an infinity)
+      if not dtypes.is_float(self.dtype): return acc.reciprocal()
+      return _with_gradient(acc.reciprocal(), (self,), lambda ctx, ret, x: (ctx * x.pow(y - 1) * y,))
     x, y = self._operands(y, "pow", reverse)
     dt = least_upper_float(x.dtype)
     xf, yf = x.cast(dt), y.cast(dt)
@@ -564,56 +652,28 @@ class Tensor(_CastSugar):
     y_int = yf.trunc() == yf
     y_odd = y_int & ((yf * 0.5).trunc() != yf * 0.5)
     ret = (xf < 0).where(y_int.where(y_odd.where(-mag, mag), xf._const(math.nan)), mag)
-    ret = (yf == 0).where(1.0, ret)
-    return ret if dtypes.is_float(x.dtype) else ret.round().cast(x.dtype)
+    ret = ((yf == 0) | (xf == 1)).where(1.0, ret)
+    if not dtypes.is_float(x.dtype): return ret.round().cast(x.dtype)
+    return _with_gradient(ret, (xf, yf), _pow_gradient)
 
-  def __add__(self, y: Tensor | ConstType) -> Tensor: return self.add(y)
-  def __mul__(self, y: Tensor | ConstType) -> Tensor: return self.mul(y)
-  def __sub__(self, y: Tensor | ConstType) -> Tensor: return self.sub(y)
-  def __truediv__(self, y: Tensor | ConstType) -> Tensor: return self.div(y)
+  # NOTE: the other operators come from MathTrait through the named methods above; `//` is numpy's floor division
+  # here, where the IR's (and MathTrait's) is C's truncating IDIV
   def __floordiv__(self, y: Tensor | ConstType) -> Tensor: return self.floordiv(y)
-  def __mod__(self, y: Tensor | ConstType) -> Tensor: return self.mod(y)
-  def __pow__(self, y: Tensor | ConstType) -> Tensor: return self.pow(y)
-  def __radd__(self, y: Tensor | ConstType) -> Tensor: return self.add(y, True)
-  def __rmul__(self, y: Tensor | ConstType) -> Tensor: return self.mul(y, True)
-  def __rsub__(self, y: Tensor | ConstType) -> Tensor: return self.sub(y, True)
-  def __rtruediv__(self, y: Tensor | ConstType) -> Tensor: return self.div(y, True)
   def __rfloordiv__(self, y: Tensor | ConstType) -> Tensor: return self.floordiv(y, True)
-  def __rmod__(self, y: Tensor | ConstType) -> Tensor: return self.mod(y, True)
-  def __rpow__(self, y: Tensor | ConstType) -> Tensor: return self.pow(y, True)
-  def __neg__(self) -> Tensor: return self.neg()
   def __abs__(self) -> Tensor: return self.abs()
   def __matmul__(self, y: Tensor) -> Tensor: return self.matmul(y)
   def __rmatmul__(self, y: Tensor) -> Tensor:
     return Tensor(y).matmul(self) if not isinstance(y, Tensor) else y.matmul(self)
-  def __iadd__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self + y)
-  def __isub__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self - y)
-  def __imul__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self * y)
-  def __itruediv__(self, y: Tensor | ConstType) -> Tensor: return self.assign(self / y)
+  def __iadd__(self, y: Any) -> Tensor: return self.assign(self + y)
+  def __isub__(self, y: Any) -> Tensor: return self.assign(self - y)
+  def __imul__(self, y: Any) -> Tensor: return self.assign(self * y)
+  def __itruediv__(self, y: Any) -> Tensor: return self.assign(self / y)
 
   # ---- elementwise: comparisons, logic, bits ----
-  def __lt__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPLT, y, "<")
-  def __gt__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPLT, y, ">", reverse=True)
-  def __ge__(self, y: Tensor | ConstType) -> Tensor: return (self < y).logical_not()
-  def __le__(self, y: Tensor | ConstType) -> Tensor: return (self > y).logical_not()
-  def __eq__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPEQ, y, "==")  # type: ignore[override]
-  def __ne__(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.CMPNE, y, "!=")  # type: ignore[override]
-  def eq(self, y: Tensor | ConstType) -> Tensor: return self == y
-  def ne(self, y: Tensor | ConstType) -> Tensor: return self != y
-  def _bitop(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
-    x, yy = self._operands(y, name, reverse)
-    if not (dtypes.is_int(x.dtype) or x.dtype is dtypes.bool):
-      raise TypeError(f"{name}: needs int or bool tensors, got {x.dtype}")
-    return x._new(x.uop.alu(op, yy.uop), yy)
-  def bitwise_and(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.AND, y, "&")
-  def bitwise_or(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.OR, y, "|")
-  def bitwise_xor(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.XOR, y, "^")
-  def __and__(self, y: Tensor | ConstType) -> Tensor: return self.bitwise_and(y)
-  def __or__(self, y: Tensor | ConstType) -> Tensor: return self.bitwise_or(y)
-  def __xor__(self, y: Tensor | ConstType) -> Tensor: return self.bitwise_xor(y)
-  def __rand__(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.AND, y, "&", True)
-  def __ror__(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.OR, y, "|", True)
-  def __rxor__(self, y: Tensor | ConstType) -> Tensor: return self._bitop(Ops.XOR, y, "^", True)
+  # NOTE: <, >, <=, >=, &, |, ^ and eq/ne/bitwise_and/... come from MathTrait (through alu, which checks the dtypes);
+  # unlike UOp's, a Tensor's == and != build comparisons, as numpy's and torch's do
+  def __eq__(self, y: Tensor | ConstType) -> Tensor: return self.eq(y)  # type: ignore[override]
+  def __ne__(self, y: Tensor | ConstType) -> Tensor: return self.ne(y)  # type: ignore[override]
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._binop(Ops.CMPNE, True, "logical_not")
   def logical_and(self, y: Tensor) -> Tensor:
     return self.cast(dtypes.bool) & (y.cast(dtypes.bool) if isinstance(y, Tensor) else bool(y))
@@ -626,17 +686,20 @@ class Tensor(_CastSugar):
     if not dtypes.is_int(self.dtype): raise TypeError(f"~: needs an int or bool tensor, got {self.dtype}")
     return self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ int(dtypes.max(self.dtype))
   def __invert__(self) -> Tensor: return self.bitwise_not()
-  def _shift(self, op: Ops, y: Tensor | ConstType, name: str) -> Tensor:
+  def _shift(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+    # NOTE: the shift amount takes the shifted value's dtype (it does not promote it, as torch)
+    if reverse: return self.ufix(y)._shift(op, self, name)
     if not dtypes.is_int(self.dtype): raise TypeError(f"{name}: shifts need an int tensor, got {self.dtype}")
+    if isinstance(y, Tensor) and not dtypes.is_int(y.dtype):
+      raise TypeError(f"{name}: the shift amount must be an int tensor, got {y.dtype}")
     yy = y.cast(self.dtype) if isinstance(y, Tensor) else Tensor(_const_uop(int(y), self.dtype, self.device))
     x, yy = self._operands(yy, name)
     return x._new(x.uop.alu(op, yy.uop), yy)
-  def lshift(self, y: Tensor | ConstType) -> Tensor: return self._shift(Ops.SHL, y, "<<")
-  def rshift(self, y: Tensor | ConstType) -> Tensor: return self._shift(Ops.SHR, y, ">>")
-  def __lshift__(self, y: Tensor | ConstType) -> Tensor: return self.lshift(y)
-  def __rshift__(self, y: Tensor | ConstType) -> Tensor: return self.rshift(y)
+  def lshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    return self._shift(Ops.SHL, y, "<<", reverse)
+  def rshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    return self._shift(Ops.SHR, y, ">>", reverse)
 
-  def maximum(self, y: Tensor | ConstType) -> Tensor: return self._binop(Ops.MAX, y, "maximum")
   def minimum(self, y: Tensor | ConstType) -> Tensor:
     x, y = self._operands(y, "minimum")
     if dtypes.is_float(x.dtype): return -((-x).maximum(-y))
@@ -658,8 +721,11 @@ class Tensor(_CastSugar):
     return x._new(c.uop.alu(Ops.WHERE, x.uop, y.uop), y)
   def masked_fill(self, mask: Tensor, value: ConstType) -> Tensor: return mask.where(value, self)
 
-  def cast(self, dtype: DType) -> Tensor: return self if self.dtype is dtype else self._new(self.uop.cast(dtype))
-  def bitcast(self, dtype: DType) -> Tensor:
+  def cast(self, dtype: DTypeLike) -> Tensor:
+    dt = _tensor_dtype(dtype)
+    return self if self.dtype is dt else self._new(self.uop.cast(dt))
+  def bitcast(self, dtype: DTypeLike) -> Tensor:
+    dtype = _tensor_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize:
       raise ValueError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) and {dtype} ({dtype.itemsize} bytes) "
                        "differ in size")
@@ -667,19 +733,117 @@ class Tensor(_CastSugar):
 
   # ---- elementwise: math (composed from EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC) ----
   def _float(self) -> Tensor: return self.cast(least_upper_float(self.dtype))
-  def _unary(self, op: Ops) -> Tensor:
-    x = self._float()
-    return x._new(x.uop.alu(op))
-  def exp2(self) -> Tensor: return self._unary(Ops.EXP2)
-  def log2(self) -> Tensor: return self._unary(Ops.LOG2)
-  def sin(self) -> Tensor: return self._unary(Ops.SIN)
-  def sqrt(self) -> Tensor: return self._unary(Ops.SQRT)
-  def reciprocal(self) -> Tensor: return self._unary(Ops.RECIPROCAL)
+  # NOTE: exp2, log2, sin, sqrt and reciprocal come from MathTrait (alu promotes ints to float)
   def exp(self) -> Tensor: return (self._float() * (1 / math.log(2))).exp2()
   def log(self) -> Tensor: return self.log2() * math.log(2)
   def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
-  def cos(self) -> Tensor: return (math.pi / 2 - self._float()).sin()
+  def cos(self) -> Tensor:
+    # NOTE: 1 - 2*sin(x/2)**2, not sin(pi/2 - x): x/2 is exact, where pi/2 - x rounds away the low bits of a large x
+    s = (self._float() * 0.5).sin()
+    return 1 - 2 * s * s
   def tan(self) -> Tensor: return self.sin() / self.cos()
+  def _horner(self, coeffs: Sequence[float]) -> Tensor:
+    """coeffs[0] + x*(coeffs[1] + x*(...)), in self's dtype."""
+    acc = self * coeffs[-1] + coeffs[-2]
+    for c in reversed(coeffs[:-2]): acc = acc * self + c
+    return acc
+  def _odd_fold(self) -> tuple[Tensor, Tensor]:
+    """(x < 0, |x|) for an odd function f(x) = sign(x) f(|x|); unlike abs(), |x| has the gradient 1 at 0."""
+    neg = self < 0
+    return neg, neg.where(-self, self)
+  def _in_float32(self, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    """fn on self promoted to float (16-bit and 8-bit floats through float32, as torch computes them), back in the
+    promoted dtype."""
+    x = self._float()
+    if x.dtype.itemsize >= 4: return fn(x)
+    return fn(x.cast(dtypes.float32)).cast(x.dtype)
+  def expm1(self) -> Tensor:
+    """exp(x) - 1, accurate near 0 (a Taylor polynomial for |x| <= 0.5)."""
+    def f(x: Tensor) -> Tensor:
+      small = x.abs() <= 0.5
+      xs = small.where(x, 0)
+      p = xs * xs._horner([1, 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040, 1 / 40320, 1 / 362880, 1 / 3628800])
+      return small.where(p, x.exp() - 1)
+    return self._in_float32(f)
+  def log1p(self) -> Tensor:
+    """log(1 + x), accurate near 0 (for |x| <= 0.5 the series of 2*atanh(s), s = x/(2+x))."""
+    def f(x: Tensor) -> Tensor:
+      small = x.abs() <= 0.5
+      xs = small.where(x, 0)
+      sx = xs / (xs + 2)
+      p = sx * (sx * sx)._horner([2, 2 / 3, 2 / 5, 2 / 7, 2 / 9, 2 / 11, 2 / 13, 2 / 15])
+      # NOTE: the other branch gets a harmless input (1) wherever it is not taken, so its gradient stays finite
+      return small.where(p, small.where(1, x).add(1).log())
+    return self._in_float32(f)
+  def sinh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      small = x.abs() < 1
+      xs = small.where(x, 0)
+      p = xs * (xs * xs)._horner([1, 1 / 6, 1 / 120, 1 / 5040, 1 / 362880, 1 / 39916800])
+      # NOTE: e**(x - ln2) is e**x / 2 without the overflow of e**x near the top of the range
+      return small.where(p, (x - _LN2).exp() - (-x - _LN2).exp())
+    return self._in_float32(f)
+  def cosh(self) -> Tensor:
+    xf = self._float()
+    out = xf._in_float32(lambda x: (x - _LN2).exp() + (-x - _LN2).exp())
+    # NOTE: the composed gradient e**(x-ln2) - e**(-x-ln2) cancels near 0; sinh does not
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * x.sinh(),))
+  def atan(self) -> Tensor:
+    """Range reduction to |t| <= tan(pi/8) (atan(x) = pi/2 - atan(1/x), atan(r) = pi/4 + atan((r-1)/(r+1))), then a
+    polynomial fitted to atan(t)/t in t*t (relative error 2e-11)."""
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      big = ax > 1
+      r = big.where(big.where(ax, 1).reciprocal(), ax)
+      mid = r > _TAN_PI_8
+      t = mid.where((r - 1) / (r + 1), r)
+      a = t * (t * t)._horner(_ATAN_POLY)
+      a = big.where(math.pi / 2 - mid.where(a + math.pi / 4, a), mid.where(a + math.pi / 4, a))
+      return neg.where(-a, a)
+    return self._in_float32(f)
+  def asin(self) -> Tensor:
+    # NOTE: asin(x) = 2 atan(x / (1 + sqrt(1 - x*x))): no division by zero at |x| = 1, accurate near it
+    return self._in_float32(lambda x: (x / (((1 - x) * (1 + x)).sqrt() + 1)).atan() * 2)
+  def acos(self) -> Tensor:
+    # NOTE: acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): accurate near 1, where pi/2 - asin(x) cancels
+    return self._in_float32(lambda x: ((1 - x) / (1 + x)).sqrt().atan() * 2)
+  def asinh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      # NOTE: above 2**12, sqrt(x*x + 1) is x to float32 precision, and x*x would overflow further up
+      huge = ax > 4096
+      xs = huge.where(1, ax)
+      a = huge.where(huge.where(ax, 2).log() + _LN2, (xs + xs * xs / ((xs * xs + 1).sqrt() + 1)).log1p())
+      return neg.where(-a, a)
+    return self._in_float32(f)
+  def acosh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      huge = x > 4096
+      xs = huge.where(2, x)
+      # NOTE: log1p(t) with t = (x - 1) + sqrt((x - 1)(x + 1)) keeps its precision near 1, where acosh is small
+      return huge.where(huge.where(x, 2).log() + _LN2, ((xs - 1) + ((xs - 1) * (xs + 1)).sqrt()).log1p())
+    return self._in_float32(f)
+  def atanh(self) -> Tensor:
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      a = (ax * 2 / (1 - ax)).log1p() * 0.5
+      return neg.where(-a, a)
+    return self._in_float32(f)
+  def erf(self) -> Tensor:
+    """Polynomials fitted to erf(x)/x in x*x for |x| < 1 and to erfc(x)*exp(x*x) in 1/(1 + x/2) for 1 <= |x| <= 6
+    (relative error below 1e-10); the gradient is exact, 2/sqrt(pi) * exp(-x*x)."""
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      small = ax < 1
+      xs = small.where(ax, 0)
+      xl = small.where(2, ax.minimum(6))
+      tail = 1 - (-xl * xl).exp() * (xl * 0.5 + 1).reciprocal()._horner(_ERFC_POLY)
+      a = small.where(xs * (xs * xs)._horner(_ERF_POLY), tail)
+      return x.isnan().where(x, neg.where(-a, a))
+    xf = self._float()
+    out = xf._in_float32(f)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * (-x * x).exp() * (2 / math.sqrt(math.pi)),))
+  def erfc(self) -> Tensor: return 1 - self.erf()
   def trunc(self) -> Tensor: return self if not dtypes.is_float(self.dtype) else self._new(self.uop.alu(Ops.TRUNC))
   def floor(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self
@@ -699,29 +863,69 @@ class Tensor(_CastSugar):
     return away.where(t + step, t)
   def abs(self) -> Tensor:
     if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self
-    # NOTE: x*x where x is neither < 0 nor > 0: +0 for +-0 and nan for nan, with the gradient 0 at 0 (as torch)
-    return (self < 0).where(-self, (self > 0).where(self, self * self))
+    # NOTE: x*0 + 0 where x is neither < 0 nor > 0: +0 for +-0 and nan for nan, with the gradient 0 at 0 (as torch);
+    # x*x would give the same values but a gradient 0 * 2x = nan at x = +-inf, where that branch is not taken
+    return (self < 0).where(-self, (self > 0).where(self, self * 0 + 0))
   def sign(self) -> Tensor:
     if self.dtype is dtypes.bool: return self
     if dtypes.is_unsigned(self.dtype): return (self > 0).cast(self.dtype)
     ret = (self > 0).where(1, (self < 0).where(-1, 0)).cast(self.dtype)
     return (self != self).where(self, ret) if dtypes.is_float(self.dtype) else ret
+  # ---- activations ----
+  # NOTE: every branch of a where() gets an input that keeps it finite where it is not taken: the gradient of the
+  # branch not taken is 0 * (its derivative), which is nan if that derivative overflowed
   def relu(self) -> Tensor: return (self > 0).where(self, 0)
-  def relu6(self) -> Tensor: return self.relu().minimum(6)
+  def relu6(self) -> Tensor: return self.hardtanh(0, 6)
+  def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient is 1 strictly inside, 0 at and beyond the ends (as torch)."""
+    return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
-  def elu(self, alpha: float = 1.0) -> Tensor: return (self > 0).where(self, (self.exp() - 1) * alpha)
-  def sigmoid(self) -> Tensor: return ((-self._float()).exp() + 1).reciprocal()
-  def tanh(self) -> Tensor: return (self._float() * 2).sigmoid() * 2 - 1
-  def gelu(self) -> Tensor:
-    """The tanh approximation (torch's approximate="tanh")."""
+  def elu(self, alpha: float = 1.0) -> Tensor:
+    return (self > 0).where(self, (self > 0).where(0, self).expm1() * alpha)
+  def celu(self, alpha: float = 1.0) -> Tensor:
+    return (self > 0).where(self, ((self > 0).where(0, self) * (1 / alpha)).expm1() * alpha)
+  def selu(self) -> Tensor: return self.elu(_SELU_ALPHA) * _SELU_SCALE
+  def sigmoid(self) -> Tensor:
+    """1/(1 + e**-x) for x >= 0, e**x/(1 + e**x) below: e**-|x| never overflows, so values and gradients stay finite."""
     x = self._float()
-    return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)).tanh().add(1)
+    neg, ax = x._odd_fold()
+    z = (-ax).exp()
+    r = (z + 1).reciprocal()
+    return neg.where(z * r, r)
+  def logsigmoid(self) -> Tensor:
+    x = self._float()
+    return x.minimum(0) - (-x.abs()).exp().log1p()
+  def hardsigmoid(self) -> Tensor:
+    """relu6(x + 3) / 6, with torch's gradient: 1/6 strictly inside (-3, 3), else 0."""
+    x = self._float()
+    return (x <= -3).where(0, (x >= 3).where(1, x * (1 / 6) + 0.5))
+  def hardswish(self) -> Tensor:
+    """x * relu6(x + 3) / 6, with torch's gradient (x/3 + 1/2 strictly inside (-3, 3), 0 at -3, 1 at 3)."""
+    x = self._float()
+    return (x <= -3).where(0, (x >= 3).where(x, x * (x + 3) * (1 / 6)))
+  def softsign(self) -> Tensor: return self / (self.abs() + 1)
+  def tanh(self) -> Tensor:
+    """-expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no cancellation near 0, no overflow at large |x|."""
+    def f(x: Tensor) -> Tensor:
+      neg, ax = x._odd_fold()
+      e = (ax * -2).expm1()
+      t = -e / (e + 2)
+      return neg.where(-t, t)
+    return self._in_float32(f)
+  def gelu(self, approximate: str = "tanh") -> Tensor:
+    """approximate="tanh" (the default here): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x**3)); "none": x * Phi(x) with
+    erf, torch's default."""
+    x = self._float()
+    if approximate == "none": return x * ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+    if approximate != "tanh": raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
+    return x * ((x + x * x * x * 0.044715) * (2 * math.sqrt(2 / math.pi))).sigmoid()
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def silu(self) -> Tensor: return self * self.sigmoid()
   def swish(self) -> Tensor: return self.silu()
   def softplus(self, beta: float = 1.0) -> Tensor:
+    """log(1 + e**(beta x)) / beta as max(x, 0) + log1p(e**-|x|): exact at both ends, gradient sigmoid(beta x)."""
     x = self._float() * beta
-    return (x.relu() + ((-x.abs()).exp() + 1).log()) * (1 / beta)
+    return (x.maximum(0) + (-x.abs()).exp().log1p()) * (1 / beta)
   def mish(self) -> Tensor: return self * self.softplus().tanh()
   def square(self) -> Tensor: return self * self
   def clamp(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor:
@@ -732,8 +936,40 @@ class Tensor(_CastSugar):
     return ret
   def clip(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor: return self.clamp(min_, max_)
   def isnan(self) -> Tensor: return self != self
-  def isinf(self) -> Tensor:
-    return (self == math.inf) | (self == -math.inf) if dtypes.is_float(self.dtype) else self._const(False, dtypes.bool)
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
+    if not dtypes.is_float(self.dtype): return self._const(False, dtypes.bool)
+    pos, neg = self == math.inf, self == -math.inf
+    if detect_positive and detect_negative: return pos | neg
+    return pos if detect_positive else neg if detect_negative else self._const(False, dtypes.bool)
+  def isfinite(self) -> Tensor:
+    if not dtypes.is_float(self.dtype): return self._const(True, dtypes.bool)
+    return (self - self) == 0
+  def isclose(self, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08,
+              equal_nan: bool = False) -> Tensor:
+    """|self - other| <= atol + rtol * |other| elementwise (equal infinities are close, nan is close to nan only with
+    equal_nan), as torch.isclose."""
+    x, y = self._operands(other, "isclose")
+    if x.dtype is dtypes.bool: return x == y
+    xf, yf = x._float(), y._float()
+    ret = (x == y) | (xf.isfinite() & yf.isfinite() & ((xf - yf).abs() <= atol + rtol * yf.abs()))
+    return ret | (xf.isnan() & yf.isnan()) if equal_nan else ret
+  def signbit(self) -> Tensor:
+    """True where the sign bit is set: -0.0 and negative nans included (read from the bits)."""
+    if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self._const(False, dtypes.bool)
+    if not dtypes.is_float(self.dtype): return self < 0
+    return self.bitcast(_SIGNED_OF_SIZE[self.dtype.itemsize]) < 0
+  def copysign(self, other: Tensor | ConstType) -> Tensor:
+    """|self| with the sign bit of other (the gradient goes to self only, 0 at self == 0, as torch)."""
+    x, y = self._operands(other, "copysign")
+    x, y = x._float(), y._float()
+    return y.signbit().where(-x.abs(), x.abs())
+  def logaddexp(self, other: Tensor | ConstType) -> Tensor:
+    """log(e**x + e**y) = max(x, y) + log1p(e**-|x - y|); equal operands (both infinities included) give x + ln2."""
+    x, y = self._operands(other, "logaddexp")
+    x, y = x._float(), y._float()
+    tie = x == y
+    d = tie.where(0, x - y)
+    return tie.where(x * 0.5 + y * 0.5 + _LN2, x.maximum(y) + (-d.abs()).exp().log1p())
   def lerp(self, end: Tensor, weight: Tensor | ConstType) -> Tensor: return self + (end - self) * weight
 
   # ---- movement ----
@@ -752,7 +988,8 @@ class Tensor(_CastSugar):
   def permute(self, order: Any, *args: int) -> Tensor:
     o = tuple(self._axis(a) for a in argfix(order, *args))
     if sorted(o) != list(range(self.ndim)):
-      raise ValueError(f"permute: {o} is not a permutation of the axes of {self.shape}")
+      # NOTE: torch raises RuntimeError for a wrong number of axes or a repeated one
+      raise RuntimeError(f"permute: {o} is not a permutation of the axes of {self.shape}")
     return self if o == tuple(range(self.ndim)) else self._new(self.uop.permute(o))
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     order = list(range(self.ndim))
@@ -776,8 +1013,8 @@ class Tensor(_CastSugar):
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
   def squeeze(self, dim: int | None = None) -> Tensor:
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
-    if self.ndim == 0: return self
     d = self._axis(dim)
+    if self.ndim == 0: return self
     return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d + 1:])
   def unsqueeze(self, dim: int) -> Tensor:
     d = self._axis(dim, self.ndim + 1)
@@ -817,7 +1054,9 @@ class Tensor(_CastSugar):
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))
     return inside.where(ret, value)
   def flip(self, axis: int | Sequence[int], *args: int) -> Tensor:
-    ax = {self._axis(a) for a in argfix(axis, *args)}
+    axl = [self._axis(a) for a in argfix(axis, *args)]
+    if len(set(axl)) != len(axl): raise RuntimeError(f"flip: axis {argfix(axis, *args)} repeats an axis")
+    ax = set(axl)
     return self._new(self.uop.flip(tuple(i in ax for i in range(self.ndim)))) if ax else self
   def repeat(self, repeats: Any, *args: int) -> Tensor:
     r = argfix(repeats, *args)
@@ -1347,13 +1586,15 @@ class Tensor(_CastSugar):
     # NOTE: a reduction over an empty axis is its identity (the kernel's reduce loop runs zero times)
     ret = self._new(self.uop.r(op, axes)) if axes else self
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes))
-  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
-    acc = dtype or sum_acc_dtype(self.dtype)
+  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+          dtype: DTypeLike | None = None) -> Tensor:
+    acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
     # NOTE: floats accumulate wide and come back in their own dtype; ints keep the wide accumulator (as numpy)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
-  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | None = None) -> Tensor:
-    acc = dtype or sum_acc_dtype(self.dtype)
+  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
+           dtype: DTypeLike | None = None) -> Tensor:
+    acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
   def _inverse(self) -> Tensor:
@@ -1371,10 +1612,19 @@ class Tensor(_CastSugar):
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
     return (s * (1 / n) if n else s * math.nan).cast(x.dtype)
   def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    """sum((x - mean)**2) / max(0, N - correction), as torch: N <= correction divides by zero (inf, or nan for 0/0).
+    The gradient is torch's, 2(x - mean)/(N - correction): +-inf at N == correction, finite below."""
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
-    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
-    return (sq * (1 / (n - correction)) if n - correction > 0 else sq * math.nan).cast(x.dtype)
+    m = x.mean(axis, keepdim=True)
+    # NOTE: with the divisor at 0 or below, through the mean the gradient would be inf - inf; analytically the mean's
+    # part is 0, so it is left out
+    if n - correction <= 0: m = m.detach()
+    sq = (x - m).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
+    if n - correction >= 0: return (sq / float(n - correction)).cast(x.dtype)
+    # the value divides by 0, the gradient by the negative N - correction
+    v = sq / float(n - correction)
+    return (v - v.detach() + (sq / 0.0).detach()).cast(x.dtype)
   def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
     return self.var(axis, keepdim, correction).sqrt()
   def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -1429,6 +1679,23 @@ class Tensor(_CastSugar):
     out = inner + before if op == "sum" else inner * before if op == "prod" else inner.maximum(before)
     return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
   def cumsum(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "sum")
+  def logcumsumexp(self, axis: int = 0) -> Tensor:
+    """log(cumsum(exp(x))) along axis, never through the exp of a large prefix: a logsumexp over each prefix window up
+    to 2048 elements, above that a scan inside blocks of about sqrt(n) combined with a scan of the block totals by
+    logaddexp."""
+    x = self._float()
+    if x.ndim == 0: return x
+    a = x._axis(axis)
+    n = x.shape[a]
+    if n == 0: return x
+    xt, keep = x.transpose(a, -1), [(0, 0)] * (x.ndim - 1)
+    if n <= 2048: return xt.pad(keep + [(n - 1, 0)], value=-math.inf)._pool((n,)).logsumexp(-1).transpose(a, -1)
+    b = math.isqrt(n - 1) + 1
+    nb = ceildiv(n, b)
+    inner = xt.pad(keep + [(0, nb * b - n)], value=-math.inf).reshape(*xt.shape[:-1], nb, b).logcumsumexp(-1)
+    tot = inner[..., -1].shrink([None] * (x.ndim - 1) + [(0, nb - 1)]).pad(keep + [(1, 0)], value=-math.inf)
+    out = inner.logaddexp(tot.logcumsumexp(-1).unsqueeze(-1))
+    return out.reshape(*xt.shape[:-1], nb * b).shrink([None] * (x.ndim - 1) + [(0, n)]).transpose(a, -1)
   def cumprod(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "prod")
   def cummax(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "max")
 
@@ -1465,13 +1732,16 @@ class Tensor(_CastSugar):
 
   def dot(self, w: Tensor) -> Tensor:
     """numpy matmul semantics: 1-d operands are vectors, leading axes broadcast as batch axes."""
+    # NOTE: shape errors are RuntimeError, as torch raises them (and ValueError, as numpy: ShapeMismatchError is both)
     if self.ndim == 0 or w.ndim == 0:
-      raise ValueError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
+      raise ShapeMismatchError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
     x, ww = self, w
     if x.shape[-1] != (ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
-      raise ValueError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} and "
-                       f"{ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
-    if x.ndim > 2 or ww.ndim > 2: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
+      raise ShapeMismatchError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} "
+                               f"and {ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
+    if x.ndim > 2 or ww.ndim > 2:
+      try: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
+      except ValueError as e: raise ShapeMismatchError(str(e)) from None
     xs = x.reshape(x.shape[:-1] + (1,) + x.shape[-1:]) if x.ndim > 1 else x.reshape(1, 1, x.shape[0])
     wt = ww.transpose(-1, -2) if ww.ndim > 1 else ww.reshape(1, ww.shape[0])
     wt = wt.reshape(wt.shape[:-2] + (1,) + wt.shape[-2:])
@@ -1982,24 +2252,75 @@ class Tensor(_CastSugar):
     if not dtypes.is_int(self.dtype): raise TypeError(f"embedding: indices must be an int tensor, got {self.dtype}")
     oh = (self.unsqueeze(-1) == Tensor._arange_index(weight.shape[0], self.device)).cast(weight.dtype)
     return oh @ weight
-  def cross_entropy(self, y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Logits self (N, C) (or (C,)) against integer class indices y (N,), or against probabilities of self's shape."""
-    if not (y.shape == self.shape and dtypes.is_float(y.dtype)) and y.shape != self.shape[:-1]:
-      raise ValueError(f"cross_entropy: logits {self.shape} need class indices of shape {self.shape[:-1]} or "
-                       f"probabilities of shape {self.shape}, got {y.shape} {y.dtype}")
-    logp = self.log_softmax(-1)
-    if y.shape == self.shape and dtypes.is_float(y.dtype): target = y
-    else: target = (y.unsqueeze(-1) == Tensor._arange_index(self.shape[-1], self.device)).cast(logp.dtype)
-    if label_smoothing: target = target * (1 - label_smoothing) + label_smoothing / self.shape[-1]
-    loss = -(logp * target).sum(-1)
+  # ---- losses (torch's definitions; reduction "mean", "sum" or "none") ----
+  @staticmethod
+  def _reduce_loss(loss: Tensor, reduction: str, name: str, divisor: Tensor | None = None) -> Tensor:
     if reduction == "none": return loss
     if reduction == "sum": return loss.sum()
-    if reduction == "mean": return loss.mean()
-    raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-  def sparse_categorical_crossentropy(self, y: Tensor, label_smoothing: float = 0.0) -> Tensor:
-    return self.cross_entropy(y, label_smoothing=label_smoothing)
-  def binary_crossentropy_logits(self, y: Tensor) -> Tensor:
-    return (self.relu() - self * y + ((-self.abs()).exp() + 1).log()).mean()
+    if reduction == "mean": return loss.mean() if divisor is None else loss.sum() / divisor
+    raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+  def _picked(self, y: Tensor, weight: Tensor | None, ignore_index: int, name: str) -> tuple[Tensor, Tensor]:
+    """(-self[y] * w[y], w[y]) per target, 0 where y == ignore_index or out of range: self (N, C, d1, ...) or (C,)
+    with the classes on axis 1 (0 for 1-d), y integer class indices (N, d1, ...) or ()."""
+    c_ax = 1 if self.ndim >= 2 else 0
+    want = self.shape[:c_ax] + self.shape[c_ax + 1:]
+    if y.shape != want or not dtypes.is_int(y.dtype):
+      raise ValueError(f"{name}: input {self.shape} needs integer class indices of shape {want} (classes on "
+                       f"axis {c_ax}), got {y.shape} {y.dtype}")
+    along = [-1 if k == c_ax else 1 for k in range(self.ndim)]
+    hit = y.unsqueeze(c_ax) == Tensor._arange_index(self.shape[c_ax], self.device).reshape(along)
+    w = Tensor.ones(self.shape[c_ax], device=self.device, dtype=self.dtype) if weight is None else \
+      weight.cast(self.dtype)
+    wy = (y != ignore_index).where(hit.where(w.reshape(along), 0).sum(c_ax), 0)
+    return -hit.where(self, 0).sum(c_ax) * wy, wy
+  def nll_loss(self, y: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
+               reduction: str = "mean") -> Tensor:
+    """-self[y] for log-probabilities self (N, C, d1, ...) or (C,) and class indices y (N, d1, ...) or (); with weight
+    (C,) each term is scaled by weight[y] and "mean" divides by the sum of those weights; y == ignore_index counts
+    nowhere."""
+    loss, wy = self._picked(y, weight, ignore_index, "nll_loss")
+    return Tensor._reduce_loss(loss, reduction, "nll_loss", wy.sum())
+  def cross_entropy(self, y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, ignore_index: int = -100,
+                    weight: Tensor | None = None) -> Tensor:
+    """Logits self (N, C, d1, ...) or (C,), classes on axis 1 (0 for 1-d), as torch: against integer class indices y
+    (N, d1, ...) (ignore_index, weight; "mean" divides by the weight of the counted targets), or against class
+    probabilities y of self's shape ("mean" divides by the number of targets). label_smoothing mixes in the uniform
+    distribution."""
+    c_ax = 1 if self.ndim >= 2 else 0
+    ncls, want = self.shape[c_ax], self.shape[:c_ax] + self.shape[c_ax + 1:]
+    probs = y.shape == self.shape and dtypes.is_float(y.dtype)
+    if not probs and y.shape != want:
+      raise ValueError(f"cross_entropy: logits {self.shape} need class indices of shape {want} or probabilities of "
+                       f"shape {self.shape}, got {y.shape} {y.dtype}")
+    logp = self.log_softmax(c_ax)
+    wlogp = logp if weight is None else logp * weight.reshape([-1 if k == c_ax else 1 for k in range(self.ndim)])
+    if probs:
+      target = y * (1 - label_smoothing) + label_smoothing / ncls if label_smoothing else y
+      return Tensor._reduce_loss(-(wlogp * target).sum(c_ax), reduction, "cross_entropy")
+    loss, wy = logp._picked(y, weight, ignore_index, "cross_entropy")
+    if label_smoothing:
+      smooth = (y != ignore_index).where(-wlogp.sum(c_ax) * (1 / ncls), 0)
+      loss = loss * (1 - label_smoothing) + smooth * label_smoothing
+    return Tensor._reduce_loss(loss, reduction, "cross_entropy", wy.sum())
+  def sparse_categorical_crossentropy(self, y: Tensor, label_smoothing: float = 0.0, ignore_index: int = -1,
+                                      reduction: str = "mean") -> Tensor:
+    """cross_entropy with the classes on the last axis (logits (..., C), indices (...)), ignoring y == ignore_index."""
+    x = self if self.ndim <= 2 else self.permute(0, self.ndim - 1, *range(1, self.ndim - 1))
+    return x.cross_entropy(y, reduction, label_smoothing, ignore_index)
+  def binary_crossentropy(self, y: Tensor, reduction: str = "mean") -> Tensor:
+    """-(y log p + (1 - y) log(1 - p)) for probabilities p = self, each log clamped at -100, with torch's gradients
+    (finite at p = 0 and 1)."""
+    p, yf = self._float()._operands(y, "binary_crossentropy")
+    lp, l1p = p.log().maximum(-100), (1 - p).log().maximum(-100)
+    loss = _with_gradient(-(yf * lp + (1 - yf) * l1p), (p, yf), _bce_gradient)
+    return Tensor._reduce_loss(loss, reduction, "binary_crossentropy")
+  def binary_crossentropy_logits(self, y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """binary_crossentropy of sigmoid(self) from the logits: (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x), exact
+    at any x."""
+    x = self._float()
+    sp = (-x).softplus()
+    loss = (1 - y) * x + (sp if pos_weight is None else (1 + (pos_weight - 1) * y) * sp)
+    return Tensor._reduce_loss(loss, reduction, "binary_crossentropy_logits")
 
   # ---- autograd ----
   def _grad_graph(self) -> tuple[UOp, dict[UOp, UOp]]:
@@ -2017,8 +2338,8 @@ class Tensor(_CastSugar):
       live.update(new)
     where: dict[UOp, UOp] = {}
     while subs := {u: g for u in root.toposort() if (g := live.get(u)) is not None}:
-      root = root.substitute(subs)
-      where = {**{u: v.substitute(subs) for u, v in where.items()}, **subs}
+      root = substitute(root, subs)
+      where = {**{u: substitute(v, subs) for u, v in where.items()}, **subs}
       live = {u: g for u, g in live.items() if u not in subs}
     return root, where
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
@@ -2068,6 +2389,6 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
         if t._nonleaf: _realized_graphs[new] = t.uop
       t.uop = new
     elif t.uop.op is not Ops.CONST and any(u in becomes for u in t.uop.toposort()):
-      t.uop = t.uop.substitute(becomes)
+      t.uop = substitute(t.uop, becomes)
 
 __all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError"]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from tinygrad import Tensor, dtypes
-from tests.ops.torch_check import check, raises_like_torch, kernels
+from tests.ops.helpers import check, raises_like_torch, kernels
 
 warnings.filterwarnings("ignore", message="Using a non-tuple sequence")
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from tinygrad import Tensor, dtypes
-from tests.ops.torch_check import check, raises_like_torch, kernels
+from tests.ops.helpers import check, raises_like_torch, kernels
 
 DTYPES = ["float32", "float16", "int32"]
 

@@ -2,6 +2,7 @@
 (bfloat16, fp8 stored as bits) through float32, integer division by a constant as a multiply and shifts (where the
 renderer says division is slow), and exp2/log2/sin as float polynomials (TRANSCENDENTAL)."""
 from __future__ import annotations
+import fractions, math
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from typing import Any, Callable
@@ -127,7 +128,8 @@ pm_fast_divmod = PatternMatcher([
 ])
 
 # ---- transcendental functions as polynomials (TRANSCENDENTAL>=2, or targets without them) ----
-# NOTE: float32 accuracy is a few ulp; half computes in float32; float64 uses the same polynomials (about 1e-9 relative)
+# NOTE: float32 accuracy is about an ulp (sin at any argument); half computes in float32; float64 uses longer
+# polynomials (Taylor terms until they drop below 1e-17, about 1e-14 relative)
 
 LN2 = 0.6931471805599453
 
@@ -148,8 +150,8 @@ def xexp2(x: UOp) -> UOp:
   xc = x.maximum(x.const_like(-151.0)).minimum(x.const_like(129.0))
   n = _round(xc)
   f = xc - n
-  # 2**f = e**(f*ln2), |f| <= 0.5: Taylor to degree 7 (error ~5e-9)
-  p = _poly(f * LN2, [1.0, 1.0, 1/2, 1/6, 1/24, 1/120, 1/720, 1/5040, 1/40320])
+  # 2**f = e**(f*ln2), |f| <= 0.5: Taylor to degree 8 (error ~3e-10), 14 for float64
+  p = _poly(f * LN2, [1 / math.factorial(n) for n in range(15 if x.dtype is dtypes.float64 else 9)])
   ni = n.cast(dtypes.int32)
   n1 = ni // 2
   # NOTE: two factors so that 2**n stays representable at both ends (subnormal results, 2**128 -> inf)
@@ -171,22 +173,91 @@ def xlog2(x: UOp) -> UOp:
   e = e + big.where(x.const_like(1.0), x.const_like(0.0))
   t = (m - 1.0) * (m + 1.0).reciprocal()
   t2 = t * t
-  ln_m = t * _poly(t2, [2.0, 2/3, 2/5, 2/7, 2/9, 2/11])
+  ln_m = t * _poly(t2, [2 / (2 * n + 1) for n in range(11 if f64 else 6)])
   ret = e + ln_m * (1 / LN2)
   ret = x.eq(0.0).where(x.const_like(float("-inf")), ret)
   ret = (x < 0.0).where(x.const_like(float("nan")), ret)
   return (x.ne(x) | x.eq(float("inf"))).where(x, ret)
 
+def _pi_fixed(prec: int) -> int:
+  """pi * 2**prec (to within a few units), in integers by Machin's formula: pi = 16 atan(1/5) - 4 atan(1/239)."""
+  one = 1 << prec
+  def atan_inv(n: int) -> int:
+    total, term, k, sign = 0, one // n, 1, 1
+    while term:
+      total, term, k, sign = total + sign * (term // k), term // (n * n), k + 2, -sign
+    return total
+  return 16 * atan_inv(5) - 4 * atan_inv(239)
+
+def _two_over_pi_words(nwords: int) -> tuple[int, ...]:
+  """The first 32*nwords bits of the fraction of 2/pi as 32-bit words (64 guard bits)."""
+  prec = 32 * nwords + 64
+  frac = (2 << (2 * prec)) // _pi_fixed(prec) >> 64
+  return tuple((frac >> (32 * (nwords - 1 - i))) & M32 for i in range(nwords))
+
+# Cody-Waite: pi/2 = P1 + P2 + P3 + P4. P1 and P2 have 8 and 11 significant bits (k*P1, k*P2 exact for k < 2**13 in
+# float32, much further in float64), P3 is float32, P4 (what float64 needs) the rest.
+CW_P1, CW_P2, CW_P3 = 1.5703125, 0.0004837512969970703, 7.549789948768648e-08
+CW_P4 = float(fractions.Fraction(_pi_fixed(200), 1 << 201) - fractions.Fraction(CW_P1) - fractions.Fraction(CW_P2) -
+              fractions.Fraction(CW_P3))
+
+# NOTE: one zero word first, so the window of bits a float32 above 2**13 needs starts at bit 20 or later
+TWO_OVER_PI = (0,) + _two_over_pi_words(7)
+PAYNE_HANEK_MIN = 8192.0
+
+def _select(i: UOp, table: tuple[int, ...], dt: DType) -> UOp:
+  """table[i] for a small unsigned i, as a chain of WHERE (no memory)."""
+  ret = UOp.const(dt, table[-1])
+  for k in range(len(table) - 2, -1, -1): ret = i.eq(k).where(UOp.const(dt, table[k]), ret)
+  return ret
+
+def _payne_hanek(ax: UOp) -> tuple[UOp, UOp]:
+  """Exact reduction of a float32 ax >= 2**13: (r, q) with ax = q*pi/2 + r (mod 2*pi), |r| <= pi/4, q an int32 in
+  0..4. ax = m * 2**e (m the 24-bit mantissa): only the 96 bits of 2/pi from bit e-1 on matter to m * 2**e * 2/pi
+  mod 4 (the earlier ones add multiples of 4), so m times that window, mod 2**96, holds the quadrant in its top two bits
+  and the fraction below."""
+  u32, u64 = dtypes.uint32, dtypes.uint64
+  bits = ax.bitcast(u32)
+  m = ((bits & 0x7FFFFF) | 0x800000).cast(u64)
+  # b_(e-1), bit e-1 of 2/pi after the point (e = biased exponent - 150), is bit j = e + 30 of TWO_OVER_PI from its top
+  j = (bits >> 23) - 120
+  a, b = j >> 5, (j & 31).cast(u64)
+  t = [_select(a + k, TWO_OVER_PI, u32).cast(u64) for k in range(4)]
+  w0, w1, w2 = [(((t[k] << 32) | t[k + 1]) << b) >> 32 & M32 for k in range(3)]
+  # (m * (w0:w1:w2)) mod 2**96 = hi:mid:lo, each product below 2**56
+  t1 = m * w1 + (m * w2 >> 32)
+  mid, hi = t1 & M32, (m * w0 + (t1 >> 32)) & M32
+  # the top 62 bits of the fraction; above one half, round to the next quadrant in integers (exact, no cancellation)
+  frac = ((hi & 0x3FFFFFFF) << 32) | mid
+  up = frac >= (1 << 61)
+  f = up.where((1 << 62) - frac, frac).cast(dtypes.float32) * (2.0 ** -62)
+  q = (hi >> 30).cast(dtypes.int32) + up.cast(dtypes.int32)
+  return up.where(-f, f) * 1.5707963267948966, q
+
 def xsin(x: UOp) -> UOp:
-  # k = round(x * 2/pi), r = x - k*pi/2 (Cody-Waite: pi/2 in three parts, the first two short so k*part is exact)
-  k = _round(x * 0.6366197723675814)
-  r = ((x - k * 1.5703125) - k * 0.0004837512969970703) - k * 7.549789948768648e-08
+  """sin on |x| with the sign of x. Reduction: Cody-Waite (k = round(x * 2/pi), r = x - k*pi/2 with pi/2 in the four
+  parts above), exact Payne-Hanek for float32 above 2**13; then polynomials for sin and cos on |r| <= pi/4 picked by
+  the quadrant."""
+  f32 = x.dtype is dtypes.float32
+  ax = (x < 0).where(-x, x)
+  big = (ax > PAYNE_HANEK_MIN) if f32 else ax.ne(ax)
+  # NOTE: each reduction gets a harmless input where the other one is used (no int overflow, no garbage shifts)
+  xc = big.where(x.const_like(0.0), ax)
+  k = _round(xc * 0.6366197723675814)
+  r = (((xc - k * CW_P1) - k * CW_P2) - k * CW_P3) - k * CW_P4
+  # NOTE: the quadrant is k mod 4 taken in float, exact while k is (a float64 k may exceed every int type)
+  q = (k - (k * 0.25).trunc() * 4.0).cast(dtypes.int32)
+  if f32:
+    ph_r, ph_q = _payne_hanek(big.where(ax, x.const_like(PAYNE_HANEK_MIN * 2)))
+    r, q = big.where(ph_r, r), big.where(ph_q, q)
   r2 = r * r
-  s = r * _poly(r2, [1.0, -1/6, 1/120, -1/5040, 1/362880, -1/39916800])
-  c = _poly(r2, [1.0, -1/2, 1/24, -1/720, 1/40320, -1/3628800, 1/479001600])
-  q = k.cast(dtypes.int32) & 3
+  nterms = 6 if f32 else 9
+  s = r * _poly(r2, [(-1) ** n / math.factorial(2 * n + 1) for n in range(nterms)])
+  c = _poly(r2, [(-1) ** n / math.factorial(2 * n) for n in range(nterms + 1)])
+  q = q & 3
   ret = (q & 1).eq(1).where(c, s)
   ret = (q & 2).eq(2).where(-ret, ret)
+  ret = (x < 0).where(-ret, ret)
   bad = x.ne(x) | x.eq(float("inf")) | x.eq(float("-inf"))
   return bad.where(x.const_like(float("nan")), ret)
 

@@ -281,7 +281,16 @@ symbolic_simple = PatternMatcher([
   (UPat(Ops.WHERE, src=(V("c", dtypes.bool).ne(True), V("a"), V("b"))), fold_flip_not),
 ])
 
+def fold_empty_loop(x: UOp) -> UOp | None:
+  """A REDUCE over a range that runs no iteration is its identity; an END over one does nothing (an empty GROUP).
+  NOTE: such a range has bounds (0, 0), so the code under it folds as if it ran once: it must go (found by fuzz)."""
+  if not any(r.op is Ops.RANGE and r.src[0].vmax < 1 for r in x.src[1:]): return None
+  if x.op is Ops.END: return UOp.group()
+  return x.const_like({Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(x.dtype)}[x.arg])
+
 symbolic = symbolic_simple + PatternMatcher([
+  # a loop that runs no iteration
+  (UPat((Ops.END, Ops.REDUCE), name="x"), fold_empty_loop),
   # a node whose bounds are one value is that value
   (UPat(GroupOp.ALU, name="x"), fold_by_bounds),
   # integer identities

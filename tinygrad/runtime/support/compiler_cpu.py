@@ -1,6 +1,6 @@
 """The system C compiler (cc, clang or gcc) turning a rendered C kernel into a shared object (bytes)."""
 from __future__ import annotations
-import os, platform, shutil, subprocess, tempfile
+import os, platform, shutil, subprocess, tempfile, functools
 from tinygrad.device import Compiler, CompileError, DeviceOpenError, numbered
 from tinygrad.helpers import CC
 
@@ -22,6 +22,20 @@ def find_cc() -> str:
   raise DeviceOpenError("CPU: no C compiler found (looked for cc, clang, gcc on PATH). Install one "
                         "(`apt-get install clang` or `apt-get install gcc`) or set CC= to its path")
 
+# NOTE: gcc 12 with binutils 2.40 emits masked `vmovsh` (AVX512-FP16) for a _Float16 select, which the assembler
+# rejects ("unsupported masking for `vmovsh'"): half kernels with nested where() fail to compile on machines with
+# AVX512-FP16. Without the native half instructions gcc computes half through float (F16C), which both tools handle.
+FALLBACK_FLAGS = ("-mno-avx512fp16",)
+
+@functools.cache
+def accepted_flags(cc: str, flags: tuple[str, ...]) -> tuple[str, ...]:
+  """The flags of `flags` this compiler knows (an older one rejects -mno-avx512fp16, and needs none of it)."""
+  def ok(flag: str) -> bool:
+    try: return subprocess.run([cc, flag, "-fsyntax-only", "-x", "c", "-"], input=b"int x;", capture_output=True,
+                               timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired): return False
+  return tuple(f for f in flags if ok(f))
+
 def cc_version(cc: str) -> str:
   try: out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
   except (OSError, subprocess.TimeoutExpired) as e:
@@ -31,7 +45,8 @@ def cc_version(cc: str) -> str:
 class CCompiler(Compiler):
   """Compiles C source to a shared object. The cache key holds the compiler, its version, the machine and the flags."""
   def __init__(self, cc: str | None = None, flags: tuple[str, ...] = CFLAGS):
-    self.cc, self.flags = cc or find_cc(), tuple(flags)
+    self.cc = cc or find_cc()
+    self.flags = tuple(flags) + accepted_flags(self.cc, FALLBACK_FLAGS)
     super().__init__(f"cc|{self.cc}|{cc_version(self.cc)}|{platform.machine()}|{' '.join(self.flags)}")
   def compile(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="tinygrad-cc-") as d:
