@@ -21,9 +21,83 @@ def _symbolic_run(a: argparse.Namespace) -> int:
   print(summ)
   return 1 if summ.failures else 0
 
+def _run_args(p: argparse.ArgumentParser) -> None:
+  from fuzz.backends import BACKENDS, DEFAULT_BACKENDS
+  p.add_argument("--minutes", type=float, default=1.0, help="how long to fuzz (then reductions get --reduce-grace)")
+  p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
+                 help=f"comma list of {', '.join(BACKENDS)} (default: {','.join(DEFAULT_BACKENDS)})")
+  p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
+  p.add_argument("--out", required=True, help="campaign directory: corpus/, findings/, logs/, stats.json")
+  p.add_argument("--level", default="kernel", choices=["kernel", "tensor", "symbolic"])
+  p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--batch", type=int, default=16, help="cases per worker job (one shared object per batch on cpu)")
+  p.add_argument("--step-timeout", type=float, default=120.0, help="seconds without progress before a worker is hung")
+  p.add_argument("--no-reduce", action="store_true", help="write findings as found, without reducing them")
+  p.add_argument("--reduce-checks", type=int, default=300, help="candidate checks per finding")
+  p.add_argument("--reduce-grace", type=float, default=120.0, help="seconds after the deadline to finish reductions")
+  p.add_argument("--spec", type=int, default=2, help="SPEC level of the workers")
+  p.add_argument("--bounds", action="store_true", help="z3-prove every access in bounds (IGNORE_OOB=0): slower")
+  p.add_argument("--setup", default=None, help="module:function each worker calls first (planted-bug experiments)")
+  p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
+
+def _run_run(a: argparse.Namespace) -> int:
+  from fuzz.campaign import CampaignConfig, run_campaign
+  cfg = CampaignConfig(out=a.out, minutes=a.minutes, backends=tuple(b for b in a.backends.split(",") if b),
+                       jobs=a.jobs, level=a.level, seed=a.seed, batch=a.batch, step_timeout=a.step_timeout,
+                       reduce=not a.no_reduce, reduce_checks=a.reduce_checks, reduce_grace=a.reduce_grace,
+                       spec=a.spec, bounds=a.bounds, setup=a.setup, max_cases=a.max_cases)
+  summ = run_campaign(cfg)
+  print(summ)
+  return 0
+
+def _repro_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("file", help="a finding (DIR/findings/<id>.json)")
+  p.add_argument("--backends", default=None, help="comma list (default: the finding's)")
+  p.add_argument("--setup", default=None, help="module:function to call first (the file's own setup is never run)")
+  p.add_argument("--timeout", type=float, default=300.0)
+
+def _repro_run(a: argparse.Namespace) -> int:
+  """Exit status 1 when the finding still reproduces (the bug is there), 0 when it does not (git bisect run)."""
+  from fuzz.campaign import replay
+  from fuzz.findings import read_reproducer
+  f = read_reproducer(a.file)
+  if f.setup and not a.setup:
+    print(f"note: the finding was found with --setup {f.setup}; pass --setup to replay it under the same patch")
+  res = replay(a.file, a.backends.split(",") if a.backends else None, a.setup, a.timeout)
+  print(res)
+  return 1 if res.reproduced else 0
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("dir", help="a campaign directory")
+
+def _report_run(a: argparse.Namespace) -> int:
+  from fuzz.report import write_report
+  html, md = write_report(a.dir)
+  print(f"wrote {html} and {md}")
+  return 0
+
+def _ledger_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--update", action="store_true", help="prove the rules without a current entry and write the ledger")
+  p.add_argument("--force", action="store_true", help="with --update: prove every rule again")
+  p.add_argument("--only", default=None, help="with --update: only rules whose name contains this")
+  p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes for --update")
+
+def _ledger_run(a: argparse.Namespace) -> int:
+  from fuzz.ledger import update_ledger, check_ledger, summarize
+  if a.update: update_ledger(jobs=a.jobs, force=a.force, only=a.only, progress=print)
+  print(summarize())
+  problems = check_ledger()
+  for p in problems: print("LEDGER:", p)
+  return 1 if problems else 0
+
 # name -> (help, add arguments, run); a new subcommand is one more entry here
 SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
   "symbolic": ("prove simplify() sound on random index expressions with z3", _symbolic_args, _symbolic_run),
+  "run": ("a campaign: worker processes, corpus, findings reduced to reproducers", _run_args, _run_run),
+  "repro": ("replay one finding; exit 1 if it still reproduces, 0 if not", _repro_args, _repro_run),
+  "report": ("write DIR/report.html and DIR/report.md for a campaign", _report_args, _report_run),
+  "ledger": ("the z3 certificate of every rewrite rule (fuzz/ledger.json): check it, or --update it", _ledger_args,
+             _ledger_run),
 }
 
 def main(argv: list[str] | None = None) -> int:

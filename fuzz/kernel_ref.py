@@ -154,11 +154,14 @@ class KernelRef:
     dt = buf.dtype.base if isinstance(buf.dtype, PtrDType) else buf.dtype
     return to_storage_np(v, dt) if arr.dtype == np.dtype(to_np_dtype(dt)) else v.astype(arr.dtype)
 
-  def load_bufferize(self, bz: UOp, off: np.ndarray, valid: np.ndarray, zero: np.ndarray) -> np.ndarray:
+  def load_bufferize(self, bz: UOp, off: np.ndarray, valid: np.ndarray, zero: np.ndarray,
+                     value: np.ndarray | None = None) -> np.ndarray:
+    """Read a local BUFFERIZE at offsets `off` (0 where not valid). `value` stands in for the bufferized value's array
+    (an oracle reads a companion array, such as an error bound, through the same layout)."""
     rngs = list(bz.src[1:])
     if any(r.op is not Ops.RANGE for r in rngs): raise KernelRefError("BUFFERIZE(value, *ranges) closes RANGEs")
     size = math.prod(self.size[r] for r in rngs)
-    v = self._full(self.ev(bz.src[0]), rngs)
+    v = self._full(self.ev(bz.src[0]) if value is None else value, rngs)
     # the buffer's own axes last, flattened row-major in the order of its ranges
     axes = [self.axis[r] for r in rngs]
     flat = np.moveaxis(v, axes, list(range(self.nd - len(axes), self.nd)))
@@ -184,7 +187,9 @@ class KernelRef:
       axes = tuple(self.axis[r] for r in rngs)
       part = np.logical_or if dt is dtypes.bool and u.arg is not Ops.MUL else np.logical_and if dt is dtypes.bool else \
         {Ops.ADD: np.add, Ops.MUL: np.multiply, Ops.MAX: np.maximum}[u.arg]
-      return fn(acc, part.reduce(v, axis=axes, keepdims=True, dtype=semantics.holder(dt)))
+      # NOTE: the identity as numpy's initial value too: a reduction over an empty range has no elements
+      init = bool(REDUCE_IDENTITY[u.arg](dt)) if dt is dtypes.bool else REDUCE_IDENTITY[u.arg](dt)
+      return fn(acc, part.reduce(v, axis=axes, keepdims=True, dtype=semantics.holder(dt), initial=init))
     # NOTE: step by step in the loop's order, through the table: the float sums round as the lowered loop's do
     with np.errstate(all="ignore"):
       for point in itertools.product(*[range(self.size[r]) for r in rngs]):

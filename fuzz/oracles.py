@@ -40,6 +40,40 @@ def random_inputs(ast: UOp, seed: int = 0) -> dict[int, np.ndarray]:
     else: ret[n] = storage_of(rs.normal(0, 2, size), dt)
   return ret
 
+def edge_values(dt: DType) -> list[float | int]:
+  """The values of dt where bugs hide: its extremes, 0, +-1, and for floats -0.0, NaN, +-inf and the smallest
+  subnormal and normal magnitudes."""
+  if dt is dtypes.bool: return [0, 1]
+  if dtypes.is_int(dt):
+    lo, hi = int(dtypes.min(dt)), int(dtypes.max(dt))
+    return sorted({lo, lo + 1, hi, hi - 1, 0, 1, 2, (hi + 1) // 2, *([-1, -2] if lo < 0 else [])})
+  from fuzz.budget import FLOAT_FORMAT
+  mant, emin, maxf = FLOAT_FORMAT[dt.scalar()]
+  return [0.0, -0.0, 1.0, -1.0, 0.5, float("nan"), float("inf"), float("-inf"), maxf, -maxf, 2.0 ** (emin - mant),
+          -(2.0 ** emin), 2.0 ** emin, 3.0, -7.5]
+
+def kernel_inputs(ast: UOp, seed: int = 0, p_edge: float = 0.15) -> dict[int, np.ndarray]:
+  """Data for every buffer of a kernel, as storage arrays, each buffer drawn from (seed, its number) so that a buffer
+  keeps its data when others are added or removed (a reducer relies on it): floats ~ N(0, 2) and small ints, with a
+  share `p_edge` of edge values (NaN, +-inf, -0.0, subnormals, the extremes)."""
+  ret: dict[int, np.ndarray] = {}
+  for n, pdt in sorted(kernel_buffers(ast).items()):
+    dt, size = pdt.base.scalar(), pdt.size
+    rs = np.random.default_rng([seed & 0xFFFFFFFF, n])
+    edges = np.array(edge_values(dt), dtype=object)
+    pick = rs.random(size) < p_edge
+    if dt is dtypes.bool: v: np.ndarray = rs.integers(0, 2, size).astype(np.bool_)
+    elif dtypes.is_int(dt):
+      lo, hi = (0, 40) if dtypes.is_unsigned(dt) else (-20, 21)
+      v = rs.integers(lo, hi, size).astype(object)
+      v = np.where(pick, edges[rs.integers(0, len(edges), size)], v).astype(to_np_dtype(dt))
+    else:
+      f = np.where(rs.random(size) < 0.3, rs.integers(-8, 9, size).astype(np.float64), rs.normal(0, 2, size))
+      f = np.where(pick, edges[rs.integers(0, len(edges), size)].astype(np.float64), f)
+      with np.errstate(over="ignore"): v = storage_of(f, dt)
+    ret[n] = v
+  return ret
+
 def storage_of(x: np.ndarray, dt: DType) -> np.ndarray:
   """Values -> the array a buffer of `dt` holds (fp8/bfloat16 rounded to the format and given as bits)."""
   from tinygrad.dtype import to_storage_np

@@ -1,7 +1,14 @@
 """Public hypothesis strategies of the fuzz harness, in front of seeded builders that atheris and plain scripts use too.
 
 A builder takes a `Chooser` (integers and choices from some source of randomness): `RandomChooser` wraps random.Random
-(fast, seeded: for campaigns and `python -m fuzz`), `DrawChooser` wraps hypothesis' `draw` (shrinkable: for pytest).
+(fast, seeded: for `python -m fuzz symbolic` and scripts), `DrawChooser` wraps hypothesis' `draw` (shrinkable: for
+pytest), `BytesChooser` reads a byte string (for campaigns and coverage-guided engines: a corpus entry is the bytes, a
+mutation of the bytes is a nearby input; atheris' FuzzedDataProvider fits the protocol through `FDPChooser`).
+
+Three levels of generators, each `build_*(chooser, config)` plus a hypothesis strategy:
+  - symbolic index expressions: `build_index_expression` / `index_expressions` (IndexExprConfig)
+  - kernel ASTs that pass kernel_spec: `build_kernel` / `kernel_cases` (KernelConfig -> KernelCase; fuzz/kernel_gen.py)
+  - tensor programs through the public Tensor API: `fuzz.tensor_programs.build_tensor_program` / `tensor_programs`
 """
 from __future__ import annotations
 import random
@@ -27,6 +34,29 @@ class DrawChooser:
   def __init__(self, draw: Callable[[st.SearchStrategy[Any]], Any]): self.draw = draw
   def integer(self, lo: int, hi: int) -> int: return int(self.draw(st.integers(lo, hi)))
   def choice(self, seq: Sequence[T]) -> T: return seq[int(self.draw(st.integers(0, len(seq) - 1)))]
+
+class BytesChooser:
+  """Choices read from a byte string, little by little: integer(lo, hi) takes the fewest bytes that cover hi - lo + 1
+  values (none when lo == hi). Past the end it reads zeros, so every choice falls to its first option and any byte
+  string (the empty one included) builds an input. `used` is how many bytes were read (a corpus keeps that prefix)."""
+  def __init__(self, data: bytes):
+    self.data, self.pos = bytes(data), 0
+  @property
+  def used(self) -> int: return min(self.pos, len(self.data))
+  def integer(self, lo: int, hi: int) -> int:
+    if hi <= lo: return lo
+    n = hi - lo + 1
+    k = (n.bit_length() + 7) // 8
+    chunk = self.data[self.pos:self.pos + k]
+    self.pos += k
+    return lo + int.from_bytes(chunk.ljust(k, b"\0"), "little") % n
+  def choice(self, seq: Sequence[T]) -> T: return seq[self.integer(0, len(seq) - 1)]
+
+class FDPChooser:
+  """An atheris FuzzedDataProvider as a Chooser (ConsumeIntInRange)."""
+  def __init__(self, fdp: Any): self.fdp = fdp
+  def integer(self, lo: int, hi: int) -> int: return lo if hi <= lo else int(self.fdp.ConsumeIntInRange(lo, hi))
+  def choice(self, seq: Sequence[T]) -> T: return seq[self.integer(0, len(seq) - 1)]
 
 # ---- symbolic index expressions ----
 
@@ -154,5 +184,17 @@ def index_expression_batches(size: int, cfg: IndexExprConfig | None = None) -> s
     return [build_index_expression(RandomChooser(seed * 1_000_003 + i), cfg) for i in range(size)]
   return st.integers(0, 2**32 - 1).map(batch)
 
-__all__ = ["Chooser", "RandomChooser", "DrawChooser", "IndexExprConfig", "wrapping_config", "build_index_expression",
-           "index_expressions", "index_expression_batches", "variables_of"]
+# ---- kernel ASTs (the builder lives in fuzz/kernel_gen.py) ----
+
+from fuzz.kernel_gen import ALL_DTYPES, KernelConfig, KernelCase, build_kernel, random_opts  # noqa: E402
+
+def kernel_cases(cfg: KernelConfig | None = None) -> st.SearchStrategy[KernelCase]:
+  """Hypothesis strategy of random kernels (KernelCase: ast, var_vals, candidate opts, input seed)."""
+  @st.composite
+  def strat(draw: Callable[[st.SearchStrategy[Any]], Any]) -> KernelCase:
+    return build_kernel(DrawChooser(draw), cfg)
+  return strat()
+
+__all__ = ["Chooser", "RandomChooser", "DrawChooser", "BytesChooser", "FDPChooser", "IndexExprConfig",
+           "wrapping_config", "build_index_expression", "index_expressions", "index_expression_batches",
+           "variables_of", "ALL_DTYPES", "KernelConfig", "KernelCase", "build_kernel", "random_opts", "kernel_cases"]

@@ -138,11 +138,47 @@ def _setitem(t, idx, v):
   c.assign(t)
   c[idx] = v
   return c
+def _grad(f, x, w):
+  t = x.detach().clone()
+  t.requires_grad = True
+  return f(t).gradient(t, gradient=w)[0]
+def _ix(values, shape):
+  return Tensor(np.array(values, dtype=np.int32).reshape(shape), device=DEVICE)
 """
+
+# ---- the newer API ops: their reference is torch (CPU), run on the numpy values in float64 ----
+
+GRAD_OPS = ("roll", "tril", "triu", "gather", "scatter", "pad", "avg_pool2d", "conv2d", "einsum", "interpolate",
+            "conv_transpose2d", "logsumexp")
+
+def _torch_fn(src: str) -> Callable[..., Any]:
+  """`lambda a, b, ...: <src>` with torch in scope. The text comes from this module's op table, never from a file."""
+  import torch
+  return eval(f"lambda a=None, b=None, c=None: {src}", {"torch": torch, "F": torch.nn.functional})
+
+def _to_torch(x: Any) -> Any:
+  import torch
+  a = np.asarray(x)
+  if a.dtype.kind == "f": return torch.from_numpy(a.astype(np.float64))
+  if a.dtype == np.bool_: return torch.from_numpy(a.copy())
+  return torch.from_numpy(a.astype(np.int64))
+
+def _np_torch(src: str, out: Any, *args: Any) -> np.ndarray:
+  """The value of torch `src` on the arrays `args` (as a, b, c), cast to numpy dtype `out`."""
+  r = _torch_fn(src)(*[_to_torch(a) for a in args])
+  with np.errstate(all="ignore"): return np.asarray(r.detach().numpy()).astype(out)
+
+def _np_torch_grad(src: str, out: Any, x: Any, w: Any, *rest: Any) -> np.ndarray:
+  """d sum(f(x) * w) / dx for f = torch `src` (x as a, the rest as b, c), in float64, cast to `out`."""
+  import torch
+  t = _to_torch(x).requires_grad_(True)
+  y = _torch_fn(src)(t, *[_to_torch(a) for a in rest])
+  g, = torch.autograd.grad(y, t, grad_outputs=_to_torch(w).to(y.dtype), allow_unused=True)
+  return (np.zeros(np.shape(x)) if g is None else g.numpy()).astype(out)
 
 NP_NAMESPACE: dict[str, Any] = {"np": np, "_setitem": _np_setitem, "_softmax": _np_softmax, "_reduce": _np_reduce,
                                 "_floordiv": _np_floordiv, "_mod": _np_mod, "_cast": _np_cast, "_pad": _np_pad,
-                                "_sigmoid": _np_sigmoid}
+                                "_sigmoid": _np_sigmoid, "_torch": _np_torch, "_torch_grad": _np_torch_grad}
 
 # ---- the builder ----
 
@@ -218,7 +254,7 @@ class _Builder:
     kinds: list[Callable[[], bool]] = [self.unary, self.binary, self.binary, self.compare, self.where, self.cast,
                                        self.reduce, self.reduce, self.movement, self.movement, self.movement,
                                        self.cat, self.getitem, self.setitem, self.composite, self.materialize,
-                                       self.source]
+                                       self.source, self.api, self.api, self.grad, self.grad]
     return self.ch.choice(kinds)()
 
   def unary(self) -> bool:
@@ -509,6 +545,140 @@ class _Builder:
     else: return False
     return True
 
+  # -- the newer API ops against torch --
+  def api_op(self, v: Val, x: str) -> tuple[str, str, tuple[int, ...], DType, float, float, list[str]] | None:
+    """One op of the newer API on value v (named x): (tinygrad code, torch code over a, b, c, shape, dtype, bound,
+    error, extra operand names), or None when the drawn op does not apply to v."""
+    nd, sh, dt, B, E = len(v.shape), v.shape, v.dtype, v.bound, v.err
+    eps = EPS.get(dt, 0.0)
+    k = self.ch.integer(0, 13)
+    # NOTE: torch's pooling, convolutions, padding modes and interpolation refuse empty axes
+    if 7 <= k <= 12 and 0 in sh: return None
+    d = self.ch.integer(0, nd - 1) if nd else 0
+    if k == 0 and nd and dt is not dtypes.bool:
+      desc = self.coin()
+      return f"{x}.sort({d}, descending={desc})[0]", f"a.sort({d}, descending={desc})[0]", sh, dt, B, E, []
+    if k == 1 and nd and sh[d] > 0 and dt is not dtypes.bool:
+      kk, big = self.ch.integer(1, sh[d]), self.coin()
+      return (f"{x}.topk({kk}, {d}, largest={big})[0]", f"a.topk({kk}, {d}, largest={big})[0]",
+              sh[:d] + (kk,) + sh[d + 1:], dt, B, E, [])
+    if k == 2 and nd and dt is not dtypes.bool:
+      return f"{x}.cummax({d})", f"a.cummax({d})[0]", sh, dt, B, E, []
+    if k == 3 and nd:
+      sft = self.ch.integer(-4, 4)
+      return f"{x}.roll({sft}, {d})", f"a.roll({sft}, {d})", sh, dt, B, E, []
+    if k == 4 and nd >= 2:
+      dg, f = self.ch.integer(-2, 2), self.ch.choice(["tril", "triu"])
+      return f"{x}.{f}({dg})", f"a.{f}({dg})", sh, dt, B, E, []
+    if k == 5 and nd and sh[d] > 0:
+      # gather with indices anywhere in the axis, of a drawn length along it
+      n = self.ch.integer(0, 4)
+      ish = sh[:d] + (n,) + sh[d + 1:]
+      idx = [self.ch.integer(0, sh[d] - 1) for _ in range(math.prod(ish))]
+      return (f"{x}.gather({d}, _ix({idx}, {ish}))", f"a.gather({d}, torch.tensor({idx}).reshape({ish}))", ish, dt, B,
+              E, [])
+    if k == 6 and nd and 0 < sh[d] and dt is not dtypes.bool:
+      # scatter a scalar at distinct positions of each line along d
+      n = self.ch.integer(1, sh[d])
+      ish = sh[:d] + (n,) + sh[d + 1:]
+      rows = [list(self.rng.permutation(sh[d])[:n]) for _ in range(math.prod(ish) // max(n, 1))]
+      pos = np.moveaxis(np.array(rows, dtype=np.int64).reshape(*(s_ for i, s_ in enumerate(ish) if i != d), n), -1, d)
+      c = self.ch.integer(-3, 3)
+      lst = pos.ravel().tolist()
+      return (f"{x}.scatter({d}, _ix({lst}, {ish}), {c})", f"a.scatter({d}, torch.tensor({lst}).reshape({ish}), {c})",
+              sh, dt, max(B, abs(c)), E, [])
+    if k == 7 and nd in (3, 4) and all(s_ >= 2 for s_ in sh[-2:]) and dt is not dtypes.bool:
+      mode = self.ch.choice(["reflect", "replicate", "circular", "constant"])
+      lim = min(sh[-1], sh[-2]) - 1
+      pads = [self.ch.integer(0, max(0, lim)) for _ in range(4)]
+      shape = sh[:-2] + (sh[-2] + pads[2] + pads[3], sh[-1] + pads[0] + pads[1])
+      if math.prod(shape) > self.max_numel: return None
+      return (f"{x}.pad({tuple(pads)}, mode={mode!r})", f"F.pad(a, {tuple(pads)}, mode={mode!r})", shape, dt, B, E, [])
+    if k == 8 and nd in (3, 4) and all(s_ >= 2 for s_ in sh[-2:]) and dtypes.is_float(dt):
+      ks, st_ = self.ch.integer(1, 2), self.ch.integer(1, 2)
+      f = self.ch.choice(["max_pool2d", "avg_pool2d"])
+      out = tuple((s_ - ks) // st_ + 1 for s_ in sh[-2:])
+      e = E if f == "max_pool2d" else E + 4 * eps * B * ks * ks
+      return f"{x}.{f}({ks}, {st_})", f"F.{f}(a, {ks}, {st_})", sh[:-2] + out, dt, B, e, []
+    if k == 9 and nd == 4 and dtypes.is_float(dt):
+      cout, ks, pad = self.ch.integer(1, 3), self.ch.integer(1, 3), self.ch.integer(0, 1)
+      if any(s_ + 2 * pad < ks for s_ in sh[-2:]): return None
+      w = self.input((cout, sh[1], ks, ks), dt)
+      wv = self.prog.vals[w]
+      out = (sh[0], cout) + tuple(s_ + 2 * pad - ks + 1 for s_ in sh[-2:])
+      n = sh[1] * ks * ks
+      b = max(n, 1) * B * wv.bound
+      if math.prod(out) > self.max_numel or b > FLOAT_LIMIT[dt]: return None
+      return (f"{x}.conv2d({self.name(w)}, padding={pad})", f"F.conv2d(a, b, padding={pad})", out, dt, b,
+              n * (E * wv.bound + 2 * eps * B * wv.bound) + eps * b, [self.name(w)])
+    if k == 10 and nd == 2 and dtypes.is_float(dt):
+      m = self.ch.choice(self.sizes[:8])
+      w = self.input((sh[1], m), dt)
+      wv = self.prog.vals[w]
+      f = self.ch.choice(["ij,jk->ik", "ij,jk->ki", "ij,jk->i"])
+      out = {"ij,jk->ik": (sh[0], m), "ij,jk->ki": (m, sh[0]), "ij,jk->i": (sh[0],)}[f]
+      n = sh[1] * (m if f == "ij,jk->i" else 1)
+      b = max(n, 1) * B * wv.bound
+      if math.prod(out) > self.max_numel or b > FLOAT_LIMIT[dt]: return None
+      return (f"Tensor.einsum({f!r}, {x}, {self.name(w)})", f"torch.einsum({f!r}, a, b)", out, dt, b,
+              n * (E * wv.bound + 2 * eps * B * wv.bound) + eps * b, [self.name(w)])
+    if k == 11 and nd in (3, 4) and dtypes.is_float(dt):
+      size = tuple(self.ch.integer(1, 6) for _ in range(nd - 2))
+      out = sh[:2] + size
+      if math.prod(out) > self.max_numel: return None
+      return (f"{x}.interpolate(size={size}, mode='nearest')", f"F.interpolate(a, size={size}, mode='nearest')", out,
+              dt, B, E, [])
+    if k == 12 and nd == 4 and dtypes.is_float(dt):
+      cout, ks, st_ = self.ch.integer(1, 2), self.ch.integer(1, 3), self.ch.integer(1, 2)
+      w = self.input((sh[1], cout, ks, ks), dt)
+      wv = self.prog.vals[w]
+      out = (sh[0], cout) + tuple((s_ - 1) * st_ + ks for s_ in sh[-2:])
+      n = sh[1] * ks * ks
+      b = max(n, 1) * B * wv.bound
+      if math.prod(out) > self.max_numel or b > FLOAT_LIMIT[dt]: return None
+      return (f"{x}.conv_transpose2d({self.name(w)}, stride={st_})", f"F.conv_transpose2d(a, b, stride={st_})", out,
+              dt, b, n * (E * wv.bound + 2 * eps * B * wv.bound) + eps * b, [self.name(w)])
+    if k == 13 and nd and dtypes.is_float(dt) and B < 30:
+      return (f"{x}.logsumexp({d})", f"a.logsumexp({d})", sh[:d] + sh[d + 1:], dt, B + math.log(max(sh[d], 1)) + 1,
+              E + 8 * eps * (B + math.log(max(sh[d], 1)) + 2), [])
+    return None
+
+  def api(self) -> bool:
+    """A newer API op (sort, topk, cummax, roll, tril/triu, gather, scatter, pad modes, pooling, conv2d, einsum,
+    interpolate, conv_transpose2d, logsumexp) against torch."""
+    i = self.pick(lambda v: len(v.shape) > 0)
+    if i is None: return False
+    v = self.prog.vals[i]
+    op = self.api_op(v, self.name(i))
+    if op is None: return False
+    tg, th, shape, dt, b, e, extra = op
+    args = ", ".join([self.name(i), *extra])
+    self.add(tg, f"_torch({th!r}, {NP_DTYPE[dt]}, {args})", Val(shape, dt, b, e))
+    return True
+
+  def grad(self) -> bool:
+    """The gradient of sum(f(x) * w) with respect to x, for a newer API op f (or a composite), against torch."""
+    i = self.pick(lambda v: len(v.shape) > 0 and v.dtype is dtypes.float32 and v.exact)
+    if i is None: return False
+    v = self.prog.vals[i]
+    op = self.api_op(v, "t")
+    if op is None: return False
+    tg, th, shape, dt, b, e, extra = op
+    # NOTE: ops whose gradient depends on which of equal values wins (sort, topk, cummax, max_pool) are left out: torch
+    # does not promise tinygrad's tie order
+    if dt is not dtypes.float32 or not any(f".{n}(" in tg for n in GRAD_OPS): return False
+    w = self.input(shape, dtypes.float32)
+    wv = self.prog.vals[w]
+    n = max(1, math.prod(shape))
+    # NOTE: the gradient sums w (times the op's derivative) over every output an input feeds: a bound of that sum
+    gb = n * wv.bound * max(b, 1.0)
+    ge = n * (wv.bound * e + 4 * EPS[dt] * wv.bound * max(b, 1.0)) + EPS[dt] * gb
+    if gb > FLOAT_LIMIT[dt]: return False
+    args = ", ".join([self.name(i), self.name(w), *extra])
+    self.add(f"_grad(lambda t: {tg}, {self.name(i)}, {self.name(w)})", f"_torch_grad({th!r}, np.float32, {args})",
+             Val(v.shape, dtypes.float32, gb, ge))
+    return True
+
   def factor(self, n: int, like: tuple[int, ...]) -> tuple[int, ...]:
     """A random shape with n elements (0 elements: some axis 0), up to 4 axes."""
     if n == 0:
@@ -642,14 +812,19 @@ def run_numpy(prog: TensorProgram) -> list[np.ndarray]:
     with np.errstate(all="ignore"): env[f"v{i}"] = d if isinstance(d, np.ndarray) else np.asarray(eval(d[1], env))
   return [env[f"v{o}"] for o in prog.outputs]
 
-def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
-  """The program's outputs as realized Tensors on `device`."""
+def run_tensor_lazy(prog: TensorProgram, device: str) -> list[Any]:
+  """The program's outputs as Tensors on `device`, not realized (steps that realize on purpose have run)."""
   from tinygrad import Tensor
   env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes, "DEVICE": device, "np": np}
   exec(TG_HELPERS, env)
   for i, d in enumerate(prog.defs):
     env[f"v{i}"] = Tensor(d.copy(), device=device) if isinstance(d, np.ndarray) else eval(d[0], env)
-  outs = [env[f"v{o}"] for o in prog.outputs]
+  return [env[f"v{o}"] for o in prog.outputs]
+
+def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
+  """The program's outputs as realized Tensors on `device`."""
+  from tinygrad import Tensor
+  outs = run_tensor_lazy(prog, device)
   Tensor.realize(*outs)
   return outs
 

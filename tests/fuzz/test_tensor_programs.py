@@ -58,3 +58,31 @@ def test_builder_covers_dtypes_and_empty_shapes():
   assert {v.dtype for v in vals} == {dtypes.float32, dtypes.float16, dtypes.int32, dtypes.bool}
   assert any(0 in v.shape for v in vals) and any(v.shape == () for v in vals)
   assert any(len(p.outputs) > 1 for p in progs)
+
+_PROGS: list = []
+def _programs() -> list:
+  if not _PROGS: _PROGS.extend(build_tensor_program(RandomChooser(s), 6) for s in range(400))
+  return _PROGS
+
+def _with(kind: str) -> list:
+  return [p for p in _programs() if any(isinstance(d, tuple) and kind in d[0] for d in p.defs)]
+
+def test_newer_api_ops_and_gradients_match_torch():
+  progs = _with("_grad(")[:3] + _with(".conv2d(")[:2] + _with(".sort(")[:2]
+  assert len(progs) >= 5
+  for p in progs: check_program(p, devices=("CPU",))
+
+def test_api_steps_cover_the_newer_ops():
+  seen = {name for p in _programs() for d in p.defs if isinstance(d, tuple)
+          for name in ("sort", "topk", "cummax", "roll", "tril", "triu", "gather", "scatter", ".pad(", "pool2d",
+                       "conv2d", "einsum", "interpolate", "conv_transpose2d", "logsumexp", "_grad(") if name in d[0]}
+  assert len(seen) >= 14, seen
+
+def test_a_wrong_gradient_is_caught(monkeypatch):
+  from tinygrad import Tensor
+  prog = _with("_grad(lambda t: t.roll(")[0]
+  check_program(prog, devices=("CPU",))
+  orig = Tensor.roll
+  # the planted bug: roll shifts one further than asked, so its gradient lands one place off
+  monkeypatch.setattr(Tensor, "roll", lambda self, shifts, dims=None: orig(self, shifts + 1, dims))
+  with pytest.raises(ProgramMismatch): check_program(prog, devices=("CPU",))

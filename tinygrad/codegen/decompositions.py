@@ -1,5 +1,6 @@
 """Ops the target lacks, rewritten into ops it has: THREEFRY into uint32 arithmetic, arithmetic on emulated dtypes
-(bfloat16, fp8 stored as bits) through float32, and exp2/log2/sin as float polynomials (TRANSCENDENTAL)."""
+(bfloat16, fp8 stored as bits) through float32, integer division by a constant as a multiply and shifts (where the
+renderer says division is slow), and exp2/log2/sin as float polynomials (TRANSCENDENTAL)."""
 from __future__ import annotations
 import fractions, math
 from tinygrad.uop import Ops, GroupOp
@@ -69,8 +70,60 @@ pm_emulated_dtypes = PatternMatcher([
 pm_decompose = PatternMatcher([
   (UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key")), name="t"),
    lambda ctx, t, x, key: None if ctx.supports_op(Ops.THREEFRY, t.dtype) else decompose_threefry(x, key)),
+  # NOTE: integers only: MULACC of floats is fused (one rounding), and a*b+c rounds twice
   (UPat(Ops.MULACC, src=(UPat.var("a"), UPat.var("b"), UPat.var("c")), name="m"),
-   lambda ctx, m, a, b, c: None if ctx.supports_op(Ops.MULACC, m.dtype) else a * b + c),
+   lambda ctx, m, a, b, c: None if ctx.supports_op(Ops.MULACC, m.dtype) or dtypes.is_float(m.dtype) else a * b + c),
+])
+
+# ---- integer division by a constant as a multiply and shifts (targets whose renderer sets slow_int_div) ----
+# NOTE: Granlund-Montgomery round-up magic numbers; fuzz/ledger_codegen.py proves the graphs with z3 for every divisor
+
+def magic_unsigned(d: int, bits: int) -> tuple[int, int]:
+  """(m - 2**bits, s) for a divisor 1 <= d < 2**bits: x // d == (x*m) >> (bits + s) for every 0 <= x < 2**bits, with
+  s = ceil(log2 d) and m = 2**(bits+s) // d + 1, a (bits+1)-bit number: the graph adds x for m's top bit."""
+  s = (d - 1).bit_length()
+  return (1 << (bits + s)) // d + 1 - (1 << bits), s
+
+def magic_signed(d: int, bits: int) -> tuple[int, int]:
+  """(m, p) for a divisor 1 <= d < 2**(bits-1): trunc(x / d) == floor(x*m / 2**p) + (1 if x < 0 else 0) for every
+  signed bits-wide x, with p = bits - 1 + ceil(log2 d) and m = 2**p // d + 1 <= 2**bits (x*m fits 2*bits signed)."""
+  p = bits - 1 + (d - 1).bit_length()
+  return (1 << p) // d + 1, p
+
+def udiv_magic(x: UOp, mlow: UOp, s: int, bits: int, wide: DType) -> UOp:
+  """x // d for x >= 0 as ((x*mlow >> bits) + x) >> s, in `wide` (twice the width: no step overflows)."""
+  xw = x.cast(wide)
+  return (((xw * mlow) >> bits) + xw) >> s
+
+def sdiv_magic(x: UOp, m: UOp, p: int, bits: int, wide: DType) -> UOp:
+  """trunc(x / d) for d > 0 as (x*m >> p) + (x < 0), in `wide`; the sign term is left out where x >= 0."""
+  xw = x.cast(wide)
+  q = (xw * m) >> p
+  # NOTE: xw >> (2*bits - 1) is -1 for a negative x and 0 otherwise (an arithmetic shift)
+  return q if x.vmin >= 0 else q - (xw >> (2 * bits - 1))
+
+def fast_idiv(x: UOp, d: int) -> UOp:
+  """x // d (C truncation, MIN // -1 == MIN) for a scalar int32/uint32 x and a nonzero constant d of its dtype."""
+  dt = x.dtype
+  if dtypes.is_unsigned(dt):
+    if d & (d - 1) == 0: return x >> (d.bit_length() - 1)
+    mlow, s = magic_unsigned(d, 32)
+    return udiv_magic(x, UOp.const(dtypes.uint64, mlow), s, 32, dtypes.uint64).cast(dt)
+  if d == 1: return x
+  if d == -1: return x * -1
+  if d == -2**31: return x.eq(-2**31).cast(dt)
+  if d < 0: return fast_idiv(x, -d) * -1
+  m, p = magic_signed(d, 32)
+  return sdiv_magic(x, UOp.const(dtypes.int64, m), p, 32, dtypes.int64).cast(dt)
+
+def lower_divmod_const(dm: UOp, x: UOp, c: UOp) -> UOp | None:
+  if dm.dtype not in (dtypes.int32, dtypes.uint32) or c.arg == 0: return None
+  q = fast_idiv(x, int(c.arg))
+  # NOTE: SUB, not x + q*c*-1: the remainder never wraps, and an unsigned -1 would be 2**32-1
+  return q if dm.op is Ops.IDIV else UOp(Ops.SUB, dm.dtype, (x, q * c))
+
+pm_fast_divmod = PatternMatcher([
+  (UPat((Ops.IDIV, Ops.MOD), src=(UPat.var("x"), UPat(Ops.CONST, name="c")), name="dm"), lower_divmod_const),
 ])
 
 # ---- transcendental functions as polynomials (TRANSCENDENTAL>=2, or targets without them) ----

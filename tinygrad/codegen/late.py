@@ -21,7 +21,13 @@ def _lower_one(u: UOp, nsrc: tuple[UOp, ...]) -> UOp:
     if u.op is Ops.CONST:
       if isinstance(u.arg, InvalidType): raise ValueError("index lowering: Invalid outside an INDEX mask")
       return UOp.const((dtypes.int32 if INT32_MIN <= u.arg <= INT32_MAX else dtypes.int64).vec(u.dtype.count), u.arg)
-    if u.op is Ops.DEFINE_VAR: t = dtypes.int32
+    if u.op is Ops.DEFINE_VAR:
+      # NOTE: a variable is passed to the kernel as an int32 argument: a wider one would be truncated
+      lo, hi = u.arg[1], u.arg[2]
+      if not (isinstance(lo, int) and isinstance(hi, int) and INT32_MIN <= lo <= hi <= INT32_MAX):
+        raise ValueError(f"index lowering: variable {u.arg[0]!r} has bounds [{lo}, {hi}] beyond int32; "
+                         "kernel variables are int32 arguments: bind it to a value in range or split the loop")
+      t = dtypes.int32
     elif any(s.dtype.scalar() is dtypes.int64 for s in ints) or not _fits32(u): t = dtypes.int64
     else: t = dtypes.int32
     # NOTE: a WHERE's condition stays bool; every integer operand is widened to the node's width

@@ -20,15 +20,27 @@ def loop_nesting(nodes: list[UOp]) -> dict[UOp, tuple[UOp, ...]]:
   for u in nodes:
     if u.op is Ops.END and len(u.src) != 2: raise ValueError(f"linearize: END closes one range, got {len(u.src) - 1}")
     if u.op is Ops.RANGE and u not in ends: raise ValueError(f"linearize: RANGE {u.arg} is never closed by an END")
+  # NOTE: a side effect runs in the loops whose END closes it even when it does not use their range: such an END
+  # survives only when its loop may run no iteration (found by fuzz: a store hoisted out of an empty loop ran once)
+  wrapped: dict[UOp, set[UOp]] = {}
+  for e in nodes:
+    if e.op is not Ops.END: continue
+    todo_fx = [e.src[0]]
+    while todo_fx:
+      x = todo_fx.pop()
+      if x.op not in (Ops.STORE, Ops.GROUP, Ops.END) or e.src[1] in wrapped.get(x, ()): continue
+      wrapped.setdefault(x, set()).add(e.src[1])
+      if x.op is not Ops.STORE: todo_fx.extend(x.src if x.op is Ops.GROUP else x.src[:1])
   memo: dict[UOp, frozenset[UOp]] = {}
   def enclosing(u: UOp) -> frozenset[UOp]:
     if (got := memo.get(u)) is not None: return got
     seen: set[UOp] = set()
-    todo = [r for r in u._ranges if r is not u]
+    todo = [r for r in u._ranges if r is not u] + [r for r in wrapped.get(u, ()) if r is not u]
     while todo:
       if (rng := todo.pop()) in seen: continue
       seen.add(rng)
       todo.extend(ends[rng]._ranges)
+      todo.extend(wrapped.get(ends[rng], ()))
     memo[u] = ret = frozenset(seen)
     return ret
   depth = {r: len(enclosing(ends[r])) for r in ends}
@@ -87,9 +99,15 @@ def _emit_block(chain: tuple[UOp, ...], nodes: list[UOp], full: dict[UOp, tuple[
 # ---- line_rewrite ----
 
 def line_rewrite(lst: list[UOp]) -> list[UOp]:
-  """A STORE whose INDEX has a gate becomes IF(gate), STORE(ungated INDEX), ENDIF; later lines are rebuilt over it."""
+  """A STORE whose INDEX has a gate becomes the ungated INDEX, IF(gate), STORE, ENDIF; later lines are rebuilt over
+  it."""
   replace: dict[UOp, UOp] = {}
   ret: list[UOp] = []
+  emitted: set[UOp] = set()
+  def emit(*us: UOp) -> None:
+    for x in us:
+      # NOTE: UOps are hash-consed: a line already in the program is that same value, defined once
+      if x not in emitted: ret.append(x); emitted.add(x)
   for orig in lst:
     u = orig.replace(src=tuple(replace.get(s, s) for s in orig.src)) if any(s in replace for s in orig.src) else orig
     if u is not orig: replace[orig] = u
@@ -98,9 +116,14 @@ def line_rewrite(lst: list[UOp]) -> list[UOp]:
       iff = UOp(Ops.IF, src=(idx.src[2],))
       nidx = idx.replace(src=idx.src[:2])
       st = nidx.store(u.src[1])
-      ret.extend([iff, nidx, st, UOp(Ops.ENDIF, src=(iff,))])
+      # NOTE: the ungated INDEX goes before the IF: another store to the same address may use that same INDEX after
+      # the ENDIF, where a definition inside the IF would not reach (found by fuzz: LLVM "does not dominate all uses")
+      # NOTE: the IF/STORE/ENDIF lines always go in: two lanes gated by the same condition share one hash-consed IF,
+      # and deduplicating it would put the second lane's store outside any IF (found by test_opt: PADTO + UPCAST)
+      emit(nidx)
+      ret.extend([iff, st, UOp(Ops.ENDIF, src=(iff,))])
       replace[orig] = st
-    else: ret.append(u)
+    else: emit(u)
   # a gated INDEX that only fed a now-ungated STORE is dead
   used = {s for u in ret for s in u.src}
   return [u for u in ret if not (u.op is Ops.INDEX and len(u.src) == 3 and u not in used)]

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, identity_element
-from tinygrad.dtype import DType, dtypes, Invalid, AddrSpace
+from tinygrad.dtype import dtypes, Invalid, AddrSpace
 from tinygrad.renderer import Renderer
 
 # ---- masked (Invalid) indexes into gated INDEX ----
@@ -166,8 +166,10 @@ def flatten_group(g: UOp) -> UOp | None:
 
 def drop_unused_end(e: UOp) -> UOp | None:
   # NOTE: a loop whose body does not use its range repeats the same stores: once is the same (accumulator updates
-  # always use their range through AFTER, so this never drops a reduce)
-  return e.src[0] if len(e.src) == 2 and e.src[1] not in e.src[0]._ranges else None
+  # always use their range through AFTER, so this never drops a reduce), but only if it runs at least once (found by
+  # fuzz: a loop of 0 iterations stored once)
+  if len(e.src) != 2 or e.src[1] in e.src[0]._ranges or e.src[1].op is not Ops.RANGE: return None
+  return e.src[0] if e.src[1].src[0].vmin >= 1 else None
 
 pm_split_ends = PatternMatcher([
   (UPat(Ops.END, name="e"), split_end),

@@ -74,8 +74,12 @@ def max_threads(renderer: Renderer) -> int:
 OUTPUT_TYPES = (AxisType.LOOP, AxisType.GLOBAL)
 
 def all_ranges(ast: UOp) -> list[UOp]:
-  """Every RANGE of the kernel in loop order: by AxisType, then id."""
-  return sorted([u for u in ast.toposort() if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
+  """Every RANGE of the kernel opts may change, in loop order: by AxisType, then id. Not the ranges a local BUFFERIZE
+  closes: they are the loop that fills its per-thread buffer, whatever the grid (found by fuzz: one made GLOBAL filled
+  only its thread's slot)."""
+  topo = ast.toposort()
+  fill = {r for u in topo if u.op is Ops.BUFFERIZE for r in u.src[1:]}
+  return sorted([u for u in topo if u.op is Ops.RANGE and u not in fill], key=lambda r: (r.arg[-1], r.arg[0]))
 def output_axes(ast: UOp) -> list[UOp]: return sorted(axes_of(ast, *OUTPUT_TYPES), key=lambda r: r.arg[0])
 def reduce_axes(ast: UOp) -> list[UOp]: return sorted(axes_of(ast, AxisType.REDUCE), key=lambda r: r.arg[0])
 def axes_of(ast: UOp, *types: AxisType) -> list[UOp]: return [r for r in all_ranges(ast) if r.arg[-1] in types]
@@ -144,13 +148,22 @@ def pad_range(ast: UOp, r: UOp, amt: int) -> UOp:
   nr = r.replace(src=(UOp.const(r.dtype, round_up(size, amt)),))
   ast = replace_ranges(ast, {r: (nr, (nr,))})
   valid = nr < size
-  subs: dict[UOp, UOp] = {}
+  # NOTE: a store inside the loop whose address does not depend on r (folded to a constant) must not run in the extra
+  # iterations either (found by fuzz: it stored what the padded, zero-loaded lanes computed)
+  inside = {s.src[0] for e in ast.toposort() if e.op is Ops.END and nr in e.src[1:]
+            for s in e.src[0].toposort() if s.op is Ops.STORE}
+  # NOTE: bottom up, so an index that reads a loaded value (a gather) is built from the masked load (found by fuzz: a
+  # substitution kept the unmasked load inside the gather's index, which read past the end in the extra iterations)
+  new: dict[UOp, UOp] = {}
   for u in ast.toposort():
-    if u.op is not Ops.INDEX or len(u.src) != 2 or nr not in u.src[1]._ranges: continue
-    idx = u.src[1]
-    cond = (idx.get_valid() & valid) if idx.is_masked() else valid
-    subs[u] = u.replace(src=(u.src[0], cond.where(idx.get_idx(), UOp.invalid())))
-  return ast.substitute(subs)
+    src = tuple(new[s] for s in u.src)
+    nu = u if src == u.src else u.replace(src=src)
+    if u.op is Ops.INDEX and len(u.src) == 2 and (nr in u.src[1]._ranges or u in inside):
+      idx = nu.src[1]
+      cond = (idx.get_valid() & valid) if idx.is_masked() else valid
+      nu = nu.replace(src=(nu.src[0], cond.where(idx.get_idx(), UOp.invalid())))
+    new[u] = nu
+  return new[ast]
 
 # ---- apply ----
 
@@ -231,7 +244,8 @@ def assign_grid(ast: UOp, renderer: Renderer) -> UOp:
   loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP and axis_size(r) is not None]
   chosen: list[UOp] = []
   for r in loops[-len(gm):]:
-    if (axis_size(r) or 0) <= gm[len(chosen)]: chosen.append(r)
+    # NOTE: an empty axis stays a loop (of no iterations): a grid dimension of 0 is no launch a runtime accepts
+    if 1 <= (axis_size(r) or 0) <= gm[len(chosen)]: chosen.append(r)
   return replace_ranges(ast, {r: (g := _retype(r, AxisType.GLOBAL), (g,)) for r in chosen}) if chosen else ast
 
 def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Renderer) -> UOp:

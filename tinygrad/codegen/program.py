@@ -17,7 +17,7 @@ from tinygrad.codegen.late import lower_index_dtype
 from tinygrad.codegen.lowerer import pm_lower_invalid, pm_grid, grid_specials, pm_reduce, ReduceCtx, pm_split_ends
 from tinygrad.codegen.lowerer import merge_ends
 from tinygrad.codegen.expander import pm_expand, pm_vectorize, VectorizeCtx
-from tinygrad.codegen.decompositions import pm_decompose, pm_emulated_dtypes, pm_transcendental
+from tinygrad.codegen.decompositions import pm_decompose, pm_emulated_dtypes, pm_transcendental, pm_fast_divmod
 from tinygrad.codegen.linearize import linearize, line_rewrite
 
 def is_optimized(ast: UOp) -> bool:
@@ -53,6 +53,8 @@ def lower_kernel(ast: UOp, prepared: UOp, renderer: Renderer,
   sink = graph_rewrite(sink, pm_transcendental, ctx=(renderer, TRANSCENDENTAL.value), name="exp2/log2/sin polynomials")
   # dtypes.index becomes int32, or int64 where the bounds need it
   sink = lower_index_dtype(sink)
+  # int32/uint32 division by a constant as a multiply and shifts where the target's division is slow
+  if renderer.slow_int_div: sink = graph_rewrite(sink, pm_fast_divmod, name="division by constants to multiply-shift")
   # lanes with consecutive addresses (and, at DEVECTORIZE=0, the same ALU op) become the target's vector ops
   if DEVECTORIZE < 2 and renderer.vectors:
     vctx = VectorizeCtx(renderer, int(DEVECTORIZE.value))

@@ -60,10 +60,13 @@ class Renderer:
   tensor_cores: tuple[TensorCore, ...] = ()  # the matrix instructions the TC opt may use; none by default
   code_for_op: dict[Ops, Any] = {}          # the scalar ops it renders (the default `supports_op` reads this)
   extra_matcher: PatternMatcher | None = None  # rules run last, right before linearizing ("final renderer rules")
+  # integer division is slow (no hardware divider, a GPU): codegen lowers an int32/uint32 IDIV/MOD by a constant to a
+  # multiply and shifts (magic numbers, decompositions.pm_fast_divmod; proved by z3 in fuzz/ledger_codegen.py)
+  slow_int_div: bool = False
   # the attributes that make up `identity` (a subclass whose output depends on more state adds its names)
   IDENTITY: ClassVar[tuple[str, ...]] = ("device", "arch", "has_local", "has_shared", "has_threads", "threads",
                                          "global_max", "local_max", "local_max_total", "shared_max", "vectors",
-                                         "tensor_cores")
+                                         "tensor_cores", "slow_int_div")
 
   def supports_op(self, op: Ops, dtype: DType) -> bool:
     """Whether the target computes `op` on `dtype` natively; codegen decomposes the rest (exp2/log2/sin into

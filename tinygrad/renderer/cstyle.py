@@ -58,6 +58,11 @@ class CStyleLanguage(Renderer):
   def render_vector(self, dt: DType, elems: list[str]) -> str:
     return f"(({self.render_dtype(dt)}){{{', '.join(elems)}}})"
   def render_const(self, x: object, dt: DType) -> str:
+    s = self._render_const(x, dt)
+    # NOTE: a negative literal goes in parentheses: `a-(-2.75f)`, never `a--2.75f` (found by fuzz: SUB of a negative
+    # constant did not compile)
+    return f"({s})" if s.startswith("-") else s
+  def _render_const(self, x: object, dt: DType) -> str:
     if dt.count > 1: return self.render_vector(dt, [self.render_const(x, dt.scalar())] * dt.count)
     if dtypes.is_float(dt): return self.render_float(float(x), dt)  # type: ignore[arg-type]
     v = int(x)  # type: ignore[call-overload,unused-ignore]

@@ -129,6 +129,8 @@ class CUDARenderer(CStyleLanguage):
   has_local = True
   has_shared = True
   has_threads = False
+  # NOTE: a GPU has no integer divider: a division by a constant is cheaper as a multiply and shifts
+  slow_int_div = True
   kernel_prefix = 'extern "C" __global__ void'
   infinity = "__int_as_float(0x7f800000)"
   nan = "__int_as_float(0x7fc00000)"

@@ -409,6 +409,11 @@ class LLVMRenderer(Renderer):
       st.emit(f"{v} = fdiv {fmf(dt)} {t} {_splat(render_const(1.0, dt.scalar()), dt)}, {srcs[0]}")
     elif op in _INTRINSIC:
       if not _is_float(dt): raise NotImplementedError(f"LLVM: {op} of {dt}")
+      # NOTE: an intrinsic the target has no lowering for aborts LLVM's instruction selection (the whole process):
+      # refuse it here (found by fuzz: POW on AMD, which codegen does not decompose)
+      if not self.supports_op(op, dt):
+        raise NotImplementedError(f"{type(self).__name__}: {op} on {dt} is not supported by this target and codegen "
+                                  "has no decomposition of it")
       fn = st.declare(f"llvm.{_INTRINSIC[op]}.{_intr_suffix(dt)}", t, [t] * len(srcs))
       st.emit(f"{v} = call {fmf(dt)} {t} {fn}({', '.join(f'{t} {s}' for s in srcs)})")
     elif op in _BINARY:
@@ -833,6 +838,8 @@ class AMDLLVMRenderer(LLVMRenderer):
   datalayout = AMD_DATALAYOUT
   addrspace = {AddrSpace.GLOBAL: 1, AddrSpace.LOCAL: 3, AddrSpace.REG: 5}
   kernel_cc = "amdgpu_kernel"
+  # NOTE: a GPU has no integer divider: a division by a constant is cheaper as a multiply and shifts
+  slow_int_div = True
   global_max = (2**31 - 1, 65535, 65535)
   local_max = (1024, 1024, 1024)
   local_max_total = 1024

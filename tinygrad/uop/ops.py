@@ -311,7 +311,8 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
   if op is Ops.BIND: return src[0].vmin, src[0].vmax
   # NOTE: NEG of a bool is the identity (bool arithmetic is C's: -1 != 0), as tinygrad/uop/semantics.py defines it
   if op is Ops.NEG and u.dtype is dtypes.bool: return src[0].vmin, src[0].vmax
-  if op is Ops.NEG and not dtypes.is_unsigned(u.dtype): return -src[0].vmax, -src[0].vmin
+  # NOTE: -MIN wraps to MIN in a fixed-width int, so a range that reaches MIN has unknown bounds
+  if op is Ops.NEG and not dtypes.is_unsigned(u.dtype): return _clamp(-src[0].vmax, -src[0].vmin, dmin, dmax)
   if op is Ops.CAST:
     if dtypes.is_int(u.dtype) or u.dtype is dtypes.bool:
       if dtypes.is_float(src[0].dtype): return dmin, dmax

@@ -125,6 +125,8 @@ def distribute_mul(x: UOp, c: UOp) -> UOp | None:
   """(a+b)*c -> a*c + b*c for integers (exact modulo 2**n), so sums stay flat."""
   if not is_scalar_int(x.dtype) or not _is_const(c): return None
   terms, const = split_sum(x)
+  # NOTE: a term whose coefficient becomes 0 is dropped, and a term that may be invalid must not be
+  if any(k * c.arg == 0 and has_invalid(t) for t, k in terms.items()): return None
   return build_sum({t: k * c.arg for t, k in terms.items()}, const * c.arg, x.dtype)
 
 # ---- div and mod (C truncation toward zero) ----
@@ -169,6 +171,8 @@ def fold_divmod(d: UOp, x: UOp, c: UOp) -> UOp | None:
 def _sum_fits(terms: dict[UOp, int], const: int, dt: DType) -> bool:
   """True if no term, partial sum or total of sum(t*k) + const can leave dt's range: nothing wraps (index never)."""
   if dt is dtypes.index: return True
+  # NOTE: an unsigned sum with a negative coefficient or constant wraps below zero (0 - x is 2**n - x)
+  if dtypes.is_unsigned(dt) and (const < 0 or any(k < 0 for k in terms.values())): return False
   worst = abs(const) + sum(abs(k) * max(abs(t.vmin), abs(t.vmax)) for t, k in terms.items())
   return bool(worst <= dtypes.max(dt))
 
@@ -277,7 +281,16 @@ symbolic_simple = PatternMatcher([
   (UPat(Ops.WHERE, src=(V("c", dtypes.bool).ne(True), V("a"), V("b"))), fold_flip_not),
 ])
 
+def fold_empty_loop(x: UOp) -> UOp | None:
+  """A REDUCE over a range that runs no iteration is its identity; an END over one does nothing (an empty GROUP).
+  NOTE: such a range has bounds (0, 0), so the code under it folds as if it ran once: it must go (found by fuzz)."""
+  if not any(r.op is Ops.RANGE and r.src[0].vmax < 1 for r in x.src[1:]): return None
+  if x.op is Ops.END: return UOp.group()
+  return x.const_like({Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: dtypes.min(x.dtype)}[x.arg])
+
 symbolic = symbolic_simple + PatternMatcher([
+  # a loop that runs no iteration
+  (UPat((Ops.END, Ops.REDUCE), name="x"), fold_empty_loop),
   # a node whose bounds are one value is that value
   (UPat(GroupOp.ALU, name="x"), fold_by_bounds),
   # integer identities

@@ -1,0 +1,499 @@
+"""Fuzz campaigns: `python -m fuzz run --minutes N --backends cpu,llvm,python,nv,amd --jobs J --out DIR`.
+
+The parent process hands batches of inputs to J worker processes (fuzz/worker.py) and collects what they find:
+
+  inputs    bytes from the persistent corpus in DIR/corpus/<level>/ (mutated: bytes flipped, chunks replaced,
+            inserted, deleted, spliced with another entry) or fresh random bytes; a generator reads them through
+            BytesChooser, so a mutation is a nearby case. An input whose case makes a rewrite rule match for the first
+            time (TRACK_MATCH_STATS) joins the corpus, trimmed to the bytes the generator read.
+  findings  every Failure a worker reports, and every worker that dies (a crash: the signal) or stops announcing
+            progress for `step_timeout` seconds (a hang: killed), is a finding under its Signature (fuzz/findings.py);
+            the worker is restarted and the campaign goes on. The case of a new signature is written at once as a
+            reproducer (DIR/findings/<id>.json) and then reduced (fuzz/reduce.py), its candidates checked in the
+            workers too, so a crashing candidate is an answer and not the end; the reduced case replaces the original
+            in the file. The same signature found again only counts.
+  progress  one line every few seconds: cases, rate, rules matched / tried, corpus, findings per backend, reductions.
+  record    DIR/campaign.json (configuration, backends and why any is unavailable, totals) and DIR/stats.json (a
+            sample every few seconds), both rewritten atomically; `python -m fuzz report DIR` renders them.
+
+The public API for other tools (the planted-bug experiments, atheris drivers): `CampaignConfig`, `run_campaign(cfg)
+-> CampaignSummary`, `replay(path) -> ReplayResult`, and `WorkerPool` to check cases in crash-isolated processes.
+"""
+from __future__ import annotations
+import json, os, random, selectors, signal, subprocess, sys, time
+from dataclasses import dataclass, field, asdict
+from typing import Any, Sequence
+from tinygrad.helpers import atomic_write
+from fuzz.backends import DEFAULT_BACKENDS, Failure, REPO
+from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, now
+from fuzz.reduce import Reduction
+
+# bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
+FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
+
+@dataclass
+class CampaignConfig:
+  out: str
+  minutes: float = 1.0
+  backends: tuple[str, ...] = DEFAULT_BACKENDS
+  jobs: int = 1
+  level: str = "kernel"
+  seed: int = 0
+  batch: int = 16
+  step_timeout: float = 120.0     # seconds a worker may go without announcing a step before it counts as hung
+  reduce: bool = True
+  reduce_checks: int = 300        # candidate checks per finding
+  reduce_grace: float = 120.0     # seconds past the deadline to finish reductions in flight
+  spec: int = 2                   # SPEC of the workers (2: every UOp checked at construction, round trips)
+  bounds: bool = False            # the z3 proof that every access is in bounds (IGNORE_OOB=0), kernels and programs
+  setup: str | None = None        # module:function called in every worker first (planted bugs)
+  max_cases: int | None = None    # stop after this many cases (tests)
+  max_jobs_per_worker: int = 100
+  progress: bool = True
+  mutate: float = 0.5             # share of inputs mutated from the corpus (when it has entries)
+  env: dict[str, str] = field(default_factory=dict)
+
+@dataclass
+class CampaignSummary:
+  cases: int = 0
+  seconds: float = 0.0
+  findings: dict[str, Finding] = field(default_factory=dict)
+  rules_matched: int = 0
+  rules_tried: int = 0
+  corpus: int = 0
+  crashes: int = 0
+  hangs: int = 0
+  restarts: int = 0
+  backends: dict[str, str] = field(default_factory=dict)
+  missing: dict[str, str] = field(default_factory=dict)
+  def __str__(self) -> str:
+    rate = self.cases / self.seconds if self.seconds else 0.0
+    lines = [f"{self.cases} cases in {self.seconds:.0f}s ({rate:.1f}/s), rules matched {self.rules_matched} of "
+             f"{self.rules_tried} tried, corpus {self.corpus}, {len(self.findings)} findings, {self.crashes} crashes, "
+             f"{self.hangs} hangs, {self.restarts} worker restarts"]
+    lines += [f"  not run: {n}: {why}" for n, why in self.missing.items()]
+    for f in sorted(self.findings.values(), key=lambda f: -f.count):
+      lines.append(f"  [{f.signature.id}] x{f.count} {f.signature} (size {f.original_size} -> {f.size})")
+    return "\n".join(lines)
+
+# ---- worker processes ----
+
+def worker_env(cfg: CampaignConfig) -> dict[str, str]:
+  env = dict(os.environ)
+  env.update({"SPEC": str(cfg.spec), "IGNORE_OOB": "0" if cfg.bounds else "1", "TRACK_MATCH_STATS": "1",
+              "PYTHONPATH": REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")})
+  env.update(cfg.env)
+  return env
+
+class Worker:
+  """One worker process and the job it is running."""
+  def __init__(self, idx: int, config: dict[str, Any], env: dict[str, str], log: str):
+    self.idx, self.buf = idx, b""
+    self.logf = open(log, "ab")
+    self.proc = subprocess.Popen([sys.executable, "-m", "fuzz.worker", json.dumps(config)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=self.logf, env=env, cwd=REPO, start_new_session=True)
+    self.job: dict[str, Any] | None = None
+    self.ready, self.last_beat = False, time.monotonic()
+    self.note: tuple[int, str, str] | None = None
+    self.info: dict[str, Any] = {}
+  @property
+  def fd(self) -> int:
+    assert self.proc.stdout is not None
+    return self.proc.stdout.fileno()
+  def send(self, job: dict[str, Any]) -> None:
+    assert self.proc.stdin is not None
+    self.job, self.note, self.last_beat = job, None, time.monotonic()
+    self.proc.stdin.write((json.dumps({k: v for k, v in job.items() if not k.startswith("_")}) + "\n").encode())
+    self.proc.stdin.flush()
+  def read(self) -> tuple[list[dict[str, Any]], bool]:
+    """(messages, still alive)."""
+    try: chunk = os.read(self.fd, 1 << 20)
+    except OSError: chunk = b""
+    self.buf += chunk
+    msgs = []
+    while b"\n" in self.buf:
+      line, self.buf = self.buf.split(b"\n", 1)
+      try: msgs.append(json.loads(line))
+      except json.JSONDecodeError: continue
+    self.last_beat = time.monotonic()
+    return msgs, bool(chunk)
+  def kill(self) -> None:
+    try: os.killpg(self.proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError): pass
+    self.proc.wait()
+    self.close()
+  def close(self) -> None:
+    for f in (self.proc.stdin, self.proc.stdout):
+      try:
+        if f is not None: f.close()
+      except OSError: pass
+    self.logf.close()
+  def death(self) -> str:
+    rc = self.proc.wait()
+    if rc < 0:
+      try: return f"crash:{signal.Signals(-rc).name}"
+      except ValueError: return f"crash:signal {-rc}"
+    return f"crash:exit {rc}"
+
+class WorkerPool:
+  """Worker processes checking cases of one level on some backends; restarts any that die. `step_timeout` seconds
+  without a message from a busy worker kill it as hung."""
+  def __init__(self, n: int, level: str, backends: Sequence[str], env: dict[str, str], logdir: str,
+               setup: str | None = None, max_jobs: int = 100, step_timeout: float = 120.0, bounds: bool = False):
+    self.config = {"level": level, "backends": list(backends), "setup": setup, "max_jobs": max_jobs,
+                   "validate_bounds": bounds}
+    self.env, self.logdir, self.step_timeout = env, logdir, step_timeout
+    os.makedirs(logdir, exist_ok=True)
+    self.sel = selectors.DefaultSelector()
+    self.workers: list[Worker] = []
+    self.restarts, self.next_job = 0, 0
+    self.describe: dict[str, str] = {}
+    self.missing: dict[str, str] = {}
+    for i in range(n): self.workers.append(self.start(i))
+
+  def start(self, i: int) -> Worker:
+    w = Worker(i, self.config, self.env, os.path.join(self.logdir, f"worker{i}.log"))
+    self.sel.register(w.fd, selectors.EVENT_READ, w)
+    return w
+
+  def restart(self, w: Worker, kill: bool) -> Worker:
+    self.sel.unregister(w.fd)
+    if kill: w.kill()
+    else:
+      w.proc.wait()
+      w.close()
+    self.restarts += 1
+    nw = self.start(w.idx)
+    self.workers[w.idx] = nw
+    return nw
+
+  def idle(self) -> list[Worker]: return [w for w in self.workers if w.ready and w.job is None]
+
+  def submit(self, w: Worker, job: dict[str, Any]) -> None:
+    job["job"] = self.next_job
+    self.next_job += 1
+    w.send(job)
+
+  def poll(self, timeout: float) -> list[tuple[Worker, str, Any]]:
+    """Events: (worker, "result", msg), (worker, "died", (job, note, why)), (worker, "hung", (job, note))."""
+    events: list[tuple[Worker, str, Any]] = []
+    for key, _ in self.sel.select(timeout):
+      w: Worker = key.data
+      msgs, alive = w.read()
+      for m in msgs:
+        if m["t"] == "ready":
+          w.ready = True
+          self.describe.update(m["backends"])
+          self.missing.update(m["missing"])
+        elif m["t"] == "note": w.note = (m["item"], m["backend"], m["stage"])
+        elif m["t"] == "result":
+          job, w.job = w.job, None
+          events.append((w, "result", (job, m["results"])))
+        elif m["t"] == "bye":
+          self.restart(w, kill=False)
+          alive = True
+      if not alive and self.workers[w.idx] is w:
+        why = w.death()
+        job, note = w.job, w.note
+        self.restart(w, kill=False)
+        events.append((w, "died", (job, note, why)))
+    t = time.monotonic()
+    for w in list(self.workers):
+      if w.job is not None and t - w.last_beat > self.step_timeout:
+        job, note = w.job, w.note
+        self.restart(w, kill=True)
+        events.append((w, "hung", (job, note)))
+    return events
+
+  def wait_ready(self, timeout: float = 300.0) -> None:
+    end = time.monotonic() + timeout
+    while not all(w.ready for w in self.workers):
+      if time.monotonic() > end: raise RuntimeError(f"fuzz workers did not start in {timeout:.0f}s; see {self.logdir}")
+      for w, kind, what in self.poll(0.5):
+        if kind == "died":
+          raise RuntimeError(f"a fuzz worker died while starting ({what[2]}); see {self.logdir}/worker{w.idx}.log")
+
+  def close(self) -> None:
+    for w in self.workers:
+      try: self.sel.unregister(w.fd)
+      except (KeyError, ValueError): pass
+      w.kill()
+
+# ---- signatures ----
+
+def signatures_of(level: str, failures: list[Failure], checked: Sequence[str]) -> list[tuple[Signature, list[Failure]]]:
+  """Failures of one case as signatures: the same failure on every backend checked (more than one) is one, "all"."""
+  groups: dict[tuple[str, str, str], list[Failure]] = {}
+  for f in failures: groups.setdefault((f.stage, f.kind, f.site), []).append(f)
+  out = []
+  for (stage, kind, site), fs in groups.items():
+    bks = sorted({f.backend for f in fs})
+    if len(checked) > 1 and set(bks) == set(checked): out.append((Signature(level, stage, kind, site, "all"), fs))
+    else: out.extend((Signature(level, stage, kind, site, f.backend), [f]) for f in fs)
+  return out
+
+# ---- mutation ----
+
+def mutate(data: bytes, other: bytes, rng: random.Random) -> bytes:
+  b = bytearray(data or b"\0")
+  for _ in range(rng.randint(1, 4)):
+    k, i = rng.randrange(6), rng.randrange(len(b))
+    if k == 0: b[i] = rng.randrange(256)
+    elif k == 1: b[i] ^= 1 << rng.randrange(8)
+    elif k == 2: b[i:i + rng.randint(1, 16)] = rng.randbytes(rng.randint(1, 16))
+    elif k == 3: b[i:i] = rng.randbytes(rng.randint(1, 8))
+    elif k == 4: del b[i:i + rng.randint(1, 8)]
+    elif other: b = b[:i] + bytearray(other[rng.randrange(len(other)):])
+  return bytes(b) + rng.randbytes(rng.randint(0, 64))
+
+# ---- the campaign ----
+
+class Campaign:
+  def __init__(self, cfg: CampaignConfig):
+    from fuzz.levels import LEVELS
+    self.cfg, self.rng = cfg, random.Random(cfg.seed)
+    self.level = LEVELS[cfg.level]()
+    self.dirs = {k: os.path.join(cfg.out, k) for k in ("corpus", "findings", "logs")}
+    self.corpus_dir = os.path.join(self.dirs["corpus"], cfg.level)
+    for d in (*self.dirs.values(), self.corpus_dir): os.makedirs(d, exist_ok=True)
+    self.corpus: list[bytes] = []
+    for name in sorted(os.listdir(self.corpus_dir)):
+      with open(os.path.join(self.corpus_dir, name), "rb") as fh: self.corpus.append(fh.read())
+    self.findings = {k: f for k, f in load_findings(self.dirs["findings"]).items() if f.signature.level == cfg.level}
+    self.summary = CampaignSummary(findings=self.findings)
+    self.matched: set[str] = set()
+    self.tried: set[str] = set()
+    self.reductions: dict[str, Reduction] = {}
+    self.timeline: list[dict[str, Any]] = []
+    self.per_backend: dict[str, int] = {}
+    self.env = worker_env(cfg)
+
+  # ---- inputs ----
+  def next_input(self) -> bytes:
+    if self.corpus and self.rng.random() < self.cfg.mutate:
+      return mutate(self.rng.choice(self.corpus), self.rng.choice(self.corpus), self.rng)
+    return self.rng.randbytes(FRESH_BYTES.get(self.cfg.level, 1024))
+
+  def add_corpus(self, data: bytes) -> None:
+    import hashlib
+    name = hashlib.sha1(data).hexdigest()[:16] + ".bin"
+    path = os.path.join(self.corpus_dir, name)
+    if os.path.exists(path): return
+    atomic_write(path, data)
+    self.corpus.append(data)
+
+  # ---- findings ----
+  def record(self, sig: Signature, fs: list[Failure], state: dict[str, Any] | None, size: int, data: bytes) -> None:
+    t = now()
+    if (f := self.findings.get(sig.id)) is not None:
+      f.count, f.last_seen = f.count + 1, t
+      if sig.id not in self.reductions: write_finding(self.dirs["findings"], f)
+      return
+    if state is None or "error" in state: state = {"error": "the case could not be recorded", "input": data.hex()}
+    bks = sorted({x.backend for x in fs}) if sig.backend != "all" else list(self.pool.describe)
+    f = Finding(sig, state, state, fs[0].message, bks, size, size, 1, t, t, data.hex(), self.cfg.seed,
+                env={k: self.env[k] for k in ("SPEC", "IGNORE_OOB") if k in self.env} | dict(self.cfg.env),
+                setup=self.cfg.setup)
+    self.findings[sig.id] = f
+    write_finding(self.dirs["findings"], f)
+    if self.cfg.reduce and "error" not in state:
+      try: case = self.level.from_state(state)
+      except Exception: return
+      self.reductions[sig.id] = Reduction(self.level, case, self.level.valid, self.cfg.reduce_checks)
+
+  def finish_reduction(self, sid: str) -> None:
+    r = self.reductions.pop(sid)
+    f = self.findings[sid]
+    f.state, f.size, f.reduced = self.level.state(r.current), self.level.size(r.current), True
+    if r.message: f.message = r.message
+    write_finding(self.dirs["findings"], f)
+
+  def crash_failure(self, job: dict[str, Any], note: tuple[int, str, str] | None, kind: str) -> None:
+    item, backend, stage = note if note is not None else (0, "worker", "start")
+    if job.get("_reduce") is not None:
+      self.answer_reduction(job, [], crashed=(item, Signature(self.cfg.level, stage, kind, "", backend)))
+      return
+    data = job["_inputs"][item] if item < len(job["_inputs"]) else b""
+    try:
+      case = self.level.generate(data)
+      state, size = self.level.state(case), self.level.size(case)
+    except Exception: state, size = None, 0
+    self.summary.crashes += kind.startswith("crash")
+    self.summary.hangs += kind == "hang"
+    f = Failure(stage, kind, "", backend, f"the worker {'hung' if kind == 'hang' else 'died'} ({kind}) in {stage} "
+                f"on {backend}")
+    self.record(Signature(self.cfg.level, stage, kind, "", backend), [f], state, size, data)
+
+  # ---- reductions ----
+  def reduce_job(self) -> dict[str, Any] | None:
+    for sid, r in list(self.reductions.items()):
+      if r.busy: continue
+      batch = r.next_batch(max(1, self.cfg.batch // 2))
+      if not batch:
+        self.finish_reduction(sid)
+        continue
+      r.busy = True
+      b = self.findings[sid].signature.backend
+      # NOTE: a failure of every backend needs every backend again; one of a device, that device; the others none
+      names = None if b == "all" else [b] if b in self.pool.describe else []
+      return {"op": "check_state", "states": [self.level.state(c) for c in batch], "backends": names,
+              "_reduce": sid, "_batch": batch}
+    return None
+
+  def checked(self, job: dict[str, Any]) -> list[str]:
+    names = job.get("backends")
+    return list(self.pool.describe) if names is None else list(names)
+
+  def answer_reduction(self, job: dict[str, Any], results: list[dict[str, Any]],
+                       crashed: tuple[int, Signature] | None = None) -> None:
+    sid = job["_reduce"]
+    if (r := self.reductions.get(sid)) is None: return
+    r.busy = False
+    want = self.findings[sid].signature
+    ok, msgs = [], []
+    for i, res in enumerate(results):
+      fs = [Failure(**d) for d in res["failures"]]
+      hit = [g for s, g in signatures_of(self.cfg.level, fs, self.checked(job)) if s == want]
+      ok.append(bool(hit))
+      msgs.append(hit[0][0].message if hit else "")
+    if crashed is not None:
+      i, sig = crashed
+      ok, msgs = [False] * len(job["_batch"]), [""] * len(job["_batch"])
+      if i < len(ok): ok[i], msgs[i] = sig == want, f"the worker died ({sig.kind}) in {sig.stage} on {sig.backend}"
+    if (k := r.answer(job["_batch"], ok)) is not None: r.message = msgs[k]
+
+  # ---- the loop ----
+  def handle_result(self, job: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    if job.get("_reduce") is not None:
+      self.answer_reduction(job, results)
+      return
+    checked = list(self.pool.describe)
+    for data, res in zip(job["_inputs"], results):
+      self.summary.cases += 1
+      new = set(res["rules"]) - self.matched
+      self.matched |= new
+      self.tried |= set(res["attempted"])
+      if new: self.add_corpus(data[:max(res["used"], 1)])
+      fs = [Failure(**d) for d in res["failures"]]
+      for sig, group in signatures_of(self.cfg.level, fs, checked):
+        self.per_backend[sig.backend] = self.per_backend.get(sig.backend, 0) + 1
+        self.record(sig, group, res["state"], res["size"], data[:max(res["used"], 1)])
+
+  def fuzz_job(self) -> dict[str, Any]:
+    inputs = [self.next_input() for _ in range(self.cfg.batch)]
+    return {"op": "check", "inputs": [d.hex() for d in inputs], "_inputs": inputs}
+
+  def progress(self, start: float, final: bool = False) -> None:
+    el = time.monotonic() - start
+    s = self.summary
+    s.seconds, s.rules_matched, s.rules_tried, s.corpus = el, len(self.matched), len(self.tried), len(self.corpus)
+    per = ", ".join(f"{b} {n}" for b, n in sorted(self.per_backend.items()))
+    line = (f"[{int(el) // 60:02d}:{int(el) % 60:02d}] {s.cases} cases ({s.cases / max(el, 1e-9):.1f}/s), rules "
+            f"{s.rules_matched}/{s.rules_tried}, corpus {s.corpus}, findings {len(self.findings)}"
+            f"{f' ({per})' if per else ''}, reducing {len(self.reductions)}, restarts {self.pool.restarts}")
+    self.timeline.append({"t": round(el, 2), "cases": s.cases, "rules": s.rules_matched, "tried": s.rules_tried,
+                          "corpus": s.corpus, "findings": len(self.findings), "crashes": s.crashes,
+                          "hangs": s.hangs, "restarts": self.pool.restarts})
+    if self.cfg.progress: print(line, file=sys.stderr, flush=True)
+    atomic_write(os.path.join(self.cfg.out, "stats.json"), json.dumps(self.timeline) + "\n")
+    self.write_meta(final)
+
+  def write_meta(self, final: bool) -> None:
+    s = self.summary
+    meta = {"config": {k: v for k, v in asdict(self.cfg).items()}, "backends": self.pool.describe,
+            "missing": self.pool.missing, "final": final, "cases": s.cases, "seconds": round(s.seconds, 2),
+            "rules_matched": sorted(self.matched), "rules_tried": len(self.tried), "corpus": s.corpus,
+            "crashes": s.crashes, "hangs": s.hangs, "restarts": self.pool.restarts,
+            "findings_by_backend": self.per_backend}
+    atomic_write(os.path.join(self.cfg.out, "campaign.json"), json.dumps(meta, indent=1) + "\n")
+
+  def run(self) -> CampaignSummary:
+    cfg = self.cfg
+    self.pool = WorkerPool(cfg.jobs, cfg.level, cfg.backends, self.env, self.dirs["logs"], cfg.setup,
+                           cfg.max_jobs_per_worker, cfg.step_timeout, cfg.bounds)
+    try:
+      self.pool.wait_ready()
+      s = self.summary
+      s.backends, s.missing = dict(self.pool.describe), dict(self.pool.missing)
+      if cfg.progress:
+        for n, d in s.backends.items(): print(f"backend {d}", file=sys.stderr)
+        for n, why in s.missing.items(): print(f"backend {n}: NOT RUN: {why}", file=sys.stderr)
+      start = time.monotonic()
+      deadline, last = start + cfg.minutes * 60, 0.0
+      while True:
+        t = time.monotonic()
+        fuzzing = t < deadline and (cfg.max_cases is None or s.cases < cfg.max_cases)
+        busy = any(w.job is not None for w in self.pool.workers)
+        if not fuzzing and not busy and (not self.reductions or t > deadline + cfg.reduce_grace): break
+        for w in self.pool.idle():
+          job = self.reduce_job() if (self.reductions and (t < deadline + cfg.reduce_grace)) else None
+          if job is None and fuzzing: job = self.fuzz_job()
+          if job is None: break
+          self.pool.submit(w, job)
+        for w, kind, what in self.pool.poll(0.2):
+          if kind == "result": self.handle_result(*what)
+          elif kind == "died" and what[0] is not None: self.crash_failure(what[0], what[1], what[2])
+          elif kind == "hung" and what[0] is not None: self.crash_failure(what[0], what[1], "hang")
+        if time.monotonic() - last > 5.0:
+          last = time.monotonic()
+          self.progress(start)
+      for sid in list(self.reductions): self.finish_reduction(sid)
+      s.restarts = self.pool.restarts
+      self.progress(start, final=True)
+    finally: self.pool.close()
+    return self.summary
+
+def run_campaign(cfg: CampaignConfig) -> CampaignSummary:
+  """Run one campaign (see the module docstring); returns its summary. DIR keeps the corpus and findings."""
+  return Campaign(cfg).run()
+
+# ---- replay ----
+
+@dataclass
+class ReplayResult:
+  reproduced: bool
+  signature: Signature
+  got: list[Signature]
+  messages: list[str]
+  def __str__(self) -> str:
+    head = f"{'REPRODUCED' if self.reproduced else 'not reproduced'}: {self.signature}"
+    return "\n".join([head, *[f"  got {g}" for g in self.got], *[f"  {m[:2000]}" for m in self.messages]])
+
+def replay(path: str, backends: Sequence[str] | None = None, setup: str | None = None,
+           timeout: float = 300.0) -> ReplayResult:
+  """Check a reproducer's case again, in a worker process (a crash or hang is an answer); reproduced when the same
+  signature comes back. The file's flags (SPEC, IGNORE_OOB, ...) are applied; its `setup` is not run unless passed."""
+  f = read_reproducer(path)
+  sig = f.signature
+  names = list(backends or f.backends)
+  cfg = CampaignConfig(out="", level=sig.level, backends=tuple(names), setup=setup, progress=False,
+                       env={k: v for k, v in f.env.items() if k not in ("SPEC", "IGNORE_OOB")})
+  cfg.spec = int(f.env.get("SPEC", "2"))
+  cfg.bounds = f.env.get("IGNORE_OOB", "1") == "0"
+  import tempfile
+  with tempfile.TemporaryDirectory(prefix="fuzz-repro-") as logs:
+    pool = WorkerPool(1, sig.level, names, worker_env(cfg), logs, setup, 0, timeout, cfg.bounds)
+    try:
+      pool.wait_ready()
+      pool.submit(pool.workers[0], {"op": "check_state", "states": [f.state], "backends": names})
+      got: list[Signature] = []
+      msgs: list[str] = []
+      end = time.monotonic() + timeout + 60
+      while time.monotonic() < end:
+        evs = pool.poll(0.5)
+        if not evs: continue
+        _, kind, what = evs[0]
+        if kind == "result":
+          fs = [Failure(**d) for d in what[1][0]["failures"]]
+          got = [s for s, _ in signatures_of(sig.level, fs, names)]
+          msgs = [x.message for x in fs]
+        else:
+          item, backend, stage = what[1] if what[1] is not None else (0, "worker", "start")
+          kind_s = "hang" if kind == "hung" else what[2]
+          got, msgs = [Signature(sig.level, stage, kind_s, "", backend)], [f"the worker {kind} in {stage} on {backend}"]
+        break
+    finally: pool.close()
+  return ReplayResult(sig in got, sig, got, msgs)
+
+__all__ = ["CampaignConfig", "CampaignSummary", "run_campaign", "Campaign", "WorkerPool", "replay", "ReplayResult",
+           "mutate", "signatures_of"]

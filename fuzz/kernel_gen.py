@@ -1,0 +1,335 @@
+"""The kernel-AST generator behind `fuzz.strategies.build_kernel` (use that public name; this module is internal).
+
+A kernel is drawn top-down from a `Chooser`: output ranges (sizes biased to 0, 1, primes and tile sizes +-1, some
+ended by a DEFINE_VAR), one to `max_stores` stores (each over a subset of the ranges, sometimes masked), and for each
+store an ALU tree of a drawn dtype over every dtype the IR has (bool, int8..uint64, float16, bfloat16, fp8e4m3,
+fp8e5m2, float32, float64): loads through affine, flipped, shifted-and-masked (padded), constant (broadcast) and
+data-dependent (gather) indices, constants with edge values, casts and bitcasts between dtypes, comparisons, WHERE,
+MULACC, THREEFRY, transcendentals, REDUCE ADD/MUL/MAX over new reduce ranges, and local BUFFERIZEs.
+
+Every kernel passes `kernel_spec` and every access is in bounds by construction (a buffer is a row-major view whose
+axes each index with a coordinate in [0, extent), or masked where it might not be), so the z3 bounds proof
+(IGNORE_OOB=0) holds too. Buffers are numbered outputs first; range ids 0.. in order of creation.
+"""
+from __future__ import annotations
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, dtypes
+if TYPE_CHECKING: from fuzz.strategies import Chooser
+
+ALL_DTYPES: tuple[DType, ...] = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
+                                 dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16,
+                                 dtypes.fp8e4m3, dtypes.fp8e5m2, dtypes.float32, dtypes.float64)
+# range sizes biased to the edges: one, primes, powers of two +-1; tile sizes (a local/group dimension) +-1 are rarer
+EDGE_SIZES = (1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
+TILE_SIZES = (31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
+
+# op name -> weight, per kind of dtype; "load" and "const" are leaves, the rest build trees
+FLOAT_OPS = {"load": 8, "const": 3, "range": 1, "add": 4, "sub": 2, "mul": 4, "max": 2, "neg": 1, "fdiv": 2, "recip": 1,
+             "sqrt": 1, "exp2": 1, "log2": 1, "sin": 1, "trunc": 1, "mulacc": 1, "where": 2, "cast": 3, "bitcast": 1,
+             "reduce": 3, "pow": 1, "bufferize": 1}
+INT_OPS = {"load": 8, "const": 3, "range": 2, "add": 4, "sub": 2, "mul": 3, "max": 2, "neg": 1, "idiv": 2, "mod": 2,
+           "shl": 1, "shr": 1, "and": 1, "or": 1, "xor": 1, "mulacc": 1, "where": 2, "cast": 3, "bitcast": 1,
+           "reduce": 3, "threefry": 1, "bufferize": 1}
+BOOL_OPS = {"load": 6, "const": 2, "cmp": 6, "and": 2, "or": 2, "xor": 1, "add": 1, "mul": 1, "max": 1, "where": 1,
+            "cast": 2, "bitcast": 1, "reduce": 1}
+
+@dataclass
+class KernelConfig:
+  """Knobs of the kernel generator. `max_points` bounds the loop iterations of one store (the PYTHON interpreter and
+  the reference run every one); TILE_SIZES are drawn only where they fit."""
+  max_depth: int = 4
+  max_stores: int = 3
+  max_out_dims: int = 3
+  max_reduce_dims: int = 2
+  max_points: int = 2048
+  dtypes: tuple[DType, ...] = ALL_DTYPES
+  p_var: float = 0.15         # a range ended by a DEFINE_VAR
+  p_tile: float = 0.1         # a range of a tile size +-1
+  p_zero: float = 0.03        # a range of size 0 (the kernel does nothing)
+  p_masked_store: float = 0.1
+  p_gather: float = 0.08      # a load through an index read from another buffer
+  p_opts: float = 0.7         # candidate opts (else the target's heuristics choose)
+  float_ops: dict[str, int] = field(default_factory=lambda: dict(FLOAT_OPS))
+  int_ops: dict[str, int] = field(default_factory=lambda: dict(INT_OPS))
+  bool_ops: dict[str, int] = field(default_factory=lambda: dict(BOOL_OPS))
+
+@dataclass(frozen=True)
+class KernelCase:
+  """One generated kernel: the AST, the DEFINE_VAR values to run it with, candidate opts (each target applies those
+  that fit it, in order; None lets the target's heuristics choose) and the seed of its input data."""
+  ast: UOp
+  var_vals: dict[str, int]
+  opts: tuple[Any, ...] | None = None
+  seed: int = 0
+
+@dataclass
+class _Buf:
+  num: int
+  dtype: DType
+  extents: tuple[int, ...]
+  node: UOp
+
+class _KernelBuilder:
+  def __init__(self, ch: Chooser, cfg: KernelConfig):
+    self.ch, self.cfg = ch, cfg
+    self.next_range, self.next_buf = 0, 0
+    self.inputs: list[_Buf] = []
+    self.var_vals: dict[str, int] = {}
+    self.index_dtypes = [d for d in (dtypes.int8, dtypes.int32, dtypes.uint16, dtypes.int64) if d in cfg.dtypes]
+
+  # ---- helpers ----
+  def coin(self, p: float) -> bool: return self.ch.integer(0, 9999) < int(p * 10000)
+  def weighted(self, weights: dict[str, int]) -> str:
+    total = sum(weights.values())
+    k = self.ch.integer(0, total - 1)
+    for name, w in weights.items():
+      if k < w: return name
+      k -= w
+    raise AssertionError("unreachable")
+
+  def size(self, room: int) -> int:
+    """A range size <= room (room >= 1), biased to the edges."""
+    if self.coin(self.cfg.p_zero): return 0
+    if self.coin(self.cfg.p_tile) and (fits := [s for s in TILE_SIZES if s <= room]): return self.ch.choice(fits)
+    fits = [s for s in EDGE_SIZES if s <= room]
+    return self.ch.choice(fits) if fits else 1
+
+  def new_range(self, room: int, kind: AxisType) -> UOp:
+    n = self.size(room)
+    rid = self.next_range
+    self.next_range += 1
+    if n >= 2 and self.coin(self.cfg.p_var):
+      name = f"n{rid}"
+      lo = self.ch.integer(1, n)
+      self.var_vals[name] = self.ch.integer(lo, n)
+      return UOp.range(UOp.variable(name, lo, n), rid, kind)
+    return UOp.range(n, rid, kind)
+
+  @staticmethod
+  def extent(r: UOp) -> int:
+    """The most iterations a range can run (a DEFINE_VAR end: its upper bound)."""
+    return int(r.src[0].vmax)
+
+  def const(self, dt: DType) -> UOp:
+    if dt is dtypes.bool: return UOp.const(dt, bool(self.ch.integer(0, 1)))
+    if dtypes.is_int(dt):
+      lo, hi = int(dtypes.min(dt)), int(dtypes.max(dt))
+      edge = [0, 1, 2, 3, 7, lo, hi, hi // 2 + 1] + ([] if lo == 0 else [-1, -2, lo + 1])
+      v = self.ch.choice(edge) if self.coin(0.5) else self.ch.integer(max(lo, -20), min(hi, 20))
+      return UOp.const(dt, v)
+    edge_f = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 0.1, 1e-3, 100.0, float("inf"), float("-inf"), float("nan")]
+    f = self.ch.choice(edge_f) if self.coin(0.6) else self.ch.integer(-64, 64) / 8
+    return UOp.const(dt, f)
+
+  # ---- indices ----
+  def coordinate(self, extent: int, ranges: Sequence[UOp]) -> tuple[UOp, UOp | None]:
+    """An index expression in [0, extent) where its mask (if any) holds: (index, mask or None)."""
+    fits = [r for r in ranges if self.extent(r) <= extent]
+    k = self.ch.integer(0, 9)
+    if not fits or k == 0: return UOp.const(dtypes.index, self.ch.integer(0, max(extent - 1, 0))), None
+    r = self.ch.choice(fits)
+    e = self.extent(r)
+    if k <= 4: return r, None
+    if k == 5: return (UOp.const(dtypes.index, e - 1) - r if e > 0 else r), None   # a flip
+    if k == 6 and e >= 2:                                                          # r // 2, r % m
+      m = self.ch.integer(2, max(2, min(e, 5)))
+      return (r // m if self.coin(0.5) else r % m), None
+    # shifted by s: valid where 0 <= r + s < extent (zero padding on either side)
+    s = self.ch.integer(-3, 3) or 1
+    idx = r + s
+    lo_ok, hi_ok = (r < -s).logical_not() if s < 0 else None, (r < extent - s) if e + s > extent else None
+    mask = lo_ok if hi_ok is None else hi_ok if lo_ok is None else lo_ok & hi_ok
+    return idx, mask
+
+  def buffer_index(self, extents: Sequence[int], ranges: Sequence[UOp]) -> UOp:
+    """A flat row-major index into a buffer of these extents, masked when a coordinate might leave its axis."""
+    idx: UOp | None = None
+    masks: list[UOp] = []
+    stride = 1
+    for ext in reversed(extents):
+      c, m = self.coordinate(ext, ranges)
+      term = c * stride if stride != 1 else c
+      idx = term if idx is None else term + idx
+      stride *= max(ext, 1)
+      if m is not None: masks.append(m)
+    if idx is None: idx = UOp.const(dtypes.index, 0)
+    if not masks: return idx
+    cond = masks[0]
+    for m in masks[1:]: cond = cond & m
+    return idx.valid(cond)
+
+  def new_buffer(self, dt: DType, extents: tuple[int, ...]) -> _Buf:
+    num = self.next_buf
+    self.next_buf += 1
+    size = math.prod(max(1, e) for e in extents)
+    return _Buf(num, dt, extents, UOp(Ops.DEFINE_GLOBAL, dt.ptr(size), arg=num))
+
+  def load(self, dt: DType, ranges: Sequence[UOp], depth: int) -> UOp:
+    same = [b for b in self.inputs if b.dtype is dt]
+    if same and self.coin(0.35): buf = self.ch.choice(same)
+    else:
+      # a view over some of the ranges in scope, permuted, sometimes with an extra axis (broadcast or padding)
+      axes = [self.extent(r) for r in ranges if self.coin(0.7)]
+      for i in range(len(axes) - 1, 0, -1):
+        j = self.ch.integer(0, i)
+        axes[i], axes[j] = axes[j], axes[i]
+      if self.coin(0.2): axes.insert(self.ch.integer(0, len(axes)), self.ch.integer(1, 4))
+      buf = self.new_buffer(dt, tuple(axes))
+      self.inputs.append(buf)
+    if depth > 0 and self.index_dtypes and self.coin(self.cfg.p_gather):
+      return buf.node.index(self.gather_index(buf, ranges, depth)).load()
+    return buf.node.index(self.buffer_index(buf.extents, ranges)).load()
+
+  def gather_index(self, buf: _Buf, ranges: Sequence[UOp], depth: int) -> UOp:
+    """An index read from data: an int expression cast to index, valid where it is inside the buffer."""
+    dt = self.ch.choice(self.index_dtypes)
+    v = self.expr(dt, depth - 1, ranges).cast(dtypes.index)
+    size = math.prod(max(1, e) for e in buf.extents)
+    return v.valid((v < 0).logical_not() & (v < size))
+
+  # ---- values ----
+  def ops_for(self, dt: DType) -> dict[str, int]:
+    # NOTE: without bool in the config, conditions are comparisons of the config's dtypes (no bool buffers)
+    if dt is dtypes.bool: return self.cfg.bool_ops if dt in self.cfg.dtypes else {"cmp": 3, "const": 1}
+    return self.cfg.int_ops if dtypes.is_int(dt) else self.cfg.float_ops
+
+  def other_dtype(self, dt: DType, same_size: bool = False) -> DType | None:
+    cands = [d for d in self.cfg.dtypes if d is not dt and (not same_size or d.itemsize == dt.itemsize)]
+    if same_size and dt.itemsize != 1: cands = [d for d in cands if d is not dtypes.bool]
+    return self.ch.choice(cands) if cands else None
+
+  def expr(self, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp:
+    if depth <= 0: return self.leaf(dt, ranges, depth)
+    op = self.weighted(self.ops_for(dt))
+    sub = depth - 1
+    if op == "load": return self.load(dt, ranges, depth)
+    if op == "const": return self.const(dt)
+    if op == "range": return self.range_value(dt, ranges)
+    if op == "cmp":
+      src_dt = self.ch.choice(self.cfg.dtypes)
+      a, b = self.expr(src_dt, sub, ranges), self.expr(src_dt, sub, ranges)
+      return UOp(self.ch.choice([Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ]), dtypes.bool, (a, b))
+    if op == "where":
+      return UOp(Ops.WHERE, dt, (self.expr(dtypes.bool, sub, ranges), self.expr(dt, sub, ranges),
+                                 self.expr(dt, sub, ranges)))
+    if op == "cast":
+      if (src := self.other_dtype(dt)) is None: return self.leaf(dt, ranges, depth)
+      return self.expr(src, sub, ranges).cast(dt)
+    if op == "bitcast":
+      if (src := self.other_dtype(dt, same_size=True)) is None: return self.leaf(dt, ranges, depth)
+      return self.expr(src, sub, ranges).bitcast(dt)
+    if op == "reduce": return self.reduce(dt, sub, ranges)
+    if op == "bufferize": return self.bufferize(dt, sub, ranges)
+    if op == "threefry":
+      if dt is not dtypes.uint64: return self.leaf(dt, ranges, depth)
+      return UOp(Ops.THREEFRY, dt, (self.expr(dt, sub, ranges), self.expr(dt, sub, ranges)))
+    if op == "mulacc":
+      return UOp(Ops.MULACC, dt, tuple(self.expr(dt, sub, ranges) for _ in range(3)))
+    unary = {"neg": Ops.NEG, "recip": Ops.RECIPROCAL, "sqrt": Ops.SQRT, "exp2": Ops.EXP2, "log2": Ops.LOG2,
+             "sin": Ops.SIN, "trunc": Ops.TRUNC}
+    if op in unary: return UOp(unary[op], dt, (self.expr(dt, sub, ranges),))
+    binary = {"add": Ops.ADD, "sub": Ops.SUB, "mul": Ops.MUL, "max": Ops.MAX, "fdiv": Ops.FDIV, "pow": Ops.POW,
+              "idiv": Ops.IDIV, "mod": Ops.MOD, "shl": Ops.SHL, "shr": Ops.SHR, "and": Ops.AND, "or": Ops.OR,
+              "xor": Ops.XOR}
+    a, b = self.expr(dt, sub, ranges), self.expr(dt, sub, ranges)
+    return UOp(binary[op], dt, (a, b))
+
+  def leaf(self, dt: DType, ranges: Sequence[UOp], depth: int) -> UOp:
+    k = self.ch.integer(0, 5)
+    if k == 0 or (dt not in self.cfg.dtypes and not ranges): return self.const(dt)
+    if dt not in self.cfg.dtypes:
+      return self.range_value(self.ch.choice(self.cfg.dtypes), ranges) < self.ch.integer(0, 4)
+    if k == 1 and dt is not dtypes.bool and ranges: return self.range_value(dt, ranges)
+    return self.load(dt, ranges, depth)
+
+  def range_value(self, dt: DType, ranges: Sequence[UOp]) -> UOp:
+    """A loop index (or a DEFINE_VAR) as a value of dt."""
+    if not ranges or dt is dtypes.bool: return self.const(dt)
+    r = self.ch.choice(ranges)
+    v = r.src[0] if r.src[0].op is Ops.DEFINE_VAR and self.coin(0.3) else r
+    return v.cast(dt)
+
+  def reduce(self, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp:
+    outer = math.prod(max(1, self.extent(r)) for r in ranges)
+    room = max(1, self.cfg.max_points // outer)
+    rrs: list[UOp] = []
+    for _ in range(self.ch.integer(1, self.cfg.max_reduce_dims)):
+      if room < 2 and rrs: break
+      r = self.new_range(room, AxisType.REDUCE)
+      room = max(1, room // max(1, self.extent(r)))
+      rrs.append(r)
+    val = self.expr(dt, depth, [*ranges, *rrs])
+    return val.reduce(*rrs, arg=self.ch.choice([Ops.ADD, Ops.MUL, Ops.MAX]))
+
+  def bufferize(self, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp:
+    """A value materialised per thread over a new small range (a local BUFFERIZE), read back at some offset."""
+    n = self.ch.integer(1, 8)
+    r = UOp.range(n, self.next_range, AxisType.LOOP)
+    self.next_range += 1
+    bz = UOp(Ops.BUFFERIZE, dt, (self.expr(dt, depth, [*ranges, r]), r))
+    idx, mask = self.coordinate(n, ranges)
+    return UOp(Ops.INDEX, dt.ptr(n), (bz, idx.valid(mask) if mask is not None else idx)).load()
+
+  # ---- the kernel ----
+  def build(self) -> tuple[UOp, dict[str, int]]:
+    cfg = self.cfg
+    outs: list[UOp] = []
+    room = cfg.max_points
+    for _ in range(self.ch.integer(0, cfg.max_out_dims)):
+      r = self.new_range(max(1, room), AxisType.LOOP)
+      room = max(1, room // max(1, self.extent(r)))
+      outs.append(r)
+    n_stores = self.ch.integer(1, cfg.max_stores)
+    # NOTE: outputs are numbered first (docs/ir.md section 2); their buffers are made before any input
+    plans = []
+    for _ in range(n_stores):
+      rs = [r for r in outs if self.coin(0.8)] or outs[:1]
+      dt = self.ch.choice(cfg.dtypes)
+      plans.append((rs, dt, self.new_buffer(dt, tuple(self.extent(r) for r in rs))))
+    stores = []
+    for rs, dt, buf in plans:
+      val = self.expr(dt, cfg.max_depth, rs)
+      idx: UOp = UOp.const(dtypes.index, 0)
+      stride = 1
+      for i, r in enumerate(reversed(rs)):
+        term = r * stride if stride != 1 else r
+        idx = term if i == 0 else term + idx
+        stride *= max(1, self.extent(r))
+      if rs and self.coin(cfg.p_masked_store):
+        r = self.ch.choice(rs)
+        idx = idx.valid(r < self.ch.integer(0, max(1, self.extent(r))))
+      st = buf.node.index(idx).store(val)
+      stores.append(st.end(*rs) if rs else st)
+    return UOp.sink(*stores), dict(self.var_vals)
+
+def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
+  """Candidate opts for a kernel: each target keeps those that fit it, in order (see fuzz.backends.fit_opts)."""
+  from tinygrad.codegen.opt import Opt, OptOps
+  n_out = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP])
+  n_red = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.REDUCE])
+  out_ops = [OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD, OptOps.PADTO, OptOps.UPCAST, OptOps.SWAP]
+  red_ops = [OptOps.UNROLL, OptOps.GROUP, OptOps.GROUPTOP, OptOps.UNROLL]
+  # NOTE: CUT (the CPU's cut of store loops compared against constants) must be the first opt; other targets drop it
+  opts = [Opt(OptOps.CUT)] if n_out and ch.integer(0, 3) == 0 else []
+  for _ in range(ch.integer(0, n_max)):
+    if n_red and (not n_out or ch.integer(0, 2) == 0): op, axis = ch.choice(red_ops), ch.integer(0, n_red - 1)
+    elif n_out: op, axis = ch.choice(out_ops), ch.integer(0, n_out - 1)
+    else: break
+    arg = ch.integer(0, n_out - 1) if op is OptOps.SWAP else ch.choice([0, 2, 3, 4, 8, 16] if op is not OptOps.PADTO
+                                                                        else [2, 4, 8, 16, 32])
+    opts.append(Opt(op, axis, arg))
+  return tuple(opts)
+
+def build_kernel(ch: Chooser, cfg: KernelConfig | None = None) -> KernelCase:
+  """A random kernel AST that passes kernel_spec, with its DEFINE_VAR values, candidate opts and an input seed."""
+  cfg = cfg or KernelConfig()
+  b = _KernelBuilder(ch, cfg)
+  ast, var_vals = b.build()
+  opts = random_opts(ch, ast) if b.coin(cfg.p_opts) else None
+  return KernelCase(ast, var_vals, opts, ch.integer(0, 2**31 - 1))
+
+__all__ = ["ALL_DTYPES", "EDGE_SIZES", "TILE_SIZES", "KernelConfig", "KernelCase", "build_kernel", "random_opts"]

@@ -1,0 +1,266 @@
+"""The three levels a campaign fuzzes, each the same small interface (`Level`), so the runner, the reducer and the
+reproducers treat them alike:
+
+  generate(data)        a case from the bytes of a corpus entry (fuzz.strategies.BytesChooser)
+  state(case)           the case as JSON-able data: what a reproducer file holds (a graph as pyrender text, never code)
+  from_state(state)     the case back, parsing graphs with spec.roundtrip.eval_pyrender (no exec, no eval)
+  check(cases, backends, note)   per case, the list of Failures (empty: every oracle agreed)
+  size(case)            a measure the reducer makes smaller (graph nodes, program steps)
+
+kernel:   a kernel AST (fuzz/kernel_gen.py) checked against kernel_spec, the pyrender round trip, the reference run
+          (kernel_ref, with the ULP budget of fuzz/budget.py), and then on every backend (fuzz/backends.py).
+symbolic: an index expression (fuzz.strategies.build_index_expression) that z3 proves simplify() keeps
+          (fuzz/symbolic.py).
+tensor:   a program through the public Tensor API (fuzz/tensor_programs.py) against numpy, values and dtypes, on every
+          backend that has a device computing values; backends without one check the program's scheduled kernels.
+"""
+from __future__ import annotations
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+import numpy as np
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from fuzz.backends import Backend, Failure, KernelItem, Note, failure_from, exception_site
+from fuzz.strategies import BytesChooser, KernelCase, KernelConfig, build_kernel, IndexExprConfig
+
+def _no_note(i: int, backend: str, stage: str) -> None: pass
+
+class Level:
+  name = ""
+  def generate(self, data: bytes) -> Any: return self.from_chooser(BytesChooser(data))
+  def from_chooser(self, ch: BytesChooser) -> Any: raise NotImplementedError
+  def state(self, case: Any) -> dict[str, Any]: raise NotImplementedError
+  def from_state(self, state: dict[str, Any]) -> Any: raise NotImplementedError
+  def check(self, cases: Sequence[Any], backends: dict[str, Backend], note: Note = _no_note) -> list[list[Failure]]:
+    raise NotImplementedError
+  def size(self, case: Any) -> int: raise NotImplementedError
+  def valid(self, case: Any) -> bool:
+    """Whether a reducer's candidate is a legal case of this level (checked before it is sent to a worker)."""
+    return True
+  def text(self, case: Any) -> str:
+    """Human-readable form of the case (for reports)."""
+    return json.dumps(self.state(case), indent=1)
+
+# ---- opts as JSON ----
+
+def opts_state(opts: Sequence[Any] | None) -> list[list[Any]] | None:
+  return None if opts is None else [[o.op.name, o.axis, o.arg] for o in opts]
+
+def opts_from_state(st: list[list[Any]] | None) -> tuple[Any, ...] | None:
+  if st is None: return None
+  from tinygrad.codegen.opt import Opt, OptOps
+  out = []
+  for op, axis, arg in st:
+    if op not in OptOps.__members__: raise ValueError(f"reproducer: unknown OptOps {op!r}")
+    if not (axis is None or type(axis) is int) or not (arg is None or type(arg) is int):
+      raise ValueError(f"reproducer: opt {op} axis/arg must be ints, got {axis!r}, {arg!r}")
+    out.append(Opt(OptOps.__members__[op], axis, arg))
+  return tuple(out)
+
+def parse_graph(text: str) -> UOp:
+  from spec.roundtrip import eval_pyrender
+  g = eval_pyrender(text)
+  if not isinstance(g, UOp): raise ValueError("reproducer: the graph text must build one UOp (`ast = ...`)")
+  return g
+
+# ---- kernel ----
+
+class KernelLevel(Level):
+  name = "kernel"
+  def __init__(self, cfg: KernelConfig | None = None, validate_bounds: bool = False):
+    self.cfg, self.validate_bounds = cfg or KernelConfig(), validate_bounds
+  def from_chooser(self, ch: BytesChooser) -> KernelCase: return build_kernel(ch, self.cfg)
+  def state(self, case: KernelCase) -> dict[str, Any]:
+    from tinygrad.uop.pyrender import pyrender
+    return {"graph": pyrender(case.ast), "var_vals": dict(case.var_vals), "opts": opts_state(case.opts),
+            "seed": case.seed}
+  def from_state(self, st: dict[str, Any]) -> KernelCase:
+    vv = st.get("var_vals", {})
+    if not isinstance(vv, dict) or not all(isinstance(k, str) and type(v) is int for k, v in vv.items()):
+      raise ValueError("reproducer: var_vals must map names to ints")
+    return KernelCase(parse_graph(st["graph"]), dict(vv), opts_from_state(st.get("opts")), int(st.get("seed", 0)))
+  def size(self, case: KernelCase) -> int: return len(case.ast.toposort())
+  def valid(self, case: KernelCase) -> bool:
+    """kernel_spec holds for every node, and every RANGE is closed (by an END, a REDUCE or a BUFFERIZE)."""
+    from spec import why_illegal, kernel_spec
+    topo = case.ast.toposort()
+    closed = {r for u in topo if u.op in (Ops.END, Ops.REDUCE, Ops.BUFFERIZE) for r in u.src[1:]}
+    if any(u.op is Ops.RANGE and u not in closed for u in topo): return False
+    return all(why_illegal(u, kernel_spec) is None for u in topo)
+  def text(self, case: KernelCase) -> str: return self.state(case)["graph"]
+
+  def prepare(self, case: KernelCase) -> KernelItem | Failure:
+    """The checks before any backend: kernel_spec, the bounds proof (optional), the round trip, the reference."""
+    from spec import type_verify, kernel_spec
+    from spec.roundtrip import check_roundtrip
+    from fuzz.oracles import kernel_inputs
+    from fuzz.budget import run_budget_ref, buffer_dtypes
+    try: type_verify(case.ast, kernel_spec, "kernel")
+    except Exception as e: return failure_from(e, "spec", "generator")
+    if self.validate_bounds:
+      from spec.validate_index import validate_index
+      try: validate_index(case.ast)
+      except Exception as e: return failure_from(e, "index-bounds", "generator")
+    try: check_roundtrip(case.ast)
+    except Exception as e: return failure_from(e, "roundtrip", "pyrender")
+    try:
+      inputs = kernel_inputs(case.ast, case.seed)
+      ref = run_budget_ref(case.ast, inputs, case.var_vals)
+    except Exception as e: return failure_from(e, "reference", "reference")
+    return KernelItem(case.ast, dict(case.var_vals), case.opts, inputs, ref, buffer_dtypes(case.ast), case.seed)
+
+  def check(self, cases: Sequence[KernelCase], backends: dict[str, Backend],
+            note: Note = _no_note) -> list[list[Failure]]:
+    out: list[list[Failure]] = [[] for _ in cases]
+    items: dict[int, KernelItem] = {}
+    for i, c in enumerate(cases):
+      note(i, "reference", "prepare")
+      p = self.prepare(c)
+      if isinstance(p, Failure): out[i].append(p)
+      else: items[i] = p
+    order = list(items)
+    for b in backends.values():
+      res = b.check_kernels([items[i] for i in order], lambda k, bk, stg: note(order[k], bk, stg))
+      for i, r in zip(order, res):
+        if r is not None: out[i].append(r)
+    return out
+
+# ---- symbolic ----
+
+class SymbolicLevel(Level):
+  name = "symbolic"
+  def __init__(self, cfg: IndexExprConfig | None = None): self.cfg = cfg or IndexExprConfig()
+  def from_chooser(self, ch: BytesChooser) -> UOp:
+    from fuzz.strategies import build_index_expression
+    return build_index_expression(ch, self.cfg)[0]
+  def state(self, case: UOp) -> dict[str, Any]:
+    from tinygrad.uop.pyrender import pyrender
+    return {"graph": pyrender(case)}
+  def from_state(self, st: dict[str, Any]) -> UOp: return parse_graph(st["graph"])
+  def size(self, case: UOp) -> int: return len(case.toposort())
+  def text(self, case: UOp) -> str: return self.state(case)["graph"]
+  def check(self, cases: Sequence[UOp], backends: dict[str, Backend], note: Note = _no_note) -> list[list[Failure]]:
+    from fuzz.symbolic import check_expression
+    out: list[list[Failure]] = []
+    for i, e in enumerate(cases):
+      note(i, "z3", "symbolic")
+      try: r = check_expression(e)
+      except Exception as ex:
+        out.append([failure_from(ex, "symbolic", "z3")])
+        continue
+      # NOTE: "unknown" is z3 giving up on a large nonlinear domain: not a finding
+      out.append([] if r.ok or r.kind == "unknown" else
+                 [Failure("symbolic", f"{r.kind} failure", "tinygrad/uop/symbolic.py:simplify", "z3", str(r))])
+    return out
+
+# ---- tensor ----
+
+@dataclass
+class TensorCase:
+  """A tensor program drawn from `data`, with edits the reducer made: steps replaced by inputs of the same shape and
+  dtype, and the outputs kept."""
+  data: bytes
+  max_steps: int = 6
+  replaced: tuple[int, ...] = ()
+  outputs: tuple[int, ...] | None = None
+  program: Any = field(default=None, compare=False, repr=False)
+
+class TensorLevel(Level):
+  name = "tensor"
+  def __init__(self, max_steps: int = 6): self.max_steps, self.last_used = max_steps, 0
+  def from_chooser(self, ch: BytesChooser) -> TensorCase:
+    case = self.build(TensorCase(ch.data, self.max_steps))
+    # NOTE: only the bytes the generator read matter; the rest would only make the reproducer longer
+    ch.pos = self.last_used
+    case.data = ch.data[:ch.used]
+    return case
+  def build(self, case: TensorCase) -> TensorCase:
+    """The program of `case` (generator + edits): replaced steps become inputs; steps no output needs do too."""
+    from fuzz.tensor_programs import build_tensor_program
+    ch = BytesChooser(case.data)
+    prog = build_tensor_program(ch, case.max_steps)
+    self.last_used = ch.used
+    if case.outputs is not None: prog.outputs = [o for o in prog.outputs if o in case.outputs] or prog.outputs[:1]
+    rs = np.random.default_rng(len(case.data))
+    for i in sorted(set(case.replaced) | unused_steps(prog)):
+      d, v = prog.defs[i], prog.vals[i]
+      if not isinstance(d, tuple): continue
+      prog.defs[i] = input_like(v, rs)
+    case.program = prog
+    return case
+  def state(self, case: TensorCase) -> dict[str, Any]:
+    return {"data": case.data.hex(), "max_steps": case.max_steps, "replaced": list(case.replaced),
+            "outputs": None if case.outputs is None else list(case.outputs),
+            "program": case.program.source() if case.program is not None else ""}
+  def from_state(self, st: dict[str, Any]) -> TensorCase:
+    # NOTE: the program is rebuilt by our generator from the bytes; the source text in the file is never run
+    outs = st.get("outputs")
+    case = TensorCase(bytes.fromhex(st["data"]), int(st.get("max_steps", self.max_steps)),
+                      tuple(int(x) for x in st.get("replaced", ())),
+                      None if outs is None else tuple(int(x) for x in outs))
+    return self.build(case)
+  def size(self, case: TensorCase) -> int:
+    return sum(isinstance(d, tuple) for d in case.program.defs) * 8 + len(case.program.outputs)
+  def text(self, case: TensorCase) -> str: return str(case.program.source())
+
+  def check(self, cases: Sequence[TensorCase], backends: dict[str, Backend],
+            note: Note = _no_note) -> list[list[Failure]]:
+    from fuzz.tensor_programs import check_program, ProgramMismatch
+    out: list[list[Failure]] = [[] for _ in cases]
+    kernel_backends = {n: b for n, b in backends.items() if b.tensor_device() is None}
+    for i, c in enumerate(cases):
+      for name, b in backends.items():
+        if (dev := b.tensor_device()) is None: continue
+        note(i, name, "tensor")
+        try: check_program(c.program, [dev])
+        except ProgramMismatch as e:
+          cause = e.__cause__
+          if cause is not None: out[i].append(failure_from(cause, "tensor-run", name))
+          else: out[i].append(Failure("tensor-compare", mismatch_class(str(e)), "", name, str(e)[:20000]))
+        except Exception as e: out[i].append(failure_from(e, "tensor-run", name))
+      if kernel_backends: out[i].extend(self.check_scheduled(c, kernel_backends, lambda k, b, s: note(i, b, s)))
+    return out
+
+  def check_scheduled(self, case: TensorCase, backends: dict[str, Backend], note: Note) -> list[Failure]:
+    """The program's kernels (scheduled for the CPU), each checked on the backends as at the kernel level."""
+    from fuzz.tensor_programs import run_tensor_lazy
+    note(0, "schedule", "schedule")
+    try:
+      outs = run_tensor_lazy(case.program, "CPU")
+      asts = [it.ast for it in outs[0].schedule(*outs[1:])] if outs else []
+    except Exception as e: return [failure_from(e, "tensor-schedule", "schedule")]
+    kl = KernelLevel()
+    fails = [f for fs in kl.check([KernelCase(a, {}, None, k) for k, a in enumerate(asts)], backends, note) for f in fs]
+    return [Failure(f"tensor-{f.stage}", f.kind, f.site, f.backend, f.message) for f in fails]
+
+def unused_steps(prog: Any) -> set[int]:
+  """Steps no output depends on (they become inputs: a smaller program that computes the same outputs)."""
+  import re
+  need: set[int] = set()
+  todo = list(prog.outputs)
+  while todo:
+    i = todo.pop()
+    if i in need: continue
+    need.add(i)
+    if isinstance(d := prog.defs[i], tuple): todo.extend(int(m) for m in re.findall(r"\bv(\d+)\b", d[0]))
+  return {i for i in range(len(prog.defs)) if i not in need}
+
+def input_like(v: Any, rs: np.random.Generator) -> np.ndarray:
+  """A small input of v's shape and dtype (exact values)."""
+  from tinygrad.dtype import dtypes
+  n = int(np.prod(v.shape)) if v.shape else 1
+  if v.dtype is dtypes.bool: a: np.ndarray = rs.integers(0, 2, n).astype(np.bool_)
+  elif v.dtype is dtypes.int32: a = rs.integers(-9, 10, n).astype(np.int32)
+  else: a = rs.integers(-4, 5, n).astype(np.float32 if v.dtype is dtypes.float32 else np.float16)
+  return a.reshape(v.shape)
+
+def mismatch_class(msg: str) -> str:
+  for k in ("dtype", "shape", "device", "NaN", "Inf"):
+    if k in msg.split("\n")[0]: return f"{k} mismatch"
+  return "value mismatch"
+
+LEVELS: dict[str, type[Level]] = {"kernel": KernelLevel, "symbolic": SymbolicLevel, "tensor": TensorLevel}
+
+__all__ = ["Level", "KernelLevel", "SymbolicLevel", "TensorLevel", "TensorCase", "LEVELS", "opts_state",
+           "opts_from_state", "parse_graph", "exception_site"]

@@ -1,0 +1,155 @@
+"""`python -m fuzz report DIR`: a campaign directory as DIR/report.html (one self-contained page: inline CSS and SVG,
+no scripts, every text from the campaign HTML-escaped) and DIR/report.md (the same in markdown).
+
+Sections: the configuration and the backends (with the reason any was not run); totals (cases, rate, crashes, hangs,
+worker restarts); the rate, rule coverage and findings over time (stats.json); findings per backend; every finding
+(signature, count, when, size found -> reduced, message, the reduced case and the command that replays it); and the
+rule-hit coverage (TRACK_MATCH_STATS: rules that matched at least once, per rewrite pass, of those that were tried).
+"""
+from __future__ import annotations
+import html, json, os, time
+from typing import Any
+from tinygrad.helpers import atomic_write
+from fuzz.findings import load_findings, Finding
+
+def _load(path: str, default: Any) -> Any:
+  try:
+    with open(path) as f: return json.load(f)
+  except (OSError, json.JSONDecodeError): return default
+
+def _when(t: float) -> str: return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "?"
+
+def _rates(timeline: list[dict[str, Any]]) -> list[tuple[float, float]]:
+  out = []
+  for a, b in zip(timeline, timeline[1:]):
+    if (dt := b["t"] - a["t"]) > 0: out.append((b["t"], (b["cases"] - a["cases"]) / dt))
+  return out
+
+def svg_chart(series: list[tuple[float, float]], title: str, w: int = 520, h: int = 140) -> str:
+  """A line chart as inline SVG (numbers only: nothing to escape but the title)."""
+  if not series: return f"<p>{html.escape(title)}: no samples</p>"
+  xs, ys = [p[0] for p in series], [p[1] for p in series]
+  x0, x1, y1 = min(xs), max(xs) or 1.0, max(ys) or 1.0
+  def px(x: float) -> float: return 40 + (x - x0) / ((x1 - x0) or 1.0) * (w - 50)
+  def py(y: float) -> float: return h - 20 - y / y1 * (h - 35)
+  pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in series)
+  return (f'<figure><svg width="{w}" height="{h}" role="img"><rect width="{w}" height="{h}" fill="#fafafa"/>'
+          f'<polyline fill="none" stroke="#2a6" stroke-width="2" points="{pts}"/>'
+          f'<text x="4" y="14" font-size="11">{y1:.3g}</text><text x="4" y="{h - 6}" font-size="11">0</text>'
+          f'<text x="{w - 60}" y="{h - 6}" font-size="11">{x1:.0f} s</text></svg>'
+          f"<figcaption>{html.escape(title)}</figcaption></figure>")
+
+def rules_by_pass(rules: list[str]) -> dict[str, list[str]]:
+  out: dict[str, list[str]] = {}
+  for r in rules:
+    p, _, name = r.partition("::")
+    out.setdefault(p, []).append(name)
+  return out
+
+def replay_command(path: str, f: Finding) -> str:
+  return f"python -m fuzz repro {path}" + (f" --setup {f.setup}" if f.setup else "")
+
+def _findings_sorted(findings: dict[str, Finding]) -> list[Finding]:
+  return sorted(findings.values(), key=lambda f: (-f.count, f.first_seen))
+
+def render_markdown(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], findings: dict[str, Finding]) -> str:
+  cfg = meta.get("config", {})
+  lines = [f"# Fuzz campaign {d}", "",
+           f"level `{cfg.get('level', '?')}`, seed {cfg.get('seed', '?')}, {cfg.get('jobs', '?')} worker(s), "
+           f"{cfg.get('minutes', '?')} min, SPEC={cfg.get('spec', '?')}"
+           f"{', bounds proved' if cfg.get('bounds') else ''}",
+           "", "## Backends", ""]
+  lines += [f"- {desc}" for desc in meta.get("backends", {}).values()]
+  lines += [f"- **{n}: not run**: {why}" for n, why in meta.get("missing", {}).items()]
+  secs = meta.get("seconds", 0) or 0
+  lines += ["", "## Totals", "", f"- {meta.get('cases', 0)} cases in {secs:.0f} s "
+            f"({meta.get('cases', 0) / secs if secs else 0:.1f}/s)",
+            f"- rules matched {len(meta.get('rules_matched', []))} of {meta.get('rules_tried', 0)} tried",
+            f"- corpus {meta.get('corpus', 0)}, crashes {meta.get('crashes', 0)}, hangs {meta.get('hangs', 0)}, "
+            f"worker restarts {meta.get('restarts', 0)}", "", "## Rate over time", "",
+            "| s | cases | cases/s | rules | findings |", "|---|---|---|---|---|"]
+  rates = dict(_rates(timeline))
+  step = max(1, len(timeline) // 20)
+  for s in timeline[::step]:
+    lines.append(f"| {s['t']:.0f} | {s['cases']} | {rates.get(s['t'], 0):.1f} | {s['rules']} | {s['findings']} |")
+  per: dict[str, tuple[int, int]] = {}
+  for f in findings.values():
+    a, b = per.get(f.signature.backend, (0, 0))
+    per[f.signature.backend] = (a + 1, b + f.count)
+  lines += ["", "## Findings per backend", "", "| backend | findings | occurrences |", "|---|---|---|"]
+  lines += [f"| {b} | {n} | {c} |" for b, (n, c) in sorted(per.items())]
+  lines += ["", f"## Findings ({len(findings)})", ""]
+  for f in _findings_sorted(findings):
+    path = os.path.join(d, "findings", f"{f.signature.id}.json")
+    lines += [f"### `{f.signature.id}` {f.signature} (x{f.count})", "",
+              f"first seen {_when(f.first_seen)}, last {_when(f.last_seen)}; size {f.original_size} -> {f.size}"
+              f"{'' if f.reduced else ' (not reduced)'}; `{replay_command(path, f)}`", "", "```",
+              f.message.splitlines()[0][:300] if f.message else "", "```", "", "```python",
+              str(f.state.get("graph") or f.state.get("program") or json.dumps(f.state))[:4000], "```", ""]
+  lines += ["## Rule-hit coverage", ""]
+  for p, rs in sorted(rules_by_pass(meta.get("rules_matched", [])).items()):
+    lines.append(f"- `{p}`: {len(rs)} rules matched")
+  return "\n".join(lines) + "\n"
+
+CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}table{border-collapse:collapse}"
+       "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}pre{background:#f4f4f4;"
+       "padding:8px;overflow-x:auto;max-height:400px}.bad{color:#b00}figure{display:inline-block;margin:4px}")
+
+def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], findings: dict[str, Finding]) -> str:
+  e = html.escape
+  cfg = meta.get("config", {})
+  secs = meta.get("seconds", 0) or 0
+  parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fuzz campaign {e(d)}</title>"
+           f"<style>{CSS}</style></head><body><h1>Fuzz campaign <code>{e(d)}</code></h1>",
+           f"<p>level <b>{e(str(cfg.get('level', '?')))}</b>, seed {e(str(cfg.get('seed', '?')))}, "
+           f"{e(str(cfg.get('jobs', '?')))} worker(s), {e(str(cfg.get('minutes', '?')))} min, "
+           f"SPEC={e(str(cfg.get('spec', '?')))}</p><h2>Backends</h2><ul>"]
+  parts += [f"<li>{e(desc)}</li>" for desc in meta.get("backends", {}).values()]
+  parts += [f"<li class='bad'><b>{e(n)}: not run</b>: {e(why)}</li>" for n, why in meta.get("missing", {}).items()]
+  parts.append("</ul><h2>Totals</h2><table>")
+  totals = [("cases", meta.get("cases", 0)), ("seconds", f"{secs:.0f}"),
+            ("cases/s", f"{meta.get('cases', 0) / secs if secs else 0:.1f}"),
+            ("rules matched / tried", f"{len(meta.get('rules_matched', []))} / {meta.get('rules_tried', 0)}"),
+            ("corpus", meta.get("corpus", 0)), ("crashes", meta.get("crashes", 0)), ("hangs", meta.get("hangs", 0)),
+            ("worker restarts", meta.get("restarts", 0)), ("findings", len(findings))]
+  parts += [f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in totals]
+  parts.append("</table><h2>Over time</h2>")
+  parts.append(svg_chart(_rates(timeline), "cases per second"))
+  parts.append(svg_chart([(s["t"], s["rules"]) for s in timeline], "rules matched"))
+  parts.append(svg_chart([(s["t"], s["findings"]) for s in timeline], "distinct findings"))
+  per: dict[str, tuple[int, int]] = {}
+  for f in findings.values():
+    a, b = per.get(f.signature.backend, (0, 0))
+    per[f.signature.backend] = (a + 1, b + f.count)
+  parts.append("<h2>Findings per backend</h2><table><tr><th>backend</th><th>findings</th><th>occurrences</th></tr>")
+  parts += [f"<tr><td>{e(b)}</td><td>{n}</td><td>{c}</td></tr>" for b, (n, c) in sorted(per.items())]
+  parts.append(f"</table><h2>Findings ({len(findings)})</h2>")
+  for f in _findings_sorted(findings):
+    path = os.path.join(d, "findings", f"{f.signature.id}.json")
+    case = str(f.state.get("graph") or f.state.get("program") or json.dumps(f.state))
+    parts.append(f"<h3><code>{e(f.signature.id)}</code> {e(str(f.signature))} &times;{f.count}</h3>"
+                 f"<p>first seen {e(_when(f.first_seen))}, last {e(_when(f.last_seen))}; size {f.original_size} "
+                 f"&rarr; {f.size}{'' if f.reduced else ' (not reduced)'}; replay: "
+                 f"<code>{e(replay_command(path, f))}</code></p><pre>{e(f.message[:3000])}</pre>"
+                 f"<details open><summary>reduced case</summary><pre>{e(case[:20000])}</pre></details>")
+  parts.append("<h2>Rule-hit coverage</h2><p>Rules that matched at least once (TRACK_MATCH_STATS), per rewrite pass, "
+               f"of {e(str(meta.get('rules_tried', 0)))} rules tried.</p><table><tr><th>pass</th><th>matched</th>"
+               "<th>rules</th></tr>")
+  for p, rs in sorted(rules_by_pass(meta.get("rules_matched", [])).items()):
+    parts.append(f"<tr><td>{e(p)}</td><td>{len(rs)}</td><td><details><summary>show</summary>"
+                 f"{'<br>'.join(e(r) for r in sorted(rs))}</details></td></tr>")
+  parts.append("</table></body></html>")
+  return "".join(parts) + "\n"
+
+def write_report(d: str) -> tuple[str, str]:
+  """Write DIR/report.html and DIR/report.md (atomically); returns their paths."""
+  if not os.path.isdir(d): raise FileNotFoundError(f"{d} is not a campaign directory")
+  meta = _load(os.path.join(d, "campaign.json"), {})
+  timeline = _load(os.path.join(d, "stats.json"), [])
+  findings = load_findings(os.path.join(d, "findings"))
+  h, m = os.path.join(d, "report.html"), os.path.join(d, "report.md")
+  atomic_write(h, render_html(d, meta, timeline, findings))
+  atomic_write(m, render_markdown(d, meta, timeline, findings))
+  return h, m
+
+__all__ = ["write_report", "render_html", "render_markdown", "svg_chart"]

@@ -1,0 +1,128 @@
+"""A campaign's worker process: `python -m fuzz.worker '<config json>'`, one JSON message per line.
+
+It checks cases in its own process so that a crash (a segfault in compiled code) or a hang costs only the worker: the
+parent (fuzz/campaign.py) sees its pipe close or its time run out, records a finding for the case and step the worker
+last announced, and starts a new worker.
+
+Config (argv[1]): {"level": name, "backends": [names], "setup": "module:function" or null, "max_jobs": n,
+"validate_bounds": bool}. The `setup` hook is imported and called once at start (planted-bug experiments patch the
+compiler there); it comes from the campaign's command line, never from a reproducer file.
+
+To the parent (on the original stdout; the worker's own stdout is redirected to stderr, so stray prints cannot break
+the protocol):
+  {"t": "ready", "backends": {name: description}, "missing": {name: why}}
+  {"t": "note", "job": id, "item": i, "backend": b, "stage": s}      before each step of each case
+  {"t": "result", "job": id, "results": [per case: {"failures": [...], "rules": [...], "attempted": [...],
+                                                    "size": n, "used": bytes read, "state": {...} or null}]}
+  {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
+From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes]} or {"job": id, "op": "check_state",
+"states": [level states], "backends": [names] or null}.
+"""
+from __future__ import annotations
+import dataclasses, importlib, json, os, sys, traceback
+from typing import Any, TextIO
+from tinygrad.uop.ops import match_stats
+
+def rules_seen() -> tuple[set[str], set[str]]:
+  """(rules that matched at least once, rules that were tried) in this process, as 'pass::rule'."""
+  matched, tried = set(), set()
+  for p, rules in match_stats.items():
+    for r, st in rules.items():
+      if st[1] > 0: tried.add(f"{p}::{r}")
+      if st[0] > 0: matched.add(f"{p}::{r}")
+  return matched, tried
+
+class Coverage:
+  """Attributes newly matched/tried rules to the case whose step was running when they first fired."""
+  def __init__(self) -> None:
+    self.matched, self.tried = rules_seen()
+    self.current = -1
+    self.new: dict[int, tuple[list[str], list[str]]] = {}
+  def flush(self) -> None:
+    m, t = rules_seen()
+    nm, nt = m - self.matched, t - self.tried
+    if (nm or nt) and self.current >= 0:
+      a, b = self.new.setdefault(self.current, ([], []))
+      a.extend(sorted(nm))
+      b.extend(sorted(nt))
+    self.matched |= nm
+    self.tried |= nt
+  def at(self, i: int) -> None:
+    self.flush()
+    self.current = i
+
+def run_setup(spec: str | None) -> None:
+  if not spec: return
+  mod, _, fn = spec.partition(":")
+  if not fn: raise ValueError(f"setup {spec!r} must be module:function")
+  getattr(importlib.import_module(mod), fn)()
+
+def main(argv: list[str]) -> int:
+  cfg = json.loads(argv[0])
+  out: TextIO = os.fdopen(os.dup(1), "w", buffering=1)
+  os.dup2(2, 1)
+  def send(msg: dict[str, Any]) -> None: out.write(json.dumps(msg) + "\n")
+  run_setup(cfg.get("setup"))
+  from fuzz.levels import LEVELS, KernelLevel
+  from fuzz.backends import open_backends, Failure, failure_from
+  from fuzz.strategies import BytesChooser
+  level = KernelLevel(validate_bounds=bool(cfg.get("validate_bounds"))) if cfg["level"] == "kernel" else \
+    LEVELS[cfg["level"]]()
+  backends, missing = open_backends(cfg["backends"])
+  send({"t": "ready", "backends": {n: b.describe() for n, b in backends.items()}, "missing": missing})
+  cov = Coverage()
+  jobs = 0
+  for line in sys.stdin:
+    job = json.loads(line)
+    jid = job["job"]
+    cases: list[Any] = []
+    fails: dict[int, list[Failure]] = {}
+    used: list[int] = []
+    if job["op"] == "check":
+      for i, h in enumerate(job["inputs"]):
+        cov.at(i)
+        ch = BytesChooser(bytes.fromhex(h))
+        try: cases.append(level.from_chooser(ch))
+        except Exception as e:
+          cases.append(None)
+          fails[i] = [failure_from(e, "generate", "generator")]
+        used.append(ch.used)
+    else:
+      for i, st in enumerate(job["states"]):
+        try: cases.append(level.from_state(st))
+        except Exception as e:
+          cases.append(None)
+          fails[i] = [failure_from(e, "reproducer", "reader")]
+        used.append(0)
+    names = job.get("backends")
+    bk = backends if names is None else {n: backends[n] for n in names if n in backends}
+    def note(i: int, b: str, s: str) -> None:
+      idx = live[i] if 0 <= i < len(live) else i
+      cov.at(idx)
+      send({"t": "note", "job": jid, "item": idx, "backend": b, "stage": s})
+    live = [i for i, c in enumerate(cases) if c is not None]
+    try: res = level.check([cases[i] for i in live], bk, note)
+    except Exception as e:
+      traceback.print_exc()
+      res = [[failure_from(e, "harness", "harness")] for _ in live]
+    cov.flush()
+    for i, r in zip(live, res): fails.setdefault(i, []).extend(r)
+    results = []
+    for i, c in enumerate(cases):
+      fs = fails.get(i, [])
+      nm, nt = cov.new.get(i, ([], []))
+      st = None
+      if fs and c is not None:
+        try: st = level.state(c)
+        except Exception as e: st = {"error": f"could not record the case: {e}"}
+      results.append({"failures": [dataclasses.asdict(f) for f in fs], "rules": nm, "attempted": nt,
+                      "size": level.size(c) if c is not None else 0, "used": used[i], "state": st})
+    cov.new.clear()
+    send({"t": "result", "job": jid, "results": results})
+    jobs += 1
+    if cfg.get("max_jobs") and jobs >= cfg["max_jobs"]:
+      send({"t": "bye"})
+      break
+  return 0
+
+if __name__ == "__main__": sys.exit(main(sys.argv[1:]))
