@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke bench clean durations \
+.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
 	test-nv test-gpu test-semantics-sweep test-deep-chains
 
 $(STAMP): pyproject.toml
@@ -75,6 +75,19 @@ types: $(STAMP)
 
 fuzz-smoke: $(STAMP)
 	$(PY) -m fuzz symbolic --seconds 30
+
+# the nightly campaign (.github/workflows/fuzz-nightly.yml): an hour over every backend, its findings reduced, then
+# the report (fuzz_out/report.html, report.md); a backend without its toolchain is named in the log
+FUZZ_MINUTES ?= 60
+fuzz-nightly: $(STAMP)
+	$(PY) -m fuzz run --minutes $(FUZZ_MINUTES) --backends cpu,llvm,python,nv,amd --jobs $(JOBS) --out fuzz_out
+	$(PY) -m fuzz report fuzz_out
+
+# the mutation score (fuzz/mutants.py) and rules hit guided vs unguided (fuzz/guidance.py); slow: minutes each
+fuzz-mutants: $(STAMP)
+	$(PY) -m fuzz mutants --seconds 60
+fuzz-compare: $(STAMP)
+	$(PY) -m fuzz compare --seconds 600
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

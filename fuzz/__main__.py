@@ -91,11 +91,50 @@ def _ledger_run(a: argparse.Namespace) -> int:
   return 1 if problems else 0
 
 # name -> (help, add arguments, run); a new subcommand is one more entry here
+def _compare_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--levels", default="symbolic,kernel", help="comma list of symbolic, kernel")
+  p.add_argument("--seconds", type=float, default=600.0, help="per mode (both modes run side by side)")
+  p.add_argument("--backends", default="python", help="kernel level: backends to check on")
+  p.add_argument("--modes", default="guided,unguided",
+                 help="guided (line coverage + rule counters), rules (rule counters only), unguided (random inputs)")
+  p.add_argument("--json", default=None, help="also write the numbers to this file")
+
+def _compare_run(a: argparse.Namespace) -> int:
+  import json
+  from fuzz.guidance import compare_rules, format_compare
+  from tinygrad.helpers import atomic_write
+  out = []
+  for lv in (x for x in a.levels.split(",") if x):
+    r = compare_rules(lv, a.seconds, a.backends, [m for m in a.modes.split(",") if m])
+    print(format_compare(r), flush=True)
+    out.append(r)
+  if a.json: atomic_write(a.json, json.dumps(out, indent=1))
+  return 0
+
+def _mutants_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--levels", default="symbolic,kernel", help="comma list of symbolic, kernel")
+  p.add_argument("--seconds", type=float, default=60.0, help="budget per (mutant, level, mode)")
+  p.add_argument("--mutants", default=None, help="comma list of fuzz/mutants.py names (default: all)")
+  p.add_argument("--backends", default="python", help="kernel level: backends to check on")
+  p.add_argument("--json", default=None, help="also write the numbers to this file")
+
+def _mutants_run(a: argparse.Namespace) -> int:
+  import json
+  from fuzz.guidance import mutation_score, format_score
+  from tinygrad.helpers import atomic_write
+  s = mutation_score([x for x in a.levels.split(",") if x], a.seconds, a.mutants.split(",") if a.mutants else None,
+                     a.backends, progress=lambda line: print(line, flush=True))
+  print(format_score(s))
+  if a.json: atomic_write(a.json, json.dumps(s, indent=1))
+  return 0
+
 SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
   "symbolic": ("prove simplify() sound on random index expressions with z3", _symbolic_args, _symbolic_run),
   "run": ("a campaign: worker processes, corpus, findings reduced to reproducers", _run_args, _run_run),
   "repro": ("replay one finding; exit 1 if it still reproduces, 0 if not", _repro_args, _repro_run),
   "report": ("write DIR/report.html and DIR/report.md for a campaign", _report_args, _report_run),
+  "compare": ("rules hit, atheris-guided vs unguided, side by side (fuzz/targets/)", _compare_args, _compare_run),
+  "mutants": ("mutation score: which planted bugs each level finds, guided vs unguided", _mutants_args, _mutants_run),
   "ledger": ("the z3 certificate of every rewrite rule (fuzz/ledger.json): check it, or --update it", _ledger_args,
              _ledger_run),
 }

@@ -1,0 +1,61 @@
+"""The planted bugs of the mutation score (fuzz/mutants.py): each changes one rule, where it shows is what its name
+says, it comes out again, and a campaign finds one, reduces it and it does not reproduce without it."""
+import os, subprocess, sys
+import pytest
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, PatternMatcher, graph_rewrite
+from tinygrad.uop.symbolic import symbolic
+from tinygrad.codegen.decompositions import pm_emulated_dtypes
+from tinygrad.dtype import dtypes
+from fuzz.mutants import MUTANTS, _matchers_with
+from fuzz.campaign import CampaignConfig, run_campaign
+from fuzz.findings import read_reproducer
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+def _sym(u): return graph_rewrite(u, symbolic, name="mutant test")
+def _buf(dt, n=0): return UOp(Ops.DEFINE_GLOBAL, dt.ptr(4), arg=n).index(UOp.const(dtypes.index, 0)).load()
+
+# the expression each mutant gets wrong, and how to rewrite it
+EXAMPLES = {
+  "boundary_off_by_one": (lambda: (UOp.variable("x", 0, 20) * 2 + 3) < 9, _sym),
+  "negative_sign_slip": (lambda: (UOp.variable("n", -20, 0) * 4 - 3) % 4, _sym),
+  "unsigned_wrap": (lambda: (UOp.variable("u", 0, 255, dtypes.uint8) + UOp.const(dtypes.uint8, 200)) <
+                    UOp.const(dtypes.uint8, 210), _sym),
+  "wrong_gate": (lambda: (UOp.range(8, 0) < 5).where((UOp.range(8, 1) < 3).where(UOp.range(8, 0) + UOp.range(8, 1),
+                  UOp.invalid()), UOp.invalid()), _sym),
+  "dropped_cast": (lambda: _buf(dtypes.bfloat16) * _buf(dtypes.bfloat16, 1) + _buf(dtypes.bfloat16, 2),
+                   lambda u: graph_rewrite(u, pm_emulated_dtypes, name="mutant test")),
+}
+
+def test_every_mutant_has_an_example():
+  assert set(EXAMPLES) == set(MUTANTS) and len({m.kind for m in MUTANTS.values()}) == len(MUTANTS)
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutant_changes_one_rule_and_comes_out_again(name):
+  m = MUTANTS[name]
+  make, rewrite = EXAMPLES[name]
+  before = rewrite(make())
+  held = _matchers_with(m.rule)
+  assert held and all(isinstance(pm, PatternMatcher) for pm in held)
+  m.apply()
+  try:
+    # exactly that rule's function is swapped, in every matcher that held it, and the example rewrites differently
+    assert not _matchers_with(m.rule) and len(_matchers_with(m.applied)) == len(held)
+    assert rewrite(make()) is not before
+  finally: m.revert()
+  assert len(_matchers_with(m.rule)) == len(held) and rewrite(make()) is before
+
+def test_campaign_finds_a_planted_dropped_cast_reduced_and_not_reproduced_without_it(tmp_path):
+  cfg = CampaignConfig(out=str(tmp_path / "camp"), minutes=12 / 60, backends=("python",), jobs=1, batch=8,
+                       setup="fuzz.mutants:dropped_cast", progress=False, reduce_checks=150, reduce_grace=60, spec=1)
+  summ = run_campaign(cfg)
+  assert summ.findings, str(summ)
+  top = max(summ.findings.values(), key=lambda f: f.count)
+  path = os.path.join(cfg.out, "findings", f"{top.signature.id}.json")
+  f = read_reproducer(path)
+  # NOTE: the smallest such graph: an emulated-dtype op whose operand is another one's result (its rounding dropped)
+  assert f.reduced and f.size <= 14 < f.original_size and f.setup == "fuzz.mutants:dropped_cast", (f.size, f.state)
+  proc = subprocess.run([sys.executable, "-m", "fuzz", "repro", path], cwd=REPO, capture_output=True, text=True,
+                        env={**os.environ, "PYTHONPATH": REPO})
+  assert proc.returncode == 0 and "not reproduced" in proc.stdout, proc.stdout + proc.stderr
