@@ -9,6 +9,20 @@ def state(graph: str, opts=None, var_vals=None, seed=0):
 
 # name -> (backends, reproducer state); each was a finding before its fix (see the comment)
 FIXED = {
+  # after CUT (the heuristics' opt: opts None) two store loops shared one gated INDEX; line_rewrite defined its ungated
+  # INDEX at the first store, inside the first loop, and the second loop's store used it (LLVM: "does not dominate")
+  "cut_loops_share_a_gated_store_index": (["llvm", "python", "cpu"], state("""
+c0 = UOp.invalid()
+c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.int8.ptr(35), arg=0).index(UOp.const(dtypes.bool, False).where(UOp.const(dtypes.index, 0), c0))
+c2 = UOp.range(5, 0, AxisType.LOOP)
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint16.ptr(7), arg=2).index(c2).load()
+c4 = c3.cast(dtypes.index)
+c5 = (c4 < UOp.const(dtypes.index, 35)).where(c4, c0)
+c6 = UOp(Ops.DEFINE_GLOBAL, dtypes.int8.ptr(35), arg=1).index(c5).load()
+c7 = (c2 < UOp.const(dtypes.index, 3)).where(c2, c0)
+c8 = UOp(Ops.DEFINE_GLOBAL, dtypes.int8.ptr(35), arg=3).index(c7).load()
+c9 = c1.store(c6 + c8).end(c2)
+ast = UOp.sink(c9)""", None, seed=1644949367)),
   # a store in a loop of 0 iterations ran once: drop_unused_end dropped the loop, the linearizer hoisted the store
   "empty_loop_store": (["cpu", "python"], state("""
 c0 = UOp.const(dtypes.index, 0)

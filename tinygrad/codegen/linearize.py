@@ -99,31 +99,33 @@ def _emit_block(chain: tuple[UOp, ...], nodes: list[UOp], full: dict[UOp, tuple[
 # ---- line_rewrite ----
 
 def line_rewrite(lst: list[UOp]) -> list[UOp]:
-  """A STORE whose INDEX has a gate becomes the ungated INDEX, IF(gate), STORE, ENDIF; later lines are rebuilt over
-  it."""
+  """A STORE whose INDEX has a gate becomes IF(gate), STORE(ungated INDEX), ENDIF; the ungated INDEX is defined right
+  after the gated one, where linearize put it; later lines are rebuilt over it."""
   replace: dict[UOp, UOp] = {}
   ret: list[UOp] = []
   emitted: set[UOp] = set()
-  def emit(*us: UOp) -> None:
-    for x in us:
-      # NOTE: UOps are hash-consed: a line already in the program is that same value, defined once
-      if x not in emitted: ret.append(x); emitted.add(x)
+  # NOTE: the ungated INDEX goes where the gated one is, never at the store: linearize placed the gated INDEX where it
+  # dominates every store of it, which may sit in other loops (found by fuzz: after CUT, two store loops shared one
+  # INDEX and the second used a definition inside the first: LLVM "does not dominate all uses"), and never inside the
+  # IF (PYTHON read None there). A line of the list is always emitted: a duplicate definition of the same value is
+  # harmless, a missing one is not.
+  for_stores = {u.src[0] for u in lst if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 3}
   for orig in lst:
     u = orig.replace(src=tuple(replace.get(s, s) for s in orig.src)) if any(s in replace for s in orig.src) else orig
     if u is not orig: replace[orig] = u
     if u.op is Ops.STORE and len(u.src[0].src) == 3:
       idx = u.src[0]
       iff = UOp(Ops.IF, src=(idx.src[2],))
-      nidx = idx.replace(src=idx.src[:2])
-      st = nidx.store(u.src[1])
-      # NOTE: the ungated INDEX goes before the IF: another store to the same address may use that same INDEX after
-      # the ENDIF, where a definition inside the IF would not reach (found by fuzz: LLVM "does not dominate all uses")
-      # NOTE: the IF/STORE/ENDIF lines always go in: two lanes gated by the same condition share one hash-consed IF,
-      # and deduplicating it would put the second lane's store outside any IF (found by test_opt: PADTO + UPCAST)
-      emit(nidx)
+      st = idx.replace(src=idx.src[:2]).store(u.src[1])
+      # NOTE: the IF/STORE/ENDIF lines always go in: two lanes gated by the same condition share one hash-consed IF
       ret.extend([iff, st, UOp(Ops.ENDIF, src=(iff,))])
       replace[orig] = st
-    else: emit(u)
+      continue
+    ret.append(u)
+    emitted.add(u)
+    if orig in for_stores and (nidx := u.replace(src=u.src[:2])) not in emitted:
+      ret.append(nidx)
+      emitted.add(nidx)
   # a gated INDEX that only fed a now-ungated STORE is dead
   used = {s for u in ret for s in u.src}
   return [u for u in ret if not (u.op is Ops.INDEX and len(u.src) == 3 and u not in used)]
