@@ -141,12 +141,15 @@ def _poly(x: UOp, coeffs: list[float]) -> UOp:
 def _round(x: UOp) -> UOp: return (x + (x < 0).where(x.const_like(-0.5), x.const_like(0.5))).trunc()
 
 def _pow2i(n: UOp, dt: DType) -> UOp:
-  """2**n for an int32 n in [-126, 127], built from the exponent bits."""
+  """2**n for an int32 n in the normal exponent range of dt ([-126, 127]; float64 [-1022, 1023]), from its bits."""
   ibits, shift, bias = (dtypes.int64, 52, 1023) if dt is dtypes.float64 else (dtypes.int32, 23, 127)
   return ((n.cast(ibits) + bias) << shift).bitcast(dt)
 
 def xexp2(x: UOp) -> UOp:
-  xc = x.maximum(x.const_like(-151.0)).minimum(x.const_like(129.0))
+  # NOTE: clamped just past the dtype's range (below the smallest subnormal: 0; past the largest: inf); float64's is
+  # its own, not float32's (found by fuzz: exp2 of 144.0 in float64 on AMD gave 2**129)
+  lo, hi = (-1076.0, 1025.0) if x.dtype is dtypes.float64 else (-151.0, 129.0)
+  xc = x.maximum(x.const_like(lo)).minimum(x.const_like(hi))
   n = _round(xc)
   f = xc - n
   # 2**f = e**(f*ln2), |f| <= 0.5: Taylor to degree 8 (error ~3e-10), 14 for float64
