@@ -19,9 +19,11 @@ def _load(path: str, default: Any) -> Any:
 
 def _when(t: float) -> str: return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "?"
 
-def _rates(timeline: list[dict[str, Any]]) -> list[tuple[float, float]]:
+def _rates(timeline: list[dict[str, Any]], step: int = 1) -> list[tuple[float, float]]:
+  """(t, cases/s over the `step` samples before t). NOTE: workers report a batch at a time, so the rate between two
+  neighbouring samples (5 s apart) swings between 0 and a burst: a table row averages over the rows it stands for."""
   out = []
-  for a, b in zip(timeline, timeline[1:]):
+  for a, b in zip(timeline, timeline[step:]):
     if (dt := b["t"] - a["t"]) > 0: out.append((b["t"], (b["cases"] - a["cases"]) / dt))
   return out
 
@@ -68,9 +70,10 @@ def render_markdown(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]]
             f"- corpus {meta.get('corpus', 0)}, crashes {meta.get('crashes', 0)}, hangs {meta.get('hangs', 0)}, "
             f"worker restarts {meta.get('restarts', 0)}", "", "## Rate over time", "",
             "| s | cases | cases/s | rules | findings |", "|---|---|---|---|---|"]
-  rates = dict(_rates(timeline))
   step = max(1, len(timeline) // 20)
-  for s in timeline[::step]:
+  rows = timeline[::step] + ([timeline[-1]] if timeline and (len(timeline) - 1) % step else [])
+  rates = dict(_rates(rows))
+  for s in rows:
     lines.append(f"| {s['t']:.0f} | {s['cases']} | {rates.get(s['t'], 0):.1f} | {s['rules']} | {s['findings']} |")
   per: dict[str, tuple[int, int]] = {}
   for f in findings.values():
@@ -114,7 +117,7 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
             ("worker restarts", meta.get("restarts", 0)), ("findings", len(findings))]
   parts += [f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in totals]
   parts.append("</table><h2>Over time</h2>")
-  parts.append(svg_chart(_rates(timeline), "cases per second"))
+  parts.append(svg_chart(_rates(timeline, max(1, len(timeline) // 50)), "cases per second"))
   parts.append(svg_chart([(s["t"], s["rules"]) for s in timeline], "rules matched"))
   parts.append(svg_chart([(s["t"], s["findings"]) for s in timeline], "distinct findings"))
   per: dict[str, tuple[int, int]] = {}

@@ -80,3 +80,11 @@ def test_a_reproducer_never_runs_code(tmp_path):
   assert not os.path.exists("PWNED")
   p.write_text(json.dumps({"format": "something else"}))
   with pytest.raises(ReproducerError, match="not a fuzz finding"): read_reproducer(str(p))
+
+def test_report_rate_averages_bursty_batches():
+  from fuzz.report import _rates
+  # a worker reports 16 cases every 20 s (samples every 5 s): neighbouring samples read 0 or 3.2/s, the rate is 0.8/s
+  timeline = [{"t": 5.0 * i, "cases": 16 * (i // 4)} for i in range(41)]
+  assert {r for _, r in _rates(timeline)} == {0.0, 3.2}
+  assert all(abs(r - 0.8) < 1e-9 for _, r in _rates(timeline[::4]))
+  assert all(abs(r - 0.8) < 1e-9 for _, r in _rates(timeline, 4))
