@@ -66,8 +66,29 @@ pm_emulated_dtypes = PatternMatcher([
 
 # ---- ops with a simpler spelling ----
 
+def decompose_pow(p: UOp, a: UOp, b: UOp) -> UOp:
+  """a**b as IEEE pow (np.power) for a target without POW: exp2(b*log2|a|) in float64 (the log's error is multiplied by
+  the result's exponent: float64 keeps it under float32's budget), the sign for a negative base and an odd integer
+  exponent, NaN for a negative base and a non-integer one, and 1 for b == 0, a == 1 and (-1)**+-inf."""
+  f = dtypes.float64
+  x, y = (a, b) if a.dtype is f else (a.cast(f), b.cast(f))
+  ax = (x < 0.0).where(-x, x)
+  r = (y * ax.log2()).exp2()
+  half = y * 0.5
+  y_int, y_odd = y.trunc().eq(y), y.trunc().eq(y) & half.trunc().ne(half)
+  # NOTE: the sign bit, not x < 0: (-0.0)**3 is -0.0 and (-0.0)**-3 is -inf
+  r = ((x.bitcast(dtypes.int64) < 0) & y_odd).where(-r, r)
+  r = ((x < 0.0) & y_int.ne(True)).where(r.const_like(float("nan")), r)
+  inf = y.const_like(float("inf"))
+  one = x.eq(1.0) | y.eq(0.0) | (x.eq(-1.0) & (y.eq(inf) | y.eq(-inf)))
+  r = one.where(r.const_like(1.0), r)
+  return r if p.dtype is f else r.cast(p.dtype)
+
 # ctx: the renderer
 pm_decompose = PatternMatcher([
+  # NOTE: before the transcendentals (decomposed next, where the target lacks them): LLVM's AMDGPU backend has no pow
+  (UPat(Ops.POW, dtype=dtypes.floats, src=(UPat.var("a"), UPat.var("b")), name="p"),
+   lambda ctx, p, a, b: None if p.dtype.count != 1 or ctx.supports_op(Ops.POW, p.dtype) else decompose_pow(p, a, b)),
   (UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var("x"), UPat.var("key")), name="t"),
    lambda ctx, t, x, key: None if ctx.supports_op(Ops.THREEFRY, t.dtype) else decompose_threefry(x, key)),
   # NOTE: integers only: MULACC of floats is fused (one rounding), and a*b+c rounds twice
