@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, identity_element
-from tinygrad.dtype import DType, dtypes, Invalid, AddrSpace
+from tinygrad.dtype import dtypes, Invalid, AddrSpace
 from tinygrad.renderer import Renderer
 
 # ---- masked (Invalid) indexes into gated INDEX ----
