@@ -70,7 +70,7 @@ class KernelRef:
   def eval(self, u: UOp) -> Any:
     op, dt, src = u.op, u.dtype, u.src
     if dt.count > 1: raise KernelRefError(f"{op} of vector dtype {dt}: kernel ASTs are scalar")
-    if op in (Ops.SINK, Ops.GROUP, Ops.END, Ops.DEFINE_GLOBAL, Ops.BUFFERIZE, Ops.NOOP): return None
+    if op in (Ops.SINK, Ops.GROUP, Ops.END, Ops.DEFINE_GLOBAL, Ops.BUFFERIZE): return None
     if op is Ops.CONST:
       if isinstance(u.arg, InvalidType): return None
       return np.full(self._ones(), u.arg, dtype=semantics.holder(dt))

@@ -75,8 +75,6 @@ full_only_rules: list[Rule] = [
    lambda x, i: x.dtype == elem_dtype(i.dtype)),
   (UPat(Ops.STORE, dtypes.void, src=(UPat(Ops.INDEX, name="i"), UPat(name="v"))),
    lambda i, v: v.dtype == elem_dtype(i.dtype)),
-  # expander: UNROLL(vector, arg=((axis, size), ...)) spreads lanes over upcast axes; CONTRACT gathers them back
-  (UPat((Ops.UNROLL, Ops.CONTRACT), src=(UPat(),), name="x"), lambda x: isinstance(x.arg, tuple)),
   (UPat(Ops.BUFFERIZE, name="x"), lambda x: len(x.src) >= 1),
   (UPat(Ops.AFTER, src=(UPat(name="d"),), allow_any_len=True, name="x"), lambda x, d: x.dtype == d.dtype),
   (UPat(Ops.BARRIER, dtypes.void), lambda: True),

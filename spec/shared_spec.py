@@ -1,4 +1,4 @@
-"""Rules legal at every stage: constants, ALU typing, casts, vectors, and the structure ops (SINK, GROUP, NOOP, CUSTOM).
+"""Rules legal at every stage: constants, ALU typing, casts, vectors, and the structure ops (SINK, GROUP).
 
 A spec is a PatternMatcher whose rules return True for a legal node, False (or raise RuleFailure) for an illegal one,
 and None when they do not apply; the first verdict that is not None decides, and a node no rule decides is illegal.
@@ -117,12 +117,9 @@ def range_arg_ok(x: UOp) -> bool:
   return fail(f"RANGE arg {a!r} must be (id: int, ..., AxisType)")
 
 shared_rules: list[Rule] = [
-  # structure: SINK and GROUP are void and collect side effects; NOOP passes anything through
+  # structure: SINK and GROUP are void and collect side effects
   (UPat(Ops.SINK, dtypes.void), lambda: True),
   (UPat(Ops.GROUP, dtypes.void), lambda: True),
-  (UPat(Ops.NOOP), lambda: True),
-  # CUSTOM is a renderer escape hatch: arg is the format string of the code it renders to
-  (UPat(Ops.CUSTOM, name="x"), lambda x: isinstance(x.arg, str) or fail(f"CUSTOM arg {x.arg!r} is not a str")),
   # constants: the Python type of the value matches the dtype, and the value is representable in it
   (UPat(Ops.CONST, src=(), name="x"), lambda x: const_ok(x.dtype, x.arg)),
   (UPat(Ops.VCONST, src=(), name="x"), vconst_ok),

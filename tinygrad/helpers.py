@@ -68,7 +68,6 @@ TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin whe
                             codegen=True)
 CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0,
                                     "1 records every compiled kernel into the replay database")
-VIZ = ContextVar("VIZ", 0, "1 records every named rewrite pass for the viz page")
 HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "",
                                  "comma list of 0-based GPU ids the NV and AMD backends may open")
 DEV = ContextVar("DEV", "", "default device (CPU, PYTHON, NV, AMD); NV=1 etc. also select one")

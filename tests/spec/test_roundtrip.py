@@ -166,7 +166,7 @@ def test_check_roundtrip_reports_smallest_failing_subgraph(monkeypatch):
 
 def test_check_roundtrip_reports_unprintable_arg():
   with Context(SPEC=0):
-    u = UOp.sink(UOp(Ops.CUSTOM, dtypes.void, (), object()))
+    u = UOp.sink(UOp(Ops.SINK, dtypes.void, (), object()))
   with pytest.raises(RoundTripError, match="cannot print an arg of type object"): check_roundtrip(u)
 
 def test_check_roundtrip_reports_eval_failure(monkeypatch):

@@ -272,7 +272,6 @@ def test_full_spec_accepts_codegen_intermediates():
   idx = UOp.range(4, 1)
   # index lowering rebuilds an index node over int32 sources before it retypes it
   type_verify(UOp(Ops.ADD, dtypes.index, (idx, r32)), full_spec)
-  type_verify(UOp(Ops.UNROLL, dtypes.float32, (UOp.const(dtypes.float32.vec(4), 1.0),), ((1, 4),)), full_spec)
   with pytest.raises(SpecError): type_verify(UOp(Ops.ADD, dtypes.index, (idx, r32)), kernel_spec)
 
 def test_program_block_structure():

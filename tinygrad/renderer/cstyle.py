@@ -100,7 +100,7 @@ class CStyleLanguage(Renderer):
     """The kernel's source: params are the buffers in DEFINE_GLOBAL order, then the DEFINE_VARs by name, then extras."""
     st = _Lines()
     for u in uops:
-      if u.op in (Ops.SINK, Ops.GROUP, Ops.NOOP): continue
+      if u.op in (Ops.SINK, Ops.GROUP): continue
       handler = self._handlers.get(u.op)
       if handler is not None: handler(self, st, u)
       else:
@@ -213,7 +213,6 @@ class CStyleLanguage(Renderer):
     if op is Ops.GEP and len(u.arg) == 1: return f"{r[src[0]]}[{u.arg[0]}]"
     if op is Ops.GEP: return self.render_vector(dt, [f"{r[src[0]]}[{i}]" for i in u.arg])
     if op is Ops.VECTORIZE: return self.render_vector(dt, [r[s] for s in src])
-    if op is Ops.CUSTOM: return str(u.arg).format(*[r[s] for s in src])
     if op in GroupOp.ALU and op in self.code_for_op: return self.code_for_op[op](*[r[s] for s in src], dt)
     raise NotImplementedError(f"{type(self).__name__} cannot render {op} ({dt}); codegen should have decomposed it")
 

@@ -172,7 +172,7 @@ class LLVMRenderer(Renderer):
     name, then what the target adds (the CPU's core_id)."""
     st = _State()
     for u in uops:
-      if u.op in (Ops.SINK, Ops.GROUP, Ops.NOOP): continue
+      if u.op in (Ops.SINK, Ops.GROUP): continue
       if (h := _HANDLERS.get(u.op)) is not None: h(self, st, u)
       elif u.op in GroupOp.ALU: st.r[u] = self.render_alu(st, u)
       else: raise NotImplementedError(f"{type(self).__name__} cannot render {u.op} ({u.dtype})")

@@ -366,7 +366,7 @@ def _h_unsupported(b: _Batch, i: int, ln: Line) -> None:
 HANDLERS: dict[Ops, Callable[[_Batch, int, Line], int | None]] = {
   Ops.CONST: _h_const, Ops.VCONST: _h_const, Ops.DEFINE_GLOBAL: _h_define_global, Ops.DEFINE_LOCAL: _h_define_mem,
   Ops.DEFINE_REG: _h_define_mem, Ops.DEFINE_VAR: _h_define_var, Ops.SPECIAL: _h_special, Ops.AFTER: _h_passthrough,
-  Ops.NOOP: _h_passthrough, Ops.GROUP: _h_nothing, Ops.SINK: _h_nothing, Ops.INDEX: _h_index, Ops.LOAD: _h_load,
+  Ops.GROUP: _h_nothing, Ops.SINK: _h_nothing, Ops.INDEX: _h_index, Ops.LOAD: _h_load,
   Ops.STORE: _h_store, Ops.CAST: _h_cast, Ops.BITCAST: _h_bitcast, Ops.GEP: _h_gep, Ops.VECTORIZE: _h_vectorize,
   Ops.RANGE: _h_range, Ops.END: _h_end, Ops.IF: _h_if, Ops.ENDIF: _h_endif, Ops.BARRIER: _h_barrier,
   **{op: _h_alu for op in semantics.ALU},

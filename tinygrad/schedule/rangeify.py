@@ -164,11 +164,25 @@ def _kernel_inputs(r: UOp) -> tuple[UOp, ...]:
   if r.op in (Ops.CONTIGUOUS, Ops.COPY): return (r.src[0],)
   return (r,)
 
+def _computes_threefry(root: UOp, realizes: dict[UOp, None]) -> bool:
+  """Whether the kernel computing `root` evaluates THREEFRY itself (not crossing a realized node or a buffer)."""
+  found = False
+  def gate(u: UOp) -> bool:
+    nonlocal found
+    if u is not root and (u in realizes or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)): return False
+    found = found or u.op is Ops.THREEFRY
+    return not found
+  root.toposort(gate)
+  return found
+
 def find_realizes(sink: UOp) -> dict[UOp, None]:
   """The nodes that are stored to a buffer, in dependency order. Forced: the sink's outputs (unless already a buffer),
   CONTIGUOUS, COPY (and its source), ASSIGN. Cost rules, to a fixed point: a REDUCE_AXIS read through a broadcasting
   EXPAND would be recomputed per broadcast element, and one read by two kernels would be computed twice: both stored,
-  unless it is a reduce of constants that folds to a closed form (an arange), which costs nothing to recompute."""
+  unless it is a reduce of constants that folds to a closed form (an arange), which costs nothing to recompute. Random
+  numbers (THREEFRY, tens of integer ops per element) read through a broadcasting EXPAND are stored too: a matmul of
+  `Tensor.randn` inputs would otherwise draw every input element once per output column; elementwise uses (dropout)
+  stay fused."""
   topo = sink.toposort()
   realizes: dict[UOp, None] = {}
   for s in sink.src:
@@ -188,6 +202,8 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     for e in expands:
       for r in _fused_reduces(e, realizes, (e.src[0],)):
         if store(r): realizes[r] = None; changed = True
+      if (b := base_of_view(e.src[0])) not in realizes and not _is_buffer_view(b) and _computes_threefry(b, realizes):
+        realizes[b] = None; changed = True
     users: dict[UOp, int] = {}
     for root in list(realizes):
       for r in dedup(_fused_reduces(root, realizes, _kernel_inputs(root))): users[r] = users.get(r, 0) + 1

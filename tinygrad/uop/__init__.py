@@ -13,7 +13,7 @@ class FastEnum(Enum):
 
 class Ops(FastEnum):
   # ---- graph structure (every stage) ----
-  SINK = auto(); GROUP = auto(); NOOP = auto(); AFTER = auto()
+  SINK = auto(); GROUP = auto(); AFTER = auto()
   # ---- tensor graph: buffers and devices (LUNIQUE: a buffer's name local to one scheduled graph) ----
   UNIQUE = auto(); LUNIQUE = auto(); DEVICE = auto(); BUFFER = auto(); BUFFER_VIEW = auto()
   # ---- tensor graph: movement ----
@@ -27,7 +27,7 @@ class Ops(FastEnum):
   # ---- kernel / program: loops and memory ----
   RANGE = auto(); END = auto(); REDUCE = auto(); INDEX = auto(); LOAD = auto(); STORE = auto()
   # ---- vectors and expansion ----
-  VECTORIZE = auto(); GEP = auto(); VCONST = auto(); UNROLL = auto(); CONTRACT = auto(); WMMA = auto()
+  VECTORIZE = auto(); GEP = auto(); VCONST = auto(); WMMA = auto()
   # ---- program-only control flow ----
   IF = auto(); ENDIF = auto(); BARRIER = auto()
   # ---- constants ----
@@ -41,29 +41,18 @@ class Ops(FastEnum):
   FDIV = auto(); POW = auto()
   # ---- ternary ALU ----
   WHERE = auto(); MULACC = auto()
-  # ---- escape hatch for renderers ----
-  CUSTOM = auto()
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}
   Binary = {Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MAX, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.XOR, Ops.SHL, Ops.SHR,
             Ops.OR, Ops.AND, Ops.THREEFRY, Ops.SUB, Ops.FDIV, Ops.POW}
-  Ternary = {Ops.WHERE, Ops.MULACC}
-  ALU = Unary | Binary | Ternary
+  ALU = Unary | Binary | {Ops.WHERE, Ops.MULACC}
   Elementwise = ALU | {Ops.CAST, Ops.BITCAST}
-  Irreducible = {Ops.CONST, Ops.DEFINE_VAR, Ops.SPECIAL, Ops.RANGE}
   Movement = {Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.PAD, Ops.SHRINK, Ops.FLIP}
-  Buffer = {Ops.LOAD, Ops.STORE, Ops.CONST, Ops.DEFINE_VAR}
   Defines = {Ops.DEFINE_GLOBAL, Ops.DEFINE_LOCAL, Ops.DEFINE_REG}
   # binary ops where a op b == b op a
   Commutative = {Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.XOR, Ops.AND, Ops.OR}
-  # a op (b op c) == (a op b) op c
-  Associative = {Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.MAX}
-  # x op x == x
-  Idempotent = {Ops.OR, Ops.AND, Ops.MAX}
   Comparison = {Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ}
-  # f(0) == 0, so padding with zeros stays zeros
-  UnsafePad = {Ops.RECIPROCAL, Ops.LOG2, Ops.EXP2, Ops.IDIV, Ops.POW, Ops.FDIV}
   # ops that are not values (side effects, structure)
   All = set(Ops)
 
