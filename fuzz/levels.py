@@ -130,10 +130,17 @@ class KernelLevel(Level):
 
 class SymbolicLevel(Level):
   name = "symbolic"
-  def __init__(self, cfg: IndexExprConfig | None = None): self.cfg = cfg or IndexExprConfig()
+  def __init__(self, cfg: IndexExprConfig | None = None):
+    from fuzz.strategies import wrapping_config
+    from tinygrad.dtype import dtypes
+    # NOTE: without a config, one case in two is in a fixed-width int that wraps, signed or unsigned (the first choice
+    # picks): rules that must not fold across the wrap get cases where it happens
+    wrap = [wrapping_config(dt) for dt in (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)]
+    self.cfgs = [cfg] if cfg is not None else [IndexExprConfig()] * len(wrap) + wrap
   def from_chooser(self, ch: BytesChooser) -> UOp:
     from fuzz.strategies import build_index_expression
-    return build_index_expression(ch, self.cfg)[0]
+    cfg = self.cfgs[0] if len(self.cfgs) == 1 else self.cfgs[ch.integer(0, len(self.cfgs) - 1)]
+    return build_index_expression(ch, cfg)[0]
   def state(self, case: UOp) -> dict[str, Any]:
     from tinygrad.uop.pyrender import pyrender
     return {"graph": pyrender(case)}

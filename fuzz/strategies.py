@@ -81,12 +81,13 @@ class IndexExprConfig:
   ops: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_OP_WEIGHTS))
 
 def wrapping_config(dtype: DType, max_depth: int = 4) -> IndexExprConfig:
-  """Expressions in a fixed-width signed int whose values reach the wrap-around: variables anywhere in the range, some
-  constants as wide as the type. Nonlinear ops are left out: z3 proves them slowly on bit-vectors wider than 8."""
-  m = int(dtypes.max(dtype))
+  """Expressions in a fixed-width int (signed or unsigned) whose values reach the wrap-around: variables anywhere in the
+  range, some constants as wide as the type. Nonlinear ops are left out: z3 proves them slowly on bit-vectors wider
+  than 8."""
+  lo, m = int(dtypes.min(dtype)), int(dtypes.max(dtype))
   ops = DEFAULT_OP_WEIGHTS if dtype.itemsize == 1 else {**DEFAULT_OP_WEIGHTS, "mulx": 0, "divx": 0, "modx": 0}
-  return IndexExprConfig(max_depth=max_depth, dtype=dtype, var_lo=(-m - 1, m), var_span=(0, max(m // 4, 16)),
-                         big_const=(-m - 1, m), ops=dict(ops))
+  return IndexExprConfig(max_depth=max_depth, dtype=dtype, var_lo=(lo, m), var_span=(0, max((m - lo) // 8, 16)),
+                         big_const=(lo, m), ops=dict(ops))
 
 def _leaf_pool(ch: Chooser, cfg: IndexExprConfig) -> list[UOp]:
   pool: list[UOp] = []
