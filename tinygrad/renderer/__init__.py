@@ -13,6 +13,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import DType, PtrDType, AddrSpace
+from tinygrad.renderer.tensor_cores import TensorCore
 
 # ---- what a target has ----
 
@@ -21,16 +22,6 @@ class Vectors:
   """The vector types of one scalar dtype on a target."""
   widths: tuple[int, ...]             # lane counts of its vector types (loads, stores, VECTORIZE, GEP), widest first
   ops: frozenset[Ops] = frozenset()   # ALU ops (and CAST) the target computes lane-wise on those types
-
-@dataclass(frozen=True)
-class TensorCore:
-  """One matrix-multiply-accumulate instruction: D (M x N, dtype_out) = A (M x K, dtype_in) @ B (K x N, dtype_in) + C,
-  computed by `threads` threads together, each holding `elements_per_thread` = (a, b, c) elements of A, B and C/D."""
-  dims: tuple[int, int, int]                # (N, M, K)
-  threads: int
-  elements_per_thread: tuple[int, int, int]
-  dtype_in: DType
-  dtype_out: DType
 
 def _canon(v: Any) -> str:
   """A repr that does not depend on hash order (sets, dict order), so an identity is the same in every process."""

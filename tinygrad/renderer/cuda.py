@@ -34,6 +34,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes, float_to_bf16, float_to_fp8
 from tinygrad.renderer import Vectors
+from tinygrad.renderer.tensor_cores import TensorCore, NV_TENSOR_CORES, tensor_core
 from tinygrad.renderer.cstyle import CStyleLanguage, _Lines
 from tinygrad.helpers import prod
 
@@ -123,6 +124,8 @@ _INT_TO = {dtypes.bool: ("int", "int"), dtypes.int8: ("int", "int"), dtypes.int1
            dtypes.uint16: ("uint", "unsigned int"), dtypes.uint32: ("uint", "unsigned int"),
            dtypes.int64: ("ll", "long long"), dtypes.uint64: ("ull", "unsigned long long")}
 
+def _mma_fn(tc: TensorCore) -> str: return "tg_" + tc.name.replace(".", "_")
+
 class CUDARenderer(CStyleLanguage):
   """CUDA C for one NV arch (sm_80, sm_89, sm_90)."""
   device = "NV"
@@ -148,6 +151,7 @@ class CUDARenderer(CStyleLanguage):
     self.limits = lim
     self.global_max, self.local_max, self.shared_max = lim.global_max, lim.local_max, lim.shared_max
     self.local_max_total = lim.max_threads
+    self.tensor_cores = NV_TENSOR_CORES[self.arch]
   def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.arch,))
   def __repr__(self) -> str: return f"CUDARenderer({self.arch!r})"
 
@@ -226,6 +230,7 @@ class CUDARenderer(CStyleLanguage):
     if op is Ops.GEP and len(u.arg) == 1: return f"{r[src[0]]}.v[{u.arg[0]}]"
     if op is Ops.GEP: return self.render_vector(dt, [f"{r[src[0]]}.v[{i}]" for i in u.arg])
     if op is Ops.RECIPROCAL: return f"({self.render_const(1.0, dt)}/{r[src[0]]})"
+    if op is Ops.WMMA: return f"{_mma_fn(tensor_core(u.arg[0]))}({', '.join(r[s] for s in src)})"
     if op in self.math_fns:
       if dt.count > 1: raise NotImplementedError(f"CUDARenderer: vector {op} ({dt}) must be devectorized first")
       fn = self.math_fns[op]
@@ -291,11 +296,32 @@ class CUDARenderer(CStyleLanguage):
     if dts & set(_FP8): lines.append("#include <cuda_fp8.h>")
     lines += [_FP8_HELPERS[d] for d in _FP8 if d in dts]
     if any(u.op is Ops.BITCAST for u in uops): lines.append(_BITCAST)
-    vecs = {u.dtype.base.vec(u.dtype.v) if isinstance(u.dtype, PtrDType) else u.dtype for u in uops}
+    wmmas = sorted({u.arg[0] for u in uops if u.op is Ops.WMMA})
+    # NOTE: a DEFINE_REG of a vector (a tensor core accumulator) is a pointer whose base is the vector
+    vecs = {(u.dtype.base.vec(u.dtype.v) if u.dtype.v > 1 else u.dtype.base) if isinstance(u.dtype, PtrDType)
+            else u.dtype for u in uops}
     for d in sorted((d for d in vecs if d.count > 1), key=lambda d: (d.scalar().priority, d.count)):
       t = self.type_map[d.scalar()]
       lines.append(f"struct __align__({vector_align(d)}) {self.vector_name(d)} {{ {t} v[{d.count}]; }};")
-    return lines
+    return lines + [self.render_mma(tensor_core(n)) for n in wmmas]
+
+  def render_mma(self, tc: TensorCore) -> str:
+    """One `mma.sync` as an inline-PTX function of the fragment structs: A, B (and a half C/D) are packed two halves
+    (or four fp8) per 32-bit register, element 0 in the low bits (PTX: "elements low to high")."""
+    ea, eb, ec = tc.elements_per_thread
+    ta, tb, tcv = (self.vector_name(d) for d in (tc.dtype_in.vec(ea), tc.dtype_in.vec(eb), tc.dtype_out.vec(ec)))
+    ra, rb = ea * tc.dtype_in.itemsize // 4, eb * tc.dtype_in.itemsize // 4
+    rc = ec * tc.dtype_out.itemsize // 4
+    regs = lambda first, n: "{" + ", ".join(f"%{first + i}" for i in range(n)) + "}"  # noqa: E731
+    ins = ", ".join([f'"r"(A[{i}])' for i in range(ra)] + [f'"r"(B[{i}])' for i in range(rb)])
+    half_acc = tc.dtype_out.itemsize == 2
+    outs = ", ".join(f'"+r"(C[{i}])' if half_acc else f'"+f"(c.v[{i}])' for i in range(rc))
+    asm = (f"mma.sync.aligned.{tc.name.split('.', 1)[1].replace('.', '.row.col.', 1)} {regs(0, rc)}, {regs(rc, ra)}, "
+           f"{regs(rc + ra, rb)}, {regs(0, rc)};")
+    cptr = "unsigned *C = (unsigned*)&c; " if half_acc else ""
+    return (f"__device__ __forceinline__ {tcv} {_mma_fn(tc)}({ta} a, {tb} b, {tcv} c) {{ "
+            f"const unsigned *A = (const unsigned*)&a, *B = (const unsigned*)&b; {cptr}"
+            f'asm volatile("{asm}" : {outs} : {ins}); return c; }}')
 
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     self.check_limits(uops, name)
