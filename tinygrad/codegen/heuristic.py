@@ -7,7 +7,7 @@ from __future__ import annotations
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
 from tinygrad.codegen.opt import max_threads
 from tinygrad.renderer import Renderer
-from tinygrad.helpers import prod
+from tinygrad.helpers import prod, TC
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import simplify
@@ -177,6 +177,8 @@ def _threads(b: _Builder) -> None:
 def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   """The default opts for `ast` on `renderer` (a list, possibly empty). Never raises KernelOptError."""
   b = _Builder(ast, renderer)
+  # a matmul-like reduce in a tensor core's dtypes: one warp per tile, the reduce a WMMA chain (opt.py apply_tc)
+  if TC and any(b.try_opt(Opt(OptOps.TC, 0, tc.name)) for tc in renderer.tensor_cores): return b.opts
   # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else
   if renderer.has_threads: b.try_opt(Opt(OptOps.CUT))
   _group_small_outputs(b)

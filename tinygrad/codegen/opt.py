@@ -269,8 +269,8 @@ def apply_tc(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -
   lane l loads the A, B elements and stores the C elements the layout gives it; the reduce becomes a WMMA chain over
   K / tile K steps (a vector accumulator of the lane's C elements)."""
   tcs = [t for t in renderer.tensor_cores if t.name == opt.arg]
-  _check(bool(tcs), f"{opt}: the renderer has no tensor core {opt.arg!r} (it has "
-                    f"{[t.name for t in renderer.tensor_cores]})")
+  _check(bool(tcs), f"{opt}: {opt.arg!r} is not one of the renderer's tensor cores "
+                    f"{[t.name for t in renderer.tensor_cores]}")
   _check(renderer.has_local and renderer.global_max is not None, f"{opt}: tensor cores need a GPU grid with locals")
   _check(not applied, f"{opt}: TC must be the first opt")
   tc = tcs[0]

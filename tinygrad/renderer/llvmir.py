@@ -563,7 +563,8 @@ def amd_intrinsic(tc: TensorCore) -> tuple[str, str]:
   ea, _, ec = tc.elements_per_thread
   ab = f"v{ea}{'f16' if tc.dtype_in is dtypes.float16 else 'i16'}"
   s = "f16" if tc.dtype_in is dtypes.float16 else "bf16"
-  if ".mfma." in tc.name: return f"llvm.amdgcn.mfma.f32.16x16x16{s}{'.1k' if s == 'bf16' else ''}", ", i32 0, i32 0, i32 0"
+  if ".mfma." in tc.name:
+    return f"llvm.amdgcn.mfma.f32.16x16x16{s}{'.1k' if s == 'bf16' else ''}", ", i32 0, i32 0, i32 0"
   return f"llvm.amdgcn.wmma.f32.16x16x16.{s}.v{ec}f32.{ab}", ""
 
 def _wmma(self: LLVMRenderer, st: _State, u: UOp) -> None:

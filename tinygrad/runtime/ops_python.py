@@ -15,7 +15,13 @@ the thread ids. Races between different steps are not detected.
 Arithmetic: every ALU op, CAST and BITCAST computes what tinygrad/uop/semantics.py defines (the table constant folding
 uses too; docs/ir.md "Semantics" states it): integers wrap, IDIV/MOD truncate (x/0 = 0, x%0 = x), shift amounts are
 taken modulo the width, float -> int casts saturate, bfloat16 and fp8 values are held as float32 and rounded to their
-format after every op and cast. WMMA is not interpreted yet.
+format after every op and cast. WMMA computes D = A @ B + C for each warp (wave) of the tensor core's `threads`
+consecutive threads, reading and writing each lane's registers with the instruction's layout from the tensor-core table
+(tinygrad/renderer/tensor_cores.py), looked up by the instruction's name.
+
+EMULATE picks what the PYTHON device stands in for: a generic GPU, or NV / AMD (per arch), whose own renderer supplies
+every attribute codegen reads (PythonRenderer), so the interpreter runs the very linear program that target's
+renderer would render.
 """
 from __future__ import annotations
 import json, time
@@ -391,16 +397,16 @@ def _gather(b: _Batch, i: int, tc: TensorCore, which: str, vals: np.ndarray, row
     if bad.any():
       w, k = (int(x[0]) for x in np.nonzero(bad))
       r, c = rc[dup[k]]
-      raise b.fail(i, f"WMMA {tc.name}: lane {dup[k] // lay.elems} of warp {w} holds {got[w, k]} for {which}[{r}][{c}], "
-                      f"another lane {want[w, k]}; the instruction needs every copy equal")
+      raise b.fail(i, f"WMMA {tc.name}: lane {dup[k] // lay.elems} of warp {w} holds {got[w, k]} for "
+                      f"{which}[{r}][{c}], another lane {want[w, k]}; the instruction needs every copy equal")
   return mat.reshape(-1, rows, cols)
 
 def _h_wmma(b: _Batch, i: int, ln: Line) -> None:
   """D = A @ B + C per warp of `threads` consecutive threads (lidx0 fastest), each lane's fragments laid out as the
   tensor-core table says for the instruction named by the arg. Products are exact, the sum is rounded once to the
   accumulator's dtype. Every lane of a warp must execute it together."""
-  try: tc = tensor_core(ln.arg[0])
-  except KeyError as e: raise b.fail(i, str(e)) from e
+  try: tc = tensor_core(ln.arg[0] if isinstance(ln.arg, tuple) and ln.arg else str(ln.arg))
+  except KeyError as e: raise b.fail(i, e.args[0]) from e
   W, (M, N, K) = tc.threads, tc.dims
   if b.L % W: raise b.fail(i, f"WMMA {tc.name} needs whole warps of {W} threads, the workgroup has {b.L}")
   m = b.mask.reshape(-1, W)
