@@ -246,6 +246,10 @@ def tc_candidates(ast: UOp, tc: TensorCore) -> list[tuple[UOp, UOp, UOp, UOp, UO
     ret += [(red, a, b, m, n, k) for m in ms for n in ns for k in ks]
   return ret
 
+def _load_or_cast(x: UOp) -> bool:
+  while x.op is Ops.CAST: x = x.src[0]
+  return x.op is Ops.LOAD
+
 def _bits_index(x: UOp, weights: tuple[int, ...]) -> UOp:
   """sum of weights[b] * bit b of x (x a lane id), as index math: runs of bits with doubling weights become one
   `(x // 2**b) % 2**len * w` term."""
@@ -281,8 +285,8 @@ def apply_tc(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -
   red, a, b, m, n, k = cands[opt.axis]
   (M, N, K), ids = tc.dims, (m.arg[0], n.arg[0], k.arg[0])
   if any((axis_size(r) or 0) % d for r, d in ((m, M), (n, N), (k, K))):
-    # NOTE: padded iterations read 0 only where an operand is a plain load (0 * x == 0 then)
-    _check(all(x.op is Ops.LOAD for x in (a, b)), f"{opt}: padding to the tile needs operands that are plain loads")
+    # NOTE: padded iterations read 0 only where an operand is a load, possibly cast (0 * x == 0 then)
+    _check(all(_load_or_cast(x) for x in (a, b)), f"{opt}: padding to the tile needs operands that are (cast) loads")
     _check(not _uses_nonconst_int_div(ast), f"{opt}: the kernel divides by loaded ints; padded lanes could divide by 0")
     for r, d in ((m, M), (n, N), (k, K)):
       cur = next(x for x in all_ranges(ast) if x.arg[0] == r.arg[0])
