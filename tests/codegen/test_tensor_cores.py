@@ -8,6 +8,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.device import Device
 from tinygrad.helpers import Context
 from tinygrad.uop import Ops, hooks
+from tinygrad.uop.ops import UOp
 from tinygrad.codegen import get_program
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opts
 from tinygrad.engine.realize import run_schedule
@@ -211,3 +212,16 @@ def test_tc_program_rebuilds_from_its_applied_opts():
   p = get_program(ast, r)
   assert p.applied_opts and p.applied_opts[0].op is OptOps.TC
   assert get_program(ast, r, p.applied_opts).src == p.src
+
+# ---- the program spec checks a WMMA against the table ----
+
+def test_program_spec_checks_wmma_fragments():
+  from spec import type_verify, SpecError, program_spec
+  tc = TENSOR_CORES["gfx942.mfma.f32.16x16x16.f16"]
+  a, c = UOp.const(dtypes.half.vec(4), 1.0), UOp.const(dtypes.float.vec(4), 0.0)
+  type_verify([a, c, UOp(Ops.WMMA, c.dtype, (a, a, c), arg=(tc.name,))], program_spec)
+  wide = UOp.const(dtypes.half.vec(8), 1.0)
+  with pytest.raises(SpecError, match="the instruction takes"):
+    type_verify([a, wide, c, UOp(Ops.WMMA, c.dtype, (wide, a, c), arg=(tc.name,))], program_spec)
+  with pytest.raises(SpecError, match="must be \\(name,\\) of a tensor core"):
+    type_verify([a, c, UOp(Ops.WMMA, c.dtype, (a, a, c), arg=("WMMA_8_8_8",))], program_spec)
