@@ -17,7 +17,8 @@ def wmma_ok(x: UOp, a: UOp, b: UOp, c: UOp) -> bool:
   ea, eb, ec = tc.elements_per_thread
   want = (tc.dtype_in.vec(ea), tc.dtype_in.vec(eb), tc.dtype_out.vec(ec), tc.dtype_out.vec(ec))
   if (a.dtype, b.dtype, c.dtype, x.dtype) == want: return True
-  return fail(f"WMMA {tc.name}: A, B, C, D are {a.dtype}, {b.dtype}, {c.dtype}, {x.dtype}; the instruction takes {want}")
+  got = (a.dtype, b.dtype, c.dtype, x.dtype)
+  return fail(f"WMMA {tc.name}: A, B, C, D are {got}; the instruction takes {want}")
 
 SPECIAL_NAMES = frozenset({"gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2", "core_id"})
 INT_IDX = (dtypes.int32, dtypes.int64)
