@@ -225,3 +225,14 @@ def test_program_spec_checks_wmma_fragments():
     type_verify([a, wide, c, UOp(Ops.WMMA, c.dtype, (wide, a, c), arg=(tc.name,))], program_spec)
   with pytest.raises(SpecError, match="must be \\(name,\\) of a tensor core"):
     type_verify([a, c, UOp(Ops.WMMA, c.dtype, (a, a, c), arg=("WMMA_8_8_8",))], program_spec)
+
+def test_heuristics_block_warps_on_big_tile_grids(programs):
+  r = get_target("NV").base
+  h = Tensor(np.ones((128, 64), np.float16))
+  p = get_program((h @ h.T).schedule()[-1].ast, r)
+  assert [o.op for o in p.applied_opts] == [OptOps.TC, OptOps.LOCAL, OptOps.LOCAL, OptOps.UPCAST]
+  assert p.local_size == [32, 2, 2] and sum(u.op is Ops.WMMA for u in p.uops) == 2
+  small = Tensor(np.ones((16, 16), np.float16))
+  assert [o.op for o in get_program((small @ small).schedule()[-1].ast, r).applied_opts] == [OptOps.TC]
+  _check_matmul("NV", dtypes.float16, (64, 32, 64), programs)
+  assert any(p.local_size == [32, 2, 2] for p in programs)

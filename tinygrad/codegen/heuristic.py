@@ -174,11 +174,22 @@ def _threads(b: _Builder) -> None:
   for amt, _, _, ni in sorted(cands, reverse=True):
     if b.try_opt(Opt(OptOps.THREAD, -ni, amt)): return
 
+def _tc_blocking(b: _Builder) -> None:
+  # after TC: 2x2 warps per workgroup (lidx1, lidx2) where the tile grid is big enough, and two tiles per warp along
+  # the innermost output axis (each A fragment feeds two WMMAs)
+  nlocal = 0
+  for i in reversed(range(len(output_axes(b.ast)))):
+    if nlocal < 2 and (axis_size(output_axes(b.ast)[i]) or 0) >= 4: nlocal += b.try_opt(Opt(OptOps.LOCAL, i, 2))
+  outs = output_axes(b.ast)
+  if outs and (axis_size(outs[-1]) or 0) >= 4: b.try_opt(Opt(OptOps.UPCAST, len(outs) - 1, 2))
+
 def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   """The default opts for `ast` on `renderer` (a list, possibly empty). Never raises KernelOptError."""
   b = _Builder(ast, renderer)
   # a matmul-like reduce in a tensor core's dtypes: one warp per tile, the reduce a WMMA chain (opt.py apply_tc)
-  if TC and any(b.try_opt(Opt(OptOps.TC, 0, tc.name)) for tc in renderer.tensor_cores): return b.opts
+  if TC and any(b.try_opt(Opt(OptOps.TC, 0, tc.name)) for tc in renderer.tensor_cores):
+    _tc_blocking(b)
+    return b.opts
   # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else
   if renderer.has_threads: b.try_opt(Opt(OptOps.CUT))
   _group_small_outputs(b)
