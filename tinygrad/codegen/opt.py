@@ -15,6 +15,10 @@ CUT (CPU targets, first opt only, no axis or arg): every store loop whose body c
 masks of cat and pad) becomes several branch-free loops (cutting.py). Each piece gets fresh ranges, so the opts after it
 name the pieces' axes. Being an opt, a cut is chosen (heuristics, BEAM) and recorded like any other: the applied opts
 of a program rebuild it exactly, and explicit opts without CUT leave the loops whole.
+
+TC (GPU targets with tensor cores, first opt only; arg the instruction's name, axis which (m, n, k) candidate): the
+kernel's matmul-like reduce computed by a tensor core (apply_tc; docs/ir.md "Tensor cores"). Its lanes are a WARP range
+(lidx0); the tile axes keep their ids with sizes divided by the tile, so later UPCAST/LOCAL opts name them as before.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
