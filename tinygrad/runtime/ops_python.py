@@ -24,7 +24,7 @@ every attribute codegen reads (PythonRenderer), so the interpreter runs the very
 renderer would render.
 """
 from __future__ import annotations
-import json, time
+import functools, json, time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -36,7 +36,7 @@ from tinygrad.dtype import to_storage_np, from_storage_np
 from tinygrad.helpers import EMULATE, NV_ARCH, AMD_ARCH, prod
 from tinygrad.device import Compiled, Compiler, MallocAllocator, CompileError
 from tinygrad.renderer import Renderer, Vectors, TensorCore
-from tinygrad.renderer.tensor_cores import tensor_core
+from tinygrad.renderer.tensor_cores import Layout, tensor_core
 
 class EmulatedKernelError(RuntimeError):
   """A program did something a GPU would not survive: out-of-bounds access, uninitialised read, divergent barrier."""
@@ -377,12 +377,16 @@ def _h_barrier(b: _Batch, i: int, ln: Line) -> None:
                   f"thread {b.thread_name(row * b.L + int(away[0]))} of the same workgroup did not "
                   f"({here.size} of {b.L} threads arrived; all threads of a workgroup or none must reach a barrier)")
 
+@functools.cache
+def _coords(lay: Layout) -> np.ndarray:
+  """(row, col) of every (lane, element) of a fragment, lane-major: shape (lanes * elements, 2)."""
+  return np.array([lay.coords(l, e) for l in range(lay.lanes) for e in range(lay.elems)])
+
 def _gather(b: _Batch, i: int, tc: TensorCore, which: str, vals: np.ndarray, rows: int, cols: int) -> np.ndarray:
   """The per-warp matrices (warps, rows, cols) that the lanes' fragments `vals` (threads, elements) hold, by the
   table's layout. A cell held by several lanes (RDNA3 replicates A and B) must hold one value in all of them."""
   lay = {"A": tc.layout_a, "B": tc.layout_b, "C": tc.layout_c}[which]
-  lanes, elems = np.meshgrid(np.arange(lay.lanes), np.arange(lay.elems), indexing="ij")
-  rc = np.array([lay.coords(int(l), int(e)) for l, e in zip(lanes.ravel(), elems.ravel())])
+  rc = _coords(lay)
   v = vals.reshape(-1, tc.threads, lay.elems).astype(np.float64).reshape(-1, lay.lanes * lay.elems)
   flat = rc[:, 0] * cols + rc[:, 1]
   order = np.argsort(flat, kind="stable")
@@ -415,9 +419,8 @@ def _h_wmma(b: _Batch, i: int, ln: Line) -> None:
                     f"{W} lanes active (all lanes of a warp must execute it)")
   a, bb, c = (np.broadcast_to(b.vals[s], (b.T, n)) for s, n in zip(ln.src, tc.elements_per_thread))
   d = _gather(b, i, tc, "A", a, M, K) @ _gather(b, i, tc, "B", bb, K, N) + _gather(b, i, tc, "C", c, M, N)
-  lay = tc.layout_c
-  rc = np.array([lay.coords(l, e) for l in range(lay.lanes) for e in range(lay.elems)])
-  out = d[:, rc[:, 0], rc[:, 1]].reshape(b.T, lay.elems)
+  rc = _coords(tc.layout_c)
+  out = d[:, rc[:, 0], rc[:, 1]].reshape(b.T, tc.layout_c.elems)
   b.vals[i] = semantics.exec_cast(out, dtypes.float64, ln.dtype)
 
 def _h_unsupported(b: _Batch, i: int, ln: Line) -> None:
