@@ -236,3 +236,14 @@ def test_heuristics_block_warps_on_big_tile_grids(programs):
   assert [o.op for o in get_program((small @ small).schedule()[-1].ast, r).applied_opts] == [OptOps.TC]
   _check_matmul("NV", dtypes.float16, (64, 32, 64), programs)
   assert any(p.local_size == [32, 2, 2] for p in programs)
+
+def test_beam_candidates_include_the_tensor_cores():
+  from tinygrad.codegen.search import candidates
+  from tinygrad.codegen.program import prepare_kernel
+  r = get_target("AMD_GFX1201").base
+  h = Tensor(np.ones((32, 32), np.float16))
+  ast = prepare_kernel((h @ h).schedule()[-1].ast)
+  first = candidates(ast, r, [[]], set())
+  assert [Opt(OptOps.TC, 0, "gfx1201.wmma.f32.16x16x16.f16")] in first
+  # TC is a first opt only: no beam member extends a kernel by it later
+  assert not any(o[-1].op is OptOps.TC for o in candidates(ast, r, [m for m in first if m[0].op is OptOps.LOCAL][:2], set()))

@@ -54,9 +54,11 @@ def apply_all(ast: UOp, opts: list[Opt], renderer: Renderer) -> UOp:
 def candidates(ast: UOp, renderer: Renderer, beam: list[list[Opt]], seen: set[UOp]) -> list[list[Opt]]:
   """Every beam member extended by one action, where that is legal and gives a kernel not seen before."""
   ret = []
+  # NOTE: the target's tensor cores are actions too (TC applies only as the first opt)
+  actions = [*ACTIONS, *(Opt(OptOps.TC, 0, tc.name) for tc in renderer.tensor_cores)]
   for opts in beam:
     base = apply_all(ast, opts, renderer)
-    for a in ACTIONS:
+    for a in actions:
       try: k = apply_opt(base, a, renderer, tuple(opts))
       except KernelOptError: continue
       if k in seen: continue
