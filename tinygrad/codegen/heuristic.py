@@ -212,8 +212,11 @@ def _locals(b: _Builder) -> None:
   sidx = _store_idx(b.ast)
   outs = output_axes(b.ast)
   order = sorted(range(len(outs)), key=lambda i: (not (sidx is not None and stride_of(b.ast, sidx, outs[i]) == 1), -i))
-  for n, i in enumerate(order):
+  # NOTE: by range id: a LOCAL of a whole axis retypes it, and the output axes after it move down by one
+  for n, rid in enumerate([outs[i].arg[0] for i in order]):
     if budget < 2: return
+    if rid not in (cur := [r.arg[0] for r in output_axes(b.ast)]): continue
+    i = cur.index(rid)
     size = axis_size(output_axes(b.ast)[i]) or 0
     cap = budget if n == len(order) - 1 else min(budget, max(wave, budget // 4))
     for amt in (256, 128, 64, 32, 16, 8, 4, 2):
