@@ -46,6 +46,7 @@ class Renderer:
   local_max: tuple[int, ...] | None = None  # workgroup size limit per dimension (has_local)
   local_max_total: int = 0                  # the most threads in one workgroup (the product of the local sizes)
   shared_max: int = 0                       # bytes of shared (DEFINE_LOCAL) memory per workgroup
+  wave: int = 32                            # threads that execute together (warp 32; wavefront 64 on CDNA, 32 RDNA)
   # ---- what it computes natively ----
   vectors: dict[DType, Vectors] = {}        # scalar dtype -> its vector types; absent: that dtype is scalar only
   tensor_cores: tuple[TensorCore, ...] = ()  # the matrix instructions the TC opt may use; none by default
@@ -53,8 +54,8 @@ class Renderer:
   extra_matcher: PatternMatcher | None = None  # rules run last, right before linearizing ("final renderer rules")
   # the attributes that make up `identity` (a subclass whose output depends on more state adds its names)
   IDENTITY: ClassVar[tuple[str, ...]] = ("device", "arch", "has_local", "has_shared", "has_threads", "threads",
-                                         "global_max", "local_max", "local_max_total", "shared_max", "vectors",
-                                         "tensor_cores")
+                                         "global_max", "local_max", "local_max_total", "shared_max", "wave",
+                                         "vectors", "tensor_cores")
 
   def supports_op(self, op: Ops, dtype: DType) -> bool:
     """Whether the target computes `op` on `dtype` natively; codegen decomposes the rest (exp2/log2/sin into

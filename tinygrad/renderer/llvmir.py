@@ -858,7 +858,7 @@ class AMDLLVMRenderer(LLVMRenderer):
   code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True}
   def __init__(self, arch: str = "gfx1100"):
     self.target = amd_arch(arch)
-    self.arch, self.shared_max = self.target.name, self.target.lds
+    self.arch, self.shared_max, self.wave = self.target.name, self.target.lds, self.target.wave
     self.tensor_cores = AMD_TENSOR_CORES[self.arch]
     self.extra_matcher = llvm_matcher(self)
   def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.arch,))
