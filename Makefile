@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
-	test-nv test-gpu test-semantics-sweep test-deep-chains
+	test-nv test-gpu test-semantics-sweep test-deep-chains test-emulate test-emulate-nv test-emulate-amd
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,18 @@ test-llvm: $(STAMP)
 # (make test runs a representative slice of it: tests/amd)
 test-amd-sweep: $(STAMP)
 	CPU_LLVM=1 $(PY) -m tests.amd.sweep
+
+# tests/tensor on the PYTHON backend emulating a GPU: the NV (CUDA) or AMD (LLVM) renderer's exact linear programs,
+# tensor cores run with the hardware's register layout (the default suite runs a slice: tests/codegen/test_emulate.py)
+test-emulate: test-emulate-nv test-emulate-amd
+
+test-emulate-nv: $(STAMP)
+	DEV=PYTHON EMULATE=NV SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
+
+test-emulate-amd: $(STAMP)
+	for a in AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
+	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor || exit 1; \
+	done
 
 test-python: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor

@@ -7,7 +7,18 @@ from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import PtrDType, AddrSpace, dtypes
+from tinygrad.renderer.tensor_cores import TENSOR_CORES
 from spec.shared_spec import Rule, shared_rules, fail, var_ok, range_arg_ok, has_index, elem_dtype, is_intlike
+
+def wmma_ok(x: UOp, a: UOp, b: UOp, c: UOp) -> bool:
+  if not (isinstance(x.arg, tuple) and len(x.arg) == 1 and x.arg[0] in TENSOR_CORES):
+    return fail(f"WMMA arg {x.arg!r} must be (name,) of a tensor core in tinygrad/renderer/tensor_cores.py")
+  tc = TENSOR_CORES[x.arg[0]]
+  ea, eb, ec = tc.elements_per_thread
+  want = (tc.dtype_in.vec(ea), tc.dtype_in.vec(eb), tc.dtype_out.vec(ec), tc.dtype_out.vec(ec))
+  if (a.dtype, b.dtype, c.dtype, x.dtype) == want: return True
+  got = (a.dtype, b.dtype, c.dtype, x.dtype)
+  return fail(f"WMMA {tc.name}: A, B, C, D are {got}; the instruction takes {want}")
 
 SPECIAL_NAMES = frozenset({"gidx0", "gidx1", "gidx2", "lidx0", "lidx1", "lidx2", "core_id"})
 INT_IDX = (dtypes.int32, dtypes.int64)
@@ -77,9 +88,8 @@ program_rules: list[Rule] = [
   # BARRIER orders exactly one side effect (the STORE or GROUP of stores it waits for)
   (UPat(Ops.BARRIER, dtypes.void, src=(UPat(dtype=dtypes.void),)), lambda: True),
   (UPat(Ops.AFTER, src=(UPat(name="d"),), allow_any_len=True, name="x"), after_ok),
-  # WMMA(a, b, acc): arg describes the tensor core; the result has the accumulator's dtype
-  (UPat(Ops.WMMA, src=(UPat(), UPat(), UPat(name="c")), name="x"),
-   lambda x, c: (x.dtype == c.dtype and isinstance(x.arg, tuple)) or fail(f"WMMA of {x.dtype}, accumulator {c.dtype}")),
+  # WMMA(a, b, acc): arg = (tensor core name,); fragments of the table's dtypes and sizes, the result the accumulator's
+  (UPat(Ops.WMMA, src=(UPat(name="a"), UPat(name="b"), UPat(name="c")), name="x"), wmma_ok),
 ]
 
 program_spec = PatternMatcher(program_reject + program_rules + shared_rules)

@@ -64,6 +64,8 @@ NOOPT = ContextVar("NOOPT", 0, "1 disables kernel optimisations (heuristics and 
 BEAM = ContextVar("BEAM", 0, "beam width of the kernel optimisation search; 0 uses hand-coded heuristics", codegen=True)
 DEVECTORIZE = ContextVar("DEVECTORIZE", 0, "0 packs lanes into the target's vector loads, stores and ALU ops; 1 vector "
                          "loads and stores only (ALU one op per lane); 2 no vectors at all", codegen=True)
+TC = ContextVar("TC", 1, "1 lets the heuristics compute matmul-like reduces on the target's tensor cores (OptOps.TC) "
+                "where the dtypes match; 0 never", codegen=True)
 TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always",
                             codegen=True)
 CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0,

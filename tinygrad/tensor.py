@@ -473,6 +473,37 @@ class Tensor(_CastSugar, MathTrait):
     dt = _tensor_dtype(dtype or dtypes.int32)
     r = (Tensor.rand(*shape, device=device, dtype=dtypes.float64) * (high - low)).floor().cast(dtypes.int64)
     return Tensor((r.minimum(high - low - 1) + low).cast(dt).uop, **kw)
+  def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
+    """int32 category indices drawn from each row of weights (a 1-d tensor is one row; rows need not sum to 1): shape
+    (num_samples,) or (rows, num_samples), on the device from tensor ops (torch's indices are int64).
+    With replacement each draw is independent: a uniform u in [0, 1) against the row's cumulative weights divided by
+    their total, the index being how many of them are <= u. Without replacement an exponential race: the num_samples
+    smallest E_k / w_k (E_k ~ Exp(1) independent), in that order, which is the law of drawing one category at a time
+    in proportion to the weight left; zero-weight categories come only after every positive one.
+    The weights are not checked (that would read them on the host): negative, nan or all-zero rows give undefined (but
+    in-range) indices."""
+    if self.ndim not in (1, 2):
+      raise ShapeMismatchError(f"multinomial: needs a 1-d or 2-d tensor of weights, got shape {self.shape}")
+    if not dtypes.is_float(self.dtype): raise TypeError(f"multinomial: weights must be floats, got {self.dtype}")
+    if num_samples < 1: raise ValueError(f"multinomial: num_samples must be at least 1, got {num_samples}")
+    w = (self if self.ndim == 2 else self.reshape(1, -1)).cast(dtypes.float64 if self.dtype is dtypes.float64 else
+                                                               dtypes.float32)
+    rows, n = w.shape
+    if n == 0: raise ShapeMismatchError(f"multinomial: no categories to draw from (weights of shape {self.shape})")
+    if not replacement and num_samples > n:
+      raise ShapeMismatchError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} "
+                               "categories (pass replacement=True, or at most as many samples as categories)")
+    if rows == 0: out = Tensor.zeros(0, num_samples, dtype=dtypes.int32, device=self.device)
+    elif replacement:
+      cs = w.cumsum(1)
+      cdf = cs / cs[:, n - 1:]
+      u = Tensor.rand(rows, num_samples, 1, device=self.device, dtype=w.dtype)
+      # NOTE: cdf's last entry is exactly 1 > u for a valid row; the clamp keeps a bad row's index in range
+      out = (cdf.reshape(rows, 1, n) <= u).sum(2).minimum(n - 1).cast(dtypes.int32)
+    else:
+      e = -(1 - Tensor.rand(rows, n, device=self.device, dtype=w.dtype)).log()
+      out = (w > 0).where(e / w, math.inf).topk(num_samples, 1, largest=False)[1]
+    return (out if self.ndim == 2 else out.reshape(num_samples)).detach()
   @staticmethod
   def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     dt = _tensor_dtype(dtype or dtypes.default_float)
@@ -687,6 +718,9 @@ class Tensor(_CastSugar, MathTrait):
     if not dtypes.is_int(self.dtype): raise TypeError(f"~: needs an int or bool tensor, got {self.dtype}")
     return self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ int(dtypes.max(self.dtype))
   def __invert__(self) -> Tensor: return self.bitwise_not()
+  def xor(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    """tinygrad's name for bitwise_xor (`^`): int and bool tensors only, a TypeError on floats."""
+    return self.bitwise_xor(y, reverse)
   def _shift(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
     # NOTE: the shift amount takes the shifted value's dtype (it does not promote it, as torch)
     if reverse: return self.ufix(y)._shift(op, self, name)
@@ -945,6 +979,15 @@ class Tensor(_CastSugar, MathTrait):
   def isfinite(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self._const(True, dtypes.bool)
     return (self - self) == 0
+  def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """nan, +inf and -inf replaced by the given values (torch.nan_to_num); the infinities default to the dtype's
+    largest and smallest finite values. The gradient passes through the finite elements and is 0 at replaced ones.
+    Int and bool tensors have nothing to replace and come back unchanged."""
+    if not dtypes.is_float(self.dtype): return self
+    e, m = dtypes.finfo(self.dtype)
+    big = float(dtypes.max(self.dtype)) if self.dtype is dtypes.fp8e4m3 else (2 - 2.0 ** -m) * 2.0 ** (2 ** (e - 1) - 1)
+    pos, neg = big if posinf is None else posinf, -big if neginf is None else neginf
+    return self.isnan().where(nan, self.isinf(True, False).where(pos, self.isinf(False, True).where(neg, self)))
   def isclose(self, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08,
               equal_nan: bool = False) -> Tensor:
     """|self - other| <= atol + rtol * |other| elementwise (equal infinities are close, nan is close to nan only with
@@ -1385,6 +1428,10 @@ class Tensor(_CastSugar, MathTrait):
     # NOTE: rows of length n+1 holding one value then n zeros, read back as rows of length n: value i lands at (i, i)
     sq = self.reshape(n, 1).pad([(0, 0), (0, n)]).flatten().shrink([(0, n * n)]).reshape(n, n)
     return sq.pad([(0, k), (k, 0)] if diagonal >= 0 else [(k, 0), (0, k)])
+  def trace(self) -> Tensor:
+    """The sum of the main diagonal of a 2-d tensor (torch.trace: ints sum in a wide int, as sum)."""
+    if self.ndim != 2: raise ShapeMismatchError(f"trace: needs a 2-d tensor, got shape {self.shape}")
+    return self.diagonal().sum()
   def roll(self, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
     """Rotate elements along dims by shifts (torch.roll); without dims the flattened tensor rolls."""
     if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
@@ -1699,6 +1746,9 @@ class Tensor(_CastSugar, MathTrait):
     return out.reshape(*xt.shape[:-1], nb * b).shrink([None] * (x.ndim - 1) + [(0, n)]).transpose(a, -1)
   def cumprod(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "prod")
   def cummax(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "max")
+  def cummin(self, axis: int = 0) -> Tensor:
+    """The running minimum along axis (the values of torch.cummin; as cummax, no indices)."""
+    return self._inverse()._cumulative(axis, "max")._inverse()
 
   # ---- windows, linear algebra, nn ----
   def _pool(self, k_: tuple[int, ...], stride: int | tuple[int, ...] = 1,
@@ -1754,6 +1804,11 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + out.shape[-1:]) if w.ndim > 1 else out.reshape(out.shape[:-1])
     return out
   def matmul(self, w: Tensor) -> Tensor: return self.dot(w)
+  def outer(self, w: Tensor) -> Tensor:
+    """The outer product of two 1-d tensors: out[i, j] = self[i] * w[j] (torch.outer, dtypes promoted as *)."""
+    if self.ndim != 1 or w.ndim != 1:
+      raise ShapeMismatchError(f"outer: needs two 1-d tensors, got shapes {self.shape} and {w.shape}")
+    return self.reshape(-1, 1) * w.reshape(1, -1)
   def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight + bias with weight of shape (in, out) (a 1-d weight scales elementwise)."""
     x = self * weight if weight.ndim == 1 else self.dot(weight)

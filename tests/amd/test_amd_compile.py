@@ -183,8 +183,10 @@ COMPILE_ONLY_RUN = textwrap.dedent('''
   a = Tensor(np.ones((8, 4096), np.float32), device="AMD")
   out = (a.sum(axis=1) + a.max(axis=1)).exp2()
   out.realize()
+  (a[:, :64] @ a[:, :64].T).realize()
   try: out.numpy()
-  except Exception as e: print("READ:", str(e).splitlines()[-1])
+  except Exception as e: print("READ:", type(e).__name__, str(e).splitlines()[-1])
+  np.testing.assert_array_equal(a.numpy(), np.ones((8, 4096), np.float32))  # data copied in reads back
 ''')
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -192,13 +194,14 @@ def test_compile_only_compiles_every_kernel_and_debug_prints_resources(arch, lin
   env = {**os.environ, "COMPILE_ONLY": "1", "AMD_ARCH": arch, "DEBUG": "2", "CACHELEVEL": "0"}
   res = subprocess.run([sys.executable, "-c", COMPILE_ONLY_RUN], capture_output=True, text=True, timeout=300, env=env)
   assert res.returncode == 0, res.stderr[-3000:]
-  lines = [ln for ln in res.stdout.splitlines() if ln.startswith(f"AMD {arch} ")]
-  assert lines, res.stdout
+  lines = [ln for ln in res.stdout.splitlines() if ln.startswith("*** AMD") and f" compiled {arch} " in ln]
+  assert len(lines) >= 2, res.stdout
   for ln in lines:
+    assert re.search(r"; grid \[\d+, \d+, \d+\] block \[\d+, \d+, \d+\]$", ln), ln
     assert re.search(r"VGPRs \d+, SGPRs \d+, LDS \d+ bytes, scratch \d+ bytes \(spills: \d+ VGPRs, \d+ SGPRs\)", ln), ln
     assert f"wave{amd_arch(arch).wave}" in ln
   assert any(re.search(r"LDS [1-9]\d* bytes", ln) for ln in lines), "the group reduce uses LDS"
-  assert "READ:" in res.stdout and "COMPILE_ONLY=1" in res.stdout
+  assert "READ: NotComputedError" in res.stdout and "COMPILE_ONLY=1" in res.stdout
 
 @pytest.mark.gpu
 def test_runs_on_an_amd_gpu():

@@ -126,6 +126,32 @@ def test_matmul_through_the_llvm_path_is_correct(run_kernel):
     run_kernel(si.ast, bufs)
   np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
 
+def test_odd_sized_matmul_is_padded_and_blocked(run_kernel):
+  # 255x257 @ 257x257: no vector width divides 257 or 255, so the output axes are padded (PADTO) and then blocked as a
+  # multiple-of-16 matmul would be, not left as one loop nest without opts; the values are right
+  # NOTE: the padded lanes' loads are gated, which the vector-accumulator packing does not take (it would need masked
+  # vector loads): the blocked scalar IR is left to LLVM's vectorizers (docs/llvm_amd.md)
+  from tinygrad.codegen.opt import OptOps
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((255, 257), dtype=np.float32), rng.standard_normal((257, 257), dtype=np.float32)
+  items = (Tensor(a) @ Tensor(b)).schedule()
+  ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, 512, 2)
+  p = get_program(items[-1].ast, ren)
+  ops = [o.op for o in p.applied_opts]
+  assert ops.count(OptOps.PADTO) == 2 and ops.count(OptOps.UPCAST) >= 2, p.applied_opts
+  out = np.zeros((255, 257), np.float32)
+  for si in items:
+    bufs = [out.reshape(-1) if i == 0 else (a if si.bufs[i].size == a.size else b).reshape(-1) for i in range(len(si.bufs))]
+    run_kernel(si.ast, bufs)
+  np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+def test_matmul_that_a_vector_width_divides_is_not_padded():
+  # padding costs gated (scalar) loads: 1000 = 8 * 125 blocks by 8 without it
+  from tinygrad.codegen.opt import OptOps
+  ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, 512, 2)
+  p = get_program(matmul_items(1000)[-1].ast, ren)
+  assert OptOps.PADTO not in [o.op for o in p.applied_opts] and OptOps.UPCAST in [o.op for o in p.applied_opts]
+
 def corrupt(src: str, old: str, new: str) -> str:
   assert old in src
   return src.replace(old, new, 1)

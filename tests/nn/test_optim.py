@@ -1,12 +1,13 @@
 """Optimizers over several steps: SGD, Adam and AdamW against torch.optim (same parameters, same loss, the gradients
-from each library's own autograd); LAMB and Muon against numpy implementations of the published algorithms (Muon also
-against torch.optim.Muon); a shared parameter is updated once per step; the learning rate is a tensor a TinyJit-captured
-step reads; step() outside training mode is an error."""
+from each library's own autograd); LARS, LAMB and Muon against numpy implementations of the published algorithms (Muon
+also against torch.optim.Muon); OptimizerGroup against torch optimizers stepped together; a shared parameter is updated
+once per step; the learning rate is a tensor a TinyJit-captured step reads; step() outside training mode is an
+error."""
 import numpy as np
 import pytest
 import torch
 from tinygrad import Tensor, TinyJit, dtypes, nn
-from tinygrad.nn.optim import SGD, Adam, AdamW, LAMB, Muon
+from tinygrad.nn.optim import SGD, LARS, Adam, AdamW, LAMB, Muon, OptimizerGroup, TrainingModeError
 from tinygrad.nn.state import get_parameters
 from tests.nn.torch_ref import rand
 
@@ -251,3 +252,125 @@ def test_jitted_step_reads_the_current_learning_rate_as_torch():
     topt.step()
     _close([p.numpy() for p in ps], [p.detach().numpy() for p in tps])
   assert step.captured is not None and step.cnt == len(lrs), "steps 3 on were replays"
+
+# ---- LARS: numpy reference of You, Gitman and Ginsburg 2017, Algorithm 1 (with nesterov as the docstring states) ----
+
+def _lars_reference(p0, lrs, momentum, wd, nesterov, tcoef):
+  ps = [p.astype(np.float64) for p in p0]
+  ct = _quadratic(p0)
+  vs = [np.zeros_like(p) for p in ps]
+  for lr in lrs:
+    for i, (p, (c, tg)) in enumerate(zip(ps, ct)):
+      g = 2 * c * (p - tg)
+      pn, gn = np.linalg.norm(p), np.linalg.norm(g)
+      den = gn + wd * pn
+      local = tcoef * pn / den if pn > 0 and den > 0 else 1.0
+      u = lr * local * (g + wd * p)
+      vs[i] = momentum * vs[i] + u
+      ps[i] = p - (u + momentum * vs[i] if nesterov else vs[i])
+  return ps
+
+LARS_CASES = [dict(), dict(momentum=0.0), dict(momentum=0.8, nesterov=True, weight_decay=0.05, tcoef=0.01),
+              dict(momentum=0.9, weight_decay=0.3, tcoef=0.05)]
+
+@pytest.mark.parametrize("kw", LARS_CASES, ids=["default", "no_momentum", "nesterov_wd", "wd"])
+def test_lars_matches_published_algorithm(kw):
+  p0, _, _ = _inputs()
+  p0[2][:] = 0  # a zero parameter: local learning rate 1 (its norm is 0)
+  full = dict(momentum=0.9, wd=0.0, nesterov=False, tcoef=0.001)
+  full.update({("wd" if k == "weight_decay" else k): v for k, v in kw.items()})
+  lr = 2.0
+  got = _tiny_quadratic(lambda ps: LARS(ps, lr=lr, **kw), p0)
+  ref = _lars_reference(p0, [lr] * STEPS, **full)
+  _close(got, ref, atol=1e-6)
+  assert not np.allclose(got[0], p0[0], atol=1e-4) and not np.allclose(got[2], 0), "the test must move the parameters"
+
+def test_lars_float16_params_and_bad_arguments():
+  p0, _, _ = _inputs()
+  p0 = [p.astype(np.float16).astype(np.float32) for p in p0]
+  ps = [Tensor(p, dtype=dtypes.float16, requires_grad=True) for p in p0]
+  opt = LARS(ps, lr=2.0, tcoef=0.01)
+  ct = _quadratic(p0)
+  with Tensor.train():
+    for _ in range(STEPS):
+      opt.zero_grad()
+      sum(((p.float() - Tensor(t.astype(np.float32))) ** 2 * Tensor(c.astype(np.float32))).sum()
+          for p, (c, t) in zip(ps, ct)).backward()
+      opt.step()
+  assert all(p.dtype is dtypes.float16 for p in ps) and all(v.dtype is dtypes.float32 for v in opt.v)
+  _close([p.numpy().astype(np.float32) for p in ps], _lars_reference(p0, [2.0] * STEPS, 0.9, 0.0, False, 0.01),
+         atol=3e-3, rtol=3e-3)
+  with pytest.raises(ValueError, match="nesterov momentum needs momentum > 0"): LARS(ps, momentum=0, nesterov=True)
+  with pytest.raises(ValueError, match="tcoef must be positive"): LARS(ps, tcoef=0)
+
+def test_lars_zero_gradient_keeps_parameter():
+  # ||g|| = 0 and no weight decay: the denominator is 0, the local rate 1 and the update 0 (no nan)
+  w, z = Tensor([3.0, 4.0], requires_grad=True), Tensor([1.0, -1.0], requires_grad=True)
+  opt = LARS([w, z], lr=0.5, momentum=0.9)
+  with Tensor.train():
+    for _ in range(2):
+      opt.zero_grad()
+      ((w * 0).sum() + (z * z).sum()).backward()
+      opt.step()
+  np.testing.assert_array_equal(w.numpy(), [3.0, 4.0])
+  assert np.all(np.isfinite(z.numpy())) and not np.allclose(z.numpy(), [1.0, -1.0])
+
+def test_jitted_lars_in_a_group_reads_the_current_learning_rate():
+  p0, x, y = _inputs()
+  lrs = [0.5, 2.0, 0.0, 1.0, 0.7]
+  def make(ps):
+    return OptimizerGroup(LARS(ps[:2], lr=lrs[0], momentum=0.9, nesterov=True, weight_decay=0.01, tcoef=0.02),
+                          Adam(ps[2:], lr=0.05))
+  def run(jit):
+    ps = [Tensor(p, requires_grad=True) for p in p0]
+    opt = make(ps)
+    def step(xt, yt):
+      opt.zero_grad()
+      loss = _loss(ps, xt, yt)
+      loss.backward()
+      opt.step()
+      return loss
+    fn = TinyJit(Tensor.train()(step)) if jit else Tensor.train()(step)
+    out = []
+    for i, lr in enumerate(lrs):
+      opt[0].lr = lr
+      fn(Tensor(x * (1 + i)), Tensor(y))
+      out.append([p.numpy() for p in ps])
+    return out, fn
+  eager, _ = run(False)
+  jitted, fn = run(True)
+  for a, b in zip(jitted, eager): _close(a, b, atol=1e-6)
+  assert fn.captured is not None and fn.cnt == len(lrs), "steps 3 on were replays"
+  assert not np.allclose(eager[1][0], eager[0][0]), "the test must move the parameters"
+
+# ---- OptimizerGroup ----
+
+def test_optimizer_group_matches_torch_optimizers_stepped_together():
+  # NOTE: the loss couples the parameters, so one optimizer's gradients read the other's parameters: the group's
+  # updates must all read the values from before the step
+  p0, x, y = _inputs()
+  ps = [Tensor(p, requires_grad=True) for p in p0]
+  group = OptimizerGroup(SGD(ps[:2], lr=0.3, momentum=0.9), Adam(ps[2:], lr=0.05))
+  tps = [torch.tensor(p, requires_grad=True) for p in p0]
+  topts = [torch.optim.SGD(tps[:2], lr=0.3, momentum=0.9), torch.optim.Adam(tps[2:], lr=0.05)]
+  with Tensor.train():
+    for _ in range(STEPS):
+      group.zero_grad()
+      assert all(p.grad is None for p in ps)
+      _loss(ps, Tensor(x), Tensor(y)).backward()
+      group.step()
+      for o in topts: o.zero_grad()
+      _loss(tps, torch.tensor(x), torch.tensor(y)).backward()
+      for o in topts: o.step()
+  _close([p.numpy() for p in ps], [p.detach().numpy() for p in tps])
+  assert len(group) == 2 and isinstance(group[1], Adam) and len(group.params) == 3
+
+def test_optimizer_group_errors():
+  a, b = Tensor.ones(2, 2, requires_grad=True), Tensor.ones(3, requires_grad=True)
+  group = OptimizerGroup(SGD([a], lr=0.1), Adam([b]))
+  with Tensor.test(), pytest.raises(TrainingModeError, match=r"OptimizerGroup.step\(\): Tensor.training is False"):
+    group.step()
+  with pytest.raises(ValueError, match=r"parameter of shape \(3,\) is in optimizers 0 \(SGD\) and 1 \(Adam\)"):
+    OptimizerGroup(SGD([b], lr=0.1), Adam([a, b]))
+  with pytest.raises(TypeError, match="takes optimizers"): OptimizerGroup(SGD([a]), [b])  # type: ignore[arg-type]
+  with pytest.raises(ValueError, match="at least one optimizer"): OptimizerGroup()

@@ -24,10 +24,17 @@ from tinygrad.runtime.support.cuda_toolchain import rename_kernel
 
 _SPECIALS = (np.nan, np.inf, -np.inf, -0.0, 1e-40, -3e-39, 7e4, -1e6, 1e30, 0.5, -448.0, 480.0, 65520.0)
 
-def random_values(dt: DType, n: int, rng: np.random.Generator) -> np.ndarray:
-  """The storage array of `n` random values of `dt`: ints never 0 (C and C++ both trap or diverge on x/0), floats
-  mostly in [-8, 8] with 1 in 16 a special value."""
+def random_values(dt: DType, n: int, rng: np.random.Generator, wide_ints: bool = False) -> np.ndarray:
+  """The storage array of `n` random values of `dt`: ints never 0 (C and C++ both trap or diverge on x/0), small
+  (-50..50) or, with `wide_ints`, over the whole range with 1 in 4 at or next to MIN/MAX (sums and products overflow);
+  floats mostly in [-8, 8] with 1 in 16 a special value."""
   if dt is dtypes.bool: return rng.integers(0, 2, n).astype(np.bool_)
+  if dtypes.is_int(dt) and wide_ints:
+    lo, hi = int(dtypes.min(dt)), int(dtypes.max(dt))
+    v = rng.integers(lo, hi, n, endpoint=True, dtype=np.int64 if lo < 0 else np.uint64)
+    edges = np.array([lo, lo + 1, hi, hi - 1, -1 if lo < 0 else 1], dtype=v.dtype)
+    v = np.where(rng.random(n) < 1 / 4, edges[rng.integers(0, len(edges), n)], v)
+    return np.where(v == 0, 1, v).astype(to_np_dtype(dt))
   if dtypes.is_int(dt):
     lo, hi = (1, 100) if dtypes.is_unsigned(dt) else (-50, 51)
     v = rng.integers(lo, hi, n)
@@ -108,12 +115,12 @@ def _compare(dt: DType, a: np.ndarray, b: np.ndarray) -> int | None:
   else: bad = va != vb
   return int(np.argmax(bad)) if bad.any() else None
 
-def run_pair(pr: Pair, nv_lib: HostLibrary, c_lib: HostLibrary, seed: int) -> str | None:
+def run_pair(pr: Pair, nv_lib: HostLibrary, c_lib: HostLibrary, seed: int, wide_ints: bool = False) -> str | None:
   """None when both sides agree, else a description of the first difference."""
   rng = np.random.default_rng(seed)
   gl = _globals(pr.nv)
   vv = {v.arg[0]: int(v.arg[2]) for v in pr.nv.vars}
-  init = {i: random_values(pt.base, pt.size, rng) for i, pt in gl.items()}
+  init = {i: random_values(pt.base, pt.size, rng, wide_ints) for i, pt in gl.items()}
   bufs_nv, bufs_c = {i: a.copy() for i, a in init.items()}, {i: a.copy() for i, a in init.items()}
   vals = [vv[n] for n in pr.nv.var_names]
   gs, ls = pr.nv.launch_dims(vv)
@@ -127,17 +134,20 @@ def run_pair(pr: Pair, nv_lib: HostLibrary, c_lib: HostLibrary, seed: int) -> st
               f"the C backend {b!r}\n---- CUDA ----\n{pr.nv.src}\n---- C ----\n{pr.c.src}")
   return None
 
-def diff_asts(asts: Sequence[UOp], renderer: CUDARenderer | None = None, batch: int = 64, seed: int = 0) -> Report:
-  """Render, build (in batches: one C++ and one C compile per batch) and compare every AST the shim can run."""
+def diff_asts(asts: Sequence[UOp], renderer: CUDARenderer | None = None, batch: int = 64, seed: int = 0,
+              wide_ints: bool = False, trap_ub: bool = False) -> Report:
+  """Render, build (in batches: one C++ and one C compile per batch) and compare every AST the shim can run.
+  `wide_ints`: integer inputs over their whole range (random_values); `trap_ub`: the CUDA side is built so that a
+  signed overflow in it traps (SIGILL, so call this in a subprocess)."""
   st = time.perf_counter()
   pairs, refused = make_pairs(asts, renderer or CUDARenderer("sm_90"))
   rep = Report(refused=refused)
   for b0 in range(0, len(pairs), batch):
     chunk = pairs[b0:b0 + batch]
-    nv_lib = HostLibrary(build_host_library([rename_kernel(pr.nv.src, pr.name) for pr in chunk]))
+    nv_lib = HostLibrary(build_host_library([rename_kernel(pr.nv.src, pr.name) for pr in chunk], trap_ub=trap_ub))
     c_lib = build_c_library(chunk)
     for k, pr in enumerate(chunk):
-      if (msg := run_pair(pr, nv_lib, c_lib, seed + b0 + k)) is not None: rep.mismatches.append(msg)
+      if (msg := run_pair(pr, nv_lib, c_lib, seed + b0 + k, wide_ints)) is not None: rep.mismatches.append(msg)
       rep.checked += 1
   rep.seconds = time.perf_counter() - st
   return rep

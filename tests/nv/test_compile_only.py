@@ -90,3 +90,35 @@ def test_compile_error_on_nv_names_the_kernel(no_driver, monkeypatch):
   with Context(COMPILE_ONLY=1):
     with pytest.raises(RuntimeError, match="run_schedule: item .* failed: CompileError: NVRTC .* could not compile"):
       Tensor.ones(4096, device="NV").contiguous().sum().realize()
+
+def test_beam_search_under_compile_only_refuses_before_its_cache(no_driver, tmp_path):
+  from tinygrad.codegen.search import BeamNeedsDeviceError, beam_search
+  from tinygrad.renderer.cuda import CUDARenderer
+  ast = (Tensor(np.zeros((16, 16), np.float32)) @ Tensor(np.zeros((16, 16), np.float32))).schedule()[-1].ast
+  with Context(COMPILE_ONLY=1, CACHEDB=str(tmp_path / "c.db")):
+    with pytest.raises(BeamNeedsDeviceError, match="BEAM=2 times candidate kernels.*COMPILE_ONLY=1 runs nothing"):
+      beam_search(ast, CUDARenderer("sm_90"), 2)
+
+def test_beam_without_a_device_says_it_needs_one(no_driver, monkeypatch, tmp_path):
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.search import BeamNeedsDeviceError
+  from tinygrad.renderer.cuda import CUDARenderer
+  monkeypatch.delitem(Device._opened, "NV", raising=False)
+  ast = (Tensor(np.zeros((16, 16), np.float32)) @ Tensor(np.zeros((16, 16), np.float32))).schedule()[-1].ast
+  with Context(BEAM=1, CACHEDB=str(tmp_path / "c.db")):
+    with pytest.raises(BeamNeedsDeviceError, match="BEAM=1 times candidate kernels on the device NV, which does not open "
+                                                   "here: .*libcuda.*Unset BEAM"):
+      get_program(ast, CUDARenderer("sm_90"))
+  assert "NV" not in Device._opened
+
+def test_beam_on_a_compile_only_device_refuses(no_driver, monkeypatch, tmp_path):
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.search import BeamNeedsDeviceError
+  from tinygrad.renderer.cuda import CUDARenderer
+  monkeypatch.delitem(Device._opened, "NV", raising=False)
+  ast = (Tensor(np.zeros((16, 16), np.float32)) @ Tensor(np.zeros((16, 16), np.float32))).schedule()[-1].ast
+  try:
+    with Context(COMPILE_ONLY=1): Device["NV"]
+    with Context(BEAM=1, CACHEDB=str(tmp_path / "c.db")):
+      with pytest.raises(BeamNeedsDeviceError, match="opened under COMPILE_ONLY=1"): get_program(ast, CUDARenderer("sm_90"))
+  finally: Device._opened.pop("NV", None)

@@ -107,6 +107,21 @@ def test_vector_copy_runs_on_host_at_any_offset(offset):
   np.testing.assert_array_equal(O[:256], A[offset:offset + 256])
   assert NVBinary.unpack(NVCompiler("sm_90").compile(src)).cubin[:4] == b"\x7fELF"
 
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.half], ids=str)
+def test_tensor_slice_at_an_odd_offset_loads_elements_and_stores_vectors(dt):
+  # `x[1:] * 2` upcast by the heuristics: the load starts one element past an aligned address (4g+1, never a multiple
+  # of the vector's alignment), so it goes element by element; the store at 4g is a vector
+  x = Tensor(np.arange(4097).astype(dt.fmt))
+  p = get_program((x[1:] * 2).schedule()[-1].ast, CUDARenderer("sm_90"))
+  assert any(o.op is OptOps.UPCAST for o in p.applied_opts), p.applied_opts
+  vec = CUDARenderer("sm_90").vector_name(dt.vec(4))
+  assert f"*(({vec}*)(data0+" in p.src and f"(({vec}*)(data1" not in p.src, p.src
+  assert p.src.startswith("// tinygrad-nv align: data0=") and "data1=" not in p.src.splitlines()[0]
+  inp, out = np.arange(4097).astype(dt.fmt), np.zeros(4096, dt.fmt)
+  gs, ls = p.launch_dims({})
+  HostLibrary(build_host_library([p.src])).run(p.name, [out.ctypes.data, inp.ctypes.data], [], gs, ls or [1, 1, 1])
+  np.testing.assert_array_equal(out, inp[1:] * 2)
+
 def test_local_buffer_vector_access_is_aligned_and_reg_is_not():
   lb = UOp(Ops.DEFINE_LOCAL, f32.ptr(64, AddrSpace.LOCAL), arg=0)
   rg = UOp(Ops.DEFINE_REG, f32.ptr(64, AddrSpace.REG), arg=0)

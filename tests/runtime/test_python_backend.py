@@ -62,9 +62,9 @@ def test_compile_rejects_unbalanced_blocks_and_bad_text():
     PythonProgram("k", PythonCompiler().compile(PythonRenderer().render([c(4), r])))
   with pytest.raises(CompileError, match="cannot parse"): PythonCompiler().compile("[0, \"NOT_AN_OP\", \"int32\", [], null]")
 
-def test_wmma_is_reported_as_not_implemented():
-  uops = [UOp(Ops.WMMA, dtypes.float32.vec(8), arg="later")]
-  with pytest.raises(EmulatedKernelError, match="does not implement WMMA yet"): compile_run(uops)
+def test_wmma_of_an_unknown_tensor_core_is_reported():
+  uops = [UOp(Ops.WMMA, dtypes.float32.vec(8), arg=("mma.m99",))]
+  with pytest.raises(EmulatedKernelError, match="unknown tensor core 'mma.m99'"): compile_run(uops)
 
 # ---- integer arithmetic: bitwise equal to C semantics computed with Python ints ----
 

@@ -411,9 +411,8 @@ def test_every_program_op_has_an_interpreter_rule():
   from tinygrad.uop import GroupOp
   program_ops = {Ops.DEFINE_GLOBAL, Ops.DEFINE_VAR, Ops.DEFINE_LOCAL, Ops.DEFINE_REG, Ops.SPECIAL, Ops.RANGE, Ops.END, Ops.INDEX,
                  Ops.LOAD, Ops.STORE, Ops.IF, Ops.ENDIF, Ops.BARRIER, Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONST, Ops.GEP,
-                 Ops.VECTORIZE, Ops.GROUP} | GroupOp.ALU
+                 Ops.VECTORIZE, Ops.GROUP, Ops.WMMA} | GroupOp.ALU
   assert sorted(op.name for op in program_ops - set(HANDLERS)) == []
-  assert Ops.WMMA not in HANDLERS  # NOTE: tensor cores are not interpreted yet; remove this line when they are
 
 def test_uninitialised_register_read_is_reported():
   out, acc = gbuf(2, 0), reg(1, 0)

@@ -48,3 +48,17 @@ def test_predicates_bitwise_and_dtype_names():
   check_op([(3, 4), (4,)], lambda a, b: (a & b) ^ ~a, dtype="int16", low=-50, high=50)
   t = Tensor([1.7, -2.2]).cast("int32") + Tensor.linspace(5, 10, 2, dtype="int32")
   assert t.dtype is dtypes.int32 and t.tolist() == [6, 8]
+
+def test_cummin_nan_to_num_trace_outer_xor():
+  check_op([(3, 5)], lambda x: torch.cummin(x, 1).values, lambda x: x.cummin(1))
+  check_op(None, torch.nan_to_num, Tensor.nan_to_num, vals=[[1.0, math.nan, math.inf, -math.inf]], dtype="float16")
+  check_op([(3, 4)], torch.trace, Tensor.trace)
+  check_op([(3,), (2,)], torch.outer, Tensor.outer)
+  check_op([(3, 4), (4,)], torch.bitwise_xor, Tensor.xor, dtype="int32", low=-50, high=50)
+
+def test_multinomial_draws_only_positive_weights():
+  Tensor.manual_seed(0)
+  w = Tensor([[0.0, 1.0, 0.0, 2.0], [3.0, 0.0, 1.0, 0.0]])
+  a, b = w.multinomial(64, replacement=True).numpy(), w.multinomial(2).numpy()
+  assert set(a[0].tolist()) == {1, 3} and set(a[1].tolist()) == {0, 2}
+  assert sorted(b[0].tolist()) == [1, 3] and sorted(b[1].tolist()) == [0, 2]

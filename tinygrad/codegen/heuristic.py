@@ -7,7 +7,7 @@ from __future__ import annotations
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
 from tinygrad.codegen.opt import max_threads
 from tinygrad.renderer import Renderer
-from tinygrad.helpers import prod
+from tinygrad.helpers import prod, TC
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import simplify
@@ -18,6 +18,11 @@ MAX_HEURISTIC_UPCAST = 32
 MAX_CPU_UPCAST = 256
 BIG_BLOCK_MIN_WORK = 1 << 24
 HEAVY_BODY = 24  # ALU ops in a reduce body above which it is not copied per lane
+# GPU: threads that keep a big GPU busy (an H100 runs 132 SMs x 2048 threads; a quarter of that hides latency well
+# enough for memory-bound kernels), the largest workgroup the heuristics pick, and the fewest blocks worth aiming for
+GPU_TARGET_THREADS = 1 << 15
+GPU_BLOCK = 256
+GPU_MIN_BLOCKS = 128
 
 class _Builder:
   """The kernel as opts are added: `try_opt` applies one or leaves everything as it was."""
@@ -77,12 +82,27 @@ def _upcast_for_reuse(b: _Builder) -> None:
     amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
     room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
     got = next((amt for amt in amts if amt <= room and size % amt == 0 and b.try_opt(Opt(OptOps.UPCAST, i, amt))), None)
+    # NOTE: padding only where no amount divides: the padded lanes' gated loads are scalar (measured: 1000 padded to
+    # 1024 runs at a sixth of 1000 blocked 8x8), but a 1023 matmul with no blocking at all is 20x slower still. The
+    # contiguous axis pads to 32 (16 lanes, then 2 more below)
+    if got is None and cpu:
+      got = next((amt for amt in amts if amt <= room and
+                  _pad_and_upcast(b, i, size, amt, 32 if contiguous and amt == 16 else amt)), None)
     # the contiguous axis of a big CPU kernel takes 2 more lanes: 32 (two cache lines of each input row per reduce step)
     # by 8 on the other axis is 256 accumulators; measured ~1.3x faster than 16x8 on a 1024 matmul (AVX-512 machine)
     # NOTE: an upcast of the whole axis retypes it, so it leaves the output axes; a split keeps it at index i
     kept = [r for r in output_axes(b.ast) if r.arg[0] == rid]
     if cpu and contiguous and got == 16 and kept and (axis_size(kept[0]) or 0) >= 4:
       b.try_opt(Opt(OptOps.UPCAST, i, 2))
+
+def _pad_and_upcast(b: _Builder, i: int, size: int, amt: int, pad_to: int) -> bool:
+  """Pad output axis i to a multiple of pad_to (PADTO: the extra lanes' loads are gated, their stores dropped), then
+  UPCAST it by amt; only where that adds at most 1/8 of the work. Leaves the kernel as it was when either fails."""
+  if (-size % pad_to) * 8 > size: return False
+  before = (b.ast, list(b.opts))
+  if b.try_opt(Opt(OptOps.PADTO, i, pad_to)) and b.try_opt(Opt(OptOps.UPCAST, i, amt)): return True
+  b.ast, b.opts = before
+  return False
 
 def _reorder_for_reuse(b: _Builder) -> None:
   # a big register-blocked CPU kernel: the innermost output loop should be the one whose own input is read contiguously
@@ -135,25 +155,75 @@ def _upcast_inner(b: _Builder) -> None:
   for amt in (4, 2):
     if size % amt == 0 and size >= amt * 2 and b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)): return
 
-def _group_small_outputs(b: _Builder) -> None:
-  # GPU: a reduce with few outputs gets its reduce spread over a workgroup
-  if not (b.renderer.has_local and b.renderer.has_shared): return
-  reds = reduce_axes(b.ast)
-  if not reds or (rsize := axis_size(reds[0])) is None or rsize < 256: return
-  if prod(axis_size(r) or 1 for r in output_axes(b.ast)) > 2048: return
-  for amt in (256, 64, 16):
-    if b.try_opt(Opt(OptOps.GROUPTOP, 0, amt)): return
+# ---- GPU targets (a launch grid and workgroups: NV, AMD, the PYTHON backend's emulation of them) ----
+
+def _out_threads(b: _Builder) -> int:
+  """Threads the kernel launches as it stands: one per output point left after upcasts, times the group reduce."""
+  outs = prod(axis_size(r) or 1 for r in output_axes(b.ast))
+  return int(outs * prod(axis_size(r) or 1 for r in axes_of(b.ast, AxisType.LOCAL, AxisType.GROUP_REDUCE)))
+
+def _reduce_is_contiguous(b: _Builder, red: UOp) -> bool:
+  """Do the big loads (those that depend on the reduce and on an output axis) walk memory with stride 1 along `red`?
+  Then threads of a group reduce that take consecutive elements (GROUP) read whole cache lines together."""
+  outs = output_axes(b.ast)
+  idxs = [idx for ld in _loads(b.ast) if red in (idx := ld.src[0].src[1].get_idx())._ranges
+          and any(o in idx._ranges for o in outs)]
+  if not idxs: idxs = [idx for ld in _loads(b.ast) if red in (idx := ld.src[0].src[1].get_idx())._ranges]
+  return bool(idxs) and all(stride_of(b.ast, idx, red) == 1 for idx in idxs)
+
+def _group_reduce(b: _Builder) -> None:
+  # a reduce with too few outputs to keep a GPU busy (one thread per output with a serial loop) spreads each output's
+  # reduce over a group of threads that combine through shared memory. GROUP (the group is the inner part of the axis)
+  # where the reduce walks memory contiguously, so the threads of a warp read consecutive elements; GROUPTOP (each
+  # thread a contiguous block) where it is strided, so each thread keeps its own cache lines
+  if not (b.renderer.has_local and b.renderer.has_shared) or _heavy_reduce(b.ast): return
+  # NOTE: a quarter of the target or more already fills the GPU well enough (a matmul's 4x4-upcast threads)
+  if (outs := _out_threads(b)) * 4 > GPU_TARGET_THREADS: return
+  reds = [(axis_size(r) or 0, -i, r) for i, r in enumerate(reduce_axes(b.ast))]
+  if not reds: return
+  rsize, ni, red = max(reds)
+  contiguous = _reduce_is_contiguous(b, red)
+  want = GPU_TARGET_THREADS // max(outs, 1)
+  # NOTE: the group's threads are lidx0 (the lowerer's order), so a warp spans the group: for a strided reduce, whose
+  # coalescing comes from the output axis' threads in the next dimension, the group stays at most 8 wide
+  lo, hi = (b.renderer.wave, 256) if contiguous else (4, 8)
+  for amt in (256, 128, 64, 32, 16, 8, 4):
+    # NOTE: each thread still reduces at least 4 elements of its own; the shared-memory limit is apply_opt's check
+    if not lo <= amt <= min(hi, max(want, lo)) or rsize % amt or rsize // amt < 4: continue
+    if b.try_opt(Opt(OptOps.GROUP if contiguous else OptOps.GROUPTOP, -ni, amt)): return
+
+def _group_shared_bytes(b: _Builder, more_locals: int) -> int:
+  """Shared memory a group reduce needs with `more_locals` times the workgroup (apply_opt's estimate for GROUP, which
+  a LOCAL added later does not check again): a partial per thread and reduce lane. 0 without a group reduce."""
+  if not axes_of(b.ast, AxisType.GROUP_REDUCE): return 0
+  nbytes = max((u.dtype.itemsize for u in b.ast.toposort() if u.op is Ops.REDUCE), default=4)
+  threads = prod(axis_size(r) or 1 for r in axes_of(b.ast, AxisType.LOCAL, AxisType.GROUP_REDUCE))
+  return int(threads * more_locals * nbytes * b.upcast_total())
 
 def _locals(b: _Builder) -> None:
-  if not b.renderer.has_local or axes_of(b.ast, AxisType.GROUP_REDUCE): return
-  budget = 128
-  for i in reversed(range(len(output_axes(b.ast)))):
+  # workgroups: the output axis the store walks contiguously first (a warp's threads write, and mostly read,
+  # consecutive addresses), at most a wave wide when other axes can take the rest; blocks of up to GPU_BLOCK threads
+  # (with the group reduce's threads), smaller when that leaves fewer than GPU_MIN_BLOCKS blocks on the grid
+  if not b.renderer.has_local: return
+  wave, group = b.renderer.wave, int(prod(axis_size(r) or 1 for r in axes_of(b.ast, AxisType.GROUP_REDUCE)))
+  block = GPU_BLOCK
+  while block > wave and _out_threads(b) // block < GPU_MIN_BLOCKS: block //= 2
+  budget = block // group
+  sidx = _store_idx(b.ast)
+  outs = output_axes(b.ast)
+  order = sorted(range(len(outs)), key=lambda i: (not (sidx is not None and stride_of(b.ast, sidx, outs[i]) == 1), -i))
+  # NOTE: by range id: a LOCAL of a whole axis retypes it, and the output axes after it move down by one
+  for n, rid in enumerate([outs[i].arg[0] for i in order]):
+    if budget < 2: return
+    if rid not in (cur := [r.arg[0] for r in output_axes(b.ast)]): continue
+    i = cur.index(rid)
     size = axis_size(output_axes(b.ast)[i]) or 0
-    for amt in (16, 8, 4, 2):
-      if amt <= budget and size % amt == 0 and size > amt and b.try_opt(Opt(OptOps.LOCAL, i, amt)):
+    cap = budget if n == len(order) - 1 else min(budget, max(wave, budget // 4))
+    for amt in (256, 128, 64, 32, 16, 8, 4, 2):
+      if amt > cap or size % amt or size < amt or _group_shared_bytes(b, amt) > b.renderer.shared_max: continue
+      if b.try_opt(Opt(OptOps.LOCAL, i, amt)):
         budget //= amt
         break
-    if budget < 2: return
 
 def _threads(b: _Builder) -> None:
   if not b.renderer.has_threads or (nt := max_threads(b.renderer)) < 2: return
@@ -174,15 +244,28 @@ def _threads(b: _Builder) -> None:
   for amt, _, _, ni in sorted(cands, reverse=True):
     if b.try_opt(Opt(OptOps.THREAD, -ni, amt)): return
 
+def _tc_blocking(b: _Builder) -> None:
+  # after TC: 2x2 warps per workgroup (lidx1, lidx2) where the tile grid is big enough, and two tiles per warp along
+  # the innermost output axis (each A fragment feeds two WMMAs)
+  nlocal = 0
+  for i in reversed(range(len(output_axes(b.ast)))):
+    if nlocal < 2 and (axis_size(output_axes(b.ast)[i]) or 0) >= 4: nlocal += b.try_opt(Opt(OptOps.LOCAL, i, 2))
+  outs = output_axes(b.ast)
+  if outs and (axis_size(outs[-1]) or 0) >= 4: b.try_opt(Opt(OptOps.UPCAST, len(outs) - 1, 2))
+
 def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   """The default opts for `ast` on `renderer` (a list, possibly empty). Never raises KernelOptError."""
   b = _Builder(ast, renderer)
+  # a matmul-like reduce in a tensor core's dtypes: one warp per tile, the reduce a WMMA chain (opt.py apply_tc)
+  if TC and any(b.try_opt(Opt(OptOps.TC, 0, tc.name)) for tc in renderer.tensor_cores):
+    _tc_blocking(b)
+    return b.opts
   # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else
   if renderer.has_threads: b.try_opt(Opt(OptOps.CUT))
-  _group_small_outputs(b)
   _upcast_for_reuse(b)
   _reorder_for_reuse(b)
   _upcast_strided_reduce(b)
+  _group_reduce(b)
   _unroll_reduce(b)
   _upcast_inner(b)
   _locals(b)

@@ -57,7 +57,8 @@ def grid_specials(sink: UOp, renderer: Renderer) -> GridCtx:
   has_grid, has_local = renderer.global_max is not None, renderer.has_local
   # NOTE: the innermost grid axis is dimension 0 (gidx0/lidx0: the largest launch limit, contiguous threads)
   gl = [x for x in rngs if x.arg[-1] is AxisType.GLOBAL]
-  lc = [x for x in rngs if x.arg[-1] in (AxisType.LOCAL, AxisType.GROUP_REDUCE)] if has_local else []
+  # NOTE: a WARP range (the lanes of a tensor core, TC opt) sorts after LOCAL: it is lidx0, the fastest thread id
+  lc = [x for x in rngs if x.arg[-1] in (AxisType.LOCAL, AxisType.WARP, AxisType.GROUP_REDUCE)] if has_local else []
   dim = {r: f"{kind}idx{i}" for kind, axes in (("g", gl), ("l", lc)) for i, r in enumerate(reversed(axes))}
   for r in rngs:
     at = r.arg[-1]
@@ -66,6 +67,8 @@ def grid_specials(sink: UOp, renderer: Renderer) -> GridCtx:
     elif r in dim and has_grid:
       if int(dim[r][-1]) > 2: raise ValueError(f"grid lowering: more than 3 {dim[r][0]}idx axes ({r.arg}); merge them")
       ret[r] = UOp(Ops.SPECIAL, r.dtype, r.src, dim[r])
+    elif at is AxisType.WARP:
+      raise ValueError(f"grid lowering: WARP range {r.arg} (tensor core lanes) needs a target with a grid and locals")
     elif at in (AxisType.THREAD, AxisType.GLOBAL, AxisType.LOCAL): ret[r] = _retype(r, AxisType.LOOP)
     # NOTE: without local memory a GROUP_REDUCE range is reduced by one thread, as a plain loop
     elif at is AxisType.GROUP_REDUCE: ret[r] = _retype(r, AxisType.REDUCE)
@@ -124,7 +127,10 @@ def lower_reduce(ctx: ReduceCtx, red: UOp) -> UOp:
   zero = UOp.const(dtypes.index, 0)
   init = (acc.after(*outer) if outer else acc).index(zero).store(red.const_like(identity_element(red.arg, red.dtype)))
   idx = acc.after(init, *rs).index(zero)
-  body = idx.store(combine(red.arg, idx.load(), x))
+  # NOTE: acc + WMMA(a, b, 0) is the tensor core's own accumulate: WMMA(a, b, acc)
+  if red.arg is Ops.ADD and x.op is Ops.WMMA and x.src[2].op is Ops.CONST and x.src[2].arg == 0:
+    body = idx.store(x.replace(src=(x.src[0], x.src[1], idx.load())))
+  else: body = idx.store(combine(red.arg, idx.load(), x))
   for r in reversed(rs): body = body.end(r)
   return acc.after(body).index(zero).load()
 

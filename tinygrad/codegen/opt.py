@@ -15,15 +15,20 @@ CUT (CPU targets, first opt only, no axis or arg): every store loop whose body c
 masks of cat and pad) becomes several branch-free loops (cutting.py). Each piece gets fresh ranges, so the opts after it
 name the pieces' axes. Being an opt, a cut is chosen (heuristics, BEAM) and recorded like any other: the applied opts
 of a program rebuild it exactly, and explicit opts without CUT leave the loops whole.
+
+TC (GPU targets with tensor cores, first opt only; arg the instruction's name, axis which (m, n, k) candidate): the
+kernel's matmul-like reduce computed by a tensor core (apply_tc; docs/ir.md "Tensor cores"). Its lanes are a WARP range
+(lidx0); the tile axes keep their ids with sizes divided by the tile, so later UPCAST/LOCAL opts name them as before.
 """
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, AxisType, FastEnum
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes
+from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, round_up, to_function_name
 from tinygrad.renderer import Renderer
+from tinygrad.renderer.tensor_cores import TensorCore, Layout
 from tinygrad.codegen.cutting import cut_store_ranges
 
 class OptOps(FastEnum):
@@ -172,7 +177,11 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
   has_local, has_threads = renderer.has_local, renderer.has_threads
   nolocals = any(o.op is OptOps.NOLOCALS for o in applied)
   op = opt.op
-  if op is OptOps.TC: raise KernelOptError(f"{opt}: tensor cores are not supported by this compiler yet")
+  if op is OptOps.TC: return apply_tc(ast, opt, renderer, applied)
+  if any(o.op is OptOps.TC for o in applied):
+    # NOTE: the WARP range must stay lidx0 and the WMMA accumulator a vector chain: no group reduce, no unrolled K
+    _check(op not in (OptOps.GROUP, OptOps.GROUPTOP, OptOps.UNROLL, OptOps.PADTO, OptOps.NOLOCALS),
+           f"{opt}: not allowed after a TC opt")
   if op is OptOps.CUT: return cut_kernel(ast, opt, renderer, applied)
   if op is OptOps.NOLOCALS:
     _check(has_local, f"{opt}: the renderer has no locals")
@@ -210,11 +219,11 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
   _check(has_local, f"{opt}: the renderer has no local (workgroup) threads")
   _check(not nolocals, f"{opt}: NOLOCALS was applied")
   local_max = renderer.local_max or ()
-  nlocal = prod(axis_size(x) or 1 for x in axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE))
+  nlocal = prod(axis_size(x) or 1 for x in axes_of(ast, AxisType.LOCAL, AxisType.WARP, AxisType.GROUP_REDUCE))
   _check(nlocal * amt <= renderer.local_max_total,
          f"{opt}: {nlocal * amt} local threads are more than the {renderer.local_max_total} of a workgroup")
   if op is OptOps.LOCAL:
-    nl = len(axes_of(ast, AxisType.LOCAL))
+    nl = len(axes_of(ast, AxisType.LOCAL, AxisType.WARP))
     _check(nl < len(local_max) and amt <= local_max[nl], f"{opt}: local dim {nl} of {amt} exceeds {local_max}")
     return split_range(ast, r, amt, AxisType.LOCAL)
   _check(renderer.has_shared, f"{opt}: the renderer has no shared memory for a group reduce")
@@ -224,6 +233,105 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
   smax = renderer.shared_max
   _check(need <= smax, f"{opt}: needs {need} bytes of shared memory, the target has {smax}")
   return split_range(ast, r, amt, AxisType.GROUP_REDUCE, top=op is OptOps.GROUPTOP)
+
+# ---- tensor cores ----
+
+def _strip_cast(x: UOp, din: DType) -> UOp | None:
+  """The operand of a product as the tensor core reads it: x itself or under a widening CAST, of dtype `din`."""
+  if x.op is Ops.CAST and x.src[0].dtype == din: return x.src[0]
+  return x if x.dtype == din else None
+
+def tc_candidates(ast: UOp, tc: TensorCore) -> list[tuple[UOp, UOp, UOp, UOp, UOp, UOp]]:
+  """(reduce, A operand, B operand, m, n, k) for every way `tc` computes this kernel's one ADD reduce of a product:
+  REDUCE(ADD, [CAST](MUL(a, b))) or REDUCE(ADD, MUL(CAST(a), CAST(b))) with a, b of tc.dtype_in and the REDUCE of
+  tc.dtype_out; m an output axis only A reads, n one only B reads, k a reduce axis both read (innermost first)."""
+  reds = [u for u in ast.toposort() if u.op is Ops.REDUCE]
+  if len(reds) != 1 or reds[0].arg is not Ops.ADD or reds[0].dtype != tc.dtype_out: return []
+  red, body = reds[0], reds[0].src[0]
+  if body.op is Ops.CAST and body.src[0].op is Ops.MUL and body.src[0].dtype == tc.dtype_in: mul = body.src[0]
+  elif body.op is Ops.MUL: mul = body
+  else: return []
+  ops = [_strip_cast(s, tc.dtype_in) for s in mul.src]
+  if ops[0] is None or ops[1] is None or (mul is body and mul.dtype != tc.dtype_out and mul.src[0].op is not Ops.CAST):
+    return []
+  outs = [r for r in output_axes(ast) if axis_size(r) is not None]
+  ret = []
+  for a, b in ((ops[0], ops[1]), (ops[1], ops[0])):
+    ms = [r for r in reversed(outs) if r in a._ranges and r not in b._ranges]
+    ns = [r for r in reversed(outs) if r in b._ranges and r not in a._ranges]
+    ks = [r for r in reversed(red.src[1:]) if r in a._ranges and r in b._ranges and axis_size(r) is not None]
+    ret += [(red, a, b, m, n, k) for m in ms for n in ns for k in ks]
+  return ret
+
+def _load_or_cast(x: UOp) -> bool:
+  while x.op is Ops.CAST: x = x.src[0]
+  return x.op is Ops.LOAD
+
+def _bits_index(x: UOp, weights: tuple[int, ...]) -> UOp:
+  """sum of weights[b] * bit b of x (x a lane id), as index math: runs of bits with doubling weights become one
+  `(x // 2**b) % 2**len * w` term."""
+  ret = UOp.const(dtypes.index, 0)
+  b = 0
+  while b < len(weights):
+    if weights[b] == 0: b += 1; continue
+    e = b + 1
+    while e < len(weights) and weights[e] == weights[e - 1] * 2: e += 1
+    t = x // (1 << b) if b else x
+    if e < len(weights): t = t % (1 << (e - b))
+    ret, b = ret + t * weights[b], e
+  return ret
+
+def _elem_const(weights: tuple[int, ...], e: int) -> int: return sum(w for b, w in enumerate(weights) if e >> b & 1)
+
+def apply_tc(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -> UOp:
+  """OptOps.TC: the kernel's matmul-like reduce computed by the tensor core named `opt.arg` (one of the renderer's),
+  axis = which (m, n, k) candidate (tc_candidates order). Axes that are not multiples of the tile are padded (loads
+  read 0 past the end, stores are masked). Each warp of `threads` lanes (a WARP range, lidx0) computes one M x N tile:
+  lane l loads the A, B elements and stores the C elements the layout gives it; the reduce becomes a WMMA chain over
+  K / tile K steps (a vector accumulator of the lane's C elements)."""
+  tcs = [t for t in renderer.tensor_cores if t.name == opt.arg]
+  _check(bool(tcs), f"{opt}: {opt.arg!r} is not one of the renderer's tensor cores "
+                    f"{[t.name for t in renderer.tensor_cores]}")
+  _check(renderer.has_local and renderer.global_max is not None, f"{opt}: tensor cores need a GPU grid with locals")
+  _check(not applied, f"{opt}: TC must be the first opt")
+  tc = tcs[0]
+  cands = tc_candidates(ast, tc)
+  _check(bool(cands), f"{opt}: no ADD reduce of a product of {tc.dtype_in} into {tc.dtype_out} in this kernel")
+  _check(isinstance(opt.axis, int) and 0 <= opt.axis < len(cands), f"{opt}: axis must be in [0, {len(cands)})")
+  assert isinstance(opt.axis, int)
+  red, a, b, m, n, k = cands[opt.axis]
+  (M, N, K), ids = tc.dims, (m.arg[0], n.arg[0], k.arg[0])
+  if any((axis_size(r) or 0) % d for r, d in ((m, M), (n, N), (k, K))):
+    # NOTE: padded iterations read 0 only where an operand is a load, possibly cast (0 * x == 0 then)
+    _check(all(_load_or_cast(x) for x in (a, b)), f"{opt}: padding to the tile needs operands that are (cast) loads")
+    _check(not _uses_nonconst_int_div(ast), f"{opt}: the kernel divides by loaded ints; padded lanes could divide by 0")
+    for r, d in ((m, M), (n, N), (k, K)):
+      cur = next(x for x in all_ranges(ast) if x.arg[0] == r.arg[0])
+      if (axis_size(cur) or 0) % d: ast = pad_range(ast, cur, d)
+    red, a, b, m, n, k = next(c for c in tc_candidates(ast, tc) if (c[3].arg[0], c[4].arg[0], c[5].arg[0]) == ids)
+  lane = UOp.range(tc.threads, _next_id(ast), AxisType.WARP)
+  def outer(r: UOp, d: int) -> UOp: return r.replace(src=(UOp.const(r.dtype, (axis_size(r) or 0) // d),))
+  mo, no, ko = outer(m, M), outer(n, N), outer(k, K)
+  la, lb, lc = tc.layout_a, tc.layout_b, tc.layout_c
+  def at(lay: Layout, e: int) -> tuple[UOp, UOp]:
+    return (_bits_index(lane, lay.lane_row) + _elem_const(lay.elem_row, e),
+            _bits_index(lane, lay.lane_col) + _elem_const(lay.elem_col, e))
+  ea, eb, ec = tc.elements_per_thread
+  afrag = [a.substitute({m: mo * M + r, k: ko * K + c}) for r, c in (at(la, e) for e in range(ea))]
+  bfrag = [b.substitute({k: ko * K + r, n: no * N + c}) for r, c in (at(lb, e) for e in range(eb))]
+  vout = tc.dtype_out.vec(ec)
+  wmma = UOp(Ops.WMMA, vout, (UOp.vectorize(*afrag), UOp.vectorize(*bfrag), UOp.const(vout, 0)), arg=(tc.name,))
+  new_red = UOp(Ops.REDUCE, vout, (wmma, *[ko if r is k else r for r in red.src[1:]]), arg=Ops.ADD)
+  ends = [u for u in ast.toposort() if u.op is Ops.END and m in u.src[1:] and n in u.src[1:]]
+  _check(len(ends) == 1, f"{opt}: the output axes must be closed by one END (found {len(ends)})")
+  end = ends[0]
+  lanes = [end.src[0].substitute({red: new_red.gep(e), m: mo * M + r, n: no * N + c})
+           for e, (r, c) in enumerate(at(lc, e) for e in range(ec))]
+  new_end = UOp.group(*lanes).end(*[mo if r is m else no if r is n else r for r in end.src[1:]], lane)
+  ret = ast.substitute({end: new_end})
+  left = set(ret.toposort()) & {m, n, k, red}
+  _check(not left, f"{opt}: the reduce or its axes are used outside the store it feeds; not a plain matmul")
+  return ret
 
 def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -> UOp:
   _check(renderer.has_threads, f"{opt}: store loops are cut on CPU targets only (has_threads)")

@@ -15,9 +15,9 @@ import numpy as np
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.program import build_program
-from tinygrad.device import Buffer, Device
+from tinygrad.device import Buffer, CompileOnlyAllocator, Device, DeviceOpenError
 from tinygrad.dtype import dtypes, to_np_dtype, PtrDType
-from tinygrad.helpers import DEBUG, CACHELEVEL, diskcache_get, diskcache_put, codegen_flags
+from tinygrad.helpers import DEBUG, CACHELEVEL, COMPILE_ONLY, diskcache_get, diskcache_put, codegen_flags
 from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.uop import Ops, hooks
 from tinygrad.uop.ops import UOp
@@ -54,9 +54,11 @@ def apply_all(ast: UOp, opts: list[Opt], renderer: Renderer) -> UOp:
 def candidates(ast: UOp, renderer: Renderer, beam: list[list[Opt]], seen: set[UOp]) -> list[list[Opt]]:
   """Every beam member extended by one action, where that is legal and gives a kernel not seen before."""
   ret = []
+  # NOTE: the target's tensor cores are actions too (TC applies only as the first opt)
+  actions = [*ACTIONS, *(Opt(OptOps.TC, 0, tc.name) for tc in renderer.tensor_cores)]
   for opts in beam:
     base = apply_all(ast, opts, renderer)
-    for a in ACTIONS:
+    for a in actions:
       try: k = apply_opt(base, a, renderer, tuple(opts))
       except KernelOptError: continue
       if k in seen: continue
@@ -75,10 +77,29 @@ def _random_buffers(ast: UOp, device: str) -> dict[int, Any]:
     bufs[g.arg] = Buffer(device, size, dt).copyin(data.view(np.uint8).data)
   return bufs
 
+class BeamNeedsDeviceError(RuntimeError):
+  """BEAM was asked for where no device can time the candidates (COMPILE_ONLY, or the device does not open)."""
+
+def check_beam_device(device: str, amt: int) -> Any:
+  """The opened device BEAM times candidates on; a clear error when there is none to time on."""
+  if COMPILE_ONLY:
+    raise BeamNeedsDeviceError(f"BEAM={amt} times candidate kernels on the device, and COMPILE_ONLY=1 runs nothing: "
+                               "unset BEAM (the heuristics pick the opts) or unset COMPILE_ONLY on a machine with the "
+                               f"device ({device})")
+  fix = "Unset BEAM (the heuristics pick the opts; COMPILE_ONLY=1 compiles without a device) or run where the device is"
+  try: dev = Device[device]
+  except DeviceOpenError as e:
+    raise BeamNeedsDeviceError(f"BEAM={amt} times candidate kernels on the device {device}, which does not open here: "
+                               f"{e}. {fix}") from e
+  if isinstance(dev.allocator, CompileOnlyAllocator):
+    raise BeamNeedsDeviceError(f"BEAM={amt} times candidate kernels on the device {device}, which was opened under "
+                               f"COMPILE_ONLY=1 (no driver, nothing runs on it). {fix}")
+  return dev
+
 class _Timer:
   """Compiles (several at once: the C compiler runs outside the GIL) and times candidates on the device."""
-  def __init__(self, ast: UOp, renderer: Renderer):
-    self.ast, self.renderer, self.dev = ast, renderer, Device[renderer.device]
+  def __init__(self, ast: UOp, renderer: Renderer, amt: int):
+    self.ast, self.renderer, self.dev = ast, renderer, check_beam_device(renderer.device, amt)
     self.bufs = _random_buffers(ast, renderer.device)
     self.var_vals = {u.arg[0]: u.arg[2] for u in ast.toposort() if u.op is Ops.DEFINE_VAR}
   def compile(self, opts: list[Opt]) -> tuple[ProgramSpec, Any] | None:
@@ -124,10 +145,12 @@ class _Timer:
 def beam_search(ast: UOp, renderer: Renderer, amt: int, disable_cache: bool = False) -> list[Opt]:
   """The fastest opts found for `ast` (a prepared AST: program.prepare_kernel) on `renderer`'s device with a beam of
   width `amt`."""
+  # NOTE: checked before the cache: a cached result would hide, in one run out of two, that BEAM cannot run here
+  check_beam_device(renderer.device, amt)
   key = (kernel_key(ast), renderer.identity, codegen_flags(), amt)
   if not disable_cache and CACHELEVEL >= 1 and (hit := diskcache_get("beam_search", key)) is not None: return list(hit)
   st = time.perf_counter()
-  timer = _Timer(ast, renderer)
+  timer = _Timer(ast, renderer, amt)
   # NOTE: the beam starts from no opts and from the heuristics' opts, so BEAM is never worse than the default, and
   # a fast start lets slow candidates be dropped after one run
   starts = [[], *([h] if (h := hand_coded_optimizations(ast, renderer)) else [])]

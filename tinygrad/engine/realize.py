@@ -17,6 +17,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.device import Device, Buffer
 from tinygrad.helpers import DEBUG, GlobalCounters, COMPILE_ONLY, BEAM, codegen_flags
 from tinygrad.codegen import get_program
+from tinygrad.codegen.search import check_beam_device
 
 class Runner:
   """Something that runs one schedule item: `runner(bufs, var_vals, wait) -> seconds | None`."""
@@ -29,9 +30,8 @@ class Runner:
 class CompiledRunner(Runner):
   """A kernel AST compiled for a device: ProgramSpec from codegen, binary from the cached compiler, runtime program."""
   def __init__(self, device: str, ast: UOp):
-    if COMPILE_ONLY and BEAM >= 1:
-      raise RuntimeError(f"BEAM={BEAM.value} times candidate kernels on the device, and COMPILE_ONLY=1 runs nothing: "
-                         "unset BEAM (the heuristics pick the opts) or unset COMPILE_ONLY on a machine with the device")
+    # NOTE: before anything compiles: BEAM with no device to time on is an error up front (codegen/search.py)
+    if BEAM >= 1: check_beam_device(device, int(BEAM.value))
     dev = Device[device]
     self.device, self.ast = device, ast
     self.p = get_program(ast, dev.renderer)

@@ -1,7 +1,8 @@
-"""Optimizers: SGD (momentum, dampening, nesterov, weight decay), Adam, AdamW, LAMB and Muon. `step()` assigns the new
-values to the parameters and realizes them together with the optimizer state in one schedule; it runs only in training
-mode (Tensor.training, see Tensor.train()). A parameter given twice (shared by two layers) is one parameter: its
-gradients from every use add up and it is updated once per step.
+"""Optimizers: SGD (momentum, dampening, nesterov, weight decay), LARS, Adam, AdamW, LAMB and Muon, and OptimizerGroup
+(several optimizers stepped as one). `step()` assigns the new values to the parameters and realizes them together with
+the optimizer state in one schedule; it runs only in training mode (Tensor.training, see Tensor.train()). A parameter
+given twice (shared by two layers) is one parameter: its gradients from every use add up and it is updated once per
+step.
 
 Everything a step reads that may change between steps lives in a buffer: the learning rate (`opt.lr`, a Tensor;
 `opt.lr = 0.01` or `opt.lr.assign(...)` writes it in place) and Adam's step count. So a TinyJit-captured step, which
@@ -67,23 +68,55 @@ class Optimizer:
   def step(self) -> None:
     """Apply one update from the parameters' .grad (only in training mode: outside it a step is almost always a bug,
     e.g. an evaluation loop that also steps)."""
-    if not Tensor.training:
-      raise TrainingModeError(f"{type(self).__name__}.step(): Tensor.training is False; run training steps inside "
-                              "`with Tensor.train():`, in a function decorated @Tensor.train(), or after "
-                              "Tensor.training = True")
-    # NOTE: the gradients (and the losses backward() ran from) read the old parameter values, so they are realized in
-    # the same schedule as the update, which orders every read of a buffer before the write that replaces it
-    from tinygrad.tensor import _backward_roots, _base_buffer, _all_tensors
-    from tinygrad.uop import Ops
-    grads = [p.grad for p in self.params if p.grad is not None]
-    roots = [t for t in list(_backward_roots) if _base_buffer(t.uop) is None]
-    _backward_roots.clear()
-    # NOTE: writes the forward pass queued (BatchNorm running statistics) run with the step; left lazy they would chain
-    # one more step per iteration and keep every batch alive
-    pending = [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
-    updates = self._step()
-    Tensor.realize(*updates, *self.buffers, *grads, *roots, *pending)
+    _run_steps(type(self).__name__, [self])
   def _step(self) -> list[Tensor]: raise NotImplementedError
+
+def _run_steps(name: str, opts: list[Optimizer]) -> None:
+  """Build every optimizer's update and realize them all in one schedule."""
+  if not Tensor.training:
+    raise TrainingModeError(f"{name}.step(): Tensor.training is False; run training steps inside "
+                            "`with Tensor.train():`, in a function decorated @Tensor.train(), or after "
+                            "Tensor.training = True")
+  # NOTE: the gradients (and the losses backward() ran from) read the old parameter values, so they are realized in
+  # the same schedule as the update, which orders every read of a buffer before the write that replaces it; with
+  # several optimizers that is also why their updates share one schedule (one's gradients read another's parameters)
+  from tinygrad.tensor import _backward_roots, _all_tensors
+  from tinygrad.uop import Ops
+  grads = [p.grad for o in opts for p in o.params if p.grad is not None]
+  roots = [t for t in list(_backward_roots) if _base_buffer(t.uop) is None]
+  _backward_roots.clear()
+  # NOTE: writes the forward pass queued (BatchNorm running statistics) run with the step; left lazy they would chain
+  # one more step per iteration and keep every batch alive
+  pending = [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
+  updates = [u for o in opts for u in o._step()]
+  Tensor.realize(*updates, *[b for o in opts for b in o.buffers], *grads, *roots, *pending)
+
+class OptimizerGroup:
+  """Several optimizers (say Muon for the matrices and AdamW for the rest) used as one: `zero_grad()` clears every
+  parameter's gradient and `step()` applies each optimizer's update once, all in one schedule (so no optimizer reads a
+  parameter another one has already updated). A parameter may belong to only one of them. `group[i]` is the i-th
+  optimizer (each keeps its own `lr`)."""
+  def __init__(self, *optimizers: Optimizer):
+    if not optimizers: raise ValueError("OptimizerGroup: needs at least one optimizer")
+    for o in optimizers:
+      if not isinstance(o, Optimizer): raise TypeError(f"OptimizerGroup: takes optimizers, got a {type(o).__name__}")
+    owner: dict[int, int] = {}
+    for i, o in enumerate(optimizers):
+      for p in o.params:
+        if (j := owner.setdefault(id(p), i)) != i:
+          raise ValueError(f"OptimizerGroup: a parameter of shape {p.shape} is in optimizers {j} "
+                           f"({type(optimizers[j]).__name__}) and {i} ({type(o).__name__}); it would be updated twice "
+                           "per step: give each parameter to one optimizer")
+    self.optimizers = list(optimizers)
+    self.params = [p for o in self.optimizers for p in o.params]
+    self.buffers = [b for o in self.optimizers for b in o.buffers]
+  def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
+  def __len__(self) -> int: return len(self.optimizers)
+  def zero_grad(self) -> None:
+    for o in self.optimizers: o.zero_grad()
+  def step(self) -> None:
+    """One update of every optimizer (only in training mode, as Optimizer.step)."""
+    _run_steps(type(self).__name__, self.optimizers)
 
 class SGD(Optimizer):
   """torch's SGD: g = grad + weight_decay * p; with momentum, b = g on the first step and then
@@ -110,6 +143,37 @@ class SGD(Optimizer):
         self.b[i].assign(self.b[i] * self.momentum + g * coef)
         g = g + self.b[i] * self.momentum if self.nesterov else self.b[i]
       p.assign(p.detach() - g * self._lr_scalar())
+    return self.params
+
+class LARS(Optimizer):
+  """LARS (You, Gitman and Ginsburg 2017, "Large Batch Training of Convolutional Networks", Algorithm 1), per parameter
+  tensor p with gradient g, in float32 whatever p's dtype:
+    local_lr = tcoef * ||p|| / (||g|| + weight_decay * ||p||), or 1 where ||p|| or that denominator is 0;
+    u = lr * local_lr * (g + weight_decay * p);  v = momentum * v + u  (v starts at 0);
+    p -= u + momentum * v (nesterov) or v.
+  With momentum 0, p -= u. Norms are Euclidean over the whole tensor. The learning rate is inside the velocity, as in
+  the paper's v = m v + gamma * lambda * (g + beta w) (torch's SGD keeps it outside; the two agree while lr is
+  constant)."""
+  def __init__(self, params: list[Tensor], lr: float | Tensor = 0.001, momentum: float = 0.9, weight_decay: float = 0.0,
+               nesterov: bool = False, tcoef: float = 0.001):
+    if nesterov and momentum <= 0: raise ValueError(f"LARS: nesterov momentum needs momentum > 0, got {momentum}")
+    if tcoef <= 0: raise ValueError(f"LARS: the trust coefficient tcoef must be positive, got {tcoef}")
+    super().__init__(params, lr)
+    self.momentum, self.wd, self.nesterov, self.tcoef = momentum, weight_decay, nesterov, tcoef
+    self.v = [_zeros_buffer(p, dtypes.float32) for p in self.params] if momentum else []
+    self.buffers = list(self.v)
+  def _step(self) -> list[Tensor]:
+    lr = self._lr_scalar()
+    for i, (p, g) in enumerate(zip(self.params, self._grads())):
+      pf, g = p.detach().cast(dtypes.float32), g.cast(dtypes.float32)
+      pn, gn = pf.square().sum().sqrt(), g.square().sum().sqrt()
+      den = gn + pn * self.wd
+      local = ((pn > 0) & (den > 0)).where(pn * self.tcoef / den, 1.0)
+      u = (g + pf * self.wd if self.wd else g) * (lr * local)
+      if self.momentum:
+        self.v[i].assign(self.v[i] * self.momentum + u)
+        u = u + self.v[i] * self.momentum if self.nesterov else self.v[i]
+      p.assign((pf - u).cast(p.dtype))
     return self.params
 
 class LAMB(Optimizer):
@@ -212,4 +276,4 @@ class Muon(Optimizer):
       p.assign((pf - o * (lr * self._scale(rows, max(cols, 1)))).cast(p.dtype))
     return self.params
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "LAMB", "Muon", "TrainingModeError"]
+__all__ = ["Optimizer", "OptimizerGroup", "SGD", "LARS", "Adam", "AdamW", "LAMB", "Muon", "TrainingModeError"]

@@ -13,6 +13,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import DType, PtrDType, AddrSpace
+from tinygrad.renderer.tensor_cores import TensorCore
 
 # ---- what a target has ----
 
@@ -21,16 +22,6 @@ class Vectors:
   """The vector types of one scalar dtype on a target."""
   widths: tuple[int, ...]             # lane counts of its vector types (loads, stores, VECTORIZE, GEP), widest first
   ops: frozenset[Ops] = frozenset()   # ALU ops (and CAST) the target computes lane-wise on those types
-
-@dataclass(frozen=True)
-class TensorCore:
-  """One matrix-multiply-accumulate instruction: D (M x N, dtype_out) = A (M x K, dtype_in) @ B (K x N, dtype_in) + C,
-  computed by `threads` threads together, each holding `elements_per_thread` = (a, b, c) elements of A, B and C/D."""
-  dims: tuple[int, int, int]                # (N, M, K)
-  threads: int
-  elements_per_thread: tuple[int, int, int]
-  dtype_in: DType
-  dtype_out: DType
 
 def _canon(v: Any) -> str:
   """A repr that does not depend on hash order (sets, dict order), so an identity is the same in every process."""
@@ -55,6 +46,7 @@ class Renderer:
   local_max: tuple[int, ...] | None = None  # workgroup size limit per dimension (has_local)
   local_max_total: int = 0                  # the most threads in one workgroup (the product of the local sizes)
   shared_max: int = 0                       # bytes of shared (DEFINE_LOCAL) memory per workgroup
+  wave: int = 32                            # threads that execute together (warp 32; wavefront 64 on CDNA, 32 RDNA)
   # ---- what it computes natively ----
   vectors: dict[DType, Vectors] = {}        # scalar dtype -> its vector types; absent: that dtype is scalar only
   tensor_cores: tuple[TensorCore, ...] = ()  # the matrix instructions the TC opt may use; none by default
@@ -65,8 +57,8 @@ class Renderer:
   slow_int_div: bool = False
   # the attributes that make up `identity` (a subclass whose output depends on more state adds its names)
   IDENTITY: ClassVar[tuple[str, ...]] = ("device", "arch", "has_local", "has_shared", "has_threads", "threads",
-                                         "global_max", "local_max", "local_max_total", "shared_max", "vectors",
-                                         "tensor_cores", "slow_int_div")
+                                         "global_max", "local_max", "local_max_total", "shared_max", "wave",
+                                         "vectors", "tensor_cores", "slow_int_div")
 
   def supports_op(self, op: Ops, dtype: DType) -> bool:
     """Whether the target computes `op` on `dtype` natively; codegen decomposes the rest (exp2/log2/sin into

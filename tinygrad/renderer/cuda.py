@@ -15,6 +15,9 @@ tinygrad/runtime/support/cuda_toolchain.py).
   amounts, saturating float -> int casts); MULACC of floats is fmaf (one rounding).
   Constants of these types are written as their bits. bfloat16 and fp8 arithmetic arrives already widened to float
   (codegen's pm_emulated_dtypes); half arithmetic is native, transcendentals of half go through float.
+- Signed overflow: NVRTC has no -fwrapv, so int32/int64 ADD/SUB/MUL/NEG/MULACC (and uint16 products, promoted to int)
+  whose operands' bounds do not prove the exact result in range are computed in the unsigned type and converted back:
+  they wrap, as docs/ir.md section 5 says. Index math with proven bounds stays plain.
 - MAX is NaN-propagating (a NaN operand is the result), as numpy's maximum; fmaxf is not (it drops NaN).
 - Vectors: `tg_float4` etc. are structs of `T v[n]` aligned to min(n * itemsize, 16). A vector load/store is emitted
   only where its alignment is proven: the element index has a known power-of-two factor (from the index's ADD/MUL/SHL
@@ -34,6 +37,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes, float_to_bf16, float_to_fp8
 from tinygrad.renderer import Vectors
+from tinygrad.renderer.tensor_cores import TensorCore, NV_TENSOR_CORES, tensor_core
 from tinygrad.renderer.cstyle import CStyleLanguage, _Lines
 from tinygrad.helpers import prod
 
@@ -94,6 +98,41 @@ def vector_access_aligned(idx: UOp) -> bool:
   need = vector_align(pt.base.vec(pt.v)) // pt.base.itemsize
   return (1 << min(known_pow2(idx.src[1]), 62)) % need == 0
 
+# ---- signed overflow: NVRTC has no -fwrapv ----
+
+_WRAPPING = (Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.MULACC)
+_SYM = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*"}
+
+def _bounds(u: UOp) -> tuple[int, int] | None:
+  lo, hi = u.vmin, u.vmax
+  return (lo, hi) if isinstance(lo, int) and isinstance(hi, int) else None
+
+def _exact_range(u: UOp) -> tuple[int, int] | None:
+  """The exact (unwrapped) range of an integer ADD/SUB/MUL/NEG/MULACC from its operands' bounds; None if unknown."""
+  bs = [_bounds(s) for s in u.src]
+  if any(b is None for b in bs): return None
+  if u.op is Ops.NEG: return -bs[0][1], -bs[0][0]  # type: ignore[index]
+  (a0, a1), (b0, b1) = bs[0], bs[1]  # type: ignore[misc]
+  if u.op is Ops.ADD: return a0 + b0, a1 + b1
+  if u.op is Ops.SUB: return a0 - b1, a1 - b0
+  corners = (a0 * b0, a0 * b1, a1 * b0, a1 * b1)
+  lo, hi = min(corners), max(corners)
+  if u.op is Ops.MULACC: return lo + bs[2][0], hi + bs[2][1]  # type: ignore[index]
+  return lo, hi
+
+def may_overflow_signed(u: UOp) -> bool:
+  """Would C++ compute this integer ADD/SUB/MUL/NEG/MULACC with a signed overflow (undefined behaviour, which NVRTC
+  has no -fwrapv to define)? int32/int64 arithmetic whose exact range leaves the type; and uint16 products, which C++
+  promotes to int (65535*65535 overflows it). int8/int16/uint8 compute in int without overflow and wrap on the
+  conversion back; uint32/uint64 wrap by definition."""
+  dt = u.dtype
+  if u.op not in _WRAPPING or dt.count > 1 or not dtypes.is_int(dt) or dt is dtypes.bool: return False
+  rng = _exact_range(u)
+  if dt in (dtypes.int32, dtypes.int64):
+    return rng is None or not (dtypes.min(dt) <= rng[0] and rng[1] <= dtypes.max(dt))
+  if dt is dtypes.uint16 and u.op in (Ops.MUL, Ops.MULACC): return rng is None or rng[1] > 2**31 - 1
+  return False
+
 # ---- the renderer ----
 
 _SHORT = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "uchar", dtypes.int16: "short",
@@ -123,6 +162,8 @@ _INT_TO = {dtypes.bool: ("int", "int"), dtypes.int8: ("int", "int"), dtypes.int1
            dtypes.uint16: ("uint", "unsigned int"), dtypes.uint32: ("uint", "unsigned int"),
            dtypes.int64: ("ll", "long long"), dtypes.uint64: ("ull", "unsigned long long")}
 
+def _mma_fn(tc: TensorCore) -> str: return "tg_" + tc.name.replace(".", "_")
+
 class CUDARenderer(CStyleLanguage):
   """CUDA C for one NV arch (sm_80, sm_89, sm_90)."""
   device = "NV"
@@ -150,6 +191,7 @@ class CUDARenderer(CStyleLanguage):
     self.limits = lim
     self.global_max, self.local_max, self.shared_max = lim.global_max, lim.local_max, lim.shared_max
     self.local_max_total = lim.max_threads
+    self.tensor_cores = NV_TENSOR_CORES[self.arch]
   def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.arch,))
   def __repr__(self) -> str: return f"CUDARenderer({self.arch!r})"
 
@@ -223,11 +265,22 @@ class CUDARenderer(CStyleLanguage):
     return f"__shared__ __align__(16) {t}" if u.op is Ops.DEFINE_LOCAL else t
   def render_barrier(self) -> str: return "__syncthreads();"
 
+  def render_wrapping(self, u: UOp, r: dict[UOp, str]) -> str:
+    """Integer arithmetic that may overflow, computed in the unsigned type of its width (which wraps by definition) and
+    converted back (modular in NVRTC, and in C++20 by definition): the IR's wrapping (docs/ir.md section 5)."""
+    dt, ut = u.dtype, self.render_unsigned_of(u.dtype)
+    if u.op is Ops.NEG: return self.render_wrapping_neg(r[u.src[0]], dt)
+    a, b = (f"({ut})({r[s]})" for s in u.src[:2])
+    ex = f"{a}*{b}+({ut})({r[u.src[2]]})" if u.op is Ops.MULACC else f"{a}{_SYM[u.op]}{b}"
+    return f"(({self.render_dtype(dt)})({ex}))"
+
   def render_expr(self, u: UOp, r: dict[UOp, str]) -> str:
     op, dt, src = u.op, u.dtype, u.src
+    if may_overflow_signed(u): return self.render_wrapping(u, r)
     if op is Ops.GEP and len(u.arg) == 1: return f"{r[src[0]]}.v[{u.arg[0]}]"
     if op is Ops.GEP: return self.render_vector(dt, [f"{r[src[0]]}.v[{i}]" for i in u.arg])
     if op is Ops.RECIPROCAL: return f"({self.render_const(1.0, dt)}/{r[src[0]]})"
+    if op is Ops.WMMA: return f"{_mma_fn(tensor_core(u.arg[0]))}({', '.join(r[s] for s in src)})"
     if op in self.math_fns:
       if dt.count > 1: raise NotImplementedError(f"CUDARenderer: vector {op} ({dt}) must be devectorized first")
       fn = self.math_fns[op]
@@ -293,11 +346,32 @@ class CUDARenderer(CStyleLanguage):
     if dts & set(_FP8): lines.append("#include <cuda_fp8.h>")
     lines += [_FP8_HELPERS[d] for d in _FP8 if d in dts]
     if any(u.op is Ops.BITCAST for u in uops): lines.append(_BITCAST)
-    vecs = {u.dtype.base.vec(u.dtype.v) if isinstance(u.dtype, PtrDType) else u.dtype for u in uops}
+    wmmas = sorted({u.arg[0] for u in uops if u.op is Ops.WMMA})
+    # NOTE: a DEFINE_REG of a vector (a tensor core accumulator) is a pointer whose base is the vector
+    vecs = {(u.dtype.base.vec(u.dtype.v) if u.dtype.v > 1 else u.dtype.base) if isinstance(u.dtype, PtrDType)
+            else u.dtype for u in uops}
     for d in sorted((d for d in vecs if d.count > 1), key=lambda d: (d.scalar().priority, d.count)):
       t = self.type_map[d.scalar()]
       lines.append(f"struct __align__({vector_align(d)}) {self.vector_name(d)} {{ {t} v[{d.count}]; }};")
-    return lines
+    return lines + [self.render_mma(tensor_core(n)) for n in wmmas]
+
+  def render_mma(self, tc: TensorCore) -> str:
+    """One `mma.sync` as an inline-PTX function of the fragment structs: A, B (and a half C/D) are packed two halves
+    (or four fp8) per 32-bit register, element 0 in the low bits (PTX: "elements low to high")."""
+    ea, eb, ec = tc.elements_per_thread
+    ta, tb, tcv = (self.vector_name(d) for d in (tc.dtype_in.vec(ea), tc.dtype_in.vec(eb), tc.dtype_out.vec(ec)))
+    ra, rb = ea * tc.dtype_in.itemsize // 4, eb * tc.dtype_in.itemsize // 4
+    rc = ec * tc.dtype_out.itemsize // 4
+    regs = lambda first, n: "{" + ", ".join(f"%{first + i}" for i in range(n)) + "}"  # noqa: E731
+    ins = ", ".join([f'"r"(A[{i}])' for i in range(ra)] + [f'"r"(B[{i}])' for i in range(rb)])
+    half_acc = tc.dtype_out.itemsize == 2
+    outs = ", ".join(f'"+r"(C[{i}])' if half_acc else f'"+f"(c.v[{i}])' for i in range(rc))
+    asm = (f"mma.sync.aligned.{tc.name.split('.', 1)[1].replace('.', '.row.col.', 1)} {regs(0, rc)}, {regs(rc, ra)}, "
+           f"{regs(rc + ra, rb)}, {regs(0, rc)};")
+    cptr = "unsigned *C = (unsigned*)&c; " if half_acc else ""
+    return (f"__device__ __forceinline__ {tcv} {_mma_fn(tc)}({ta} a, {tb} b, {tcv} c) {{ "
+            f"const unsigned *A = (const unsigned*)&a, *B = (const unsigned*)&b; {cptr}"
+            f'asm volatile("{asm}" : {outs} : {ins}); return c; }}')
 
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     self.check_limits(uops, name)
@@ -314,4 +388,5 @@ class CUDARenderer(CStyleLanguage):
     if align: src = "// tinygrad-nv align: " + " ".join(f"{k}={v}" for k, v in sorted(align.items())) + "\n" + src
     return src
 
-__all__ = ["CUDARenderer", "NV_ARCHS", "NVArch", "NVLimitError", "vector_access_aligned", "known_pow2"]
+__all__ = ["CUDARenderer", "NV_ARCHS", "NVArch", "NVLimitError", "vector_access_aligned", "known_pow2",
+           "may_overflow_signed"]

@@ -25,6 +25,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, float_to_bf16, float_to_fp8, DTYPES_DICT
 from tinygrad.renderer import Renderer, Vectors
+from tinygrad.renderer.tensor_cores import AMD_TENSOR_CORES, TensorCore, tensor_core
 
 # ---- the semantics of the cases LLVM leaves undefined (one place; the PYTHON backend and constant folding agree) ----
 
@@ -561,7 +562,25 @@ def _may_be(u: UOp, v: int) -> bool:
   lo, hi = u.vmin, u.vmax
   return not (isinstance(lo, int) and isinstance(hi, int)) or lo <= v <= hi
 
+def amd_intrinsic(tc: TensorCore) -> tuple[str, str]:
+  """(LLVM intrinsic, extra arguments) of an AMD tensor core: the WMMA intrinsics are overloaded on (C/D, A/B) vector
+  types (bfloat16 as i16 bits); MFMA takes cbsz, abid, blgp (0: no broadcast)."""
+  ea, _, ec = tc.elements_per_thread
+  ab = f"v{ea}{'f16' if tc.dtype_in is dtypes.float16 else 'i16'}"
+  s = "f16" if tc.dtype_in is dtypes.float16 else "bf16"
+  if ".mfma." in tc.name:
+    return f"llvm.amdgcn.mfma.f32.16x16x16{s}{'.1k' if s == 'bf16' else ''}", ", i32 0, i32 0, i32 0"
+  return f"llvm.amdgcn.wmma.f32.16x16x16.{s}.v{ec}f32.{ab}", ""
+
+def _wmma(self: LLVMRenderer, st: _State, u: UOp) -> None:
+  name, extra = amd_intrinsic(tensor_core(u.arg[0]))
+  ts = [ltype(s.dtype) for s in u.src]
+  fn = st.declare(name, ltype(u.dtype), ts + (["i32", "i32", "i32"] if extra else []))
+  st.r[u] = v = st.fresh()
+  st.emit(f"{v} = call {ltype(u.dtype)} {fn}({', '.join(f'{t} {st.r[s]}' for t, s in zip(ts, u.src))}{extra})")
+
 _HANDLERS: dict[Ops, Callable[..., None]] = {
+  Ops.WMMA: _wmma,
   Ops.DEFINE_GLOBAL: LLVMRenderer._global, Ops.DEFINE_VAR: LLVMRenderer._var, Ops.DEFINE_REG: LLVMRenderer._reg,
   Ops.DEFINE_LOCAL: LLVMRenderer._local, Ops.RANGE: LLVMRenderer._range, Ops.END: LLVMRenderer._end,
   Ops.IF: LLVMRenderer._if, Ops.ENDIF: LLVMRenderer._endif, Ops.INDEX: LLVMRenderer._index,
@@ -846,7 +865,8 @@ class AMDLLVMRenderer(LLVMRenderer):
   code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True}
   def __init__(self, arch: str = "gfx1100"):
     self.target = amd_arch(arch)
-    self.arch, self.shared_max = self.target.name, self.target.lds
+    self.arch, self.shared_max, self.wave = self.target.name, self.target.lds, self.target.wave
+    self.tensor_cores = AMD_TENSOR_CORES[self.arch]
     self.extra_matcher = llvm_matcher(self)
   def __reduce__(self) -> tuple[Any, ...]: return (type(self), (self.arch,))
   def supports_op(self, op: Ops, dtype: DType) -> bool:

@@ -1,15 +1,17 @@
 """AMD backend: kernels rendered to LLVM IR, compiled by llvmlite's AMDGPU target and linked by LLD into a code object
 (HSACO) for AMD_ARCH (gfx942, gfx1100, gfx1201); run through the HIP runtime (libamdhip64, ctypes) where one exists.
 
-COMPILE_ONLY=1 needs no GPU: buffers live in host memory, every kernel is compiled (and its code object checked) but
-none runs, and reading a buffer back raises. DEBUG>=2 prints each kernel's VGPRs, SGPRs, LDS bytes and scratch
-(spills), read from its code object. HCQ_VISIBLE_DEVICES=0,2 makes AMD:0 and AMD:1 the GPUs 0 and 2.
+COMPILE_ONLY=1 needs no GPU: the device opens with the generic CompileOnlyAllocator (data copied in reads back), the
+engine compiles every kernel (its code object read and checked here) and runs none, and reading a kernel's output
+raises NotComputedError (tinygrad/engine/realize.py). DEBUG>=2 prints each kernel's VGPRs, SGPRs, LDS bytes and scratch
+(spills), read from its code object (AMDCompiler.describe). HCQ_VISIBLE_DEVICES=0,2 makes AMD:0 and AMD:1 the GPUs 0
+and 2.
 """
 from __future__ import annotations
 import ctypes, ctypes.util, glob, time
 from typing import Any
-from tinygrad.device import Compiled, MallocAllocator, Allocator, DeviceOpenError
-from tinygrad.helpers import AMD_ARCH, COMPILE_ONLY, DEBUG, HCQ_VISIBLE_DEVICES
+from tinygrad.device import Compiled, Allocator, CompileOnlyAllocator, DeviceOpenError
+from tinygrad.helpers import AMD_ARCH, COMPILE_ONLY, HCQ_VISIBLE_DEVICES
 from tinygrad.renderer.llvmir import AMDLLVMRenderer, amd_arch
 from tinygrad.runtime.support.compiler_amd import AMDCompiler, read_code_object, pack_kernargs
 
@@ -99,22 +101,16 @@ class HIPAllocator(Allocator):
                    self.hip.lib.hipMemcpy(host, src, ctypes.c_size_t(len(dest)), HIP_MEMCPY_DEVICE_TO_HOST))
   def _offset(self, buf: Any, size: int, offset: int) -> Any: return ctypes.c_void_p((buf.value or 0) + offset)
 
-class CompileOnlyAllocator(MallocAllocator):
-  """COMPILE_ONLY: host memory that takes data in; nothing is computed into it, so reading it back is an error."""
-  def _copyout(self, dest: memoryview, src: Any) -> None:
-    raise RuntimeError("AMD: COMPILE_ONLY=1 compiles kernels without running them; these buffers hold no computed "
-                       "values (unset COMPILE_ONLY on a machine with an AMD GPU to read results)")
-  def _as_buffer(self, src: Any) -> memoryview:
-    raise RuntimeError("AMD: COMPILE_ONLY=1: buffers hold no computed values")
-
 # ---- programs ----
 
 class AMDProgram:
   """A code object loaded by HIP; called with device pointers, the variables, and the launch sizes."""
   def __init__(self, dev: AMDDevice, name: str, lib: bytes):
     self.dev, self.name, self.lib = dev, name, lib
-    self.info = read_code_object(lib).kernels[name]
-    if DEBUG >= 2: print(f"AMD {dev.arch} {self.info}")
+    # NOTE: read (and so checked) under COMPILE_ONLY too: a code object without this kernel fails here, not on a GPU
+    kernels = read_code_object(lib).kernels
+    if name not in kernels: raise RuntimeError(f"AMD kernel {name}: the code object has only {sorted(kernels)}")
+    self.info = kernels[name]
     self.module, self.fxn = ctypes.c_void_p(), ctypes.c_void_p()
     if dev.hip is None: return
     dev.select()
@@ -125,7 +121,9 @@ class AMDProgram:
 
   def __call__(self, *bufs: Any, global_size: tuple[int, ...] = (1, 1, 1), local_size: tuple[int, ...] = (1, 1, 1),
                vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
-    if self.dev.hip is None: return None  # COMPILE_ONLY: compiled and checked, never run
+    if self.dev.hip is None:
+      raise RuntimeError(f"{self.dev.device}: opened under COMPILE_ONLY=1: kernel {self.name} was compiled for "
+                         f"{self.dev.arch}; nothing is loaded or run")
     gs, ls = [*global_size, 1, 1, 1][:3], [*(local_size or ()), 1, 1, 1][:3]
     args = pack_kernargs([b.value or 0 for b in bufs], list(vals))
     argbuf = ctypes.create_string_buffer(args, max(len(args), 1))

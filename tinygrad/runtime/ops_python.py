@@ -15,10 +15,16 @@ the thread ids. Races between different steps are not detected.
 Arithmetic: every ALU op, CAST and BITCAST computes what tinygrad/uop/semantics.py defines (the table constant folding
 uses too; docs/ir.md "Semantics" states it): integers wrap, IDIV/MOD truncate (x/0 = 0, x%0 = x), shift amounts are
 taken modulo the width, float -> int casts saturate, bfloat16 and fp8 values are held as float32 and rounded to their
-format after every op and cast. WMMA is not interpreted yet.
+format after every op and cast. WMMA computes D = A @ B + C for each warp (wave) of the tensor core's `threads`
+consecutive threads, reading and writing each lane's registers with the instruction's layout from the tensor-core table
+(tinygrad/renderer/tensor_cores.py), looked up by the instruction's name.
+
+EMULATE picks what the PYTHON device stands in for: a generic GPU, or NV / AMD (per arch), whose own renderer supplies
+every attribute codegen reads (PythonRenderer), so the interpreter runs the very linear program that target's
+renderer would render.
 """
 from __future__ import annotations
-import json, time
+import functools, json, time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 import numpy as np
@@ -27,33 +33,51 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop import semantics
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, to_np_dtype, DTYPES_DICT, INVERSE_DTYPES_DICT
 from tinygrad.dtype import to_storage_np, from_storage_np
-from tinygrad.helpers import EMULATE, prod
+from tinygrad.helpers import EMULATE, NV_ARCH, AMD_ARCH, prod
 from tinygrad.device import Compiled, Compiler, MallocAllocator, CompileError
-from tinygrad.renderer import Renderer, Vectors
+from tinygrad.renderer import Renderer, Vectors, TensorCore
+from tinygrad.renderer.tensor_cores import Layout, tensor_core
 
 class EmulatedKernelError(RuntimeError):
   """A program did something a GPU would not survive: out-of-bounds access, uninitialised read, divergent barrier."""
 
-# ---- targets: the launch limits of the emulated GPU ----
+# ---- targets: what the emulated GPU is ----
 
 @dataclass(frozen=True)
 class Target:
   name: str
-  global_max: tuple[int, int, int]
-  local_max: tuple[int, int, int]
+  global_max: tuple[int, ...]
+  local_max: tuple[int, ...]
   max_threads: int   # threads per workgroup
   shared_max: int    # bytes of DEFINE_LOCAL per workgroup
+  base: Renderer | None = None  # the emulated target's own renderer (None: a generic GPU)
 
-TARGETS: dict[str, Target] = {
-  "": Target("PYTHON", (2**31 - 1, 65535, 65535), (1024, 1024, 64), 1024, 32768),
-  "NV": Target("NV", (2**31 - 1, 65535, 65535), (1024, 1024, 64), 1024, 49152),
-  "AMD": Target("AMD", (2**31 - 1, 65535, 65535), (1024, 1024, 1024), 1024, 65536),
-}
+GENERIC = Target("PYTHON", (2**31 - 1, 65535, 65535), (1024, 1024, 64), 1024, 32768)
+# EMULATE value -> (device, arch); "" arch: NV_ARCH / AMD_ARCH, else sm_90 / gfx1100
+EMULATED: dict[str, tuple[str, str]] = {"NV": ("NV", ""), "AMD": ("AMD", ""), "AMD_GFX1100": ("AMD", "gfx1100"),
+                                        "AMD_GFX1201": ("AMD", "gfx1201"), "AMD_GFX942": ("AMD", "gfx942")}
+_targets: dict[tuple[str, str], Target] = {}
+
+def base_renderer(device: str, arch: str) -> Renderer:
+  """The renderer the emulated device would compile with: the PYTHON device runs exactly the linear program it gets."""
+  if device == "NV":
+    from tinygrad.renderer.cuda import CUDARenderer
+    return CUDARenderer(arch or NV_ARCH.value or "sm_90")
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  return AMDLLVMRenderer(arch or AMD_ARCH.value or "gfx1100")
 
 def get_target(name: str | None = None) -> Target:
   key = (EMULATE.value if name is None else name).upper()
-  if key not in TARGETS: raise ValueError(f"EMULATE={key!r} is not a known target; use NV, AMD or nothing (generic)")
-  return TARGETS[key]
+  if key == "": return GENERIC
+  if key not in EMULATED:
+    raise ValueError(f"EMULATE={key!r} is not a known target; use one of {sorted(EMULATED)} or nothing (generic)")
+  device, arch = EMULATED[key]
+  arch = arch or (NV_ARCH.value if device == "NV" else AMD_ARCH.value)
+  if (device, arch) not in _targets:
+    base = base_renderer(device, arch)
+    assert base.global_max is not None and base.local_max is not None
+    _targets[(device, arch)] = Target(key, base.global_max, base.local_max, base.local_max_total, base.shared_max, base)
+  return _targets[(device, arch)]
 
 # ---- program text: render and parse ----
 
@@ -359,9 +383,54 @@ def _h_barrier(b: _Batch, i: int, ln: Line) -> None:
                   f"thread {b.thread_name(row * b.L + int(away[0]))} of the same workgroup did not "
                   f"({here.size} of {b.L} threads arrived; all threads of a workgroup or none must reach a barrier)")
 
+@functools.cache
+def _coords(lay: Layout) -> np.ndarray:
+  """(row, col) of every (lane, element) of a fragment, lane-major: shape (lanes * elements, 2)."""
+  return np.array([lay.coords(l, e) for l in range(lay.lanes) for e in range(lay.elems)])
+
+def _gather(b: _Batch, i: int, tc: TensorCore, which: str, vals: np.ndarray, rows: int, cols: int) -> np.ndarray:
+  """The per-warp matrices (warps, rows, cols) that the lanes' fragments `vals` (threads, elements) hold, by the
+  table's layout. A cell held by several lanes (RDNA3 replicates A and B) must hold one value in all of them."""
+  lay = {"A": tc.layout_a, "B": tc.layout_b, "C": tc.layout_c}[which]
+  rc = _coords(lay)
+  v = vals.reshape(-1, tc.threads, lay.elems).astype(np.float64).reshape(-1, lay.lanes * lay.elems)
+  flat = rc[:, 0] * cols + rc[:, 1]
+  order = np.argsort(flat, kind="stable")
+  first = np.ones(flat.size, np.bool_)
+  first[1:] = flat[order][1:] != flat[order][:-1]
+  mat = np.zeros((v.shape[0], rows * cols))
+  mat[:, flat[order][first]] = v[:, order[first]]
+  dup = order[~first]
+  if dup.size:
+    got, want = v[:, dup], mat[:, flat[dup]]
+    bad = ~((got == want) | (np.isnan(got) & np.isnan(want)))
+    if bad.any():
+      w, k = (int(x[0]) for x in np.nonzero(bad))
+      r, c = rc[dup[k]]
+      raise b.fail(i, f"WMMA {tc.name}: lane {dup[k] // lay.elems} of warp {w} holds {got[w, k]} for "
+                      f"{which}[{r}][{c}], another lane {want[w, k]}; the instruction needs every copy equal")
+  return mat.reshape(-1, rows, cols)
+
+def _h_wmma(b: _Batch, i: int, ln: Line) -> None:
+  """D = A @ B + C per warp of `threads` consecutive threads (lidx0 fastest), each lane's fragments laid out as the
+  tensor-core table says for the instruction named by the arg. Products are exact, the sum is rounded once to the
+  accumulator's dtype. Every lane of a warp must execute it together."""
+  try: tc = tensor_core(ln.arg[0] if isinstance(ln.arg, tuple) and ln.arg else str(ln.arg))
+  except KeyError as e: raise b.fail(i, e.args[0]) from e
+  W, (M, N, K) = tc.threads, tc.dims
+  if b.L % W: raise b.fail(i, f"WMMA {tc.name} needs whole warps of {W} threads, the workgroup has {b.L}")
+  m = b.mask.reshape(-1, W)
+  if (part := np.flatnonzero(m.any(axis=1) & ~m.all(axis=1))).size:
+    raise b.fail(i, f"WMMA {tc.name} in divergent control flow: warp {int(part[0])} has {int(m[part[0]].sum())} of "
+                    f"{W} lanes active (all lanes of a warp must execute it)")
+  a, bb, c = (np.broadcast_to(b.vals[s], (b.T, n)) for s, n in zip(ln.src, tc.elements_per_thread))
+  d = _gather(b, i, tc, "A", a, M, K) @ _gather(b, i, tc, "B", bb, K, N) + _gather(b, i, tc, "C", c, M, N)
+  rc = _coords(tc.layout_c)
+  out = d[:, rc[:, 0], rc[:, 1]].reshape(b.T, tc.layout_c.elems)
+  b.vals[i] = semantics.exec_cast(out, dtypes.float64, ln.dtype)
+
 def _h_unsupported(b: _Batch, i: int, ln: Line) -> None:
-  later = " yet (tensor cores)" if ln.op is Ops.WMMA else ""
-  raise b.fail(i, f"the PYTHON interpreter does not implement {ln.op.name}{later}")
+  raise b.fail(i, f"the PYTHON interpreter does not implement {ln.op.name}")
 
 HANDLERS: dict[Ops, Callable[[_Batch, int, Line], int | None]] = {
   Ops.CONST: _h_const, Ops.VCONST: _h_const, Ops.DEFINE_GLOBAL: _h_define_global, Ops.DEFINE_LOCAL: _h_define_mem,
@@ -369,6 +438,7 @@ HANDLERS: dict[Ops, Callable[[_Batch, int, Line], int | None]] = {
   Ops.GROUP: _h_nothing, Ops.SINK: _h_nothing, Ops.INDEX: _h_index, Ops.LOAD: _h_load,
   Ops.STORE: _h_store, Ops.CAST: _h_cast, Ops.BITCAST: _h_bitcast, Ops.GEP: _h_gep, Ops.VECTORIZE: _h_vectorize,
   Ops.RANGE: _h_range, Ops.END: _h_end, Ops.IF: _h_if, Ops.ENDIF: _h_endif, Ops.BARRIER: _h_barrier,
+  Ops.WMMA: _h_wmma,
   **{op: _h_alu for op in semantics.ALU},
 }
 
@@ -464,26 +534,33 @@ class PythonProgram:
 
 # ---- renderer, compiler, device ----
 
+_GENERIC_VECTORS = {dt: Vectors((8, 4, 2), frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR,
+                                                       Ops.SHL, Ops.SHR, Ops.CAST}))
+                    for dt in DTYPES_DICT.values() if dt not in (dtypes.void, dtypes.index)}
+
 class PythonRenderer(Renderer):
-  """Renders a linear program as the interpreter's text. Limits follow EMULATE (NV, AMD, or a generic GPU)."""
+  """Renders a linear program as the interpreter's text. What codegen reads follows EMULATE: nothing (a generic GPU)
+  or an emulated target (NV, AMD, AMD_GFX1100, AMD_GFX1201, AMD_GFX942), whose every contract attribute (limits,
+  locals, shared memory, vectors, ops, tensor cores, final rules) is that target's own renderer's: the interpreter
+  then runs exactly the linear program the NV (CUDA) or AMD (LLVM) renderer gets."""
   device = "PYTHON"
-  has_local = True
-  has_shared = True
   has_threads = False
-  # the interpreter holds a vector as a numpy row: loads and stores of 8, 4 and 2 lanes of any dtype, and the lane-wise
-  # arithmetic a C vector extension has (numpy computes it on the whole row)
-  vectors = {dt: Vectors((8, 4, 2), frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL,
-                                                Ops.SHR, Ops.CAST}))
-             for dt in DTYPES_DICT.values() if dt not in (dtypes.void, dtypes.index)}
-  code_for_op = {op: op.name for op in semantics.ALU}
   def __init__(self, target: str | None = None):
-    """`target` "NV", "AMD" or "" (generic); None follows EMULATE at every read, as the launch checks do."""
+    """`target` an EMULATE value ("" generic); None follows EMULATE at every read, as the launch checks do."""
     if target is not None: get_target(target)
     self._target = target
   @property
   def target(self) -> Target: return get_target(self._target)
   @property
-  def arch(self) -> str: return self.target.name  # type: ignore[override]
+  def base(self) -> Renderer | None:
+    """The emulated target's renderer (None for the generic GPU)."""
+    return self.target.base
+  @property
+  def arch(self) -> str: return self.target.name if (b := self.base) is None else f"{b.device}:{b.arch}"  # type: ignore[override]
+  @property
+  def has_local(self) -> bool: return True  # type: ignore[override]
+  @property
+  def has_shared(self) -> bool: return True  # type: ignore[override]
   @property
   def global_max(self) -> tuple[int, ...]: return self.target.global_max  # type: ignore[override]
   @property
@@ -492,6 +569,25 @@ class PythonRenderer(Renderer):
   def local_max_total(self) -> int: return self.target.max_threads  # type: ignore[override]
   @property
   def shared_max(self) -> int: return self.target.shared_max  # type: ignore[override]
+  # the generic GPU: the interpreter holds a vector as a numpy row: loads and stores of 8, 4 and 2 lanes of any dtype,
+  # and the lane-wise arithmetic a C vector extension has (numpy computes it on the whole row)
+  @property
+  def vectors(self) -> dict[DType, Vectors]:  # type: ignore[override]
+    return _GENERIC_VECTORS if (b := self.base) is None else b.vectors
+  @property
+  def code_for_op(self) -> dict[Ops, Any]:  # type: ignore[override]
+    return {op: op.name for op in semantics.ALU} if (b := self.base) is None else b.code_for_op
+  @property
+  def tensor_cores(self) -> tuple[TensorCore, ...]:  # type: ignore[override]
+    return () if (b := self.base) is None else b.tensor_cores
+  @property
+  def extra_matcher(self) -> Any:  # type: ignore[override]
+    return None if (b := self.base) is None else b.extra_matcher
+  @property
+  def slow_int_div(self) -> bool:  # type: ignore[override]
+    return False if (b := self.base) is None else b.slow_int_div
+  def supports_op(self, op: Ops, dtype: DType) -> bool:
+    return super().supports_op(op, dtype) if (b := self.base) is None else b.supports_op(op, dtype)
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     """The program text (the name is not part of it: the runtime gets the name beside the binary)."""
     return render_program(uops)

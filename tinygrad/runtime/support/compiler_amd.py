@@ -80,6 +80,9 @@ class AMDCompiler(Compiler):
       optimize(mod, self.tm, self.opt)
       return str(self.tm.emit_assembly(mod))
   def disassemble(self, lib: bytes) -> str: return "\n".join(str(k) for k in read_code_object(lib).kernels.values())
+  def describe(self, lib: bytes) -> str:
+    """The DEBUG=2 report, read from the code object: the arch, then per kernel VGPRs, SGPRs, LDS, scratch, spills."""
+    return f"{self.target.name} " + "; ".join(str(k) for k in read_code_object(lib).kernels.values())
 
 # ---- reading a code object ----
 

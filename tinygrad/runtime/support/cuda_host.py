@@ -146,9 +146,15 @@ static inline __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t b, __nv_fp8_
 
 # the header names a rendered kernel includes; each becomes a file that includes the shim
 CUDA_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h")
+# NOTE: -fwrapv although NVRTC has none: g++ 12 at -O2 -march=native miscompiles well-defined unsigned reductions
+# converted back to int (`a = (int)((unsigned)a + (unsigned)d[i])` over 4 accumulators gives a wrong sum without it).
+# That the CUDA text never relies on wrapping signed arithmetic is checked by the trapping build instead.
 # NOTE: no -march=native: on an AVX512-FP16 host, g++ 12 emits masked vmovsh forms binutils 2.40 cannot assemble (found
 # by fuzz: a float16 kernel's host build failed); the shim checks what a kernel computes, not how fast
 HOST_CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-w")
+# without -fwrapv, a signed overflow or an out-of-range shift executes a trap instruction (SIGILL): run such a build in
+# a subprocess
+TRAP_UB_CXXFLAGS = ("-fno-wrapv", "-fsanitize=signed-integer-overflow,shift", "-fsanitize-undefined-trap-on-error")
 
 class HostShimError(RuntimeError):
   """A kernel the host shim cannot run faithfully (shared memory, barriers)."""
@@ -189,16 +195,17 @@ def merged_source(srcs: Sequence[str]) -> tuple[str, list[str]]:
     names.append(name)
   return "\n".join([*prefix, *bodies]), names
 
-def build_host_library(srcs: Sequence[str], cxx: str | None = None) -> bytes:
-  """A shared object (bytes) with every kernel and its launcher `tg_launch_<name>`."""
+def build_host_library(srcs: Sequence[str], cxx: str | None = None, trap_ub: bool = False) -> bytes:
+  """A shared object (bytes) with every kernel and its launcher `tg_launch_<name>`. `trap_ub`: signed integer overflow
+  and out-of-range shifts trap (SIGILL) instead of being whatever the optimizer makes of them (TRAP_UB_CXXFLAGS)."""
   text, _ = merged_source(srcs)
   with tempfile.TemporaryDirectory(prefix="tinygrad-cudahost-") as d:
     with open(os.path.join(d, "tg_cuda_host_shim.h"), "w") as f: f.write(HOST_SHIM)
     for h in CUDA_HEADERS:
       with open(os.path.join(d, h), "w") as f: f.write('#include "tg_cuda_host_shim.h"\n')
     out = os.path.join(d, "kernels.so")
-    cmd = [cxx or find_cxx(), *HOST_CXXFLAGS, "-I", d, "-include", os.path.join(d, "tg_cuda_host_shim.h"), "-x", "c++",
-           "-", "-o", out]
+    cmd = [cxx or find_cxx(), *HOST_CXXFLAGS, *(TRAP_UB_CXXFLAGS if trap_ub else ()), "-I", d, "-include",
+           os.path.join(d, "tg_cuda_host_shim.h"), "-x", "c++", "-", "-o", out]
     proc = subprocess.run(cmd, input=text.encode(), capture_output=True)
     if proc.returncode != 0:
       raise CompileError(f"host C++ compile of CUDA kernels failed (exit {proc.returncode}):\n"
