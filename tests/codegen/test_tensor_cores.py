@@ -38,8 +38,12 @@ def _rdna3(which: str, lane: int, i: int) -> tuple[int, int]:
   return 2 * i + lane // 16, lane % 16
 
 def _rdna4(which: str, lane: int, i: int) -> tuple[int, int]:
-  if which == "A": return lane % 16, 8 * (lane // 16) + i
-  if which == "B": return 8 * (lane // 16) + i, lane % 16
+  # NOTE: the calculator's gfx1201 equations: A[i][k] and B[k][j] sit in lane 16 (k // 4 % 2) + i (or j), VGPR
+  # 2 (k // 8) + (k // 2 % 2), half k % 2; element i of the 8-wide vector is VGPR i // 2, half i % 2
+  vgpr, half = i // 2, i % 2
+  k = 8 * (vgpr // 2) + 2 * (vgpr % 2) + half + 4 * (lane // 16)
+  if which == "A": return lane % 16, k
+  if which == "B": return k, lane % 16
   return 8 * (lane // 16) + i, lane % 16
 
 def _cdna3(which: str, lane: int, i: int) -> tuple[int, int]:

@@ -12,11 +12,14 @@ Layouts are linear in the bits of the lane id and of the element number: each bi
 the column (or nothing: RDNA3 replicates A and B in lanes 16-31). Sources (facts, not code):
 - NV: PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type" and "... mma.m16n8k32" (.e4m3/.e5m2,
   sm_89+): groupID = laneid >> 2, threadID_in_group = laneid % 4.
-- gfx1100 (RDNA3 ISA, WMMA): A and B are 16 elements per lane, lane l % 16 holds row (A) / column (B) l % 16 along all
+- AMD: the AMD Matrix Instruction Calculator (ROCm/amd_matrix_instruction_calculator, its gfx11 / gfx12 / gfx9
+  register layouts; docs/llvm_amd.md quotes its equations).
+- gfx1100 (RDNA3, WMMA): A and B are 16 elements per lane, lane l % 16 holds row (A) / column (B) l % 16 along all
   of K, lanes 16-31 hold a copy of lanes 0-15; D: lane l, element v is D[2v + l // 16][l % 16].
-- gfx1201 (RDNA4 ISA, WMMA): no replication: A lane l holds row l % 16, K = 8 (l // 16) + v; B column l % 16,
-  K = 8 (l // 16) + v; D: lane l, element v is D[8 (l // 16) + v][l % 16].
-- gfx942 (CDNA3 ISA, MFMA 16x16x16, wave64): A lane l holds row l % 16, K = 4 (l // 16) + v; B column l % 16,
+- gfx1201 (RDNA4, WMMA, wave32): no replication: A lane l holds row l % 16 and B column l % 16, element v at
+  K = (v % 4) + 4 (l // 16) + 8 (v // 4) (lanes 0-15 hold K 0-3 and 8-11, lanes 16-31 K 4-7 and 12-15);
+  D: lane l, element v is D[8 (l // 16) + v][l % 16].
+- gfx942 (CDNA3, MFMA 16x16x16 f16 / bf16, wave64): A lane l holds row l % 16, K = 4 (l // 16) + v; B column l % 16,
   K = 4 (l // 16) + v; D: lane l, element v is D[4 (l // 16) + v][l % 16].
 """
 from __future__ import annotations
@@ -104,8 +107,8 @@ NV_E5M2_F32 = _nv(dtypes.fp8e5m2, dtypes.float32, "f32.e5m2.e5m2.f32")
 _RDNA3_A = Layout(lane_row=(1, 2, 4, 8, 0), lane_col=(0, 0, 0, 0, 0), elem_row=(0, 0, 0, 0), elem_col=(1, 2, 4, 8))
 _RDNA3_B = Layout(lane_row=(0, 0, 0, 0, 0), lane_col=(1, 2, 4, 8, 0), elem_row=(1, 2, 4, 8), elem_col=(0, 0, 0, 0))
 _RDNA3_C = Layout(lane_row=(0, 0, 0, 0, 1), lane_col=(1, 2, 4, 8, 0), elem_row=(2, 4, 8), elem_col=(0, 0, 0))
-_RDNA4_A = Layout(lane_row=(1, 2, 4, 8, 0), lane_col=(0, 0, 0, 0, 8), elem_row=(0, 0, 0), elem_col=(1, 2, 4))
-_RDNA4_B = Layout(lane_row=(0, 0, 0, 0, 8), lane_col=(1, 2, 4, 8, 0), elem_row=(1, 2, 4), elem_col=(0, 0, 0))
+_RDNA4_A = Layout(lane_row=(1, 2, 4, 8, 0), lane_col=(0, 0, 0, 0, 4), elem_row=(0, 0, 0), elem_col=(1, 2, 8))
+_RDNA4_B = Layout(lane_row=(0, 0, 0, 0, 4), lane_col=(1, 2, 4, 8, 0), elem_row=(1, 2, 8), elem_col=(0, 0, 0))
 _RDNA4_C = Layout(lane_row=(0, 0, 0, 0, 8), lane_col=(1, 2, 4, 8, 0), elem_row=(1, 2, 4), elem_col=(0, 0, 0))
 _CDNA3_A = Layout(lane_row=(1, 2, 4, 8, 0, 0), lane_col=(0, 0, 0, 0, 4, 8), elem_row=(0, 0), elem_col=(1, 2))
 _CDNA3_B = Layout(lane_row=(0, 0, 0, 0, 4, 8), lane_col=(1, 2, 4, 8, 0, 0), elem_row=(1, 2), elem_col=(0, 0))
