@@ -17,11 +17,15 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	SPEC=2 $(PY) examples/mlp.py
 
-# the Tensor tests on the PYTHON reference backend (same results as CPU) and on the CPU's LLVM path, then the whole
-# suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core
+# the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's LLVM path and on PYTHON emulating
+# NV (the CUDA renderer's exact programs, tensor cores included); every tests/tensor kernel rendered as CUDA, compiled
+# for sm_90 by NVRTC + ptxas and run on the host against C; then the whole suite at SPEC=2 with the z3 bounds proof on
+# (IGNORE_OOB=0), on every core. The AMD sweeps run a slice here (tests/amd, tests/codegen/test_emulate.py).
 test: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 	$(MAKE) test-llvm
+	$(MAKE) test-emulate-nv
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv/test_sweep.py
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
 
 # the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1) instead of C

@@ -58,7 +58,7 @@ def test_tensor_suite_slice_compiles_for_other_archs(tensor_suite_kernels, arch)
 def _diff(asts):
   rep = diff_asts(asts)
   print(f"\nhost CUDA vs C: {rep.checked} kernels checked in {rep.seconds:.1f} s, {len(rep.refused)} left out "
-        f"(shared memory or barriers)")
+        f"(shared memory, barriers or tensor cores)")
   assert rep.checked > len(asts) // 2, f"only {rep.checked} of {len(asts)} kernels could run on the host shim: {rep.refused}"
   assert not rep.mismatches, f"{len(rep.mismatches)} kernels differ; the first:\n{rep.mismatches[0][:8000]}"
 

@@ -56,3 +56,10 @@ def test_emulate_nv_runs_the_linear_program_nv_compiles(no_driver):
   assert emulated.keys() == compiled.keys() and len(compiled) >= 4
   for ast, uops in compiled.items(): assert emulated[ast] == uops
   assert any(u.op is Ops.WMMA for uops in compiled.values() for u in uops)
+
+def test_host_shim_refuses_tensor_core_kernels():
+  # NOTE: a warp-wide mma.sync has no faithful one-thread-at-a-time host schedule; the emulator checks it instead
+  from tinygrad.runtime.support.cuda_host import host_refusal
+  p = get_program(_matmul_ast(dtypes.half, dtypes.float32, 32, 16, 16), CUDARenderer("sm_90"))
+  assert "mma.sync" in p.src
+  assert "tensor cores" in (host_refusal(p.src) or "")

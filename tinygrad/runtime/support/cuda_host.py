@@ -5,7 +5,8 @@ without a GPU.
 threadIdx are globals a grid loop sets, and half, bfloat16 and fp8 are host types whose conversions round once, to
 nearest even, as the CUDA Math API documents (e4m3 with __NV_SATFINITE clamps to +-448, __NV_NOSAT e5m2 overflows to
 inf, bfloat16 NaN is 0x7fff); half arithmetic rounds every operation to half. Kernels with `__shared__` or
-`__syncthreads()` are refused: one thread at a time is only a faithful schedule for kernels whose threads do not talk.
+`__syncthreads()` are refused: one thread at a time is only a faithful schedule for kernels whose threads do not talk;
+so are tensor-core kernels (a warp-wide `mma.sync`, checked instead by the PYTHON emulator under EMULATE=NV).
 
 What it does not model: the GPU's libm (exp2f, sinf, ... are the host's), fused multiply-add contraction (NVRTC's
 fmad; here -ffp-contract=off), and out-of-range float -> int conversions (the host's instruction decides).
@@ -157,12 +158,14 @@ HOST_CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fwrapv", "-fno-math-
 TRAP_UB_CXXFLAGS = ("-fno-wrapv", "-fsanitize=signed-integer-overflow,shift", "-fsanitize-undefined-trap-on-error")
 
 class HostShimError(RuntimeError):
-  """A kernel the host shim cannot run faithfully (shared memory, barriers)."""
+  """A kernel the host shim cannot run faithfully (shared memory, barriers, warp-wide tensor-core instructions)."""
 
 def host_refusal(src: str) -> str | None:
   """Why the shim cannot run this CUDA source, or None when it can."""
   if "__shared__" in src: return "it uses __shared__ memory (threads of a block communicate)"
   if "__syncthreads" in src: return "it has barriers (__syncthreads)"
+  # NOTE: an mma.sync is one instruction of a whole warp (each lane holds part of the tile): PTX, not host code
+  if "mma.sync" in src: return "it uses tensor cores (mma.sync: the lanes of a warp compute one tile together)"
   return None
 
 def launcher(name: str, params: Sequence[tuple[str, str]]) -> str:
