@@ -1,0 +1,96 @@
+"""`python -m replay capture|diff|runs`: see replay/__init__.py and docs/replay.md."""
+from __future__ import annotations
+import argparse, importlib.metadata, os, pathlib, subprocess, sys, time
+from tinygrad.helpers import atomic_write
+from replay.db import DB, default_path, git_commit, new_run_id
+from replay.targets import TARGETS
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+def _entry_point_installed() -> bool:
+  return any(ep.name == "replay" for ep in importlib.metadata.entry_points(group="tinygrad.plugins"))
+
+def capture(args: argparse.Namespace) -> int:
+  if not args.command: sys.exit("replay capture: give the command after --, e.g. python -m replay capture -- make test")
+  targets = [t.strip().upper() for t in args.targets.split(",") if t.strip()]
+  if (bad := [t for t in targets if t not in TARGETS]): sys.exit(f"replay capture: unknown target(s) {bad}; "
+                                                                 f"targets are {sorted(TARGETS)}")
+  path = os.path.abspath(args.db or default_path())
+  run_id = args.run or new_run_id()
+  db = DB(path)
+  db.add_run(run_id, git_commit(), args.command, targets)
+  env = {**os.environ, "CAPTURE_PROCESS_REPLAY": "1", "REPLAY_DB": path, "REPLAY_RUN": run_id,
+         "REPLAY_TARGETS": ",".join(targets)}
+  if not _entry_point_installed():
+    # NOTE: the installed metadata predates the `replay` entry point: load the plugin through a start-up hook instead
+    print("replay capture: the `tinygrad.plugins` entry point `replay` is not installed (pip install -e . adds it); "
+          "loading the capture through replay/startup/sitecustomize.py", file=sys.stderr)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "replay" / "startup"), str(ROOT),
+                                         *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+  st = time.perf_counter()
+  rc = subprocess.run(args.command, env=env).returncode
+  secs = time.perf_counter() - st
+  n_k, n_s, errs = db.count(run_id, "kernel"), db.count(run_id, "schedule"), db.capture_errors(run_id)
+  db.close()
+  size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+  print(f"replay capture: run {run_id} into {path}: {n_k} kernels, {n_s} schedules (distinct inputs), "
+        f"{len(errs)} capture errors; the command took {secs:.1f} s and exited {rc}; database {size / 1e6:.1f} MB",
+        file=sys.stderr)
+  for what, err in errs[:10]: print(f"  capture error: {what}: {err[:300]}", file=sys.stderr)
+  return rc
+
+def diff(args: argparse.Namespace) -> int:
+  from replay.diff import diff as run_diff
+  from replay.report import render_html
+  try:
+    rep = run_diff(args.db, args.against, fresh=args.fresh_opts, target=args.target, limit=args.limit,
+                   progress=sys.stderr)
+  except (FileNotFoundError, LookupError, ValueError, RuntimeError) as e:
+    print(f"replay diff: {e}", file=sys.stderr)
+    return 2
+  print(rep.summary())
+  if args.html:
+    atomic_write(args.html, render_html(rep))
+    print(f"HTML report: {args.html}")
+  if args.assert_no_change and not rep.all_ok():
+    bad = sum(o.cls not in ("unchanged", "renamed") for o in rep.outcomes)
+    print(f"replay diff: --assert-no-change: {bad} record(s) are neither unchanged nor renamed"
+          + (f", {len(rep.capture_errors)} capture errors" if rep.capture_errors else ""), file=sys.stderr)
+    return 1
+  return 0
+
+def runs(args: argparse.Namespace) -> int:
+  db = DB(args.db or default_path(), create=False)
+  for r in db.runs():
+    print(f"{r.run_id}  commit {r.git_commit[:12]}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(r.started))}  "
+          f"{db.count(r.run_id, 'kernel')} kernels, {db.count(r.run_id, 'schedule')} schedules  targets {r.targets}  "
+          f"{r.argv[:100]}")
+  return 0
+
+def main(argv: list[str] | None = None) -> int:
+  ap = argparse.ArgumentParser(prog="python -m replay", description=__doc__)
+  sub = ap.add_subparsers(dest="cmd", required=True)
+  db_help = f"the replay database (default: REPLAY_DB, else {default_path()})"
+  c = sub.add_parser("capture", help="run a command and record every schedule and kernel it compiles")
+  c.add_argument("--db", default=None, help=db_help)
+  c.add_argument("--targets", default="", help="also render every kernel for these targets, compile-only "
+                 "(NV,AMD,CPU_LLVM)")
+  c.add_argument("--run", default=None, help="the run id (default: a new one)")
+  c.add_argument("command", nargs=argparse.REMAINDER, help="-- the command to run")
+  d = sub.add_parser("diff", help="recompile every record of a run with the code checked out now and classify it")
+  d.add_argument("--db", default=None, help=db_help)
+  d.add_argument("--against", default=None, help="the run to diff against (default: the latest)")
+  d.add_argument("--assert-no-change", action="store_true", help="exit 1 when anything is not unchanged or renamed")
+  d.add_argument("--html", default=None, help="write a self-contained HTML report here")
+  d.add_argument("--target", default=None, choices=sorted(TARGETS), help="diff the programs captured for this target")
+  d.add_argument("--fresh-opts", action="store_true", help="choose the opts again instead of the captured ones")
+  d.add_argument("--limit", type=int, default=None, help="diff only the first N records (the report says so)")
+  r = sub.add_parser("runs", help="list the runs in the database")
+  r.add_argument("--db", default=None, help=db_help)
+  args = ap.parse_args(argv)
+  if args.cmd == "capture":
+    if args.command and args.command[0] == "--": args.command = args.command[1:]
+    return capture(args)
+  return diff(args) if args.cmd == "diff" else runs(args)
+
+if __name__ == "__main__": sys.exit(main())

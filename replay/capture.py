@@ -1,0 +1,111 @@
+"""Capture: record every schedule and every compiled kernel of a run into the replay database.
+
+Two boundaries, through tinygrad's checkpoints (tinygrad/uop/hooks.py):
+  schedule  tensor_graph(sink) then kernel_graph(ksink): the canonical tensor graph in (buffers named LUNIQUE), the
+            kernel ASTs out, in run order (one record per distinct tensor graph)
+  kernel    compiled(ast, program, renderer): the kernel AST, the renderer's identity, the codegen flags and the applied
+            opts in; the source, the linear program (pyrender text) and the ProgramSpec fields out
+With REPLAY_TARGETS (`python -m replay capture --targets NV,AMD`) each kernel is also rendered for those targets
+(compile-only: no device is needed) and recorded the same way, so `diff --target` has old programs to compare.
+
+`install()` is the `tinygrad.plugins` entry point (replay/plugin.py): it registers only when CAPTURE_PROCESS_REPLAY=1.
+A failure to record never takes the captured program down: it is stored in capture_errors and reported by diff.
+"""
+from __future__ import annotations
+import os, sys
+from typing import Any, Callable
+from tinygrad.uop import hooks
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.pyrender import pyrender, pyrender_list
+from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context, codegen_flags
+from replay.db import DB, default_path, git_commit, new_run_id
+from replay.targets import TARGETS, target_renderer, target_flags
+
+class _State:
+  def __init__(self) -> None:
+    self.db: DB | None = None
+    self.pid = -1
+    self.path = ""
+    self.run_id = ""
+    self.targets: list[str] = []
+    self.pending: list[UOp] = []  # tensor graphs whose kernel graph is not out yet
+    self.fanning = False
+    self.written = {"kernel": 0, "schedule": 0}
+
+state = _State()
+
+def _db() -> DB:
+  # NOTE: a sqlite connection must not cross a fork: a forked child opens its own
+  if state.db is None or state.pid != os.getpid():
+    state.db, state.pid = DB(state.path), os.getpid()
+    state.db.add_run(state.run_id, git_commit(), sys.argv, state.targets)
+  return state.db
+
+def _error(what: str, e: BaseException) -> None:
+  msg = f"{type(e).__name__}: {e}"
+  print(f"replay capture: could not record {what}: {msg}", file=sys.stderr)
+  try: _db().add_capture_error(state.run_id, what, msg)
+  except Exception as e2: print(f"replay capture: could not store that error either: {e2}", file=sys.stderr)
+
+def _size(x: Any) -> Any: return x if isinstance(x, int) else pyrender(x)
+
+def kernel_body(ast: UOp, p: Any) -> dict[str, Any]:
+  """The record of program `p` (a ProgramSpec) compiled from `ast` under the current codegen flags."""
+  return {"ast": pyrender(ast), "renderer": p.renderer, "device": p.device, "flags": [list(f) for f in codegen_flags()],
+          "opts": [[o.op.name, o.axis, o.arg] for o in p.applied_opts], "name": p.name, "src": p.src,
+          "uops": pyrender_list(list(p.uops)), "global_size": [_size(x) for x in p.global_size],
+          "local_size": None if p.local_size is None else [_size(x) for x in p.local_size], "globals": list(p.globals),
+          "ins": list(p.ins), "outs": list(p.outs), "vars": [str(v.arg[0]) for v in p.vars]}
+
+def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
+  try:
+    if _db().add_record(state.run_id, "kernel", kernel_body(ast, p)): state.written["kernel"] += 1
+  except Exception as e: _error(f"kernel {getattr(p, 'name', '?')}", e)
+  if state.fanning or not state.targets: return
+  from tinygrad.codegen import get_program
+  state.fanning = True
+  try:
+    for t in state.targets:
+      # NOTE: get_program fires `compiled` again with the target's renderer: that call records the target's program
+      try:
+        with Context(**target_flags(t)): get_program(ast, target_renderer(t, None))
+      except Exception as e: _error(f"kernel {p.name} rendered for {t}", e)
+  finally: state.fanning = False
+
+def on_tensor_graph(sink: UOp) -> None: state.pending.append(sink)
+
+def on_kernel_graph(ksink: UOp) -> None:
+  if not state.pending: return
+  sink = state.pending.pop()
+  try:
+    from tinygrad.engine.schedule import order_kernels
+    body = {"graph": pyrender(sink), "kernels": [pyrender(k.arg) for k in order_kernels(ksink)]}
+    if _db().add_record(state.run_id, "schedule", body): state.written["schedule"] += 1
+  except Exception as e: _error("a schedule", e)
+
+CALLBACKS: dict[str, Callable[..., None]] = {"compiled": on_compiled, "tensor_graph": on_tensor_graph,
+                                             "kernel_graph": on_kernel_graph}
+
+def start(path: str | None = None, run_id: str | None = None, targets: list[str] | None = None) -> str:
+  """Record from now on into `path` (default: REPLAY_DB or the default path) under `run_id` (default: REPLAY_RUN, else
+  a new id exported to REPLAY_RUN so child processes file under the same run). Returns the run id."""
+  stop()
+  state.path = path or default_path()
+  state.run_id = run_id or REPLAY_RUN.value or new_run_id()
+  os.environ["REPLAY_RUN"] = REPLAY_RUN.value = state.run_id
+  env_targets = [t.strip().upper() for t in REPLAY_TARGETS.value.split(",") if t.strip()]
+  state.targets = targets if targets is not None else env_targets
+  if (bad := [t for t in state.targets if t not in TARGETS]):
+    raise ValueError(f"replay capture: unknown target(s) {bad}; targets are {sorted(TARGETS)}")
+  for name, fn in CALLBACKS.items(): hooks.register(name, fn)
+  return state.run_id
+
+def stop() -> None:
+  for name, fn in CALLBACKS.items(): hooks.unregister(name, fn)
+  if state.db is not None and state.pid == os.getpid(): state.db.close()
+  state.db, state.pending = None, []
+
+def install() -> Any:
+  """The plugin entry point: start capturing when CAPTURE_PROCESS_REPLAY=1 (idempotent)."""
+  if CAPTURE_PROCESS_REPLAY.value and hooks.compiled.count(on_compiled) == 0: start()
+  return sys.modules[__name__]

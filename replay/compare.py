@@ -1,0 +1,232 @@
+"""Comparing an old program with a new one: renamed only, same semantics (proved by z3), or changed (shown by running).
+
+  renamed         the linear programs are equal up to the strings in args (SPECIAL and DEFINE_VAR names, the kernel
+                  name) and the sources are equal up to a one-to-one renaming of generated identifiers
+  same semantics  the programs' skeletons (every node that is not integer/bool index math: loads, stores, loops, float
+                  arithmetic, ...) line up one to one with equal ops, dtypes and args, and every pair of index
+                  expressions fed to them is proved equal by z3 (spec/smt.py) for all values of the loops, thread ids,
+                  variables and loaded values. An `unknown` or a timeout is not a proof: the kernel is "changed".
+  changed         anything else; `run_both` runs both linear programs on the PYTHON backend (the interpreter checks
+                  every access, so a bad index is an error, not a crash) on the same random inputs and shows the first
+                  element that differs. A run that agrees does not make a kernel the same: it only fails to show the
+                  change.
+"""
+from __future__ import annotations
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+import numpy as np
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import PtrDType, dtypes, to_np_dtype
+
+# ---- renamed ----
+
+def _arg_eq(a: Any, b: Any, m: dict[str, str], inv: dict[str, str]) -> bool:
+  """Args equal, with strings matched through one bijection (old -> new) grown as it goes."""
+  if isinstance(a, str) and isinstance(b, str):
+    if m.setdefault(a, b) != b or inv.setdefault(b, a) != a: return False
+    return True
+  if isinstance(a, tuple) and isinstance(b, tuple):
+    return len(a) == len(b) and all(_arg_eq(x, y, m, inv) for x, y in zip(a, b))
+  if type(a) is not type(b): return False
+  if hasattr(a, "__dataclass_fields__") and hasattr(b, "__dataclass_fields__"):
+    return all(_arg_eq(getattr(a, f), getattr(b, f), m, inv) for f in a.__dataclass_fields__)
+  return bool(a == b) or (isinstance(a, float) and a != a and b != b)
+
+def uops_rename_equal(a: Sequence[UOp], b: Sequence[UOp]) -> bool:
+  if len(a) != len(b): return False
+  pa = {u: i for i, u in enumerate(a)}
+  pb = {u: i for i, u in enumerate(b)}
+  m: dict[str, str] = {}
+  inv: dict[str, str] = {}
+  for x, y in zip(a, b):
+    if x.op is not y.op or x.dtype != y.dtype or len(x.src) != len(y.src): return False
+    if any(pa.get(s, -1) != pb.get(t, -2) for s, t in zip(x.src, y.src)): return False
+    if not _arg_eq(x.arg, y.arg, m, inv): return False
+  return True
+
+_TOKEN = re.compile(r"[%@]?[A-Za-z_][A-Za-z_0-9.$]*|\d[\w.]*|\S")
+# NOTE: words a target language gives meaning to (types, keywords, instructions) are never renamed: a renaming may only
+# touch names the renderer made up, which carry a digit or an underscore-joined suffix, or an LLVM %/@ sigil
+_FIXED = re.compile(r"^(u?int\d*(_t)?|float\d*|half\d*|double\d*|bool|_Bool|char\d*|short\d*|long\d*|u?char\d*|"
+                    r"unsigned|signed|void|const|restrict|__\w+|[iuf]\d+|v\d+[iuf]\d+|bf16|bfloat\d*|_Float\d+|"
+                    r"[A-Za-z]+\d*x\d+)$")
+
+def _renamable(tok: str) -> bool:
+  if tok[0] in "%@": return True
+  return bool(re.match(r"[A-Za-z_]", tok)) and bool(re.search(r"\d|_", tok)) and not _FIXED.match(tok)
+
+def source_rename_equal(a: str, b: str) -> bool:
+  """The two sources are the same token for token, up to a one-to-one renaming of generated names."""
+  ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+  if len(ta) != len(tb): return False
+  m: dict[str, str] = {}
+  inv: dict[str, str] = {}
+  for x, y in zip(ta, tb):
+    if x == y and not _renamable(x):
+      continue
+    if not (_renamable(x) and _renamable(y)): return False
+    if m.setdefault(x, y) != y or inv.setdefault(y, x) != x: return False
+  return True
+
+# ---- same semantics ----
+
+def is_expr(u: UOp) -> bool:
+  """Index math: a scalar integer, index or bool value computed by ALU ops, casts and constants."""
+  if u.op not in GroupOp.ALU and u.op not in (Ops.CONST, Ops.CAST, Ops.BITCAST): return False
+  dt = u.dtype
+  return not isinstance(dt, PtrDType) and dt.count == 1 and (dt is dtypes.index or dt is dtypes.bool or
+                                                           dtypes.is_int(dt))
+
+@dataclass(frozen=True)
+class Proof:
+  verdict: str   # "proved", "differs" (a counterexample), "unknown" (z3 gave up or timed out), "structure"
+  detail: str
+
+def prove_same(old: Sequence[UOp], new: Sequence[UOp], timeout_ms: int = 10_000) -> Proof:
+  """Whether the two linear programs compute the same thing: skeletons equal, index math proved equal by z3."""
+  so, sn = [u for u in old if not is_expr(u)], [u for u in new if not is_expr(u)]
+  if len(so) != len(sn):
+    return Proof("structure", f"{len(so)} non-index nodes before, {len(sn)} after (loads, stores, loops, float math)")
+  po, pn = {u: i for i, u in enumerate(so)}, {u: i for i, u in enumerate(sn)}
+  m: dict[str, str] = {}
+  inv: dict[str, str] = {}
+  goals: list[tuple[UOp, UOp, int]] = []
+  for i, (x, y) in enumerate(zip(so, sn)):
+    where = f"node {i} ({x.op.name})"
+    if x.op is not y.op or x.dtype != y.dtype or len(x.src) != len(y.src):
+      return Proof("structure", f"{where}: {x.op.name} {x.dtype} with {len(x.src)} sources became "
+                                f"{y.op.name} {y.dtype} with {len(y.src)}")
+    if not _arg_eq(x.arg, y.arg, m, inv): return Proof("structure", f"{where}: arg {x.arg!r} became {y.arg!r}")
+    for s, t in zip(x.src, y.src):
+      if is_expr(s) and is_expr(t): goals.append((s, t, i))
+      elif is_expr(s) or is_expr(t) or po.get(s, -1) != pn.get(t, -2):
+        return Proof("structure", f"{where}: a source {s.op.name} became {t.op.name}")
+  goals = [(s, t, i) for s, t, i in goals if s is not t]
+  if not goals: return Proof("proved", "the skeletons are equal and so is every index expression")
+  import z3
+  from spec import smt
+  from spec.smt import Translator, NotModeled
+  tr = Translator()
+  def translate(root: UOp) -> Any:
+    # NOTE: Translator.translate walks below nodes it knows already; this stops there (a seeded load's sources are
+    # never translated, they may be effects without a sort)
+    for u in root.toposort(gate=lambda x: (x, 0) not in tr.cache):
+      if (u, 0) not in tr.cache:
+        if u.dtype.count != 1: raise NotModeled(f"z3 translation: a vector {u.op.name} feeds index math")
+        tr.cache[(u, 0)] = tr._one(u, 0)
+    return tr.cache[(root, 0)]
+  def seed(u: UOp) -> Any:
+    # NOTE: a loop or thread id is bounded by its end, a variable by its range; any other non-index node (a load, a
+    # float cast to int) is a free value: nothing is assumed about it, so a proof holds for every value it could take
+    if (u, 0) in tr.cache: return tr.cache[(u, 0)]
+    if u.dtype.count != 1: raise NotModeled(f"z3 translation: a vector {u.op.name} feeds index math")
+    if u.op in (Ops.RANGE, Ops.SPECIAL):
+      end = seed(u.src[0]) if u.src[0] in po else translate(u.src[0])
+      name = f"r{u.arg[0]}" if u.op is Ops.RANGE else str(u.arg)
+      tr.cache[(u, 0)] = (tr._bounded(u, name, smt.zero(u.dtype), None, end[0]), True)
+    elif u.op is Ops.DEFINE_VAR: tr.cache[(u, 0)] = tr._one(u, 0)
+    else: tr.cache[(u, 0)] = (tr.fresh(u, u.op.name.lower()), True)
+    return tr.cache[(u, 0)]
+  try:
+    for s, t, _ in goals:
+      for leaf in [u for u in s.toposort(gate=lambda u: u not in po) if u in po]: seed(leaf)
+      # a node of the new program's skeleton stands for the value of its partner in the old one
+      for leaf in [u for u in t.toposort(gate=lambda u: u not in pn) if u in pn]:
+        if (leaf, 0) not in tr.cache: tr.cache[(leaf, 0)] = seed(so[pn[leaf]])
+    diffs = []
+    for s, t, _ in goals:
+      (a, av), (b, bv) = translate(s), translate(t)
+      av, bv = z3.BoolVal(av) if isinstance(av, bool) else av, z3.BoolVal(bv) if isinstance(bv, bool) else bv
+      diffs.append(z3.Or(av != bv, z3.And(av, a != b)))
+  except (NotModeled, z3.Z3Exception) as e: return Proof("unknown", f"z3 translation: {e}")
+  solver = z3.Solver()
+  solver.set("timeout", timeout_ms)
+  solver.add(*tr.constraints)
+  solver.add(z3.Or(*diffs))
+  r = solver.check()
+  if r == z3.unsat: return Proof("proved", f"{len(goals)} index expression(s) proved equal by z3")
+  if r == z3.sat:
+    model = solver.model()
+    bad = next(((s, t, i) for (s, t, i), d in zip(goals, diffs) if z3.is_true(model.eval(d, model_completion=True))),
+               goals[0])
+    vals = ", ".join(f"{k}={v}" for k, v in list(tr.model(model).items())[:8])
+    return Proof("differs", f"node {bad[2]} ({so[bad[2]].op.name}): an index expression differs, e.g. at {vals}")
+  return Proof("unknown", f"z3 could not decide within {timeout_ms} ms ({solver.reason_unknown()}): not proved")
+
+# ---- running both ----
+
+@dataclass(frozen=True)
+class RunResult:
+  differs: bool
+  detail: str
+
+class _Target:
+  def __init__(self, device: str, identity: str): self.device, self.identity = device, identity
+
+def _spec(name: str, uops: list[UOp]) -> Any:
+  from tinygrad.renderer import ProgramSpec
+  return ProgramSpec.from_uops(name, "", _Target("PYTHON", ""), uops[-1], uops)  # type: ignore[arg-type]
+
+def _globals(uops: Sequence[UOp]) -> dict[int, PtrDType]:
+  return {int(u.arg): u.dtype for u in uops if u.op is Ops.DEFINE_GLOBAL and isinstance(u.dtype, PtrDType)}
+
+def random_inputs(uops: Sequence[UOp], seed: int) -> dict[int, np.ndarray]:
+  """One array per DEFINE_GLOBAL: floats uniform in [-2, 2), ints small and non-negative (they may be indices)."""
+  rng = np.random.default_rng(seed)
+  ret: dict[int, np.ndarray] = {}
+  for num, pt in sorted(_globals(uops).items()):
+    base, n = pt.base.scalar(), max(int(pt.size), 1)
+    npdt = np.dtype(to_np_dtype(base))
+    if dtypes.is_float(base) and npdt.kind == "f": arr = rng.uniform(-2, 2, n).astype(npdt)
+    elif base is dtypes.bool: arr = rng.integers(0, 2, n).astype(npdt)
+    elif npdt.kind == "f" or npdt.kind in "iu": arr = rng.integers(0, 4, n).astype(npdt)
+    else: arr = rng.integers(0, 256, n * npdt.itemsize).astype(np.uint8).view(npdt)
+    ret[num] = arr
+  return ret
+
+def run_program(name: str, uops: list[UOp], bufs: dict[int, np.ndarray], var_vals: dict[str, int],
+                emulate: str) -> dict[int, np.ndarray]:
+  """Run a linear program on the PYTHON interpreter on copies of `bufs`; returns the buffers after the run."""
+  from tinygrad.runtime.ops_python import PythonProgram, render_program
+  from tinygrad.helpers import Context
+  p = _spec(name, uops)
+  out = {k: v.copy() for k, v in bufs.items()}
+  with Context(EMULATE=emulate):
+    gs, ls = p.launch_dims(var_vals)
+    prg = PythonProgram(name, render_program(uops).encode())
+    prg(*[out[k].view(np.uint8) for k in sorted(out)], global_size=gs, local_size=ls or (1, 1, 1),
+        vals=[var_vals[n] for n in p.var_names])
+  return out
+
+def _first_difference(a: np.ndarray, b: np.ndarray) -> tuple[int, Any, Any] | None:
+  same = (a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else a == b
+  if bool(np.all(same)): return None
+  i = int(np.argmin(same))
+  return i, a[i].item(), b[i].item()
+
+def run_both(old: list[UOp], new: list[UOp], name: str, emulate: str, seeds: Sequence[int] = (0, 1)) -> RunResult:
+  """Run both programs on the same random inputs (the old program's buffers decide the inputs) and compare every
+  buffer either one stores to."""
+  go, gn = _globals(old), _globals(new)
+  if {k: (v.base, v.size) for k, v in go.items()} != {k: (v.base, v.size) for k, v in gn.items()}:
+    return RunResult(True, f"the buffers differ: {sorted(go.items())} before, {sorted(gn.items())} after")
+  dvars = {str(u.arg[0]): (int(u.arg[1]), int(u.arg[2])) for u in old if u.op is Ops.DEFINE_VAR}
+  written = sorted({int(u.src[0].src[0].arg) for u in [*old, *new] if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
+                    and u.src[0].src[0].op is Ops.DEFINE_GLOBAL} or set(go))
+  for seed in seeds:
+    bufs = random_inputs(old, seed)
+    rng = np.random.default_rng(seed + 1000)
+    var_vals = {n: int(rng.integers(lo, min(hi, lo + 16) + 1)) for n, (lo, hi) in dvars.items()}
+    results = []
+    for which, prog in (("old", old), ("new", new)):
+      try: results.append(run_program(name, prog, bufs, var_vals, emulate))
+      except Exception as e: return RunResult(True, f"the {which} program failed to run on PYTHON: {type(e).__name__}: "
+                                                    f"{str(e)[:300]}")
+    for k in written:
+      if (d := _first_difference(results[0][k], results[1][k])) is not None:
+        vv = f", variables {var_vals}" if var_vals else ""
+        return RunResult(True, f"buffer data{k}[{d[0]}]: old {d[1]!r}, new {d[2]!r} (random inputs, seed {seed}{vv})")
+  return RunResult(False, f"old and new agreed on {len(seeds)} random input set(s) on PYTHON: the change is not shown "
+                          "by running, and not proved safe either")

@@ -1,0 +1,152 @@
+"""The replay database: sqlite in WAL mode, one row per distinct input per run, stable text only (JSON bodies holding
+pyrender text), never pickle.
+
+  meta(key, value)                         schema_version
+  runs(run_id, git_commit, started, argv, targets)
+  records(run_id, kind, input_hash, body)  kind is "kernel" or "schedule"; UNIQUE(run_id, kind, input_hash)
+  capture_errors(run_id, what, error)      something the capture could not record (a --targets render that failed)
+
+A record is written and committed the moment it is captured (autocommit; many processes, e.g. pytest-xdist workers,
+write at once: WAL plus a long busy timeout), so a killed worker loses nothing it recorded. `input_hash` is the sha256
+of the record's inputs as canonical JSON; a reader recomputes it, so a record edited by hand is reported as tampered.
+Reading never runs code from a record: bodies are JSON, graphs are pyrender text read back by spec.eval_pyrender.
+"""
+from __future__ import annotations
+import hashlib, json, os, sqlite3, subprocess, time, uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
+from tinygrad.helpers import REPLAY_DB
+
+SCHEMA_VERSION = 1
+KINDS = ("kernel", "schedule")
+# the inputs of each kind of record: what the input hash covers (the rest of a body is outputs)
+INPUT_FIELDS: dict[str, tuple[str, ...]] = {
+  "kernel": ("ast", "renderer", "device", "flags", "opts"),
+  "schedule": ("graph",),
+}
+# every field a body must have, with its JSON type
+FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+  "kernel": {"ast": str, "renderer": str, "device": str, "flags": list, "opts": list, "name": str, "src": str,
+             "uops": str, "global_size": list, "local_size": (list, type(None)), "globals": list, "ins": list,
+             "outs": list, "vars": list},
+  "schedule": {"graph": str, "kernels": list},
+}
+
+class RecordError(ValueError):
+  """A record that cannot be read: truncated or malformed JSON, a missing or mistyped field, or an input hash that does
+  not match its body (tampered). Names the record."""
+
+def default_path() -> str:
+  """REPLAY_DB, else ~/.cache/tinygrad/replay.db ($XDG_CACHE_HOME if set): capture and diff use the same one."""
+  return REPLAY_DB.value or os.path.join(os.path.expanduser(os.environ.get("XDG_CACHE_HOME", "~/.cache")), "tinygrad",
+                                         "replay.db")
+
+def canonical(x: Any) -> str: return json.dumps(x, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+def input_hash(kind: str, body: dict[str, Any]) -> str:
+  return hashlib.sha256(canonical([kind] + [body[k] for k in INPUT_FIELDS[kind]]).encode()).hexdigest()
+
+def git_commit(cwd: str | None = None) -> str:
+  try:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=30)
+  except (OSError, subprocess.TimeoutExpired): return "unknown"
+  return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+def new_run_id() -> str: return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, git_commit TEXT NOT NULL, started REAL NOT NULL,
+                                 argv TEXT NOT NULL, targets TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, kind TEXT NOT NULL,
+                                    input_hash TEXT NOT NULL, body TEXT NOT NULL, UNIQUE(run_id, kind, input_hash));
+CREATE TABLE IF NOT EXISTS capture_errors (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, what TEXT NOT NULL,
+                                           error TEXT NOT NULL);
+"""
+
+class DB:
+  """One connection to a replay database (created with its schema if new; refused if its schema version differs)."""
+  def __init__(self, path: str, create: bool = True):
+    self.path = path
+    if not create and not os.path.exists(path):
+      raise FileNotFoundError(f"replay database {path} does not exist: capture first (python -m replay capture -- "
+                              "<command>), or name another with --db / REPLAY_DB")
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    # NOTE: isolation_level=None is autocommit: every INSERT is its own committed transaction
+    self.conn = sqlite3.connect(path, timeout=120, isolation_level=None, check_same_thread=False)
+    self.conn.execute("PRAGMA busy_timeout=120000")
+    self.conn.execute("PRAGMA journal_mode=WAL")
+    self.conn.executescript(SCHEMA)
+    self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    got = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    if got != str(SCHEMA_VERSION):
+      raise RuntimeError(f"replay database {path} has schema version {got}; this replay reads version "
+                         f"{SCHEMA_VERSION}. Capture again into a new database (--db)")
+
+  def close(self) -> None: self.conn.close()
+
+  def add_run(self, run_id: str, commit: str, argv: list[str], targets: list[str]) -> None:
+    self.conn.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?)",
+                      (run_id, commit, time.time(), canonical(argv), canonical(targets)))
+
+  def add_record(self, run_id: str, kind: str, body: dict[str, Any]) -> bool:
+    """Store one record (committed at once). False when the run has a record of the same input already."""
+    cur = self.conn.execute("INSERT OR IGNORE INTO records (run_id, kind, input_hash, body) VALUES (?, ?, ?, ?)",
+                            (run_id, kind, input_hash(kind, body), canonical(body)))
+    return cur.rowcount == 1
+
+  def add_capture_error(self, run_id: str, what: str, error: str) -> None:
+    self.conn.execute("INSERT INTO capture_errors (run_id, what, error) VALUES (?, ?, ?)", (run_id, what, error))
+
+  def runs(self) -> list[Run]:
+    rows = self.conn.execute("SELECT run_id, git_commit, started, argv, targets FROM runs ORDER BY started, run_id")
+    return [Run(r[0], r[1], float(r[2]), r[3], r[4]) for r in rows]
+
+  def latest_run(self) -> Run:
+    runs = self.runs()
+    if not runs: raise LookupError(f"replay database {self.path} holds no run: capture first")
+    return runs[-1]
+
+  def count(self, run_id: str, kind: str | None = None) -> int:
+    if kind is None:
+      return int(self.conn.execute("SELECT COUNT(*) FROM records WHERE run_id=?", (run_id,)).fetchone()[0])
+    q = "SELECT COUNT(*) FROM records WHERE run_id=? AND kind=?"
+    return int(self.conn.execute(q, (run_id, kind)).fetchone()[0])
+
+  def capture_errors(self, run_id: str) -> list[tuple[str, str]]:
+    return [(r[0], r[1]) for r in self.conn.execute("SELECT what, error FROM capture_errors WHERE run_id=? ORDER BY id",
+                                                     (run_id,))]
+
+  def rows(self, run_id: str, kind: str | None = None) -> Iterator[tuple[int, str, str, str]]:
+    """(id, kind, input_hash, body) of a run in capture order; bodies are parsed by `parse_record`."""
+    q, args = "SELECT id, kind, input_hash, body FROM records WHERE run_id=?", [run_id]
+    if kind is not None: q, args = q + " AND kind=?", args + [kind]
+    for r in self.conn.execute(q + " ORDER BY id", args): yield int(r[0]), str(r[1]), str(r[2]), str(r[3])
+
+@dataclass(frozen=True)
+class Run:
+  run_id: str
+  git_commit: str
+  started: float
+  argv: str
+  targets: str
+
+def parse_record(rid: int, kind: str, ihash: str, text: str) -> dict[str, Any]:
+  """The body of record `rid`, checked: JSON, every field present with its type, and the input hash it was stored
+  under. Raises RecordError naming the record and what is wrong."""
+  where = f"record {rid} ({kind})"
+  if kind not in FIELDS: raise RecordError(f"{where}: unknown kind {kind!r}; kinds are {KINDS}")
+  try: body = json.loads(text)
+  except (json.JSONDecodeError, RecursionError) as e:
+    raise RecordError(f"{where}: its body is not valid JSON (truncated or corrupt): {e}") from None
+  if not isinstance(body, dict): raise RecordError(f"{where}: its body is a JSON {type(body).__name__}, not an object")
+  for name, typ in FIELDS[kind].items():
+    if name not in body: raise RecordError(f"{where}: field {name!r} is missing")
+    if not isinstance(body[name], typ): raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
+  try: got = input_hash(kind, body)
+  except (TypeError, ValueError) as e: raise RecordError(f"{where}: its inputs cannot be hashed: {e}") from None
+  if got != ihash:
+    raise RecordError(f"{where}: its inputs hash to {got[:16]}..., but it was stored under {ihash[:16]}...: the record "
+                      "was changed after capture (tampered or corrupt); capture again")
+  return body

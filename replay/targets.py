@@ -1,0 +1,76 @@
+"""Targets and their renderers, built from a fixed table (never from a class name read out of a record).
+
+A target is a device plus the flags that pick its renderer: CPU (C), CPU_LLVM (LLVM IR for the host), PYTHON,
+NV (CUDA), AMD (LLVM IR for AMDGPU). NV and AMD render without a GPU: a renderer is a pure object, compiling is the
+caller's choice.
+"""
+from __future__ import annotations
+import re
+from typing import Any, Callable
+from tinygrad.renderer import Renderer
+
+def _c(arch: str, threads: int) -> Renderer:
+  from tinygrad.renderer.cstyle import CRenderer
+  return CRenderer(threads)
+
+def _cpu_llvm(arch: str, threads: int) -> Renderer:
+  from tinygrad.runtime.ops_cpu import _llvm_renderer
+  r: Renderer = _llvm_renderer(threads)
+  return r
+
+def _python(arch: str, threads: int) -> Renderer:
+  from tinygrad.runtime.ops_python import PythonRenderer
+  return PythonRenderer()
+
+def _nv(arch: str, threads: int) -> Renderer:
+  from tinygrad.renderer.cuda import CUDARenderer
+  from tinygrad.helpers import NV_ARCH
+  return CUDARenderer(arch or NV_ARCH.value or "sm_90")
+
+def _amd(arch: str, threads: int) -> Renderer:
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  from tinygrad.helpers import AMD_ARCH
+  return AMDLLVMRenderer(arch or AMD_ARCH.value or "gfx1100")
+
+# target -> (renderer class name in Renderer.identity, constructor(arch, threads))
+TARGETS: dict[str, tuple[str, Callable[[str, int], Renderer]]] = {
+  "CPU": ("tinygrad.renderer.cstyle.CRenderer", _c),
+  "CPU_LLVM": ("tinygrad.renderer.llvmir.CPULLVMRenderer", _cpu_llvm),
+  "PYTHON": ("tinygrad.runtime.ops_python.PythonRenderer", _python),
+  "NV": ("tinygrad.renderer.cuda.CUDARenderer", _nv),
+  "AMD": ("tinygrad.renderer.llvmir.AMDLLVMRenderer", _amd),
+}
+_CLASS_TARGET = {cls: t for t, (cls, _) in TARGETS.items()}
+_IDENTITY_RE = re.compile(r"^([\w.]+)\(device=(\w*), arch=([\w.-]*), threads=(\d+), [0-9a-f]+\)$")
+
+class IncompatibleRecord(ValueError):
+  """A record names something this version does not have (an Op, a dtype, an arg class, an opt, a renderer, a flag)."""
+
+def parse_identity(identity: str) -> tuple[str, str, int]:
+  """Renderer.identity -> (target, arch, threads). Raises IncompatibleRecord for a renderer this version lacks."""
+  m = _IDENTITY_RE.match(identity)
+  if m is None: raise IncompatibleRecord(f"renderer identity {identity[:120]!r} is not in the form this version writes")
+  if (t := _CLASS_TARGET.get(m.group(1))) is None:
+    raise IncompatibleRecord(f"renderer {m.group(1)} is not one this version has ({sorted(_CLASS_TARGET)})")
+  return t, m.group(3), int(m.group(4))
+
+def target_flags(target: str) -> dict[str, Any]:
+  """The codegen flags that select the target's renderer (recorded with each of its programs)."""
+  return {"CPU_LLVM": 1} if target == "CPU_LLVM" else {}
+
+def target_renderer(target: str, identity: str | None) -> Renderer:
+  """The renderer of `target`, with the arch and thread count of `identity` when given (a recorded renderer), else the
+  defaults (the arch flags, the host's thread count)."""
+  if target not in TARGETS: raise ValueError(f"unknown target {target!r}; targets are {sorted(TARGETS)}")
+  arch, threads = "", 0
+  if identity is not None:
+    rt, arch, threads = parse_identity(identity)
+    if rt != target: raise ValueError(f"renderer {identity} is for {rt}, not {target}")
+  if not threads:
+    from tinygrad.runtime.ops_cpu import cpu_threads
+    threads = cpu_threads()
+  return TARGETS[target][1](arch, threads)
+
+def target_of(identity: str) -> str:
+  try: return parse_identity(identity)[0]
+  except IncompatibleRecord: return "?"

@@ -1,0 +1,34 @@
+"""Shared by the replay tests: a small capture of tensor programs, compiled for the C renderer, into a fresh database."""
+from __future__ import annotations
+import pathlib
+from typing import Any, Callable
+
+def programs() -> list[Callable[[], Any]]:
+  from tinygrad import Tensor
+  a = lambda: Tensor.arange(24).float().reshape(4, 6)
+  return [
+    lambda: (a().relu() * 2 + 1).sum(1),
+    lambda: a().max(0) + a().mean(),
+    lambda: a()[1:, ::2].contiguous(),
+    lambda: a().pad(((1, 2), (0, 3))).cat(a().pad(((0, 3), (3, 0))), dim=1),
+    lambda: a() @ a().T,
+    lambda: (a() > 5).where(a(), -a()).exp2(),
+    lambda: a().reshape(2, 12).permute(1, 0).contiguous() * 3,
+  ]
+
+def capture_programs(db: pathlib.Path, run_id: str = "base") -> list[Any]:
+  """Schedule every program and compile each kernel for the C renderer (threads=2) while capturing; returns the
+  ProgramSpecs compiled (an independent count of what the capture must hold)."""
+  from tinygrad.uop import Ops
+  from tinygrad.codegen import get_program
+  from replay import capture
+  from tinygrad.renderer.cstyle import CRenderer
+  ren = CRenderer(2)
+  compiled: list[Any] = []
+  capture.start(str(db), run_id, targets=[])
+  try:
+    for prog in programs():
+      for it in prog().schedule():
+        if it.ast.op is Ops.SINK: compiled.append(get_program(it.ast, ren))
+  finally: capture.stop()
+  return compiled
