@@ -87,7 +87,7 @@ lint: $(STAMP)
 
 types: $(STAMP)
 	$(VENV)/bin/mypy tinygrad fuzz
-	$(VENV)/bin/mypy --strict --follow-imports=silent spec
+	$(VENV)/bin/mypy --strict --follow-imports=silent spec replay
 
 fuzz-smoke: $(STAMP)
 	$(PY) -m fuzz symbolic --seconds 30

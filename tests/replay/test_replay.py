@@ -1,0 +1,244 @@
+"""Process replay: a change made in the test (a patched matcher, a patched renderer) is classified as what it is."""
+import json, os, pathlib, re, sqlite3, subprocess, sys
+import pytest
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UPat, PatternMatcher, UOp
+from tinygrad.dtype import dtypes
+from tinygrad.renderer import cstyle
+from tinygrad.renderer.cstyle import CRenderer
+from replay.db import DB, input_hash, canonical
+from replay.diff import diff
+from replay.report import render_html
+from tests.replay.helpers import capture_programs
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+  db = tmp_path_factory.mktemp("replay") / "base.db"
+  return db, capture_programs(db)
+
+def by_class(rep, kind="kernel") -> dict[str, set[str]]:
+  ret: dict[str, set[str]] = {}
+  for o in rep.outcomes:
+    if o.kind == kind: ret.setdefault(o.cls, set()).add(f"{o.name}#{o.rid}")
+  return ret
+
+def kernel_records(db) -> list[tuple[int, dict]]:
+  d = DB(str(db), create=False)
+  ret = [(rid, json.loads(body)) for rid, _, _, body in d.rows("base", "kernel")]
+  d.close()
+  return ret
+
+def old_uops(body) -> list[UOp]:
+  from spec.roundtrip import eval_pyrender
+  return eval_pyrender(body["uops"])
+
+def test_capture_holds_every_compiled_kernel_once_and_diffs_unchanged(base):
+  db, compiled = base
+  recs = kernel_records(db)
+  # one record per distinct input (the AST text and the opts decide it here: one renderer, one set of flags)
+  from tinygrad.uop.pyrender import pyrender
+  distinct = {(pyrender(p.ast), tuple(p.applied_opts)) for p in compiled}
+  assert len(recs) == len(distinct) >= 8
+  rep = diff(str(db), progress=None)
+  assert by_class(rep).keys() == {"unchanged"} and by_class(rep, "schedule").keys() == {"unchanged"}
+  assert rep.counts("schedule")["unchanged"] == 7 and rep.all_ok()
+  assert "captured opts" in rep.mode
+
+def test_fresh_opts_mode_says_so_and_keeps_deterministic_heuristics(base):
+  rep = diff(str(base[0]), fresh=True, progress=None)
+  assert "fresh opts" in rep.mode and "fresh opts" in rep.summary()
+  assert by_class(rep).keys() == {"unchanged"}
+
+def test_rule_change_is_changed_for_exactly_the_kernels_it_touches(base, monkeypatch):
+  db, _ = base
+  # a deliberately wrong rule: float MAX computed as ADD
+  monkeypatch.setattr(CRenderer, "extra_matcher",
+                      PatternMatcher([(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)]))
+  expected = {f"{b['name']}#{rid}" for rid, b in kernel_records(db)
+              if any(u.op is Ops.MAX and u.dtype == dtypes.float32 for u in old_uops(b))}
+  rep = diff(str(db), progress=None)
+  got = by_class(rep)
+  assert expected and got.get("changed") == expected
+  assert set(got) == {"changed", "unchanged"}
+  for o in rep.outcomes:
+    if o.cls == "changed": assert re.search(r"buffer data\d+\[\d+\]: old .*, new ", o.detail), o.detail
+  assert not rep.all_ok()
+
+def test_pure_rename_is_renamed(base, monkeypatch):
+  db, _ = base
+  fresh = cstyle._Lines.fresh
+  monkeypatch.setattr(cstyle._Lines, "fresh", lambda self, prefix: "t_" + fresh(self, prefix))
+  rep = diff(str(db), progress=None)
+  n = len(kernel_records(db))
+  assert by_class(rep).keys() == {"renamed"} and len(by_class(rep)["renamed"]) == n
+  assert rep.all_ok()
+
+def _even_mul_split(x, c):
+  return (x * (c.arg // 2)) + (x * (c.arg // 2)) if c.arg > 0 and c.arg % 2 == 0 else None
+
+def _has_even_int_mul(uops: list[UOp]) -> bool:
+  return any(u.op is Ops.MUL and u.dtype == dtypes.int32 and u.src[1].op is Ops.CONST and u.src[1].arg > 0
+             and u.src[1].arg % 2 == 0 for u in uops)
+
+def test_index_rewrite_that_keeps_values_is_same_semantics(base, monkeypatch):
+  db, _ = base
+  # x*c with c even -> x*(c/2) + x*(c/2): other index math, the same values (z3 proves it in 32-bit wrapping ints)
+  monkeypatch.setattr(CRenderer, "extra_matcher",
+                      PatternMatcher([(UPat(Ops.MUL, dtypes.int32, (UPat.var("x"), UPat.cvar("c"))), _even_mul_split)]))
+  expected = {f"{b['name']}#{rid}" for rid, b in kernel_records(db) if _has_even_int_mul(old_uops(b))}
+  rep = diff(str(db), progress=None)
+  got = by_class(rep)
+  assert expected and got.get("same semantics") == expected, rep.summary()
+  assert set(got) <= {"same semantics", "unchanged"}
+  assert all("proved equal by z3" in o.detail for o in rep.outcomes if o.cls == "same semantics")
+
+def test_index_rewrite_that_changes_values_is_changed_with_a_counterexample(base, monkeypatch):
+  db, _ = base
+  def off_by_one(x, c): return (x * (c.arg - 1)) + x.const_like(0) * x if c.arg > 2 and c.arg % 2 == 0 else None
+  monkeypatch.setattr(CRenderer, "extra_matcher",
+                      PatternMatcher([(UPat(Ops.MUL, dtypes.int32, (UPat.var("x"), UPat.cvar("c"))), off_by_one)]))
+  rep = diff(str(db), progress=None)
+  changed = [o for o in rep.outcomes if o.cls == "changed"]
+  assert changed and "same semantics" not in by_class(rep)
+  assert any("z3 found index math that differs" in o.detail for o in changed), rep.summary()
+
+def test_schedule_whose_old_kernels_differ_is_changed(base, tmp_path):
+  db, _ = base
+  copy = tmp_path / "s.db"
+  src, dst = sqlite3.connect(db), sqlite3.connect(copy)
+  src.backup(dst)
+  src.close()
+  # the kernels are outputs: an older version that made one more kernel is a schedule change (no tampering)
+  rid, body = dst.execute("SELECT id, body FROM records WHERE kind='schedule' ORDER BY id LIMIT 1").fetchone()
+  b = json.loads(body)
+  b["kernels"] = b["kernels"] + b["kernels"][:1]
+  dst.execute("UPDATE records SET body=? WHERE id=?", (canonical(b), rid))
+  dst.commit()
+  dst.close()
+  rep = diff(str(copy), progress=None)
+  (o,) = [o for o in rep.outcomes if o.kind == "schedule" and o.cls != "unchanged"]
+  assert o.rid == rid and o.cls == "changed" and f"{len(b['kernels'])} kernels before, {len(b['kernels']) - 1} now" in o.detail
+
+def _insert(db, kind, body, ihash=None, text=None):
+  conn = sqlite3.connect(db)
+  cur = conn.execute("INSERT INTO records (run_id, kind, input_hash, body) VALUES ('base', ?, ?, ?)",
+                     (kind, ihash or input_hash(kind, body), text if text is not None else canonical(body)))
+  conn.commit()
+  conn.close()
+  return cur.lastrowid
+
+def _copy(db, tmp_path):
+  copy = tmp_path / "bad.db"
+  src, dst = sqlite3.connect(db), sqlite3.connect(copy)
+  src.backup(dst)
+  src.close(); dst.close()
+  return copy
+
+def test_tampered_truncated_and_hostile_records_are_errors_and_run_nothing(base, tmp_path):
+  db, _ = base
+  copy = _copy(db, tmp_path)
+  (rid_t, good), (rid_tr, other), (rid_ok, _), *_ = kernel_records(db)
+  sentinel = tmp_path / "pwned"
+  conn = sqlite3.connect(copy)
+  # tampered: a record's AST text edited after capture (it stays under its old hash); truncated: half a JSON body
+  conn.execute("UPDATE records SET body=? WHERE id=?", (canonical(dict(good, ast=good["ast"] + "\n")), rid_t))
+  conn.execute("UPDATE records SET body=? WHERE id=?", (canonical(other)[:len(canonical(other)) // 2], rid_tr))
+  conn.commit(); conn.close()
+  ids = {"tampered": rid_t, "truncated": rid_tr}
+  # hostile: code in the AST text, the linear program and a schedule graph, each under a correct hash
+  evil = f"__import__('os').system('touch {sentinel}')"
+  ids["hostile ast"] = _insert(copy, "kernel", dict(good, ast=f"ast = {evil}"))
+  ids["hostile uops"] = _insert(copy, "kernel", dict(good, ast=good["ast"] + "\n", uops=f"c0 = {evil}\nast = [c0]"))
+  ids["hostile graph"] = _insert(copy, "schedule", {"graph": f"ast = (lambda: {evil})()", "kernels": []})
+  ids["not an object"] = _insert(copy, "kernel", dict(good, name="other"), ihash="0" * 64, text="[1, 2]")
+  rep = diff(str(copy), progress=None)
+  assert not sentinel.exists()
+  got = {o.rid: o for o in rep.outcomes}
+  assert len(rep.outcomes) == rep.total  # every record visited, none stopped the run
+  for what, rid in ids.items():
+    assert got[rid].cls == "bad record", (what, got[rid])
+  assert "tampered" in got[ids["tampered"]].detail and "not valid JSON" in got[ids["truncated"]].detail
+  assert "not allowed" in got[ids["hostile ast"]].detail and "line 1" in got[ids["hostile ast"]].detail
+  assert got[rid_ok].cls == "unchanged"
+
+def test_record_naming_what_this_version_lacks_is_incompatible(base, tmp_path):
+  db, _ = base
+  copy = _copy(db, tmp_path)
+  (_, good), *_ = kernel_records(db)
+  ids = {
+    "op": _insert(copy, "kernel", dict(good, ast=re.sub(r"Ops\.SINK", "Ops.FROBNICATE", good["ast"], count=1)
+                                       if "Ops.SINK" in good["ast"] else "ast = UOp(Ops.FROBNICATE, dtypes.void)")),
+    "dtype": _insert(copy, "kernel", dict(good, ast="c0 = UOp.const(dtypes.float128, 1.0)\nast = UOp.sink(c0)")),
+    "opt": _insert(copy, "kernel", dict(good, opts=[["WARPSPEED", 0, 4]])),
+    "flag": _insert(copy, "kernel", dict(good, flags=good["flags"] + [["OLD_FLAG", 1]])),
+    "renderer": _insert(copy, "kernel", dict(good, renderer="tinygrad.renderer.gone.GoneRenderer(device=CPU, arch=, "
+                                                           "threads=2, 0123456789abcdef)")),
+    "arg class": _insert(copy, "kernel", dict(good, ast="ast = UOp(Ops.SINK, dtypes.void, (), Gone(x=1))")),
+  }
+  rep = diff(str(copy), progress=None)
+  got = {o.rid: o for o in rep.outcomes}
+  for what, rid in ids.items(): assert got[rid].cls == "incompatible", (what, got[rid].detail)
+  assert "FROBNICATE" in got[ids["op"]].detail and "float128" in got[ids["dtype"]].detail
+
+def test_html_report_is_self_contained_and_escapes_record_text(base, tmp_path, monkeypatch):
+  db, _ = base
+  copy = _copy(db, tmp_path)
+  (_, good), *_ = kernel_records(db)
+  # an old source with markup in it: the report shows it as text
+  conn = sqlite3.connect(copy)
+  rid = conn.execute("SELECT id FROM records WHERE kind='kernel' ORDER BY id LIMIT 1").fetchone()[0]
+  conn.execute("UPDATE records SET body=? WHERE id=?", (canonical(dict(good, src=good["src"] + "<script>alert(1)</script>")), rid))
+  conn.commit(); conn.close()
+  rep = diff(str(copy), progress=None, limit=3)
+  page = render_html(rep)
+  assert "<script>" not in page and "&lt;script&gt;" in page
+  assert "LIMITED" in page and "LIMITED" in rep.summary() and len(rep.outcomes) == 3
+  assert "http" not in page.split("<body>")[1]  # nothing external
+
+def test_capture_for_other_targets_diffs_them(tmp_path):
+  db = tmp_path / "t.db"
+  from replay import capture
+  capture.start(str(db), "nv", targets=["NV"])
+  try:
+    from tinygrad.codegen import get_program
+    for prog in __import__("tests.replay.helpers", fromlist=["programs"]).programs()[:3]:
+      for it in prog().schedule():
+        if it.ast.op is Ops.SINK: get_program(it.ast, CRenderer(2))
+  finally: capture.stop()
+  rep = diff(str(db), target="NV", progress=None)
+  nv = [o for o in rep.outcomes if o.kind == "kernel"]
+  assert nv and all(o.target == "NV" and o.cls == "unchanged" for o in nv)
+  assert len(nv) == DB(str(db)).count("nv", "kernel") // 2
+  with pytest.raises(LookupError, match="--targets AMD"): diff(str(db), target="AMD", progress=None)
+
+def _run(*args, env=None, timeout=600):
+  e = {**os.environ, "SPEC": "1", "IGNORE_OOB": "1", **(env or {})}
+  e.pop("CAPTURE_PROCESS_REPLAY", None)
+  return subprocess.run([sys.executable, *args], cwd=ROOT, env=e, capture_output=True, text=True, timeout=timeout)
+
+def test_capture_under_xdist_loses_no_record_and_cli_diff_asserts_no_change(tmp_path):
+  db, out, html = tmp_path / "x.db", tmp_path / "programs", tmp_path / "r.html"
+  # the capture is the replay CLI around pytest with 2 workers; the independent count is the program-capture plugin
+  # (tests/codegen/program_capture.py), which appends every compiled program to a file per process
+  cap = _run("-m", "replay", "capture", "--", sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
+             "-p", "tests.codegen.program_capture", "--capture-programs", str(out), "tests/tensor/test_realize.py",
+             env={"REPLAY_DB": str(db)})
+  assert cap.returncode == 0, cap.stdout[-2000:] + cap.stderr[-2000:]
+  from tests.codegen.program_capture import load_records
+  independent = {(r.ast, r.renderer, tuple(tuple(f) for f in r.flags), tuple(tuple(o) for o in r.opts))
+                 for r in load_records(str(out))}
+  assert len(list(out.glob("*.jsonl"))) >= 2  # both workers compiled
+  d = DB(str(db), create=False)
+  (run,) = d.runs()
+  captured = set()
+  for _, _, _, body in d.rows(run.run_id, "kernel"):
+    b = json.loads(body)
+    captured.add((b["ast"], b["renderer"], tuple(tuple(f) for f in b["flags"]), tuple(tuple(o) for o in b["opts"])))
+  assert captured == independent and len(captured) > 10
+  assert d.count(run.run_id, "schedule") > 0 and d.capture_errors(run.run_id) == []
+  d.close()
+  rep = _run("-m", "replay", "diff", "--assert-no-change", "--html", str(html), env={"REPLAY_DB": str(db)})
+  assert rep.returncode == 0, rep.stdout[-3000:] + rep.stderr[-2000:]
+  assert f"kernels ({len(captured)}): unchanged {len(captured)}," in rep.stdout and html.exists()
