@@ -6,13 +6,16 @@ STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
-	test-nv test-gpu test-semantics-sweep test-deep-chains test-emulate test-emulate-nv test-emulate-amd
+	test-nv test-gpu test-semantics-sweep test-deep-chains test-emulate test-emulate-nv test-emulate-amd replay install
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[testing,lint,nv,llvm,fuzz]'
 	touch $(STAMP)
+
+# the virtual environment alone (CI jobs that run its tools from more than one checkout)
+install: $(STAMP)
 
 demo: $(STAMP)
 	SPEC=2 $(PY) examples/mlp.py
@@ -104,6 +107,21 @@ fuzz-mutants: $(STAMP)
 	$(PY) -m fuzz mutants --seconds 60
 fuzz-compare: $(STAMP)
 	$(PY) -m fuzz compare --seconds 600
+
+# process replay against main (docs/replay.md): the suite captured on a temporary git worktree of $(REPLAY_BASE) (your
+# checkout is not touched), then every schedule and kernel recompiled with the code checked out here and classified;
+# the database and the HTML report are in .replay/. REPLAY_ARGS adds diff options (--assert-no-change, --fresh-opts,
+# --target NV, ...); REPLAY_TESTS narrows the capture (default: the whole suite)
+REPLAY_BASE ?= main
+REPLAY_TESTS ?=
+REPLAY_ARGS ?=
+replay: $(STAMP)
+	rm -rf .replay/base .replay/replay.db .replay/replay.db-wal .replay/replay.db-shm && mkdir -p .replay
+	git worktree prune && git worktree add --detach .replay/base $(REPLAY_BASE)
+	-cd .replay/base && REPLAY_DB=$(CURDIR)/.replay/replay.db $(abspath $(PY)) -m replay capture -- \
+		$(abspath $(PY)) -m pytest -n $(JOBS) -q -p no:cacheprovider $(REPLAY_TESTS)
+	git worktree remove --force .replay/base
+	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html $(REPLAY_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
