@@ -75,6 +75,16 @@ def test_pure_rename_is_renamed(base, monkeypatch):
   assert by_class(rep).keys() == {"renamed"} and len(by_class(rep)["renamed"]) == n
   assert rep.all_ok()
 
+def test_renderer_only_change_is_changed_not_same_semantics(base, monkeypatch):
+  db, _ = base
+  # the C text of MAX spelled as a sum: the linear program is untouched, so only the source shows it
+  monkeypatch.setitem(CRenderer.code_for_op, Ops.MAX, lambda a, b, dt: f"({a}+{b})")
+  expected = {f"{b['name']}#{rid}" for rid, b in kernel_records(db) if any(u.op is Ops.MAX for u in old_uops(b))}
+  rep = diff(str(db), progress=None)
+  got = by_class(rep)
+  assert expected and got.get("changed") == expected and set(got) == {"changed", "unchanged"}
+  assert all("a renderer change" in o.detail for o in rep.outcomes if o.cls == "changed")
+
 def _even_mul_split(x, c):
   return (x * (c.arg // 2)) + (x * (c.arg // 2)) if c.arg > 0 and c.arg % 2 == 0 else None
 
