@@ -31,6 +31,7 @@ class _State:
     self.pending: list[UOp] = []  # tensor graphs whose kernel graph is not out yet
     self.fanning = False
     self.written = {"kernel": 0, "schedule": 0}
+    self.saved_run: tuple[str | None, str] | None = None  # REPLAY_RUN (environment, flag) before start()
 
 state = _State()
 
@@ -92,6 +93,7 @@ def start(path: str | None = None, run_id: str | None = None, targets: list[str]
   stop()
   state.path = path or default_path()
   state.run_id = run_id or REPLAY_RUN.value or new_run_id()
+  state.saved_run = (os.environ.get("REPLAY_RUN"), REPLAY_RUN.value)
   os.environ["REPLAY_RUN"] = REPLAY_RUN.value = state.run_id
   env_targets = [t.strip().upper() for t in REPLAY_TARGETS.value.split(",") if t.strip()]
   state.targets = targets if targets is not None else env_targets
@@ -104,6 +106,11 @@ def stop() -> None:
   for name, fn in CALLBACKS.items(): hooks.unregister(name, fn)
   if state.db is not None and state.pid == os.getpid(): state.db.close()
   state.db, state.pending = None, []
+  if state.saved_run is not None:
+    env, REPLAY_RUN.value = state.saved_run
+    if env is None: os.environ.pop("REPLAY_RUN", None)
+    else: os.environ["REPLAY_RUN"] = env
+    state.saved_run = None
 
 def install() -> Any:
   """The plugin entry point: start capturing when CAPTURE_PROCESS_REPLAY=1 (idempotent)."""

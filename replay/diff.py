@@ -130,6 +130,9 @@ def read_opts(opts: list[Any]) -> tuple[Any, ...]:
 
 # ---- one kernel ----
 
+# NOTE: a renderer is built from its recorded identity once per diff process (the LLVM ones are slow to make)
+_renderers: dict[tuple[str, str], Any] = {}
+
 def _emulate(target: str) -> str: return target if target in ("NV", "AMD") else ""
 
 def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
@@ -147,7 +150,8 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   from tinygrad.codegen import get_program
   try:
     with Context(**flags):
-      renderer = target_renderer(out.target, body["renderer"])
+      if (renderer := _renderers.get((out.target, body["renderer"]))) is None:
+        renderer = _renderers[(out.target, body["renderer"])] = target_renderer(out.target, body["renderer"])
       p = get_program(ast, renderer, None if fresh else opts)
   except Exception as e:
     from tinygrad.uop.pyrender import pyrender

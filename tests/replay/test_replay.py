@@ -252,3 +252,18 @@ def test_capture_under_xdist_loses_no_record_and_cli_diff_asserts_no_change(tmp_
   rep = _run("-m", "replay", "diff", "--assert-no-change", "--html", str(html), env={"REPLAY_DB": str(db)})
   assert rep.returncode == 0, rep.stdout[-3000:] + rep.stderr[-2000:]
   assert f"kernels ({len(captured)}): unchanged {len(captured)}," in rep.stdout and html.exists()
+
+def test_records_of_a_killed_process_are_kept(tmp_path):
+  db = tmp_path / "k.db"
+  # every record is committed as it is written: a process killed with SIGKILL (no exit handlers) loses none
+  script = ("import os, signal\nfrom tinygrad import Tensor\nfrom tinygrad.codegen import get_program\n"
+            "from tinygrad.renderer.cstyle import CRenderer\nfrom replay import capture\n"
+            f"capture.start({str(db)!r}, 'killed', targets=[])\nn = 0\n"
+            "for it in (Tensor.arange(12).float().reshape(3, 4).sum(1) + 1).schedule():\n"
+            "  get_program(it.ast, CRenderer(2)); n += 1\n"
+            f"open({str(tmp_path / 'n')!r}, 'w').write(str(n))\nos.kill(os.getpid(), signal.SIGKILL)\n")
+  r = _run("-c", script)
+  assert r.returncode == -9, r.stderr[-2000:]
+  n = int((tmp_path / "n").read_text())
+  d = DB(str(db), create=False)
+  assert n >= 1 and d.count("killed", "kernel") == n and d.count("killed", "schedule") == 1
