@@ -1,7 +1,7 @@
 """The HTML report of a diff: one self-contained page (no scripts, no external files), every record text escaped."""
 from __future__ import annotations
 import difflib, html
-from replay.diff import Report, KERNEL_CLASSES, SCHEDULE_CLASSES, OK_CLASSES
+from replay.diff import Report, KERNEL_CLASSES, SCHEDULE_CLASSES
 
 CSS = """body{font-family:sans-serif;margin:1em 2em}
 table.diff{font-family:monospace;font-size:12px;border-collapse:collapse}
@@ -39,6 +39,6 @@ def render_html(rep: Report, max_lines: int = 4000) -> str:
     if o.cls == "failed": out.append(f"<pre>{e(o.new[:200_000])}</pre>"); continue
     a, b = o.old.splitlines()[:max_lines], o.new.splitlines()[:max_lines]
     # NOTE: HtmlDiff escapes the text of the lines it shows (&, <, >)
-    out.append(differ.make_table(a, b, "before", "now", context=o.cls not in OK_CLASSES, numlines=4))
+    out.append(differ.make_table(a, b, "before", "now", context=True, numlines=4))
   out.append("</body></html>")
   return "\n".join(out)
