@@ -12,7 +12,7 @@
                   change.
 """
 from __future__ import annotations
-import re
+import math, re
 from dataclasses import dataclass
 from typing import Any, Sequence
 import numpy as np
@@ -206,6 +206,22 @@ def _first_difference(a: np.ndarray, b: np.ndarray) -> tuple[int, Any, Any] | No
   i = int(np.argmin(same))
   return i, a[i].item(), b[i].item()
 
+# the most lane-steps (threads x executed lines) one interpreted run may take; a bigger kernel is not run (the report
+# says so) rather than stall the diff
+MAX_STEPS = 50_000_000
+
+def steps(uops: Sequence[UOp], launch: int) -> int:
+  """Threads x lines executed, loops counted at their largest extent."""
+  mult, total = 1, 0
+  stack: list[int] = []
+  for u in uops:
+    total += mult
+    if u.op is Ops.RANGE:
+      stack.append(mult)
+      mult *= max(int(u.src[0].vmax), 1)
+    elif u.op is Ops.END and stack: mult = stack.pop()
+  return total * launch
+
 def run_both(old: list[UOp], new: list[UOp], name: str, emulate: str, seeds: Sequence[int] = (0, 1)) -> RunResult:
   """Run both programs on the same random inputs (the old program's buffers decide the inputs) and compare every
   buffer either one stores to."""
@@ -221,6 +237,10 @@ def run_both(old: list[UOp], new: list[UOp], name: str, emulate: str, seeds: Seq
     var_vals = {n: int(rng.integers(lo, min(hi, lo + 16) + 1)) for n, (lo, hi) in dvars.items()}
     results = []
     for which, prog in (("old", old), ("new", new)):
+      gs, ls = _spec(name, prog).launch_dims(var_vals)
+      if (n := steps(prog, math.prod(gs) * math.prod(ls or [1]))) > MAX_STEPS:
+        return RunResult(False, f"not run: the {which} program takes about {n:.2e} interpreted steps "
+                                f"(over {MAX_STEPS:.0e})")
       try: results.append(run_program(name, prog, bufs, var_vals, emulate))
       except Exception as e: return RunResult(True, f"the {which} program failed to run on PYTHON: {type(e).__name__}: "
                                                     f"{str(e)[:300]}")

@@ -267,3 +267,12 @@ def test_records_of_a_killed_process_are_kept(tmp_path):
   n = int((tmp_path / "n").read_text())
   d = DB(str(db), create=False)
   assert n >= 1 and d.count("killed", "kernel") == n and d.count("killed", "schedule") == 1
+
+def test_kernel_too_big_to_interpret_is_changed_without_a_run(base, monkeypatch):
+  from replay import compare
+  db, _ = base
+  monkeypatch.setattr(compare, "MAX_STEPS", 10)
+  monkeypatch.setattr(CRenderer, "extra_matcher",
+                      PatternMatcher([(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)]))
+  changed = [o for o in diff(str(db), progress=None).outcomes if o.cls == "changed"]
+  assert changed and all("not run: the old program takes about" in o.detail for o in changed)
