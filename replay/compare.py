@@ -207,8 +207,8 @@ def _first_difference(a: np.ndarray, b: np.ndarray) -> tuple[int, Any, Any] | No
   return i, a[i].item(), b[i].item()
 
 # the most lane-steps (threads x executed lines) one interpreted run may take; a bigger kernel is not run (the report
-# says so) rather than stall the diff
-MAX_STEPS = 50_000_000
+# says so) rather than stall the diff (the interpreter runs a serial loop at about 50k lines a second)
+MAX_STEPS = 1_000_000
 
 def steps(uops: Sequence[UOp], launch: int) -> int:
   """Threads x lines executed, loops counted at their largest extent."""
