@@ -276,3 +276,23 @@ def test_kernel_too_big_to_interpret_is_changed_without_a_run(base, monkeypatch)
                       PatternMatcher([(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)]))
   changed = [o for o in diff(str(db), progress=None).outcomes if o.cls == "changed"]
   assert changed and all("not run: the old program takes about" in o.detail for o in changed)
+
+def test_z3_unknown_is_not_same_semantics(base, monkeypatch):
+  import z3
+  db, _ = base
+  monkeypatch.setattr(CRenderer, "extra_matcher",
+                      PatternMatcher([(UPat(Ops.MUL, dtypes.int32, (UPat.var("x"), UPat.cvar("c"))), _even_mul_split)]))
+  # a solver that gives up (a timeout answers the same): no proof, so the kernel is changed, never same semantics
+  monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
+  rep = diff(str(db), progress=None)
+  got = by_class(rep)
+  assert "same semantics" not in got and got.get("changed")
+  assert all("z3 did not prove the index math equal" in o.detail for o in rep.outcomes if o.cls == "changed")
+
+def test_database_of_another_schema_version_is_refused(base, tmp_path):
+  copy = _copy(base[0], tmp_path)
+  conn = sqlite3.connect(copy)
+  conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+  conn.commit(); conn.close()
+  with pytest.raises(RuntimeError, match="schema version 99"): diff(str(copy), progress=None)
+  with pytest.raises(FileNotFoundError, match="capture first"): diff(str(tmp_path / "missing.db"), progress=None)
