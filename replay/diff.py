@@ -187,7 +187,7 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
 
 def diff_schedule(rid: int, body: dict[str, Any]) -> Outcome:
   kernels = body["kernels"]
-  out = Outcome(rid, "schedule", f"schedule {rid} ({len(kernels)} kernels)", "", "", old="\n\n".join(map(str, kernels)))
+  out = Outcome(rid, "schedule", f"#{rid} ({len(kernels)} kernels)", "", "", old="\n\n".join(map(str, kernels)))
   try: graph: UOp = read_graph(body["graph"], "the tensor graph")
   except _Skip as s:
     out.cls, out.detail = s.cls, s.detail
