@@ -92,7 +92,10 @@ def start(path: str | None = None, run_id: str | None = None, targets: list[str]
   a new id exported to REPLAY_RUN so child processes file under the same run). Returns the run id."""
   stop()
   state.path = path or default_path()
-  state.run_id = run_id or REPLAY_RUN.value or new_run_id()
+  # NOTE: pytest-xdist workers are started before the controller imports tinygrad, so they cannot inherit its run id;
+  # they share the session's test run uid instead
+  xdist = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+  state.run_id = run_id or REPLAY_RUN.value or (f"pytest-xdist-{xdist[:16]}" if xdist else new_run_id())
   state.saved_run = (os.environ.get("REPLAY_RUN"), REPLAY_RUN.value)
   os.environ["REPLAY_RUN"] = REPLAY_RUN.value = state.run_id
   env_targets = [t.strip().upper() for t in REPLAY_TARGETS.value.split(",") if t.strip()]

@@ -71,8 +71,8 @@ TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin whe
 CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0, "1 records every schedule and every compiled kernel "
                                     "into the replay database (replay/, loaded as the `tinygrad.plugins` entry point)")
 REPLAY_DB = ContextVar("REPLAY_DB", "", "path of the replay database; empty uses ~/.cache/tinygrad/replay.db")
-REPLAY_RUN = ContextVar("REPLAY_RUN", "", "run id the replay capture files records under; empty: a new one per "
-                        "top-level process (its child processes inherit it)")
+REPLAY_RUN = ContextVar("REPLAY_RUN", "", "run id the replay capture files records under; empty: one per pytest-xdist "
+                        "session, else a new one per top-level process (its child processes inherit it)")
 REPLAY_TARGETS = ContextVar("REPLAY_TARGETS", "", "comma list of targets (NV, AMD, CPU_LLVM) the replay capture also "
                             "renders each kernel for, compile-only")
 HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "",

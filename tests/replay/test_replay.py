@@ -224,17 +224,25 @@ def test_capture_for_other_targets_diffs_them(tmp_path):
   with pytest.raises(LookupError, match="--targets AMD"): diff(str(db), target="AMD", progress=None)
 
 def _run(*args, env=None, timeout=600):
-  e = {**os.environ, "SPEC": "1", "IGNORE_OOB": "1", **(env or {})}
-  e.pop("CAPTURE_PROCESS_REPLAY", None)
+  e = {k: v for k, v in os.environ.items() if k not in ("CAPTURE_PROCESS_REPLAY", "REPLAY_RUN", "REPLAY_DB")}
+  e.update({"SPEC": "1", "IGNORE_OOB": "1", **(env or {})})
   return subprocess.run([sys.executable, *args], cwd=ROOT, env=e, capture_output=True, text=True, timeout=timeout)
 
-def test_capture_under_xdist_loses_no_record_and_cli_diff_asserts_no_change(tmp_path):
+@pytest.mark.parametrize("how", ["cli", "env"])
+def test_capture_under_xdist_loses_no_record_and_cli_diff_asserts_no_change(tmp_path, how):
   db, out, html = tmp_path / "x.db", tmp_path / "programs", tmp_path / "r.html"
-  # the capture is the replay CLI around pytest with 2 workers; the independent count is the program-capture plugin
-  # (tests/codegen/program_capture.py), which appends every compiled program to a file per process
-  cap = _run("-m", "replay", "capture", "--", sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
-             "-p", "tests.codegen.program_capture", "--capture-programs", str(out), "tests/tensor/test_realize.py",
-             env={"REPLAY_DB": str(db)})
+  # the capture is the replay CLI, or CAPTURE_PROCESS_REPLAY=1 alone, around pytest with 2 workers; the independent count
+  # is the program-capture plugin (tests/codegen/program_capture.py), which appends every compiled program to a file
+  # per process
+  pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "-p",
+                "tests.codegen.program_capture", "--capture-programs", str(out), "tests/tensor/test_realize.py"]
+  if how == "cli": cap = _run("-m", "replay", "capture", "--", *pytest_cmd, env={"REPLAY_DB": str(db)})
+  else:
+    # NOTE: the plugin as `import tinygrad` loads it: the entry point where the install has it, else the start-up hook
+    env = {"REPLAY_DB": str(db), "CAPTURE_PROCESS_REPLAY": "1"}
+    from replay.__main__ import _entry_point_installed
+    if not _entry_point_installed(): env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "replay" / "startup"), str(ROOT)])
+    cap = _run(*pytest_cmd[1:], env=env)
   assert cap.returncode == 0, cap.stdout[-2000:] + cap.stderr[-2000:]
   from tests.codegen.program_capture import load_records
   independent = {(r.ast, r.renderer, tuple(tuple(f) for f in r.flags), tuple(tuple(o) for o in r.opts))
