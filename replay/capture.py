@@ -12,8 +12,8 @@ With REPLAY_TARGETS (`python -m replay capture --targets NV,AMD`) each kernel is
 A failure to record never takes the captured program down: it is stored in capture_errors and reported by diff.
 """
 from __future__ import annotations
-import os, sys
-from typing import Any, Callable
+import contextlib, os, sys
+from typing import Any, Callable, Iterator
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.pyrender import pyrender, pyrender_list
@@ -87,26 +87,35 @@ def on_kernel_graph(ksink: UOp) -> None:
 CALLBACKS: dict[str, Callable[..., None]] = {"compiled": on_compiled, "tensor_graph": on_tensor_graph,
                                              "kernel_graph": on_kernel_graph}
 
+_outer: list[_State] = []  # the sessions a nested start() (a test inside a captured run) interrupted
+
+def active() -> bool: return hooks.compiled.count(on_compiled) > 0
+
 def start(path: str | None = None, run_id: str | None = None, targets: list[str] | None = None) -> str:
   """Record from now on into `path` (default: REPLAY_DB or the default path) under `run_id` (default: REPLAY_RUN, else
-  a new id exported to REPLAY_RUN so child processes file under the same run). Returns the run id."""
-  stop()
-  state.path = path or default_path()
+  a new id exported to REPLAY_RUN so child processes file under the same run). Returns the run id. A session already
+  recording is suspended until the matching stop()."""
+  global state
+  if active(): _outer.append(state)
+  state = new = _State()
+  new.path = path or default_path()
   # NOTE: pytest-xdist workers are started before the controller imports tinygrad, so they cannot inherit its run id;
   # they share the session's test run uid instead
   xdist = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
-  state.run_id = run_id or REPLAY_RUN.value or (f"pytest-xdist-{xdist[:16]}" if xdist else new_run_id())
-  state.saved_run = (os.environ.get("REPLAY_RUN"), REPLAY_RUN.value)
-  os.environ["REPLAY_RUN"] = REPLAY_RUN.value = state.run_id
+  new.run_id = run_id or REPLAY_RUN.value or (f"pytest-xdist-{xdist[:16]}" if xdist else new_run_id())
+  new.saved_run = (os.environ.get("REPLAY_RUN"), REPLAY_RUN.value)
+  os.environ["REPLAY_RUN"] = REPLAY_RUN.value = new.run_id
   env_targets = [t.strip().upper() for t in REPLAY_TARGETS.value.split(",") if t.strip()]
-  state.targets = targets if targets is not None else env_targets
-  if (bad := [t for t in state.targets if t not in TARGETS]):
+  new.targets = targets if targets is not None else env_targets
+  if (bad := [t for t in new.targets if t not in TARGETS]):
+    stop()
     raise ValueError(f"replay capture: unknown target(s) {bad}; targets are {sorted(TARGETS)}")
   for name, fn in CALLBACKS.items(): hooks.register(name, fn)
-  return state.run_id
+  return new.run_id
 
 def stop() -> None:
-  for name, fn in CALLBACKS.items(): hooks.unregister(name, fn)
+  """End the current session; a session it suspended records again."""
+  global state
   if state.db is not None and state.pid == os.getpid(): state.db.close()
   state.db, state.pending = None, []
   if state.saved_run is not None:
@@ -114,8 +123,21 @@ def stop() -> None:
     if env is None: os.environ.pop("REPLAY_RUN", None)
     else: os.environ["REPLAY_RUN"] = env
     state.saved_run = None
+  if _outer: state = _outer.pop()
+  else:
+    for name, fn in CALLBACKS.items(): hooks.unregister(name, fn)
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+  """Record nothing inside the block (a diff compiles every record again), then go on as before."""
+  was = active()
+  for name, fn in CALLBACKS.items(): hooks.unregister(name, fn)
+  try: yield
+  finally:
+    if was:
+      for name, fn in CALLBACKS.items(): hooks.register(name, fn)
 
 def install() -> Any:
   """The plugin entry point: start capturing when CAPTURE_PROCESS_REPLAY=1 (idempotent)."""
-  if CAPTURE_PROCESS_REPLAY.value and hooks.compiled.count(on_compiled) == 0: start()
+  if CAPTURE_PROCESS_REPLAY.value and not active(): start()
   return sys.modules[__name__]

@@ -239,29 +239,31 @@ def diff(db_path: str | None = None, against: str | None = None, fresh: bool = F
   rep.capture_errors = db.capture_errors(run.run_id)
   st = time.perf_counter()
   todo = rows if limit is None else rows[:limit]
-  from tinygrad.uop import hooks
   from replay import capture
-  # NOTE: a diff records nothing, even when run under CAPTURE_PROCESS_REPLAY=1
-  capture.stop()
-  assert not hooks.compiled.count(capture.on_compiled)
-  for i, (rid, kind, ihash, text) in enumerate(todo):
-    t0 = time.perf_counter()
-    try:
-      body = parse_record(rid, kind, ihash, text)
-      o = diff_kernel(rid, body, fresh) if kind == "kernel" else diff_schedule(rid, body)
-    except RecordError as e: o = Outcome(rid, kind, f"record {rid}", "bad record", str(e))
-    except Exception as e:  # NOTE: one kernel's trouble never ends the run; it is a failure the report shows
-      o = Outcome(rid, kind, f"record {rid}", "failed", f"replay could not compare it: {type(e).__name__}: {e}",
-                  new="".join(traceback.format_exception(e)[-8:]))
-    o.seconds = time.perf_counter() - t0
-    rep.outcomes.append(o)
-    if on_outcome is not None: on_outcome(o)
-    if progress is not None and (i + 1 == len(todo) or (i + 1) % 25 == 0 or o.cls not in OK_CLASSES):
-      counts = {c: n for c, n in rep.counts("kernel").items() if n}
-      print(f"[{i + 1}/{len(todo)}] {o.kind} {o.name}: {o.cls}   so far {counts}", file=progress, flush=True)
+  # NOTE: a diff records nothing, even inside a captured run
+  with capture.paused():
+    for i, (rid, kind, ihash, text) in enumerate(todo): _diff_one(rep, i, len(todo), rid, kind, ihash, text, fresh,
+                                                                  progress, on_outcome)
   rep.seconds = time.perf_counter() - st
   db.close()
   return rep
+
+def _diff_one(rep: Report, i: int, n: int, rid: int, kind: str, ihash: str, text: str, fresh: bool,
+              progress: TextIO | None, on_outcome: Callable[[Outcome], None] | None) -> None:
+  t0 = time.perf_counter()
+  try:
+    body = parse_record(rid, kind, ihash, text)
+    o = diff_kernel(rid, body, fresh) if kind == "kernel" else diff_schedule(rid, body)
+  except RecordError as e: o = Outcome(rid, kind, f"record {rid}", "bad record", str(e))
+  except Exception as e:  # NOTE: one kernel's trouble never ends the run; it is a failure the report shows
+    o = Outcome(rid, kind, f"record {rid}", "failed", f"replay could not compare it: {type(e).__name__}: {e}",
+                new="".join(traceback.format_exception(e)[-8:]))
+  o.seconds = time.perf_counter() - t0
+  rep.outcomes.append(o)
+  if on_outcome is not None: on_outcome(o)
+  if progress is not None and (i + 1 == n or (i + 1) % 25 == 0 or o.cls not in OK_CLASSES):
+    counts = {c: k for c, k in rep.counts("kernel").items() if k}
+    print(f"[{i + 1}/{n}] {o.kind} {o.name}: {o.cls}   so far {counts}", file=progress, flush=True)
 
 def _target_of_text(text: str) -> str:
   import json

@@ -304,3 +304,25 @@ def test_database_of_another_schema_version_is_refused(base, tmp_path):
   conn.commit(); conn.close()
   with pytest.raises(RuntimeError, match="schema version 99"): diff(str(copy), progress=None)
   with pytest.raises(FileNotFoundError, match="capture first"): diff(str(tmp_path / "missing.db"), progress=None)
+
+def test_nested_capture_and_diff_do_not_end_an_outer_capture(base, tmp_path):
+  from replay import capture
+  from tinygrad.codegen import get_program
+  from tinygrad import Tensor
+  outer, inner = tmp_path / "outer.db", tmp_path / "inner.db"
+  ren = CRenderer(2)
+  def compile_one(n):
+    (it,) = [it for it in (Tensor.arange(n).float() * 3).schedule() if it.ast.op is Ops.SINK]
+    get_program(it.ast, ren)
+  capture.start(str(outer), "outer", targets=[])
+  try:
+    compile_one(5)
+    capture.start(str(inner), "inner", targets=[])
+    compile_one(6)
+    capture.stop()
+    diff(str(base[0]), progress=None, limit=2)  # a diff inside a captured run records nothing
+    compile_one(7)
+  finally: capture.stop()
+  assert not capture.active()
+  o, i = DB(str(outer), create=False), DB(str(inner), create=False)
+  assert (o.count("outer", "kernel"), i.count("inner", "kernel")) == (2, 1)
