@@ -19,7 +19,9 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.pyrender import pyrender, pyrender_list
 from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context, codegen_flags
 from replay.db import DB, default_path, git_commit, new_run_id
-from replay.targets import TARGETS, target_renderer, target_flags
+from replay.targets import TARGETS, target_renderer, target_flags, target_of
+
+CLASSES = {cls for cls, _ in TARGETS.values()}
 
 class _State:
   def __init__(self) -> None:
@@ -58,7 +60,26 @@ def kernel_body(ast: UOp, p: Any) -> dict[str, Any]:
           "local_size": None if p.local_size is None else [_size(x) for x in p.local_size], "globals": list(p.globals),
           "ins": list(p.ins), "outs": list(p.outs), "vars": [str(v.arg[0]) for v in p.vars]}
 
+# identity -> whether replay rebuilds that renderer exactly (targets.TARGETS builds it from its identity alone)
+_replayable: dict[str, bool] = {}
+
+def replayable(renderer: Any) -> bool:
+  """The renderer is one of the targets' own classes and the one rebuilt from its identity has the same identity. A
+  subclass (a test double) or a renderer whose output depends on state outside its identity is not: its programs could
+  not be compiled again as they were."""
+  ident = renderer.identity
+  if (ok := _replayable.get(ident)) is None:
+    cls = f"{type(renderer).__module__}.{type(renderer).__qualname__}"
+    try: ok = cls in CLASSES and target_renderer(target_of(ident), ident).identity == ident
+    except Exception: ok = False
+    _replayable[ident] = ok
+  return ok
+
 def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
+  if not replayable(renderer):
+    try: _db().add_skip(state.run_id, p.renderer)
+    except Exception as e: _error(f"the skip of kernel {getattr(p, 'name', '?')}", e)
+    return
   try:
     if _db().add_record(state.run_id, "kernel", kernel_body(ast, p)): state.written["kernel"] += 1
   except Exception as e: _error(f"kernel {getattr(p, 'name', '?')}", e)

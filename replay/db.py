@@ -5,6 +5,8 @@ pyrender text), never pickle.
   runs(run_id, git_commit, started, argv, targets)
   records(run_id, kind, input_hash, body)  kind is "kernel" or "schedule"; UNIQUE(run_id, kind, input_hash)
   capture_errors(run_id, what, error)      something the capture could not record (a --targets render that failed)
+  capture_skips(run_id, renderer, count)   programs not recorded: their renderer cannot be rebuilt from its identity
+                                           (a test double, a renderer whose state is not all in its identity)
 
 A record is written and committed the moment it is captured (autocommit; many processes, e.g. pytest-xdist workers,
 write at once: WAL plus a long busy timeout), so a killed worker loses nothing it recorded. `input_hash` is the sha256
@@ -60,6 +62,8 @@ CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, git_commit TEXT NOT NU
                                  argv TEXT NOT NULL, targets TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, kind TEXT NOT NULL,
                                     input_hash TEXT NOT NULL, body TEXT NOT NULL, UNIQUE(run_id, kind, input_hash));
+CREATE TABLE IF NOT EXISTS capture_skips (run_id TEXT NOT NULL, renderer TEXT NOT NULL, count INTEGER NOT NULL,
+                                          UNIQUE(run_id, renderer));
 CREATE TABLE IF NOT EXISTS capture_errors (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, what TEXT NOT NULL,
                                            error TEXT NOT NULL);
 """
@@ -98,6 +102,14 @@ class DB:
 
   def add_capture_error(self, run_id: str, what: str, error: str) -> None:
     self.conn.execute("INSERT INTO capture_errors (run_id, what, error) VALUES (?, ?, ?)", (run_id, what, error))
+
+  def add_skip(self, run_id: str, renderer: str) -> None:
+    self.conn.execute("INSERT INTO capture_skips VALUES (?, ?, 1) ON CONFLICT(run_id, renderer) DO UPDATE SET "
+                      "count = count + 1", (run_id, renderer))
+
+  def capture_skips(self, run_id: str) -> dict[str, int]:
+    rows = self.conn.execute("SELECT renderer, count FROM capture_skips WHERE run_id=? ORDER BY renderer", (run_id,))
+    return {str(r[0]): int(r[1]) for r in rows}
 
   def runs(self) -> list[Run]:
     rows = self.conn.execute("SELECT run_id, git_commit, started, argv, targets FROM runs ORDER BY started, run_id")

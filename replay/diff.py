@@ -49,6 +49,7 @@ class Report:
   limit: int | None
   outcomes: list[Outcome] = field(default_factory=list)
   capture_errors: list[tuple[str, str]] = field(default_factory=list)
+  capture_skips: dict[str, int] = field(default_factory=dict)
   seconds: float = 0.0
 
   def counts(self, kind: str) -> dict[str, int]:
@@ -71,6 +72,9 @@ class Report:
     if kt: lines.append(f"time: {self.seconds:.1f} s in all, {1000 * sum(kt) / len(kt):.1f} ms per kernel")
     if self.capture_errors:
       lines.append(f"capture errors: {len(self.capture_errors)} (the capture could not record these)")
+    if self.capture_skips:
+      lines.append(f"not captured: {sum(self.capture_skips.values())} programs of renderers replay cannot rebuild from "
+                   f"their identity (test doubles): " + ", ".join(f"{k} x{v}" for k, v in self.capture_skips.items()))
     for o in self.outcomes:
       if o.cls not in OK_CLASSES: lines.append(f"  {o.cls:>14}  {o.kind} {o.name} (record {o.rid}): {o.detail[:300]}")
     for what, err in self.capture_errors[:20]: lines.append(f"  capture error  {what}: {err[:300]}")
@@ -236,7 +240,7 @@ def diff(db_path: str | None = None, against: str | None = None, fresh: bool = F
       raise LookupError(f"run {run.run_id} has no programs for {target}: capture with `python -m replay capture "
                         f"--targets {target} -- <command>` so the diff has old {target} programs to compare")
   rep = Report(path, run.run_id, run.git_commit, mode, target, len(rows), limit)
-  rep.capture_errors = db.capture_errors(run.run_id)
+  rep.capture_errors, rep.capture_skips = db.capture_errors(run.run_id), db.capture_skips(run.run_id)
   st = time.perf_counter()
   todo = rows if limit is None else rows[:limit]
   from replay import capture

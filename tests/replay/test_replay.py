@@ -327,3 +327,21 @@ def test_nested_capture_and_diff_do_not_end_an_outer_capture(base, tmp_path):
   assert capture.active() == was
   o, i = DB(str(outer), create=False), DB(str(inner), create=False)
   assert (o.count("outer", "kernel"), i.count("inner", "kernel")) == (2, 1)
+
+def test_programs_of_renderers_replay_cannot_rebuild_are_counted_not_recorded(tmp_path):
+  from replay import capture
+  from tinygrad.codegen import get_program
+  from tinygrad import Tensor
+  class Double(CRenderer): pass  # a test double: not a class replay builds renderers of
+  odd = CRenderer(2)
+  odd.global_max = (7, 7, 7)  # state outside what the rebuilt renderer would have: its identity does not come back
+  db = tmp_path / "s.db"
+  (it,) = [it for it in (Tensor.arange(9).float() + 2).schedule() if it.ast.op is Ops.SINK]
+  capture.start(str(db), "s", targets=[])
+  try:
+    for ren in (Double(2), odd, CRenderer(2)): get_program(it.ast, ren)
+  finally: capture.stop()
+  d = DB(str(db), create=False)
+  assert d.count("s", "kernel") == 1 and sum(d.capture_skips("s").values()) == 2
+  rep = diff(str(db), progress=None)
+  assert rep.all_ok() and "not captured: 2 programs" in rep.summary() and "not captured (2)" in render_html(rep)
