@@ -12,7 +12,7 @@ With REPLAY_TARGETS (`python -m replay capture --targets NV,AMD`) each kernel is
 A failure to record never takes the captured program down: it is stored in capture_errors and reported by diff.
 """
 from __future__ import annotations
-import contextlib, os, sys
+import contextlib, functools, os, sys, types
 from typing import Any, Callable, Iterator
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp
@@ -75,9 +75,28 @@ def replayable(renderer: Any) -> bool:
     _replayable[ident] = ok
   return ok
 
+def _foreign(v: Any) -> str | None:
+  """The module of a Python function defined outside tinygrad (a test's monkeypatch), else None."""
+  while isinstance(v, functools.partial): v = v.func
+  if isinstance(v, (types.FunctionType, types.MethodType)) and not str(v.__module__).startswith("tinygrad"):
+    return str(v.__module__)
+  return None
+
+def patched(renderer: Any) -> str | None:
+  """Where the renderer's behaviour was replaced in this process (`attr from module`), else None. A program rendered
+  by a patched renderer is no record of the code: replaying it would only show the patch."""
+  scopes = [vars(c) for c in type(renderer).__mro__ if c is not object] + [vars(renderer)]
+  for scope in scopes:
+    for k, v in scope.items():
+      vals = list(v.values()) if isinstance(v, dict) else [v]
+      if (mod := next((m for x in vals if (m := _foreign(x)) is not None), None)) is not None: return f"{k} from {mod}"
+  return None
+
 def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
-  if not replayable(renderer):
-    try: _db().add_skip(state.run_id, p.renderer)
+  why = None if replayable(renderer) else "cannot be rebuilt from its identity"
+  if why is None and (where := patched(renderer)) is not None: why = f"patched: {where}"
+  if why is not None:
+    try: _db().add_skip(state.run_id, f"{p.renderer} ({why})")
     except Exception as e: _error(f"the skip of kernel {getattr(p, 'name', '?')}", e)
     return
   try:

@@ -73,8 +73,9 @@ class Report:
     if self.capture_errors:
       lines.append(f"capture errors: {len(self.capture_errors)} (the capture could not record these)")
     if self.capture_skips:
-      lines.append(f"not captured: {sum(self.capture_skips.values())} programs of renderers replay cannot rebuild from "
-                   f"their identity (test doubles): " + ", ".join(f"{k} x{v}" for k, v in self.capture_skips.items()))
+      skipped = ", ".join(f"{k} x{v}" for k, v in self.capture_skips.items())
+      lines.append(f"not captured: {sum(self.capture_skips.values())} programs of renderers replay cannot rebuild "
+                   f"(test doubles, renderers a test patched): {skipped}")
     for o in self.outcomes:
       if o.cls not in OK_CLASSES: lines.append(f"  {o.cls:>14}  {o.kind} {o.name} (record {o.rid}): {o.detail[:300]}")
     for what, err in self.capture_errors[:20]: lines.append(f"  capture error  {what}: {err[:300]}")

@@ -328,7 +328,7 @@ def test_nested_capture_and_diff_do_not_end_an_outer_capture(base, tmp_path):
   o, i = DB(str(outer), create=False), DB(str(inner), create=False)
   assert (o.count("outer", "kernel"), i.count("inner", "kernel")) == (2, 1)
 
-def test_programs_of_renderers_replay_cannot_rebuild_are_counted_not_recorded(tmp_path):
+def test_programs_of_renderers_replay_cannot_rebuild_are_counted_not_recorded(tmp_path, monkeypatch):
   from replay import capture
   from tinygrad.codegen import get_program
   from tinygrad import Tensor
@@ -340,8 +340,14 @@ def test_programs_of_renderers_replay_cannot_rebuild_are_counted_not_recorded(tm
   capture.start(str(db), "s", targets=[])
   try:
     for ren in (Double(2), odd, CRenderer(2)): get_program(it.ast, ren)
+    # a renderer a test patched in place (its identity unchanged): its program records the patch, not the code
+    with monkeypatch.context() as m:
+      m.setitem(CRenderer.code_for_op, Ops.ADD, lambda a, b, dt: f"({a}-{b})")
+      get_program(it.ast, CRenderer(2))
   finally: capture.stop()
   d = DB(str(db), create=False)
-  assert d.count("s", "kernel") == 1 and sum(d.capture_skips("s").values()) == 2
+  skips = d.capture_skips("s")
+  assert d.count("s", "kernel") == 1 and sum(skips.values()) == 3
+  assert any("patched: code_for_op from tests.replay.test_replay" in k for k in skips)
   rep = diff(str(db), progress=None)
-  assert rep.all_ok() and "not captured: 2 programs" in rep.summary() and "not captured (2)" in render_html(rep)
+  assert rep.all_ok() and "not captured: 3 programs" in rep.summary() and "not captured (3)" in render_html(rep)
