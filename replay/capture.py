@@ -113,7 +113,9 @@ def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
       except Exception as e: _error(f"kernel {p.name} rendered for {t}", e)
   finally: state.fanning = False
 
-def on_tensor_graph(sink: UOp) -> None: state.pending.append(sink)
+# NOTE: only the latest tensor graph waits for its kernel graph: a schedule that raised in between never fires
+# kernel_graph, and its graph must not be kept alive (or paired with the next schedule's kernels)
+def on_tensor_graph(sink: UOp) -> None: state.pending = [sink]
 
 def on_kernel_graph(ksink: UOp) -> None:
   if not state.pending: return

@@ -96,9 +96,17 @@ class DB:
 
   def add_record(self, run_id: str, kind: str, body: dict[str, Any]) -> bool:
     """Store one record (committed at once). False when the run has a record of the same input already."""
-    cur = self.conn.execute("INSERT OR IGNORE INTO records (run_id, kind, input_hash, body) VALUES (?, ?, ?, ?)",
-                            (run_id, kind, input_hash(kind, body), canonical(body)))
-    return cur.rowcount == 1
+    args = (run_id, kind, input_hash(kind, body), canonical(body))
+    # NOTE: under heavy load a writer was seen to get "database is locked" despite the busy timeout: try again
+    for attempt in range(5):
+      try:
+        cur = self.conn.execute("INSERT OR IGNORE INTO records (run_id, kind, input_hash, body) VALUES (?, ?, ?, ?)",
+                                args)
+        return cur.rowcount == 1
+      except sqlite3.OperationalError as e:
+        if "locked" not in str(e) or attempt == 4: raise
+        time.sleep(0.5 * (attempt + 1))
+    return False
 
   def add_capture_error(self, run_id: str, what: str, error: str) -> None:
     self.conn.execute("INSERT INTO capture_errors (run_id, what, error) VALUES (?, ?, ?)", (run_id, what, error))
