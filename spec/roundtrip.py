@@ -21,7 +21,8 @@ __all__ = ["eval_pyrender", "check_roundtrip", "PyrenderSyntaxError", "RoundTrip
            "ARG_CLASSES", "pyrender", "pyrender_node"]
 
 # ---- limits ----
-MAX_INT = 2**64          # |int literal| above this is rejected
+# NOTE: index math may hold the product of two 64-bit values (magic-number division of int64 divides in a wide index)
+MAX_INT = 2**128         # |int literal| above this is rejected
 MAX_STR = 10_000         # characters in one string literal
 MAX_DEPTH = 64           # nesting of one expression
 MAX_ELEMS = 1_000_000    # elements of one tuple, list or call
@@ -197,7 +198,7 @@ class _Evaluator:
     t = type(v)
     if v is None or t is bool or t is float: return v
     if t is int:
-      if abs(v) > MAX_INT: raise self.err(node, "int literal", f"is larger than 2**64 ({len(str(v))} digits)")
+      if abs(v) > MAX_INT: raise self.err(node, "int literal", f"is larger than 2**128 ({len(str(v))} digits)")
       return v
     if t is str:
       if len(v) > MAX_STR: raise self.err(node, "string literal", f"is longer than {MAX_STR} characters")

@@ -56,7 +56,7 @@ HOSTILE = {
   "subscript": ("c0 = UOp.variable('a', 0, 1)\nast = c0.src[0]", "subscript"),
   "walrus": ("ast = (x := UOp.variable('a', 0, 1))", "walrus"),
   "huge_power": ("ast = UOp.const(dtypes.index, 10**10**10)", "operator Pow"),
-  "huge_int": (f"ast = UOp.const(dtypes.index, {2**70})", "int literal"),
+  "huge_int": (f"ast = UOp.const(dtypes.index, {2**130})", "int literal"),
   "huge_str": ("ast = UOp.variable('" + "a" * 20000 + "', 0, 1)", "string literal"),
   "bytes": ("ast = UOp.variable(b'a', 0, 1)", "bytes literal"),
   "undefined_name": ("c1 = c0 + c0\nc0 = UOp.variable('a', 0, 1)\nast = c1", "name 'c0'"),
