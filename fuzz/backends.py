@@ -30,6 +30,8 @@ import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, to_np_dtype
+from tinygrad.device import DeviceOpenError
+from tinygrad.runtime.support.compiler_llvm import llvm_version
 from fuzz.budget import BudgetRef, compare_with_budget
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -265,9 +267,9 @@ def load_shared(lib: bytes) -> Any:
 class LLVMBackend(Backend):
   name = "llvm"
   def unavailable(self) -> str | None:
-    try: from tinygrad.runtime.support.compiler_llvm import llvm_version
-    except ImportError as e: return f"llvmlite is not installed ({e}): pip install -e '.[llvm]'"
+    # NOTE: llvm() names a missing llvmlite (an optional extra) in its DeviceOpenError; our own module always imports
     try: llvm_version()
+    except DeviceOpenError as e: return str(e)
     except Exception as e: return f"llvmlite does not load: {e}"
     return None
   def describe(self) -> str:

@@ -19,6 +19,7 @@ def llvm() -> Any:
   if _llvm is not None: return _llvm
   with _lock:
     if _llvm is None:
+      # NOTE: llvmlite is an optional third-party extra (`llvm`): missing, it is an error naming the extra
       try: import llvmlite.binding as binding
       except ImportError as e:
         raise DeviceOpenError(f"LLVM: llvmlite is not installed ({e}); `pip install 'llvmlite==0.50.0'` (the project's "
