@@ -149,15 +149,19 @@ pm_strip_tensor_graph = PatternMatcher([
 
 def _is_broadcast(e: UOp) -> bool: return any(s == 1 and n != 1 for s, n in zip(shape_of(e.src[0]), e.arg))
 
-def _fused_reduces(root: UOp, realizes: dict[UOp, None], start: tuple[UOp, ...]) -> list[UOp]:
-  """The REDUCE_AXIS nodes a kernel starting at `start` computes, not crossing a realized node (other than root)."""
+def _kernel_region(root: UOp, realizes: dict[UOp, None], start: tuple[UOp, ...]) -> list[UOp]:
+  """The nodes a kernel starting at `start` computes (not crossing a realized node other than root, or a buffer)."""
   found: list[UOp] = []
   def gate(u: UOp) -> bool:
     if u is not root and (u in realizes or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)): return False
-    if u.op is Ops.REDUCE_AXIS and u is not root: found.append(u)
+    found.append(u)
     return True
   for s in start: s.toposort(gate)
   return found
+
+def _fused_reduces(root: UOp, realizes: dict[UOp, None], start: tuple[UOp, ...]) -> list[UOp]:
+  """The REDUCE_AXIS nodes a kernel starting at `start` computes, not crossing a realized node (other than root)."""
+  return [u for u in _kernel_region(root, realizes, start) if u.op is Ops.REDUCE_AXIS and u is not root]
 
 def _kernel_inputs(r: UOp) -> tuple[UOp, ...]:
   if r.op is Ops.ASSIGN: return (r.src[1],)
@@ -166,14 +170,7 @@ def _kernel_inputs(r: UOp) -> tuple[UOp, ...]:
 
 def _computes_threefry(root: UOp, realizes: dict[UOp, None]) -> bool:
   """Whether the kernel computing `root` evaluates THREEFRY itself (not crossing a realized node or a buffer)."""
-  found = False
-  def gate(u: UOp) -> bool:
-    nonlocal found
-    if u is not root and (u in realizes or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)): return False
-    found = found or u.op is Ops.THREEFRY
-    return not found
-  root.toposort(gate)
-  return found
+  return any(u.op is Ops.THREEFRY for u in _kernel_region(root, realizes, (root,)))
 
 def find_realizes(sink: UOp) -> dict[UOp, None]:
   """The nodes that are stored to a buffer, in dependency order. Forced: the sink's outputs (unless already a buffer),
