@@ -1,92 +1,123 @@
-"""Fuzz throughput: kernel ASTs fully checked per second per core on each backend, at a stated graph size.
+"""Fuzz throughput: kernel graphs fully checked per second per core on each backend, at a stated graph size.
 
-  python bench/fuzz_throughput.py [--n 64] [--batch 16] [--backends cpu,llvm,python,nv,amd] [--spec 2]
+  python bench/fuzz_throughput.py [--n 64] [--batch B] [--backends cpu,llvm,python,nv,amd] [--spec 2] [--no-all]
 
-"Fully checked" is what a campaign's worker does with a case (fuzz/levels.py KernelLevel.check): generate it from
-bytes, kernel_spec, the pyrender round trip, the reference run with its ULP bounds, then on the backend: lower
-(get_program, whose program_spec check runs at SPEC>=1 and every UOp built is checked at SPEC=2), compile (one shared
-object per batch on cpu), run, and compare every buffer within the budget. Each backend runs in a fresh process;
-"per core" divides by the CPU time of that process and its children (the C compiler, ptxas, the linker), so other load
-on the machine does not count. The stage shares come from the worker's step notes (time until the next step).
+What is timed is a campaign's own worker (`python -m fuzz.worker`, started as fuzz/campaign.py starts it: the same
+config, environment (SPEC, TRACK_MATCH_STATS=1) and job messages), fed batches of `--batch` inputs (default: the
+campaign's). A case is "fully checked" as the worker checks it (fuzz/levels.py KernelLevel.check): generate from bytes,
+kernel_spec, the pyrender round trip, the reference run with its ULP bounds, then on the backend: lower (get_program,
+whose program_spec check runs at SPEC>=1 and every UOp built is checked at SPEC=2; the lowered program's round trip at
+SPEC=2), compile (one shared object per batch on cpu, one MCJIT engine per batch on llvm), run, and compare every
+buffer within the budget; plus the worker's own work (step notes to the parent, rule-hit coverage).
 
-The reference line, measured in the same run, is the harness alone (generate + spec + round trip + reference): no
-backend can go faster than it; each backend's rate is printed as a ratio to it and to the goal of 50/s per core.
+"Per core" divides by the CPU time of the worker and of its children (the C compiler, ptxas, the linker), read from
+/proc, so other load on the machine does not count. The first batch (imports, caches, toolchain start-up) is not timed.
+Stage shares come from the worker's step notes as the parent receives them (time until the next note).
+
+Lines: `harness` is the worker with no backend (generate + spec + round trip + reference): no backend can go faster;
+each backend alone; `all` is every backend that ran in one worker, as a campaign over all of them checks a graph (the
+reference run is shared). Rates are printed as ratios to the harness and to the goal of 50 graphs/s per core.
 """
-import argparse, json, os, subprocess, sys, time
+import argparse, os, random, selectors, sys, tempfile, time
 
 GOAL = 50.0
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+from fuzz.campaign import CampaignConfig, Worker, worker_env, FRESH_BYTES  # noqa: E402
 
-def worker(backend: str, n: int, batch: int) -> dict:
-  """Runs in the child: n cases from fixed seeds, checked in batches; returns counts and times."""
-  import random
-  from fuzz.levels import KernelLevel
-  from fuzz.backends import open_backends
-  lvl = KernelLevel()
-  bk = {}
-  if backend != "reference":
-    bk, missing = open_backends([backend])
-    if missing: return {"backend": backend, "missing": missing[backend]}
-  datas = [random.Random(i).randbytes(2048) for i in range(n + batch)]
-  # NOTE: one warm-up batch (imports, caches, toolchain start-up) is not timed
-  lvl.check([lvl.generate(d) for d in datas[n:]], bk)
-  stages: dict[str, float] = {}
-  last = [time.perf_counter(), "generate"]
-  def note(i: int, b: str, s: str) -> None:
-    t = time.perf_counter()
-    stages[last[1]] = stages.get(last[1], 0.0) + t - last[0]
-    last[0], last[1] = t, s
-  t0, c0 = time.perf_counter(), os.times()
-  nodes, fails = 0, 0
-  for b0 in range(0, n, batch):
-    note(0, "", "generate")
-    cases = [lvl.generate(d) for d in datas[b0:b0 + batch]]
-    nodes += sum(lvl.size(c) for c in cases)
-    if backend == "reference":
-      for i, c in enumerate(cases):
-        note(i, "reference", "prepare")
-        lvl.prepare(c)
-    else: fails += sum(bool(f) for f in lvl.check(cases, bk, note))
-  note(0, "", "end")
-  c1 = os.times()
-  cpu = (c1.user - c0.user) + (c1.system - c0.system) + (c1.children_user - c0.children_user) + \
-    (c1.children_system - c0.children_system)
-  desc = next(iter(bk.values())).describe() if bk else "generate + spec + round trip + reference"
-  return {"backend": backend, "n": n, "nodes": nodes / n, "cpu": cpu, "wall": time.perf_counter() - t0,
-          "stages": stages, "failing": fails, "describe": desc}
+def proc_cpu(pid: int) -> float:
+  """CPU seconds of process `pid` and of its children it has waited for (utime + stime + cutime + cstime)."""
+  try:
+    with open(f"/proc/{pid}/stat") as f: stat = f.read()
+  except OSError as e: raise SystemExit(f"fuzz_throughput: cannot read /proc/{pid}/stat ({e}); this bench needs Linux")
+  fields = stat[stat.rindex(")") + 2:].split()
+  return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
-def run(backend: str, n: int, batch: int, spec: int) -> dict:
-  env = {**os.environ, "SPEC": str(spec), "IGNORE_OOB": "1", "PYTHONPATH": REPO}
-  code = f"import sys, json; sys.path.insert(0, {HERE!r}); import fuzz_throughput as b; " \
-         f"print(json.dumps(b.worker({backend!r}, {n}, {batch})))"
-  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO)
-  if out.returncode != 0: return {"backend": backend, "missing": f"the run failed: {out.stderr[-2000:]}"}
-  return json.loads(out.stdout.strip().splitlines()[-1])
+def measure(backends: list[str], n: int, batch: int, spec: int) -> dict:
+  """Run n cases (fixed seeds) through one campaign worker on `backends`; counts, CPU time, stage times."""
+  with tempfile.TemporaryDirectory(prefix="fuzz-throughput-") as d:
+    cfg = CampaignConfig(out=d, backends=tuple(backends), batch=batch, spec=spec)
+    # NOTE: no restart after max_jobs_per_worker jobs (a campaign's worker restarts every 100 jobs: ~1 s of imports)
+    config = {"level": "kernel", "backends": backends, "setup": None, "max_jobs": 0, "validate_bounds": False}
+    w = Worker(0, config, worker_env(cfg), os.path.join(d, "worker.log"))
+    sel = selectors.DefaultSelector()
+    sel.register(w.fd, selectors.EVENT_READ)
+    stages: dict[str, float] = {}
+    last = [time.perf_counter(), "start"]
+    def until(kind: str) -> dict:
+      while True:
+        sel.select(600)
+        msgs, alive = w.read()
+        t = time.perf_counter()
+        for m in msgs:
+          if m["t"] == "note":
+            key = "prepare" if m["backend"] == "reference" else m["stage"]
+            stages[last[1]] = stages.get(last[1], 0.0) + t - last[0]
+            last[0], last[1] = t, key
+          if m["t"] == kind: return m
+        if not alive:
+          w.proc.wait()
+          with open(os.path.join(d, "worker.log")) as f: log = f.read()[-3000:]
+          raise RuntimeError(f"the worker died ({w.death()}):\n{log}")
+    try:
+      ready = until("ready")
+      if not ready["backends"] and backends:
+        return {"missing": "; ".join(f"{k}: {v}" for k, v in ready["missing"].items())}
+      datas = [random.Random(i).randbytes(FRESH_BYTES["kernel"]) for i in range(n + batch)]
+      w.send({"job": 0, "op": "check", "inputs": [x.hex() for x in datas[n:]]})
+      until("result")
+      stages.clear()
+      c0, t0 = proc_cpu(w.proc.pid), time.perf_counter()
+      last[:] = [t0, "generate"]
+      sizes: list[int] = []
+      failing = 0
+      for j, b0 in enumerate(range(0, n, batch)):
+        w.send({"job": j + 1, "op": "check", "inputs": [x.hex() for x in datas[b0:min(n, b0 + batch)]]})
+        res = until("result")["results"]
+        t = time.perf_counter()
+        stages[last[1]] = stages.get(last[1], 0.0) + t - last[0]
+        last[:] = [t, "generate"]
+        sizes += [r["size"] for r in res]
+        failing += sum(bool(r["failures"]) for r in res)
+      cpu, wall = proc_cpu(w.proc.pid) - c0, time.perf_counter() - t0
+    finally: w.kill()
+  stages.pop("start", None)
+  return {"backends": list(ready["backends"]), "missing": ready["missing"], "n": n, "cpu": cpu, "wall": wall,
+          "nodes": sum(sizes) / max(1, len(sizes)), "min": min(sizes), "max": max(sizes), "stages": stages,
+          "failing": failing, "describe": ready["backends"]}
 
 def main() -> None:
   ap = argparse.ArgumentParser()
-  ap.add_argument("--n", type=int, default=64, help="cases per backend")
-  ap.add_argument("--batch", type=int, default=16)
+  ap.add_argument("--n", type=int, default=64, help="cases per line")
+  ap.add_argument("--batch", type=int, default=CampaignConfig.batch, help="cases per job (campaign's --batch)")
   ap.add_argument("--backends", default="cpu,llvm,python,nv,amd")
   ap.add_argument("--spec", type=int, default=2)
+  ap.add_argument("--no-all", action="store_true", help="skip the line of every backend in one worker")
   a = ap.parse_args()
-  ref = run("reference", a.n, a.batch, a.spec)
+  ref = measure([], a.n, a.batch, a.spec)
   ref_rate = ref["n"] / ref["cpu"]
-  print(f"kernel ASTs from fuzz.strategies.build_kernel (default KernelConfig), {ref['nodes']:.0f} nodes on average; "
-        f"SPEC={a.spec}, batches of {a.batch}; rates per core = cases / CPU seconds (process + children)\n")
-  print(f"{'backend':10s} {'cases/s/core':>13s} {'vs harness':>10s} {'vs goal 50':>10s} {'failing':>8s}  stages (share "
-        "of time)")
-  print(f"{'harness':10s} {ref_rate:13.1f} {1.0:10.2f} {ref_rate / GOAL:10.2f} {'':>8s}  {ref['describe']}")
-  for b in a.backends.split(","):
-    r = run(b, a.n, a.batch, a.spec)
-    if "missing" in r:
-      print(f"{b:10s} not run: {r['missing']}")
-      continue
+  print(f"kernel graphs from fuzz.strategies.build_kernel (default KernelConfig): {ref['nodes']:.0f} nodes on average "
+        f"({ref['min']}..{ref['max']}); SPEC={a.spec}, batches of {a.batch}, {a.n} graphs per line; a campaign worker "
+        "(fuzz.worker); graphs/s/core = graphs / CPU seconds of the worker and its children\n")
+  print(f"{'backend':10s} {'graphs/s/core':>13s} {'vs harness':>10s} {'vs goal 50':>10s} {'failing':>8s}  "
+        "stages (share of wall time)")
+  def line(name: str, r: dict) -> None:
     rate = r["n"] / r["cpu"]
     tot = sum(r["stages"].values()) or 1.0
     top = sorted(r["stages"].items(), key=lambda kv: -kv[1])
     st = ", ".join(f"{k} {v / tot:.0%}" for k, v in top if v / tot >= 0.02)
-    print(f"{b:10s} {rate:13.1f} {rate / ref_rate:10.2f} {rate / GOAL:10.2f} {r['failing']:8d}  {st}")
+    print(f"{name:10s} {rate:13.1f} {rate / ref_rate:10.2f} {rate / GOAL:10.2f} {r['failing']:8d}  {st}", flush=True)
+  line("harness", ref)
+  ran = []
+  for b in a.backends.split(","):
+    r = measure([b], a.n, a.batch, a.spec)
+    if r["missing"] and not r.get("backends"):
+      print(f"{b:10s} not run: {r['missing'] if isinstance(r['missing'], str) else r['missing'].get(b)}")
+      continue
+    ran.append(b)
+    line(b, r)
+  if len(ran) > 1 and not a.no_all: line("all", measure(ran, a.n, a.batch, a.spec))
+  if len(ran) > 1 and not a.no_all:
+    print(f"\n'all' = {'+'.join(ran)} in one worker: each graph generated and its reference run once")
 
 if __name__ == "__main__": main()

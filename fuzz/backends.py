@@ -101,12 +101,15 @@ def fit_opts(ast: UOp, renderer: Any, cands: Sequence[Any] | None) -> list[Any] 
   """The candidate opts that apply to this kernel on this target, in order (each tried after the ones kept). Opts
   apply after codegen's first pass folds the index math (which may fold ranges away), so they are fitted to that."""
   if cands is None: return None
-  from tinygrad.codegen.opt import apply_opts, KernelOptError
+  from tinygrad.codegen.opt import apply_opt, KernelInfo, KernelOptError
   from tinygrad.codegen.program import prepare_kernel
-  ast = prepare_kernel(ast)
+  cur = prepare_kernel(ast)
+  done = tuple(cur.arg.applied_opts) if isinstance(cur.arg, KernelInfo) else ()
   kept: list[Any] = []
+  # NOTE: apply_opts(ast, [*kept, o]) is apply_opt of each in turn: the AST with the kept opts applied is kept, and each
+  # candidate is applied once to it (not every kept opt again per candidate)
   for o in cands:
-    try: apply_opts(ast, [*kept, o], renderer)
+    try: cur = apply_opt(cur, o, renderer, done + tuple(kept))
     except KernelOptError: continue
     kept.append(o)
   return kept
@@ -194,12 +197,14 @@ class PythonBackend(Backend):
   def describe(self) -> str: return "python: the PYTHON interpreter (every access checked)"
   def tensor_device(self) -> str | None: return "PYTHON"
   def run(self, built: Any, prg: Any, item: KernelItem) -> dict[int, np.ndarray]:
-    return run_python(prg, item)
+    # NOTE: the PYTHON renderer's source is the interpreter's program text (render_program of the uops) already
+    return run_python(prg, item, prg.src)
 
-def run_python(prg: Any, item: KernelItem) -> dict[int, np.ndarray]:
-  """Interpret a lowered program (any target's lowering) on the PYTHON backend, on copies of the inputs."""
+def run_python(prg: Any, item: KernelItem, text: str | None = None) -> dict[int, np.ndarray]:
+  """Interpret a lowered program (any target's lowering) on the PYTHON backend, on copies of the inputs. `text` is the
+  program's interpreter text when the caller has it (the PYTHON renderer's own source), else it is rendered here."""
   from tinygrad.runtime.ops_python import PythonProgram, render_program
-  fxn = PythonProgram(prg.name, render_program(prg.uops).encode())
+  fxn = PythonProgram(prg.name, (render_program(prg.uops) if text is None else text).encode())
   arrs = host_arrays(item)
   gs, ls = prg.launch_dims(dict(item.var_vals))
   fxn(*[arrs[n] for n in prg.globals], global_size=tuple(gs), local_size=tuple(ls) if ls is not None else (1, 1, 1),
@@ -222,12 +227,16 @@ class CBackend(Backend):
     from tinygrad.renderer.cstyle import CRenderer
     return CRenderer()
   def renderer(self, item: KernelItem) -> Any: return self._renderer
+  @functools.cached_property
+  def _compiler(self) -> Any:
+    # NOTE: one for the backend's life: making one asks the compiler its version (a process per batch otherwise)
+    from tinygrad.runtime.support.compiler_cpu import CCompiler
+    return CCompiler()
 
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
-    from tinygrad.runtime.support.compiler_cpu import CCompiler
     if not progs: return {}
     for i in progs: note(i, self.name, "compile")
-    cc = CCompiler()
+    cc = self._compiler
     try: lib = load_shared(cc.compile(self.merged(progs)))
     except Exception:
       # NOTE: one kernel that does not compile must not hide the others: each alone names its own error
@@ -296,10 +305,24 @@ class LLVMBackend(Backend):
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
     comp, loader = self._tools
     out: dict[int, Any] = {}
+    objs: dict[int, bytes] = {}
+    # NOTE: each kernel is optimised and emitted on its own (an LLVM abort names the kernel it was in); the objects are
+    # loaded into one MCJIT engine per batch, as one shared object holds a batch on cpu
     for i, p in progs.items():
       note(i, self.name, "compile")
-      try: out[i] = loader.load(p.name, comp.compile(p.src))
+      try: objs[i] = comp.compile(p.src)
       except Exception as e: out[i] = failure_from(e, "compile", self.name)
+    if not objs: return out
+    for i in objs: note(i, self.name, "load")
+    try:
+      engine, addrs = loader.load_many([(progs[i].name, o) for i, o in objs.items()])
+      out.update({i: (engine, a) for i, a in zip(objs, addrs)})
+    except Exception:
+      # NOTE: one object that does not load must not hide the others: each alone names its own error
+      for i, o in objs.items():
+        note(i, self.name, "load")
+        try: out[i] = loader.load(progs[i].name, o)
+        except Exception as e: out[i] = failure_from(e, "load", self.name)
     return out
   def run(self, built: Any, prg: Any, item: KernelItem) -> dict[int, np.ndarray]:
     from tinygrad.runtime.support.compiler_llvm import cfunc

@@ -488,6 +488,18 @@ class Rule:
     where = f"{code.co_filename.split('/')[-1]}:{code.co_firstlineno}" if code is not None else self.pat.location
     return f"rule #{self.index} {getattr(self.fn, '__name__', '?')} ({where})"
 
+def _takes_ctx(fn: Callable[..., Any]) -> bool:
+  """Whether a rule's function names a `ctx` parameter. NOTE: memoized per function: matchers built per kernel (`a + b`
+  in codegen) would otherwise inspect the signature of every rule of both again, for every kernel."""
+  try: return _ctx_memo[fn]
+  except (KeyError, TypeError): pass
+  try: ret = "ctx" in inspect.signature(fn).parameters
+  except (TypeError, ValueError): ret = False
+  try: _ctx_memo[fn] = ret
+  except TypeError: pass  # NOTE: an unhashable callable is inspected every time
+  return ret
+_ctx_memo: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
 class PatternMatcher:
   """Rules indexed by op. A rule's function gets the captures as keyword args (and `ctx` if it names it)
   and returns a new UOp or None."""
@@ -498,9 +510,7 @@ class PatternMatcher:
     for i, (p, fn) in enumerate(self.patterns):
       if p.op is None:
         raise ValueError(f"PatternMatcher: rule #{i} at {p.location} needs an op at the top of its pattern")
-      try: params = inspect.signature(fn).parameters
-      except (TypeError, ValueError): params = {}  # type: ignore[assignment]
-      has_ctx = "ctx" in params
+      has_ctx = _takes_ctx(fn)
       self.rules.append(Rule(p, fn, has_ctx, i))
       for o in p.op: self.pdict.setdefault(o, []).append((p, fn, p.early_reject, has_ctx, i))
   def __add__(self, more: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns + more.patterns)

@@ -113,21 +113,27 @@ class LLVMCompiler(Compiler):
     return "\n".join(f"{s.name()}: {len(s.data())} bytes" for s in llvm().ObjectFileRef.from_data(lib).sections())
 
 class LLVMProgramLoader:
-  """Loads object files into MCJIT execution engines, one per program, so a program's code is freed with it."""
+  """Loads object files into MCJIT execution engines, one per program or per batch: code is freed with its engine."""
   def __init__(self) -> None: self.host = host_target()
   def load(self, name: str, obj: bytes) -> tuple[Any, int]:
     """(the engine that owns the code, the address of kernel `name`)."""
+    engine, addrs = self.load_many([(name, obj)])
+    return engine, addrs[0]
+  def load_many(self, objs: list[tuple[str, bytes]]) -> tuple[Any, list[int]]:
+    """Several object files (kernel name, object) in one engine: (the engine, each kernel's address in order). Making
+    an engine and its target machine costs more than loading a small object: a batch of kernels shares one."""
     b = llvm()
     with _lock:
       # NOTE: an engine owns (and deletes) its target machine: each engine gets its own
       tm = self.host.target.create_target_machine(cpu=self.host.cpu, features=self.host.features, opt=2,
                                                   reloc="default", codemodel="jitdefault", jit=True)
       engine = b.create_mcjit_compiler(b.parse_assembly(""), tm)
-      engine.add_object_file(b.ObjectFileRef.from_data(obj))
+      for _, obj in objs: engine.add_object_file(b.ObjectFileRef.from_data(obj))
       engine.finalize_object()
-      addr = engine.get_function_address(name)
-    if not addr: raise RuntimeError(f"CPU (LLVM): the object has no function {name!r}")
-    return engine, addr
+      addrs = [engine.get_function_address(name) for name, _ in objs]
+    if missing := [name for (name, _), a in zip(objs, addrs) if not a]:
+      raise RuntimeError(f"CPU (LLVM): the object has no function {missing[0]!r}")
+    return engine, addrs
 
 def cfunc(addr: int, nbufs: int, nvals: int) -> Any:
   """The kernel at `addr` as a ctypes function: (void* x nbufs, int32 x nvals, int32 core_id) -> void."""
