@@ -26,3 +26,30 @@ def roll_one_further() -> None:
   from tinygrad import Tensor
   orig = Tensor.roll
   Tensor.roll = lambda self, shifts, dims=None: orig(self, shifts + 1 if isinstance(shifts, int) else shifts, dims)  # type: ignore
+
+def _bool_buffer(uops) -> bool:
+  from tinygrad.dtype import dtypes
+  return any(u.op is Ops.DEFINE_GLOBAL and u.dtype.base is dtypes.bool for u in uops)
+
+def wild_store_bool_kernels() -> None:
+  """The C renderer writes through a null pointer at the start of kernels that have a bool buffer, and only those: in a
+  batch (one shared object), one kernel segfaults and the others run."""
+  from tinygrad.renderer.cstyle import CRenderer
+  orig = CRenderer.render
+  def render(self, uops, name="kernel"):
+    src = orig(self, uops, name=name)
+    if not _bool_buffer(uops): return src
+    at = src.index("{", src.rfind(f" {name}(")) + 1
+    return src[:at] + "\n  *(volatile int*)0 = 1;" + src[at:]
+  CRenderer.render = render  # type: ignore[method-assign]
+
+def wild_store_bool_kernels_llvm() -> None:
+  """The LLVM renderer stores through address 8 at the entry of kernels that have a bool buffer (one MCJIT engine holds
+  a batch: one kernel of it segfaults)."""
+  from tinygrad.renderer.llvmir import LLVMRenderer
+  orig = LLVMRenderer.render
+  def render(self, uops, name="kernel"):
+    src = orig(self, uops, name=name)
+    if not _bool_buffer(uops): return src
+    return src.replace("\nentry:\n", "\nentry:\n  store volatile i32 1, ptr inttoptr (i64 8 to ptr), align 4\n", 1)
+  LLVMRenderer.render = render  # type: ignore[method-assign]

@@ -1,0 +1,113 @@
+"""Batched checking (fuzz/backends.py): kernels of a batch share a compile (one shared object on cpu, one MCJIT engine
+on llvm), yet a crash in one kernel of a batch is attributed to that kernel's graph, a kernel that does not build names
+its own error, and the shortcuts taken for throughput give what the plain definitions give."""
+import json, os, random, subprocess, sys
+import pytest
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UPat, PatternMatcher
+from tinygrad.dtype import dtypes
+from fuzz.backends import CBackend, LLVMBackend, fit_opts
+from fuzz.levels import KernelLevel
+from fuzz.strategies import build_kernel, RandomChooser, KernelConfig
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+def _bool_buffer(case) -> bool:
+  return any(u.op is Ops.DEFINE_GLOBAL and u.dtype.base is dtypes.bool for u in case.ast.toposort())
+
+def _batch_with_one(pred, n: int, at: int) -> tuple[list[bytes], list]:
+  """n inputs whose cases fail `pred` except the one at index `at`."""
+  lvl, yes, no = KernelLevel(), [], []
+  for s in range(400):
+    data = random.Random(1000 + s).randbytes(2048)
+    c = lvl.generate(data)
+    (yes if pred(c) else no).append((data, c))
+    if yes and len(no) >= n - 1: break
+  picked = no[:at] + yes[:1] + no[at:n - 1]
+  return [d for d, _ in picked], [c for _, c in picked]
+
+@pytest.mark.parametrize("backend,setup", [("cpu", "wild_store_bool_kernels"), ("llvm", "wild_store_bool_kernels_llvm")])
+def test_a_crash_in_one_kernel_of_a_batch_is_attributed_to_its_graph(backend, setup):
+  datas, cases = _batch_with_one(_bool_buffer, 6, 3)
+  cfg = {"level": "kernel", "backends": [backend], "setup": f"tests.fuzz.planted:{setup}", "max_jobs": 0}
+  env = {**os.environ, "PYTHONPATH": REPO, "SPEC": "1", "IGNORE_OOB": "1"}
+  job = json.dumps({"job": 0, "op": "check", "inputs": [d.hex() for d in datas]}) + "\n"
+  proc = subprocess.run([sys.executable, "-m", "fuzz.worker", json.dumps(cfg)], cwd=REPO, env=env, capture_output=True,
+                        text=True, timeout=300, input=job)
+  msgs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+  notes = [m for m in msgs if m["t"] == "note"]
+  assert proc.returncode == -11 and not any(m["t"] == "result" for m in msgs), (proc.returncode, proc.stderr[-2000:])
+  # the batch was built as one (every kernel compiled before any ran), then the kernels before it ran and compared
+  last = notes[-1]
+  assert (last["item"], last["backend"], last["stage"]) == (3, backend, "run"), last
+  assert {n["item"] for n in notes if n["stage"] == "compare"} == {0, 1, 2}
+  # the graph the campaign records for the crash (the input of the item last announced) is the one with the bool buffer
+  assert _bool_buffer(KernelLevel().generate(datas[last["item"]])) and not any(_bool_buffer(c) for c in cases[:3])
+
+def test_a_kernel_that_does_not_compile_names_its_own_error_and_the_batch_runs(monkeypatch):
+  from tinygrad.renderer.cstyle import CRenderer
+  orig = CRenderer.render
+  def render(self, uops, name="kernel"):
+    src = orig(self, uops, name=name)
+    return src.replace(f" {name}(", f" {name}(not valid C, ", 1) if name == "k2" else src
+  monkeypatch.setattr(CRenderer, "render", render)
+  cases = [build_kernel(RandomChooser(s), KernelConfig(dtypes=(dtypes.float32, dtypes.int32))) for s in range(5)]
+  out = KernelLevel().check(cases, {"cpu": CBackend()})
+  assert [bool(f) for f in out] == [False, False, True, False, False], out
+  assert out[2][0].stage == "compile" and out[2][0].backend == "cpu" and "k2(not valid C" in out[2][0].message
+
+def test_an_llvm_batch_loads_into_one_engine_and_every_kernel_is_checked(monkeypatch):
+  from tinygrad.runtime.support.compiler_llvm import LLVMProgramLoader
+  calls = []
+  orig = LLVMProgramLoader.load_many
+  monkeypatch.setattr(LLVMProgramLoader, "load_many", lambda self, objs: calls.append(len(objs)) or orig(self, objs))
+  cases = [build_kernel(RandomChooser(s)) for s in range(5)]
+  be = LLVMBackend()
+  if (why := be.unavailable()) is not None: pytest.skip(f"no llvmlite: {why}")
+  assert all(not f for f in KernelLevel().check(cases, {"llvm": be}))
+  assert calls == [5]
+
+def test_an_object_that_does_not_load_fails_alone(monkeypatch):
+  be = LLVMBackend()
+  if (why := be.unavailable()) is not None: pytest.skip(f"no llvmlite: {why}")
+  comp, _ = be._tools
+  orig = type(comp).compile
+  # NOTE: kernel k1's object defines another name: the batch does not load, so each object is loaded alone (a corrupt
+  # object would crash LLVM's loader in-process: that is the worker's crash, attributed by its note)
+  monkeypatch.setattr(type(comp), "compile", lambda self, src: orig(self, src.replace('@"k1"', '@"other"')))
+  cases = [build_kernel(RandomChooser(s)) for s in range(3)]
+  out = KernelLevel().check(cases, {"llvm": be})
+  assert [bool(f) for f in out] == [False, True, False], out
+  assert out[1][0].stage == "load" and out[1][0].backend == "llvm" and "'k1'" in out[1][0].message
+
+def test_fit_opts_keeps_what_applying_each_candidate_after_the_kept_ones_keeps():
+  from tinygrad.codegen.opt import apply_opts, KernelOptError
+  from tinygrad.codegen.program import prepare_kernel
+  from tinygrad.renderer.cstyle import CRenderer
+  from tinygrad.runtime.ops_python import PythonRenderer
+  def reference(ast, ren, cands):
+    ast, kept = prepare_kernel(ast), []
+    for o in cands:
+      try: apply_opts(ast, [*kept, o], ren)
+      except KernelOptError: continue
+      kept.append(o)
+    return kept
+  tried = 0
+  for s in range(40):
+    case = build_kernel(RandomChooser(s))
+    if not case.opts: continue
+    for ren in (CRenderer(), PythonRenderer()):
+      assert fit_opts(case.ast, ren, case.opts) == reference(case.ast, ren, case.opts), (s, case.opts)
+      tried += 1
+  assert tried >= 20
+
+def test_a_matcher_sum_keeps_which_rules_take_ctx():
+  with_ctx = lambda ctx, x: x if ctx else None  # noqa: E731
+  plain = lambda x: None  # noqa: E731
+  a = PatternMatcher([(UPat(Ops.ADD, name="x"), with_ctx)])
+  b = PatternMatcher([(UPat(Ops.MUL, name="x"), plain)])
+  for pm in (a + b, b + a, a + b):
+    assert [r.has_ctx for r in pm.rules] == [r.fn is with_ctx for r in pm.rules]
+  # a rule swapped for another function (as fuzz/mutants.py swaps them) is inspected afresh
+  a.__init__([(UPat(Ops.ADD, name="x"), plain)])
+  assert [r.has_ctx for r in a.rules] == [False]
