@@ -26,7 +26,8 @@ def _batch_with_one(pred, n: int, at: int) -> tuple[list[bytes], list]:
   picked = no[:at] + yes[:1] + no[at:n - 1]
   return [d for d, _ in picked], [c for _, c in picked]
 
-@pytest.mark.parametrize("backend,setup", [("cpu", "wild_store_bool_kernels"), ("llvm", "wild_store_bool_kernels_llvm")])
+@pytest.mark.parametrize("backend,setup", [("cpu", "wild_store_bool_kernels"),
+                                           ("llvm", "wild_store_bool_kernels_llvm")])
 def test_a_crash_in_one_kernel_of_a_batch_is_attributed_to_its_graph(backend, setup):
   datas, cases = _batch_with_one(_bool_buffer, 6, 3)
   cfg = {"level": "kernel", "backends": [backend], "setup": f"tests.fuzz.planted:{setup}", "max_jobs": 0}
