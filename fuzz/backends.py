@@ -24,7 +24,7 @@ backend has a device that computes (cpu, llvm, python, nvgpu); the others check 
 """
 from __future__ import annotations
 import ctypes, functools, os, tempfile, traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from tinygrad.uop import Ops
@@ -88,6 +88,17 @@ class KernelItem:
   ref: BudgetRef
   dtypes: dict[int, DType]
   seed: int = 0
+  # name -> (the AST under that kernel name, prepare_kernel of it): every backend lowers the same one (see `prepared`)
+  _prepared: dict[str, tuple[UOp, UOp]] = field(default_factory=dict, repr=False, compare=False)
+
+  def prepared(self, name: str) -> tuple[UOp, UOp]:
+    """(the AST named `name`, codegen's first pass on it), computed once per item: each backend fits its opts to it and
+    lowers from it, as get_program would prepare it again (one symbolic rewrite of the graph per backend saved)."""
+    if (hit := self._prepared.get(name)) is None:
+      from tinygrad.codegen.program import prepare_kernel
+      ast = named(self.ast, name)
+      hit = self._prepared[name] = (ast, prepare_kernel(ast))
+    return hit
 
 class ProgramRoundTripError(AssertionError):
   """A lowered program's pyrender text did not read back as the same uops."""
@@ -97,13 +108,14 @@ class LoweredProgram:
   def __init__(self, prg: Any, arch: str): self.prg, self.device_arch = prg, arch
   def __getattr__(self, k: str) -> Any: return getattr(self.prg, k)
 
-def fit_opts(ast: UOp, renderer: Any, cands: Sequence[Any] | None) -> list[Any] | None:
+def fit_opts(ast: UOp, renderer: Any, cands: Sequence[Any] | None, prepared: UOp | None = None) -> list[Any] | None:
   """The candidate opts that apply to this kernel on this target, in order (each tried after the ones kept). Opts
-  apply after codegen's first pass folds the index math (which may fold ranges away), so they are fitted to that."""
+  apply after codegen's first pass folds the index math (which may fold ranges away), so they are fitted to that
+  (`prepared`: that pass's result when the caller has it)."""
   if cands is None: return None
   from tinygrad.codegen.opt import apply_opt, KernelInfo, KernelOptError
   from tinygrad.codegen.program import prepare_kernel
-  cur = prepare_kernel(ast)
+  cur = prepare_kernel(ast) if prepared is None else prepared
   done = tuple(cur.arg.applied_opts) if isinstance(cur.arg, KernelInfo) else ()
   kept: list[Any] = []
   # NOTE: apply_opts(ast, [*kept, o]) is apply_opt of each in turn: the AST with the kept opts applied is kept, and each
@@ -141,7 +153,8 @@ class Backend:
   def lower(self, item: KernelItem, i: int) -> Any:
     from tinygrad.codegen import get_program
     ren = self.renderer(item)
-    prg = get_program(named(item.ast, f"k{i}"), ren, fit_opts(item.ast, ren, item.opts))
+    ast, prepared = item.prepared(f"k{i}")
+    prg = get_program(ast, ren, fit_opts(ast, ren, item.opts, prepared), prepared=prepared)
     from tinygrad.helpers import SPEC
     if int(SPEC.value) >= 2:
       # NOTE: the lowered program reads back from its pyrender text too (the AST's round trip is the level's check)

@@ -29,6 +29,7 @@ def _batch_with_one(pred, n: int, at: int) -> tuple[list[bytes], list]:
 @pytest.mark.parametrize("backend,setup", [("cpu", "wild_store_bool_kernels"),
                                            ("llvm", "wild_store_bool_kernels_llvm")])
 def test_a_crash_in_one_kernel_of_a_batch_is_attributed_to_its_graph(backend, setup):
+  if backend == "llvm" and (why := LLVMBackend().unavailable()) is not None: pytest.skip(f"no llvmlite: {why}")
   datas, cases = _batch_with_one(_bool_buffer, 6, 3)
   cfg = {"level": "kernel", "backends": [backend], "setup": f"tests.fuzz.planted:{setup}", "max_jobs": 0}
   env = {**os.environ, "PYTHONPATH": REPO, "SPEC": "1", "IGNORE_OOB": "1"}

@@ -38,13 +38,15 @@ def full_rewrite_to_sink(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | l
   prepared = prepare_kernel(ast)
   return lower_kernel(ast, prepared, renderer, _opts_or_choose(prepared, renderer, opts))[0]
 
-def get_program(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] | None = None) -> ProgramSpec:
+def get_program(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] | None = None,
+                prepared: UOp | None = None) -> ProgramSpec:
   """Lower, linearize and render one kernel with `opts` (None: choose them). The result depends only on the AST, the
   renderer's identity, the opts and the codegen flags: `get_program(ast, renderer, p.applied_opts).src == p.src`.
-  Fires `compiled` once. On a failure other than an opt that does not fit, the kernel is printed (pyrender) and the
-  error re-raised."""
+  `prepared` is `prepare_kernel(ast)` when the caller has it already (a fuzzer lowering one AST for several targets);
+  it must be exactly that. Fires `compiled` once. On a failure other than an opt that does not fit, the kernel is
+  printed (pyrender) and the error re-raised."""
   try:
-    prepared = prepare_kernel(ast)
+    if prepared is None: prepared = prepare_kernel(ast)
     spec = build_program(ast, prepared, renderer, _opts_or_choose(prepared, renderer, opts))
   except KernelOptError: raise  # NOTE: an opt that does not fit is the caller's business (heuristics, BEAM, a test)
   except Exception as e:

@@ -483,6 +483,10 @@ class Rule:
   fn: Callable[..., Any]
   has_ctx: bool
   index: int
+  @functools.cached_property
+  def label(self) -> str:
+    """describe(), once: the key of the rule's TRACK_MATCH_STATS entry, looked up on every attempt."""
+    return self.describe()
   def describe(self) -> str:
     code = getattr(self.fn, "__code__", None)
     where = f"{code.co_filename.split('/')[-1]}:{code.co_firstlineno}" if code is not None else self.pat.location
@@ -534,7 +538,7 @@ class PatternMatcher:
         for m in p.match(uop, {}):
           if (ret := fn(ctx=ctx, **m) if has_ctx else fn(**m)) is not None and ret is not uop: break
           ret = None
-      rs = stats.setdefault(self.rules[i].describe(), [0, 0, 0.0])
+      rs = stats.setdefault(self.rules[i].label, [0, 0, 0.0])
       rs[0] += ret is not None
       rs[1] += 1
       rs[2] += time.perf_counter() - st
@@ -558,12 +562,15 @@ class RewriteNotConverging(RuntimeError):
   """A graph_rewrite that would never finish: a cycle of rewrites, growth without end, or a livelock."""
 
 class _Rewriter:
-  def __init__(self, pm: PatternMatcher, ctx: Any, name: str, bottom_up: bool, n_nodes: int):
+  def __init__(self, pm: PatternMatcher, ctx: Any, name: str, bottom_up: bool, n_nodes: int | UOp):
     self.pm, self.ctx, self.name, self.bottom_up = pm, ctx, name, bottom_up
     self.replace: dict[UOp, UOp] = {}
     self.on_stack: set[UOp] = set()
     self.steps = 0
-    self.limit: int = int(REWRITE_STEP_LIMIT.value) or max(100_000, 100 * n_nodes)
+    # NOTE: n_nodes may be the root, counted only once the steps pass 100_000 (the least limit): a walk of the whole
+    # graph per graph_rewrite, for a limit that almost never matters, is not paid up front
+    self.fixed_limit = int(REWRITE_STEP_LIMIT.value)
+    self.limit: int = self.fixed_limit or (max(100_000, 100 * n_nodes) if isinstance(n_nodes, int) else 100_000)
     self.hits: collections.Counter[int] = collections.Counter()
     self.n_nodes = n_nodes
     self.stats = match_stats.setdefault(name, {}) if TRACK_MATCH_STATS else None
@@ -577,6 +584,9 @@ class _Rewriter:
     self.steps += 1
     self.hits[ri] += 1
     self.last_rule = ri
+    if self.steps > self.limit and not self.fixed_limit and not isinstance(self.n_nodes, int):
+      self.n_nodes = len(self.n_nodes.toposort())
+      self.limit = max(self.limit, 100 * self.n_nodes)
     if self.steps > self.limit:
       top = ", ".join(f"{self.pm.rules[i].describe()} x{n}" for i, n in self.hits.most_common(3))
       raise RewriteNotConverging(f"graph_rewrite {self.name!r} did not converge: {self.steps} rule applications "
@@ -650,7 +660,7 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
   unless `bottom_up` (then each node is rewritten before its sources).
   A non-terminating rewrite raises RewriteNotConverging."""
   pname = name or "unnamed"
-  rw = _Rewriter(pm, ctx, pname, bottom_up, len(sink.toposort()))
+  rw = _Rewriter(pm, ctx, pname, bottom_up, sink)
   out = rw.run(sink)
   if hooks.rewrite_done:
     for fn in hooks.rewrite_done: fn(pname, sink, out)
