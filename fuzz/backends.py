@@ -8,7 +8,8 @@ message). Before each step of each kernel it calls `note(i, backend, stage)`, so
 compiled code) or hangs is attributed to the kernel and the step it was in.
 
   cpu     C (CRenderer), the batch compiled by the system C compiler into one shared object, run through ctypes
-  llvm    LLVM IR (CPULLVMRenderer) compiled by llvmlite for the host, loaded by MCJIT (the CPU_LLVM=1 path)
+  llvm    LLVM IR (CPULLVMRenderer) compiled by llvmlite for the host kernel by kernel, the batch's objects loaded into
+          one MCJIT engine (the CPU_LLVM=1 path)
   python  the PYTHON renderer and interpreter (checks every access; the semantics table's arithmetic)
   nv      CUDA C (CUDARenderer, NV_ARCH or sm_90): the batch compiled by NVRTC + ptxas (as COMPILE_ONLY=1 does), and
           run on the host through the CUDA shim (tinygrad/runtime/support/cuda_host.py); kernels with shared memory or
@@ -296,7 +297,7 @@ class LLVMBackend(Backend):
     return None
   def describe(self) -> str:
     from tinygrad.runtime.support.compiler_llvm import llvm_version
-    return f"llvm: LLVM IR through llvmlite (LLVM {llvm_version()}), MCJIT"
+    return f"llvm: LLVM IR through llvmlite (LLVM {llvm_version()}), one MCJIT engine per batch"
   def tensor_device(self) -> str | None:
     from tinygrad.device import Device
     from tinygrad.helpers import Context
