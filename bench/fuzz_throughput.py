@@ -11,7 +11,8 @@ SPEC=2), compile (one shared object per batch on cpu, one MCJIT engine per batch
 buffer within the budget; plus the worker's own work (step notes to the parent, rule-hit coverage).
 
 "Per core" divides by the CPU time of the worker and of its children (the C compiler, ptxas, the linker), read from
-/proc, so other load on the machine does not count. The first batch (imports, caches, toolchain start-up) is not timed.
+/proc (the worker's own threads to the nanosecond, its children in clock ticks), so other load on the machine does not
+count. The first batch (imports, caches, toolchain start-up) is not timed.
 Stage shares come from the worker's step notes as the parent receives them (time until the next note).
 
 Lines: `harness` is the worker with no backend (generate + spec + round trip + reference): no backend can go faster;
@@ -26,12 +27,16 @@ sys.path.insert(0, REPO)
 from fuzz.campaign import CampaignConfig, Worker, worker_env, FRESH_BYTES  # noqa: E402
 
 def proc_cpu(pid: int) -> float:
-  """CPU seconds of process `pid` and of its children it has waited for (utime + stime + cutime + cstime)."""
+  """CPU seconds of process `pid` (every thread, from schedstat: nanoseconds, where /proc/PID/stat counts 10 ms ticks)
+  and of the children it has waited for (the C compiler, ptxas: cutime + cstime)."""
   try:
     with open(f"/proc/{pid}/stat") as f: stat = f.read()
-  except OSError as e: raise SystemExit(f"fuzz_throughput: cannot read /proc/{pid}/stat ({e}); this bench needs Linux")
+    own = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+      with open(f"/proc/{pid}/task/{t}/schedstat") as f: own += int(f.read().split()[0])
+  except OSError as e: raise SystemExit(f"fuzz_throughput: cannot read /proc/{pid} ({e}); this bench needs Linux")
   fields = stat[stat.rindex(")") + 2:].split()
-  return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+  return own / 1e9 + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 def measure(backends: list[str], n: int, batch: int, spec: int) -> dict:
   """Run n cases (fixed seeds) through one campaign worker on `backends`; counts, CPU time, stage times."""

@@ -113,3 +113,13 @@ def test_a_matcher_sum_keeps_which_rules_take_ctx():
   # a rule swapped for another function (as fuzz/mutants.py swaps them) is inspected afresh
   a.__init__([(UPat(Ops.ADD, name="x"), plain)])
   assert [r.has_ctx for r in a.rules] == [False]
+
+def test_the_throughput_bench_times_a_campaign_worker():
+  import importlib.util
+  spec = importlib.util.spec_from_file_location("fuzz_throughput", os.path.join(REPO, "bench", "fuzz_throughput.py"))
+  assert spec is not None and spec.loader is not None
+  bench = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(bench)
+  r = bench.measure(["python"], 4, 2, 1)
+  assert r["backends"] == ["python"] and r["n"] == 4 and r["failing"] == 0 and r["cpu"] > 0, r
+  assert r["min"] <= r["nodes"] <= r["max"] and {"generate", "prepare", "codegen", "run"} <= set(r["stages"]), r
