@@ -46,9 +46,9 @@ def _no_note(i: int, backend: str, stage: str) -> None: pass
 
 @dataclass(frozen=True)
 class Failure:
-  """A check that did not pass: the stage (generate, spec, roundtrip, reference, opts, codegen, compile, codeobject,
-  run, compare, crash, hang), the kind (exception class, mismatch class, signal), the code site (file:function of the
-  innermost frame in tinygrad/, spec/ or the oracles), the backend and the full message."""
+  """A check that did not pass: the stage (generate, spec, roundtrip, reference, opts, codegen, compile, load,
+  codeobject, run, compare, crash, hang), the kind (exception class, mismatch class, signal), the code site
+  (file:function of the innermost frame in tinygrad/, spec/ or the oracles), the backend and the full message."""
   stage: str
   kind: str
   site: str
