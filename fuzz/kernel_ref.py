@@ -3,7 +3,8 @@
 It computes with the one semantics table (tinygrad/uop/semantics.py), so its values are those constant folding and the
 PYTHON backend compute, and it is vectorized with numpy: every RANGE of the kernel is one axis, a node evaluates to an
 array broadcast over the axes of the ranges it depends on. It ignores AxisTypes on purpose: opts change how ranges are
-lowered, never what a kernel computes.
+lowered, never what a kernel computes. The one exception is a KBLOCK range (OptOps.KBLOCK): its iterations run one
+after another, each reading what the ones before stored (a reduce blocked into partial sums in the output buffer).
 
   - LOAD(INDEX(buf, idx)): a masked index (`cond.where(idx, Invalid)`, or an INDEX gate) reads 0 where invalid; a valid
     index outside the buffer raises KernelRefError naming the buffer, the index and the range values
@@ -22,7 +23,7 @@ from __future__ import annotations
 import itertools, math
 from typing import Any, Mapping, Sequence
 import numpy as np
-from tinygrad.uop import Ops, GroupOp, semantics
+from tinygrad.uop import Ops, GroupOp, AxisType, semantics
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes, to_np_dtype, to_storage_np, from_storage_np, InvalidType
 
@@ -208,7 +209,13 @@ Bufs = Mapping[int, np.ndarray] | Sequence[np.ndarray]
 def run_kernel(ast: UOp, bufs: Bufs, var_vals: Mapping[str, int] | None = None) -> None:
   """Run kernel `ast` on arrays by DEFINE_GLOBAL number (a dict, or a list: bufs[i] is buffer i), writing in place."""
   if ast.op is not Ops.SINK: raise KernelRefError(f"a kernel AST is a SINK, got {ast.op}")
-  KernelRef(ast, dict(enumerate(bufs)) if isinstance(bufs, Sequence) else bufs, var_vals).run()
+  b = dict(enumerate(bufs)) if isinstance(bufs, Sequence) else bufs
+  kb = [u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.KBLOCK]
+  if len(kb) > 1: raise KernelRefError(f"{len(kb)} KBLOCK ranges: a kernel has at most one (OptOps.KBLOCK)")
+  if not kb: return KernelRef(ast, b, var_vals).run()
+  # NOTE: the KBLOCK range is the outermost loop and its iterations depend on each other through memory: one run each
+  for v in range(KernelRef(ast, b, var_vals)._extent(kb[0])):
+    KernelRef(ast.substitute({kb[0]: kb[0].const_like(v)}), b, var_vals).run()
 
 # ---- whole kernel graphs and schedules ----
 

@@ -40,6 +40,14 @@ def index_ok(x: UOp, b: UOp, i: UOp) -> bool:
   if x.dtype == b.dtype or x.dtype == b.dtype.vec(x.dtype.vcount): return True
   return fail(f"INDEX dtype {x.dtype} does not point into {b.dtype}")
 
+def gated_index_ok(x: UOp, b: UOp, i: UOp, g: UOp) -> bool:
+  # a bool gate, or a gate per lane of a vector access (a masked load): lane j reads element i+j only where lane j holds
+  if g.dtype == dtypes.bool: return index_ok(x, b, i)
+  if g.dtype != dtypes.bool.vec(x.dtype.vcount) or i.dtype.count != 1:
+    return fail(f"INDEX gate {g.dtype} on {x.dtype}: a gate is bool, or a per-lane gate bool.vec(n) on a vector INDEX "
+                "of n elements with a scalar offset")
+  return index_ok(x, b, i)
+
 def load_ok(x: UOp, i: UOp) -> bool:
   if len(i.src) == 3: return fail("LOAD through a gated INDEX needs the alternative value: LOAD(INDEX, alt)")
   return x.dtype == elem_dtype(i.dtype) or fail(f"LOAD of {x.dtype} through {i.dtype} (reads {elem_dtype(i.dtype)})")
@@ -79,7 +87,7 @@ program_rules: list[Rule] = [
   # END closes exactly one range in a program; its value is the last side effect inside the loop
   (UPat(Ops.END, dtypes.void, src=(UPat(dtype=dtypes.void), UPat(Ops.RANGE))), lambda: True),
   (UPat(Ops.INDEX, src=(UPat(name="b"), UPat(name="i")), name="x"), index_ok),
-  (UPat(Ops.INDEX, src=(UPat(name="b"), UPat(name="i"), UPat(dtype=dtypes.bool)), name="x"), index_ok),
+  (UPat(Ops.INDEX, src=(UPat(name="b"), UPat(name="i"), UPat(name="g")), name="x"), gated_index_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.INDEX, name="i"),), name="x"), load_ok),
   (UPat(Ops.LOAD, src=(UPat(Ops.INDEX, name="i"), UPat(name="alt")), name="x"), gated_load_ok),
   (UPat(Ops.STORE, src=(UPat(Ops.INDEX, name="i"), UPat(name="v")), name="x"), store_ok),

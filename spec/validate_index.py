@@ -29,6 +29,7 @@ class Access(NamedTuple):
   idx: UOp          # the flat index, mask removed
   gates: list[UOp]  # the mask's conditions and the INDEX's gate
   width: int        # elements accessed from idx on (a pointer vector's width)
+  masked: bool      # a gate per element (a masked vector load): element j is checked under lane j of the gates
 
 def access_of(u: UOp) -> Access | None:
   """What a LOAD/STORE touches, or None when it has no sized buffer to check against."""
@@ -39,7 +40,9 @@ def access_of(u: UOp) -> Access | None:
   while buf.op is Ops.AFTER: buf = buf.src[0]
   while is_masked(idx): gates, idx = gates + [idx.src[0]], idx.src[1]
   if not isinstance(buf.dtype, PtrDType) or buf.dtype.size < 0: return None
-  return Access(buf, buf.dtype.size, idx, gates, index.dtype.vcount if isinstance(index.dtype, PtrDType) else 1)
+  width = index.dtype.vcount if isinstance(index.dtype, PtrDType) else 1
+  masked = width > 1 and idx.dtype.count == 1 and any(g.dtype.count > 1 for g in gates)
+  return Access(buf, buf.dtype.size, idx, gates, width, masked)
 
 def accesses(graph_or_list: UOp | Sequence[UOp]) -> list[tuple[int, UOp, tuple[UOp, ...]]]:
   """(position, LOAD/STORE, gates of the IF blocks around it) for every access; a graph has no IF blocks."""
@@ -59,9 +62,10 @@ def _as_wide(z3: Any, smt: Any, v: Any, dt: Any) -> Any:
   w = smt.bits(dt)
   return z3.SignExt(66 - w, v) if smt.signed(dt) else z3.ZeroExt(66 - w, v)
 
-def _out_of_bounds(z3: Any, smt: Any, i: Any, dt: Any, a: Access) -> Any:
-  i = _as_wide(z3, smt, i, dt)
-  end = a.size - a.width + 1
+def _out_of_bounds(z3: Any, smt: Any, i: Any, dt: Any, a: Access, elem: int = 0) -> Any:
+  """Whether index i (plus `elem`, one element of a masked access) leaves the buffer."""
+  i = _as_wide(z3, smt, i, dt) + elem
+  end = a.size - (1 if a.masked else a.width) + 1
   if smt.kind(dt) == "int": return z3.Or(i < 0, i >= end)
   return z3.Or(i < z3.BitVecVal(0, 66), i >= z3.BitVecVal(end, 66))
 
@@ -78,12 +82,13 @@ def validate_index(graph_or_list: UOp | Sequence[UOp]) -> None:
   tr, solver = smt.Translator(model_floats=False), z3.Solver()
   solver.set("timeout", 10_000)
   for pos, u, ifs, a in todo:
-    for lane in range(a.idx.dtype.count):
-      i, conds = tr.value(a.idx, lane), [tr.value(g, lane) for g in a.gates + list(ifs)]
+    # NOTE: a masked access checks each element under its own lane of the gates (a scalar gate reads its one value)
+    for lane in range(a.width if a.masked else a.idx.dtype.count):
+      i, conds = tr.value(a.idx, 0 if a.masked else lane), [tr.value(g, lane) for g in a.gates + list(ifs)]
       solver.add(*tr.constraints)
       tr.constraints = []
       solver.push()
-      solver.add(*conds, _out_of_bounds(z3, smt, i, a.idx.dtype, a))
+      solver.add(*conds, _out_of_bounds(z3, smt, i, a.idx.dtype, a, lane if a.masked else 0))
       res = solver.check()
       if res == z3.sat: _report(z3, smt, solver.model(), tr, pos, u, a, i, lane)
       if res == z3.unknown and not (0 <= a.idx.vmin and a.idx.vmax + a.width - 1 < a.size):
@@ -97,7 +102,7 @@ def _report(z3: Any, smt: Any, m: Any, tr: Any, pos: int, u: UOp, a: Access, i: 
   model = {k: int(v) for k, v in tr.model(m).items()}
   bad = int(tr.model_value(m, i, a.idx.dtype.scalar()))
   shown = ", ".join(f"{k}={v}" for k, v in model.items())
-  where = f"[{bad}..{bad + a.width - 1}]" if a.width > 1 else f"[{bad}]"
-  if a.idx.dtype.count > 1: where += f" (lane {lane})"
+  where = f"[{bad + lane}]" if a.masked else f"[{bad}..{bad + a.width - 1}]" if a.width > 1 else f"[{bad}]"
+  if a.idx.dtype.count > 1 or a.masked: where += f" (lane {lane})"
   raise IndexOutOfBounds(f"{u.op} at position {pos} can access {a.buf.op} {a.buf.arg}{where}, outside its size "
                          f"{a.size}, when {shown or 'always'}", u, model, bad)

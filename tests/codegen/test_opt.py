@@ -40,6 +40,20 @@ def matmul_ast(M=8, N=8, K=8):
   acc = (a.index(i * K + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
   return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
 
+def relu_matmul_ast(M=4, N=4, K=8):
+  # out = relu(a @ b): the sum of relus of partial sums is not the relu of the sum, so KBLOCK must refuse it
+  i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
+  out, a, b = _g(0, M * N), _g(1, M * K), _g(2, K * N)
+  acc = (a.index(i * K + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
+  return UOp.sink(out.index(i * N + j).store(acc.maximum(0.0)).end(i, j))
+
+def inplace_matmul_ast(N=4, K=8):
+  # out[i, j] = sum_k out[i, k] * b[k, j]: the partial sums KBLOCK stores would change what later blocks read
+  i, j, k = UOp.range(N, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
+  out, b = _g(0, N * K), _g(1, K * N)
+  acc = (out.index(i * K + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
+  return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
+
 def _bufs(ast, seed=0):
   rng = np.random.default_rng(seed)
   gs = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
@@ -66,6 +80,11 @@ LEGAL = [
   (reduce_ast, [Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.UPCAST, 0, 4)]),
   (reduce_ast, [Opt(OptOps.THREAD, 0, 2), Opt(OptOps.UNROLL, 0, 0)]),
   (matmul_ast, [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2)]),
+  (matmul_ast, [Opt(OptOps.KBLOCK, 0, 2)]),
+  (lambda: matmul_ast(M=7, N=5, K=6), [Opt(OptOps.KBLOCK, 0, 3)]),
+  (lambda: matmul_ast(M=1, N=1, K=4), [Opt(OptOps.KBLOCK, 0, 2)]),
+  (matmul_ast, [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.KBLOCK, 0, 4), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.THREAD, 0, 2)]),
+  (lambda: matmul_ast(M=5, N=7, K=8), [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 2)]),
 ]
 
 @pytest.mark.parametrize("mk,opts", LEGAL, ids=[f"{mk.__name__}-{i}" for i, (mk, _) in enumerate(LEGAL)])
@@ -81,8 +100,9 @@ def test_local_opts_preserve_semantics_on_gpu_like(opts):
 
 def test_random_opt_sequences_preserve_semantics():
   rnd = random.Random(1234)
-  ops = [OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP, OptOps.PADTO, OptOps.LOCAL, OptOps.GROUPTOP]
-  tried = applied = 0
+  ops = [OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP, OptOps.PADTO, OptOps.LOCAL, OptOps.GROUPTOP,
+         OptOps.KBLOCK]
+  tried = applied = kblocked = 0
   for trial in range(60):
     mk = rnd.choice([elementwise_ast, reduce_ast, matmul_ast])
     ast, ren = mk(), rnd.choice([CPULike(), GPULike()])
@@ -94,7 +114,9 @@ def test_random_opt_sequences_preserve_semantics():
       except KernelOptError: continue
       opts, applied = cand, applied + 1
     _check_same(ast, opts, ren)
+    kblocked += any(o.op is OptOps.KBLOCK for o in opts)
   assert applied > 20, f"only {applied} of {tried} random opts applied"
+  assert kblocked > 0, "no random sequence applied KBLOCK"
 
 def test_upcast_splits_into_upcast_range():
   new = apply_opts(elementwise_ast(), [Opt(OptOps.UPCAST, 1, 4)], CPULike())
@@ -136,6 +158,12 @@ ILLEGAL = [
   (elementwise_ast, Opt(OptOps.SWAP, 0, 0), CPULike, "itself"),
   (elementwise_ast, Opt(OptOps.UPCAST, 0, 1), CPULike, "does nothing"),
   (elementwise_ast, Opt(OptOps.NOLOCALS), CPULike, "no locals"),
+  (matmul_ast, Opt(OptOps.KBLOCK, 0, 2), GPULike, "CPU target"),
+  (matmul_ast, Opt(OptOps.KBLOCK, 0, 3), CPULike, "divides"),
+  (matmul_ast, Opt(OptOps.KBLOCK, 0, 8), CPULike, "divides"),
+  (elementwise_ast, Opt(OptOps.KBLOCK, 0, 2), CPULike, "0 reduce axes"),
+  (lambda: relu_matmul_ast(), Opt(OptOps.KBLOCK, 0, 2), CPULike, "ADD REDUCE over the axis"),
+  (lambda: inplace_matmul_ast(), Opt(OptOps.KBLOCK, 0, 2), CPULike, "reads its output"),
   (lambda: elementwise_ast(M=0), Opt(OptOps.UPCAST, 0, 0), CPULike, "empty"),
 ]
 
@@ -201,6 +229,10 @@ E2E = [
   (reduce_ast, [Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2)]), (matmul_ast, [Opt(OptOps.SWAP, 0, 1)]),
   (matmul_ast, [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2)]),
   (matmul_ast, None),
+  (matmul_ast, [Opt(OptOps.KBLOCK, 0, 2), Opt(OptOps.THREAD, 0, 2)]),
+  (lambda: matmul_ast(M=7, N=13, K=12), [Opt(OptOps.UPCAST, 1, 13), Opt(OptOps.KBLOCK, 0, 6), Opt(OptOps.UNROLL, 0, 3)]),
+  (lambda: matmul_ast(M=4, N=7, K=8), [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 2),
+                                       Opt(OptOps.THREAD, 0, 2)]),
 ]
 
 @pytest.mark.parametrize("mk,opts", E2E, ids=[f"{mk.__name__}-{i}" for i, (mk, _) in enumerate(E2E)])
@@ -296,3 +328,31 @@ def test_heuristics_whole_axis_upcast_of_16_on_big_cpu_kernel():
   opts = hand_coded_optimizations(ast, CPULike())
   assert Opt(OptOps.UPCAST, 1, 16) in opts and Opt(OptOps.UPCAST, 1, 2) not in opts
   assert apply_opts(ast, opts, CPULike()).arg.applied_opts == tuple(opts)
+
+# ---- KBLOCK: the reduce's outer part outside the output loops, partial sums through the output buffer ----
+
+def test_kblock_is_the_outermost_loop_and_not_an_output_axis():
+  new = apply_opts(matmul_ast(K=8), [Opt(OptOps.KBLOCK, 0, 2)], CPULike())
+  kb = axes_of(new, AxisType.KBLOCK)
+  assert [axis_size(r) for r in kb] == [4] and [axis_size(r) for r in reduce_axes(new)] == [2]
+  assert kb[0] not in output_axes(new) and len(output_axes(new)) == 2
+  # the store reads what the earlier blocks stored, gated off in block 0 (the output is not initialized)
+  gated = [u for u in new.toposort() if u.op is Ops.INDEX and u.src[0].arg == 0 and u.src[1].is_masked()]
+  assert len(gated) == 1 and kb[0] in gated[0].src[1].get_valid()._ranges
+
+def test_only_one_kblock():
+  with pytest.raises(KernelOptError, match="already has a KBLOCK"):
+    apply_opts(matmul_ast(K=8), [Opt(OptOps.KBLOCK, 0, 2), Opt(OptOps.KBLOCK, 0, 2)], CPULike())
+
+def test_heuristics_kblock_a_matmul_whose_rows_are_a_page_apart():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations, KBLOCK_STEPS
+  # 1024 floats per row of B: every reduce step reads 4 KiB further on
+  opts = hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPULike())
+  assert Opt(OptOps.KBLOCK, 0, KBLOCK_STEPS) in opts
+  ast = apply_opts(matmul_ast(1024, 1024, 1024), opts, CPULike())
+  assert [axis_size(r) for r in axes_of(ast, AxisType.KBLOCK)] == [1024 // KBLOCK_STEPS]
+  # rows 4000 bytes apart spread over the cache; a GPU runs output tiles in parallel
+  assert not any(o.op is OptOps.KBLOCK for o in hand_coded_optimizations(matmul_ast(1000, 1000, 1000), CPULike()))
+  assert not any(o.op is OptOps.KBLOCK for o in hand_coded_optimizations(matmul_ast(1024, 1024, 1024), GPULike()))
+  # a column sum reads each element once: there is no panel to keep in cache
+  assert not any(o.op is OptOps.KBLOCK for o in hand_coded_optimizations(colsum_ast(4096, 4096), CPULike()))

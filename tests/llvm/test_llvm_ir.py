@@ -93,6 +93,41 @@ def test_gated_load_never_reads_out_of_bounds():
   want = str([0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 0.0, 0.0])
   assert res.stdout.split() == want.split() * 2 or res.stdout.strip().splitlines() == [want, want]
 
+MASKED_GUARD_PAGE = textwrap.dedent('''
+  import ctypes, mmap, re, numpy as np
+  from tinygrad.uop import Ops, AxisType
+  from tinygrad.uop.ops import UOp
+  from tinygrad.dtype import dtypes
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.opt import Opt, OptOps
+  from tests.llvm.conftest import llvm_parts, run_program
+  libc = ctypes.CDLL(None)
+  PAGE = mmap.PAGESIZE
+  mem = mmap.mmap(-1, 2 * PAGE)
+  base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+  libc.mprotect(ctypes.c_void_p(base + PAGE), PAGE, 0)
+  # out[j] = sum_k a[k] * b[k, j] with b (4 x 29) the last 116 floats before the guard page: padding j to 32 gives the
+  # last row's lanes 29..31 addresses on the guard page, which a masked load must not touch
+  K, N = 4, 29
+  b = np.frombuffer(mem, np.float32, K * N, PAGE - 4 * K * N)
+  b[:] = np.arange(1, K * N + 1, dtype=np.float32)
+  a, out = np.arange(1, K + 1, dtype=np.float32), np.zeros(N, np.float32)
+  j, k = UOp.range(N, 0), UOp.range(K, 1, AxisType.REDUCE)
+  g = [UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(n), arg=i) for i, n in enumerate((N, K, K * N))]
+  acc = (g[1].index(k).load() * g[2].index(k * N + j).load()).reduce(k, arg=Ops.ADD)
+  ast = UOp.sink(g[0].index(j).store(acc).end(j))
+  prg = get_program(ast, llvm_parts()[0], opts=[Opt(OptOps.PADTO, 0, 16), Opt(OptOps.UPCAST, 0, 16)])
+  assert re.search(r"@llvm\\.masked\\.load\\.v\\d+f32", prg.src), prg.src
+  run_program(prg, [out, a, b])
+  assert out.tolist() == (a @ b.reshape(K, N)).tolist(), (out, a @ b.reshape(K, N))
+  print("ok")
+''')
+
+def test_masked_vector_load_never_reads_past_the_end():
+  res = subprocess.run([sys.executable, "-c", MASKED_GUARD_PAGE], capture_output=True, text=True, timeout=300,
+                       cwd=os.getcwd())
+  assert res.returncode == 0 and res.stdout.strip() == "ok", f"exit {res.returncode}: {res.stderr[-2000:]}"
+
 def test_gated_load_reads_through_a_safe_index():
   out, a = dg(0, dtypes.float32, 10), dg(1, dtypes.float32, 6)
   r = UOp.range(10, 0)
@@ -126,11 +161,43 @@ def test_matmul_through_the_llvm_path_is_correct(run_kernel):
     run_kernel(si.ast, bufs)
   np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
 
+def _inner_reduce_loop(src: str) -> str:
+  """The body of the innermost loop that holds an FMA (from its phi to its back edge)."""
+  loops = re.findall(r"\n(loop\d+):\n(.*?)br label %\1\n", src, re.S)
+  return min((body for _, body in loops if "@llvm.fma." in body), key=len)
+
+def assert_vector_fma_loop(src: str, lanes: int, at_least: int) -> None:
+  inner = _inner_reduce_loop(src)
+  fmas = re.findall(rf"call <{lanes} x float> @llvm\.fma\.v{lanes}f32", inner)
+  assert len(fmas) >= at_least, f"expected {at_least} <{lanes} x float> FMAs in the reduce loop, found {len(fmas)}"
+  assert not re.search(r"call float @llvm\.fma\.f32|= f(mul|add) contract float ", inner), "scalar float math left"
+
+@pytest.mark.parametrize("bits,lanes", [(512, 16), (256, 8)])
+def test_1024_matmul_is_kblocked_with_vector_fmas(bits, lanes):
+  # the kernel `Tensor @` schedules for 1024^3 with default heuristics: the reduce is cache blocked (KBLOCK: B's rows
+  # are 4 KiB apart) and its inner loop is 32x8 vector FMAs (16 zmm or 32 ymm accumulators)
+  from tinygrad.codegen.opt import OptOps
+  ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, bits, 2)
+  p = get_program(matmul_items(1024)[-1].ast, ren)
+  assert OptOps.KBLOCK in [o.op for o in p.applied_opts], p.applied_opts
+  assert_vector_fma_loop(p.src, lanes, 256 // lanes)
+
+def test_padded_1023_matmul_inner_loop_is_vector_fmas():
+  # 1023 is padded to 1024 on both output axes; the padded lanes' gated loads are masked vector loads, so the inner loop
+  # is vector FMAs as 1024's is (it was scalar FMAs on gated scalar loads)
+  from tinygrad.codegen.opt import OptOps
+  ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, 512, 2)
+  p = get_program(matmul_items(1023)[-1].ast, ren)
+  assert [o.op for o in p.applied_opts].count(OptOps.PADTO) == 2, p.applied_opts
+  assert_vector_fma_loop(p.src, 16, 16)
+  assert re.search(r"call <16 x float> @llvm\.masked\.load\.v16f32\.p0\(ptr align 4 %p\d+, <16 x i1> %v\d+,",
+                   _inner_reduce_loop(p.src))
+
 def test_odd_sized_matmul_is_padded_and_blocked(run_kernel):
   # 255x257 @ 257x257: no vector width divides 257 or 255, so the output axes are padded (PADTO) and then blocked as a
-  # multiple-of-16 matmul would be, not left as one loop nest without opts; the values are right
-  # NOTE: the padded lanes' loads are gated, which the vector-accumulator packing does not take (it would need masked
-  # vector loads): the blocked scalar IR is left to LLVM's vectorizers (docs/llvm_amd.md)
+  # multiple-of-16 matmul would be, not left as one loop nest without opts; the padded lanes read through masked vector
+  # loads (test_masked_vector_load_never_reads_past_the_end: they touch nothing past the end); the values
+  # are right
   from tinygrad.codegen.opt import OptOps
   rng = np.random.default_rng(0)
   a, b = rng.standard_normal((255, 257), dtype=np.float32), rng.standard_normal((257, 257), dtype=np.float32)
@@ -139,18 +206,26 @@ def test_odd_sized_matmul_is_padded_and_blocked(run_kernel):
   p = get_program(items[-1].ast, ren)
   ops = [o.op for o in p.applied_opts]
   assert ops.count(OptOps.PADTO) == 2 and ops.count(OptOps.UPCAST) >= 2, p.applied_opts
+  assert_vector_fma_loop(p.src, 16, 16)
   out = np.zeros((255, 257), np.float32)
   for si in items:
     bufs = [out.reshape(-1) if i == 0 else (a if si.bufs[i].size == a.size else b).reshape(-1) for i in range(len(si.bufs))]
     run_kernel(si.ast, bufs)
   np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
 
-def test_matmul_that_a_vector_width_divides_is_not_padded():
-  # padding costs gated (scalar) loads: 1000 = 8 * 125 blocks by 8 without it
+def test_padding_a_vector_axis_follows_masked_loads():
+  # 1000 = 8 * 125: the C path (gated loads are scalar there) blocks 8x8 unpadded; the LLVM path, whose masked loads keep
+  # a padded axis vector, pads the contiguous axis to 1024 and blocks it by 32 (then THREAD splits the 32 blocks)
   from tinygrad.codegen.opt import OptOps
+  from tinygrad.renderer.cstyle import CRenderer
+  ast = matmul_items(1000)[-1].ast
+  c = get_program(ast, CRenderer(threads=2))
+  assert OptOps.PADTO not in [o.op for o in c.applied_opts] and OptOps.UPCAST in [o.op for o in c.applied_opts]
   ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, 512, 2)
-  p = get_program(matmul_items(1000)[-1].ast, ren)
-  assert OptOps.PADTO not in [o.op for o in p.applied_opts] and OptOps.UPCAST in [o.op for o in p.applied_opts]
+  p = get_program(ast, ren)
+  ops = [o.op for o in p.applied_opts]
+  assert ops[0] is OptOps.PADTO and OptOps.THREAD in ops, p.applied_opts
+  assert_vector_fma_loop(p.src, 16, 16)
 
 def corrupt(src: str, old: str, new: str) -> str:
   assert old in src

@@ -212,6 +212,17 @@ def test_program_rejects_gated_load_without_alt():
   bad = idx.load()
   rejects([g(0), i32(0), gate, idx, bad], program_spec, bad)
 
+def test_program_masked_vector_load_needs_a_gate_per_lane():
+  gate4 = UOp.const(dtypes.bool.vec(4), True)
+  alt = UOp.const(dtypes.float32.vec(4), 0.0)
+  ok = UOp(Ops.INDEX, g(0).dtype.vec(4), (g(0), i32(0), gate4))
+  type_verify([g(0), i32(0), gate4, ok, alt, ok.load(alt, dtype=dtypes.float32.vec(4))], program_spec)
+  # a gate of 2 lanes on a 4-lane access says nothing about lanes 2 and 3
+  gate2 = UOp.const(dtypes.bool.vec(2), True)
+  bad = UOp(Ops.INDEX, g(0).dtype.vec(4), (g(0), i32(0), gate2))
+  e = rejects([g(0), i32(0), gate2, bad], program_spec, bad)
+  assert "per-lane gate" in str(e)
+
 def test_program_rejects_barrier_with_two_sources():
   st = g(0).index(i32(0)).store(UOp.const(dtypes.float32, 1.0))
   bad = UOp(Ops.BARRIER, dtypes.void, (st, st))

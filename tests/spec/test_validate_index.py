@@ -105,3 +105,17 @@ def test_proofs_are_cached(monkeypatch):
   validate_index(sink)
   monkeypatch.setattr(vi, "_out_of_bounds", None)  # any new proof would crash
   validate_index(sink)
+
+def test_masked_vector_load_is_proved_per_lane():
+  # a masked load of 4 lanes at 4*r of a 10-element buffer: lane j reads element 4*r+j only where 4*r+j < 10
+  i32 = lambda v: UOp.const(dtypes.int32, v)
+  r = UOp.range(i32(3), 0, dtype=dtypes.int32)
+  base = r * i32(4)
+  def masked(limit: int) -> UOp:
+    gate = UOp.vectorize(*[base + i32(j) < i32(limit) for j in range(4)])
+    vec = UOp(Ops.INDEX, dtypes.float32.ptr(10).vec(4), (g(1, 10), base, gate))
+    return vec.load(UOp.const(dtypes.float32.vec(4), 0.0), dtype=dtypes.float32.vec(4))
+  validate_index([masked(10)])
+  # one lane too many: r = 2 reads element 10 in lane 2
+  with pytest.raises(IndexOutOfBounds) as e: validate_index([masked(11)])
+  assert e.value.model["r0"] == 2 and "[10] (lane 2)" in str(e.value)

@@ -33,7 +33,7 @@ from tinygrad.codegen.cutting import cut_store_ranges
 
 class OptOps(FastEnum):
   TC = 1; UPCAST = 2; UNROLL = 3; LOCAL = 4; THREAD = 5; GROUP = 6; GROUPTOP = 7; NOLOCALS = 8; PADTO = 9; SWAP = 10
-  CUT = 11
+  CUT = 11; KBLOCK = 12
 
 @dataclass(frozen=True)
 class Opt:
@@ -183,6 +183,7 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
     _check(op not in (OptOps.GROUP, OptOps.GROUPTOP, OptOps.UNROLL, OptOps.PADTO, OptOps.NOLOCALS),
            f"{opt}: not allowed after a TC opt")
   if op is OptOps.CUT: return cut_kernel(ast, opt, renderer, applied)
+  if op is OptOps.KBLOCK: return kblock_reduce(ast, opt, renderer)
   if op is OptOps.NOLOCALS:
     _check(has_local, f"{opt}: the renderer has no locals")
     _check(not nolocals and not axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE), f"{opt}: locals already in use")
@@ -332,6 +333,47 @@ def apply_tc(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -
   left = set(ret.toposort()) & {m, n, k, red}
   _check(not left, f"{opt}: the reduce or its axes are used outside the store it feeds; not a plain matmul")
   return ret
+
+def kblock_reduce(ast: UOp, opt: Opt, renderer: Renderer) -> UOp:
+  """OptOps.KBLOCK: cache blocking of a reduce. Reduce axis `opt.axis` (size K) splits into a KBLOCK range of K / arg
+  blocks, the outermost loop of the kernel, and a reduce of `arg` steps inside the output loops. Each block adds its
+  partial sums to the output buffer (the first block stores them), so the part of each input one block reads stays in
+  cache while every output tile reuses it. The kernel must be one STORE of an ADD REDUCE into a global buffer it does
+  not otherwise read, on a target whose output loops stay loops in one thread (the CPU: a THREAD axis splits the
+  outputs, never the blocks)."""
+  _check(renderer.has_threads and not renderer.has_local and renderer.global_max is None,
+         f"{opt}: KBLOCK needs a CPU target (output loops that no grid or workgroup runs in parallel)")
+  _check(not axes_of(ast, AxisType.KBLOCK), f"{opt}: the kernel already has a KBLOCK axis")
+  r = _pick(reduce_axes(ast), opt, "reduce")
+  size = axis_size(r)
+  _check(size is not None and isinstance(opt.arg, int) and 1 < opt.arg < size and size % opt.arg == 0,
+         f"{opt}: arg must be an int in (1, {size}) that divides the reduce axis of size {size}")
+  assert size is not None and isinstance(opt.arg, int)
+  stores = [u for u in ast.toposort() if u.op is Ops.STORE]
+  _check(len(stores) == 1, f"{opt}: the kernel must have one STORE (it has {len(stores)})")
+  st = stores[0]
+  idx, red = st.src[0], st.src[1]
+  _check(idx.op is Ops.INDEX and idx.src[0].op is Ops.DEFINE_GLOBAL and len(idx.src) == 2,
+         f"{opt}: the STORE must write a global buffer through a plain INDEX")
+  _check(red.op is Ops.REDUCE and red.arg is Ops.ADD and r in red.src[1:] and red.dtype == idx.src[0].dtype.base,
+         f"{opt}: the stored value must be the ADD REDUCE over the axis itself, in the buffer's dtype")
+  out = idx.src[0]
+  _check(not any(u.op is Ops.INDEX and u.src[0] is out and u is not idx for u in ast.toposort()),
+         f"{opt}: the kernel reads its output buffer, which the partial sums stored there would change")
+  _check(all(u.op is not Ops.STORE or u is st for u in red.toposort()), f"{opt}: a STORE inside the reduce")
+  amt = opt.arg
+  ko = UOp.range(size // amt, _next_id(ast), AxisType.KBLOCK, dtype=r.dtype)
+  ki = r.replace(src=(UOp.const(r.dtype, amt),))
+  new_red = replace_ranges(red, {r: (ko * amt + ki, (ki,))})
+  # NOTE: block 0 reads nothing (the output is not initialized): the gated load reads 0 there
+  i = idx.src[1]
+  first = ko.const_like(0) < ko
+  prev = out.index((i.get_valid() & first if i.is_masked() else first).where(i.get_idx(), UOp.invalid())).load()
+  new_st = idx.store(new_red + prev)
+  ends = [u for u in ast.toposort() if u.op is Ops.END and u.src[0] is st]
+  if not ends: return ast.substitute({st: new_st.end(ko)})
+  _check(len(ends) == 1, f"{opt}: the STORE must be closed by one END (found {len(ends)})")
+  return ast.substitute({ends[0]: new_st.end(ko, *ends[0].src[1:])})
 
 def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -> UOp:
   _check(renderer.has_threads, f"{opt}: store loops are cut on CPU targets only (has_threads)")

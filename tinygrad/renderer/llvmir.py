@@ -145,6 +145,8 @@ class LLVMRenderer(Renderer):
   # lanes, the final rules (llvm_matcher) any width; bool and the emulated dtypes (held as bits) stay scalar
   vectors = {dt: Vectors((8, 4, 2), LLVM_VECTOR_OPS) for dt in DTYPES_DICT.values()
              if dt not in (dtypes.void, dtypes.index, dtypes.bool, *EMULATED)}
+  # vectorize_load turns gated lanes into llvm.masked.load
+  masked_loads = True
   # the triple and data layout change the module text (a CPU subclass adds its vector width)
   IDENTITY = Renderer.IDENTITY + ("triple", "datalayout")
   # the scalar ops rendered natively (codegen decomposes THREEFRY; subclasses add the transcendentals they have)
@@ -254,6 +256,11 @@ class LLVMRenderer(Renderer):
     pt = self.ptr_type(bdt.addrspace)
     st.r[u] = p = st.fresh("p")
     i = st.r[idx]
+    if len(u.src) == 3 and u.src[2].dtype.count > 1:
+      # NOTE: a masked vector access (a gate per lane): llvm.masked.load reads no masked-off lane, so the address is
+      # never made safe; without `inbounds`, since the lanes past the buffer's end may lie outside it
+      st.emit(f"{p} = getelementptr {mem_type(bdt.base)}, {pt} {st.r[buf]}, {ltype(idx.dtype)} {i}")
+      return
     if len(u.src) == 3 and _index0_ok(bdt):
       # NOTE: the gated index may be out of bounds; a gated load reads through index 0 (in bounds) instead
       i2 = st.fresh()
@@ -269,6 +276,9 @@ class LLVMRenderer(Renderer):
       # NOTE: the buffer has no element at all: the gate is false wherever the load runs, so it reads the alternative
       st.r[u] = st.r[u.src[1]]
       return
+    if len(u.src) == 2 and idx.src[2].dtype.count > 1:
+      st.r[u] = self._masked_load(st, u, bdt)
+      return
     v = st.fresh()
     st.emit(f"{v} = load {mem_type(u.dtype)}, {pt} {st.r[idx]}, align {_mem_align(u.dtype, bdt)}")
     v = self._from_mem(st, v, u.dtype)
@@ -278,6 +288,18 @@ class LLVMRenderer(Renderer):
       st.r[u] = st.fresh()
       st.emit(f"{st.r[u]} = select i1 {g}, {ltype(u.dtype)} {v}, {ltype(u.dtype)} {alt}")
     else: st.r[u] = v
+  def _masked_load(self, st: _State, u: UOp, bdt: PtrDType) -> str:
+    """LOAD(INDEX(buf, idx, gates), alts) of n lanes: lane j reads element idx+j where its gate holds, else its alt."""
+    if u.dtype.scalar() is dtypes.bool or bdt.base.count != 1:
+      raise NotImplementedError(f"{type(self).__name__}: masked vector LOAD of {u.dtype} from {bdt}: only plain "
+                                "element buffers of numeric dtypes")
+    t, pt = ltype(u.dtype), self.ptr_type(bdt.addrspace)
+    n, space = u.dtype.count, self.addrspace[bdt.addrspace]
+    fn = st.declare(f"llvm.masked.load.{_intr_suffix(u.dtype)}.p{space}", t, [pt, f"<{n} x i1>", t])
+    v = st.fresh()
+    st.emit(f"{v} = call {t} {fn}({pt} align {_mem_align(u.dtype, bdt)} {st.r[u.src[0]]}, <{n} x i1> "
+            f"{st.r[u.src[0].src[2]]}, {t} {st.r[u.src[1]]})")
+    return v
   def _store(self, st: _State, u: UOp) -> None:
     idx, val = u.src
     bdt = idx.src[0].dtype
@@ -656,7 +678,8 @@ def lane_shape(x: UOp, loads: list[UOp], table: dict[Any, int], memo: dict[UOp, 
   offsets and constants. The loads are appended to `loads` in the order a depth-first walk first reaches them."""
   memo = {} if memo is None else memo
   if (m := memo.get(x)) is not None: return m
-  if x.op is Ops.LOAD and len(x.src) == 1 and x.src[0].op is Ops.INDEX and len(x.src[0].src) == 2:
+  # NOTE: a gated load has the shape of a plain one: lanes that differ only in their gates become one masked load
+  if _plain_or_gated_load(x):
     loads.append(x)
     key: Any = ("LOAD", x.dtype, x.src[0].src[0], _split_offset(x.src[0].src[1])[0])
   elif x.op in (Ops.CONST, Ops.VCONST): key = ("CONST", x.dtype)
@@ -750,16 +773,27 @@ def vectorize_alu(ren: LLVMRenderer, v: UOp) -> UOp | None:
   operands = tuple(UOp.vectorize(*[s.src[j] for s in v.src]) for j in range(len(s0.src)))
   return UOp(s0.op, s0.dtype.vec(len(v.src)), operands, s0.arg)
 
+def _plain_or_gated_load(x: UOp) -> bool:
+  """LOAD(INDEX(buf, idx)) or LOAD(INDEX(buf, idx, gate), alt) with a scalar gate."""
+  if x.op is not Ops.LOAD or x.src[0].op is not Ops.INDEX or len(x.src) != len(x.src[0].src) - 1: return False
+  return len(x.src) == 1 or (len(x.src) == 2 and x.src[0].src[2].dtype.count == 1)
+
 def vectorize_load(ren: LLVMRenderer, v: UOp) -> UOp | None:
-  """VECTORIZE of plain loads of consecutive elements of one buffer -> one vector load."""
+  """VECTORIZE of loads of consecutive elements of one buffer -> one vector load; where some lanes are gated (a padded
+  axis' lanes), a masked vector load with a gate per lane (true where the lane's load has none)."""
   lds = v.src
-  if any(ld.op is not Ops.LOAD or len(ld.src) != 1 or len(ld.src[0].src) != 2 for ld in lds): return None
+  if not all(_plain_or_gated_load(ld) for ld in lds): return None
   buf = lds[0].src[0].src[0]
   if not isinstance(buf.dtype, PtrDType) or buf.dtype.base.count != 1 or not _vec_ok(ren, lds[0].dtype): return None
   base, off = _split_offset(lds[0].src[0].src[1])
   for i, ld in enumerate(lds):
     if ld.src[0].src[0] is not buf or _split_offset(ld.src[0].src[1]) != (base, off + i): return None
-  return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1])).load(dtype=lds[0].dtype.vec(len(lds)))
+  vdt = lds[0].dtype.vec(len(lds))
+  if all(len(ld.src) == 1 for ld in lds):
+    return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1])).load(dtype=vdt)
+  gate = UOp.vectorize(*[ld.src[0].src[2] if len(ld.src) == 2 else UOp.const(dtypes.bool, True) for ld in lds])
+  alt = UOp.vectorize(*[ld.src[1] if len(ld.src) == 2 else ld.const_like(0) for ld in lds])
+  return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1], gate)).load(alt, dtype=vdt)
 
 def fold_vectorize(v: UOp) -> UOp | None:
   """VECTORIZE of constants -> a vector constant; of lanes of one vector -> a GEP (the vector itself when in order)."""

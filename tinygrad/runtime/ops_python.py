@@ -586,6 +586,9 @@ class PythonRenderer(Renderer):
   @property
   def slow_int_div(self) -> bool:  # type: ignore[override]
     return False if (b := self.base) is None else b.slow_int_div
+  @property
+  def masked_loads(self) -> bool:  # type: ignore[override]
+    return False if (b := self.base) is None else b.masked_loads
   def supports_op(self, op: Ops, dtype: DType) -> bool:
     return super().supports_op(op, dtype) if (b := self.base) is None else b.supports_op(op, dtype)
   def render(self, uops: list[UOp], name: str = "kernel") -> str:

@@ -58,8 +58,11 @@ class GroupOp:
 
 class AxisType(FastEnum):
   """What a RANGE became. Order is the order axes are laid out in a kernel (outermost first)."""
-  GLOBAL = auto(); THREAD = auto(); LOCAL = auto(); WARP = auto(); LOOP = auto(); GROUP_REDUCE = auto(); REDUCE = auto()
-  UPCAST = auto(); UNROLL = auto()
+  GLOBAL = auto(); THREAD = auto(); LOCAL = auto(); WARP = auto(); KBLOCK = auto(); LOOP = auto(); GROUP_REDUCE = auto()
+  REDUCE = auto(); UPCAST = auto(); UNROLL = auto()
 
-axis_letters = {AxisType.GLOBAL: "g", AxisType.THREAD: "t", AxisType.LOCAL: "l", AxisType.WARP: "w", AxisType.LOOP: "L",
-                AxisType.UPCAST: "u", AxisType.GROUP_REDUCE: "G", AxisType.REDUCE: "R", AxisType.UNROLL: "r"}
+# NOTE: KBLOCK is the outer part of a reduce that runs outside the output loops (OptOps.KBLOCK): its partial sums
+# accumulate in the output buffer
+axis_letters = {AxisType.GLOBAL: "g", AxisType.THREAD: "t", AxisType.LOCAL: "l", AxisType.WARP: "w",
+                AxisType.KBLOCK: "K", AxisType.LOOP: "L", AxisType.UPCAST: "u", AxisType.GROUP_REDUCE: "G",
+                AxisType.REDUCE: "R", AxisType.UNROLL: "r"}
