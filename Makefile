@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
-	test-nv test-gpu test-semantics-sweep test-deep-chains test-emulate test-emulate-nv test-emulate-amd replay install
+	test-nv test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ test: $(STAMP)
 # the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1) instead of C
 test-llvm: $(STAMP)
 	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
+
+# matmuls of big odd shapes (1023^3, KBLOCK-blocked batches) through both CPU paths with default heuristics, against
+# numpy (the default suite runs the small shapes)
+test-llvm-matmul: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/llvm/test_llvm_ir.py
 
 # every kernel tests/tensor compiles, compiled again for gfx942, gfx1100 and gfx1201 and each code object checked
 # (make test runs a representative slice of it: tests/amd)

@@ -297,3 +297,40 @@ def test_missing_llvmlite_is_a_clear_error(monkeypatch):
   monkeypatch.setattr(compiler_llvm, "_llvm", None)
   monkeypatch.setitem(sys.modules, "llvmlite.binding", None)
   with pytest.raises(DeviceOpenError, match=r"llvmlite is not installed.*pip install"): compiler_llvm.llvm()
+
+def _run_on(dev, items):
+  for si in items:
+    p = get_program(si.ast, dev.renderer)
+    prg = dev.runtime(p.name, dev.compiler.compile_cached(p.src, p.renderer))
+    gs, ls = p.launch_dims({})
+    prg(*[si.bufs[i].ensure_allocated()._buf for i in p.globals], global_size=gs, local_size=ls)
+    yield p
+
+# (batch, M, K, N): one element, primes, a padded square (masked loads), and shapes whose B rows are a multiple of a page
+# apart with enough work for the heuristics' KBLOCK (one a batch, one with M not a multiple of any block)
+# NOTE: the big ones (seconds each: SPEC=2 proves every access of kernels with 256 accumulators) run in
+# `make test-llvm-matmul`
+SLOW = pytest.mark.slow
+ODD_SHAPES = [(1, 1, 1, 1), (1, 1, 7, 1), (1, 7, 13, 5), (1, 31, 37, 41), (1, 17, 1024, 1024), (2, 16, 512, 1024),
+              pytest.param((1, 1023, 1023, 1023), marks=SLOW), pytest.param((1, 64, 1024, 2048), marks=SLOW),
+              pytest.param((3, 64, 2048, 1024), marks=SLOW)]
+
+@pytest.mark.parametrize("shape", ODD_SHAPES)
+def test_matmul_with_default_heuristics_matches_numpy_on_both_cpu_paths(shape):
+  from tinygrad.codegen.opt import OptOps
+  from tinygrad.runtime.ops_cpu import CPUDevice
+  bs, m, k, n = shape
+  rng = np.random.default_rng(1)
+  a = rng.standard_normal((bs, m, k) if bs > 1 else (m, k), dtype=np.float32)
+  b = rng.standard_normal((bs, k, n) if bs > 1 else (k, n), dtype=np.float32)
+  ta, tb = Tensor(a).realize(), Tensor(b).realize()
+  items = (ta @ tb).schedule()
+  ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+  with Context(CPU_LLVM=0): c = CPUDevice("CPU")
+  with Context(CPU_LLVM=1): ll = CPUDevice("CPU")
+  kblocked = k % 256 == 0 and k > 256 and n * 4 % 4096 == 0 and bs * m * k * n >= 1 << 24
+  for dev in (c, ll):
+    progs = list(_run_on(dev, items))
+    got = items[-1].bufs[0].numpy().reshape(ref.shape)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.sqrt(k), err_msg=type(dev.renderer).__name__)
+    assert (OptOps.KBLOCK in [o.op for o in progs[-1].applied_opts]) == kblocked, progs[-1].applied_opts
