@@ -2,7 +2,7 @@
 (CPU_LLVM), each as a ratio to numpy measured in the same run (absolute times on shared machines mean little), over a
 sweep of shapes (square 1024, 1000, 1023, thin, batched); then compile time per kernel of a small model on both paths.
 
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/matmul.py [--shapes 1024,1000,1023,thin,batched] [--runs 5]
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/matmul.py [--shapes 1024,1000,1023,thin,batched] [--runs 6]
 
 NOTE: some machines here set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE), which pins numpy's OpenBLAS to an older, slower
 kernel; unset both for this command alone (as above) so the reference is numpy at its best. The script says which.
@@ -45,12 +45,15 @@ def build(dev: CPUDevice, items: list[Any]) -> tuple[Callable[[], None], float, 
   return run, ct, names
 
 def race(fns: dict[str, Callable[[], None]], rounds: int) -> dict[str, float]:
-  """Best time of each, measured round robin so that every one of them sees the same machine load."""
+  """Best time of each, measured round robin so that every one of them sees the same machine load. The order rotates
+  every round: OpenBLAS's threads spin for a while after numpy returns, which slows whatever runs right after it
+  (measured: the same C kernel 17 GFLOPS right after numpy, 24 after another kernel), so no one contender always is."""
   best = {k: float("inf") for k in fns}
-  for _ in range(rounds):
-    for k, fn in fns.items():
+  names = list(fns)
+  for r in range(rounds):
+    for k in names[r % len(names):] + names[:r % len(names)]:
       st = time.perf_counter()
-      fn()
+      fns[k]()
       best[k] = min(best[k], time.perf_counter() - st)
   return best
 
@@ -97,12 +100,12 @@ def small_model_compile_times(dev: CPUDevice) -> list[float]:
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--shapes", default="1024,1000,1023,thin,tall,batched", help=f"comma list of {list(SHAPES)}")
-  ap.add_argument("--runs", type=int, default=5)
+  ap.add_argument("--runs", type=int, default=6)
   args = ap.parse_args()
   paths = open_paths()
   host = paths["LLVM"].renderer
   print(f"float32 matmul, CPU threads {paths['C'].threads}, LLVM vectors {host.vector_bits} bits; GFLOPS are the best "
-        f"of {args.runs} rounds, each round running numpy and both paths once; ratios are to numpy")
+        f"of {args.runs} rounds, each round running numpy and both paths once, in rotating order; ratios are to numpy")
   if pinned := {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}:
     print(f"  WARNING: {pinned} pins numpy's OpenBLAS kernel, so the numpy reference is slower than it can be; "
           "rerun with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`")

@@ -36,6 +36,7 @@ ACTIONS: list[Opt] = [
   *[Opt(OptOps.THREAD, axis, amt) for amt in (2, 3, 4, 5, 8, 12, 16, 24, 32, 64) for axis in range(3)],
   *[Opt(OptOps.SWAP, axis, other) for axis in range(4) for other in range(axis + 1, 5)],
   *[Opt(OptOps.PADTO, axis, amt) for amt in (4, 16, 32) for axis in range(3)],
+  *[Opt(OptOps.KBLOCK, axis, amt) for amt in (64, 128, 256, 512) for axis in range(2)],
   Opt(OptOps.NOLOCALS), Opt(OptOps.CUT),
 ]
 
