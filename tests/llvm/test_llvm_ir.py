@@ -147,9 +147,8 @@ def test_matmul_keeps_vector_accumulators_with_vector_fmas(bits, lanes):
   assert len(fmas) >= 8, f"expected explicit <{lanes} x float> FMAs, found {len(fmas)}"
   assert re.search(rf"alloca \[1 x <{lanes} x float>\]", src), "vector accumulators"
   # the reduce loop body (from its phi to its back edge) holds no scalar float math left to LLVM's vectorizers
-  loops = re.findall(r"\n(loop\d+):\n(.*?)br label %\1\n", src, re.S)
-  inner = min((body for _, body in loops if "@llvm.fma." in body), key=len)
-  assert not re.search(r"= f(mul|add) contract float ", inner)
+  inner = _inner_reduce_loop(src)
+  assert "@llvm.fma." in inner and not re.search(r"= f(mul|add) contract float ", inner)
 
 def test_matmul_through_the_llvm_path_is_correct(run_kernel):
   rng = np.random.default_rng(0)
@@ -162,9 +161,11 @@ def test_matmul_through_the_llvm_path_is_correct(run_kernel):
   np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
 
 def _inner_reduce_loop(src: str) -> str:
-  """The body of the innermost loop that holds an FMA (from its phi to its back edge)."""
-  loops = re.findall(r"\n(loop\d+):\n(.*?)br label %\1\n", src, re.S)
-  return min((body for _, body in loops if "@llvm.fma." in body), key=len)
+  """The body of the innermost loop that holds an FMA (from its phi to its back edge; loops nest, so each label is
+  searched from its own position)."""
+  bodies = [m.group(2) for lab in re.finditer(r"\n(loop\d+):\n", src)
+            if (m := re.compile(rf"\n({lab.group(1)}):\n(.*?)br label %{lab.group(1)}\n", re.S).search(src, lab.start()))]
+  return min((body for body in bodies if "@llvm.fma." in body), key=len)
 
 def assert_vector_fma_loop(src: str, lanes: int, at_least: int) -> None:
   inner = _inner_reduce_loop(src)
