@@ -28,6 +28,8 @@ test: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 	$(MAKE) test-llvm
 	$(MAKE) test-emulate-nv
+	$(MAKE) test-emulate-amd
+	$(MAKE) test-amd-sweep
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv/test_sweep.py
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
 
@@ -41,12 +43,12 @@ test-llvm-matmul: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/llvm/test_llvm_ir.py
 
 # every kernel tests/tensor compiles, compiled again for gfx942, gfx1100 and gfx1201 and each code object checked
-# (make test runs a representative slice of it: tests/amd)
+# (in make test; tests/amd holds the quick checks of single kernels)
 test-amd-sweep: $(STAMP)
 	CPU_LLVM=1 $(PY) -m tests.amd.sweep
 
 # tests/tensor on the PYTHON backend emulating a GPU: the NV (CUDA) or AMD (LLVM) renderer's exact linear programs,
-# tensor cores run with the hardware's register layout (the default suite runs a slice: tests/codegen/test_emulate.py)
+# tensor cores run with the hardware's register layout (both in make test; tests/codegen/test_emulate.py is the quick slice)
 test-emulate: test-emulate-nv test-emulate-amd
 
 test-emulate-nv: $(STAMP)
