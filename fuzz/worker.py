@@ -19,7 +19,7 @@ From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes]} or {"
 "states": [level states], "backends": [names] or null}.
 """
 from __future__ import annotations
-import dataclasses, importlib, json, os, sys, traceback
+import dataclasses, gc, importlib, json, os, sys, traceback
 from typing import Any, TextIO
 from tinygrad.uop.ops import match_stats
 
@@ -69,6 +69,10 @@ def main(argv: list[str]) -> int:
   level = KernelLevel(validate_bounds=bool(cfg.get("validate_bounds"))) if cfg["level"] == "kernel" else \
     LEVELS[cfg["level"]]()
   backends, missing = open_backends(cfg["backends"])
+  # NOTE: what is alive now (the imported modules, the rule tables, the toolchains) lives as long as the worker, so it
+  # leaves the collector's generations: full collections walked all of it again and again (~10% of a case's CPU time).
+  # After the setup hook on purpose: gc.get_objects() (fuzz/mutants.py finds matchers with it) skips frozen objects
+  gc.freeze()
   send({"t": "ready", "backends": {n: b.describe() for n, b in backends.items()}, "missing": missing})
   cov = Coverage()
   jobs = 0

@@ -89,14 +89,20 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   # ---- graph walking ----
   def toposort(self, gate: Callable[[UOp], bool] | None = None) -> dict[UOp, None]:
     """Every node reachable from self, sources before users. `gate(node)` False stops the walk below that node."""
+    if gate is not None and not gate(self): return {self: None}
     ret: dict[UOp, None] = {}
-    stack: list[tuple[UOp, bool]] = [(self, False)]
+    # NOTE: a stack of (node, iterator over its sources): each source is taken when its turn comes, so a node is pushed
+    # once, not once per user; post-order, sources in order (the order every caller relies on); gate called once a node
+    stack: list[tuple[UOp, Iterator[UOp]]] = [(self, iter(self.src))]
     while stack:
-      node, visited = stack.pop()
-      if node in ret: continue
-      if visited: ret[node] = None; continue
-      stack.append((node, True))
-      if gate is None or gate(node): stack.extend((s, False) for s in reversed(node.src) if s not in ret)
+      node, it = stack[-1]
+      for s in it:
+        if s in ret: continue
+        stack.append((s, iter(s.src) if gate is None or gate(s) else iter(())))
+        break
+      else:
+        stack.pop()
+        ret[node] = None
     return ret
   def substitute(self, dvars: dict[UOp, UOp], name: str | None = None) -> UOp:
     """Replace nodes by identity (no pattern matching), rebuilding every user above them."""
@@ -529,19 +535,24 @@ class PatternMatcher:
       for m in p.match(uop, {}):
         if (ret := fn(ctx=ctx, **m) if has_ctx else fn(**m)) is not None and ret is not uop: return ret, i
     return None, -1
-  def _rewrite_tracked(self, uop: UOp, ctx: Any, stats: dict[str, list[float]]) -> tuple[UOp | None, int]:
+  def _rewrite_tracked(self, uop: UOp, ctx: Any, stats: dict[str, list[float]],
+                       rows: dict[int, list[float]] | None = None) -> tuple[UOp | None, int]:
+    """_rewrite, counting each rule's matches, attempts and seconds in `stats` (its row cached in `rows` by index)."""
     ler = {u.op for u in uop.src}
+    if rows is None: rows = {}
+    # NOTE: one clock read per attempt: each rule's time runs from the end of the previous attempt to the end of its own
+    st = time.perf_counter()
     for p, fn, er, has_ctx, i in self.pdict.get(uop.op, ()):
-      st = time.perf_counter()
       ret = None
       if er <= ler:
         for m in p.match(uop, {}):
           if (ret := fn(ctx=ctx, **m) if has_ctx else fn(**m)) is not None and ret is not uop: break
           ret = None
-      rs = stats.setdefault(self.rules[i].label, [0, 0, 0.0])
+      if (rs := rows.get(i)) is None: rs = rows[i] = stats.setdefault(self.rules[i].label, [0, 0, 0.0])
       rs[0] += ret is not None
       rs[1] += 1
-      rs[2] += time.perf_counter() - st
+      rs[2] += (now := time.perf_counter()) - st
+      st = now
       if ret is not None: return ret, i
     return None, -1
 
@@ -574,9 +585,11 @@ class _Rewriter:
     self.hits: collections.Counter[int] = collections.Counter()
     self.n_nodes = n_nodes
     self.stats = match_stats.setdefault(name, {}) if TRACK_MATCH_STATS else None
+    self.rows: dict[int, list[float]] = {}  # rule index -> its row of self.stats
 
   def apply(self, u: UOp) -> UOp | None:
-    ret, ri = self.pm._rewrite(u, self.ctx) if self.stats is None else self.pm._rewrite_tracked(u, self.ctx, self.stats)
+    ret, ri = self.pm._rewrite(u, self.ctx) if self.stats is None else \
+      self.pm._rewrite_tracked(u, self.ctx, self.stats, self.rows)
     if ret is None: return None
     if not isinstance(ret, UOp):
       raise TypeError(f"graph_rewrite {self.name!r}: {self.pm.rules[ri].describe()} returned {type(ret).__name__}, "
