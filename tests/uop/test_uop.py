@@ -81,6 +81,35 @@ def test_toposort_gate_stops_walk():
   assert x not in y.toposort(gate=lambda u: u.op is not Ops.ADD)
   assert (x + 1) in y.toposort(gate=lambda u: u.op is not Ops.ADD)
 
+def _postorder(root, gate=None):
+  # the reference: recursive, sources in order, each node after its sources, once
+  out = {}
+  def walk(u):
+    if u in out: return
+    if gate is None or gate(u):
+      for s in u.src: walk(s)
+    out[u] = None
+  walk(root)
+  return list(out)
+
+def test_toposort_order_is_source_order_postorder_with_sharing():
+  x, y = UOp.variable("ts_o_x", 0, 3), UOp.variable("ts_o_y", 0, 3)
+  a = x * y
+  b = (a + x) * (y + a)
+  root = UOp.sink(b, a.maximum(b), x)
+  assert list(root.toposort()) == _postorder(root)
+  calls = []
+  def gate(u): calls.append(u); return u.op is not Ops.MUL or u is b
+  assert list(root.toposort(gate=gate)) == _postorder(root, lambda u: u.op is not Ops.MUL or u is b)
+  assert len(calls) == len(set(calls))  # the gate is asked once per node
+  assert list(x.toposort(gate=lambda u: False)) == [x]
+
+def test_uop_equality_is_identity():
+  # NOTE: graph_rewrite compares rebuilt source tuples with ==, which is "the same nodes" only while UOp has no __eq__
+  assert UOp.__eq__ is object.__eq__ and UOp.__ne__ is object.__ne__
+  x = UOp.variable("eq_x", 0, 3)
+  assert (x + 1, x) == (x + 1, x) and (x + 1,) != (x + 2,)
+
 def test_consumer_map():
   x = UOp.variable("cm_x", 0, 3)
   a, b = x + 1, x * 2

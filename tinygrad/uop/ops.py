@@ -49,7 +49,7 @@ class UOpMetaClass(type):
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None,
                tag: Any = None) -> UOp:
     if type(src) is not tuple: src = tuple(src)
-    key = (op, dtype, src, _argkey(arg), tag)
+    key = (op, dtype, src, None if arg is None else _argkey(arg), tag)
     if (wret := UOpMetaClass.ucache.get(key)) is not None and (ret := wret()) is not None: return ret
     created: UOp = super().__call__(op, dtype, src, arg, tag)
     UOpMetaClass.ucache[key] = weakref.ref(created)
@@ -72,7 +72,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __del__(self) -> None:
     try:
-      key = (self.op, self.dtype, self.src, _argkey(self.arg), self.tag)
+      key = (self.op, self.dtype, self.src, None if self.arg is None else _argkey(self.arg), self.tag)
       # NOTE: __del__ runs before CPython clears weakrefs, so the entry still points at self here
       if (r := UOpMetaClass.ucache.get(key)) is not None and (r() is None or r() is self): del UOpMetaClass.ucache[key]
     except (AttributeError, TypeError, KeyError): pass
@@ -439,15 +439,17 @@ class UPat(MathTrait):
   def match(self, uop: UOp, store: dict[str, UOp]) -> list[dict[str, UOp]]:
     if self.op is not None and uop.op not in self.op: return []
     if self.dtype is not None and uop.dtype not in self.dtype and uop.dtype.scalar() not in self.dtype: return []
-    if self.arg is not None and not _arg_eq(self.arg, uop.arg): return []
+    if self.arg is not None and self.arg is not uop.arg and not _arg_eq(self.arg, uop.arg): return []
     if self.name is not None:
       if (prev := store.get(self.name)) is None: store = {**store, self.name: uop}
       elif prev is not uop: return []
     if self._src is None: return [store]
+    # NOTE: one store in hand is the common case: its matches are the next stores as they are (no list rebuilt)
     if isinstance(self._src, UPat):
       stores = [store]
       for s in uop.src:
-        stores = [ns for st in stores for ns in self._src.match(s, st)]
+        stores = self._src.match(s, stores[0]) if len(stores) == 1 else \
+          [ns for st in stores for ns in self._src.match(s, st)]
         if not stores: return []
       return stores
     res: list[dict[str, UOp]] = []
@@ -455,7 +457,7 @@ class UPat(MathTrait):
       if len(uop.src) != len(alt) and not (self.allow_any_len and len(uop.src) >= len(alt)): continue
       stores = [store]
       for p, s in zip(alt, uop.src):
-        stores = [ns for st in stores for ns in p.match(s, st)]
+        stores = p.match(s, stores[0]) if len(stores) == 1 else [ns for st in stores for ns in p.match(s, st)]
         if not stores: break
       res.extend(stores)
     return res
@@ -538,11 +540,12 @@ class PatternMatcher:
   def _rewrite_tracked(self, uop: UOp, ctx: Any, stats: dict[str, list[float]],
                        rows: dict[int, list[float]] | None = None) -> tuple[UOp | None, int]:
     """_rewrite, counting each rule's matches, attempts and seconds in `stats` (its row cached in `rows` by index)."""
+    if (rules := self.pdict.get(uop.op)) is None: return None, -1
     ler = {u.op for u in uop.src}
     if rows is None: rows = {}
     # NOTE: one clock read per attempt: each rule's time runs from the end of the previous attempt to the end of its own
     st = time.perf_counter()
-    for p, fn, er, has_ctx, i in self.pdict.get(uop.op, ()):
+    for p, fn, er, has_ctx, i in rules:
       ret = None
       if er <= ler:
         for m in p.match(uop, {}):
@@ -641,10 +644,11 @@ class _Rewriter:
             continue
           on_stack.add(x)
         stack.append((n, 1, x, x))
-        stack.extend((s, 0, s, s) for s in reversed(x.src) if s not in replace)
+        stack.extend([(s, 0, s, s) for s in reversed(x.src) if s not in replace])
       elif stage == 1:
-        nsrc = tuple(replace[s] for s in x.src)
-        cur = x if all(a is b for a, b in zip(nsrc, x.src)) else x.replace(src=nsrc)
+        nsrc = tuple([replace[s] for s in x.src])
+        # NOTE: UOp compares by identity (no __eq__), so tuple equality is "every source is the same node"
+        cur = x if nsrc == x.src else x.replace(src=nsrc)
         if cur is not x and cur in replace:
           self.finish(n, replace[cur], x)
           continue
