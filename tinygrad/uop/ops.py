@@ -88,9 +88,16 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
 
   # ---- graph walking ----
   def toposort(self, gate: Callable[[UOp], bool] | None = None) -> dict[UOp, None]:
-    """Every node reachable from self, sources before users. `gate(node)` False stops the walk below that node."""
+    """Every node reachable from self, sources before users (a new dict each call). `gate(node)` False stops the walk
+    below that node."""
+    ret: dict[UOp, None]
     if gate is not None and not gate(self): return {self: None}
-    ret: dict[UOp, None] = {}
+    # NOTE: a SINK's full walk is kept (a kernel's AST is walked by the spec, the reference, the oracles and the opts
+    # many times); without the SINK itself, so the node does not hold a reference to itself
+    if gate is None and self.op is Ops.SINK and (hit := self.__dict__.get("_toposort")) is not None:
+      (ret := dict.fromkeys(hit))[self] = None
+      return ret
+    ret = {}
     # NOTE: a stack of (node, iterator over its sources): each source is taken when its turn comes, so a node is pushed
     # once, not once per user; post-order, sources in order (the order every caller relies on); gate called once a node
     stack: list[tuple[UOp, Iterator[UOp]]] = [(self, iter(self.src))]
@@ -103,6 +110,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
       else:
         stack.pop()
         ret[node] = None
+    if gate is None and self.op is Ops.SINK: self.__dict__["_toposort"] = tuple(ret)[:-1]
     return ret
   def substitute(self, dvars: dict[UOp, UOp], name: str | None = None) -> UOp:
     """Replace nodes by identity (no pattern matching), rebuilding every user above them."""
