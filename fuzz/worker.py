@@ -23,31 +23,34 @@ import dataclasses, gc, importlib, json, os, sys, traceback
 from typing import Any, TextIO
 from tinygrad.uop.ops import match_stats
 
-def rules_seen() -> tuple[set[str], set[str]]:
-  """(rules that matched at least once, rules that were tried) in this process, as 'pass::rule'."""
-  matched, tried = set(), set()
-  for p, rules in match_stats.items():
-    for r, st in rules.items():
-      if st[1] > 0: tried.add(f"{p}::{r}")
-      if st[0] > 0: matched.add(f"{p}::{r}")
-  return matched, tried
-
 class Coverage:
   """Attributes newly matched/tried rules to the case whose step was running when they first fired."""
   def __init__(self) -> None:
-    self.matched, self.tried = rules_seen()
+    # pass -> rules seen matched / tried so far (rule names, not 'pass::rule' strings: a flush formats only new ones)
+    self.matched: dict[str, set[str]] = {}
+    self.tried: dict[str, set[str]] = {}
     self.current = -1
     self.new: dict[int, tuple[list[str], list[str]]] = {}
+    self.flush()
   def flush(self) -> None:
-    m, t = rules_seen()
-    nm, nt = m - self.matched, t - self.tried
+    nm, nt = [], []
+    for p, rules in match_stats.items():
+      sm, stried = self.matched.setdefault(p, set()), self.tried.setdefault(p, set())
+      if len(sm) == len(rules): continue  # NOTE: every rule of the pass matched already (sm is a subset of rules)
+      for r, st in rules.items():
+        if st[1] > 0 and r not in stried:
+          stried.add(r)
+          nt.append(f"{p}::{r}")
+        if st[0] > 0 and r not in sm:
+          sm.add(r)
+          nm.append(f"{p}::{r}")
     if (nm or nt) and self.current >= 0:
       a, b = self.new.setdefault(self.current, ([], []))
       a.extend(sorted(nm))
       b.extend(sorted(nt))
-    self.matched |= nm
-    self.tried |= nt
   def at(self, i: int) -> None:
+    # NOTE: what fired since the last flush belongs to the current case either way when the next step is its own too
+    if i == self.current: return
     self.flush()
     self.current = i
 

@@ -123,3 +123,29 @@ def test_the_throughput_bench_times_a_campaign_worker():
   r = bench.measure(["python"], 4, 2, 1)
   assert r["backends"] == ["python"] and r["n"] == 4 and r["failing"] == 0 and r["cpu"] > 0, r
   assert r["min"] <= r["nodes"] <= r["max"] and {"generate", "prepare", "codegen", "run"} <= set(r["stages"]), r
+
+def test_coverage_attributes_each_rule_to_the_case_it_first_fired_in():
+  from fuzz.worker import Coverage
+  from tinygrad.uop.ops import UOp, graph_rewrite, match_stats
+  from tinygrad.helpers import Context
+  def keep(a): return None
+  pm = PatternMatcher([(UPat(Ops.ADD, name="a"), keep), (UPat(Ops.MUL, name="a"), lambda a: a.src[0])])
+  x = UOp.variable("cov_x", 0, 5)
+  for p in ("cov_pass_a", "cov_pass_b"): match_stats.pop(p, None)
+  with Context(TRACK_MATCH_STATS=1):
+    cov = Coverage()
+    cov.at(0)
+    graph_rewrite(x + 1, pm, name="cov_pass_a")     # ADD tried, not matched
+    cov.at(0)                                       # the same case again: nothing moves
+    cov.at(1)
+    graph_rewrite((x + 1) * 2, pm, name="cov_pass_a")  # MUL rule matches: new for case 1; ADD seen already
+    graph_rewrite(x + 2, pm, name="cov_pass_b")     # a new pass: its ADD rule is new for case 1 too
+    cov.at(2)
+    graph_rewrite((x + 3) * 3, pm, name="cov_pass_a")  # nothing new
+    cov.flush()
+  new = {i: (sorted(m), sorted(t)) for i, (m, t) in cov.new.items()}
+  add = [r for r in match_stats["cov_pass_a"] if "keep" in r][0]
+  mul = [r for r in match_stats["cov_pass_a"] if "keep" not in r][0]
+  assert new[0] == ([], [f"cov_pass_a::{add}"])
+  assert new[1] == ([f"cov_pass_a::{mul}"], sorted([f"cov_pass_a::{mul}", f"cov_pass_b::{add}"]))
+  assert 2 not in new
