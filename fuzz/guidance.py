@@ -1,6 +1,8 @@
-"""Measured comparisons of guided (atheris: Python coverage of tinygrad + a counter per rewrite rule) and unguided
-(random bytes) fuzzing, each run as the atheris target of its level (fuzz/targets/) in a process of its own, side by
-side in the same run so both see the same machine load:
+"""Measured comparisons of guided and unguided fuzzing, each mode run as the target of its level (fuzz/targets/) in a
+process of its own, side by side in the same run so all see the same machine load. Modes: `guided` (the rule-guided
+scheduler of fuzz/scheduler.py), `unguided` (fresh random bytes: the same generator and checks), `atheris` (libFuzzer
+fed by the line coverage of tinygrad and a counter per rewrite rule) and `rules` (libFuzzer fed by the rule counters
+only).
 
   compare_rules(level, seconds)       rewrite rules hit (TRACK_MATCH_STATS) after `seconds`, guided vs unguided
   mutation_score(levels, seconds)     per planted bug of fuzz/mutants.py and per level, whether each mode kills it
@@ -14,6 +16,9 @@ from typing import Any, Sequence
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 MODES = ("guided", "unguided")
+# guided: fuzz/scheduler.py (rule counters, rare-rule energy, mutations at choice boundaries); atheris: libFuzzer fed by
+# the line coverage of tinygrad and the rule counters; rules: libFuzzer fed by the rule counters only
+ALL_MODES = ("guided", "unguided", "atheris", "rules")
 SEEDS = 32
 
 @dataclass
@@ -36,7 +41,11 @@ def _command(level: str, mode: str, seconds: float, stats: str, workdir: str, ba
   script = os.path.join(TARGETS, f"{level}_target.py")
   cmd = [sys.executable, script, f"--stats={stats}", f"--backends={backends}", f"-max_total_time={int(seconds)}",
          *extra]
+  if mode not in ALL_MODES: raise ValueError(f"unknown mode {mode!r}; one of {', '.join(ALL_MODES)}")
   if mode == "unguided": return [*cmd, "--unguided"]
+  # NOTE: "guided": our rule-guided scheduler (fuzz/scheduler.py), which starts from nothing: its first inputs are
+  # fresh random ones, like the unguided run's
+  if mode == "guided": return [*cmd, "--scheduled"]
   # NOTE: "rules": atheris fed by the rule counters only (no line coverage of tinygrad: no instrumentation cost)
   if mode == "rules": cmd.append("--no-instrument")
   corpus = os.path.join(workdir, "corpus")
