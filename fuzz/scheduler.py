@@ -5,7 +5,8 @@ matcher keeps anyway), no line tracing. Measured on these generators, tracing ev
 inputs and steers no better than the rule counters (docs/fuzz.md), so the guidance here lives in the scheduling:
 
   features   per input: each rule that matched, and (rule, count bucket) with AFL's buckets 1, 2, 3, 4-7, 8-15,
-             16-31, 32-127, 128+; an input with a feature no earlier input had joins the corpus (trimmed to the bytes
+             16-31, 32-127, 128+; and what the case is made of: each (op, dtype it computes on), casts as (from, to)
+             (`shape_features`); an input with a feature no earlier input had joins the corpus (trimmed to the bytes
              its case read)
   energy     a seed is picked in proportion to how rare its rarest features are (sum of 1/hits over its features,
              entropic-style), divided by how often it was already picked: seeds that reach rules random inputs
@@ -15,7 +16,7 @@ inputs and steers no better than the rule counters (docs/fuzz.md), so the guidan
              choices and draws the rest anew, splices two seeds at choice boundaries, inserts or deletes a choice, or
              (rarely) flips bytes anywhere
   fresh      fresh random inputs, exactly what the unguided baseline draws, are still tried: the share is a two-armed
-             bandit over how often fresh and mutated inputs found a new feature lately (between 10% and 70%), so a
+             bandit over how often fresh and mutated inputs found a new feature lately (between 30% and 70%), so a
              corpus that stops paying gives the time back to random generation
 
 The scheduler is the same for every level: `Scheduler(fresh_bytes, marks_of)` where marks_of(data) rebuilds the case
@@ -23,7 +24,9 @@ only to learn its choice boundaries (no checking)."""
 from __future__ import annotations
 import bisect, random
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
 from fuzz.strategies import BytesChooser
 
 # AFL's hit-count buckets: a count is kept as the bucket it falls in
@@ -40,6 +43,17 @@ def features(rules: dict[str, int]) -> set[str]:
     if n <= 0: continue
     out.add(r)
     out.add(f"{r}#{bucket(n)}")
+  return out
+
+def shape_features(root: Any) -> set[str]:
+  """What a case is made of, as features: each op with the dtype it computes on (a CAST or BITCAST: from and to), so
+  a case that puts a known rule to work on a dtype no case had (an unsigned compare, a cast to fp8) counts as new."""
+  if not isinstance(root, UOp): return set()
+  out: set[str] = set()
+  for u in root.toposort():
+    if u.op in (Ops.CAST, Ops.BITCAST): out.add(f"{u.op.name}:{u.src[0].dtype.scalar()}->{u.dtype.scalar()}")
+    elif u.op in GroupOp.ALU or u.op in (Ops.REDUCE, Ops.LOAD, Ops.STORE):
+      out.add(f"{u.op.name}:{(u.src[-1] if u.op is Ops.STORE else u.src[0] if u.src else u).dtype.scalar()}")
   return out
 
 class ChoiceRecorder(BytesChooser):
@@ -74,7 +88,7 @@ class Scheduler:
   fresh_bytes: int
   marks_of: Callable[[bytes], list[int]]
   rng: random.Random = field(default_factory=lambda: random.Random(0))
-  fresh_min: float = 0.1
+  fresh_min: float = 0.3
   fresh_max: float = 0.7
   corpus: list[Seed] = field(default_factory=list)
   hits: dict[str, int] = field(default_factory=dict)
@@ -115,12 +129,13 @@ class Scheduler:
 
   # ---- feedback ----
   def feedback(self, data: bytes, rules: dict[str, int], used: int | None = None,
-               marks: list[int] | None = None) -> bool:
+               marks: list[int] | None = None, shape: set[str] | frozenset[str] = frozenset()) -> bool:
     """Record what `data` made the compiler do (rule -> matches; `used`: bytes its case read; `marks`: where its
-    choices started, if known); True when it joined the corpus (it had a feature no earlier input had)."""
+    choices started, if known; `shape`: shape_features of its case); True when it joined the corpus (it had a feature
+    no earlier input had)."""
     self.inputs += 1
     origin = self._origin.pop(data, -1)
-    fs = features(rules)
+    fs = features(rules) | shape
     new = {f for f in fs if f not in self.hits}
     for f in fs: self.hits[f] = self.hits.get(f, 0) + 1
     (self.fresh if origin < 0 else self.mutated).note(bool(new))
@@ -136,38 +151,61 @@ class Scheduler:
 
   # ---- structure-aware mutation ----
   def mutate(self, s: Seed, other: Seed) -> bytes:
-    b, marks, rng = bytearray(s.data), [m for m in s.marks if m < len(s.data)] or [0], self.rng
-    def span(i: int) -> tuple[int, int]:
-      lo = marks[i]
-      return lo, marks[i + 1] if i + 1 < len(marks) else max(lo + 1, len(b))
-    k = rng.randrange(10)
-    if k <= 2:                                                    # change one to four choices
-      for _ in range(1 if k < 2 else rng.randint(2, 4)):
-        lo, hi = span(rng.randrange(len(marks)))
-        b[lo:hi] = rng.randbytes(hi - lo)
-    elif k <= 4:                                                  # keep a prefix of choices, draw the rest anew
-      lo, _ = span(rng.randrange(len(marks)))
-      b = b[:lo] + bytearray(rng.randbytes(self.fresh_bytes - lo if self.fresh_bytes > lo else 16))
-    elif k == 5:                                                  # splice two seeds at choice boundaries
-      lo, _ = span(rng.randrange(len(marks)))
-      om = other.marks or [0]
-      b = b[:lo] + bytearray(other.data[om[rng.randrange(len(om))]:])
-    elif k == 6:                                                  # insert a choice's bytes (copied or new)
-      lo, hi = span(rng.randrange(len(marks)))
-      at, _ = span(rng.randrange(len(marks)))
-      chunk = bytes(b[lo:hi]) if rng.random() < 0.5 else rng.randbytes(hi - lo)
-      b[at:at] = chunk
-    elif k == 7 and len(marks) > 1:                               # delete a choice
-      lo, hi = span(rng.randrange(len(marks)))
-      del b[lo:hi]
-    else:                                                         # bytes anywhere
-      for _ in range(rng.randint(1, 4)):
-        i = rng.randrange(len(b))
-        if rng.random() < 0.5: b[i] = rng.randrange(256)
-        else: b[i] ^= 1 << rng.randrange(8)
+    """One of the operators below, by weight; past the result's end, some random bytes."""
+    op = self.rng.choices(MUTATIONS, weights=[w for _, w in MUTATIONS])[0][0]
+    b = getattr(self, op)(s, other)
     # NOTE: past a seed's end a generator reads zeros (every choice its first option); random bytes there instead
     # let a mutation that makes the case read further draw the rest like a fresh input
-    return bytes(b) + rng.randbytes(max(0, self.fresh_bytes - len(b)) // 4)
+    return b + self.rng.randbytes(max(0, self.fresh_bytes - len(b)) // 4)
+
+  def _spans(self, s: Seed) -> list[tuple[int, int]]:
+    """(start, end) of each choice of the seed (the last one runs to the end of its bytes)."""
+    marks = [m for m in s.marks if m < len(s.data)] or [0]
+    return [(lo, marks[i + 1] if i + 1 < len(marks) else max(lo + 1, len(s.data))) for i, lo in enumerate(marks)]
+
+  def change_choices(self, s: Seed, other: Seed) -> bytes:
+    """New bytes for one choice (two times in three) or for two to four."""
+    b, spans = bytearray(s.data), self._spans(s)
+    for _ in range(1 if self.rng.random() < 2 / 3 else self.rng.randint(2, 4)):
+      lo, hi = self.rng.choice(spans)
+      b[lo:hi] = self.rng.randbytes(hi - lo)
+    return bytes(b)
+
+  def redraw_tail(self, s: Seed, other: Seed) -> bytes:
+    """The seed's choices up to one, then fresh bytes: the case keeps its start and grows a new rest."""
+    lo, _ = self.rng.choice(self._spans(s))
+    return s.data[:lo] + self.rng.randbytes(max(16, self.fresh_bytes - lo))
+
+  def splice(self, s: Seed, other: Seed) -> bytes:
+    """The seed's choices up to one, then the other seed's from one of its choices on."""
+    lo, _ = self.rng.choice(self._spans(s))
+    olo, _ = self.rng.choice(self._spans(other))
+    return s.data[:lo] + other.data[olo:]
+
+  def insert_choice(self, s: Seed, other: Seed) -> bytes:
+    """A choice's bytes (a copy of one of the seed's, or new) inserted at a choice boundary."""
+    spans = self._spans(s)
+    lo, hi = self.rng.choice(spans)
+    at, _ = self.rng.choice(spans)
+    chunk = s.data[lo:hi] if self.rng.random() < 0.5 else self.rng.randbytes(hi - lo)
+    return s.data[:at] + chunk + s.data[at:]
+
+  def delete_choice(self, s: Seed, other: Seed) -> bytes:
+    lo, hi = self.rng.choice(self._spans(s))
+    return s.data[:lo] + s.data[hi:]
+
+  def flip_bytes(self, s: Seed, other: Seed) -> bytes:
+    """One to four bytes anywhere set or bit-flipped (not structure-aware: the rare fallback)."""
+    b = bytearray(s.data or b"\0")
+    for _ in range(self.rng.randint(1, 4)):
+      i = self.rng.randrange(len(b))
+      if self.rng.random() < 0.5: b[i] = self.rng.randrange(256)
+      else: b[i] ^= 1 << self.rng.randrange(8)
+    return bytes(b)
+
+# operator name, weight
+MUTATIONS: tuple[tuple[str, int], ...] = (("change_choices", 3), ("redraw_tail", 2), ("splice", 1),
+                                          ("insert_choice", 1), ("delete_choice", 1), ("flip_bytes", 2))
 
 def recorder_marks(build: Callable[[BytesChooser], object]) -> Callable[[bytes], list[int]]:
   """marks_of for a level: rebuild the case from the bytes with a ChoiceRecorder (a case that fails to build: no
@@ -179,4 +217,5 @@ def recorder_marks(build: Callable[[BytesChooser], object]) -> Callable[[bytes],
     return ch.marks
   return marks_of
 
-__all__ = ["Scheduler", "Seed", "ChoiceRecorder", "features", "bucket", "recorder_marks", "BUCKETS"]
+__all__ = ["Scheduler", "Seed", "ChoiceRecorder", "features", "shape_features", "bucket", "recorder_marks", "BUCKETS",
+           "MUTATIONS"]

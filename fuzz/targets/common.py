@@ -113,7 +113,8 @@ def _lib_opt(argv: list[str], name: str) -> float | None:
 
 class LevelCheck:
   """check(data) -> the failures of the case the level builds from data (empty: every oracle agreed); `marks` and
-  `used` say where the last case's choices started and how many bytes it read (for the scheduler's mutations)."""
+  `used` say where the last case's choices started and how many bytes it read, `case` is that case (for the
+  scheduler's mutations and features)."""
   def __init__(self, level_name: str, backends: list[str]):
     from fuzz.levels import LEVELS
     from fuzz.backends import open_backends
@@ -122,11 +123,13 @@ class LevelCheck:
     for n, why in missing.items(): print(f"backend {n} not run: {why}", file=sys.stderr)
     self.marks: list[int] = []
     self.used = 0
+    self.case: Any = None
   def __call__(self, data: bytes) -> list[Any]:
     from fuzz.backends import failure_from
     from fuzz.scheduler import ChoiceRecorder
     ch = ChoiceRecorder(data)
-    try: case = self.level.from_chooser(ch)
+    self.case = None
+    try: self.case = case = self.level.from_chooser(ch)
     except Exception as e: return [failure_from(e, "generate", "generator")]
     finally: self.marks, self.used = ch.marks, ch.used
     return self.level.check([case], self.backends)[0]
@@ -181,6 +184,7 @@ def main(level_name: str, argv: list[str]) -> None:
                     _opt(own, "stop-at-kill") is not None, scheduled=mode == "scheduled")
   import atheris
   hits = RuleHits()
+  check: Callable[[bytes], list[Any]]
   if _opt(own, "no-instrument") is None:
     # NOTE: the first input runs inside the block, so every module the check path imports lazily is instrumented too
     with atheris.instrument_imports(include=["tinygrad"]):
@@ -232,7 +236,7 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   hits.new_matches()
   sched, dirs, pending = None, [a for a in lib[1:] if not a.startswith("-") and os.path.isdir(a)], []
   if scheduled:
-    from fuzz.scheduler import Scheduler, recorder_marks
+    from fuzz.scheduler import Scheduler, recorder_marks, shape_features
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
     for d in dirs:
       for name in sorted(os.listdir(d)):
@@ -241,7 +245,8 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
     data = pending.pop() if pending else sched.next() if sched is not None else rng.randbytes(INPUT_BYTES[level_name])
     fails = check(data)
     new = hits.new_matches()
-    if sched is not None and sched.feedback(data, new, base.used, base.marks) and dirs:
+    shape = shape_features(getattr(base.case, "ast", base.case)) if sched is not None else set()
+    if sched is not None and sched.feedback(data, new, base.used, base.marks, shape) and dirs:
       import hashlib
       from tinygrad.helpers import atomic_write
       kept = data[:max(base.used, 1)]
