@@ -49,11 +49,12 @@ def shape_features(root: Any) -> set[str]:
   """What a case is made of, as features: each op with the dtype it computes on (a CAST or BITCAST: from and to), so
   a case that puts a known rule to work on a dtype no case had (an unsigned compare, a cast to fp8) counts as new."""
   if not isinstance(root, UOp): return set()
+  def name(u: UOp) -> str: return str(u.dtype.scalar()).removeprefix("dtypes.")
   out: set[str] = set()
   for u in root.toposort():
-    if u.op in (Ops.CAST, Ops.BITCAST): out.add(f"{u.op.name}:{u.src[0].dtype.scalar()}->{u.dtype.scalar()}")
+    if u.op in (Ops.CAST, Ops.BITCAST): out.add(f"{u.op.name}:{name(u.src[0])}->{name(u)}")
     elif u.op in GroupOp.ALU or u.op in (Ops.REDUCE, Ops.LOAD, Ops.STORE):
-      out.add(f"{u.op.name}:{(u.src[-1] if u.op is Ops.STORE else u.src[0] if u.src else u).dtype.scalar()}")
+      out.add(f"{u.op.name}:{name(u.src[-1] if u.op is Ops.STORE else u.src[0] if u.src else u)}")
   return out
 
 class ChoiceRecorder(BytesChooser):
@@ -107,7 +108,7 @@ class Scheduler:
 
   def next(self) -> bytes:
     """The next input: fresh random bytes or a mutation of a seed (remembered until `feedback` is called for it)."""
-    if self.rng.random() < self.fresh_share():
+    if not self.corpus or self.rng.random() < self.fresh_share():
       data = self.rng.randbytes(self.fresh_bytes)
       self._origin[data] = -1
       return data

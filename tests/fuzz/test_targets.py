@@ -46,7 +46,7 @@ def test_a_failing_case_is_a_crash_artifact_that_replays(tmp_path):
   clean = _target("symbolic", crashes[0])
   assert clean.returncode == 0, clean.stderr[-3000:]
 
-@pytest.mark.parametrize("mutant", ["boundary_off_by_one", "negative_sign_slip"])
+@pytest.mark.parametrize("mutant", ["boundary_off_by_one", "negative_sign_slip", "wrong_gate"])
 def test_unguided_symbolic_level_kills_a_mutant_in_a_bounded_budget(tmp_path, mutant):
   res = _target("symbolic", "--unguided", f"--mutant={mutant}", "--stop-at-kill", "-runs=3000", "-seed=0",
                 f"--stats={tmp_path}/st")
