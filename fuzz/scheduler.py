@@ -8,9 +8,10 @@ inputs and steers no better than the rule counters (docs/fuzz.md), so the guidan
              16-31, 32-127, 128+; and what the case is made of: each (op, dtype it computes on), casts as (from, to)
              (`shape_features`); an input with a feature no earlier input had joins the corpus (trimmed to the bytes
              its case read)
-  energy     a seed is picked in proportion to how rare its rarest features are (sum of 1/hits over its features,
-             entropic-style), divided by how often it was already picked: seeds that reach rules random inputs
-             seldom reach get the mutations
+  energy     a seed is picked in proportion to how rare its features are (sum of 1/hits over its features,
+             entropic-style), divided by the square root of how often it was already picked, times how much cheaper
+             than the average input it ran (within 1/4..4): seeds that reach rules random inputs seldom reach get the
+             mutations, and of those the fast ones more
   mutations  structure-aware: a generator reads each choice from a run of bytes (BytesChooser), and the scheduler
              knows where each choice starts (`ChoiceRecorder`), so it changes one choice or a few, keeps a prefix of
              choices and draws the rest anew, splices two seeds at choice boundaries, inserts or deletes a choice, or
@@ -71,6 +72,7 @@ class Seed:
   data: bytes
   marks: list[int]
   feats: frozenset[str]
+  cost: float = 0.0
   picks: int = 0
   finds: int = 0
 
@@ -96,6 +98,7 @@ class Scheduler:
   fresh: Arm = field(default_factory=Arm)
   mutated: Arm = field(default_factory=Arm)
   inputs: int = 0
+  cost: float = 0.0
   _weights: list[float] = field(default_factory=list)
   _stale: int = 0
   _origin: dict[bytes, int] = field(default_factory=dict)
@@ -122,19 +125,21 @@ class Scheduler:
   def pick(self) -> int:
     """A seed index, by energy: the rarity of its features over how often it was picked."""
     if self._stale <= 0 or len(self._weights) != len(self.corpus):
+      avg = self.cost / max(1, self.inputs)
       self._weights = [(0.05 + sum(1.0 / self.hits.get(f, 1) for f in s.feats)) * (1 + s.finds) / (1 + s.picks) ** 0.5
-                       for s in self.corpus]
+                       * (min(4.0, max(0.25, avg / s.cost)) if s.cost > 0 and avg > 0 else 1.0) for s in self.corpus]
       self._stale = 32
     self._stale -= 1
     return self.rng.choices(range(len(self.corpus)), weights=self._weights)[0]
 
   # ---- feedback ----
-  def feedback(self, data: bytes, rules: dict[str, int], used: int | None = None,
-               marks: list[int] | None = None, shape: set[str] | frozenset[str] = frozenset()) -> bool:
+  def feedback(self, data: bytes, rules: dict[str, int], used: int | None = None, marks: list[int] | None = None,
+               shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0) -> bool:
     """Record what `data` made the compiler do (rule -> matches; `used`: bytes its case read; `marks`: where its
-    choices started, if known; `shape`: shape_features of its case); True when it joined the corpus (it had a feature
-    no earlier input had)."""
+    choices started, if known; `shape`: shape_features of its case; `cost`: seconds it took); True when it joined the
+    corpus (it had a feature no earlier input had)."""
     self.inputs += 1
+    self.cost += cost
     origin = self._origin.pop(data, -1)
     fs = features(rules) | shape
     new = {f for f in fs if f not in self.hits}
@@ -143,6 +148,7 @@ class Scheduler:
     if not new: return False
     if 0 <= origin < len(self.corpus): self.corpus[origin].finds += 1
     self.add(data[:max(used, 1)] if used is not None else data, fs, marks)
+    self.corpus[-1].cost = cost
     return True
 
   def add(self, data: bytes, fs: set[str] | frozenset[str] = frozenset(), marks: list[int] | None = None) -> None:

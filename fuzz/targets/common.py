@@ -243,10 +243,12 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
         with open(os.path.join(d, name), "rb") as fh: pending.append(fh.read())
   while (runs is None or stats.inputs < runs) and (secs is None or time.monotonic() - stats.start < secs):
     data = pending.pop() if pending else sched.next() if sched is not None else rng.randbytes(INPUT_BYTES[level_name])
+    t0 = time.perf_counter()
     fails = check(data)
+    cost = time.perf_counter() - t0
     new = hits.new_matches()
     shape = shape_features(getattr(base.case, "ast", base.case)) if sched is not None else set()
-    if sched is not None and sched.feedback(data, new, base.used, base.marks, shape) and dirs:
+    if sched is not None and sched.feedback(data, new, base.used, base.marks, shape, cost) and dirs:
       import hashlib
       from tinygrad.helpers import atomic_write
       kept = data[:max(base.used, 1)]

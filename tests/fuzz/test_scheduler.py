@@ -119,3 +119,11 @@ def test_scheduled_target_runs_grows_a_corpus_dir_and_writes_stats(tmp_path):
   with open(files[0]) as f: st = json.load(f)
   assert st["mode"] == "scheduled" and st["inputs"] == 150 and st["rules"]
   assert len(os.listdir(corpus)) > 2 and "corpus" in res.stdout
+
+def test_of_seeds_equally_rare_the_cheaper_one_is_picked_more():
+  s = _sched()
+  s.feedback(b"slow", {"a": 1}, used=4, cost=1.0)
+  s.feedback(b"fast", {"b": 1}, used=4, cost=0.01)
+  for _ in range(50): s.feedback(b"x", {}, used=1, cost=0.1)
+  picks = collections.Counter(s.pick() for _ in range(2000))
+  assert picks[1] > 4 * picks[0], picks
