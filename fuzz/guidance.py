@@ -29,6 +29,11 @@ class TargetRun:
   stats: dict[str, Any] = field(default_factory=dict)
   returncode: int | None = None
   log: str = ""
+  def last_rule_at(self) -> tuple[float, int]:
+    """(seconds, inputs) when the run hit its last new rule (the first of its samples with its final count)."""
+    samples = self.stats.get("samples", [])
+    final = samples[-1][2] if samples else 0
+    return next(((s, i) for s, i, n in samples if n == final), (0.0, 0))
   def rules_at(self, t: float) -> int:
     """Rules hit by time t (from the run's samples; the last sample at or before t)."""
     best = 0
@@ -112,6 +117,8 @@ def compare_rules(level: str, seconds: float, backends: str = "python",
   union = set().union(*sets.values())
   return {"level": level, "seconds": seconds, "at": t, "backends": backends,
           "modes": {m: {"rules_at": r.rules_at(t), "rules": len(sets[m]), "inputs": r.stats["inputs"],
+                        "last_rule_at": r.last_rule_at(), "findings": r.stats.get("findings", 0),
+                        "messages": r.stats.get("messages", [])[:3],
                         "missed": sorted(union - sets[m])} for m, r in runs.items()}}
 
 def format_compare(r: dict[str, Any]) -> str:
@@ -119,7 +126,11 @@ def format_compare(r: dict[str, Any]) -> str:
   lines = [f"{r['level']} level, {r['seconds']:.0f} s per mode side by side, backends {r['backends']}:",
            f"  rules hit at {r['at']:.0f} s: " + ", ".join(f"{m} {v['rules_at']}" for m, v in ms.items()),
            "  at the end: " + ", ".join(f"{m} {v['rules']} rules / {v['inputs']} inputs" for m, v in ms.items())]
+  lines.append("  last new rule at: " + ", ".join(f"{m} {v['last_rule_at'][0]:.0f} s ({v['last_rule_at'][1]} inputs)"
+                                                 for m, v in ms.items()))
   lines += [f"  {m} missed ({len(v['missed'])}): {', '.join(v['missed']) or '-'}" for m, v in ms.items()]
+  # NOTE: a finding here is a failure of the unmutated compiler (a bug), not a planted one
+  lines += [f"  {m}: {v['findings']} findings: {'; '.join(v['messages'])}" for m, v in ms.items() if v["findings"]]
   return "\n".join(lines)
 
 # ---- mutation score ----

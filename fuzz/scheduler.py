@@ -88,6 +88,8 @@ class Arm:
 
 @dataclass
 class Scheduler:
+  """next() -> the input to run; feedback(input, rules, ...) after it ran. `marks_of(data)` gives a seed's choice
+  boundaries when the caller has not recorded them."""
   fresh_bytes: int
   marks_of: Callable[[bytes], list[int]]
   rng: random.Random = field(default_factory=lambda: random.Random(0))
@@ -141,6 +143,8 @@ class Scheduler:
     self.inputs += 1
     self.cost += cost
     origin = self._origin.pop(data, -1)
+    # NOTE: an input never fed back (its worker crashed) must not keep its entry forever
+    if len(self._origin) > 4096: self._origin.clear()
     fs = features(rules) | shape
     new = {f for f in fs if f not in self.hits}
     for f in fs: self.hits[f] = self.hits.get(f, 0) + 1
