@@ -15,7 +15,7 @@ inputs and steers no better than the rule counters (docs/fuzz.md), so the guidan
   mutations  structure-aware: a generator reads each choice from a run of bytes (BytesChooser), and the scheduler
              knows where each choice starts (`ChoiceRecorder`), so it changes one choice or a few, keeps a prefix of
              choices and draws the rest anew, splices two seeds at choice boundaries, inserts or deletes a choice, or
-             (rarely) flips bytes anywhere
+             (one time in five) flips bytes anywhere
   fresh      fresh random inputs, exactly what the unguided baseline draws, are still tried: the share is a two-armed
              bandit over how often fresh and mutated inputs found a new feature lately (between 30% and 70%), so a
              corpus that stops paying gives the time back to random generation
@@ -206,7 +206,7 @@ class Scheduler:
     return s.data[:lo] + s.data[hi:]
 
   def flip_bytes(self, s: Seed, other: Seed) -> bytes:
-    """One to four bytes anywhere set or bit-flipped (not structure-aware: the rare fallback)."""
+    """One to four bytes anywhere set or bit-flipped (not structure-aware: the fallback)."""
     b = bytearray(s.data or b"\0")
     for _ in range(self.rng.randint(1, 4)):
       i = self.rng.randrange(len(b))
