@@ -138,23 +138,12 @@ class _KernelBuilder:
     if k == 6 and e >= 2:                                                          # r // 2, r % m
       m = self.ch.integer(2, max(2, min(e, 5)))
       return (r // m if self.coin(0.5) else r % m), None
-    if self.coin(0.3): return self.pad_of_pad(r, extent)
     # shifted by s: valid where 0 <= r + s < extent (zero padding on either side)
     s = self.ch.integer(-3, 3) or 1
     idx = r + s
     lo_ok, hi_ok = (r < -s).logical_not() if s < 0 else None, (r < extent - s) if e + s > extent else None
     mask = lo_ok if hi_ok is None else hi_ok if lo_ok is None else lo_ok & hi_ok
     return idx, mask
-
-  def pad_of_pad(self, r: UOp, extent: int) -> tuple[UOp, UOp]:
-    """A view of a view, as pads of pads, shrinks after pads and concatenations make them: r shifted by s1 into an
-    inner view of extent m (valid where 0 <= r + s1 < m), shifted again by s2 into [0, extent); valid where both are.
-    Every condition is written out, also those the bounds make always true (the simplifier's job)."""
-    s1, s2, m = self.ch.integer(-3, 3), self.ch.integer(-3, 3), self.ch.integer(1, max(1, extent + 3))
-    def inside(x: UOp, n: int) -> UOp: return (x < 0).logical_not() & (x < n)
-    c1 = r + s1 if s1 else r
-    idx = c1 + s2 if s2 else c1
-    return idx, inside(c1, m) & inside(idx, extent)
 
   def buffer_index(self, extents: Sequence[int], ranges: Sequence[UOp]) -> UOp:
     """A flat row-major index into a buffer of these extents, masked when a coordinate might leave its axis."""
