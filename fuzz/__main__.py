@@ -96,7 +96,8 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--seconds", type=float, default=600.0, help="per mode (both modes run side by side)")
   p.add_argument("--backends", default="python", help="kernel level: backends to check on")
   p.add_argument("--modes", default="guided,unguided",
-                 help="guided (line coverage + rule counters), rules (rule counters only), unguided (random inputs)")
+                 help="guided (the rule-guided scheduler, fuzz/scheduler.py), unguided (fresh random inputs), atheris "
+                      "(libFuzzer: line coverage + rule counters), rules (libFuzzer: rule counters only)")
   p.add_argument("--json", default=None, help="also write the numbers to this file")
 
 def _compare_run(a: argparse.Namespace) -> int:
@@ -133,7 +134,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Cal
   "run": ("a campaign: worker processes, corpus, findings reduced to reproducers", _run_args, _run_run),
   "repro": ("replay one finding; exit 1 if it still reproduces, 0 if not", _repro_args, _repro_run),
   "report": ("write DIR/report.html and DIR/report.md for a campaign", _report_args, _report_run),
-  "compare": ("rules hit, atheris-guided vs unguided, side by side (fuzz/targets/)", _compare_args, _compare_run),
+  "compare": ("rules hit, guided vs unguided, side by side (fuzz/targets/)", _compare_args, _compare_run),
   "mutants": ("mutation score: which planted bugs each level finds, guided vs unguided", _mutants_args, _mutants_run),
   "ledger": ("the z3 certificate of every rewrite rule (fuzz/ledger.json): check it, or --update it", _ledger_args,
              _ledger_run),

@@ -2,10 +2,10 @@
 
 The parent process hands batches of inputs to J worker processes (fuzz/worker.py) and collects what they find:
 
-  inputs    bytes from the persistent corpus in DIR/corpus/<level>/ (mutated: bytes flipped, chunks replaced,
-            inserted, deleted, spliced with another entry) or fresh random bytes; a generator reads them through
-            BytesChooser, so a mutation is a nearby case. An input whose case makes a rewrite rule match for the first
-            time (TRACK_MATCH_STATS) joins the corpus, trimmed to the bytes the generator read.
+  inputs    bytes from the persistent corpus in DIR/corpus/<level>/, mutated at the generator's choice boundaries
+            and picked by the rarity of what they reached (fuzz/scheduler.py), or fresh random bytes; a generator
+            reads them through BytesChooser, so a mutation is a nearby case. An input whose case makes a rewrite rule
+            match for the first time (TRACK_MATCH_STATS) joins the corpus, trimmed to the bytes the generator read.
   findings  every Failure a worker reports, and every worker that dies (a crash: the signal) or stops announcing
             progress for `step_timeout` seconds (a hang: killed), is a finding under its Signature (fuzz/findings.py);
             the worker is restarted and the campaign goes on. The case of a new signature is written at once as a
@@ -27,6 +27,7 @@ from tinygrad.helpers import atomic_write
 from fuzz.backends import DEFAULT_BACKENDS, Failure, REPO
 from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, now
 from fuzz.reduce import Reduction
+from fuzz.scheduler import Scheduler, recorder_marks
 
 # bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
 FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
@@ -232,20 +233,6 @@ def signatures_of(level: str, failures: list[Failure], checked: Sequence[str]) -
     else: out.extend((Signature(level, stage, kind, site, f.backend), [f]) for f in fs)
   return out
 
-# ---- mutation ----
-
-def mutate(data: bytes, other: bytes, rng: random.Random) -> bytes:
-  b = bytearray(data or b"\0")
-  for _ in range(rng.randint(1, 4)):
-    k, i = rng.randrange(6), rng.randrange(len(b))
-    if k == 0: b[i] = rng.randrange(256)
-    elif k == 1: b[i] ^= 1 << rng.randrange(8)
-    elif k == 2: b[i:i + rng.randint(1, 16)] = rng.randbytes(rng.randint(1, 16))
-    elif k == 3: b[i:i] = rng.randbytes(rng.randint(1, 8))
-    elif k == 4: del b[i:i + rng.randint(1, 8)]
-    elif other: b = b[:i] + bytearray(other[rng.randrange(len(other)):])
-  return bytes(b) + rng.randbytes(rng.randint(0, 64))
-
 # ---- the campaign ----
 
 class Campaign:
@@ -256,9 +243,13 @@ class Campaign:
     self.dirs = {k: os.path.join(cfg.out, k) for k in ("corpus", "findings", "logs")}
     self.corpus_dir = os.path.join(self.dirs["corpus"], cfg.level)
     for d in (*self.dirs.values(), self.corpus_dir): os.makedirs(d, exist_ok=True)
-    self.corpus: list[bytes] = []
+    # NOTE: the workers report the rules each case made match for the first time in that worker: those are the
+    # features the scheduler keeps a seed for; the fresh share is fixed by cfg.mutate
+    share = 1.0 - cfg.mutate
+    self.sched = Scheduler(FRESH_BYTES.get(cfg.level, 1024), recorder_marks(self.level.from_chooser), self.rng,
+                           fresh_min=share, fresh_max=share)
     for name in sorted(os.listdir(self.corpus_dir)):
-      with open(os.path.join(self.corpus_dir, name), "rb") as fh: self.corpus.append(fh.read())
+      with open(os.path.join(self.corpus_dir, name), "rb") as fh: self.sched.add(fh.read())
     self.findings = {k: f for k, f in load_findings(self.dirs["findings"]).items() if f.signature.level == cfg.level}
     self.summary = CampaignSummary(findings=self.findings)
     self.matched: set[str] = set()
@@ -269,18 +260,12 @@ class Campaign:
     self.env = worker_env(cfg)
 
   # ---- inputs ----
-  def next_input(self) -> bytes:
-    if self.corpus and self.rng.random() < self.cfg.mutate:
-      return mutate(self.rng.choice(self.corpus), self.rng.choice(self.corpus), self.rng)
-    return self.rng.randbytes(FRESH_BYTES.get(self.cfg.level, 1024))
+  def next_input(self) -> bytes: return self.sched.next()
 
   def add_corpus(self, data: bytes) -> None:
     import hashlib
-    name = hashlib.sha1(data).hexdigest()[:16] + ".bin"
-    path = os.path.join(self.corpus_dir, name)
-    if os.path.exists(path): return
-    atomic_write(path, data)
-    self.corpus.append(data)
+    path = os.path.join(self.corpus_dir, hashlib.sha1(data).hexdigest()[:16] + ".bin")
+    if not os.path.exists(path): atomic_write(path, data)
 
   # ---- findings ----
   def record(self, sig: Signature, fs: list[Failure], state: dict[str, Any] | None, size: int, data: bytes) -> None:
@@ -370,10 +355,10 @@ class Campaign:
     checked = list(self.pool.describe)
     for data, res in zip(job["_inputs"], results):
       self.summary.cases += 1
-      new = set(res["rules"]) - self.matched
-      self.matched |= new
+      self.matched |= set(res["rules"])
       self.tried |= set(res["attempted"])
-      if new: self.add_corpus(data[:max(res["used"], 1)])
+      if self.sched.feedback(data, dict.fromkeys(res["rules"], 1), res["used"]):
+        self.add_corpus(data[:max(res["used"], 1)])
       fs = [Failure(**d) for d in res["failures"]]
       for sig, group in signatures_of(self.cfg.level, fs, checked):
         self.per_backend[sig.backend] = self.per_backend.get(sig.backend, 0) + 1
@@ -386,7 +371,7 @@ class Campaign:
   def progress(self, start: float, final: bool = False) -> None:
     el = time.monotonic() - start
     s = self.summary
-    s.seconds, s.rules_matched, s.rules_tried, s.corpus = el, len(self.matched), len(self.tried), len(self.corpus)
+    s.seconds, s.rules_matched, s.rules_tried, s.corpus = el, len(self.matched), len(self.tried), len(self.sched.corpus)
     per = ", ".join(f"{b} {n}" for b, n in sorted(self.per_backend.items()))
     line = (f"[{int(el) // 60:02d}:{int(el) % 60:02d}] {s.cases} cases ({s.cases / max(el, 1e-9):.1f}/s), rules "
             f"{s.rules_matched}/{s.rules_tried}, corpus {s.corpus}, findings {len(self.findings)}"
@@ -496,4 +481,4 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
   return ReplayResult(sig in got, sig, got, msgs)
 
 __all__ = ["CampaignConfig", "CampaignSummary", "run_campaign", "Campaign", "WorkerPool", "replay", "ReplayResult",
-           "mutate", "signatures_of"]
+           "signatures_of"]

@@ -1,6 +1,8 @@
-"""Measured comparisons of guided (atheris: Python coverage of tinygrad + a counter per rewrite rule) and unguided
-(random bytes) fuzzing, each run as the atheris target of its level (fuzz/targets/) in a process of its own, side by
-side in the same run so both see the same machine load:
+"""Measured comparisons of guided and unguided fuzzing, each mode run as the target of its level (fuzz/targets/) in a
+process of its own, side by side in the same run so all see the same machine load. Modes: `guided` (the rule-guided
+scheduler of fuzz/scheduler.py), `unguided` (fresh random bytes: the same generator and checks), `atheris` (libFuzzer
+fed by the line coverage of tinygrad and a counter per rewrite rule) and `rules` (libFuzzer fed by the rule counters
+only).
 
   compare_rules(level, seconds)       rewrite rules hit (TRACK_MATCH_STATS) after `seconds`, guided vs unguided
   mutation_score(levels, seconds)     per planted bug of fuzz/mutants.py and per level, whether each mode kills it
@@ -14,6 +16,9 @@ from typing import Any, Sequence
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 MODES = ("guided", "unguided")
+# guided: fuzz/scheduler.py (rule counters, rare-rule energy, mutations at choice boundaries); atheris: libFuzzer fed by
+# the line coverage of tinygrad and the rule counters; rules: libFuzzer fed by the rule counters only
+ALL_MODES = ("guided", "unguided", "atheris", "rules")
 SEEDS = 32
 
 @dataclass
@@ -24,6 +29,11 @@ class TargetRun:
   stats: dict[str, Any] = field(default_factory=dict)
   returncode: int | None = None
   log: str = ""
+  def last_rule_at(self) -> tuple[float, int]:
+    """(seconds, inputs) when the run hit its last new rule (the first of its samples with its final count)."""
+    samples = self.stats.get("samples", [])
+    final = samples[-1][2] if samples else 0
+    return next(((s, i) for s, i, n in samples if n == final), (0.0, 0))
   def rules_at(self, t: float) -> int:
     """Rules hit by time t (from the run's samples; the last sample at or before t)."""
     best = 0
@@ -36,7 +46,11 @@ def _command(level: str, mode: str, seconds: float, stats: str, workdir: str, ba
   script = os.path.join(TARGETS, f"{level}_target.py")
   cmd = [sys.executable, script, f"--stats={stats}", f"--backends={backends}", f"-max_total_time={int(seconds)}",
          *extra]
+  if mode not in ALL_MODES: raise ValueError(f"unknown mode {mode!r}; one of {', '.join(ALL_MODES)}")
   if mode == "unguided": return [*cmd, "--unguided"]
+  # NOTE: "guided": our rule-guided scheduler (fuzz/scheduler.py), which starts from nothing: its first inputs are
+  # fresh random ones, like the unguided run's
+  if mode == "guided": return [*cmd, "--scheduled"]
   # NOTE: "rules": atheris fed by the rule counters only (no line coverage of tinygrad: no instrumentation cost)
   if mode == "rules": cmd.append("--no-instrument")
   corpus = os.path.join(workdir, "corpus")
@@ -103,6 +117,8 @@ def compare_rules(level: str, seconds: float, backends: str = "python",
   union = set().union(*sets.values())
   return {"level": level, "seconds": seconds, "at": t, "backends": backends,
           "modes": {m: {"rules_at": r.rules_at(t), "rules": len(sets[m]), "inputs": r.stats["inputs"],
+                        "last_rule_at": r.last_rule_at(), "findings": r.stats.get("findings", 0),
+                        "messages": r.stats.get("messages", [])[:3],
                         "missed": sorted(union - sets[m])} for m, r in runs.items()}}
 
 def format_compare(r: dict[str, Any]) -> str:
@@ -110,7 +126,11 @@ def format_compare(r: dict[str, Any]) -> str:
   lines = [f"{r['level']} level, {r['seconds']:.0f} s per mode side by side, backends {r['backends']}:",
            f"  rules hit at {r['at']:.0f} s: " + ", ".join(f"{m} {v['rules_at']}" for m, v in ms.items()),
            "  at the end: " + ", ".join(f"{m} {v['rules']} rules / {v['inputs']} inputs" for m, v in ms.items())]
+  lines.append("  last new rule at: " + ", ".join(f"{m} {v['last_rule_at'][0]:.0f} s ({v['last_rule_at'][1]} inputs)"
+                                                 for m, v in ms.items()))
   lines += [f"  {m} missed ({len(v['missed'])}): {', '.join(v['missed']) or '-'}" for m, v in ms.items()]
+  # NOTE: a finding here is a failure of the unmutated compiler (a bug), not a planted one
+  lines += [f"  {m}: {v['findings']} findings: {'; '.join(v['messages'])}" for m, v in ms.items() if v["findings"]]
   return "\n".join(lines)
 
 # ---- mutation score ----

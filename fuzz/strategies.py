@@ -61,7 +61,7 @@ class FDPChooser:
 # ---- symbolic index expressions ----
 
 DEFAULT_OP_WEIGHTS = {"add": 6, "sub": 3, "mul": 4, "mulx": 1, "div": 4, "mod": 4, "divx": 1, "modx": 1, "max": 2,
-                      "where": 2, "neg": 1, "masked": 1}
+                      "where": 2, "neg": 1, "masked": 1, "pad": 1}
 
 @dataclass
 class IndexExprConfig:
@@ -77,7 +77,9 @@ class IndexExprConfig:
   # constants from a wide range so the wrapping matters
   dtype: DType = dtypes.index
   big_const: tuple[int, int] | None = None
-  # op names and their weights; "mulx" multiplies two expressions (nonlinear), "divx"/"modx" divide by an expression
+  # op names and their weights; "mulx" multiplies two expressions (nonlinear), "divx"/"modx" divide by an expression;
+  # "masked" gates an expression by a random condition, "pad" is the coordinate of one to three pads of a view (each a
+  # shift valid inside its extent: a pad of a pad nests the gates, as views compose)
   ops: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_OP_WEIGHTS))
 
 def wrapping_config(dtype: DType, max_depth: int = 4) -> IndexExprConfig:
@@ -104,7 +106,7 @@ class _IndexBuilder:
   def __init__(self, ch: Chooser, cfg: IndexExprConfig):
     self.ch, self.cfg, self.pool = ch, cfg, _leaf_pool(ch, cfg)
     masks = cfg.invalid and cfg.dtype is dtypes.index
-    self.op_names = [k for k, w in cfg.ops.items() for _ in range(w) if k != "masked" or masks]
+    self.op_names = [k for k, w in cfg.ops.items() for _ in range(w) if k not in ("masked", "pad") or masks]
 
   def const(self, nonzero: bool = False) -> UOp:
     big = self.cfg.big_const is not None and self.ch.integer(0, 3) == 0
@@ -125,6 +127,17 @@ class _IndexBuilder:
       return l & r if self.ch.integer(0, 1) else l | r
     return self.cond(depth - 1).ne(True)
 
+  def pad(self, depth: int) -> UOp:
+    """A coordinate through 1-3 pads (and shrinks) of a view: each shifts it by s and is valid where the shifted
+    coordinate is inside [0, n); the gate is on the valid coordinate and wraps the inner, already gated, one."""
+    core = self.valid_expr(depth - 1)
+    e = core
+    for _ in range(self.ch.integer(1, 3)):
+      s, n = self.ch.integer(-4, 4), self.ch.integer(1, 16)
+      core, e = core + s, e + s
+      e = ((core < 0).logical_not() & (core < n)).where(e, UOp.invalid())
+    return e
+
   def valid_expr(self, depth: int) -> UOp:
     e, _ = self.expr(max(depth, 0), allow_invalid=False)
     return e
@@ -137,7 +150,8 @@ class _IndexBuilder:
     """(expression, may it be invalid)."""
     if depth <= 0 or self.ch.integer(0, 4) == 0: return self.leaf()
     op = self.ch.choice(self.op_names)
-    if op == "masked" and not allow_invalid: op = "add"
+    if op in ("masked", "pad") and not allow_invalid: op = "add"
+    if op == "pad": return self.pad(depth), True
     if op == "masked":
       e, _ = self.expr(depth - 1, allow_invalid)
       return self.cond(depth - 1).where(e, UOp.invalid()), True

@@ -316,8 +316,9 @@ class Translator:
   def translate(self, root: UOp, lane: int = 0) -> tuple[Term, Term]:
     key = (root, lane if root.dtype.count > 1 else 0)
     if (r := self.cache.get(key)) is not None: return r
-    # NOTE: sources first, without Python recursion (graphs can be deep)
-    for u in root.toposort():
+    # NOTE: sources first, without Python recursion (graphs can be deep); a LOAD is a free value, so the walk stops
+    # there: what it reads through (a register's STORE/AFTER chain, void) has no sort and is never needed
+    for u in root.toposort(lambda n: n.op is not Ops.LOAD):
       if u.dtype.count == 1 and (u, 0) not in self.cache: self.cache[(u, 0)] = self._one(u, 0)
     if key not in self.cache: self.cache[key] = self._one(root, key[1])
     return self.cache[key]

@@ -18,9 +18,12 @@ Options of this driver (taken out of argv before libFuzzer sees it):
                           the mutant and passes without it (each failing case is checked again with the rule restored)
   --stop-at-kill          with --mutant: write the stats and exit at the first kill (the mutation score's runs)
   --stats=FILE            write the rules hit, inputs run and findings as JSON to FILE.<pid> every few seconds
-  --unguided              no atheris: random inputs (the baseline of `python -m fuzz coverage-compare`); stops at
+  --unguided              no atheris: random inputs (the baseline of `python -m fuzz compare`); stops at
                           -runs=N or -max_total_time=S like libFuzzer
   --no-instrument         atheris without line coverage of tinygrad (rule counters only)
+  --scheduled             no atheris: the rule-guided scheduler of fuzz/scheduler.py (rare-rule energy, mutations at
+                          choice boundaries, a bandit share of fresh inputs); corpus directories are run first and
+                          the first one gets every input that joins the corpus; stops like --unguided
 """
 from __future__ import annotations
 import importlib, json, os, random, sys, time
@@ -108,18 +111,30 @@ def _lib_opt(argv: list[str], name: str) -> float | None:
     if a.startswith(f"-{name}="): return float(a.split("=", 1)[1])
   return None
 
-def build_check(level_name: str, backends: list[str]) -> Callable[[bytes], list[Any]]:
-  """fn(data) -> the failures of the case the level builds from data (empty: every oracle agreed)."""
-  from fuzz.levels import LEVELS
-  from fuzz.backends import open_backends, failure_from
-  level = LEVELS[level_name]()
-  bk, missing = open_backends(backends) if level_name != "symbolic" else ({}, {})
-  for n, why in missing.items(): print(f"backend {n} not run: {why}", file=sys.stderr)
-  def check(data: bytes) -> list[Any]:
-    try: case = level.generate(data)
+class LevelCheck:
+  """check(data) -> the failures of the case the level builds from data (empty: every oracle agreed); `marks` and
+  `used` say where the last case's choices started and how many bytes it read, `case` is that case (for the
+  scheduler's mutations and features)."""
+  def __init__(self, level_name: str, backends: list[str]):
+    from fuzz.levels import LEVELS
+    from fuzz.backends import open_backends
+    self.level = LEVELS[level_name]()
+    self.backends, missing = open_backends(backends) if level_name != "symbolic" else ({}, {})
+    for n, why in missing.items(): print(f"backend {n} not run: {why}", file=sys.stderr)
+    self.marks: list[int] = []
+    self.used = 0
+    self.case: Any = None
+  def __call__(self, data: bytes) -> list[Any]:
+    from fuzz.backends import failure_from
+    from fuzz.scheduler import ChoiceRecorder
+    ch = ChoiceRecorder(data)
+    self.case = None
+    try: self.case = case = self.level.from_chooser(ch)
     except Exception as e: return [failure_from(e, "generate", "generator")]
-    return level.check([case], bk)[0]
-  return check
+    finally: self.marks, self.used = ch.marks, ch.used
+    return self.level.check([case], self.backends)[0]
+
+def build_check(level_name: str, backends: list[str]) -> LevelCheck: return LevelCheck(level_name, backends)
 
 class MutantCheck:
   """check(data) with a planted mutant: a failing case is checked again without it, and counts as a kill only if it
@@ -149,7 +164,8 @@ def run_setup(spec: str | None) -> None:
   getattr(importlib.import_module(mod), fn)()
 
 def main(level_name: str, argv: list[str]) -> None:
-  """Run the target: atheris (default) or --unguided; never returns when atheris runs (libFuzzer exits)."""
+  """Run the target: atheris (default), --scheduled or --unguided; never returns when atheris runs (libFuzzer
+  exits)."""
   own = [a for a in argv[1:] if a.startswith("--")]
   # NOTE: libFuzzer's -fork/-jobs start each child as a shell command line from argv[0] (own options kept): this
   # interpreter and the script, so a child needs neither an executable bit nor `python3` on PATH to be this venv's
@@ -158,14 +174,17 @@ def main(level_name: str, argv: list[str]) -> None:
   lib = [f"{prog} {' '.join(own)}".strip()]
   lib += [a for a in argv[1:] if not a.startswith("--")]
   backends = (_opt(own, "backends") or "python").split(",")
-  stats = Stats(_opt(own, "stats"), "unguided" if _opt(own, "unguided") is not None else "atheris", level_name)
+  mode = "unguided" if _opt(own, "unguided") is not None else "scheduled" if _opt(own, "scheduled") is not None \
+    else "atheris"
+  stats = Stats(_opt(own, "stats"), mode, level_name)
   # NOTE: set before tinygrad is imported (its flags are read at import); nothing above imports it
   os.environ["TRACK_MATCH_STATS"] = "1"
-  if stats.mode == "unguided":
+  if mode != "atheris":
     return unguided(level_name, backends, lib, stats, _opt(own, "setup"), _opt(own, "mutant"),
-                    _opt(own, "stop-at-kill") is not None)
+                    _opt(own, "stop-at-kill") is not None, scheduled=mode == "scheduled")
   import atheris
   hits = RuleHits()
+  check: Callable[[bytes], list[Any]]
   if _opt(own, "no-instrument") is None:
     # NOTE: the first input runs inside the block, so every module the check path imports lazily is instrumented too
     with atheris.instrument_imports(include=["tinygrad"]):
@@ -201,21 +220,39 @@ def main(level_name: str, argv: list[str]) -> None:
   atheris.Fuzz()
 
 def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats, setup: str | None,
-             mutant: str | None = None, stop: bool = False) -> None:
-  """Random inputs until -runs or -max_total_time (one of them is needed); findings are counted, not raised."""
+             mutant: str | None = None, stop: bool = False, scheduled: bool = False) -> None:
+  """Our own loop until -runs or -max_total_time (one of them is needed); findings are counted, not raised.
+  Unguided: fresh random inputs only. `scheduled`: the rule-guided scheduler (fuzz/scheduler.py) picks each input;
+  corpus directories are run first, and each input that joins its corpus is written to the first one."""
   runs, secs = _lib_opt(lib, "runs"), _lib_opt(lib, "max_total_time")
-  if runs is None and secs is None: raise SystemExit("--unguided needs -runs=N or -max_total_time=S")
+  if runs is None and secs is None: raise SystemExit(f"--{stats.mode} needs -runs=N or -max_total_time=S")
   seed = _lib_opt(lib, "seed")
   rng = random.Random(int(seed) if seed is not None else 0)
   hits = RuleHits()
-  check = build_check(level_name, backends)
-  check(b"")
+  base = build_check(level_name, backends)
+  base(b"")
   run_setup(setup)
-  if mutant: check = MutantCheck(check, mutant, stats, stop)
+  check: Callable[[bytes], list[Any]] = MutantCheck(base, mutant, stats, stop) if mutant else base
   hits.new_matches()
+  sched, dirs, pending = None, [a for a in lib[1:] if not a.startswith("-") and os.path.isdir(a)], []
+  if scheduled:
+    from fuzz.scheduler import Scheduler, recorder_marks, shape_features
+    sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
+    for d in dirs:
+      for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as fh: pending.append(fh.read())
   while (runs is None or stats.inputs < runs) and (secs is None or time.monotonic() - stats.start < secs):
-    fails = check(rng.randbytes(INPUT_BYTES[level_name]))
-    hits.new_matches()
+    data = pending.pop() if pending else sched.next() if sched is not None else rng.randbytes(INPUT_BYTES[level_name])
+    t0 = time.perf_counter()
+    fails = check(data)
+    cost = time.perf_counter() - t0
+    new = hits.new_matches()
+    shape = shape_features(getattr(base.case, "ast", base.case)) if sched is not None else set()
+    if sched is not None and sched.feedback(data, new, base.used, base.marks, shape, cost) and dirs:
+      import hashlib
+      from tinygrad.helpers import atomic_write
+      kept = data[:max(base.used, 1)]
+      atomic_write(os.path.join(dirs[0], hashlib.sha1(kept).hexdigest()), kept)
     stats.inputs += 1
     if fails:
       stats.findings += 1
@@ -224,4 +261,6 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
       if isinstance(check, MutantCheck) and check.stop: break
     stats.note(hits)
   stats.note(hits, force=True)
-  print(f"unguided {level_name}: {stats.inputs} inputs, {len(hits.hit)} rules hit, {stats.findings} findings")
+  extra = f", corpus {len(sched.corpus)}, fresh share {sched.fresh_share():.2f}" if sched is not None else ""
+  print(f"{stats.mode} {level_name}: {stats.inputs} inputs, {len(hits.hit)} rules hit, {stats.findings} findings"
+        f"{extra}")

@@ -9,6 +9,17 @@ def state(graph: str, opts=None, var_vals=None, seed=0):
 
 # name -> (backends, reproducer state); each was a finding before its fix (see the comment)
 FIXED = {
+  # a gather index read from a local BUFFERIZE: at SPEC=2 the gate's z3 translation walked through the LOAD into the
+  # register's STORE chain (void: "dtypes.void has no sort") and codegen failed on every backend; a LOAD is a free value
+  "gather_index_from_a_local_bufferize": (["cpu", "python"], state("""
+c0 = UOp.range(2, 0, AxisType.LOOP)
+c1 = UOp.range(6, 1, AxisType.LOOP)
+c2 = UOp(Ops.BUFFERIZE, dtypes.int64, (UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(6), arg=2).index(c1).load(), c1))
+c3 = UOp(Ops.INDEX, dtypes.int64.ptr(6), (c2, c0)).load().cast(dtypes.index)
+c4 = (c3 < UOp.const(dtypes.index, 0)).ne(UOp.const(dtypes.bool, True)) & (c3 < UOp.const(dtypes.index, 2))
+c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(2), arg=1).index(c4.where(c3, UOp.invalid())).load()
+c6 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(2), arg=0).index(c0).store(c5)
+ast = UOp.sink(c6.end(c0))""", [], seed=3)),
   # AMD had no POW (the renderer refused it: the campaign's most frequent finding); codegen decomposes it now
   "pow_on_amd": (["amd"], state("""
 c0 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(2), arg=1).index(UOp.const(dtypes.index, 1)).load()

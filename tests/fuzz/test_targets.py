@@ -3,7 +3,7 @@ libFuzzer crash artifact, the mutant check, guided vs unguided side by side (fuz
 configuration and nightly workflow that run them."""
 import glob, json, os, random, re, subprocess, sys
 import pytest
-from fuzz.guidance import compare_rules
+from fuzz.guidance import compare_rules, format_compare
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGETS = os.path.join(REPO, "fuzz", "targets")
@@ -46,7 +46,7 @@ def test_a_failing_case_is_a_crash_artifact_that_replays(tmp_path):
   clean = _target("symbolic", crashes[0])
   assert clean.returncode == 0, clean.stderr[-3000:]
 
-@pytest.mark.parametrize("mutant", ["boundary_off_by_one", "negative_sign_slip"])
+@pytest.mark.parametrize("mutant", ["boundary_off_by_one", "negative_sign_slip", "wrong_gate"])
 def test_unguided_symbolic_level_kills_a_mutant_in_a_bounded_budget(tmp_path, mutant):
   res = _target("symbolic", "--unguided", f"--mutant={mutant}", "--stop-at-kill", "-runs=3000", "-seed=0",
                 f"--stats={tmp_path}/st")
@@ -57,7 +57,10 @@ def test_unguided_symbolic_level_kills_a_mutant_in_a_bounded_budget(tmp_path, mu
 def test_guided_and_unguided_side_by_side_both_hit_rules():
   r = compare_rules("symbolic", 4)
   assert set(r["modes"]) == {"guided", "unguided"}
-  for m in r["modes"].values(): assert m["inputs"] > 0 and m["rules"] > 0 and m["rules_at"] <= m["rules"]
+  for m in r["modes"].values():
+    assert m["inputs"] > 0 and m["rules"] > 0 and m["rules_at"] <= m["rules"]
+    assert 0 < m["last_rule_at"][1] <= m["inputs"]
+  assert "last new rule at: guided" in format_compare(r)
 
 @pytest.mark.slow
 def test_fork_mode_children_run_this_interpreter(tmp_path):

@@ -1,0 +1,232 @@
+"""The rule-guided input scheduler: which bytes a guided run tries next, from what earlier inputs made the compiler do.
+
+Feedback is cheap on purpose: the rewrite rules an input made match and how often (TRACK_MATCH_STATS counters the
+matcher keeps anyway), no line tracing. Measured on these generators, tracing every line of tinygrad costs half the
+inputs and steers no better than the rule counters (docs/fuzz.md), so the guidance here lives in the scheduling:
+
+  features   per input: each rule that matched, and (rule, count bucket) with AFL's buckets 1, 2, 3, 4-7, 8-15,
+             16-31, 32-127, 128+; and what the case is made of: each (op, dtype it computes on), casts as (from, to)
+             (`shape_features`); an input with a feature no earlier input had joins the corpus (trimmed to the bytes
+             its case read)
+  energy     a seed is picked in proportion to how rare its features are (sum of 1/hits over its features,
+             entropic-style), divided by the square root of how often it was already picked, times how much cheaper
+             than the average input it ran (within 1/4..4): seeds that reach rules random inputs seldom reach get the
+             mutations, and of those the fast ones more
+  mutations  structure-aware: a generator reads each choice from a run of bytes (BytesChooser), and the scheduler
+             knows where each choice starts (`ChoiceRecorder`), so it changes one choice or a few, keeps a prefix of
+             choices and draws the rest anew, splices two seeds at choice boundaries, inserts or deletes a choice, or
+             (one time in five) flips bytes anywhere
+  fresh      fresh random inputs, exactly what the unguided baseline draws, are still tried: the share is a two-armed
+             bandit over how often fresh and mutated inputs found a new feature lately (between 30% and 70%), so a
+             corpus that stops paying gives the time back to random generation
+
+The scheduler is the same for every level: `Scheduler(fresh_bytes, marks_of)` where marks_of(data) rebuilds the case
+only to learn its choice boundaries (no checking)."""
+from __future__ import annotations
+import bisect, random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from fuzz.strategies import BytesChooser
+
+# AFL's hit-count buckets: a count is kept as the bucket it falls in
+BUCKETS = (1, 2, 3, 4, 8, 16, 32, 128)
+
+def bucket(n: int) -> int:
+  """The bucket index of a hit count n >= 1."""
+  return bisect.bisect_right(BUCKETS, n) - 1
+
+def features(rules: dict[str, int]) -> set[str]:
+  """An input's features from its rule matches (rule -> count): each rule, and each rule with its count's bucket."""
+  out: set[str] = set()
+  for r, n in rules.items():
+    if n <= 0: continue
+    out.add(r)
+    out.add(f"{r}#{bucket(n)}")
+  return out
+
+def shape_features(root: Any) -> set[str]:
+  """What a case is made of, as features: each op with the dtype it computes on (a CAST or BITCAST: from and to), so
+  a case that puts a known rule to work on a dtype no case had (an unsigned compare, a cast to fp8) counts as new."""
+  if not isinstance(root, UOp): return set()
+  def name(u: UOp) -> str: return str(u.dtype.scalar()).removeprefix("dtypes.")
+  out: set[str] = set()
+  for u in root.toposort():
+    if u.op in (Ops.CAST, Ops.BITCAST): out.add(f"{u.op.name}:{name(u.src[0])}->{name(u)}")
+    elif u.op in GroupOp.ALU or u.op in (Ops.REDUCE, Ops.LOAD, Ops.STORE):
+      out.add(f"{u.op.name}:{name(u.src[-1] if u.op is Ops.STORE else u.src[0] if u.src else u)}")
+  return out
+
+class ChoiceRecorder(BytesChooser):
+  """A BytesChooser that remembers where each choice started reading (its `marks`), for structure-aware mutation."""
+  def __init__(self, data: bytes):
+    super().__init__(data)
+    self.marks: list[int] = []
+  def integer(self, lo: int, hi: int) -> int:
+    if hi > lo and self.pos < len(self.data): self.marks.append(self.pos)
+    return super().integer(lo, hi)
+
+@dataclass
+class Seed:
+  data: bytes
+  marks: list[int]
+  feats: frozenset[str]
+  cost: float = 0.0
+  picks: int = 0
+  finds: int = 0
+
+@dataclass
+class Arm:
+  """A bandit arm: recent tries and finds, decayed so the share follows what pays now."""
+  tries: float = 1.0
+  finds: float = 1.0
+  def note(self, found: bool, decay: float = 0.995) -> None:
+    self.tries, self.finds = self.tries * decay + 1, self.finds * decay + found
+  @property
+  def rate(self) -> float: return self.finds / self.tries
+
+@dataclass
+class Scheduler:
+  """next() -> the input to run; feedback(input, rules, ...) after it ran. `marks_of(data)` gives a seed's choice
+  boundaries when the caller has not recorded them."""
+  fresh_bytes: int
+  marks_of: Callable[[bytes], list[int]]
+  rng: random.Random = field(default_factory=lambda: random.Random(0))
+  fresh_min: float = 0.3
+  fresh_max: float = 0.7
+  corpus: list[Seed] = field(default_factory=list)
+  hits: dict[str, int] = field(default_factory=dict)
+  fresh: Arm = field(default_factory=Arm)
+  mutated: Arm = field(default_factory=Arm)
+  inputs: int = 0
+  cost: float = 0.0
+  _weights: list[float] = field(default_factory=list)
+  _stale: int = 0
+  _origin: dict[bytes, int] = field(default_factory=dict)
+
+  # ---- what to run next ----
+  def fresh_share(self) -> float:
+    if not self.corpus: return 1.0
+    f, m = self.fresh.rate, self.mutated.rate
+    return min(self.fresh_max, max(self.fresh_min, f / (f + m)))
+
+  def next(self) -> bytes:
+    """The next input: fresh random bytes or a mutation of a seed (remembered until `feedback` is called for it)."""
+    if not self.corpus or self.rng.random() < self.fresh_share():
+      data = self.rng.randbytes(self.fresh_bytes)
+      self._origin[data] = -1
+      return data
+    i = self.pick()
+    s = self.corpus[i]
+    s.picks += 1
+    data = self.mutate(s, self.corpus[self.rng.randrange(len(self.corpus))])
+    self._origin[data] = i
+    return data
+
+  def pick(self) -> int:
+    """A seed index, by energy: the rarity of its features over how often it was picked."""
+    if self._stale <= 0 or len(self._weights) != len(self.corpus):
+      avg = self.cost / max(1, self.inputs)
+      self._weights = [(0.05 + sum(1.0 / self.hits.get(f, 1) for f in s.feats)) * (1 + s.finds) / (1 + s.picks) ** 0.5
+                       * (min(4.0, max(0.25, avg / s.cost)) if s.cost > 0 and avg > 0 else 1.0) for s in self.corpus]
+      self._stale = 32
+    self._stale -= 1
+    return self.rng.choices(range(len(self.corpus)), weights=self._weights)[0]
+
+  # ---- feedback ----
+  def feedback(self, data: bytes, rules: dict[str, int], used: int | None = None, marks: list[int] | None = None,
+               shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0) -> bool:
+    """Record what `data` made the compiler do (rule -> matches; `used`: bytes its case read; `marks`: where its
+    choices started, if known; `shape`: shape_features of its case; `cost`: seconds it took); True when it joined the
+    corpus (it had a feature no earlier input had)."""
+    self.inputs += 1
+    self.cost += cost
+    origin = self._origin.pop(data, -1)
+    # NOTE: an input never fed back (its worker crashed) must not keep its entry forever
+    if len(self._origin) > 4096: self._origin.clear()
+    fs = features(rules) | shape
+    new = {f for f in fs if f not in self.hits}
+    for f in fs: self.hits[f] = self.hits.get(f, 0) + 1
+    (self.fresh if origin < 0 else self.mutated).note(bool(new))
+    if not new: return False
+    if 0 <= origin < len(self.corpus): self.corpus[origin].finds += 1
+    self.add(data[:max(used, 1)] if used is not None else data, fs, marks)
+    self.corpus[-1].cost = cost
+    return True
+
+  def add(self, data: bytes, fs: set[str] | frozenset[str] = frozenset(), marks: list[int] | None = None) -> None:
+    """A seed (also for loading a corpus directory, features unknown)."""
+    self.corpus.append(Seed(data, marks if marks is not None else self.marks_of(data), frozenset(fs)))
+    self._stale = 0
+
+  # ---- structure-aware mutation ----
+  def mutate(self, s: Seed, other: Seed) -> bytes:
+    """One of the operators below, by weight; past the result's end, some random bytes."""
+    op = self.rng.choices(MUTATIONS, weights=[w for _, w in MUTATIONS])[0][0]
+    b = getattr(self, op)(s, other)
+    # NOTE: past a seed's end a generator reads zeros (every choice its first option); random bytes there instead
+    # let a mutation that makes the case read further draw the rest like a fresh input
+    return b + self.rng.randbytes(max(0, self.fresh_bytes - len(b)) // 4)
+
+  def _spans(self, s: Seed) -> list[tuple[int, int]]:
+    """(start, end) of each choice of the seed (the last one runs to the end of its bytes)."""
+    marks = [m for m in s.marks if m < len(s.data)] or [0]
+    return [(lo, marks[i + 1] if i + 1 < len(marks) else max(lo + 1, len(s.data))) for i, lo in enumerate(marks)]
+
+  def change_choices(self, s: Seed, other: Seed) -> bytes:
+    """New bytes for one choice (two times in three) or for two to four."""
+    b, spans = bytearray(s.data), self._spans(s)
+    for _ in range(1 if self.rng.random() < 2 / 3 else self.rng.randint(2, 4)):
+      lo, hi = self.rng.choice(spans)
+      b[lo:hi] = self.rng.randbytes(hi - lo)
+    return bytes(b)
+
+  def redraw_tail(self, s: Seed, other: Seed) -> bytes:
+    """The seed's choices up to one, then fresh bytes: the case keeps its start and grows a new rest."""
+    lo, _ = self.rng.choice(self._spans(s))
+    return s.data[:lo] + self.rng.randbytes(max(16, self.fresh_bytes - lo))
+
+  def splice(self, s: Seed, other: Seed) -> bytes:
+    """The seed's choices up to one, then the other seed's from one of its choices on."""
+    lo, _ = self.rng.choice(self._spans(s))
+    olo, _ = self.rng.choice(self._spans(other))
+    return s.data[:lo] + other.data[olo:]
+
+  def insert_choice(self, s: Seed, other: Seed) -> bytes:
+    """A choice's bytes (a copy of one of the seed's, or new) inserted at a choice boundary."""
+    spans = self._spans(s)
+    lo, hi = self.rng.choice(spans)
+    at, _ = self.rng.choice(spans)
+    chunk = s.data[lo:hi] if self.rng.random() < 0.5 else self.rng.randbytes(hi - lo)
+    return s.data[:at] + chunk + s.data[at:]
+
+  def delete_choice(self, s: Seed, other: Seed) -> bytes:
+    lo, hi = self.rng.choice(self._spans(s))
+    return s.data[:lo] + s.data[hi:]
+
+  def flip_bytes(self, s: Seed, other: Seed) -> bytes:
+    """One to four bytes anywhere set or bit-flipped (not structure-aware: the fallback)."""
+    b = bytearray(s.data or b"\0")
+    for _ in range(self.rng.randint(1, 4)):
+      i = self.rng.randrange(len(b))
+      if self.rng.random() < 0.5: b[i] = self.rng.randrange(256)
+      else: b[i] ^= 1 << self.rng.randrange(8)
+    return bytes(b)
+
+# operator name, weight
+MUTATIONS: tuple[tuple[str, int], ...] = (("change_choices", 3), ("redraw_tail", 2), ("splice", 1),
+                                          ("insert_choice", 1), ("delete_choice", 1), ("flip_bytes", 2))
+
+def recorder_marks(build: Callable[[BytesChooser], object]) -> Callable[[bytes], list[int]]:
+  """marks_of for a level: rebuild the case from the bytes with a ChoiceRecorder (a case that fails to build: no
+  marks, and mutations fall back to bytes)."""
+  def marks_of(data: bytes) -> list[int]:
+    ch = ChoiceRecorder(data)
+    try: build(ch)
+    except Exception: pass
+    return ch.marks
+  return marks_of
+
+__all__ = ["Scheduler", "Seed", "ChoiceRecorder", "features", "shape_features", "bucket", "recorder_marks", "BUCKETS",
+           "MUTATIONS"]

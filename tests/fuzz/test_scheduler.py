@@ -1,0 +1,129 @@
+"""The rule-guided scheduler (fuzz/scheduler.py): features and buckets, choice boundaries, which inputs join the corpus,
+rare-rule energy, mutations at choice boundaries, the bandit share of fresh inputs, and the targets' --scheduled mode."""
+import collections, glob, json, os, random, subprocess, sys
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from fuzz.scheduler import Scheduler, Seed, ChoiceRecorder, features, bucket, shape_features, recorder_marks
+from fuzz.strategies import IndexExprConfig, RandomChooser, build_index_expression
+from fuzz.levels import SymbolicLevel
+from spec.shared_spec import is_masked
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+def _sched(**kw):
+  return Scheduler(64, lambda d: list(range(0, len(d), 2)), random.Random(0), **kw)
+
+def test_counts_fall_in_afl_buckets_and_are_features_with_the_rule():
+  assert [bucket(n) for n in (1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 127, 128, 10**6)] == [0, 1, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]
+  assert features({"a": 5, "b": 1, "c": 0}) == {"a", "a#3", "b", "b#0"}
+
+def test_choice_recorder_marks_where_each_choice_starts():
+  ch = ChoiceRecorder(bytes(range(10)))
+  ch.integer(0, 3)        # one byte
+  ch.integer(5, 5)        # no byte: no choice
+  ch.integer(0, 1000)     # two bytes
+  ch.choice("abc")        # one byte
+  assert ch.marks == [0, 1, 3] and ch.used == 4
+  ch.integer(0, 2**40)    # six bytes, past the end: read as zeros, and not a mark of this input
+  assert ch.marks == [0, 1, 3, 4] and ch.used == 10
+
+def test_an_input_joins_the_corpus_only_with_a_new_feature_trimmed_to_what_it_read():
+  s = _sched()
+  assert s.feedback(b"abcdef", {"r1": 1}, used=3) and s.corpus[-1].data == b"abc"
+  assert not s.feedback(b"xyz", {"r1": 1}, used=3)
+  # the same rule more often is a new bucket; a new shape feature counts too
+  assert s.feedback(b"qqqq", {"r1": 9}, used=2)
+  assert s.feedback(b"zz", {"r1": 1}, used=2, shape={"CMPLT:uint8"}) and len(s.corpus) == 3
+  assert s.hits["r1"] == 4 and s.corpus[0].feats == frozenset({"r1", "r1#0"})
+
+def test_seeds_with_rare_features_get_more_mutations():
+  s = _sched()
+  s.feedback(b"common", {"c": 1}, used=6)
+  s.feedback(b"rare", {"r": 1}, used=4)
+  for _ in range(200): s.feedback(b"other", {"c": 1}, used=5)
+  picks = collections.Counter(s.pick() for _ in range(2000))
+  assert picks[1] > 5 * picks[0], picks
+
+def test_change_choices_changes_bytes_inside_choice_spans_only():
+  s = _sched()
+  seed = Seed(bytes(40), [0, 4, 10, 11, 30], frozenset())
+  for _ in range(200):
+    out = s.change_choices(seed, seed)
+    assert len(out) == 40
+    diff = [i for i in range(40) if out[i] != 0]
+    starts = {lo for lo in seed.marks if any(lo <= i < (seed.marks + [40])[seed.marks.index(lo) + 1] for i in diff)}
+    assert len(starts) <= 4
+
+def test_mutations_keep_a_prefix_of_choices_and_splice_at_boundaries():
+  s = _sched()
+  a = Seed(b"A" * 20, [0, 5, 10, 15], frozenset())
+  b = Seed(b"B" * 20, [0, 7, 14], frozenset())
+  for _ in range(100):
+    t = s.redraw_tail(a, b)
+    assert any(t[:m] == a.data[:m] and (m == 0 or t[m - 1:m] == b"A") for m in a.marks)
+    sp = s.splice(a, b)
+    assert any(sp == a.data[:m] + b.data[o:] for m in a.marks for o in b.marks)
+    d = s.delete_choice(a, b)
+    assert len(d) == 15
+    ins = s.insert_choice(a, b)
+    assert len(ins) in (25,) and any(ins[:m] == a.data[:m] and ins[m + 5:] == a.data[m:] for m in a.marks)
+
+def test_fresh_share_follows_what_pays_within_bounds():
+  s = _sched()
+  assert s.fresh_share() == 1.0                         # an empty corpus: every input is fresh
+  s.feedback(b"seed", {"r": 1}, used=4)
+  for i in range(500):
+    d = s.next()
+    # only fresh inputs find something new
+    s.feedback(d, {f"f{i}": 1} if s._origin.get(d, -1) < 0 else {"r": 1}, used=4)
+  assert s.fresh_share() == s.fresh_max
+  s2 = _sched()
+  s2.feedback(b"seed", {"r": 1}, used=4)
+  for i in range(500):
+    d = s2.next()
+    s2.feedback(d, {"r": 1} if s2._origin.get(d, -1) < 0 else {f"m{i}": 1}, used=4)
+  assert s2.fresh_share() == s2.fresh_min
+
+def test_shape_features_name_ops_with_the_dtype_they_compute_on():
+  u = UOp.variable("u", 0, 255, dtypes.uint8)
+  e = ((u + UOp.const(dtypes.uint8, 3)) < UOp.const(dtypes.uint8, 9)).cast(dtypes.float32)
+  assert shape_features(e) == {"ADD:uint8", "CMPLT:uint8", "CAST:bool->float32"}
+  assert shape_features(None) == set()
+
+def test_marks_of_a_level_are_the_choices_its_generator_read():
+  level = SymbolicLevel(IndexExprConfig())
+  data = random.Random(3).randbytes(256)
+  marks = recorder_marks(level.from_chooser)(data)
+  assert marks and marks == sorted(set(marks)) and marks[0] == 0 and marks[-1] < 256
+  # rebuilding from the same bytes builds the same case (the marks are of that case)
+  assert level.generate(data) is level.generate(data)
+
+def test_pad_coordinates_nest_gates_as_views_compose():
+  # a pad of a pad: a gated coordinate whose value is built from another gated coordinate
+  cfg = IndexExprConfig(ops={"add": 1, "pad": 3})
+  nested = 0
+  for i in range(100):
+    e, _ = build_index_expression(RandomChooser(i), cfg)
+    nested += any(is_masked(u) and any(is_masked(v) for v in u.src[1].toposort()) for u in e.toposort())
+  assert nested >= 20, nested
+
+def test_scheduled_target_runs_grows_a_corpus_dir_and_writes_stats(tmp_path):
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "given").write_bytes(random.Random(1).randbytes(256))
+  res = subprocess.run([sys.executable, os.path.join(REPO, "fuzz", "targets", "symbolic_target.py"), "--scheduled",
+                        "-runs=150", "-seed=2", f"--stats={tmp_path}/st", str(corpus)], cwd=REPO, capture_output=True,
+                       text=True, timeout=240, env={**os.environ, "PYTHONPATH": REPO})
+  assert res.returncode == 0, res.stderr[-3000:]
+  files = glob.glob(f"{tmp_path}/st.*")
+  with open(files[0]) as f: st = json.load(f)
+  assert st["mode"] == "scheduled" and st["inputs"] == 150 and st["rules"]
+  assert len(os.listdir(corpus)) > 2 and "corpus" in res.stdout
+
+def test_of_seeds_equally_rare_the_cheaper_one_is_picked_more():
+  s = _sched()
+  s.feedback(b"slow", {"a": 1}, used=4, cost=1.0)
+  s.feedback(b"fast", {"b": 1}, used=4, cost=0.01)
+  for _ in range(50): s.feedback(b"x", {}, used=1, cost=0.1)
+  picks = collections.Counter(s.pick() for _ in range(2000))
+  assert picks[1] > 4 * picks[0], picks
