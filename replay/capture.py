@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib, functools, os, sys, types
 from typing import Any, Callable, Iterator
 from tinygrad.uop import hooks
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.uop.pyrender import pyrender, pyrender_list
 from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context, codegen_flags
 from replay.db import DB, default_path, git_commit, new_run_id
@@ -30,7 +30,10 @@ class _State:
     self.path = ""
     self.run_id = ""
     self.targets: list[str] = []
-    self.pending: list[UOp] = []  # tensor graphs whose kernel graph is not out yet
+    self.pending: list[tuple[UOp, int]] = []  # the tensor graph whose kernel graph is not out yet, and `patches` then
+    self.compiling: list[tuple[int, int]] = []  # (id of the AST, `patches`) of each get_program under way
+    self.patches = 0  # rewrites run so far with a patched matcher (the `patched_rewrite` checkpoint)
+    self.last_patch = ""
     self.fanning = False
     self.written = {"kernel": 0, "schedule": 0}
     self.saved_run: tuple[str | None, str] | None = None  # REPLAY_RUN (environment, flag) before start()
@@ -76,7 +79,9 @@ def replayable(renderer: Any) -> bool:
   return ok
 
 def _foreign(v: Any) -> str | None:
-  """The module of a Python function defined outside tinygrad (a test's monkeypatch), else None."""
+  """The module of a Python function defined outside tinygrad (a test's monkeypatch), or the patched rule of a
+  PatternMatcher that is not tinygrad's own rules (a matcher a test put in), else None."""
+  if isinstance(v, PatternMatcher): return v.patched
   while isinstance(v, functools.partial): v = v.func
   if isinstance(v, (types.FunctionType, types.MethodType)) and not str(v.__module__).startswith("tinygrad"):
     return str(v.__module__)
@@ -92,13 +97,43 @@ def patched(renderer: Any) -> str | None:
       if (mod := next((m for x in vals if (m := _foreign(x)) is not None), None)) is not None: return f"{k} from {mod}"
   return None
 
+# ---- programs made while a rewrite rule was patched ----
+# NOTE: a test that swaps a rule (fuzz/mutants.py), or compiles with a matcher of its own, makes programs that are no
+# record of the code: replaying them at the same commit shows the patch as a change. PatternMatcher.patched names such a
+# matcher and every rewrite with one fires `patched_rewrite`; a compile (`compiling`..`compiled`) or a schedule
+# (`tensor_graph`..`kernel_graph`) during which one ran is counted as a skip, not recorded.
+
+def on_patched_rewrite(where: str) -> None:
+  state.patches += 1
+  state.last_patch = where
+
+def on_compiling(ast: UOp, renderer: Any) -> None:
+  # NOTE: a compile that raised never fires `compiled`: its mark stays until an enclosing compile ends (bounded)
+  state.compiling.append((id(ast), state.patches))
+  if len(state.compiling) > 64: del state.compiling[0]
+
+def _patched_since(ast: UOp) -> str | None:
+  """The patched rewrite that ran since get_program started on `ast` (the last one), else None."""
+  start = None
+  while state.compiling:
+    aid, n = state.compiling.pop()
+    if aid == id(ast):
+      start = n
+      break
+  # NOTE: no mark (the capture started inside the compile): judge by whether any patched rewrite ran at all
+  if start is None: start = 0
+  return state.last_patch if state.patches > start else None
+
+def _skip(key: str, what: str) -> None:
+  try: _db().add_skip(state.run_id, key)
+  except Exception as e: _error(f"the skip of {what}", e)
+
 def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
   why = None if replayable(renderer) else "cannot be rebuilt from its identity"
+  rule = _patched_since(ast)
   if why is None and (where := patched(renderer)) is not None: why = f"patched: {where}"
-  if why is not None:
-    try: _db().add_skip(state.run_id, f"{p.renderer} ({why})")
-    except Exception as e: _error(f"the skip of kernel {getattr(p, 'name', '?')}", e)
-    return
+  if why is None and rule is not None: why = f"patched rule: {rule}"
+  if why is not None: return _skip(f"{p.renderer} ({why})", f"kernel {getattr(p, 'name', '?')}")
   try:
     if _db().add_record(state.run_id, "kernel", kernel_body(ast, p)): state.written["kernel"] += 1
   except Exception as e: _error(f"kernel {getattr(p, 'name', '?')}", e)
@@ -115,19 +150,21 @@ def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
 
 # NOTE: only the latest tensor graph waits for its kernel graph: a schedule that raised in between never fires
 # kernel_graph, and its graph must not be kept alive (or paired with the next schedule's kernels)
-def on_tensor_graph(sink: UOp) -> None: state.pending = [sink]
+def on_tensor_graph(sink: UOp) -> None: state.pending = [(sink, state.patches)]
 
 def on_kernel_graph(ksink: UOp) -> None:
   if not state.pending: return
-  sink = state.pending.pop()
+  sink, start = state.pending.pop()
+  if state.patches > start: return _skip(f"schedule (patched rule: {state.last_patch})", "a schedule")
   try:
     from tinygrad.engine.schedule import order_kernels
     body = {"graph": pyrender(sink), "kernels": [pyrender(k.arg) for k in order_kernels(ksink)]}
     if _db().add_record(state.run_id, "schedule", body): state.written["schedule"] += 1
   except Exception as e: _error("a schedule", e)
 
-CALLBACKS: dict[str, Callable[..., None]] = {"compiled": on_compiled, "tensor_graph": on_tensor_graph,
-                                             "kernel_graph": on_kernel_graph}
+CALLBACKS: dict[str, Callable[..., None]] = {"compiling": on_compiling, "compiled": on_compiled,
+                                             "tensor_graph": on_tensor_graph, "kernel_graph": on_kernel_graph,
+                                             "patched_rewrite": on_patched_rewrite}
 
 _outer: list[_State] = []  # the sessions a nested start() (a test inside a captured run) interrupted
 
