@@ -12,7 +12,7 @@ With REPLAY_TARGETS (`python -m replay capture --targets NV,AMD`) each kernel is
 A failure to record never takes the captured program down: it is stored in capture_errors and reported by diff.
 """
 from __future__ import annotations
-import contextlib, functools, os, sys, types
+import contextlib, functools, operator, os, sys, types
 from typing import Any, Callable, Iterator
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp, PatternMatcher
@@ -112,6 +112,67 @@ def on_compiling(ast: UOp, renderer: Any) -> None:
   state.compiling.append((id(ast), state.patches))
   if len(state.compiling) > 64: del state.compiling[0]
 
+# ---- tinygrad code a test replaced (a module function or a method) ----
+# NOTE: tinygrad never imports the project's own other code (spec/, fuzz/, replay/, tests: tests/test_layering.py), so a
+# function of it found in a namespace of tinygrad's was put there by a patch (e.g. `ops._min_max = patched` of a
+# planted bug, `monkeypatch.setattr(sym, "_sum_fits", ...)`); so is a copy of a tinygrad function with other globals.
+# A patch by a library function or a plain value is not seen.
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["tinygrad"].__file__ or ".")))
+TINYGRAD = os.path.join(REPO, "tinygrad") + os.sep
+
+def _project_function(fn: Any) -> str | None:
+  """Why `fn`, found in a tinygrad namespace, is not tinygrad's code, else None."""
+  if isinstance(fn, PatternMatcher): return fn.patched
+  if isinstance(fn, (staticmethod, classmethod)): fn = fn.__func__
+  elif isinstance(fn, property): return next((w for f in (fn.fget, fn.fset) if f is not None
+                                              and (w := _project_function(f)) is not None), None)
+  while isinstance(fn, functools.partial): fn = fn.func
+  if isinstance(fn, types.MethodType): fn = fn.__func__
+  if not isinstance(fn, types.FunctionType): return None
+  mod = str(fn.__globals__.get("__name__", "?"))
+  if mod.split(".")[0] == "tinygrad":
+    if getattr(sys.modules.get(mod), "__dict__", None) is fn.__globals__: return None
+    return f"{fn.__qualname__} (a copy of tinygrad's with other globals)"
+  path = fn.__code__.co_filename
+  ours = mod == "__main__" or (path.startswith(REPO + os.sep) and not path.startswith(TINYGRAD)
+                               and "site-packages" not in path)
+  return f"{fn.__qualname__} from {mod}" if ours else None
+
+# NOTE: what comes before a record's input (the tensor front end: a schedule record holds the tensor graph it made) or
+# after its output (toolchains and devices: a kernel record holds the source) cannot change a replay
+FRONT = ("tinygrad.tensor", "tinygrad.nn", "tinygrad.gradient", "tinygrad.device", "tinygrad.runtime.support")
+
+class _Namespaces:
+  """The namespaces of tinygrad's modules and of the classes they define, each with its values when last scanned and
+  what was found patched in it then. A scan compares identities (cheap) and looks closer only where one changed."""
+  def __init__(self) -> None:
+    self.n_modules = -1
+    self.scopes: dict[str, Any] = {}
+    self.seen: dict[str, tuple[tuple[Any, ...], str | None]] = {}
+
+  def _collect(self) -> None:
+    self.n_modules = len(sys.modules)
+    for name, mod in list(sys.modules.items()):
+      if name.split(".")[0] != "tinygrad" or name in self.scopes or mod is None or name.startswith(FRONT): continue
+      self.scopes[name] = vars(mod)
+      for v in list(vars(mod).values()):
+        if isinstance(v, type) and v.__module__ == name: self.scopes[f"{name}.{v.__qualname__}"] = v.__dict__
+
+  def patched(self) -> str | None:
+    if len(sys.modules) != self.n_modules: self._collect()
+    found = None
+    for where, d in self.scopes.items():
+      vals = tuple(d.values())
+      old = self.seen.get(where)
+      if old is None or len(old[0]) != len(vals) or not all(map(operator.is_, old[0], vals)):
+        why = next((f"{where}.{k}: {w}" for k, v in list(d.items()) if (w := _project_function(v)) is not None), None)
+        self.seen[where] = old = (vals, why)
+      if found is None and old[1] is not None: found = old[1]
+    return found
+
+namespaces = _Namespaces()
+
 def _patched_since(ast: UOp) -> str | None:
   """The patched rewrite that ran since get_program started on `ast` (the last one), else None."""
   start = None
@@ -133,6 +194,7 @@ def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
   rule = _patched_since(ast)
   if why is None and (where := patched(renderer)) is not None: why = f"patched: {where}"
   if why is None and rule is not None: why = f"patched rule: {rule}"
+  if why is None and (code := namespaces.patched()) is not None: why = f"patched code: {code}"
   if why is not None: return _skip(f"{p.renderer} ({why})", f"kernel {getattr(p, 'name', '?')}")
   try:
     if _db().add_record(state.run_id, "kernel", kernel_body(ast, p)): state.written["kernel"] += 1
@@ -156,6 +218,7 @@ def on_kernel_graph(ksink: UOp) -> None:
   if not state.pending: return
   sink, start = state.pending.pop()
   if state.patches > start: return _skip(f"schedule (patched rule: {state.last_patch})", "a schedule")
+  if (code := namespaces.patched()) is not None: return _skip(f"schedule (patched code: {code})", "a schedule")
   try:
     from tinygrad.engine.schedule import order_kernels
     body = {"graph": pyrender(sink), "kernels": [pyrender(k.arg) for k in order_kernels(ksink)]}

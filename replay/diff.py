@@ -73,9 +73,11 @@ class Report:
     if self.capture_errors:
       lines.append(f"capture errors: {len(self.capture_errors)} (the capture could not record these)")
     if self.capture_skips:
-      skipped = ", ".join(f"{k} x{v}" for k, v in self.capture_skips.items())
-      lines.append(f"not captured: {sum(self.capture_skips.values())} programs of renderers replay cannot rebuild "
-                   f"(test doubles, renderers a test patched): {skipped}")
+      top = sorted(self.capture_skips.items(), key=lambda kv: (-kv[1], kv[0]))
+      skipped = ", ".join(f"{k} x{v}" for k, v in top[:12]) + (f", and {len(top) - 12} more (the HTML report lists "
+                                                                 "them all)" if len(top) > 12 else "")
+      lines.append(f"not captured: {sum(self.capture_skips.values())} programs and schedules replay cannot make again "
+                   f"as they were (test doubles, patched renderers, rules or tinygrad code): {skipped}")
     for o in self.outcomes:
       if o.cls not in OK_CLASSES: lines.append(f"  {o.cls:>14}  {o.kind} {o.name} (record {o.rid}): {o.detail[:300]}")
     for what, err in self.capture_errors[:20]: lines.append(f"  capture error  {what}: {err[:300]}")
