@@ -5,8 +5,10 @@ Two boundaries, through tinygrad's checkpoints (tinygrad/uop/hooks.py):
             kernel ASTs out, in run order (one record per distinct tensor graph)
   kernel    compiled(ast, program, renderer): the kernel AST, the renderer's identity, the codegen flags and the applied
             opts in; the source, the linear program (pyrender text) and the ProgramSpec fields out
-With REPLAY_TARGETS (`python -m replay capture --targets NV,AMD`) each kernel is also rendered for those targets
-(compile-only: no device is needed) and recorded the same way, so `diff --target` has old programs to compare.
+With REPLAY_TARGETS (`python -m replay capture --targets NV,AMD`) each kernel is also rendered for those targets and
+recorded the same way, so `diff --target` has old programs to compare; an NV or AMD program is also compiled with the
+target's toolchain (compile-only: NVRTC + ptxas, llvmlite + LLD; no device), the result or the compile error in its
+record.
 
 `install()` is the `tinygrad.plugins` entry point (replay/plugin.py): it registers only when CAPTURE_PROCESS_REPLAY=1.
 A failure to record never takes the captured program down: it is stored in capture_errors and reported by diff.
@@ -19,7 +21,7 @@ from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.uop.pyrender import pyrender, pyrender_list
 from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context, codegen_flags
 from replay.db import DB, default_path, git_commit, new_run_id
-from replay.targets import TARGETS, target_renderer, target_flags, target_of
+from replay.targets import TARGETS, COMPILE_TARGETS, target_renderer, target_flags, target_of, compile_only
 
 CLASSES = {cls for cls, _ in TARGETS.values()}
 
@@ -34,6 +36,8 @@ class _State:
     self.compiling: list[tuple[int, int]] = []  # (id of the AST, `patches`) of each get_program under way
     self.patches = 0  # rewrites run so far with a patched matcher (the `patched_rewrite` checkpoint)
     self.last_patch = ""
+    self.no_toolchain: set[str] = set()  # targets whose compile-only toolchain is not installed here
+    self.compile_failures = 0
     self.fanning = False
     self.written = {"kernel": 0, "schedule": 0}
     self.saved_run: tuple[str | None, str] | None = None  # REPLAY_RUN (environment, flag) before start()
@@ -197,7 +201,10 @@ def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
   if why is None and (code := namespaces.patched()) is not None: why = f"patched code: {code}"
   if why is not None: return _skip(f"{p.renderer} ({why})", f"kernel {getattr(p, 'name', '?')}")
   try:
-    if _db().add_record(state.run_id, "kernel", kernel_body(ast, p)): state.written["kernel"] += 1
+    body = kernel_body(ast, p)
+    if state.fanning and (t := target_of(p.renderer)) in COMPILE_TARGETS and (res := _compile(t, p)) is not None:
+      body["compile"] = res
+    if _db().add_record(state.run_id, "kernel", body): state.written["kernel"] += 1
   except Exception as e: _error(f"kernel {getattr(p, 'name', '?')}", e)
   if state.fanning or not state.targets: return
   from tinygrad.codegen import get_program
@@ -209,6 +216,22 @@ def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
         with Context(**target_flags(t)): get_program(ast, target_renderer(t, None))
       except Exception as e: _error(f"kernel {p.name} rendered for {t}", e)
   finally: state.fanning = False
+
+def _compile(target: str, p: Any) -> dict[str, Any] | None:
+  """The compile-only result of a program rendered for `target` (stored in its record, for the diff to compare), or
+  None when the target's toolchain is missing (one capture error per target and process says so)."""
+  if target in state.no_toolchain: return None
+  from tinygrad.device import DeviceOpenError
+  try: res = compile_only(target, p.renderer, p.src)
+  except DeviceOpenError as e:
+    state.no_toolchain.add(target)
+    _error(f"compile-only for {target} (its programs are rendered, not compiled)", e)
+    return None
+  if not res["ok"]:
+    state.compile_failures += 1
+    if state.compile_failures <= 3:
+      print(f"replay capture: kernel {p.name} does not compile for {target}: {res['error'][:300]}", file=sys.stderr)
+  return res
 
 # NOTE: only the latest tensor graph waits for its kernel graph: a schedule that raised in between never fires
 # kernel_graph, and its graph must not be kept alive (or paired with the next schedule's kernels)

@@ -19,7 +19,7 @@ from typing import Any, Callable, TextIO
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import Context, ContextVar
 from replay.db import DB, RecordError, parse_record, default_path
-from replay.targets import IncompatibleRecord, parse_identity, target_renderer, TARGETS
+from replay.targets import IncompatibleRecord, parse_identity, target_renderer, TARGETS, COMPILE_TARGETS, compile_only
 from replay import compare
 
 KERNEL_CLASSES = ("unchanged", "renamed", "same semantics", "changed", "failed", "incompatible", "bad record")
@@ -51,6 +51,7 @@ class Report:
   capture_errors: list[tuple[str, str]] = field(default_factory=list)
   capture_skips: dict[str, int] = field(default_factory=dict)
   seconds: float = 0.0
+  not_compiling: int = 0  # records whose captured program did not compile for its target (compile-only, at capture)
 
   def counts(self, kind: str) -> dict[str, int]:
     classes = KERNEL_CLASSES if kind == "kernel" else SCHEDULE_CLASSES
@@ -70,6 +71,9 @@ class Report:
       lines.append(f"{kind}s ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
     kt = [o.seconds for o in self.outcomes if o.kind == "kernel"]
     if kt: lines.append(f"time: {self.seconds:.1f} s in all, {1000 * sum(kt) / len(kt):.1f} ms per kernel")
+    if self.not_compiling:
+      lines.append(f"{self.not_compiling} captured program(s) did not compile for their target at capture (the "
+                   "compile error is in each record)")
     if self.capture_errors:
       lines.append(f"capture errors: {len(self.capture_errors)} (the capture could not record these)")
     if self.capture_skips:
@@ -170,6 +174,18 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   if p.src == body["src"] and p.name == name:
     out.cls, out.detail = "unchanged", ""
     return out
+  if p.src != body["src"] and isinstance(old_c := body.get("compile"), dict) and out.target in COMPILE_TARGETS:
+    # NOTE: the captured program was compiled with the target's toolchain: the new one is too
+    try: new_c = compile_only(out.target, renderer.identity, p.src)
+    except Exception as e: new_c = {"ok": None, "error": f"{type(e).__name__}: {e}"}
+    if new_c["ok"] is None: note += f" (the new source was not compiled for {out.target}: {new_c['error'][:200]})"
+    elif old_c.get("ok") and not new_c["ok"]:
+      out.cls = "failed"
+      out.detail = f"the new source does not compile for {out.target} (the captured one did): {new_c['error']}"
+      return out
+    elif not old_c.get("ok") and new_c["ok"]: note += f" (the new source compiles for {out.target}; the captured one " \
+                                                      "did not)"
+    elif not new_c["ok"]: note += f" (neither source compiles for {out.target})"
   new_uops = list(p.uops)
   if p.name != name: note += f" (named {p.name} now)"
   if compare.uops_rename_equal(old_uops, new_uops):
@@ -260,6 +276,7 @@ def _diff_one(rep: Report, i: int, n: int, rid: int, kind: str, ihash: str, text
   t0 = time.perf_counter()
   try:
     body = parse_record(rid, kind, ihash, text)
+    if isinstance(c := body.get("compile"), dict) and c.get("ok") is False: rep.not_compiling += 1
     o = diff_kernel(rid, body, fresh) if kind == "kernel" else diff_schedule(rid, body)
   except RecordError as e: o = Outcome(rid, kind, f"record {rid}", "bad record", str(e))
   except Exception as e:  # NOTE: one kernel's trouble never ends the run; it is a failure the report shows
