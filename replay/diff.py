@@ -193,14 +193,22 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
       out.cls, out.detail = "renamed", "the same program up to names" + note
       return out
     # NOTE: the same linear program rendered to other text: the renderer changed, and nothing proves its text right
-    out.cls, out.detail = "changed", "the linear program is the same, the rendered source is not: a renderer change " \
-      f"(nothing was run: the PYTHON interpreter runs the linear program, which did not change){note}"
+    run = compare.run_both_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops)) \
+      if out.target in compare.NATIVE else None
+    how = f"run: {run.detail}" if run is not None else "nothing was run: the PYTHON interpreter runs the linear " \
+      "program, which did not change" + (f"; natively: {compare.native_skip}" if out.target in compare.NATIVE else "")
+    out.cls, out.detail = "changed", f"the linear program is the same, the rendered source is not: a renderer change " \
+      f"({how}){note}"
     return out
   proof = compare.prove_same(old_uops, new_uops)
   if proof.verdict == "proved":
     out.cls, out.detail = "same semantics", proof.detail + note
     return out
-  run = compare.run_both(old_uops, new_uops, name, _emulate(out.target))
+  run = compare.run_both_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops)) \
+    if out.target in compare.NATIVE else None
+  if run is None:
+    run = compare.run_both(old_uops, new_uops, name, _emulate(out.target))
+    if out.target in compare.NATIVE: note += f" (run on PYTHON: natively {compare.native_skip})"
   how = {"structure": "the programs differ in structure", "differs": "z3 found index math that differs",
          "unknown": "z3 did not prove the index math equal"}[proof.verdict]
   out.cls, out.detail = "changed", f"{how}: {proof.detail}; run: {run.detail}{note}"

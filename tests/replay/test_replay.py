@@ -83,7 +83,21 @@ def test_renderer_only_change_is_changed_not_same_semantics(base, monkeypatch):
   rep = diff(str(db), progress=None)
   got = by_class(rep)
   assert expected and got.get("changed") == expected and set(got) == {"changed", "unchanged"}
-  assert all("a renderer change" in o.detail for o in rep.outcomes if o.cls == "changed")
+  # the C programs are compiled and run: the sum shows where the max was
+  for o in rep.outcomes:
+    if o.cls == "changed":
+      assert "a renderer change" in o.detail and re.search(r"buffer data\d+\[\d+\]: old .*, new .* natively on CPU",
+                                                           o.detail), o.detail
+
+def test_new_program_that_crashes_natively_is_changed_and_the_diff_goes_on(base, monkeypatch):
+  db, _ = base
+  # the C text of MAX reads through a null pointer: the run happens in a forked child, which dies, not the diff
+  monkeypatch.setitem(CRenderer.code_for_op, Ops.MAX, lambda a, b, dt: f"(*(volatile {dt.name}*)0)")
+  rep = diff(str(db), progress=None)
+  changed = [o for o in rep.outcomes if o.cls == "changed"]
+  assert changed and len(rep.outcomes) == rep.total
+  assert all("the new program crashed (signal" in o.detail and "natively on CPU" in o.detail for o in changed), \
+    [o.detail for o in changed]
 
 def _even_mul_split(x, c):
   return (x * (c.arg // 2)) + (x * (c.arg // 2)) if c.arg > 0 and c.arg % 2 == 0 else None
@@ -280,6 +294,7 @@ def test_kernel_too_big_to_interpret_is_changed_without_a_run(base, monkeypatch)
   from replay import compare
   db, _ = base
   monkeypatch.setattr(compare, "MAX_STEPS", 10)
+  monkeypatch.setattr(compare, "NATIVE", ())  # NOTE: the bound is the PYTHON interpreter's: native runs are not bounded
   monkeypatch.setattr(CRenderer, "extra_matcher",
                       PatternMatcher([(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)]))
   changed = [o for o in diff(str(db), progress=None).outcomes if o.cls == "changed"]
