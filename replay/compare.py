@@ -85,11 +85,66 @@ class Proof:
   verdict: str   # "proved", "differs" (a counterexample), "unknown" (z3 gave up or timed out), "structure"
   detail: str
 
+# ---- the skeleton as a DAG: independent nodes may be reordered ----
+# NOTE: a node of the skeleton is pure (its value is a function of its sources), a LOAD (a function of its sources and
+# of the memory written before it), or an effect (a store, a loop or block boundary, a barrier, a definition), whose
+# place in the program is its meaning. Two skeletons are the same DAG when they pair up node for node with equal
+# structural keys: op, dtype, arg (strings abstracted, matched one to one later), the keys of their skeleton sources, an
+# effect's ordinal among the effects, and a LOAD's epoch (how many effects came before it). Pure nodes may then sit
+# anywhere; effects are in the same order; every LOAD sees the same stores and sits in the same block.
+PURE = GroupOp.ALU | {Ops.CONST, Ops.VCONST, Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.VECTORIZE, Ops.INDEX, Ops.WMMA}
+
+def _arg_key(a: Any) -> Any:
+  if isinstance(a, str): return "S"
+  if isinstance(a, tuple): return tuple(_arg_key(x) for x in a)
+  if hasattr(a, "__dataclass_fields__"): return (type(a).__name__, tuple(_arg_key(getattr(a, f)) for f in
+                                                                          a.__dataclass_fields__))
+  return ("nan",) if isinstance(a, float) and a != a else (type(a).__name__, repr(a))
+
+def _dag_keys(skel: Sequence[UOp], table: dict[Any, int], strict: bool) -> list[int]:
+  ids: dict[UOp, int] = {}
+  effects = 0
+  for u in skel:
+    if u.op in PURE: place: int | tuple[str, int] = -1
+    elif u.op is Ops.LOAD: place = ("epoch", effects)
+    else:
+      place = effects
+      effects += 1
+    # NOTE: strict: an index-math source is keyed by itself (hash-consed: the same expression is the same node)
+    k = (u.op, u.dtype, _arg_key(u.arg), tuple(ids.get(s, s if strict else -1) for s in u.src), place)
+    ids[u] = table.setdefault(k, len(table))
+  return [ids[u] for u in skel]
+
+def pair_as_dag(so: Sequence[UOp], sn: Sequence[UOp]) -> list[UOp] | None:
+  """The new skeleton reordered to pair with the old one node for node (`sn` permuted), or None when they are not the
+  same DAG. Nodes of one key pair in program order; keys first hold the index math itself (a pure reordering pairs
+  every node with its twin), then only its place (the index math may differ too: z3 decides)."""
+  for strict in (True, False):
+    table: dict[Any, int] = {}
+    ko, kn = _dag_keys(so, table, strict), _dag_keys(sn, table, strict)
+    groups: dict[int, list[UOp]] = {}
+    for k, u in zip(kn, sn): groups.setdefault(k, []).append(u)
+    out: list[UOp] = []
+    for k in ko:
+      if not (g := groups.get(k)): break
+      out.append(g.pop(0))
+    else: return out
+  return None
+
 def prove_same(old: Sequence[UOp], new: Sequence[UOp], timeout_ms: int = 10_000) -> Proof:
-  """Whether the two linear programs compute the same thing: skeletons equal, index math proved equal by z3."""
+  """Whether the two linear programs compute the same thing: skeletons equal (in order, else as DAGs: independent nodes
+  reordered), index math proved equal by z3."""
   so, sn = [u for u in old if not is_expr(u)], [u for u in new if not is_expr(u)]
   if len(so) != len(sn):
     return Proof("structure", f"{len(so)} non-index nodes before, {len(sn)} after (loads, stores, loops, float math)")
+  first = _prove(so, sn, timeout_ms)
+  if first.verdict != "structure" or (dag := pair_as_dag(so, sn)) is None or dag == sn: return first
+  moved = sum(a is not b for a, b in zip(dag, sn))
+  second = _prove(so, dag, timeout_ms)
+  if second.verdict == "structure": return first
+  return Proof(second.verdict, f"with {moved} independent node(s) reordered: {second.detail}")
+
+def _prove(so: Sequence[UOp], sn: Sequence[UOp], timeout_ms: int) -> Proof:
   po, pn = {u: i for i, u in enumerate(so)}, {u: i for i, u in enumerate(sn)}
   m: dict[str, str] = {}
   inv: dict[str, str] = {}

@@ -9,6 +9,8 @@ from tinygrad.renderer.cstyle import CRenderer
 from replay.db import DB, input_hash, canonical
 from replay.diff import diff
 from replay.report import render_html
+from replay import compare as replay_compare
+from tinygrad.codegen import program as codegen_program
 from tests.replay.helpers import capture_programs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -366,3 +368,49 @@ def test_programs_of_renderers_replay_cannot_rebuild_are_counted_not_recorded(tm
   assert any("patched: code_for_op from tests.replay.test_replay" in k for k in skips)
   rep = diff(str(db), progress=None)
   assert rep.all_ok() and "not captured: 3 programs" in rep.summary() and "not captured (3)" in render_html(rep)
+
+# ---- same semantics up to a reordering of independent nodes (the skeletons compared as DAGs) ----
+
+def _pure_sunk(lst):
+  """Every pure node of the skeleton (float math, vector constants: not index math) moved down to just before its first
+  user: other positions, the same values."""
+  out = list(lst)
+  for u in reversed(list(lst)):
+    if u.op not in replay_compare.PURE or replay_compare.is_expr(u): continue
+    i = out.index(u)
+    j = next((k for k in range(i + 1, len(out)) if u in out[k].src), None)
+    if j is None or j == i + 1: continue
+    out.insert(j - 1, out.pop(i))
+  return out
+
+def _moves(uops) -> bool:
+  skel = [u for u in uops if not replay_compare.is_expr(u)]
+  return [u for u in _pure_sunk(uops) if not replay_compare.is_expr(u)] != skel
+
+def test_independent_nodes_reordered_are_same_semantics(base, monkeypatch):
+  db, _ = base
+  orig = codegen_program.linearize
+  monkeypatch.setattr(codegen_program, "linearize", lambda sink: _pure_sunk(orig(sink)))
+  expected = {f"{b['name']}#{rid}" for rid, b in kernel_records(db) if _moves(old_uops(b))}
+  rep = diff(str(db), progress=None)
+  got = by_class(rep)
+  # NOTE: a kernel whose moved nodes are constants the C text inlines renders the same source: unchanged
+  assert got.get("same semantics") and got["same semantics"] <= expected, rep.summary()
+  assert set(got) <= {"same semantics", "unchanged"}, rep.summary()
+  assert all("independent node(s) reordered" in o.detail for o in rep.outcomes if o.cls == "same semantics")
+
+def test_a_load_moved_across_an_effect_is_not_the_same_dag(base):
+  db, _ = base
+  for _, b in kernel_records(db):
+    uops = old_uops(b)
+    skel = [u for u in uops if not replay_compare.is_expr(u)]
+    for i, u in enumerate(skel):
+      if u.op is not Ops.LOAD: continue
+      e = next((k for k in range(i - 1, -1, -1) if skel[k].op not in replay_compare.PURE and skel[k].op is not Ops.LOAD), None)
+      if e is None: continue
+      # the LOAD moved above the effect before it (a STORE, an END, ...): it would read memory in another state
+      moved = skel[:e] + [u] + skel[e:i] + skel[i + 1:]
+      assert replay_compare.pair_as_dag(skel, moved) is None
+      assert replay_compare.pair_as_dag(skel, list(skel)) == skel
+      return
+  raise AssertionError("no kernel with a LOAD after an effect")
