@@ -144,7 +144,11 @@ def read_opts(opts: list[Any]) -> tuple[Any, ...]:
 # NOTE: a renderer is built from its recorded identity once per diff process (the LLVM ones are slow to make)
 _renderers: dict[tuple[str, str], Any] = {}
 
-def _emulate(target: str) -> str: return target if target in ("NV", "AMD") else ""
+def _emulate(target: str, renderer: Any) -> str:
+  """The EMULATE value the PYTHON interpreter runs a program of this target and renderer under."""
+  if target in ("NV", "AMD"): return target
+  name = str(getattr(getattr(renderer, "target", None), "name", "PYTHON")) if target == "PYTHON" else "PYTHON"
+  return "" if name == "PYTHON" else name
 
 def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   name = body["name"]
@@ -207,7 +211,7 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   run = compare.run_both_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops)) \
     if out.target in compare.NATIVE else None
   if run is None:
-    run = compare.run_both(old_uops, new_uops, name, _emulate(out.target))
+    run = compare.run_both(old_uops, new_uops, name, _emulate(out.target, renderer))
     if out.target in compare.NATIVE: note += f" (run on PYTHON: natively {compare.native_skip})"
   how = {"structure": "the programs differ in structure", "differs": "z3 found index math that differs",
          "unknown": "z3 did not prove the index math equal"}[proof.verdict]

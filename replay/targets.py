@@ -20,8 +20,15 @@ def _cpu_llvm(arch: str, threads: int) -> Renderer:
   return r
 
 def _python(arch: str, threads: int) -> Renderer:
-  from tinygrad.runtime.ops_python import PythonRenderer
-  return PythonRenderer()
+  """The generic PYTHON renderer (arch PYTHON), or one emulating NV or AMD (arch `NV:sm_90`, `AMD:gfx942`): the EMULATE
+  target of that device and arch, else the device's default one (its arch from NV_ARCH / AMD_ARCH, a codegen flag)."""
+  from tinygrad.runtime.ops_python import PythonRenderer, EMULATED
+  if arch in ("", "PYTHON"): return PythonRenderer("")
+  dev, _, a = arch.partition(":")
+  key = next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, a)), None) or \
+    next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, "")), None)
+  if key is None: raise IncompatibleRecord(f"PYTHON renderer arch {arch!r}: this version emulates {sorted(EMULATED)}")
+  return PythonRenderer(key)
 
 def _nv(arch: str, threads: int) -> Renderer:
   from tinygrad.renderer.cuda import CUDARenderer
@@ -42,7 +49,7 @@ TARGETS: dict[str, tuple[str, Callable[[str, int], Renderer]]] = {
   "AMD": ("tinygrad.renderer.llvmir.AMDLLVMRenderer", _amd),
 }
 _CLASS_TARGET = {cls: t for t, (cls, _) in TARGETS.items()}
-_IDENTITY_RE = re.compile(r"^([\w.]+)\(device=(\w*), arch=([\w.-]*), threads=(\d+), [0-9a-f]+\)$")
+_IDENTITY_RE = re.compile(r"^([\w.]+)\(device=(\w*), arch=([\w.:-]*), threads=(\d+), [0-9a-f]+\)$")
 
 class IncompatibleRecord(ValueError):
   """A record names something this version does not have (an Op, a dtype, an arg class, an opt, a renderer, a flag)."""

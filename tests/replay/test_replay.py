@@ -414,3 +414,30 @@ def test_a_load_moved_across_an_effect_is_not_the_same_dag(base):
       assert replay_compare.pair_as_dag(skel, list(skel)) == skel
       return
   raise AssertionError("no kernel with a LOAD after an effect")
+
+def test_programs_of_the_python_renderer_emulating_nv_or_amd_are_recorded_and_diff_unchanged(tmp_path, monkeypatch):
+  from replay import capture
+  from tinygrad.codegen import get_program
+  from tinygrad.runtime.ops_python import PythonRenderer
+  from tests.replay.helpers import programs
+  db = tmp_path / "e.db"
+  asts = [it.ast for prog in programs()[:3] for it in prog().schedule() if it.ast.op is Ops.SINK]
+  capture.start(str(db), "e", targets=[])
+  try:
+    for key in ("NV", "AMD_GFX942", ""):
+      for a in asts: get_program(a, PythonRenderer(key))
+  finally: capture.stop()
+  d = DB(str(db), create=False)
+  assert d.capture_skips("e") == {} and d.count("e", "kernel") == 3 * len(set(asts))
+  archs = {json.loads(b)["renderer"].split("arch=")[1].split(",")[0] for _, _, _, b in d.rows("e", "kernel")}
+  assert archs == {"NV:sm_90", "AMD:gfx942", "PYTHON"}
+  assert diff(str(db), progress=None).all_ok()
+  # a wrong rule is shown by running the emulated programs
+  monkeypatch.setattr(PythonRenderer, "extra_matcher", property(lambda self: PatternMatcher(
+    [(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)])))
+  rep = diff(str(db), progress=None)
+  changed = [o for o in rep.outcomes if o.cls == "changed"]
+  bodies = {rid: b for rid, _, _, b in DB(str(db), create=False).rows("e", "kernel")}
+  assert changed and all(any(u.op is Ops.MAX for u in old_uops(json.loads(bodies[o.rid]))) for o in changed)
+  # the random run (the old and new programs interpreted as the emulated target) shows it
+  assert sum(bool(re.search(r"buffer data\d+\[\d+\]: old .*, new ", o.detail)) for o in changed) >= 3, rep.summary()
