@@ -433,8 +433,11 @@ def test_programs_of_the_python_renderer_emulating_nv_or_amd_are_recorded_and_di
   assert archs == {"NV:sm_90", "AMD:gfx942", "PYTHON"}
   assert diff(str(db), progress=None).all_ok()
   # a wrong rule is shown by running the emulated programs
-  monkeypatch.setattr(PythonRenderer, "extra_matcher", property(lambda self: PatternMatcher(
-    [(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)])))
+  # (added to the emulated target's own final rules, which the PYTHON renderer hands on)
+  mine, own = PatternMatcher([(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)]), \
+    PythonRenderer.extra_matcher
+  monkeypatch.setattr(PythonRenderer, "extra_matcher",
+                      property(lambda self: mine if (o := own.fget(self)) is None else mine + o))
   rep = diff(str(db), progress=None)
   changed = [o for o in rep.outcomes if o.cls == "changed"]
   bodies = {rid: b for rid, _, _, b in DB(str(db), create=False).rows("e", "kernel")}
