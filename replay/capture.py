@@ -68,19 +68,29 @@ def kernel_body(ast: UOp, p: Any) -> dict[str, Any]:
           "ins": list(p.ins), "outs": list(p.outs), "vars": [str(v.arg[0]) for v in p.vars]}
 
 # identity -> whether replay rebuilds that renderer exactly (targets.TARGETS builds it from its identity alone)
-_replayable: dict[str, bool] = {}
+_replayable: dict[tuple[str, str], bool] = {}
 
 def replayable(renderer: Any) -> bool:
   """The renderer is one of the targets' own classes and the one rebuilt from its identity has the same identity. A
   subclass (a test double) or a renderer whose output depends on state outside its identity is not: its programs could
   not be compiled again as they were."""
   ident = renderer.identity
-  if (ok := _replayable.get(ident)) is None:
+  # NOTE: an emulating PYTHON renderer's state is also its shared target renderer's (see _fresh_base)
+  key = (ident, str(getattr(getattr(renderer, "base", None), "identity", "")))
+  if (ok := _replayable.get(key)) is None:
     cls = f"{type(renderer).__module__}.{type(renderer).__qualname__}"
-    try: ok = cls in CLASSES and target_renderer(target_of(ident), ident).identity == ident
+    try: ok = cls in CLASSES and target_renderer(target_of(ident), ident).identity == ident and _fresh_base(renderer)
     except Exception: ok = False
-    _replayable[ident] = ok
+    _replayable[key] = ok
   return ok
+
+def _fresh_base(renderer: Any) -> bool:
+  """A PYTHON renderer emulating NV or AMD takes its contract from the target's renderer, one instance per process
+  (ops_python's target cache) that a rebuilt renderer shares: it must be what a fresh one of its arch is (a test may
+  have set attributes on it, e.g. its tensor cores)."""
+  if (base := getattr(renderer, "base", None)) is None: return True
+  from tinygrad.runtime.ops_python import base_renderer
+  return bool(base_renderer(base.device, base.arch).identity == base.identity)
 
 def _foreign(v: Any) -> str | None:
   """The module of a Python function defined outside tinygrad (a test's monkeypatch), or the patched rule of a

@@ -130,4 +130,18 @@ def test_program_compiled_while_a_tinygrad_function_is_replaced_is_skipped(tmp_p
   assert db.count("f", "kernel") == len(set(asts))
   assert diff(str(tmp_path / "f.db"), progress=None).all_ok()
 
+def test_program_of_an_emulating_python_renderer_whose_shared_target_a_test_changed_is_skipped(tmp_path, monkeypatch):
+  from tinygrad.runtime.ops_python import PythonRenderer, get_target
+  (ast,) = _kernels(Tensor.arange(8).float() * 2)
+  def body():
+    with monkeypatch.context() as m:
+      # a plain value set on the target's renderer, which every PythonRenderer("NV") of the process shares
+      m.setattr(get_target("NV").base, "global_max", (7, 7, 7))
+      get_program(ast, PythonRenderer("NV"))
+    get_program(ast, PythonRenderer("NV"))
+  db = _capture(tmp_path / "p.db", "p", body)
+  (key,) = db.capture_skips("p")
+  assert "arch=NV:sm_90" in key and "cannot be rebuilt from its identity" in key and db.count("p", "kernel") == 1
+  assert diff(str(tmp_path / "p.db"), progress=None).all_ok()
+
 if __name__ == "__main__": pytest.main([__file__])
