@@ -6,13 +6,14 @@
                   arithmetic, ...) line up one to one with equal ops, dtypes and args, and every pair of index
                   expressions fed to them is proved equal by z3 (spec/smt.py) for all values of the loops, thread ids,
                   variables and loaded values. An `unknown` or a timeout is not a proof: the kernel is "changed".
-  changed         anything else; `run_both` runs both linear programs on the PYTHON backend (the interpreter checks
-                  every access, so a bad index is an error, not a crash) on the same random inputs and shows the first
-                  element that differs. A run that agrees does not make a kernel the same: it only fails to show the
-                  change.
+  changed         anything else; `run_both_native` compiles a CPU or CPU_LLVM record's old and new sources for the
+                  host and runs both in a forked child; `run_both` runs both linear programs on the PYTHON backend (the
+                  interpreter checks every access, so a bad index is an error, not a crash); either on the same random
+                  inputs, showing the first element that differs. A run that agrees does not make a kernel the same: it
+                  only fails to show the change.
 """
 from __future__ import annotations
-import math, re
+import math, os, re
 from dataclasses import dataclass
 from typing import Any, Sequence
 import numpy as np
@@ -84,11 +85,66 @@ class Proof:
   verdict: str   # "proved", "differs" (a counterexample), "unknown" (z3 gave up or timed out), "structure"
   detail: str
 
+# ---- the skeleton as a DAG: independent nodes may be reordered ----
+# NOTE: a node of the skeleton is pure (its value is a function of its sources), a LOAD (a function of its sources and
+# of the memory written before it), or an effect (a store, a loop or block boundary, a barrier, a definition), whose
+# place in the program is its meaning. Two skeletons are the same DAG when they pair up node for node with equal
+# structural keys: op, dtype, arg (strings abstracted, matched one to one later), the keys of their skeleton sources, an
+# effect's ordinal among the effects, and a LOAD's epoch (how many effects came before it). Pure nodes may then sit
+# anywhere; effects are in the same order; every LOAD sees the same stores and sits in the same block.
+PURE = GroupOp.ALU | {Ops.CONST, Ops.VCONST, Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.VECTORIZE, Ops.INDEX, Ops.WMMA}
+
+def _arg_key(a: Any) -> Any:
+  if isinstance(a, str): return "S"
+  if isinstance(a, tuple): return tuple(_arg_key(x) for x in a)
+  if hasattr(a, "__dataclass_fields__"): return (type(a).__name__, tuple(_arg_key(getattr(a, f)) for f in
+                                                                          a.__dataclass_fields__))
+  return ("nan",) if isinstance(a, float) and a != a else (type(a).__name__, repr(a))
+
+def _dag_keys(skel: Sequence[UOp], table: dict[Any, int], strict: bool) -> list[int]:
+  ids: dict[UOp, int] = {}
+  effects = 0
+  for u in skel:
+    if u.op in PURE: place: int | tuple[str, int] = -1
+    elif u.op is Ops.LOAD: place = ("epoch", effects)
+    else:
+      place = effects
+      effects += 1
+    # NOTE: strict: an index-math source is keyed by itself (hash-consed: the same expression is the same node)
+    k = (u.op, u.dtype, _arg_key(u.arg), tuple(ids.get(s, s if strict else -1) for s in u.src), place)
+    ids[u] = table.setdefault(k, len(table))
+  return [ids[u] for u in skel]
+
+def pair_as_dag(so: Sequence[UOp], sn: Sequence[UOp]) -> list[UOp] | None:
+  """The new skeleton reordered to pair with the old one node for node (`sn` permuted), or None when they are not the
+  same DAG. Nodes of one key pair in program order; keys first hold the index math itself (a pure reordering pairs
+  every node with its twin), then only its place (the index math may differ too: z3 decides)."""
+  for strict in (True, False):
+    table: dict[Any, int] = {}
+    ko, kn = _dag_keys(so, table, strict), _dag_keys(sn, table, strict)
+    groups: dict[int, list[UOp]] = {}
+    for k, u in zip(kn, sn): groups.setdefault(k, []).append(u)
+    out: list[UOp] = []
+    for k in ko:
+      if not (g := groups.get(k)): break
+      out.append(g.pop(0))
+    else: return out
+  return None
+
 def prove_same(old: Sequence[UOp], new: Sequence[UOp], timeout_ms: int = 10_000) -> Proof:
-  """Whether the two linear programs compute the same thing: skeletons equal, index math proved equal by z3."""
+  """Whether the two linear programs compute the same thing: skeletons equal (in order, else as DAGs: independent nodes
+  reordered), index math proved equal by z3."""
   so, sn = [u for u in old if not is_expr(u)], [u for u in new if not is_expr(u)]
   if len(so) != len(sn):
     return Proof("structure", f"{len(so)} non-index nodes before, {len(sn)} after (loads, stores, loops, float math)")
+  first = _prove(so, sn, timeout_ms)
+  if first.verdict != "structure" or (dag := pair_as_dag(so, sn)) is None or dag == sn: return first
+  moved = sum(a is not b for a, b in zip(dag, sn))
+  second = _prove(so, dag, timeout_ms)
+  if second.verdict == "structure": return first
+  return Proof(second.verdict, f"with {moved} independent node(s) reordered: {second.detail}")
+
+def _prove(so: Sequence[UOp], sn: Sequence[UOp], timeout_ms: int) -> Proof:
   po, pn = {u: i for i, u in enumerate(so)}, {u: i for i, u in enumerate(sn)}
   m: dict[str, str] = {}
   inv: dict[str, str] = {}
@@ -250,3 +306,114 @@ def run_both(old: list[UOp], new: list[UOp], name: str, emulate: str, seeds: Seq
         return RunResult(True, f"buffer data{k}[{d[0]}]: old {d[1]!r}, new {d[2]!r} (random inputs, seed {seed}{vv})")
   return RunResult(False, f"old and new agreed on {len(seeds)} random input set(s) on PYTHON: the change is not shown "
                           "by running, and not proved safe either")
+
+# ---- running both natively (CPU, CPU_LLVM) ----
+
+NATIVE = ("CPU", "CPU_LLVM")
+NATIVE_TIMEOUT = 60.0  # seconds both programs may run, all seeds together
+
+def _load_native(target: str, name: str, src: str) -> Any:
+  """Compile `src` for the host and return (the kernel as a ctypes function, what keeps its code alive)."""
+  import ctypes, tempfile
+  if target == "CPU_LLVM":
+    from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
+    engine, addr = LLVMProgramLoader().load(name, LLVMCompiler().compile(src))
+    return ctypes.CFUNCTYPE(None)(addr), engine
+  from tinygrad.runtime.support.compiler_cpu import CCompiler
+  lib = CCompiler().compile(src)
+  with tempfile.NamedTemporaryFile(prefix=f"replay-{name}-", suffix=".so", delete=False) as f:
+    f.write(lib)
+  try: so = ctypes.CDLL(f.name)
+  finally: os.unlink(f.name)
+  fxn = getattr(so, name)
+  fxn.restype = None
+  return fxn, so
+
+def _run_native(fxn: Any, uops: Sequence[UOp], name: str, bufs: dict[int, np.ndarray],
+                var_vals: dict[str, int]) -> dict[int, np.ndarray]:
+  import ctypes
+  p = _spec(name, list(uops))
+  gs, _ = p.launch_dims(var_vals)
+  out = {k: np.ascontiguousarray(v.copy()) for k, v in bufs.items()}
+  args = [ctypes.c_void_p(out[k].ctypes.data) for k in sorted(out)] + [ctypes.c_int32(var_vals[n]) for n in p.var_names]
+  # NOTE: THREAD axes: the kernel runs once per core id (serially here: the result does not depend on the order)
+  for core in range(int(math.prod(gs))): fxn(*args, ctypes.c_int32(core))
+  return out
+
+def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str, str, list[UOp]],
+                    seeds: Sequence[int] = (0, 1)) -> RunResult | None:
+  """Compile the old and new sources (name, source, linear program) for the host (`target` CPU: C, CPU_LLVM: LLVM IR)
+  and run both on the same random inputs, in a forked child so a crash or a hang costs the child only. None when
+  they cannot be run natively here (the reason in `native_skip`), so the caller falls back to PYTHON."""
+  import pickle
+  global native_skip
+  go, gn = _globals(old[2]), _globals(new[2])
+  if {k: (v.base, v.size) for k, v in go.items()} != {k: (v.base, v.size) for k, v in gn.items()}:
+    return RunResult(True, f"the buffers differ: {sorted(go.items())} before, {sorted(gn.items())} after")
+  if not hasattr(os, "fork"):
+    native_skip = "no fork() on this platform"
+    return None
+  try: fo, fn = _load_native(target, old[0], old[1]), _load_native(target, new[0], new[1])
+  except Exception as e:
+    native_skip = f"could not compile both for {target}: {type(e).__name__}: {str(e)[:200]}"
+    return None
+  dvars = {str(u.arg[0]): (int(u.arg[1]), int(u.arg[2])) for u in old[2] if u.op is Ops.DEFINE_VAR}
+  written = sorted({int(u.src[0].src[0].arg) for u in [*old[2], *new[2]] if u.op is Ops.STORE and
+                    u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL} or set(go))
+  rd, wr = os.pipe()
+  pid = os.fork()
+  if pid == 0:  # the child: run, send each result as it comes, never return into the caller's code
+    try:
+      import faulthandler
+      faulthandler.disable()  # NOTE: a crash is the finding, reported by the parent; no traceback dump from the child
+      os.close(rd)
+      with os.fdopen(wr, "wb") as w:
+        for seed in seeds:
+          bufs = random_inputs(old[2], seed)
+          rng = np.random.default_rng(seed + 1000)
+          var_vals = {n: int(rng.integers(lo, min(hi, lo + 16) + 1)) for n, (lo, hi) in dvars.items()}
+          for which, (f, prog) in (("old", (fo[0], old)), ("new", (fn[0], new))):
+            pickle.dump(("start", which, seed, var_vals), w)
+            w.flush()
+            try: res = _run_native(f, prog[2], prog[0], bufs, var_vals)
+            except Exception as e:
+              pickle.dump(("error", which, seed, f"{type(e).__name__}: {str(e)[:300]}"), w)
+              break
+            pickle.dump(("done", which, seed, {k: res[k] for k in written}), w)
+            w.flush()
+          else: continue
+          break
+    finally: os._exit(0)
+  os.close(wr)
+  msgs: list[Any] = []
+  import select, time
+  deadline = time.monotonic() + NATIVE_TIMEOUT
+  with os.fdopen(rd, "rb") as r:
+    while True:
+      left = deadline - time.monotonic()
+      if left <= 0 or not select.select([r], [], [], left)[0]:
+        os.kill(pid, 9)
+        break
+      try: msgs.append(pickle.load(r))
+      except EOFError: break
+  _, status = os.waitpid(pid, 0)
+  results: dict[tuple[str, int], Any] = {(m[1], m[2]): m[3] for m in msgs if m[0] == "done"}
+  where = f"natively on {target} ({'LLVM IR, llvmlite' if target == 'CPU_LLVM' else 'C, the C compiler'})"
+  if msgs and msgs[-1][0] == "error":
+    return RunResult(True, f"the {msgs[-1][1]} program failed to run {where}: {msgs[-1][3]}")
+  if msgs and msgs[-1][0] == "start":
+    _, which, seed, _ = msgs[-1]
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+    how = f"timed out (over {NATIVE_TIMEOUT:.0f} s)" if sig == 9 else f"crashed (signal {sig})"
+    return RunResult(True, f"the {which} program {how} {where} (random inputs, seed {seed})")
+  for seed in seeds:
+    if ("old", seed) not in results or ("new", seed) not in results: continue
+    for k in written:
+      if (d := _first_difference(results[("old", seed)][k], results[("new", seed)][k])) is not None:
+        vv = next((f", variables {m[3]}" for m in msgs if m[0] == "start" and m[2] == seed and m[3]), "")
+        return RunResult(True, f"buffer data{k}[{d[0]}]: old {d[1]!r}, new {d[2]!r} {where} (random inputs, seed "
+                               f"{seed}{vv})")
+  return RunResult(False, f"old and new agreed on {len(seeds)} random input set(s) {where}: the change is not shown "
+                          "by running, and not proved safe either")
+
+native_skip = ""

@@ -34,6 +34,9 @@ FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
   "schedule": {"graph": str, "kernels": list},
 }
 
+# fields a body may have (older records lack them), with their JSON type
+OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {"kernel": {"compile": dict}, "schedule": {}}
+
 class RecordError(ValueError):
   """A record that cannot be read: truncated or malformed JSON, a missing or mistyped field, or an input hash that does
   not match its body (tampered). Names the record."""
@@ -81,6 +84,10 @@ class DB:
     self.conn = sqlite3.connect(path, timeout=120, isolation_level=None, check_same_thread=False)
     self.conn.execute("PRAGMA busy_timeout=120000")
     self.conn.execute("PRAGMA journal_mode=WAL")
+    # NOTE: in WAL mode, synchronous=NORMAL keeps every commit of a process that is killed (it is in the WAL file, in
+    # the OS's cache); only an OS crash or power loss can lose the latest ones. FULL would fsync each record: about 6 ms
+    # a record, most of the capture's cost
+    self.conn.execute("PRAGMA synchronous=NORMAL")
     self.conn.executescript(SCHEMA)
     self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     got = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
@@ -164,6 +171,9 @@ def parse_record(rid: int, kind: str, ihash: str, text: str) -> dict[str, Any]:
   for name, typ in FIELDS[kind].items():
     if name not in body: raise RecordError(f"{where}: field {name!r} is missing")
     if not isinstance(body[name], typ): raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
+  for name, typ in OPTIONAL[kind].items():
+    if name in body and not isinstance(body[name], typ):
+      raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
   try: got = input_hash(kind, body)
   except (TypeError, ValueError) as e: raise RecordError(f"{where}: its inputs cannot be hashed: {e}") from None
   if got != ihash:

@@ -19,7 +19,7 @@ from typing import Any, Callable, TextIO
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import Context, ContextVar
 from replay.db import DB, RecordError, parse_record, default_path
-from replay.targets import IncompatibleRecord, parse_identity, target_renderer, TARGETS
+from replay.targets import IncompatibleRecord, parse_identity, target_renderer, TARGETS, COMPILE_TARGETS, compile_only
 from replay import compare
 
 KERNEL_CLASSES = ("unchanged", "renamed", "same semantics", "changed", "failed", "incompatible", "bad record")
@@ -51,6 +51,7 @@ class Report:
   capture_errors: list[tuple[str, str]] = field(default_factory=list)
   capture_skips: dict[str, int] = field(default_factory=dict)
   seconds: float = 0.0
+  not_compiling: int = 0  # records whose captured program did not compile for its target (compile-only, at capture)
 
   def counts(self, kind: str) -> dict[str, int]:
     classes = KERNEL_CLASSES if kind == "kernel" else SCHEDULE_CLASSES
@@ -70,12 +71,17 @@ class Report:
       lines.append(f"{kind}s ({n}): " + ", ".join(f"{k} {v}" for k, v in c.items()))
     kt = [o.seconds for o in self.outcomes if o.kind == "kernel"]
     if kt: lines.append(f"time: {self.seconds:.1f} s in all, {1000 * sum(kt) / len(kt):.1f} ms per kernel")
+    if self.not_compiling:
+      lines.append(f"{self.not_compiling} captured program(s) did not compile for their target at capture (the "
+                   "compile error is in each record)")
     if self.capture_errors:
       lines.append(f"capture errors: {len(self.capture_errors)} (the capture could not record these)")
     if self.capture_skips:
-      skipped = ", ".join(f"{k} x{v}" for k, v in self.capture_skips.items())
-      lines.append(f"not captured: {sum(self.capture_skips.values())} programs of renderers replay cannot rebuild "
-                   f"(test doubles, renderers a test patched): {skipped}")
+      top = sorted(self.capture_skips.items(), key=lambda kv: (-kv[1], kv[0]))
+      skipped = ", ".join(f"{k} x{v}" for k, v in top[:12]) + (f", and {len(top) - 12} more (the HTML report lists "
+                                                                 "them all)" if len(top) > 12 else "")
+      lines.append(f"not captured: {sum(self.capture_skips.values())} programs and schedules replay cannot make again "
+                   f"as they were (test doubles, patched renderers, rules or tinygrad code): {skipped}")
     for o in self.outcomes:
       if o.cls not in OK_CLASSES: lines.append(f"  {o.cls:>14}  {o.kind} {o.name} (record {o.rid}): {o.detail[:300]}")
     for what, err in self.capture_errors[:20]: lines.append(f"  capture error  {what}: {err[:300]}")
@@ -138,7 +144,11 @@ def read_opts(opts: list[Any]) -> tuple[Any, ...]:
 # NOTE: a renderer is built from its recorded identity once per diff process (the LLVM ones are slow to make)
 _renderers: dict[tuple[str, str], Any] = {}
 
-def _emulate(target: str) -> str: return target if target in ("NV", "AMD") else ""
+def _emulate(target: str, renderer: Any) -> str:
+  """The EMULATE value the PYTHON interpreter runs a program of this target and renderer under."""
+  if target in ("NV", "AMD"): return target
+  name = str(getattr(getattr(renderer, "target", None), "name", "PYTHON")) if target == "PYTHON" else "PYTHON"
+  return "" if name == "PYTHON" else name
 
 def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   name = body["name"]
@@ -168,6 +178,18 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   if p.src == body["src"] and p.name == name:
     out.cls, out.detail = "unchanged", ""
     return out
+  if p.src != body["src"] and isinstance(old_c := body.get("compile"), dict) and out.target in COMPILE_TARGETS:
+    # NOTE: the captured program was compiled with the target's toolchain: the new one is too
+    try: new_c = compile_only(out.target, renderer.identity, p.src)
+    except Exception as e: new_c = {"ok": None, "error": f"{type(e).__name__}: {e}"}
+    if new_c["ok"] is None: note += f" (the new source was not compiled for {out.target}: {new_c['error'][:200]})"
+    elif old_c.get("ok") and not new_c["ok"]:
+      out.cls = "failed"
+      out.detail = f"the new source does not compile for {out.target} (the captured one did): {new_c['error']}"
+      return out
+    elif not old_c.get("ok") and new_c["ok"]: note += f" (the new source compiles for {out.target}; the captured one " \
+                                                      "did not)"
+    elif not new_c["ok"]: note += f" (neither source compiles for {out.target})"
   new_uops = list(p.uops)
   if p.name != name: note += f" (named {p.name} now)"
   if compare.uops_rename_equal(old_uops, new_uops):
@@ -175,14 +197,22 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
       out.cls, out.detail = "renamed", "the same program up to names" + note
       return out
     # NOTE: the same linear program rendered to other text: the renderer changed, and nothing proves its text right
-    out.cls, out.detail = "changed", "the linear program is the same, the rendered source is not: a renderer change " \
-      f"(nothing was run: the PYTHON interpreter runs the linear program, which did not change){note}"
+    run = compare.run_both_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops)) \
+      if out.target in compare.NATIVE else None
+    how = f"run: {run.detail}" if run is not None else "nothing was run: the PYTHON interpreter runs the linear " \
+      "program, which did not change" + (f"; natively: {compare.native_skip}" if out.target in compare.NATIVE else "")
+    out.cls, out.detail = "changed", f"the linear program is the same, the rendered source is not: a renderer change " \
+      f"({how}){note}"
     return out
   proof = compare.prove_same(old_uops, new_uops)
   if proof.verdict == "proved":
     out.cls, out.detail = "same semantics", proof.detail + note
     return out
-  run = compare.run_both(old_uops, new_uops, name, _emulate(out.target))
+  run = compare.run_both_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops)) \
+    if out.target in compare.NATIVE else None
+  if run is None:
+    run = compare.run_both(old_uops, new_uops, name, _emulate(out.target, renderer))
+    if out.target in compare.NATIVE: note += f" (run on PYTHON: natively {compare.native_skip})"
   how = {"structure": "the programs differ in structure", "differs": "z3 found index math that differs",
          "unknown": "z3 did not prove the index math equal"}[proof.verdict]
   out.cls, out.detail = "changed", f"{how}: {proof.detail}; run: {run.detail}{note}"
@@ -258,6 +288,7 @@ def _diff_one(rep: Report, i: int, n: int, rid: int, kind: str, ihash: str, text
   t0 = time.perf_counter()
   try:
     body = parse_record(rid, kind, ihash, text)
+    if isinstance(c := body.get("compile"), dict) and c.get("ok") is False: rep.not_compiling += 1
     o = diff_kernel(rid, body, fresh) if kind == "kernel" else diff_schedule(rid, body)
   except RecordError as e: o = Outcome(rid, kind, f"record {rid}", "bad record", str(e))
   except Exception as e:  # NOTE: one kernel's trouble never ends the run; it is a failure the report shows

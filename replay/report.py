@@ -30,8 +30,8 @@ def render_html(rep: Report, max_lines: int = 4000) -> str:
     out.append(f"<h2>capture errors ({len(rep.capture_errors)})</h2><ul>" +
                "".join(f"<li><code>{e(w)}</code>: {e(err)}</li>" for w, err in rep.capture_errors) + "</ul>")
   if rep.capture_skips:
-    out.append(f"<h2>not captured ({sum(rep.capture_skips.values())})</h2><p>programs of renderers replay cannot "
-               "rebuild (test doubles, renderers a test patched)</p><ul>" +
+    out.append(f"<h2>not captured ({sum(rep.capture_skips.values())})</h2><p>programs and schedules replay cannot "
+               "make again as they were (test doubles, patched renderers, rules or tinygrad code)</p><ul>" +
                "".join(f"<li><code>{e(k)}</code>: {v}</li>" for k, v in rep.capture_skips.items()) + "</ul>")
   out.append("<h2>details</h2>")
   differ = difflib.HtmlDiff(wrapcolumn=100)

@@ -2,7 +2,8 @@
 
 A target is a device plus the flags that pick its renderer: CPU (C), CPU_LLVM (LLVM IR for the host), PYTHON,
 NV (CUDA), AMD (LLVM IR for AMDGPU). NV and AMD render without a GPU: a renderer is a pure object, compiling is the
-caller's choice.
+caller's choice. `compile_only` compiles an NV or AMD program with the target's own toolchain (NVRTC + ptxas; llvmlite
++ LLD), no GPU or driver needed.
 """
 from __future__ import annotations
 import re
@@ -19,8 +20,15 @@ def _cpu_llvm(arch: str, threads: int) -> Renderer:
   return r
 
 def _python(arch: str, threads: int) -> Renderer:
-  from tinygrad.runtime.ops_python import PythonRenderer
-  return PythonRenderer()
+  """The generic PYTHON renderer (arch PYTHON), or one emulating NV or AMD (arch `NV:sm_90`, `AMD:gfx942`): the EMULATE
+  target of that device and arch, else the device's default one (its arch from NV_ARCH / AMD_ARCH, a codegen flag)."""
+  from tinygrad.runtime.ops_python import PythonRenderer, EMULATED
+  if arch in ("", "PYTHON"): return PythonRenderer("")
+  dev, _, a = arch.partition(":")
+  key = next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, a)), None) or \
+    next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, "")), None)
+  if key is None: raise IncompatibleRecord(f"PYTHON renderer arch {arch!r}: this version emulates {sorted(EMULATED)}")
+  return PythonRenderer(key)
 
 def _nv(arch: str, threads: int) -> Renderer:
   from tinygrad.renderer.cuda import CUDARenderer
@@ -41,7 +49,7 @@ TARGETS: dict[str, tuple[str, Callable[[str, int], Renderer]]] = {
   "AMD": ("tinygrad.renderer.llvmir.AMDLLVMRenderer", _amd),
 }
 _CLASS_TARGET = {cls: t for t, (cls, _) in TARGETS.items()}
-_IDENTITY_RE = re.compile(r"^([\w.]+)\(device=(\w*), arch=([\w.-]*), threads=(\d+), [0-9a-f]+\)$")
+_IDENTITY_RE = re.compile(r"^([\w.]+)\(device=(\w*), arch=([\w.:-]*), threads=(\d+), [0-9a-f]+\)$")
 
 class IncompatibleRecord(ValueError):
   """A record names something this version does not have (an Op, a dtype, an arg class, an opt, a renderer, a flag)."""
@@ -74,3 +82,35 @@ def target_renderer(target: str, identity: str | None) -> Renderer:
 def target_of(identity: str) -> str:
   try: return parse_identity(identity)[0]
   except IncompatibleRecord: return "?"
+
+# ---- compile-only ----
+
+COMPILE_TARGETS = ("NV", "AMD")
+_compilers: dict[tuple[str, str], Any] = {}
+
+def target_compiler(target: str, identity: str) -> Any:
+  """The compiler of an NV or AMD program rendered by `identity` (its arch), built once per process. Raises
+  DeviceOpenError (or a subclass) when the toolchain is not installed."""
+  _, arch, _ = parse_identity(identity)
+  if (c := _compilers.get((target, arch))) is not None: return c
+  if target == "NV":
+    from tinygrad.runtime.support.cuda_toolchain import NVCompiler
+    c = NVCompiler(arch or "sm_90")
+  elif target == "AMD":
+    from tinygrad.runtime.support.compiler_amd import AMDCompiler
+    c = AMDCompiler(arch or "gfx1100")
+  else: raise ValueError(f"compile-only is for {COMPILE_TARGETS}, not {target}")
+  _compilers[(target, arch)] = c
+  return c
+
+def compile_only(target: str, identity: str, src: str) -> dict[str, Any]:
+  """Compile `src` (a program of `target` rendered by `identity`) with the target's toolchain, nothing run:
+  {"ok": True, "bytes": n, "report": the compiler's one-line report} or {"ok": False, "error": the compile error}.
+  Raises DeviceOpenError when there is no toolchain (not a verdict on the program)."""
+  from tinygrad.device import CompileError
+  comp = target_compiler(target, identity)
+  try: lib = comp.compile_cached(src, identity)
+  except CompileError as e: return {"ok": False, "error": f"{type(e).__name__}: {e}"[:4000]}
+  try: report = str(comp.describe(lib))[:500]
+  except Exception as e: report = f"(no report: {type(e).__name__}: {e})"
+  return {"ok": True, "bytes": len(lib), "report": report}

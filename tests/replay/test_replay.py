@@ -9,6 +9,8 @@ from tinygrad.renderer.cstyle import CRenderer
 from replay.db import DB, input_hash, canonical
 from replay.diff import diff
 from replay.report import render_html
+from replay import compare as replay_compare
+from tinygrad.codegen import program as codegen_program
 from tests.replay.helpers import capture_programs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -83,7 +85,21 @@ def test_renderer_only_change_is_changed_not_same_semantics(base, monkeypatch):
   rep = diff(str(db), progress=None)
   got = by_class(rep)
   assert expected and got.get("changed") == expected and set(got) == {"changed", "unchanged"}
-  assert all("a renderer change" in o.detail for o in rep.outcomes if o.cls == "changed")
+  # the C programs are compiled and run: the sum shows where the max was
+  for o in rep.outcomes:
+    if o.cls == "changed":
+      assert "a renderer change" in o.detail and re.search(r"buffer data\d+\[\d+\]: old .*, new .* natively on CPU",
+                                                           o.detail), o.detail
+
+def test_new_program_that_crashes_natively_is_changed_and_the_diff_goes_on(base, monkeypatch):
+  db, _ = base
+  # the C text of MAX reads through a null pointer: the run happens in a forked child, which dies, not the diff
+  monkeypatch.setitem(CRenderer.code_for_op, Ops.MAX, lambda a, b, dt: f"(*(volatile {dt.name}*)0)")
+  rep = diff(str(db), progress=None)
+  changed = [o for o in rep.outcomes if o.cls == "changed"]
+  assert changed and len(rep.outcomes) == rep.total
+  assert all("the new program crashed (signal" in o.detail and "natively on CPU" in o.detail for o in changed), \
+    [o.detail for o in changed]
 
 def _even_mul_split(x, c):
   return (x * (c.arg // 2)) + (x * (c.arg // 2)) if c.arg > 0 and c.arg % 2 == 0 else None
@@ -280,6 +296,7 @@ def test_kernel_too_big_to_interpret_is_changed_without_a_run(base, monkeypatch)
   from replay import compare
   db, _ = base
   monkeypatch.setattr(compare, "MAX_STEPS", 10)
+  monkeypatch.setattr(compare, "NATIVE", ())  # NOTE: the bound is the PYTHON interpreter's: native runs are not bounded
   monkeypatch.setattr(CRenderer, "extra_matcher",
                       PatternMatcher([(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)]))
   changed = [o for o in diff(str(db), progress=None).outcomes if o.cls == "changed"]
@@ -351,3 +368,79 @@ def test_programs_of_renderers_replay_cannot_rebuild_are_counted_not_recorded(tm
   assert any("patched: code_for_op from tests.replay.test_replay" in k for k in skips)
   rep = diff(str(db), progress=None)
   assert rep.all_ok() and "not captured: 3 programs" in rep.summary() and "not captured (3)" in render_html(rep)
+
+# ---- same semantics up to a reordering of independent nodes (the skeletons compared as DAGs) ----
+
+def _pure_sunk(lst):
+  """Every pure node of the skeleton (float math, vector constants: not index math) moved down to just before its first
+  user: other positions, the same values."""
+  out = list(lst)
+  for u in reversed(list(lst)):
+    if u.op not in replay_compare.PURE or replay_compare.is_expr(u): continue
+    i = out.index(u)
+    j = next((k for k in range(i + 1, len(out)) if u in out[k].src), None)
+    if j is None or j == i + 1: continue
+    out.insert(j - 1, out.pop(i))
+  return out
+
+def _moves(uops) -> bool:
+  skel = [u for u in uops if not replay_compare.is_expr(u)]
+  return [u for u in _pure_sunk(uops) if not replay_compare.is_expr(u)] != skel
+
+def test_independent_nodes_reordered_are_same_semantics(base, monkeypatch):
+  db, _ = base
+  orig = codegen_program.linearize
+  monkeypatch.setattr(codegen_program, "linearize", lambda sink: _pure_sunk(orig(sink)))
+  expected = {f"{b['name']}#{rid}" for rid, b in kernel_records(db) if _moves(old_uops(b))}
+  rep = diff(str(db), progress=None)
+  got = by_class(rep)
+  # NOTE: a kernel whose moved nodes are constants the C text inlines renders the same source: unchanged
+  assert got.get("same semantics") and got["same semantics"] <= expected, rep.summary()
+  assert set(got) <= {"same semantics", "unchanged"}, rep.summary()
+  assert all("independent node(s) reordered" in o.detail for o in rep.outcomes if o.cls == "same semantics")
+
+def test_a_load_moved_across_an_effect_is_not_the_same_dag(base):
+  db, _ = base
+  for _, b in kernel_records(db):
+    uops = old_uops(b)
+    skel = [u for u in uops if not replay_compare.is_expr(u)]
+    for i, u in enumerate(skel):
+      if u.op is not Ops.LOAD: continue
+      e = next((k for k in range(i - 1, -1, -1) if skel[k].op not in replay_compare.PURE and skel[k].op is not Ops.LOAD), None)
+      if e is None: continue
+      # the LOAD moved above the effect before it (a STORE, an END, ...): it would read memory in another state
+      moved = skel[:e] + [u] + skel[e:i] + skel[i + 1:]
+      assert replay_compare.pair_as_dag(skel, moved) is None
+      assert replay_compare.pair_as_dag(skel, list(skel)) == skel
+      return
+  raise AssertionError("no kernel with a LOAD after an effect")
+
+def test_programs_of_the_python_renderer_emulating_nv_or_amd_are_recorded_and_diff_unchanged(tmp_path, monkeypatch):
+  from replay import capture
+  from tinygrad.codegen import get_program
+  from tinygrad.runtime.ops_python import PythonRenderer
+  from tests.replay.helpers import programs
+  db = tmp_path / "e.db"
+  asts = [it.ast for prog in programs()[:3] for it in prog().schedule() if it.ast.op is Ops.SINK]
+  capture.start(str(db), "e", targets=[])
+  try:
+    for key in ("NV", "AMD_GFX942", ""):
+      for a in asts: get_program(a, PythonRenderer(key))
+  finally: capture.stop()
+  d = DB(str(db), create=False)
+  assert d.capture_skips("e") == {} and d.count("e", "kernel") == 3 * len(set(asts))
+  archs = {json.loads(b)["renderer"].split("arch=")[1].split(",")[0] for _, _, _, b in d.rows("e", "kernel")}
+  assert archs == {"NV:sm_90", "AMD:gfx942", "PYTHON"}
+  assert diff(str(db), progress=None).all_ok()
+  # a wrong rule is shown by running the emulated programs
+  # (added to the emulated target's own final rules, which the PYTHON renderer hands on)
+  mine, own = PatternMatcher([(UPat(Ops.MAX, dtypes.float32, (UPat.var("x"), UPat.var("y"))), lambda x, y: x + y)]), \
+    PythonRenderer.extra_matcher
+  monkeypatch.setattr(PythonRenderer, "extra_matcher",
+                      property(lambda self: mine if (o := own.fget(self)) is None else mine + o))
+  rep = diff(str(db), progress=None)
+  changed = [o for o in rep.outcomes if o.cls == "changed"]
+  bodies = {rid: b for rid, _, _, b in DB(str(db), create=False).rows("e", "kernel")}
+  assert changed and all(any(u.op is Ops.MAX for u in old_uops(json.loads(bodies[o.rid]))) for o in changed)
+  # the random run (the old and new programs interpreted as the emulated target) shows it
+  assert sum(bool(re.search(r"buffer data\d+\[\d+\]: old .*, new ", o.detail)) for o in changed) >= 3, rep.summary()

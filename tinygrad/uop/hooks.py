@@ -9,12 +9,16 @@ Checkpoints, with the arguments each callback receives:
   kernel_graph(sink)                    the graph after rangeify: KERNEL nodes over BUFFERs
   kernel_ast(ast)                       each kernel's AST (a SINK) before codegen
   program(ast, uops, renderer)          each linearized program (the list after line_rewrite), BEAM candidates too
+  compiling(ast, renderer)              get_program starts on `ast` (before the opts are chosen); `compiled` ends it
   compiled(ast, program_spec, renderer) once per program that is used: get_program's result, after the opts were
                                         chosen (its applied_opts, renderer identity and source are final)
   beam_candidate(ast, program_spec, renderer)
                                         each program BEAM compiles to time it (never `compiled`: the winner is
                                         compiled again by get_program and fires `compiled` there)
   rewrite_done(name, before, after)     each named graph_rewrite that ran (only when registered)
+  patched_rewrite(where)                a rewrite ran with a PatternMatcher that is not tinygrad's own rules (a test's
+                                        or a planted mutant's rule: PatternMatcher.patched); `where` names the pass and
+                                        the rule
 
 `ast` is the kernel AST as the scheduler made it; `renderer` the Renderer (its `identity` names it across processes).
 """
@@ -27,12 +31,14 @@ tensor_graph: list[Callable[..., Any]] = []
 kernel_graph: list[Callable[..., Any]] = []
 kernel_ast: list[Callable[..., Any]] = []
 program: list[Callable[..., Any]] = []
+compiling: list[Callable[..., Any]] = []
 compiled: list[Callable[..., Any]] = []
 beam_candidate: list[Callable[..., Any]] = []
 rewrite_done: list[Callable[..., Any]] = []
+patched_rewrite: list[Callable[..., Any]] = []
 
-CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiled",
-                                "beam_candidate", "rewrite_done")
+CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiling",
+                                "compiled", "beam_candidate", "rewrite_done", "patched_rewrite")
 
 def _list(name: str) -> list[Callable[..., Any]]:
   if name not in CHECKPOINTS: raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {CHECKPOINTS}")
