@@ -8,7 +8,7 @@ The gate is the `cond.where(idx, Invalid)` mask of a kernel, or the third source
 around the access. One solver per call; proved accesses are cached per node, so a kernel seen again costs nothing.
 """
 from __future__ import annotations
-import weakref
+import threading, weakref
 from typing import Any, NamedTuple, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
@@ -22,6 +22,9 @@ class IndexOutOfBounds(Exception):
     super().__init__(msg)
 
 _proved: weakref.WeakSet[UOp] = weakref.WeakSet()
+# NOTE: z3's Python API shares one context between threads and is not thread-safe (BEAM compiles candidates on a
+# thread pool, each compile validating its program): a proof, its terms and their release all happen under this lock
+_z3_lock = threading.RLock()
 
 class Access(NamedTuple):
   buf: UOp          # the DEFINE_GLOBAL/LOCAL/REG under the INDEX (through AFTERs)
@@ -76,6 +79,19 @@ def validate_index(graph_or_list: UOp | Sequence[UOp]) -> None:
   todo = [(i, u, ifs, a) for i, u, ifs in accesses(graph_or_list)
           if (ifs or u not in _proved) and (a := access_of(u)) is not None]
   if not todo: return
+  with _z3_lock:
+    try:
+      _prove(todo)
+      return
+    except Exception as e:
+      # NOTE: the traceback's frames hold the solver and its terms; they are released here, under the lock, not
+      # wherever the caller drops the exception
+      err: Exception = e
+      x_: BaseException | None = e
+      while x_ is not None: x_.__traceback__, x_ = None, x_.__cause__ or x_.__context__
+  raise err
+
+def _prove(todo: list[tuple[int, UOp, tuple[UOp, ...], Access]]) -> None:
   # NOTE: z3 loads in ~0.2 s; imported here so that loading the spec plugin stays cheap
   import z3
   from spec import smt

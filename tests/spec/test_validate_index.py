@@ -119,3 +119,19 @@ def test_masked_vector_load_is_proved_per_lane():
   # one lane too many: r = 2 reads element 10 in lane 2
   with pytest.raises(IndexOutOfBounds) as e: validate_index([masked(11)])
   assert e.value.model["r0"] == 2 and "[10] (lane 2)" in str(e.value)
+
+def test_proofs_from_many_threads_at_once():
+  # BEAM validates its candidates on a thread pool; z3's context is shared and not thread-safe (a race crashed in
+  # Z3_dec_ref), so proofs are serialized: every thread's kernels prove and its bad index is still found
+  from concurrent.futures import ThreadPoolExecutor
+  def work(t: int) -> int:
+    found = 0
+    for k in range(40):
+      n = 5 + (t * 40 + k) % 23
+      r0, r1 = UOp.range(n, 0), UOp.range(3, 1)
+      validate_index(UOp.sink(g(0, 3 * n).index(r0 * 3 + r1).store(g(1, 3 * n).index(r1 * n + r0).load()).end(r0, r1)))
+      r = UOp.range(n, 0)
+      try: validate_index(UOp.sink(g(0, n).index(r + 1).store(zero()).end(r)))
+      except IndexOutOfBounds as e: found += e.index == n
+    return found
+  with ThreadPoolExecutor(max_workers=4) as pool: assert list(pool.map(work, range(4))) == [40] * 4
