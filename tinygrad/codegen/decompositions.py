@@ -69,7 +69,7 @@ pm_emulated_dtypes = PatternMatcher([
 def decompose_pow(p: UOp, a: UOp, b: UOp) -> UOp:
   """a**b as IEEE pow (np.power) for a target without POW: exp2(b*log2|a|) in float64 (the log's error is multiplied by
   the result's exponent: float64 keeps it under float32's budget), the sign for a negative base and an odd integer
-  exponent, NaN for a negative base and a non-integer one, and 1 for b == 0, a == 1 and (-1)**+-inf."""
+  exponent, NaN for a finite negative base and a non-integer exponent, and 1 for b == 0, a == 1 and (-1)**+-inf."""
   f = dtypes.float64
   x, y = (a, b) if a.dtype is f else (a.cast(f), b.cast(f))
   ax = (x < 0.0).where(-x, x)
@@ -78,8 +78,9 @@ def decompose_pow(p: UOp, a: UOp, b: UOp) -> UOp:
   y_int, y_odd = y.trunc().eq(y), y.trunc().eq(y) & half.trunc().ne(half)
   # NOTE: the sign bit, not x < 0: (-0.0)**3 is -0.0 and (-0.0)**-3 is -inf
   r = ((x.bitcast(dtypes.int64) < 0) & y_odd).where(-r, r)
-  r = ((x < 0.0) & y_int.ne(True)).where(r.const_like(float("nan")), r)
   inf = y.const_like(float("inf"))
+  # NOTE: a finite negative base only: (-inf)**y for a non-integer y is exp2(y*inf), +inf or +0.0 (found by fuzz)
+  r = ((x < 0.0) & x.ne(-inf) & y_int.ne(True)).where(r.const_like(float("nan")), r)
   one = x.eq(1.0) | y.eq(0.0) | (x.eq(-1.0) & (y.eq(inf) | y.eq(-inf)))
   r = one.where(r.const_like(1.0), r)
   return r if p.dtype is f else r.cast(p.dtype)
