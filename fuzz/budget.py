@@ -243,10 +243,12 @@ class BudgetRef(KernelRef):
         return self.finish(u, prop, budget)
       # MUL: the product of the intervals' magnitudes, grown by the rounding of every step in any order
       mag = np.abs(v) + e
-      hi = np.prod(mag, axis=axes, keepdims=True) * (1 + uu) ** (2 * n)
-      bound = hi - np.abs(np.prod(v, axis=axes, keepdims=True))
+      # NOTE: the growth (1+u)**(2n) - 1 through expm1/log1p: in float64, 1 + u (u = 2**-53) rounds to exactly 1
+      growth = float(np.expm1(2 * n * np.log1p(uu)))
+      pm = np.prod(mag, axis=axes, keepdims=True)
+      bound = (pm - np.abs(np.prod(v, axis=axes, keepdims=True))) + pm * growth
       # NOTE: in another order a partial product of the nonzero factors may overflow, and inf * 0 is NaN
-      reach = np.prod(np.where(mag > 0, mag, 1.0), axis=axes, keepdims=True) * (1 + uu) ** (2 * n)
+      reach = np.prod(np.where(mag > 0, mag, 1.0), axis=axes, keepdims=True) * (1 + growth)
       bound = np.where(np.isnan(bound) | (reach >= FLOAT_FORMAT[dt][2]), INF, bound)
       return self.finish(u, bound, 0.0)
 

@@ -2,7 +2,7 @@
 catches a planted off-by-one in an index and a planted wrong rounding in a half conversion."""
 import numpy as np
 import pytest
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, DType
 from tinygrad.renderer.cstyle import CRenderer
@@ -117,3 +117,18 @@ def test_an_uncertain_comparison_is_not_checked():
   got = {b: v.copy() for b, v in it.ref.bufs.items()}
   got[0][0] = not got[0][0]
   assert compare_with_budget(it.ref, got, it.dtypes) is None
+
+@pytest.mark.parametrize("dt", [dtypes.float64, dtypes.float32])
+def test_a_reordered_mul_reduce_is_within_budget_in_every_float(dt):
+  # a MUL REDUCE may be reassociated; the budget's growth (1+u)**(2n) was computed as a power in float64, where 1 + u
+  # is exactly 1 for float64's u: the float64 budget was 0 and a one-ulp reordering (x**16 by squaring) a finding
+  n = 16
+  ast = UOp.sink(g(0, dt, 1).index(UOp.const(dtypes.index, 0)).store(
+    g(1, dt, 1).index(UOp.const(dtypes.index, 0)).load().reduce(UOp.range(n, 1, AxisType.REDUCE), arg=Ops.MUL)))
+  it = item(ast)
+  got = {k: v.copy() for k, v in it.ref.bufs.items()}
+  assert compare_with_budget(it.ref, got, it.dtypes) is None
+  got[0][0] = np.nextafter(got[0][0], got[0].dtype.type(np.inf))
+  assert compare_with_budget(it.ref, got, it.dtypes) is None, "one ulp of a 16-step product is within its budget"
+  got[0][0] = got[0][0] * (1 + 1e-3)
+  assert "value mismatch" in (compare_with_budget(it.ref, got, it.dtypes) or ""), "and 1e-3 relative is not"
