@@ -11,6 +11,7 @@ from typing import Any
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
 
 _lock = threading.Lock()
+_LLVMLITE_HINT = "`pip install 'llvmlite==0.50.0'` (the project's `llvm` extra: pip install -e '.[llvm]')"
 _llvm: Any = None
 
 def llvm() -> Any:
@@ -21,9 +22,7 @@ def llvm() -> Any:
     if _llvm is None:
       # NOTE: llvmlite is an optional third-party extra (`llvm`): missing, it is an error naming the extra
       try: import llvmlite.binding as binding
-      except ImportError as e:
-        raise DeviceOpenError(f"LLVM: llvmlite is not installed ({e}); `pip install 'llvmlite==0.50.0'` (the project's "
-                              "`llvm` extra: pip install -e '.[llvm]')") from e
+      except ImportError as e: raise DeviceOpenError(f"LLVM: llvmlite is not installed ({e}); {_LLVMLITE_HINT}") from e
       binding.initialize_all_targets()
       binding.initialize_all_asmprinters()
       _llvm = binding
