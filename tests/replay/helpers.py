@@ -32,3 +32,11 @@ def capture_programs(db: pathlib.Path, run_id: str = "base") -> list[Any]:
         if it.ast.op is Ops.SINK: compiled.append(get_program(it.ast, ren))
   finally: capture.stop()
   return compiled
+
+def copy_db(db: str | pathlib.Path, dst: pathlib.Path) -> pathlib.Path:
+  """A consistent copy of a replay database (sqlite's backup API: the WAL's records included), to tamper with."""
+  import sqlite3
+  src, out = sqlite3.connect(db), sqlite3.connect(dst)
+  src.backup(out)
+  src.close(); out.close()
+  return dst

@@ -11,7 +11,7 @@ from replay.diff import diff
 from replay.report import render_html
 from replay import compare as replay_compare
 from tinygrad.codegen import program as codegen_program
-from tests.replay.helpers import capture_programs
+from tests.replay.helpers import capture_programs, copy_db
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -132,10 +132,8 @@ def test_index_rewrite_that_changes_values_is_changed_with_a_counterexample(base
 
 def test_schedule_whose_old_kernels_differ_is_changed(base, tmp_path):
   db, _ = base
-  copy = tmp_path / "s.db"
-  src, dst = sqlite3.connect(db), sqlite3.connect(copy)
-  src.backup(dst)
-  src.close()
+  copy = copy_db(db, tmp_path / "s.db")
+  dst = sqlite3.connect(copy)
   # the kernels are outputs: an older version that made one more kernel is a schedule change (no tampering)
   rid, body = dst.execute("SELECT id, body FROM records WHERE kind='schedule' ORDER BY id LIMIT 1").fetchone()
   b = json.loads(body)
@@ -155,16 +153,9 @@ def _insert(db, kind, body, ihash=None, text=None):
   conn.close()
   return cur.lastrowid
 
-def _copy(db, tmp_path):
-  copy = tmp_path / "bad.db"
-  src, dst = sqlite3.connect(db), sqlite3.connect(copy)
-  src.backup(dst)
-  src.close(); dst.close()
-  return copy
-
 def test_tampered_truncated_and_hostile_records_are_errors_and_run_nothing(base, tmp_path):
   db, _ = base
-  copy = _copy(db, tmp_path)
+  copy = copy_db(db, tmp_path / "bad.db")
   (rid_t, good), (rid_tr, other), (rid_ok, _), *_ = kernel_records(db)
   sentinel = tmp_path / "pwned"
   conn = sqlite3.connect(copy)
@@ -191,7 +182,7 @@ def test_tampered_truncated_and_hostile_records_are_errors_and_run_nothing(base,
 
 def test_record_naming_what_this_version_lacks_is_incompatible(base, tmp_path):
   db, _ = base
-  copy = _copy(db, tmp_path)
+  copy = copy_db(db, tmp_path / "bad.db")
   (_, good), *_ = kernel_records(db)
   ids = {
     "op": _insert(copy, "kernel", dict(good, ast=re.sub(r"Ops\.SINK", "Ops.FROBNICATE", good["ast"], count=1)
@@ -210,7 +201,7 @@ def test_record_naming_what_this_version_lacks_is_incompatible(base, tmp_path):
 
 def test_html_report_is_self_contained_and_escapes_record_text(base, tmp_path, monkeypatch):
   db, _ = base
-  copy = _copy(db, tmp_path)
+  copy = copy_db(db, tmp_path / "bad.db")
   (_, good), *_ = kernel_records(db)
   # an old source with markup in it: the report shows it as text
   conn = sqlite3.connect(copy)
@@ -315,7 +306,7 @@ def test_z3_unknown_is_not_same_semantics(base, monkeypatch):
   assert all("z3 did not prove the index math equal" in o.detail for o in rep.outcomes if o.cls == "changed")
 
 def test_database_of_another_schema_version_is_refused(base, tmp_path):
-  copy = _copy(base[0], tmp_path)
+  copy = copy_db(base[0], tmp_path / "bad.db")
   conn = sqlite3.connect(copy)
   conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
   conn.commit(); conn.close()

@@ -12,6 +12,7 @@ from replay import capture
 from replay.db import DB
 from replay.diff import diff
 from replay.targets import target_compiler
+from tests.replay.helpers import copy_db
 
 def _toolchains() -> list[str]:
   ret = []
@@ -64,10 +65,8 @@ def test_program_that_did_not_compile_at_capture_is_counted(captured, tmp_path):
   import sqlite3
   from replay.db import canonical
   db, targets = captured
-  copy = tmp_path / "c.db"
-  src, dst = sqlite3.connect(db), sqlite3.connect(copy)
-  src.backup(dst)
-  src.close()
+  copy = copy_db(db, tmp_path / "c.db")
+  dst = sqlite3.connect(copy)
   t = targets[0]
   rid, body = next((rid, b) for rid, _, _, b in DB(str(db), create=False).rows("t", "kernel") if f"(device={t}," in b)
   b = json.loads(body)
