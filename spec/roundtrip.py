@@ -3,18 +3,18 @@
 
 eval_pyrender parses the text with `ast` and walks the tree itself. It accepts only the printer's grammar (see the
 docstring of tinygrad/uop/pyrender.py): assignments to `cN` / `ast`, `def kN(): ... return ast` kernel blocks, literals,
-tuples, unary minus on numbers, the names UOp, Ops, AxisType, AddrSpace, dtypes, Invalid, float('nan'|'inf'|'-inf') and
-the registered arg classes (KernelInfo, Opt, OptOps when tinygrad.codegen.opt has them), whitelisted methods with
-whitelisted keywords, and the binary operators the printer emits, between UOps only. Anything else raises
-PyrenderSyntaxError naming the line and the construct, before it is evaluated: a text from an untrusted replay database
-or finding file cannot run code.
+tuples, unary minus on numbers, the names UOp, Ops, AxisType, AddrSpace, dtypes, Invalid, float('nan'|'inf'|'-inf'),
+dtypes.float_from_bits(int) (any other NaN, by its 64 bits), the registered arg classes (KernelInfo, Opt, OptOps when
+tinygrad.codegen.opt has them), whitelisted methods with whitelisted keywords, and the binary operators the printer
+emits, between UOps only. Anything else raises PyrenderSyntaxError naming the line and the construct, before it is
+evaluated: a text from an untrusted replay database or finding file cannot run code.
 """
 from __future__ import annotations
 import ast, dataclasses, enum, importlib, operator, re, weakref
 from typing import Any, Callable
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType, AddrSpace, Invalid, DTYPES_DICT
+from tinygrad.dtype import DType, AddrSpace, Invalid, DTYPES_DICT, dtypes
 from tinygrad.uop.pyrender import pyrender, pyrender_node
 
 __all__ = ["eval_pyrender", "check_roundtrip", "PyrenderSyntaxError", "RoundTripError", "register_arg_class",
@@ -252,6 +252,11 @@ class _Evaluator:
     attr = f.attr
     if attr.startswith("_"): raise self.err(node, f"method .{attr}", "is not allowed (underscore/dunder attributes)")
     recv = self.name(f.value, scope) if isinstance(f.value, ast.Name) else self.expr(f.value, scope, depth + 1)
+    if recv is _DTYPES and attr == "float_from_bits":
+      args, _ = self.arguments(node, scope, depth, (), "dtypes.float_from_bits")
+      if len(args) != 1 or type(args[0]) is not int or not 0 <= args[0] < 2**64:
+        raise self.err(node, "dtypes.float_from_bits(...)", "takes one int in [0, 2**64)")
+      return dtypes.float_from_bits(args[0])
     if recv is _UOP:
       if attr not in _STATIC: raise self.err(node, f"UOp.{attr}", "is not a whitelisted constructor")
       args, kw = self.arguments(node, scope, depth, _STATIC[attr], f"UOp.{attr}")

@@ -171,6 +171,14 @@ class dtypes:
     if isinstance(x, (list, tuple)): return max((dtypes.from_py(v) for v in x), default=dtypes.default_float)
     raise TypeError(f"cannot infer a dtype from {type(x).__name__} {x!r}")
   @staticmethod
+  def float_from_bits(bits: builtins.int) -> builtins.float:
+    """The Python float (an IEEE double) whose 64 bits are `bits`, sign, payload and signalling bit kept: pyrender's
+    literal for a NaN that `float('nan')` and `-float('nan')` do not spell."""
+    if type(bits) is not builtins.int or not 0 <= bits < 2**64:
+      raise ValueError(f"dtypes.float_from_bits: expected an int in [0, 2**64), got {bits!r}")
+    ret: builtins.float = struct.unpack("<d", struct.pack("<Q", bits))[0]
+    return ret
+  @staticmethod
   def as_const(val: Any, dtype: DType) -> Any:
     """The Python value a CONST of `dtype` holds: ints wrap as C does, floats round to the format."""
     if isinstance(val, InvalidType): return val

@@ -435,3 +435,23 @@ def test_programs_of_the_python_renderer_emulating_nv_or_amd_are_recorded_and_di
   assert changed and all(any(u.op is Ops.MAX for u in old_uops(json.loads(bodies[o.rid]))) for o in changed)
   # the random run (the old and new programs interpreted as the emulated target) shows it
   assert sum(bool(re.search(r"buffer data\d+\[\d+\]: old .*, new ", o.detail)) for o in changed) >= 3, rep.summary()
+
+def test_program_with_a_nan_payload_const_is_recorded_bit_exact(tmp_path):
+  # a BITCAST of a constant folds to a NaN with a payload; pyrender had no literal for it, so the capture lost the record
+  from replay import capture
+  from tinygrad.codegen import get_program
+  from tinygrad.uop import AxisType
+  import struct
+  out = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(4), arg=0)
+  r = UOp.range(4, 0, AxisType.LOOP)
+  ast = UOp.sink(out.index(r).store(UOp.const(dtypes.uint64, 0xFFF0000000000123).bitcast(dtypes.float64)).end(r))
+  db = tmp_path / "nan.db"
+  capture.start(str(db), "n", targets=[])
+  try: get_program(ast, CRenderer(2))
+  finally: capture.stop()
+  d = DB(str(db), create=False)
+  assert d.count("n", "kernel") == 1 and d.capture_errors("n") == []
+  (body,) = [json.loads(b) for _, _, _, b in d.rows("n", "kernel")]
+  consts = [u.arg for u in old_uops(body) if u.op is Ops.CONST and u.dtype is dtypes.float64]
+  assert [struct.pack("<d", c) for c in consts] == [struct.pack("<Q", 0xFFF0000000000123)]
+  assert diff(str(db), progress=None).all_ok()

@@ -121,10 +121,48 @@ def test_special_floats_roundtrip_bit_exact():
   for c, v in zip(back.src, vals): assert struct.pack("<d", c.arg) == struct.pack("<d", v)
   assert "float('nan')" in pyrender(cs[0]) and "-float('nan')" in pyrender(cs[1]) and "-0.0" in pyrender(cs[4])
 
-def test_nan_with_payload_is_refused_clearly():
-  odd = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000123))[0]
-  assert math.isnan(odd)
-  with pytest.raises(ValueError, match="payload"): pyrender(UOp.const(dtypes.float64, odd))
+def f64_bits(x: float) -> int: return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+# NaNs whose sign, payload or signalling bit repr does not keep, as the bits of each float dtype (a BITCAST makes them)
+NAN_BITS = {"float64": [0x7FF0000000000123, 0xFFFFFFFFFFFFFFF2, 0x7FF0000000000001, 0xFFF4000000000000],
+            "float32": [0x7FA00001, 0xFFC00123, 0x7F800001], "float16": [0x7C01, 0xFE42, 0x7D00],
+            "bfloat16": [0x7F81, 0xFFC1, 0x7FA0], "fp8e4m3": [0x7F, 0xFF], "fp8e5m2": [0x7D, 0xFE, 0x7F]}
+UINT_OF = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+
+def test_nan_with_payload_roundtrips_bit_exact():
+  odd = dtypes.float_from_bits(0x7FF0000000000123)
+  assert math.isnan(odd) and f64_bits(odd) == 0x7FF0000000000123
+  c = UOp.const(dtypes.float64, odd)
+  text = assert_roundtrip(c)
+  assert "dtypes.float_from_bits(0x7ff0000000000123)" in text
+  assert f64_bits(eval_pyrender(text).arg) == 0x7FF0000000000123
+
+@pytest.mark.parametrize("name", sorted(NAN_BITS))
+def test_nan_payload_consts_of_every_float_dtype_roundtrip_bit_exact(name):
+  from tinygrad.uop.semantics import fold_bitcast
+  from tinygrad.uop.symbolic import symbolic
+  from tinygrad.uop.ops import graph_rewrite
+  dt = getattr(dtypes, name)
+  consts = []
+  for bits in NAN_BITS[name]:
+    v = fold_bitcast(bits, UINT_OF[dt.itemsize], dt)
+    assert math.isnan(v)
+    # the CONST a BITCAST folds to, the sugar form, and the generic form with an arbitrary float64 NaN as the arg
+    folded = graph_rewrite(UOp.const(UINT_OF[dt.itemsize], bits).bitcast(dt), symbolic, name="fold bitcast")
+    assert folded.op is Ops.CONST and math.isnan(folded.arg)
+    consts += [folded, UOp.const(dt, v), UOp(Ops.CONST, dt, arg=dtypes.float_from_bits(0x7FF0000000000000 | bits))]
+  sink = UOp.sink(*consts)
+  text = assert_roundtrip(sink)
+  for c, b in zip(consts, eval_pyrender(text).src): assert f64_bits(b.arg) == f64_bits(c.arg)
+  # the same through a vector const (VCONST args are tuples of floats)
+  assert_roundtrip(UOp(Ops.VCONST, dt.vec(len(consts)), arg=tuple(c.arg for c in consts)))
+
+def test_float_from_bits_refuses_what_is_not_64_bits():
+  with pytest.raises(ValueError, match="float_from_bits"): dtypes.float_from_bits(2**64)
+  with pytest.raises(ValueError, match="float_from_bits"): dtypes.float_from_bits(-1)
+  for bad in ("dtypes.float_from_bits(2**64)", "dtypes.float_from_bits(0x10000000000000000)",
+              "dtypes.float_from_bits('0x7ff0000000000001')", "dtypes.float_from_bits(1, 2)", "dtypes.float_from_bit(1)"):
+    with pytest.raises(ValueError): eval_pyrender(f"ast = UOp.const(dtypes.float64, {bad})")
 
 def test_kernel_ast_roundtrip_and_sugar():
   k = kernel_ast()

@@ -20,10 +20,11 @@ Grammar of the text:
       `x + y`, `x * y`, `x // y`, `x % y`, `x & y`, `x | y`, `x ^ y`, `x << y`, `x >> y`, `x < y` (both sides UOps)
     Sugar is used only when it rebuilds exactly the node (same dtype, arg and no tag); everything else is generic.
   - literals: None, bools, ints, strings, floats (`float('nan')`, `-float('nan')`, `float('inf')`, `float('-inf')`,
-    `-0.0`), tuples, `Invalid`, dtypes (`dtypes.float32.vec(4)`, `dtypes.float32.ptr(16, AddrSpace.LOCAL)`), enum
-    members (`Ops.ADD`, `AxisType.REDUCE`, `AddrSpace.LOCAL`, ...), frozen dataclasses as `Name(field=value, ...)`.
-Limits: a NaN other than the default quiet NaN (either sign) has no literal and raises ValueError here; eval_pyrender
-refuses ints beyond 2**64 in magnitude, strings over 10k characters and expressions nested over 64 deep.
+    `-0.0`, and any other NaN as `dtypes.float_from_bits(0x...)`, its 64 bits), tuples, `Invalid`, dtypes
+    (`dtypes.float32.vec(4)`, `dtypes.float32.ptr(16, AddrSpace.LOCAL)`), enum members (`Ops.ADD`, `AxisType.REDUCE`,
+    `AddrSpace.LOCAL`, ...), frozen dataclasses as `Name(field=value, ...)`.
+Limits: eval_pyrender refuses ints beyond 2**128 in magnitude, strings over 10k characters and expressions nested over
+64 deep.
 """
 from __future__ import annotations
 import dataclasses, enum, math, struct
@@ -46,9 +47,11 @@ def render_float(x: float) -> str:
   """A float literal that reads back to the same bits (repr round-trips every finite double, -0.0 included)."""
   if math.isnan(x):
     bits = struct.pack("<d", x)
-    if bits not in (_NAN_BITS, _NEG_NAN_BITS):
-      raise ValueError(f"pyrender: a NaN with payload {bits[::-1].hex()} has no literal form")
-    return "-float('nan')" if bits == _NEG_NAN_BITS else "float('nan')"
+    if bits == _NAN_BITS: return "float('nan')"
+    if bits == _NEG_NAN_BITS: return "-float('nan')"
+    # NOTE: any other NaN (a payload, a signalling NaN, made by a BITCAST) prints its 64 bits; the const of a narrower
+    # float holds a Python float too, so this is exact for every float dtype
+    return f"dtypes.float_from_bits(0x{struct.unpack('<Q', bits)[0]:016x})"
   if math.isinf(x): return "float('inf')" if x > 0 else "float('-inf')"
   return repr(x)
 
