@@ -10,7 +10,8 @@ these documented freedoms (docs/ir.md section 5), each a budget of the op that t
     half an ulp of the product (float16/32/64)
   - EXP2, LOG2, SIN, POW are approximations: TRANSCENDENTAL_ULPS[dtype] ulps of the result (SIN also 2 ulps of 1.0,
     for its argument reduction; |x| > 2**16 leaves SIN unchecked)
-  - a float ADD/MUL REDUCE may be reassociated by opts: 2(n-1)u * sum|x| (ADD), (1+u)**(2n) relative (MUL)
+  - a float ADD/MUL REDUCE may be reassociated by opts: 2(n-1)u * sum|x| (ADD), (1+u)**(2n) relative (MUL), plus
+    the underflow of a partial product and unchecked where one may overflow (`BudgetRef.mul_reduce_bound`)
 
 and an error already present in an operand is propagated exactly (interval bounds: ADD adds errors, MUL
 |a|eb + |b|ea + ea*eb, monotonic functions at the ends of the interval, ...), plus one ulp of the result whenever
@@ -240,17 +241,37 @@ class BudgetRef(KernelRef):
         budget = 2 * max(n - 1, 0) * uu * np.sum(np.abs(v), axis=axes, keepdims=True)
         if _is_mul(u.src[0]) and dt in CONTRACTIBLE:
           budget = budget + np.sum(0.5 * ulp(v, dt), axis=axes, keepdims=True)
-        return self.finish(u, prop, budget)
-      # MUL: the product of the intervals' magnitudes, grown by the rounding of every step in any order
-      mag = np.abs(v) + e
-      # NOTE: the growth (1+u)**(2n) - 1 through expm1/log1p: in float64, 1 + u (u = 2**-53) rounds to exactly 1
-      growth = float(np.expm1(2 * n * np.log1p(uu)))
-      pm = np.prod(mag, axis=axes, keepdims=True)
-      bound = (pm - np.abs(np.prod(v, axis=axes, keepdims=True))) + pm * growth
-      # NOTE: in another order a partial product of the nonzero factors may overflow, and inf * 0 is NaN
-      reach = np.prod(np.where(mag > 0, mag, 1.0), axis=axes, keepdims=True) * (1 + growth)
-      bound = np.where(np.isnan(bound) | (reach >= FLOAT_FORMAT[dt][2]), INF, bound)
-      return self.finish(u, bound, 0.0)
+        # NOTE: every partial sum of any order is at most sum(|x|+e) grown by the rounding: where that may reach the
+        # largest finite value, some order overflows (inf, or inf - inf = NaN) though the sum in order is finite
+        reach = np.sum(np.abs(v) + e, axis=axes, keepdims=True) * (1 + 2 * n * uu)
+        return np.where(reach >= FLOAT_FORMAT[dt][2], INF, self.finish(u, prop, budget))
+      return self.finish(u, self.mul_reduce_bound(v, e, axes, n, dt), 0.0)
+
+  @staticmethod
+  def mul_reduce_bound(v: np.ndarray, e: np.ndarray, axes: tuple[int, ...], n: int, dt: DType) -> np.ndarray:
+    """How far a float MUL REDUCE of n factors (values v, errors e) computed in any order may be from the exact product
+    of v. Every step is fl(x*y) = x*y*(1+d) + h with |d| <= u and |h| <= eta (gradual underflow: h is not 0 only where
+    |x*y| is below the smallest normal), and every partial product is the product of a subset of the factors:
+      - rounding: the intervals' product grown by (1+u)**(2n) - 1;
+      - underflow: an h made at one step reaches the result times the product of the factors not yet multiplied in,
+        a subset product, at most M = prod max(|x|+e, 1); at most n steps make one, so n*eta*M*(1+u)**(2n). It can only
+        happen when the smallest subset product, at least prod min(max(|x|-e, 0), 1), is below the smallest normal;
+      - overflow: the largest subset product is M; where M may reach the largest finite value some order overflows
+        (inf, or inf * 0 = NaN with a zero factor): unchecked.
+    eta is the whole spacing of the subnormals (not half): bfloat16 and fp8 round the float32 product a second time."""
+    mant, emin, maxf = FLOAT_FORMAT[dt]
+    mag, lo = np.abs(v) + e, np.maximum(np.abs(v) - e, 0.0)
+    # NOTE: the growth (1+u)**(2n) - 1 through expm1/log1p: in float64, 1 + u (u = 2**-53) rounds to exactly 1
+    growth = float(np.expm1(2 * n * np.log1p(unit_roundoff(dt))))
+    pm = np.prod(mag, axis=axes, keepdims=True)
+    bound = (pm - np.abs(np.prod(v, axis=axes, keepdims=True))) + pm * growth
+    big = np.prod(np.maximum(mag, 1.0), axis=axes, keepdims=True) * (1 + growth)
+    # NOTE: an exact zero factor makes the result an exact zero in every order (unless a partial product overflows)
+    zero = np.any(mag == 0, axis=axes, keepdims=True)
+    small = np.prod(np.where(mag > 0, np.minimum(lo, 1.0), 1.0), axis=axes, keepdims=True) * (1 - growth)
+    eta = 2.0 ** (emin - mant)
+    bound = bound + np.where(~zero & (small < 2.0 ** emin), n * eta * big, 0.0)
+    return np.where(np.isnan(bound) | (big >= maxf), INF, bound)
 
 def _values(a: np.ndarray, dt: DType) -> np.ndarray:
   a = np.asarray(a)

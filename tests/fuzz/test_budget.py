@@ -132,3 +132,117 @@ def test_a_reordered_mul_reduce_is_within_budget_in_every_float(dt):
   assert compare_with_budget(it.ref, got, it.dtypes) is None, "one ulp of a 16-step product is within its budget"
   got[0][0] = got[0][0] * (1 + 1e-3)
   assert "value mismatch" in (compare_with_budget(it.ref, got, it.dtypes) or ""), "and 1e-3 relative is not"
+
+# ---- MUL REDUCE in another order: overflow and underflow of a partial product ----
+
+def product_kernel(dt: DType, n: int):
+  r = UOp.range(n, 1, AxisType.REDUCE)
+  return UOp.sink(g(0, dt, 1).index(UOp.const(dtypes.index, 0)).store(g(1, dt, n).index(r).load().reduce(r, arg=Ops.MUL)))
+
+def values(storage: np.ndarray, dt: DType) -> np.ndarray:
+  from tinygrad.dtype import from_storage_np
+  return from_storage_np(storage, dt).astype(np.float64)
+
+def round_to(x: np.ndarray, dt: DType) -> np.ndarray:
+  with np.errstate(all="ignore"): return values(storage_of(np.asarray(x, np.float64), dt), dt)
+
+def product_in_order(vals: np.ndarray, dt: DType, rs: np.random.Generator) -> float:
+  """The product as a target computing it in some order does: a random tree of pairwise products, each rounded to dt
+  (float16/bfloat16 products of two values are exact in float32, so one rounding of the float32 product is the op)."""
+  parts = [float(x) for x in round_to(vals, dt)]
+  while len(parts) > 1:
+    i, j = sorted(rs.choice(len(parts), 2, replace=False))
+    with np.errstate(all="ignore"): p = float(round_to(np.float32(parts[i]) * np.float32(parts[j]), dt))
+    parts = [x for k, x in enumerate(parts) if k not in (i, j)] + [p]
+  return parts[0]
+
+@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.float16, dtypes.float32])
+def test_mul_reduce_in_any_order_is_within_its_bound(dt):
+  # the bound is derived for every order (fl(x*y) = x*y(1+d) + h); products of factors spanning the whole range, some
+  # pairs overflowing, some underflowing, in 40 random orders each: every result is within the bound (or unchecked)
+  from fuzz.budget import FLOAT_FORMAT
+  mant, emin, maxf = FLOAT_FORMAT[dt]
+  rs = np.random.default_rng(0)
+  n, checked = 12, 0
+  ast = product_kernel(dt, n)
+  for trial in range(60):
+    scale = rs.choice([1.0, 2.0 ** (emin // 3), 2.0 ** -(emin // 3)], n, p=[0.6, 0.2, 0.2])
+    vals = round_to(rs.normal(0, 2, n) * scale, dt)
+    it = item(ast, inputs={1: storage_of(vals, dt), 0: storage_of(np.zeros(1), dt)})
+    bound = it.ref.buf_err[0][0]
+    want = float(values(it.ref.bufs[0], dt)[0])
+    if not np.isfinite(bound): continue
+    checked += 1
+    for _ in range(40):
+      got = product_in_order(vals, dt, rs)
+      assert got == want or abs(got - want) <= bound, (trial, vals, got, want, bound)
+  assert checked >= 20, checked
+
+def test_mul_reduce_that_may_overflow_in_another_order_is_unchecked_and_only_there():
+  # finding 904efb65a89e: 0 * max * max * tiny * tiny is 0 in order, but a grouped reduce multiplied max * max first
+  # (inf) and then the masked 0 (inf * 0 = NaN). The overflow check took the product of all nonzero factors (~1e-3),
+  # not the largest partial product (max * max)
+  dt, big, tiny = dtypes.bfloat16, 3.3895313892515355e38, 9.183549615799121e-41
+  ast = product_kernel(dt, 5)
+  it = item(ast, inputs={1: storage_of(np.array([0.0, big, big, tiny, tiny]), dt), 0: storage_of(np.zeros(1), dt)})
+  assert np.isinf(it.ref.buf_err[0][0])
+  # the same shape where no order overflows: the masked zero makes the result exactly 0 in every order, so a NaN (what
+  # the wrong order gives) or any other value is a finding
+  it = item(ast, inputs={1: storage_of(np.array([0.0, 3.0, 3.0, 0.5, 0.5]), dt), 0: storage_of(np.zeros(1), dt)})
+  assert it.ref.buf_err[0][0] == 0
+  for bad in (np.nan, 1.0, np.inf):
+    got = {k: v.copy() for k, v in it.ref.bufs.items()}
+    got[0] = storage_of(np.array([bad]), dt)
+    assert compare_with_budget(it.ref, got, it.dtypes) is not None, bad
+
+def test_mul_reduce_that_may_underflow_in_another_order_has_a_derived_bound_that_still_catches():
+  # finding 3f7615b8e14d: 16 bfloat16 factors, one of them ~1e-39 and one ~3e37; in order the result is 1.16e-12, with
+  # UNROLL 4 the tiny factor met small ones first and the partial product underflowed to 0. The bound now holds the
+  # underflow: n * eta * prod max(|x|, 1), with eta the subnormal spacing
+  from fuzz.levels import KernelLevel
+  dt = dtypes.bfloat16
+  vals = values(storage_of(np.array([1.0, 2.21875, -3.90625, 2.328125, 1.0, 3.3895313892515355e38, 1.3671875, -5.0,
+                                     -1.234375, -3.6875, -7.0, -0.63671875, -1.1754943508222875e-38, 1.5390625,
+                                     0.333984375, -2.015625]), dt), dt)
+  case = KernelLevel().from_state({"graph": """
+c0 = UOp.range(16, 0, AxisType.REDUCE)
+c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(16), arg=4).index(c0).load()
+c2 = UOp(Ops.FDIV, dtypes.bfloat16, (c1, UOp.const(dtypes.bfloat16, 0.10009765625).reciprocal()))
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(1), arg=1).index(UOp.const(dtypes.index, 0)).store(c2.reduce(c0, arg=Ops.MUL))
+ast = UOp.sink(c3)
+""", "opts": [["UNROLL", 0, 4]], "var_vals": {}, "seed": 0})
+  def ref_of(v):
+    it = item(case.ast, inputs={4: storage_of(v, dt), 1: storage_of(np.zeros(1), dt)})
+    return it, it.ref.buf_err[1][0], float(values(it.ref.bufs[1], dt)[0])
+  it, bound, want = ref_of(vals)
+  assert 1e-12 < abs(want) < 2e-12 and np.isfinite(bound) and bound < 0.1, (want, bound)
+  got = {k: v.copy() for k, v in it.ref.bufs.items()}
+  got[1] = storage_of(np.array([0.0]), dt)
+  assert compare_with_budget(it.ref, got, it.dtypes) is None, "the underflowed order is within the bound"
+  for bad in (np.nan, 1.0, -1.0, np.inf):
+    got[1] = storage_of(np.array([bad]), dt)
+    assert compare_with_budget(it.ref, got, it.dtypes) is not None, bad
+  # the same kernel where no partial product can underflow: the bound is the rounding alone ((1+u)**32 - 1, 13% in
+  # bfloat16), so a 50% error is caught
+  it, bound, want = ref_of(np.abs(vals).clip(0.5, 2.0) * 10)
+  assert bound < 0.2 * abs(want), (want, bound)
+  got = {k: v.copy() for k, v in it.ref.bufs.items()}
+  got[1] = storage_of(np.array([want * 1.5]), dt)
+  assert "value mismatch" in (compare_with_budget(it.ref, got, it.dtypes) or "")
+
+def test_add_reduce_that_may_overflow_in_another_order_is_unchecked_and_only_there():
+  # max - max + 0.5max + 0.4max is 0.9max in order, but (max + 0.5max) overflows first in another order
+  dt = dtypes.float32
+  mx = float(np.finfo(np.float32).max)
+  r = UOp.range(4, 1, AxisType.REDUCE)
+  ast = UOp.sink(g(0, dt, 1).index(UOp.const(dtypes.index, 0)).store(g(1, dt, 4).index(r).load().reduce(r, arg=Ops.ADD)))
+  it = item(ast, inputs={1: np.array([mx, -mx, 0.5 * mx, 0.4 * mx], np.float32), 0: np.zeros(1, np.float32)})
+  assert np.isinf(it.ref.buf_err[0][0])
+  # the same shape with values whose partial sums cannot overflow: a NaN, an inf or a 1e-3 relative error is caught
+  it = item(ast, inputs={1: np.array([1e30, -1e30, 5e29, 4e29], np.float32), 0: np.zeros(1, np.float32)})
+  want = float(it.ref.bufs[0][0])
+  assert np.isfinite(it.ref.buf_err[0][0])
+  for bad in (np.nan, np.inf, want * (1 + 1e-3)):
+    got = {k: v.copy() for k, v in it.ref.bufs.items()}
+    got[0][0] = bad
+    assert compare_with_budget(it.ref, got, it.dtypes) is not None, bad

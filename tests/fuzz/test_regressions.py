@@ -177,6 +177,27 @@ ast = UOp.sink(c2)""", None, seed=389490436)),
   "nan_payload_const_roundtrip": (["python", "cpu"], state("""
 c0 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(13), arg=0).index(UOp.const(dtypes.index, 0)).store(UOp.const(dtypes.int64, -14).bitcast(dtypes.float64))
 ast = UOp.sink(c0)""", [], seed=1536553671)),
+  # not a compiler bug: 0 * max * max * tiny * tiny (a masked load's 0 first) is 0 in order, but GROUPTOP multiplied
+  # max * max in one thread (inf) and the masked 0 in another (inf * 0 = NaN, python, nv, amd). The budget's overflow
+  # check took the product of all nonzero factors (~1e-3), not the largest partial product of some order (6-minute
+  # campaign, 178 -> 25 nodes); every other seed of this kernel agrees on all five backends
+  "bfloat16_grouped_mul_reduce_overflow_budget": (["python", "cpu", "llvm", "nv", "amd"], state("""
+c0 = UOp.range(3, 2, AxisType.REDUCE)
+c1 = (c0 < UOp.const(dtypes.index, 1)).ne(UOp.const(dtypes.bool, True))
+c2 = UOp.const(dtypes.index, 3) + (c0 + UOp.const(dtypes.index, -1))
+c3 = (UOp.const(dtypes.index, 2) * UOp.const(dtypes.index, 45)) + c2
+c4 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(180), arg=20).index(c1.where(c3, UOp.invalid()))
+c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(15), arg=2).index(UOp.const(dtypes.index, 0)).store(c4.load().reduce(c0, UOp.range(2, 3, AxisType.REDUCE), arg=Ops.MUL))
+ast = UOp.sink(c5)""", [["GROUPTOP", 0, 3]], seed=129011292)),
+  # not a compiler bug: 16 bfloat16 factors from ~1e-39 to ~3e37; with UNROLL 4 a partial product of the tiny factor
+  # and small ones underflowed to 0 (reference 1.16e-12, bound 1.63e-13). The budget had no underflow term; it now adds
+  # n * eta * prod max(|x|, 1) where some subset product may be subnormal (6-minute campaign, 56 -> 14 nodes)
+  "bfloat16_unrolled_mul_reduce_underflow_budget": (["python", "cpu", "llvm"], state("""
+c0 = UOp.range(16, 0, AxisType.REDUCE)
+c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(16), arg=4).index(c0).load()
+c2 = UOp(Ops.FDIV, dtypes.bfloat16, (c1, UOp.const(dtypes.bfloat16, 0.10009765625).reciprocal()))
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(1), arg=1).index(UOp.const(dtypes.index, 0)).store(c2.reduce(c0, arg=Ops.MUL))
+ast = UOp.sink(c3)""", [["UNROLL", 0, 4]], seed=989943066)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))
