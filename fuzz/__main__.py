@@ -99,14 +99,20 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
                  help="guided (the rule-guided scheduler, fuzz/scheduler.py), unguided (fresh random inputs), atheris "
                       "(libFuzzer: line coverage + rule counters), rules (libFuzzer: rule counters only)")
   p.add_argument("--json", default=None, help="also write the numbers to this file")
+  p.add_argument("--out", default=None, help="keep each mode's work directory and its findings as reproducers in "
+                 "DIR/<level>/<mode>/findings/ (default: a fresh directory, named in the output)")
+  p.add_argument("--setup", default=None, help="module:function called first in every target and worker (a planted "
+                 "bug, e.g. tests.fuzz.planted:range_bound_off_by_one)")
 
 def _compare_run(a: argparse.Namespace) -> int:
-  import json
+  import json, tempfile
   from fuzz.guidance import compare_rules, format_compare
   from tinygrad.helpers import atomic_write
+  out_dir = a.out or tempfile.mkdtemp(prefix="fuzz-compare-")
+  print(f"work directories and findings of each mode: {out_dir}", flush=True)
   out = []
   for lv in (x for x in a.levels.split(",") if x):
-    r = compare_rules(lv, a.seconds, a.backends, [m for m in a.modes.split(",") if m])
+    r = compare_rules(lv, a.seconds, a.backends, [m for m in a.modes.split(",") if m], out=out_dir, setup=a.setup)
     print(format_compare(r), flush=True)
     out.append(r)
   if a.json: atomic_write(a.json, json.dumps(out, indent=1))

@@ -24,7 +24,7 @@ import json, os, random, selectors, signal, subprocess, sys, time
 from dataclasses import dataclass, field, asdict
 from typing import Any, Sequence
 from tinygrad.helpers import atomic_write
-from fuzz.backends import DEFAULT_BACKENDS, Failure, REPO
+from fuzz.backends import BACKENDS, DEFAULT_BACKENDS, Failure, REPO
 from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, now
 from fuzz.reduce import Reduction
 from fuzz.scheduler import Scheduler, recorder_marks
@@ -275,7 +275,9 @@ class Campaign:
       if sig.id not in self.reductions: write_finding(self.dirs["findings"], f)
       return
     if state is None or "error" in state: state = {"error": "the case could not be recorded", "input": data.hex()}
-    bks = sorted({x.backend for x in fs}) if sig.backend != "all" else list(self.pool.describe)
+    # NOTE: a failure before any backend names its checker (generator, pyrender, reference, z3, schedule): its repro
+    # runs on no backend
+    bks = sorted({x.backend for x in fs} & set(BACKENDS)) if sig.backend != "all" else list(self.pool.describe)
     f = Finding(sig, state, state, fs[0].message, bks, size, size, 1, t, t, data.hex(), self.cfg.seed,
                 env={k: self.env[k] for k in ("SPEC", "IGNORE_OOB") if k in self.env} | dict(self.cfg.env),
                 setup=self.cfg.setup)
@@ -450,7 +452,8 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
   signature comes back. The file's flags (SPEC, IGNORE_OOB, ...) are applied; its `setup` is not run unless passed."""
   f = read_reproducer(path)
   sig = f.signature
-  names = list(backends or f.backends)
+  # NOTE: files written before the campaign kept only real backends may name a checker (z3, generator, ...)
+  names = list(backends) if backends else [b for b in f.backends if b in BACKENDS]
   cfg = CampaignConfig(out="", level=sig.level, backends=tuple(names), setup=setup, progress=False,
                        env={k: v for k, v in f.env.items() if k not in ("SPEC", "IGNORE_OOB")})
   cfg.spec = int(f.env.get("SPEC", "2"))

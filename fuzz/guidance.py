@@ -8,11 +8,14 @@ only).
   mutation_score(levels, seconds)     per planted bug of fuzz/mutants.py and per level, whether each mode kills it
                                       within `seconds` (and when): the share each (level, mode) finds
 
-`python -m fuzz compare` and `python -m fuzz mutants` print both; docs/fuzz.md has numbers measured with them."""
+`python -m fuzz compare` and `python -m fuzz mutants` print both; docs/fuzz.md has numbers measured with them. compare
+keeps each mode's work directory and turns its failing inputs into reduced reproducers (`keep_findings`), so a bug one
+mode found is not lost with the comparison."""
 from __future__ import annotations
-import glob, json, os, random, subprocess, sys, tempfile, time
+import contextlib, glob, json, os, random, subprocess, sys, tempfile, time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+from fuzz.campaign import Campaign, CampaignConfig
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 MODES = ("guided", "unguided")
@@ -29,6 +32,8 @@ class TargetRun:
   stats: dict[str, Any] = field(default_factory=dict)
   returncode: int | None = None
   log: str = ""
+  workdir: str = ""
+  artifacts: list[bytes] = field(default_factory=list)  # the failing inputs (crash artifacts), read before cleanup
   def last_rule_at(self) -> tuple[float, int]:
     """(seconds, inputs) when the run hit its last new rule (the first of its samples with its final count)."""
     samples = self.stats.get("samples", [])
@@ -47,10 +52,12 @@ def _command(level: str, mode: str, seconds: float, stats: str, workdir: str, ba
   cmd = [sys.executable, script, f"--stats={stats}", f"--backends={backends}", f"-max_total_time={int(seconds)}",
          *extra]
   if mode not in ALL_MODES: raise ValueError(f"unknown mode {mode!r}; one of {', '.join(ALL_MODES)}")
-  if mode == "unguided": return [*cmd, "--unguided"]
+  # NOTE: every mode writes its failing inputs as crash artifacts into the work directory, never into the repository
+  art = f"-artifact_prefix={workdir}{os.sep}"
+  if mode == "unguided": return [*cmd, "--unguided", art]
   # NOTE: "guided": our rule-guided scheduler (fuzz/scheduler.py), which starts from nothing: its first inputs are
   # fresh random ones, like the unguided run's
-  if mode == "guided": return [*cmd, "--scheduled"]
+  if mode == "guided": return [*cmd, "--scheduled", art]
   # NOTE: "rules": atheris fed by the rule counters only (no line coverage of tinygrad: no instrumentation cost)
   if mode == "rules": cmd.append("--no-instrument")
   corpus = os.path.join(workdir, "corpus")
@@ -61,16 +68,17 @@ def _command(level: str, mode: str, seconds: float, stats: str, workdir: str, ba
   rng = random.Random(0)
   for i in range(SEEDS):
     with open(os.path.join(corpus, f"seed{i:03d}"), "wb") as f: f.write(rng.randbytes(INPUT_BYTES[level]))
-  # NOTE: crash artifacts go to the work directory, never into the repository
-  return [*cmd, f"-artifact_prefix={workdir}/", "-print_final_stats=0", corpus]
+  return [*cmd, art, "-print_final_stats=0", corpus]
 
 def run_side_by_side(level: str, seconds: float, backends: str = "python", extra: Sequence[str] = (),
-                     modes: Sequence[str] = MODES) -> dict[str, TargetRun]:
-  """Both modes of one level at once, each for `seconds` (plus its start-up), with their stats read back."""
-  with tempfile.TemporaryDirectory(prefix="fuzz-guidance-") as tmp:
+                     modes: Sequence[str] = MODES, workdir: str | None = None) -> dict[str, TargetRun]:
+  """Both modes of one level at once, each for `seconds` (plus its start-up), with their stats read back. Each mode
+  works in `workdir/<mode>/work` (stats, log, corpus, crash artifacts), kept; without a workdir, in a temporary one."""
+  with contextlib.ExitStack() as stack:
+    tmp = workdir if workdir is not None else stack.enter_context(tempfile.TemporaryDirectory(prefix="fuzz-guidance-"))
     procs = {}
     for mode in modes:
-      wd = os.path.join(tmp, mode)
+      wd = os.path.join(tmp, mode, "work")
       os.makedirs(wd)
       cmd = _command(level, mode, seconds, os.path.join(wd, "stats"), wd, backends, extra)
       log = open(os.path.join(wd, "log.txt"), "w")
@@ -85,13 +93,17 @@ def run_side_by_side(level: str, seconds: float, backends: str = "python", extra
         p.kill()
         rc = p.wait()
       log.close()
-      run = TargetRun(level, mode, seconds, returncode=rc)
+      run = TargetRun(level, mode, seconds, returncode=rc, workdir=wd)
       files = sorted(glob.glob(os.path.join(wd, "stats.*")), key=os.path.getmtime)
       # NOTE: libFuzzer's -fork/-jobs children write a file each; without them there is one
       for f in files:
         with open(f) as fh: st = json.load(fh)
         run.stats = st if not run.stats else _merge(run.stats, st)
       with open(os.path.join(wd, "log.txt")) as fh: run.log = fh.read()[-4000:]
+      # NOTE: libFuzzer names an input that crashed, timed out or ran out of memory so; our loops write crash- only
+      arts = sorted(a for k in ("crash", "timeout", "oom") for a in glob.glob(os.path.join(wd, f"{k}-*")))
+      for a in arts:
+        with open(a, "rb") as fh: run.artifacts.append(fh.read())
       out[mode] = run
   return out
 
@@ -105,21 +117,66 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 # ---- rules hit ----
 
-def compare_rules(level: str, seconds: float, backends: str = "python",
-                  modes: Sequence[str] = MODES) -> dict[str, Any]:
+class InputsCampaign(Campaign):
+  """A campaign over a fixed list of inputs (one batch), then the reductions of what they found."""
+  def __init__(self, cfg: CampaignConfig, inputs: list[bytes]):
+    super().__init__(cfg)
+    self.inputs, self.not_again = inputs, 0
+  def next_input(self) -> bytes: return self.inputs.pop(0) if self.inputs else b""
+  def add_corpus(self, data: bytes) -> None: pass
+  def handle_result(self, job: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    if job.get("_reduce") is None: self.not_again += sum(not r["failures"] for r in results)
+    super().handle_result(job, results)
+
+def keep_findings(level: str, inputs: Sequence[bytes], out: str, backends: str = "python", setup: str | None = None,
+                  reduce_checks: int = 300) -> dict[str, Any]:
+  """The failing inputs of a mode as reproducers in `out/findings/` (fuzz/findings.py, as a campaign writes them):
+  each input is checked again in a campaign worker (crash-isolated), its failures become signatures, each new
+  signature's case is reduced (fuzz/reduce.py). Returns the findings (id, signature, count, sizes, path) and how many
+  inputs did not fail again."""
+  if not inputs: return {"findings": [], "not_again": 0}
+  cfg = CampaignConfig(out=out, minutes=24 * 60, backends=tuple(b for b in backends.split(",") if b), level=level,
+                       batch=len(inputs), max_cases=len(inputs), setup=setup, progress=False,
+                       reduce_checks=reduce_checks)
+  camp = InputsCampaign(cfg, list(inputs))
+  summ = camp.run()
+  found = [{"id": f.signature.id, "signature": str(f.signature), "count": f.count, "size": f.size,
+            "original_size": f.original_size, "reduced": f.reduced,
+            "path": os.path.join(out, "findings", f"{f.signature.id}.json")}
+           for f in sorted(summ.findings.values(), key=lambda f: -f.count)]
+  return {"findings": found, "not_again": camp.not_again}
+
+def compare_rules(level: str, seconds: float, backends: str = "python", modes: Sequence[str] = MODES,
+                  out: str | None = None, setup: str | None = None, reduce_checks: int = 300) -> dict[str, Any]:
   """Rules hit per mode, all modes side by side; counted at the same time since each run's start (start-up
-  included): the time of the shortest run's last sample."""
-  runs = run_side_by_side(level, seconds, backends, modes=modes)
+  included): the time of the shortest run's last sample. With `out`, each mode works in `out/<level>/<mode>/` and its
+  findings are kept there as reproducers (`out/<level>/<mode>/findings/<id>.json`, see keep_findings); `setup`
+  (module:function) is called first in every target and worker (a planted bug)."""
+  workdir = None
+  if out is not None:
+    workdir = os.path.join(out, level)
+    if os.path.exists(workdir) and os.listdir(workdir):
+      raise FileExistsError(f"fuzz compare: {workdir} already holds a comparison; give a fresh --out directory")
+    os.makedirs(workdir, exist_ok=True)
+  extra = [f"--setup={setup}"] if setup else []
+  runs = run_side_by_side(level, seconds, backends, extra=extra, modes=modes, workdir=workdir)
   for r in runs.values():
     if not r.stats: raise RuntimeError(f"{level} {r.mode}: the target wrote no stats (exit {r.returncode}):\n{r.log}")
+  kept: dict[str, dict[str, Any]] = {}
+  if workdir is not None:
+    for m, r in runs.items():
+      try: kept[m] = keep_findings(level, r.artifacts, os.path.join(workdir, m), backends, setup, reduce_checks)
+      except Exception as e:
+        # NOTE: the comparison's numbers stand without the reproducers; the error says why they are missing
+        kept[m] = {"findings": [], "not_again": 0, "error": f"{type(e).__name__}: {e}"}
   t = min(r.stats["seconds"] for r in runs.values())
   sets = {m: set(r.stats["rules"]) for m, r in runs.items()}
   union = set().union(*sets.values())
-  return {"level": level, "seconds": seconds, "at": t, "backends": backends,
+  return {"level": level, "seconds": seconds, "at": t, "backends": backends, "out": workdir,
           "modes": {m: {"rules_at": r.rules_at(t), "rules": len(sets[m]), "inputs": r.stats["inputs"],
                         "last_rule_at": r.last_rule_at(), "findings": r.stats.get("findings", 0),
-                        "messages": r.stats.get("messages", [])[:3],
-                        "missed": sorted(union - sets[m])} for m, r in runs.items()}}
+                        "messages": r.stats.get("messages", [])[:3], "artifacts": len(r.artifacts),
+                        "kept": kept.get(m), "missed": sorted(union - sets[m])} for m, r in runs.items()}}
 
 def format_compare(r: dict[str, Any]) -> str:
   ms = r["modes"]
@@ -131,6 +188,16 @@ def format_compare(r: dict[str, Any]) -> str:
   lines += [f"  {m} missed ({len(v['missed'])}): {', '.join(v['missed']) or '-'}" for m, v in ms.items()]
   # NOTE: a finding here is a failure of the unmutated compiler (a bug), not a planted one
   lines += [f"  {m}: {v['findings']} findings: {'; '.join(v['messages'])}" for m, v in ms.items() if v["findings"]]
+  for m, v in ms.items():
+    if (k := v.get("kept")) is None: continue
+    if k.get("error"): lines.append(f"  {m}: {v['artifacts']} failing inputs, NOT kept: {k['error']}")
+    elif v["artifacts"]:
+      again = f", {k['not_again']} did not fail again" if k["not_again"] else ""
+      lines.append(f"  {m}: {v['artifacts']} failing inputs kept (one per distinct set of failures) -> "
+                   f"{len(k['findings'])} reproducers{again}")
+    lines += [f"    [{f['id']}] x{f['count']} {f['signature']} (size {f['original_size']} -> {f['size']}): {f['path']}"
+              for f in k["findings"]]
+  if r.get("out"): lines.append(f"  work directories and reproducers: {r['out']}")
   return "\n".join(lines)
 
 # ---- mutation score ----
@@ -167,4 +234,5 @@ def format_score(s: dict[str, Any]) -> str:
   lines += [f"  share killed {k}: {v:.0%}" for k, v in s["share"].items()]
   return "\n".join(lines)
 
-__all__ = ["TargetRun", "run_side_by_side", "compare_rules", "format_compare", "mutation_score", "format_score"]
+__all__ = ["TargetRun", "run_side_by_side", "compare_rules", "format_compare", "keep_findings", "mutation_score",
+           "format_score"]

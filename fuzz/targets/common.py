@@ -24,6 +24,8 @@ Options of this driver (taken out of argv before libFuzzer sees it):
   --scheduled             no atheris: the rule-guided scheduler of fuzz/scheduler.py (rare-rule energy, mutations at
                           choice boundaries, a bandit share of fresh inputs); corpus directories are run first and
                           the first one gets every input that joins the corpus; stops like --unguided
+With --unguided and --scheduled, libFuzzer's -artifact_prefix=P writes a failing input as Pcrash-<sha1> too, once per
+distinct set of failures (the loop goes on past a finding).
 """
 from __future__ import annotations
 import importlib, json, os, random, sys, time
@@ -157,6 +159,19 @@ class MutantCheck:
     if self.stats.first_kill is None: self.stats.first_kill = round(time.monotonic() - self.stats.start, 1)
     return fails
 
+# our loops go on past a finding (libFuzzer stops at its first): at most this many artifacts per run
+MAX_ARTIFACTS = 50
+
+def write_artifact(prefix: str, data: bytes, fails: list[Any], written: set[frozenset[tuple[str, ...]]]) -> None:
+  """As libFuzzer does at a crash: the input as `<prefix>crash-<sha1>`, here once per distinct set of failures (stage,
+  kind, site, backend), so `python -m fuzz compare` can turn each into a reproducer."""
+  key = frozenset((f.stage, f.kind, f.site, f.backend) for f in fails)
+  if key in written or len(written) >= MAX_ARTIFACTS: return
+  written.add(key)
+  import hashlib
+  from tinygrad.helpers import atomic_write
+  atomic_write(f"{prefix}crash-{hashlib.sha1(data).hexdigest()}", data)
+
 def run_setup(spec: str | None) -> None:
   if not spec: return
   mod, _, fn = spec.partition(":")
@@ -235,6 +250,8 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   check: Callable[[bytes], list[Any]] = MutantCheck(base, mutant, stats, stop) if mutant else base
   hits.new_matches()
   sched, dirs, pending = None, [a for a in lib[1:] if not a.startswith("-") and os.path.isdir(a)], []
+  prefix = next((a.split("=", 1)[1] for a in lib[1:] if a.startswith("-artifact_prefix=")), None)
+  written: set[frozenset[tuple[str, ...]]] = set()
   if scheduled:
     from fuzz.scheduler import Scheduler, recorder_marks, shape_features
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
@@ -258,6 +275,7 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
       stats.findings += 1
       if stats.first_finding is None: stats.first_finding = round(time.monotonic() - stats.start, 1)
       stats.messages.append(f"[{fails[0].stage}/{fails[0].backend}] {fails[0].kind} at {fails[0].site}")
+      if prefix is not None: write_artifact(prefix, data, fails, written)
       if isinstance(check, MutantCheck) and check.stop: break
     stats.note(hits)
   stats.note(hits, force=True)

@@ -88,3 +88,28 @@ def test_report_rate_averages_bursty_batches():
   assert {r for _, r in _rates(timeline)} == {0.0, 3.2}
   assert all(abs(r - 0.8) < 1e-9 for _, r in _rates(timeline[::4]))
   assert all(abs(r - 0.8) < 1e-9 for _, r in _rates(timeline, 4))
+
+def test_compare_keeps_each_modes_findings_as_reproducers(tmp_path):
+  # `python -m fuzz compare` ran its modes in a temporary directory and dropped what they found; now each mode's failing
+  # inputs become reduced reproducers under the directory it names (default: a fresh one)
+  setup = "tests.fuzz.planted:range_bound_off_by_one"
+  env = {**os.environ, "PYTHONPATH": REPO, "TMPDIR": str(tmp_path)}
+  proc = subprocess.run([sys.executable, "-m", "fuzz", "compare", "--levels", "symbolic", "--seconds", "6", "--modes",
+                         "unguided,guided", "--setup", setup], cwd=REPO, capture_output=True, text=True, env=env,
+                        timeout=600)
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  out = proc.stdout.splitlines()[0].rsplit(": ", 1)[1]
+  assert out.startswith(str(tmp_path)) and os.path.isdir(out), proc.stdout
+  for mode in ("unguided", "guided"):
+    fdir = os.path.join(out, "symbolic", mode, "findings")
+    files = sorted(os.listdir(fdir))
+    assert files, proc.stdout
+    for name in files:
+      path = os.path.join(fdir, name)
+      f = read_reproducer(path)
+      assert f.setup == setup and f.reduced and f.size <= f.original_size and f.signature.level == "symbolic"
+      assert path in proc.stdout, proc.stdout
+    assert replay(os.path.join(fdir, files[0]), setup=setup).reproduced
+  # a directory that already holds a comparison is not mixed with a new one
+  from fuzz.guidance import compare_rules
+  with pytest.raises(FileExistsError, match="fresh --out"): compare_rules("symbolic", 1, out=out)
