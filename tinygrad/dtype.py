@@ -321,7 +321,7 @@ def fp8_to_float(bits: int, dtype: DType) -> float: return FP8_FORMATS[dtype].ta
 def float_to_bf16(x: float) -> int:
   """Bit pattern of the bfloat16 nearest float32(x), round to nearest even; NaN stays a quiet NaN."""
   if math.isnan(x): return 0x7FC0 | (0x8000 if math.copysign(1.0, x) < 0 else 0)
-  b = struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
+  with np.errstate(over="ignore"): b = struct.unpack("<I", struct.pack("<f", float(np.float32(x))))[0]
   return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
 def bf16_to_float(bits: int) -> float: return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
 

@@ -172,6 +172,22 @@ def test_int32_overflow_bounds_fall_back_to_dtype():
   a = UOp.variable("ov_a", 0, 2**31 - 1, dtypes.int32)
   assert ((a + 1).vmin, (a + 1).vmax) == (-2**31, 2**31 - 1)
 
+@pytest.mark.parametrize("dt", ["fp8e4m3", "fp8e5m2", "float16", "bfloat16", "float32"])
+def test_bounds_of_a_cast_into_a_float_are_the_rounded_bounds(dt):
+  # a conversion rounds, and may round up past the source's bound: a range up to 248 cast to fp8e4m3 reaches 256, so a
+  # cast of that to uint8 must saturate (the C and CUDA renderers skipped saturation on the unrounded bound 248)
+  from tinygrad.uop.semantics import fold_cast
+  d = getattr(dtypes, dt)
+  for lo, hi in ((0, 248), (-(2**24) - 1, 2**24 + 1), (3, 70000), (-(2**40), 2**40 + 7)):
+    v = UOp.variable(f"cf_{dt}_{lo}", lo, hi, dtypes.int64)
+    c = v.cast(d)
+    # every value the cast takes (by the semantics table) lies inside the bounds, and the bounds are values it takes
+    xs = set(range(lo, min(hi, lo + 300) + 1)) | set(range(max(lo, hi - 300), hi + 1))
+    vals = [fold_cast(x, dtypes.int64, d) for x in xs]
+    assert c.vmin <= min(vals) and max(vals) <= c.vmax, (dt, lo, hi, c.vmin, c.vmax)
+    assert (c.vmin, c.vmax) == (fold_cast(lo, dtypes.int64, d), fold_cast(hi, dtypes.int64, d))
+  assert UOp.variable(f"cf_{dt}_e", 0, 248, dtypes.int64).cast(dtypes.fp8e4m3).vmax == 256.0
+
 # ---- metadata ----
 
 def test_metadata_is_outside_the_key():

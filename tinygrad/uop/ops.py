@@ -332,6 +332,11 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
       if dtypes.is_float(src[0].dtype): return dmin, dmax
       lo, hi = src[0].vmin, src[0].vmax
       return (lo, hi) if dmin <= lo and hi <= dmax else (dmin, dmax)
+    if dtypes.is_float(u.dtype):
+      # NOTE: a conversion into a float rounds to its format (to nearest: monotone, so the rounded bounds bound it), and
+      # may round past the source's bound: 248 is 256 in fp8e4m3, 2**24 + 1 is 2**24 in float32
+      lo, hi = dtypes.as_const(src[0].vmin, u.dtype), dtypes.as_const(src[0].vmax, u.dtype)
+      return (dmin, dmax) if _any_nan(lo, hi) else (lo, hi)
     return src[0].vmin, src[0].vmax
   if op is Ops.WHERE:
     c = src[0]
