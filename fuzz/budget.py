@@ -252,23 +252,27 @@ class BudgetRef(KernelRef):
     """How far a float MUL REDUCE of n factors (values v, errors e) computed in any order may be from the exact product
     of v. Every step is fl(x*y) = x*y*(1+d) + h with |d| <= u and |h| <= eta (gradual underflow: h is not 0 only where
     |x*y| is below the smallest normal), and every partial product is the product of a subset of the factors:
-      - rounding: the intervals' product grown by (1+u)**(2n) - 1;
+      - rounding: the intervals' product grown by (1+u)**(2n) - 1 (n roundings of the reference, n of the target);
       - underflow: an h made at one step reaches the result times the product of the factors not yet multiplied in,
-        a subset product, at most M = prod max(|x|+e, 1); at most n steps make one, so n*eta*M*(1+u)**(2n). It can only
-        happen when the smallest subset product, at least prod min(max(|x|-e, 0), 1), is below the smallest normal;
-      - overflow: the largest subset product is M; where M may reach the largest finite value some order overflows
-        (inf, or inf * 0 = NaN with a zero factor): unchecked.
+        a subset product, at most M = prod max(|x|+e, 1), grown by at most (1+u)**n; at most n steps make one, so
+        n*eta*M*(1+u)**n. It can only happen when the smallest partial product, at least
+        prod min(max(|x|-e, 0), 1) / (1+u)**n, is below the smallest normal;
+      - overflow: a computed partial product is at most M*(1+u)**n; where that may reach the largest finite value some
+        order overflows (inf, or inf * 0 = NaN with a zero factor): unchecked.
     eta is the whole spacing of the subnormals (not half): bfloat16 and fp8 round the float32 product a second time."""
     mant, emin, maxf = FLOAT_FORMAT[dt]
     mag, lo = np.abs(v) + e, np.maximum(np.abs(v) - e, 0.0)
-    # NOTE: the growth (1+u)**(2n) - 1 through expm1/log1p: in float64, 1 + u (u = 2**-53) rounds to exactly 1
+    # NOTE: the growth (1+u)**(2n) - 1 through expm1/log1p: in float64, 1 + u (u = 2**-53) rounds to exactly 1. The
+    # reference rounds n times in its order and the target n times in another: 2n against the reference's value; a
+    # partial product of the target alone is off its exact value by at most (1+u)**n (g1)
     growth = float(np.expm1(2 * n * np.log1p(unit_roundoff(dt))))
+    g1 = float(np.exp(n * np.log1p(unit_roundoff(dt))))
     pm = np.prod(mag, axis=axes, keepdims=True)
     bound = (pm - np.abs(np.prod(v, axis=axes, keepdims=True))) + pm * growth
-    big = np.prod(np.maximum(mag, 1.0), axis=axes, keepdims=True) * (1 + growth)
+    big = np.prod(np.maximum(mag, 1.0), axis=axes, keepdims=True) * g1
     # NOTE: an exact zero factor makes the result an exact zero in every order (unless a partial product overflows)
     zero = np.any(mag == 0, axis=axes, keepdims=True)
-    small = np.prod(np.where(mag > 0, np.minimum(lo, 1.0), 1.0), axis=axes, keepdims=True) * (1 - growth)
+    small = np.prod(np.where(mag > 0, np.minimum(lo, 1.0), 1.0), axis=axes, keepdims=True) / g1
     eta = 2.0 ** (emin - mant)
     bound = bound + np.where(~zero & (small < 2.0 ** emin), n * eta * big, 0.0)
     return np.where(np.isnan(bound) | (big >= maxf), INF, bound)

