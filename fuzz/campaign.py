@@ -97,6 +97,7 @@ class Worker:
     self.ready, self.last_beat = False, time.monotonic()
     self.note: tuple[int, str, str] | None = None
     self.info: dict[str, Any] = {}
+    self.pending: dict[str, Any] | None = None  # a job to send once this worker is ready (its predecessor's)
   @property
   def fd(self) -> int:
     assert self.proc.stdout is not None
@@ -104,8 +105,12 @@ class Worker:
   def send(self, job: dict[str, Any]) -> None:
     assert self.proc.stdin is not None
     self.job, self.note, self.last_beat = job, None, time.monotonic()
-    self.proc.stdin.write((json.dumps({k: v for k, v in job.items() if not k.startswith("_")}) + "\n").encode())
-    self.proc.stdin.flush()
+    # NOTE: a worker retiring (its bye not read yet) has closed its end: the job stays its own, and the pool hands it
+    # to the worker that replaces it
+    try:
+      self.proc.stdin.write((json.dumps({k: v for k, v in job.items() if not k.startswith("_")}) + "\n").encode())
+      self.proc.stdin.flush()
+    except BrokenPipeError: pass
   def read(self) -> tuple[list[dict[str, Any]], bool]:
     """(messages, still alive)."""
     try: chunk = os.read(self.fd, 1 << 20)
@@ -186,12 +191,18 @@ class WorkerPool:
           w.ready = True
           self.describe.update(m["backends"])
           self.missing.update(m["missing"])
+          if (carried := w.pending) is not None:
+            w.pending = None
+            w.send(carried)
         elif m["t"] == "note": w.note = (m["item"], m["backend"], m["stage"])
         elif m["t"] == "result":
           job, w.job = w.job, None
           events.append((w, "result", (job, m["results"])))
         elif m["t"] == "bye":
-          self.restart(w, kill=False)
+          # NOTE: a job sent after the worker's last result, before its bye was read, was never run: the restarted
+          # worker runs it (else its cases, or a reduction waiting on it, were lost)
+          lost = w.job
+          self.restart(w, kill=False).pending = lost
           alive = True
       if not alive and self.workers[w.idx] is w:
         why = w.death()

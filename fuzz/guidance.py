@@ -129,15 +129,16 @@ class InputsCampaign(Campaign):
     super().handle_result(job, results)
 
 def keep_findings(level: str, inputs: Sequence[bytes], out: str, backends: str = "python", setup: str | None = None,
-                  reduce_checks: int = 300) -> dict[str, Any]:
+                  reduce_checks: int = 300, reduce_seconds: float = 300.0) -> dict[str, Any]:
   """The failing inputs of a mode as reproducers in `out/findings/` (fuzz/findings.py, as a campaign writes them):
   each input is checked again in a campaign worker (crash-isolated), its failures become signatures, each new
   signature's case is reduced (fuzz/reduce.py). Returns the findings (id, signature, count, sizes, path) and how many
   inputs did not fail again."""
   if not inputs: return {"findings": [], "not_again": 0}
-  cfg = CampaignConfig(out=out, minutes=24 * 60, backends=tuple(b for b in backends.split(",") if b), level=level,
+  # NOTE: the one batch goes out at the start, so a minute is enough; the reductions then have reduce_grace seconds
+  cfg = CampaignConfig(out=out, minutes=1.0, backends=tuple(b for b in backends.split(",") if b), level=level,
                        batch=len(inputs), max_cases=len(inputs), setup=setup, progress=False,
-                       reduce_checks=reduce_checks)
+                       reduce_checks=reduce_checks, reduce_grace=reduce_seconds)
   camp = InputsCampaign(cfg, list(inputs))
   summ = camp.run()
   found = [{"id": f.signature.id, "signature": str(f.signature), "count": f.count, "size": f.size,
