@@ -34,6 +34,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.uop.ops import UPatAny
 from tinygrad.uop.symbolic import symbolic_simple, symbolic
 from tinygrad.codegen.decompositions import pm_decompose, pm_emulated_dtypes, pm_fast_divmod, pm_transcendental
+from tinygrad.codegen.decompositions import DIVMOD_WIDE
 from tinygrad.dtype import DType, dtypes, InvalidType
 from tinygrad.renderer import Renderer
 from tinygrad.helpers import atomic_write, Context
@@ -160,7 +161,7 @@ RULE_TABLES: dict[str, RuleTable] = {
   "decompose": RuleTable(pm_decompose, ctx=Renderer(), sweep=(dtypes.uint64, dtypes.int8, dtypes.uint32, dtypes.int32,
                                                             dtypes.float16, dtypes.float32, dtypes.bfloat16), fired=12),
   "emulated_dtypes": RuleTable(pm_emulated_dtypes, sweep=EMULATED_SWEEP),
-  "fast_divmod": RuleTable(pm_fast_divmod, sweep=(dtypes.int32, dtypes.uint32)),
+  "fast_divmod": RuleTable(pm_fast_divmod, ctx=tuple(DIVMOD_WIDE), sweep=tuple(DIVMOD_WIDE)),
   "transcendental": RuleTable(pm_transcendental, ctx=(Renderer(), 2), sweep=(dtypes.float16, dtypes.float32)),
 }
 

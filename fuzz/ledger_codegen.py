@@ -5,8 +5,8 @@
   variables, the lowered bit-vector graph read as a signed integer equals the unbounded index expression, wherever the
   index values fit int64 (the index dtype's contract). A DEFINE_VAR is int32 after lowering: the variables' bounds are
   within int32 (a wider one is refused by the lowering, which the certificate checks too).
-- `fast_divmod` for every divisor (codegen/decompositions.py): the multiply-and-shift graphs for int32/uint32 division
-  and remainder by a constant, proved for all 2**32 divisors at once: per shift class (divisors with the same
+- `fast_divmod` for every divisor (codegen/decompositions.py): the multiply-and-shift graphs for 8-, 16- and 32-bit
+  division and remainder by a constant, proved for all divisors at once: per shift class (divisors with the same
   ceil(log2 d)), z3 proves over symbolic dividend, divisor and magic number (integers, nonlinear) that the graph, built
   by the same functions codegen calls but in dtypes.index, equals C's truncating division, and that no step leaves the
   fixed-width dtype codegen computes it in (so the bit-vector graph computes the same integers). The divisors without a
@@ -139,31 +139,33 @@ def _in(tr: Translator, u: UOp, lo: int, hi: int) -> Any:
   """Every node of u (an index graph) is within [lo, hi]: the fixed-width graph computes the same integers."""
   return z3.And(*[z3.And(tr.value(n) >= lo, tr.value(n) <= hi) for n in u.toposort() if n.op is not Ops.CONST])
 
-def divmod_class_unsigned(s: int) -> str:
-  """uint32 divisors 2**(s-1) < d < 2**s: udiv_magic(x, m - 2**32, s) == x // d and x - q*d == x % d."""
+def divmod_class_unsigned(s: int, bits: int = 32) -> str:
+  """uint`bits` divisors 2**(s-1) < d < 2**s: udiv_magic(x, m - 2**bits, s) == x // d and x - q*d == x % d."""
   # NOTE: the magic number's variable is unbounded here: its range is what the claims prove, not assume
-  x, ml = UOp.variable("x", 0, 2**32 - 1), UOp.variable("mlow", -2**80, 2**80)
-  q = dec.udiv_magic(x, ml, s, 32, dtypes.index)
+  x, ml = UOp.variable("x", 0, 2**bits - 1), UOp.variable("mlow", -2**80, 2**80)
+  q = dec.udiv_magic(x, ml, s, bits, dtypes.index)
   tr = Translator(exact=True)
   qv, xv, mv = tr.value(q), tr.vars[x], tr.vars[ml]
   d = z3.Int("d")
-  # NOTE: mlow as magic_unsigned computes it: m = 2**(32+s) // d + 1, less its top bit
-  defs = [d > 2**(s - 1), d < 2**s, mv == 2**(32 + s) / d + 1 - 2**32]
-  claims = z3.And(qv == xv / d, xv - qv * d == xv % d, _in(tr, q, 0, 2**64 - 1), qv <= 2**32 - 1)
+  # NOTE: mlow as magic_unsigned computes it: m = 2**(bits+s) // d + 1, less its top bit
+  defs = [d > 2**(s - 1), d < 2**s, mv == 2**(bits + s) / d + 1 - 2**bits]
+  claims = z3.And(qv == xv / d, xv - qv * d == xv % d, _in(tr, q, 0, 2**(2 * bits) - 1), qv <= 2**bits - 1)
   return _prove(claims, tr.constraints + defs)
 
-def divmod_class_signed(s: int, nonneg: bool) -> str:
-  """int32 divisors 2**(s-1) < d <= 2**s (d < 2**31), and their negatives: sdiv_magic(x, m, 31 + s) == trunc(x / d)
-  (negated for -d) and x - q*d == x % d (C's remainder). `nonneg`: x >= 0 (the graph leaves its sign term out)."""
-  x, mm = UOp.variable("x", 0 if nonneg else -2**31, 2**31 - 1), UOp.variable("m", -2**80, 2**80)
-  q = dec.sdiv_magic(x, mm, 31 + s, 32, dtypes.index)
+def divmod_class_signed(s: int, nonneg: bool, bits: int = 32) -> str:
+  """int`bits` divisors 2**(s-1) < d <= 2**s (d < 2**(bits-1)), and their negatives: sdiv_magic(x, m, bits-1+s) ==
+  trunc(x / d) (negated for -d) and x - q*d == x % d (C's remainder). `nonneg`: x >= 0 (the graph leaves its sign term
+  out)."""
+  lo, hi = -2**(bits - 1), 2**(bits - 1) - 1
+  x, mm = UOp.variable("x", 0 if nonneg else lo, hi), UOp.variable("m", -2**80, 2**80)
+  q = dec.sdiv_magic(x, mm, bits - 1 + s, bits, dtypes.index)
   tr = Translator(exact=True)
   qv, xv, mv = tr.value(q), tr.vars[x], tr.vars[mm]
   d = z3.Int("d")
-  defs = [d > 2**(s - 1), d <= min(2**s, 2**31 - 1), mv == 2**(31 + s) / d + 1]
+  defs = [d > 2**(s - 1), d <= min(2**s, hi), mv == 2**(bits - 1 + s) / d + 1]
   want = tdiv_int(xv, d, nonzero=True)
   claims = z3.And(qv == want, -qv == tdiv_int(xv, -d, nonzero=True), xv - qv * d == xv - want * d,
-                  _in(tr, q, -2**63, 2**63 - 1), qv >= -2**31, qv <= 2**31 - 1, qv * d >= -2**31, qv * d <= 2**31 - 1)
+                  _in(tr, q, -2**(2 * bits - 1), 2**(2 * bits - 1) - 1), qv >= lo, qv <= hi, qv * d >= lo, qv * d <= hi)
   return _prove(claims, tr.constraints + defs)
 
 def divmod_one(d: int, dt: Any) -> str:
@@ -172,7 +174,7 @@ def divmod_one(d: int, dt: Any) -> str:
   c = UOp.const(dt, d)
   for op in (Ops.IDIV, Ops.MOD):
     orig = UOp(op, dt, (x, c))
-    new = dec.lower_divmod_const(orig, x, c)
+    new = dec.lower_divmod_const(tuple(dec.DIVMOD_WIDE), orig, x, c)
     assert new is not None
     # NOTE: exact integers first (z3 is slow on 64-bit multiplies as bit-vectors); where the graph relies on wrapping
     # (x * -1 at MIN) that proof has no verdict and the bit-vector one decides
@@ -183,11 +185,13 @@ def divmod_one(d: int, dt: Any) -> str:
 
 def run_fast_divmod() -> dict[str, Any]:
   cases: list[tuple[str, Callable[..., str], tuple[Any, ...]]] = []
-  cases += [(f"uint32 2**{s-1} < d < 2**{s}", divmod_class_unsigned, (s,)) for s in range(2, 33)]
-  cases += [(f"int32 2**{s-1} < |d| <= 2**{s}" + (" x >= 0" if nn else ""), divmod_class_signed, (s, nn))
-            for s in range(1, 32) for nn in (False, True)]
+  for bits in (8, 16, 32):
+    cases += [(f"uint{bits} 2**{s-1} < d < 2**{s}", divmod_class_unsigned, (s, bits)) for s in range(2, bits + 1)]
+    cases += [(f"int{bits} 2**{s-1} < |d| <= 2**{s}" + (" x >= 0" if nn else ""), divmod_class_signed, (s, nn, bits))
+              for s in range(1, bits) for nn in (False, True)]
   # NOTE: the divisors the graph builder treats apart: powers of two (a shift), 1, -1 and MIN
-  singles = [(dtypes.uint32, 2**k) for k in range(32)] + [(dtypes.int32, d) for d in (1, -1, -2**31)]
+  singles = [(dt, 2**k) for dt in (dtypes.uint8, dtypes.uint16, dtypes.uint32) for k in range(dt.itemsize * 8)]
+  singles += [(dt, d) for dt in (dtypes.int8, dtypes.int16, dtypes.int32) for d in (1, -1, -2**(dt.itemsize * 8 - 1))]
   cases += [(f"{dt} d = {d}", divmod_one, (d, dt)) for dt, d in singles]
   proved, failed = 0, []
   for name, fn, args in cases:
@@ -205,7 +209,7 @@ CODEGEN_CERTIFICATES: dict[str, CodegenCert] = {c.name: c for c in [
   CodegenCert("codegen lower_index_dtype", "the int32/int64 lowering of index expressions equals the unbounded "
               "expression where index values fit int64 (variables within int32)", (lower_index_dtype, late._lower_one),
               run_lowering),
-  CodegenCert("codegen fast_divmod every divisor", "int32/uint32 IDIV and MOD by any constant as a multiply and shifts "
+  CodegenCert("codegen fast_divmod every divisor", "8/16/32-bit IDIV and MOD by any constant as a multiply and shifts "
               "equal C's division, per shift class over symbolic divisor, magic number and dividend",
               (dec.fast_idiv, dec.lower_divmod_const, dec.magic_unsigned, dec.magic_signed), run_fast_divmod),
 ]}

@@ -2,6 +2,7 @@
 planted bug, and regressions for the rules it refuted."""
 import json, re
 import pytest
+import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat
 from tinygrad.dtype import dtypes
@@ -132,10 +133,41 @@ def test_fast_divmod_planted_wrong_magic_is_refuted(monkeypatch):
 def test_fast_divmod_is_used_where_division_is_slow():
   from tinygrad.renderer.cuda import CUDARenderer
   from tinygrad.renderer.cstyle import CRenderer
-  assert CUDARenderer.slow_int_div and not CRenderer.slow_int_div
+  from tinygrad.renderer.llvmir import CPULLVMRenderer
+  assert dtypes.int32 in CUDARenderer.div_by_multiply and not CRenderer.div_by_multiply
+  # NOTE: the CPU LLVM path lowers only 8-bit division (LLVM 22's x86 lowering of narrow i8 vectors is wrong)
+  assert CPULLVMRenderer.div_by_multiply == (dtypes.int8, dtypes.uint8)
   x = UOp.variable("x", -100, 100, dtypes.int32)
-  r = dec.pm_fast_divmod.rewrite(x // UOp.const(dtypes.int32, 7))
+  r = dec.pm_fast_divmod.rewrite(x // UOp.const(dtypes.int32, 7), ctx=CUDARenderer.div_by_multiply)
   assert r is not None and Ops.IDIV not in {u.op for u in r.toposort()}
+  assert dec.pm_fast_divmod.rewrite(x // UOp.const(dtypes.int32, 7), ctx=CPULLVMRenderer.div_by_multiply) is None
+
+def _eval_int_graph(r: UOp, x: UOp, xs: np.ndarray) -> np.ndarray:
+  """r's value for every x in xs, each node through the one semantics table (exec_alu / exec_cast)."""
+  from tinygrad.uop import semantics
+  vals: dict[UOp, np.ndarray] = {}
+  for u in r.toposort():
+    if u is x: vals[u] = xs.astype(semantics.holder(u.dtype))
+    elif u.op is Ops.CONST: vals[u] = np.full(xs.shape, u.arg, dtype=semantics.holder(u.dtype))
+    elif u.op is Ops.CAST: vals[u] = semantics.exec_cast(vals[u.src[0]], u.src[0].dtype, u.dtype)
+    else: vals[u] = semantics.exec_alu(u.op, u.dtype, *[vals[s] for s in u.src])
+  return vals[r]
+
+def test_fast_divmod_narrow_ints_every_divisor_and_dividend():
+  # NOTE: exhaustive for 8 bits: the graphs the rule emits, run on the one semantics table, equal C's division
+  for dt in (dtypes.int8, dtypes.uint8):
+    lo, hi = int(dtypes.min(dt)), int(dtypes.max(dt))
+    xs = np.arange(lo, hi + 1, dtype=np.int64)
+    x = UOp.variable("x", lo, hi, dt)
+    for d in range(lo, hi + 1):
+      if d == 0: continue
+      q = np.trunc(xs / d).astype(np.int64)
+      for op, want in ((Ops.IDIV, q), (Ops.MOD, xs - q * d)):
+        r = dec.lower_divmod_const(tuple(dec.DIVMOD_WIDE), UOp(op, dt, (x, UOp.const(dt, d))), x, UOp.const(dt, d))
+        assert r is not None and not ({Ops.IDIV, Ops.MOD} & {u.op for u in r.toposort()})
+        got = _eval_int_graph(r, x, xs).astype(np.int64)
+        # NOTE: MIN // -1 wraps to MIN (C truncation in the dtype)
+        assert (got == (want - lo) % 2**8 + lo if lo else got == want % 2**8).all(), (dt, d, op)
 
 def test_exact_integer_proof_refuses_a_wrapping_graph():
   x = UOp.variable("x", -128, 127, dtypes.int8)

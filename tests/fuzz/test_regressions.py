@@ -218,6 +218,18 @@ ast = UOp.sink(c2.end(c0))""", None, seed=1060567583)),
   "nan_payload_all_ones_roundtrip": (["cpu", "llvm", "python", "nv", "amd"], state("""
 c0 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(560), arg=0).index(UOp.const(dtypes.index, 0)).store(UOp.const(dtypes.uint64, 18446744073709551615).bitcast(dtypes.float64))
 ast = UOp.sink(c0)""", [], seed=1429505117)),
+  # LLVM 22's x86 code generator computes every lane of an 8-bit urem/udiv/srem/sdiv by a constant as 0 in a vector
+  # narrower than 128 bits whose lanes are then shuffled (the loop vectorizer's <8 x i8> body of this reversed walk;
+  # tests/fuzz/llvm22_i8_vector_divmod.ll is that body alone); the CPU LLVM renderer now has 8-bit division by a
+  # constant lowered to a multiply and shifts before LLVM sees it (Renderer.div_by_multiply)
+  "llvm_narrow_i8_vector_divmod": (["llvm"], state("""
+c0 = UOp.range(30, 0, AxisType.LOOP)
+c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(93), arg=1).index(UOp.const(dtypes.int8, 0).cast(dtypes.index))
+c2 = UOp.const(dtypes.index, 30) + (c0 * UOp.const(dtypes.index, -1))
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(868), arg=2).index(c2).load()
+c4 = c1.load().cast(dtypes.uint8) * (c3 % UOp.const(dtypes.uint8, 7))
+c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(651), arg=0).index(c0).store(c4)
+ast = UOp.sink(c5.end(c0))""", [], {"n4": 3}, seed=1965087873)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))
@@ -270,3 +282,21 @@ def test_pow_decomposition_edge_values():
   # NOTE: a NaN's sign means nothing; every other result's sign (0.0 vs -0.0, inf vs -inf) does
   keep = ~np.isnan(want)
   assert list(np.signbit(bufs[0][keep])) == list(np.signbit(want[keep]))
+
+@pytest.mark.parametrize("dt", ["uint8", "int8"])
+@pytest.mark.parametrize("op", ["%", "//"])
+def test_llvm_narrow_int_division_by_constants_reversed(dt, op):
+  # the shape LLVM 22 miscompiled (a reversed walk of 8-bit values divided by a constant, times a loaded value), for
+  # several divisors, on the CPU LLVM path and the C path
+  backends, missing = open_backends(["llvm", "cpu"])
+  if missing: pytest.skip(f"{missing}")
+  lvl = KernelLevel()
+  for d in (3, 7, -5, 100) if dt == "int8" else (3, 7, 10, 255):
+    graph = f"""
+c0 = UOp.range(40, 0, AxisType.LOOP)
+c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.{dt}.ptr(1), arg=1).index(UOp.const(dtypes.index, 0)).load()
+c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.{dt}.ptr(41), arg=2).index(UOp.const(dtypes.index, 40) + (c0 * UOp.const(dtypes.index, -1))).load()
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.{dt}.ptr(40), arg=0).index(c0).store(c1 * (c2 {op} UOp.const(dtypes.{dt}, {d})))
+ast = UOp.sink(c3.end(c0))"""
+    fails = lvl.check([lvl.from_state(state(graph, [], seed=d & 0xff))], backends)[0]
+    assert not fails, "\n".join(f"{f.backend} {f.stage} {f.kind}: {f.message[:1500]}" for f in fails)

@@ -97,7 +97,7 @@ pm_decompose = PatternMatcher([
    lambda ctx, m, a, b, c: None if ctx.supports_op(Ops.MULACC, m.dtype) or dtypes.is_float(m.dtype) else a * b + c),
 ])
 
-# ---- integer division by a constant as a multiply and shifts (targets whose renderer sets slow_int_div) ----
+# ---- integer division by a constant as a multiply and shifts (the dtypes in the renderer's div_by_multiply) ----
 # NOTE: Granlund-Montgomery round-up magic numbers; fuzz/ledger_codegen.py proves the graphs with z3 for every divisor
 
 def magic_unsigned(d: int, bits: int) -> tuple[int, int]:
@@ -124,26 +124,33 @@ def sdiv_magic(x: UOp, m: UOp, p: int, bits: int, wide: DType) -> UOp:
   # NOTE: xw >> (2*bits - 1) is -1 for a negative x and 0 otherwise (an arithmetic shift)
   return q if x.vmin >= 0 else q - (xw >> (2 * bits - 1))
 
+# the dtypes division by a constant is lowered for, each with the dtype twice its width the steps are computed in
+DIVMOD_WIDE: dict[DType, DType] = {dtypes.int8: dtypes.int16, dtypes.uint8: dtypes.uint16, dtypes.int16: dtypes.int32,
+  dtypes.uint16: dtypes.uint32, dtypes.int32: dtypes.int64, dtypes.uint32: dtypes.uint64}
+
 def fast_idiv(x: UOp, d: int) -> UOp:
-  """x // d (C truncation, MIN // -1 == MIN) for a scalar int32/uint32 x and a nonzero constant d of its dtype."""
-  dt = x.dtype
+  """x // d (C truncation, MIN // -1 == MIN) for a scalar x of a DIVMOD_WIDE dtype and a nonzero constant d of it."""
+  dt, bits = x.dtype, x.dtype.itemsize * 8
+  wide = DIVMOD_WIDE[dt]
   if dtypes.is_unsigned(dt):
     if d & (d - 1) == 0: return x >> (d.bit_length() - 1)
-    mlow, s = magic_unsigned(d, 32)
-    return udiv_magic(x, UOp.const(dtypes.uint64, mlow), s, 32, dtypes.uint64).cast(dt)
+    mlow, s = magic_unsigned(d, bits)
+    return udiv_magic(x, UOp.const(wide, mlow), s, bits, wide).cast(dt)
   if d == 1: return x
   if d == -1: return x * -1
-  if d == -2**31: return x.eq(-2**31).cast(dt)
+  if d == -2**(bits - 1): return x.eq(-2**(bits - 1)).cast(dt)
   if d < 0: return fast_idiv(x, -d) * -1
-  m, p = magic_signed(d, 32)
-  return sdiv_magic(x, UOp.const(dtypes.int64, m), p, 32, dtypes.int64).cast(dt)
+  m, p = magic_signed(d, bits)
+  return sdiv_magic(x, UOp.const(wide, m), p, bits, wide).cast(dt)
 
-def lower_divmod_const(dm: UOp, x: UOp, c: UOp) -> UOp | None:
-  if dm.dtype not in (dtypes.int32, dtypes.uint32) or c.arg == 0: return None
+def lower_divmod_const(ctx: tuple[DType, ...], dm: UOp, x: UOp, c: UOp) -> UOp | None:
+  """IDIV/MOD of a dtype in `ctx` (the renderer's `div_by_multiply`) by a nonzero constant, as a multiply and shifts."""
+  if dm.dtype not in ctx or dm.dtype not in DIVMOD_WIDE or c.arg == 0: return None
   q = fast_idiv(x, int(c.arg))
-  # NOTE: SUB, not x + q*c*-1: the remainder never wraps, and an unsigned -1 would be 2**32-1
+  # NOTE: SUB, not x + q*c*-1: the remainder never wraps, and an unsigned -1 would be 2**bits-1
   return q if dm.op is Ops.IDIV else UOp(Ops.SUB, dm.dtype, (x, q * c))
 
+# ctx: the dtypes to lower (Renderer.div_by_multiply)
 pm_fast_divmod = PatternMatcher([
   (UPat((Ops.IDIV, Ops.MOD), src=(UPat.var("x"), UPat(Ops.CONST, name="c")), name="dm"), lower_divmod_const),
 ])

@@ -53,8 +53,10 @@ def lower_kernel(ast: UOp, prepared: UOp, renderer: Renderer,
   sink = graph_rewrite(sink, pm_transcendental, ctx=(renderer, TRANSCENDENTAL.value), name="exp2/log2/sin polynomials")
   # dtypes.index becomes int32, or int64 where the bounds need it
   sink = lower_index_dtype(sink)
-  # int32/uint32 division by a constant as a multiply and shifts where the target's division is slow
-  if renderer.slow_int_div: sink = graph_rewrite(sink, pm_fast_divmod, name="division by constants to multiply-shift")
+  # division by a constant as a multiply and shifts for the dtypes the target asks (its division is slow, or broken)
+  if renderer.div_by_multiply:
+    sink = graph_rewrite(sink, pm_fast_divmod, ctx=renderer.div_by_multiply,
+                         name="division by constants to multiply-shift")
   # lanes with consecutive addresses (and, at DEVECTORIZE=0, the same ALU op) become the target's vector ops
   if DEVECTORIZE < 2 and renderer.vectors:
     vctx = VectorizeCtx(renderer, int(DEVECTORIZE.value))

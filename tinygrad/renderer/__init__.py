@@ -55,13 +55,14 @@ class Renderer:
   # lanes of a vector load with a gate each (a padded axis' lanes) become one masked vector load, so padding an upcast
   # axis keeps its loads vector; without it they are scalar gated loads
   masked_loads: bool = False
-  # integer division is slow (no hardware divider, a GPU): codegen lowers an int32/uint32 IDIV/MOD by a constant to a
-  # multiply and shifts (magic numbers, decompositions.pm_fast_divmod; proved by z3 in fuzz/ledger_codegen.py)
-  slow_int_div: bool = False
+  # the int dtypes (8 to 32 bits) whose IDIV/MOD by a constant codegen lowers to a multiply and shifts (magic numbers,
+  # decompositions.pm_fast_divmod; proved by z3 in fuzz/ledger_codegen.py): where division is slow (a GPU has no
+  # integer divider) or where the target's own lowering of it is wrong
+  div_by_multiply: tuple[DType, ...] = ()
   # the attributes that make up `identity` (a subclass whose output depends on more state adds its names)
   IDENTITY: ClassVar[tuple[str, ...]] = ("device", "arch", "has_local", "has_shared", "has_threads", "threads",
                                          "global_max", "local_max", "local_max_total", "shared_max", "wave",
-                                         "vectors", "tensor_cores", "slow_int_div", "masked_loads")
+                                         "vectors", "tensor_cores", "div_by_multiply", "masked_loads")
 
   def supports_op(self, op: Ops, dtype: DType) -> bool:
     """Whether the target computes `op` on `dtype` natively; codegen decomposes the rest (exp2/log2/sin into

@@ -171,7 +171,7 @@ class CUDARenderer(CStyleLanguage):
   has_shared = True
   has_threads = False
   # NOTE: a GPU has no integer divider: a division by a constant is cheaper as a multiply and shifts
-  slow_int_div = True
+  div_by_multiply = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32)
   kernel_prefix = 'extern "C" __global__ void'
   infinity = "__int_as_float(0x7f800000)"
   nan = "__int_as_float(0x7fc00000)"

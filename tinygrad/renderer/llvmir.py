@@ -834,6 +834,10 @@ class CPULLVMRenderer(LLVMRenderer):
   has_shared = False
   has_threads = True
   global_max = None
+  # NOTE: LLVM 22's x86 code generator computes every lane of an 8-bit udiv/urem/sdiv/srem by a constant as 0 in a
+  # vector narrower than 128 bits whose lanes are then shuffled (tests/fuzz/test_regressions.py,
+  # llvm_narrow_i8_vector_divmod): codegen gives LLVM the multiply and shifts instead
+  div_by_multiply = (dtypes.int8, dtypes.uint8)
   # the transcendentals go to the C library (llvm.exp2 etc. lower to exp2f, ... as the C backend's builtins do)
   code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True, Ops.SIN: True, Ops.POW: True}
   def __init__(self, triple: str = "x86_64-unknown-linux-gnu", datalayout: str = "", vector_bits: int = 128,
@@ -892,7 +896,7 @@ class AMDLLVMRenderer(LLVMRenderer):
   addrspace = {AddrSpace.GLOBAL: 1, AddrSpace.LOCAL: 3, AddrSpace.REG: 5}
   kernel_cc = "amdgpu_kernel"
   # NOTE: a GPU has no integer divider: a division by a constant is cheaper as a multiply and shifts
-  slow_int_div = True
+  div_by_multiply = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32)
   global_max = (2**31 - 1, 65535, 65535)
   local_max = (1024, 1024, 1024)
   local_max_total = 1024

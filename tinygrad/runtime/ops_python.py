@@ -584,8 +584,8 @@ class PythonRenderer(Renderer):
   def extra_matcher(self) -> Any:  # type: ignore[override]
     return None if (b := self.base) is None else b.extra_matcher
   @property
-  def slow_int_div(self) -> bool:  # type: ignore[override]
-    return False if (b := self.base) is None else b.slow_int_div
+  def div_by_multiply(self) -> tuple[DType, ...]:  # type: ignore[override]
+    return () if (b := self.base) is None else b.div_by_multiply
   @property
   def masked_loads(self) -> bool:  # type: ignore[override]
     return False if (b := self.base) is None else b.masked_loads
