@@ -356,3 +356,129 @@ def test_heuristics_kblock_a_matmul_whose_rows_are_a_page_apart():
   assert not any(o.op is OptOps.KBLOCK for o in hand_coded_optimizations(matmul_ast(1024, 1024, 1024), GPULike()))
   # a column sum reads each element once: there is no panel to keep in cache
   assert not any(o.op is OptOps.KBLOCK for o in hand_coded_optimizations(colsum_ast(4096, 4096), CPULike()))
+
+# ---- PACK: a panel of an input copied to a contiguous per-thread buffer (a local BUFFERIZE) ----
+
+class CPUVectorLike(CPULike):
+  """A CPU target that builds its own vector loads (as the LLVM renderer does): the heuristics pack panels for it."""
+  masked_loads = True
+
+def symbolic_matmul_ast(M=4, N=4):
+  i, j = UOp.range(M, 0), UOp.range(N, 1)
+  k = UOp.range(UOp.variable("k", 1, 8), 2, AxisType.REDUCE)
+  out, a, b = _g(0, M * N), _g(1, M * 8), _g(2, 8 * N)
+  acc = (a.index(i * 8 + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
+  return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
+
+# NOTE: in matmul_ast the packable loads are A (0) then B (1): B's panel is reused by every row i, A's by every column j
+PACKED = [
+  (matmul_ast, [Opt(OptOps.PACK, 1)], CPULike),
+  (matmul_ast, [Opt(OptOps.PACK, 0)], CPULike),
+  (matmul_ast, [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.PACK, 1)], CPULike),
+  (matmul_ast, [Opt(OptOps.PACK, 1), Opt(OptOps.PACK, 0)], CPULike),
+  # later opts split a range of the panel (UNROLL of K, UPCAST of a lane) or one the fill runs in (THREAD, UPCAST of j)
+  (matmul_ast, [Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.PACK, 1), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.UPCAST, 1, 2),
+                Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.THREAD, 0, 2)], CPULike),
+  (matmul_ast, [Opt(OptOps.SWAP, 0, 1), Opt(OptOps.PACK, 1), Opt(OptOps.THREAD, 1, 2)], CPULike),
+  # a padded lane axis: the fill copies the masked-off elements as the 0 the masked load read
+  (lambda: matmul_ast(M=5, N=7, K=6), [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.PACK, 1)], CPULike),
+  (lambda: matmul_ast(M=5, N=7, K=6), [Opt(OptOps.PACK, 1), Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4)], CPULike),
+  # cache blocked first: the panel is one block of K
+  (lambda: matmul_ast(K=12), [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 3), Opt(OptOps.PACK, 1)], CPULike),
+  (lambda: matmul_ast(K=12), [Opt(OptOps.PACK, 1), Opt(OptOps.KBLOCK, 0, 3)], CPULike),
+  # any target: the buffer is per thread (GPU-style: per lane of the grid)
+  (matmul_ast, [Opt(OptOps.PACK, 1), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUPTOP, 0, 2)], GPULike),
+]
+
+@pytest.mark.parametrize("mk,opts,ren", PACKED, ids=[" ".join(f"{o.op.name}{o.axis}" for o in os) for _, os, _ in PACKED])
+def test_pack_preserves_semantics(mk, opts, ren):
+  new = _check_same(mk(), opts, ren())
+  assert any(u.op is Ops.BUFFERIZE for u in new.toposort())
+
+def test_pack_layout_is_contiguous_in_stride_order():
+  # B[k, j] with j upcast by 4: the buffer is [K][4] (row-major, the lanes innermost), read at k * 4 + lane
+  new = apply_opts(matmul_ast(M=8, N=8, K=6), [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.PACK, 1)], CPULike())
+  bz = [u for u in new.toposort() if u.op is Ops.BUFFERIZE]
+  assert len(bz) == 1 and [axis_size(r) for r in bz[0].src[1:]] == [6, 4]
+  assert all(r.arg[-1] is AxisType.LOOP for r in bz[0].src[1:])
+  # the fill's ranges are not axes later opts may name
+  assert not set(bz[0].src[1:]) & set(output_axes(new) + reduce_axes(new))
+  rd = [u for u in new.toposort() if u.op is Ops.INDEX and u.src[0] is bz[0]][0]
+  lane, k = axes_of(new, AxisType.UPCAST)[0], reduce_axes(new)[0]
+  from tinygrad.uop.symbolic import simplify
+  assert simplify(rd.src[1].substitute({k: k.const_like(2), lane: lane.const_like(3)})).arg == 2 * 4 + 3
+
+PACK_ILLEGAL = [
+  (elementwise_ast, Opt(OptOps.PACK, 0), "0 packable load"),
+  # the output buffer is never packed (a copy would miss what the kernel stores into it)
+  (inplace_matmul_ast, Opt(OptOps.PACK, 1), "1 packable load"),
+  (reduce_ast, Opt(OptOps.PACK, 0), "depends on every output axis"),
+  (matmul_ast, Opt(OptOps.PACK, 1, 2), "takes no arg"),
+  (symbolic_matmul_ast, Opt(OptOps.PACK, 1), "symbolic size"),
+  (lambda: matmul_ast(M=2, N=2, K=1 << 17), Opt(OptOps.PACK, 1), "over PACK's limit"),
+]
+
+@pytest.mark.parametrize("mk,opt,msg", PACK_ILLEGAL, ids=[m for _, _, m in PACK_ILLEGAL])
+def test_illegal_pack_raises_clear_error(mk, opt, msg):
+  with pytest.raises(KernelOptError, match=msg): apply_opts(mk(), [opt], CPULike())
+
+def test_random_opt_sequences_with_pack_preserve_semantics():
+  rnd = random.Random(4321)
+  ops = [OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP, OptOps.PADTO, OptOps.KBLOCK, OptOps.PACK, OptOps.PACK]
+  packed = 0
+  for _ in range(40):
+    ast, opts = rnd.choice([lambda: matmul_ast(M=6, N=8, K=12), lambda: matmul_ast(M=5, N=7, K=8)])(), []
+    for _ in range(rnd.randint(2, 5)):
+      op = rnd.choice(ops)
+      cand = opts + [Opt(op, rnd.randint(0, 1), None if op is OptOps.PACK else rnd.choice([0, 2, 3, 4, 8]))]
+      try: apply_opts(ast, cand, CPULike())
+      except KernelOptError: continue
+      opts = cand
+    _check_same(ast, opts)
+    packed += any(o.op is OptOps.PACK for o in opts)
+  assert packed > 10, f"only {packed} random sequences applied PACK"
+
+def test_pack_runs_the_same_on_every_cpu_backend():
+  # lowered and run for real: the C path, the LLVM path and the PYTHON interpreter, against the reference executor
+  from fuzz.backends import open_backends
+  from fuzz.kernel_gen import KernelCase
+  from fuzz.levels import KernelLevel
+  ok, missing = open_backends(["cpu", "llvm", "python"])
+  if "llvm" in missing: ok, missing = open_backends(["cpu", "python"])
+  assert not missing, missing
+  cases = [KernelCase(mk(), {}, tuple(opts), seed) for seed, (mk, opts, _) in enumerate(PACKED)]
+  cases.append(KernelCase(matmul_ast(M=16, N=32, K=16), {}, (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4),
+                                                              Opt(OptOps.SWAP, 0, 1), Opt(OptOps.PACK, 1)), 99))
+  # each target keeps the opts that fit it: every PACK must fit every one of them
+  from fuzz.backends import fit_opts
+  from tinygrad.renderer.cstyle import CRenderer
+  from tinygrad.runtime.ops_python import PythonRenderer
+  for case in cases:
+    for ren in (CRenderer(threads=2), PythonRenderer()):
+      fit = fit_opts(case.ast, ren, case.opts) or []
+      assert [o for o in fit if o.op is OptOps.PACK] == [o for o in case.opts or () if o.op is OptOps.PACK], (ren, fit)
+  for case, fails in zip(cases, KernelLevel().check(cases, ok)):
+    assert not fails, "\n".join(f"{f.backend} {f.stage}: {f.message[:2000]}" for f in fails) + f"\nopts {case.opts}"
+
+def test_heuristics_pack_the_reused_panel_of_a_big_matmul():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  from tinygrad.codegen.opt import PACK_MAX_BYTES
+  # B's panel (K x 32 columns, rows a row of B apart) is read again for every row block: packed, and not KBLOCKed
+  opts = hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPUVectorLike())
+  assert Opt(OptOps.PACK, 1) in opts and not any(o.op is OptOps.KBLOCK for o in opts), opts
+  # a panel over PACK's limit is cache blocked first, into blocks whose panel fits
+  opts = hand_coded_optimizations(matmul_ast(512, 512, 8192), CPUVectorLike())
+  kb = [o for o in opts if o.op is OptOps.KBLOCK]
+  assert Opt(OptOps.PACK, 1) in opts and len(kb) == 1 and kb[0].arg * 32 * 4 <= PACK_MAX_BYTES, opts
+  # B of 16 columns is contiguous already: nothing to pack; C-style targets (no own vector loads) keep KBLOCK
+  assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(matmul_ast(8192, 16, 1024), CPUVectorLike()))
+  assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPULike()))
+  # small kernels and GPU targets: no packing
+  assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(matmul_ast(64, 64, 64), CPUVectorLike()))
+  assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(matmul_ast(1024, 1024, 1024), GPULike()))
+
+def test_pack_is_a_beam_action():
+  from tinygrad.codegen.search import ACTIONS, candidates
+  assert Opt(OptOps.PACK, 1) in ACTIONS
+  cands = candidates(matmul_ast(), CPULike(), [[]], set())
+  assert [Opt(OptOps.PACK, 1)] in cands and [Opt(OptOps.PACK, 0)] in cands

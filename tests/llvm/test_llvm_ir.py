@@ -174,25 +174,37 @@ def assert_vector_fma_loop(src: str, lanes: int, at_least: int) -> None:
   assert not re.search(r"call float @llvm\.fma\.f32|= f(mul|add) contract float ", inner), "scalar float math left"
 
 @pytest.mark.parametrize("bits,lanes", [(512, 16), (256, 8)])
-def test_1024_matmul_is_kblocked_with_vector_fmas(bits, lanes):
-  # the kernel `Tensor @` schedules for 1024^3 with default heuristics: the reduce is cache blocked (KBLOCK: B's rows
-  # are 4 KiB apart) and its inner loop is 32x8 vector FMAs (16 zmm or 32 ymm accumulators)
+def test_1024_matmul_packs_b_and_runs_vector_fmas(bits, lanes):
+  # the kernel `Tensor @` schedules for 1024^3 with default heuristics: B's panel (its rows are 4 KiB apart) is packed
+  # into a contiguous buffer (PACK, no KBLOCK needed: packed rows do not alias in the cache) and the inner loop is 32x8
+  # vector FMAs (16 zmm or 32 ymm accumulators) whose B operands are vector loads of that buffer (an alloca)
   from tinygrad.codegen.opt import OptOps
   ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, bits, 2)
   p = get_program(matmul_items(1024)[-1].ast, ren)
-  assert OptOps.KBLOCK in [o.op for o in p.applied_opts], p.applied_opts
+  ops = [o.op for o in p.applied_opts]
+  assert OptOps.PACK in ops and OptOps.KBLOCK not in ops, p.applied_opts
   assert_vector_fma_loop(p.src, lanes, 256 // lanes)
+  panel = re.search(r"(%acc\d+) = alloca \[32768 x float\], align 64", p.src)
+  assert panel, "a 1024 x 32 float panel on a cache line"
+  loads = re.findall(rf"= load <{lanes} x float>, ptr (%p\d+)", _inner_reduce_loop(p.src))
+  geps = dict(re.findall(r"(%p\d+) = getelementptr inbounds float, ptr (%\w+),", p.src))
+  assert sum(geps.get(x) == panel.group(1) for x in loads) == 32 // lanes, "B's lanes read from the packed panel"
 
 def test_padded_1023_matmul_inner_loop_is_vector_fmas():
   # 1023 is padded to 1024 on both output axes; the padded lanes' gated loads are masked vector loads, so the inner loop
-  # is vector FMAs as 1024's is (it was scalar FMAs on gated scalar loads)
+  # is vector FMAs as 1024's is (it was scalar FMAs on gated scalar loads). With PACK (the default) the masked loads
+  # fill the packed panel; without it they are in the inner loop
   from tinygrad.codegen.opt import OptOps
   ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, 512, 2)
-  p = get_program(matmul_items(1023)[-1].ast, ren)
-  assert [o.op for o in p.applied_opts].count(OptOps.PADTO) == 2, p.applied_opts
+  ast = matmul_items(1023)[-1].ast
+  p = get_program(ast, ren)
+  ops = [o.op for o in p.applied_opts]
+  assert ops.count(OptOps.PADTO) == 2 and OptOps.PACK in ops, p.applied_opts
   assert_vector_fma_loop(p.src, 16, 16)
+  unpacked = get_program(ast, ren, [o for o in p.applied_opts if o.op is not OptOps.PACK])
+  assert_vector_fma_loop(unpacked.src, 16, 16)
   assert re.search(r"call <16 x float> @llvm\.masked\.load\.v16f32\.p0\(ptr align 4 %p\d+, <16 x i1> %v\d+,",
-                   _inner_reduce_loop(p.src))
+                   _inner_reduce_loop(unpacked.src))
 
 def test_odd_sized_matmul_is_padded_and_blocked(run_kernel):
   # 255x257 @ 257x257: no vector width divides 257 or 255, so the output axes are padded (PADTO) and then blocked as a
@@ -314,11 +326,11 @@ def _run_on(dev, items):
 SLOW = pytest.mark.slow
 ODD_SHAPES = [(1, 1, 1, 1), (1, 1, 7, 1), (1, 7, 13, 5), (1, 31, 37, 41), (1, 17, 1024, 1024), (2, 16, 512, 1024),
               pytest.param((1, 1023, 1023, 1023), marks=SLOW), pytest.param((1, 64, 1024, 2048), marks=SLOW),
-              pytest.param((3, 64, 2048, 1024), marks=SLOW)]
+              pytest.param((3, 64, 2048, 1024), marks=SLOW), pytest.param((1, 32, 4096, 1024), marks=SLOW)]
 
 @pytest.mark.parametrize("shape", ODD_SHAPES)
 def test_matmul_with_default_heuristics_matches_numpy_on_both_cpu_paths(shape):
-  from tinygrad.codegen.opt import OptOps
+  from tinygrad.codegen.opt import OptOps, PACK_MAX_BYTES
   from tinygrad.runtime.ops_cpu import CPUDevice
   bs, m, k, n = shape
   rng = np.random.default_rng(1)
@@ -329,9 +341,14 @@ def test_matmul_with_default_heuristics_matches_numpy_on_both_cpu_paths(shape):
   ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
   with Context(CPU_LLVM=0): c = CPUDevice("CPU")
   with Context(CPU_LLVM=1): ll = CPUDevice("CPU")
-  kblocked = k % 256 == 0 and k > 256 and n * 4 % 4096 == 0 and bs * m * k * n >= 1 << 24
+  # the C path cache blocks B whose rows are a page apart (KBLOCK); the LLVM path packs B's panel (PACK) of every big
+  # matmul, cache blocked first only where the panel (K rows of 32 floats) is over PACK's limit
+  big = bs * m * k * n >= 1 << 24
+  kblocked = {c: k % 256 == 0 and k > 256 and n * 4 % 4096 == 0 and big, ll: big and k * 32 * 4 > PACK_MAX_BYTES}
   for dev in (c, ll):
     progs = list(_run_on(dev, items))
     got = items[-1].bufs[0].numpy().reshape(ref.shape)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.sqrt(k), err_msg=type(dev.renderer).__name__)
-    assert (OptOps.KBLOCK in [o.op for o in progs[-1].applied_opts]) == kblocked, progs[-1].applied_opts
+    ops = [o.op for o in progs[-1].applied_opts]
+    assert (OptOps.KBLOCK in ops) == kblocked[dev], progs[-1].applied_opts
+    assert (OptOps.PACK in ops) == (dev is ll and big), progs[-1].applied_opts

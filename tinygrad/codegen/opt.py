@@ -16,6 +16,9 @@ masks of cat and pad) becomes several branch-free loops (cutting.py). Each piece
 name the pieces' axes. Being an opt, a cut is chosen (heuristics, BEAM) and recorded like any other: the applied opts
 of a program rebuild it exactly, and explicit opts without CUT leave the loops whole.
 
+PACK (any target; axis which of `packable_loads`, no arg): the load's panel (its index over the reduce and lane ranges)
+is copied into a contiguous per-thread buffer (a local BUFFERIZE over fresh LOOP ranges) that the load then reads.
+
 TC (GPU targets with tensor cores, first opt only; arg the instruction's name, axis which (m, n, k) candidate): the
 kernel's matmul-like reduce computed by a tensor core (apply_tc; docs/ir.md "Tensor cores"). Its lanes are a WARP range
 (lidx0); the tile axes keep their ids with sizes divided by the tile, so later UPCAST/LOCAL opts name them as before.
@@ -33,7 +36,7 @@ from tinygrad.codegen.cutting import cut_store_ranges
 
 class OptOps(FastEnum):
   TC = 1; UPCAST = 2; UNROLL = 3; LOCAL = 4; THREAD = 5; GROUP = 6; GROUPTOP = 7; NOLOCALS = 8; PADTO = 9; SWAP = 10
-  CUT = 11; KBLOCK = 12
+  CUT = 11; KBLOCK = 12; PACK = 13
 
 @dataclass(frozen=True)
 class Opt:
@@ -184,6 +187,7 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
            f"{opt}: not allowed after a TC opt")
   if op is OptOps.CUT: return cut_kernel(ast, opt, renderer, applied)
   if op is OptOps.KBLOCK: return kblock_reduce(ast, opt, renderer)
+  if op is OptOps.PACK: return pack_load(ast, opt)
   if op is OptOps.NOLOCALS:
     _check(has_local, f"{opt}: the renderer has no locals")
     _check(not nolocals and not axes_of(ast, AxisType.LOCAL, AxisType.GROUP_REDUCE), f"{opt}: locals already in use")
@@ -374,6 +378,64 @@ def kblock_reduce(ast: UOp, opt: Opt, renderer: Renderer) -> UOp:
   if not ends: return ast.substitute({st: new_st.end(ko)})
   _check(len(ends) == 1, f"{opt}: the STORE must be closed by one END (found {len(ends)})")
   return ast.substitute({ends[0]: new_st.end(ko, *ends[0].src[1:])})
+
+# ---- PACK: a panel of an input copied to a contiguous per-thread buffer ----
+
+PACK_MAX_BYTES = 256 * 1024  # one packed panel: a per-thread (stack) buffer that stays in L2 while it is reused
+PANEL_AXES = (AxisType.REDUCE, AxisType.UNROLL, AxisType.UPCAST)
+
+def _stride_in(idx: UOp, r: UOp) -> int | None:
+  """How far idx moves when r steps by one (every range at 0), None when that is not a constant."""
+  from tinygrad.uop.symbolic import simplify
+  rngs = [u for u in idx.toposort() if u.op is Ops.RANGE]
+  at0 = {x: x.const_like(0) for x in rngs}
+  d = simplify(idx.substitute({**at0, r: r.const_like(1)}) - idx.substitute(at0))
+  return d.arg if d.op is Ops.CONST and isinstance(d.arg, int) else None
+
+def packable_loads(ast: UOp) -> list[UOp]:
+  """The loads OptOps.PACK may stage (its axis indexes this list, in toposort order): LOADs of a global buffer the
+  kernel never stores to, through an INDEX that uses a reduce range (REDUCE or UNROLL), outside any local BUFFERIZE."""
+  topo = ast.toposort()
+  stored = {u.src[0].src[0] for u in topo if u.op is Ops.STORE and u.src[0].op is Ops.INDEX}
+  inside = {x for u in topo if u.op is Ops.BUFFERIZE for x in u.src[0].toposort()}
+  return [u for u in topo if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL
+          and u.src[0].src[0] not in stored and u not in inside
+          and any(r.arg[-1] in (AxisType.REDUCE, AxisType.UNROLL) for r in u.src[0].src[1]._ranges)]
+
+def panel_ranges(ld: UOp) -> list[UOp]:
+  """The ranges of a load's index that a PACK copies over (reduce and vector-lane ranges), in the packed buffer's
+  order: by stride in the input, largest first (so the innermost lanes stay contiguous), then by id."""
+  idx = ld.src[0].src[1]
+  rs = [r for r in idx._ranges if r.arg[-1] in PANEL_AXES]
+  flat = idx.get_idx()
+  return sorted(rs, key=lambda r: (-(st if (st := _stride_in(flat, r)) is not None else 1 << 62), r.arg[0]))
+
+def pack_load(ast: UOp, opt: Opt) -> UOp:
+  """OptOps.PACK: axis = which of `packable_loads`. The load's panel (its index over the reduce and lane ranges, for
+  the current values of the outer ranges) is copied into a per-thread contiguous buffer (a local BUFFERIZE over fresh
+  LOOP ranges, row-major in `panel_ranges` order), and the load reads that buffer instead. Codegen fills the buffer in
+  the innermost loop the panel depends on, so every iteration of the output loops it does not depend on (a matmul's
+  rows, for B's panel) reads it unit-stride from cache, not with the input's stride. Masked (padded) elements are copied
+  as 0, which is what the masked load read."""
+  lds = packable_loads(ast)
+  ld = _pick(lds, opt, "packable load")
+  _check(opt.arg is None or opt.arg == 0, f"{opt}: PACK takes no arg")
+  rs = panel_ranges(ld)
+  sizes = [axis_size(r) for r in rs]
+  _check(all(s is not None for s in sizes), f"{opt}: the panel has a range of symbolic size")
+  n = prod(s or 0 for s in sizes)
+  _check(n * ld.dtype.itemsize <= PACK_MAX_BYTES,
+         f"{opt}: a panel of {n} x {ld.dtype.itemsize} bytes is over PACK's limit of {PACK_MAX_BYTES} bytes")
+  outs = [r for r in output_axes(ast) if (axis_size(r) or 0) > 1]
+  _check(any(r not in ld.src[0].src[1]._ranges for r in outs),
+         f"{opt}: the load depends on every output axis, so no output loop reuses its panel")
+  nid = _next_id(ast)
+  fill = [UOp.range(s or 0, nid + i, AxisType.LOOP, dtype=r.dtype) for i, (r, s) in enumerate(zip(rs, sizes))]
+  value = ld.substitute(dict(zip(rs, fill)))
+  flat = UOp.const(dtypes.index, 0)
+  for r, s in zip(rs, sizes): flat = flat * s + r
+  bz = UOp(Ops.BUFFERIZE, ld.dtype, (value, *fill))
+  return ast.substitute({ld: UOp(Ops.INDEX, ld.dtype.ptr(n), (bz, flat)).load()})
 
 def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -> UOp:
   _check(renderer.has_threads, f"{opt}: store loops are cut on CPU targets only (has_threads)")

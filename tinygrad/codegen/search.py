@@ -37,6 +37,7 @@ ACTIONS: list[Opt] = [
   *[Opt(OptOps.SWAP, axis, other) for axis in range(4) for other in range(axis + 1, 5)],
   *[Opt(OptOps.PADTO, axis, amt) for amt in (4, 16, 32) for axis in range(3)],
   *[Opt(OptOps.KBLOCK, axis, amt) for amt in (64, 128, 256, 512) for axis in range(2)],
+  *[Opt(OptOps.PACK, axis) for axis in range(3)],
   Opt(OptOps.NOLOCALS), Opt(OptOps.CUT),
 ]
 

@@ -205,7 +205,10 @@ class LLVMRenderer(Renderer):
     assert isinstance(u.dtype, PtrDType)
     st.r[u] = v = f"%acc{u.arg}"
     a = self.addrspace[AddrSpace.REG]
-    st.allocas.append(f"{v} = alloca [{u.dtype.size} x {mem_type(u.dtype.base)}], align {_align(u.dtype.base)}"
+    # NOTE: an array of a cache line or more (a packed panel, OptOps.PACK) starts on a cache line, so the vector loads
+    # of its rows never straddle two lines
+    al = 64 if u.dtype.size * u.dtype.base.itemsize >= 64 else _align(u.dtype.base)
+    st.allocas.append(f"{v} = alloca [{u.dtype.size} x {mem_type(u.dtype.base)}], align {al}"
                       + (f", addrspace({a})" if a else ""))
   def _local(self, st: _State, u: UOp) -> None:
     assert isinstance(u.dtype, PtrDType)
