@@ -482,3 +482,30 @@ def test_pack_is_a_beam_action():
   assert Opt(OptOps.PACK, 1) in ACTIONS
   cands = candidates(matmul_ast(), CPULike(), [[]], set())
   assert [Opt(OptOps.PACK, 1)] in cands and [Opt(OptOps.PACK, 0)] in cands
+
+def test_random_kernels_with_pack_match_reference():
+  # the fuzzer's random kernels (every dtype, masked and gather loads, several reduces) with PACK inserted among their
+  # opts: the C path, the LLVM path and the PYTHON interpreter against the reference, within the ULP budget
+  from fuzz.backends import open_backends, fit_opts
+  from fuzz.kernel_gen import KernelCase
+  from fuzz.levels import KernelLevel
+  from fuzz.strategies import build_kernel, RandomChooser
+  from tinygrad.codegen.opt import packable_loads
+  from tinygrad.codegen.program import prepare_kernel
+  from tinygrad.renderer.cstyle import CRenderer
+  ok, missing = open_backends(["cpu", "llvm", "python"])
+  if "llvm" in missing: ok, missing = open_backends(["cpu", "python"])
+  assert not missing, missing
+  rnd, cases = random.Random(7), []
+  for seed in range(400):
+    c = build_kernel(RandomChooser(seed))
+    if not (n := len(packable_loads(prepare_kernel(c.ast)))): continue
+    opts = list(c.opts or [])
+    opts.insert(rnd.randint(0, len(opts)), Opt(OptOps.PACK, rnd.randint(0, n - 1)))
+    if any(o.op is OptOps.PACK for o in fit_opts(c.ast, CRenderer(threads=2), opts) or []):
+      cases.append(KernelCase(c.ast, c.var_vals, tuple(opts), c.seed))
+    if len(cases) == 6: break
+  assert len(cases) == 6, f"only {len(cases)} random kernels took a PACK"
+  for case, fails in zip(cases, KernelLevel().check(cases, ok)):
+    assert not fails, "\n".join(f"{f.backend} {f.stage}: {f.message[:2000]}" for f in fails) + \
+      f"\n---- kernel (opts {case.opts}) ----\n{KernelLevel().text(case)}"
