@@ -34,9 +34,9 @@ def reduce_ast(M=4, K=16):
   out, a = _g(0, M), _g(1, M * K)
   return UOp.sink(out.index(i).store(a.index(i * K + k).load().reduce(k, arg=Ops.ADD)).end(i))
 
-def matmul_ast(M=8, N=8, K=8):
+def matmul_ast(M=8, N=8, K=8, dt=dtypes.float32):
   i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
-  out, a, b = _g(0, M * N), _g(1, M * K), _g(2, K * N)
+  out, a, b = _g(0, M * N, dt), _g(1, M * K, dt), _g(2, K * N, dt)
   acc = (a.index(i * K + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
   return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
 
@@ -178,7 +178,7 @@ def test_only_one_thread_axis():
 def test_total_upcast_limit():
   ast = matmul_ast(16, 16, 16)
   with pytest.raises(KernelOptError, match="total upcast"):
-    apply_opts(ast, [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UNROLL, 0, 2)], CPULike())
+    apply_opts(ast, [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UNROLL, 0, 4)], CPULike())
 
 def test_nolocals_blocks_later_locals():
   with pytest.raises(KernelOptError, match="NOLOCALS"):
@@ -360,8 +360,10 @@ def test_heuristics_kblock_a_matmul_whose_rows_are_a_page_apart():
 # ---- PACK: a panel of an input copied to a contiguous per-thread buffer (a local BUFFERIZE) ----
 
 class CPUVectorLike(CPULike):
-  """A CPU target that builds its own vector loads (as the LLVM renderer does): the heuristics pack panels for it."""
-  masked_loads = True
+  """A CPU target that packs its own vector accumulators of 16 float32 lanes (as the LLVM renderer does on AVX-512): the
+  heuristics pack panels and widen register tiles for it. 2 threads (as the machines this was measured on)."""
+  masked_loads, threads = True, 2
+  def acc_widths(self, dtype): return tuple(w for w in (16, 8, 4, 2) if w * dtype.itemsize <= 64)
 
 def symbolic_matmul_ast(M=4, N=4):
   i, j = UOp.range(M, 0), UOp.range(N, 1)
@@ -415,7 +417,7 @@ PACK_ILLEGAL = [
   (reduce_ast, Opt(OptOps.PACK, 0), "depends on every output axis"),
   (matmul_ast, Opt(OptOps.PACK, 1, 2), "takes no arg"),
   (symbolic_matmul_ast, Opt(OptOps.PACK, 1), "symbolic size"),
-  (lambda: matmul_ast(M=2, N=2, K=1 << 17), Opt(OptOps.PACK, 1), "over PACK's limit"),
+  (lambda: matmul_ast(M=2, N=2, K=1 << 18), Opt(OptOps.PACK, 1), "over PACK's limit"),
 ]
 
 @pytest.mark.parametrize("mk,opt,msg", PACK_ILLEGAL, ids=[m for _, _, m in PACK_ILLEGAL])
@@ -468,8 +470,9 @@ def test_heuristics_pack_the_reused_panel_of_a_big_matmul():
   assert Opt(OptOps.PACK, 1) in opts and not any(o.op is OptOps.KBLOCK for o in opts), opts
   # a panel over PACK's limit is cache blocked first, into blocks whose panel fits
   opts = hand_coded_optimizations(matmul_ast(512, 512, 8192), CPUVectorLike())
-  kb = [o for o in opts if o.op is OptOps.KBLOCK]
-  assert Opt(OptOps.PACK, 1) in opts and len(kb) == 1 and kb[0].arg * 32 * 4 <= PACK_MAX_BYTES, opts
+  assert Opt(OptOps.PACK, 1) in opts and len([o for o in opts if o.op is OptOps.KBLOCK]) == 1, opts
+  bz = [u for u in apply_opts(matmul_ast(512, 512, 8192), opts, CPUVectorLike()).toposort() if u.op is Ops.BUFFERIZE]
+  assert len(bz) == 1 and PACK_MAX_BYTES // 2 < 4 * int(np.prod([axis_size(r) for r in bz[0].src[1:]])) <= PACK_MAX_BYTES
   # B of 16 columns is contiguous already: nothing to pack; C-style targets (no own vector loads) keep KBLOCK
   assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(matmul_ast(8192, 16, 1024), CPUVectorLike()))
   assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPULike()))
@@ -509,3 +512,19 @@ def test_random_kernels_with_pack_match_reference():
   for case, fails in zip(cases, KernelLevel().check(cases, ok)):
     assert not fails, "\n".join(f"{f.backend} {f.stage}: {f.message[:2000]}" for f in fails) + \
       f"\n---- kernel (opts {case.opts}) ----\n{KernelLevel().text(case)}"
+
+def test_heuristics_widen_the_register_tile_where_registers_hold_16_lanes():
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  # 8 rows x 48 lanes (24 accumulators of 16 lanes), 1024 padded to 1056; B's panel packed; THREAD on the rows
+  opts = hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPUVectorLike())
+  assert opts[:4] == [Opt(OptOps.PADTO, 1, 48), Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 1, 3), Opt(OptOps.UPCAST, 0, 8)]
+  assert any(o.op is OptOps.THREAD for o in opts), opts
+  # 1000: 48 lanes leave 125 x 21 tiles, which no thread count splits evenly: the 32-lane tile, and THREAD
+  opts = hand_coded_optimizations(matmul_ast(1000, 1000, 1000), CPUVectorLike())
+  assert Opt(OptOps.UPCAST, 1, 2) in opts and any(o.op is OptOps.THREAD for o in opts), opts
+  # 256 = 8 x 32: padding to 288 for 48 lanes wastes 1/8: the 32-lane tile
+  assert Opt(OptOps.UPCAST, 1, 3) not in hand_coded_optimizations(matmul_ast(256, 256, 256), CPUVectorLike())
+  # float64 lanes fill registers twice as fast, and a C-style target (no own accumulators) keeps 32 lanes
+  assert Opt(OptOps.UPCAST, 1, 3) not in hand_coded_optimizations(matmul_ast(1024, 1024, 1024, dtypes.float64),
+                                                                   CPUVectorLike())
+  assert Opt(OptOps.UPCAST, 1, 3) not in hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPULike())

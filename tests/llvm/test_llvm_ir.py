@@ -173,22 +173,23 @@ def assert_vector_fma_loop(src: str, lanes: int, at_least: int) -> None:
   assert len(fmas) >= at_least, f"expected {at_least} <{lanes} x float> FMAs in the reduce loop, found {len(fmas)}"
   assert not re.search(r"call float @llvm\.fma\.f32|= f(mul|add) contract float ", inner), "scalar float math left"
 
-@pytest.mark.parametrize("bits,lanes", [(512, 16), (256, 8)])
-def test_1024_matmul_packs_b_and_runs_vector_fmas(bits, lanes):
+@pytest.mark.parametrize("bits,lanes,cols", [(512, 16, 48), (256, 8, 32)])
+def test_1024_matmul_packs_b_and_runs_vector_fmas(bits, lanes, cols):
   # the kernel `Tensor @` schedules for 1024^3 with default heuristics: B's panel (its rows are 4 KiB apart) is packed
-  # into a contiguous buffer (PACK, no KBLOCK needed: packed rows do not alias in the cache) and the inner loop is 32x8
-  # vector FMAs (16 zmm or 32 ymm accumulators) whose B operands are vector loads of that buffer (an alloca)
+  # into a contiguous buffer (PACK, no KBLOCK needed: packed rows do not alias in the cache) and the inner loop is
+  # 8 x `cols` vector FMAs whose B operands are vector loads of that buffer (an alloca): 8x48 on AVX-512 (24 of its 32
+  # registers accumulate; 1024 padded to 1056), 8x32 with 256-bit vectors
   from tinygrad.codegen.opt import OptOps
   ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, bits, 2)
   p = get_program(matmul_items(1024)[-1].ast, ren)
   ops = [o.op for o in p.applied_opts]
   assert OptOps.PACK in ops and OptOps.KBLOCK not in ops, p.applied_opts
-  assert_vector_fma_loop(p.src, lanes, 256 // lanes)
-  panel = re.search(r"(%acc\d+) = alloca \[32768 x float\], align 64", p.src)
-  assert panel, "a 1024 x 32 float panel on a cache line"
+  assert_vector_fma_loop(p.src, lanes, 8 * cols // lanes)
+  panel = re.search(rf"(%acc\d+) = alloca \[{1024 * cols} x float\], align 64", p.src)
+  assert panel, f"a 1024 x {cols} float panel on a cache line"
   loads = re.findall(rf"= load <{lanes} x float>, ptr (%p\d+)", _inner_reduce_loop(p.src))
   geps = dict(re.findall(r"(%p\d+) = getelementptr inbounds float, ptr (%\w+),", p.src))
-  assert sum(geps.get(x) == panel.group(1) for x in loads) == 32 // lanes, "B's lanes read from the packed panel"
+  assert sum(geps.get(x) == panel.group(1) for x in loads) == cols // lanes, "B's lanes read from the packed panel"
 
 def test_padded_1023_matmul_inner_loop_is_vector_fmas():
   # 1023 is padded to 1024 on both output axes; the padded lanes' gated loads are masked vector loads, so the inner loop
@@ -342,9 +343,10 @@ def test_matmul_with_default_heuristics_matches_numpy_on_both_cpu_paths(shape):
   with Context(CPU_LLVM=0): c = CPUDevice("CPU")
   with Context(CPU_LLVM=1): ll = CPUDevice("CPU")
   # the C path cache blocks B whose rows are a page apart (KBLOCK); the LLVM path packs B's panel (PACK) of every big
-  # matmul, cache blocked first only where the panel (K rows of 32 floats) is over PACK's limit
+  # matmul, cache blocked first only where the panel (K rows of 48 floats on AVX-512, 32 else) is over PACK's limit
   big = bs * m * k * n >= 1 << 24
-  kblocked = {c: k % 256 == 0 and k > 256 and n * 4 % 4096 == 0 and big, ll: big and k * 32 * 4 > PACK_MAX_BYTES}
+  cols = 48 if ll.renderer.acc_widths(dtypes.float32)[:1] == (16,) else 32
+  kblocked = {c: k % 256 == 0 and k > 256 and n * 4 % 4096 == 0 and big, ll: big and k * cols * 4 > PACK_MAX_BYTES}
   for dev in (c, ll):
     progs = list(_run_on(dev, items))
     got = items[-1].bufs[0].numpy().reshape(ref.shape)

@@ -76,6 +76,12 @@ class Renderer:
     vec = self.vectors.get(dtype.scalar())
     return vec.widths if vec is not None else ()
 
+  def acc_widths(self, dtype: DType) -> tuple[int, ...]:
+    """Lane counts of the vector accumulators the renderer itself packs a reduce's upcast lanes into, widest first (the
+    widest fills one vector register); empty where it leaves that to a compiler (the C path) or has none. The CPU
+    heuristics size register tiles and pack panels (OptOps.PACK) by it."""
+    return ()
+
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     """The source of the linear program `uops` (docs/ir.md section 3) as a function called `name`."""
     raise NotImplementedError(f"{type(self).__name__} cannot render")
