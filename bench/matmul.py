@@ -6,6 +6,8 @@ sweep of shapes (square 1024, 1000, 1023, thin, batched); then compile time per 
 
 NOTE: some machines here set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE), which pins numpy's OpenBLAS to an older, slower
 kernel; unset both for this command alone (as above) so the reference is numpy at its best. The script says which.
+On a machine shared with other jobs numpy's OpenBLAS threads suffer most (they spin and wait for each other): compare
+one core each with `CPU_THREADS=1 OPENBLAS_NUM_THREADS=1` (the header says how many threads each side had).
 """
 from __future__ import annotations
 import argparse, os, sys, time
@@ -104,7 +106,9 @@ def main() -> None:
   args = ap.parse_args()
   paths = open_paths()
   host = paths["LLVM"].renderer
-  print(f"float32 matmul, CPU threads {paths['C'].threads}, LLVM vectors {host.vector_bits} bits; GFLOPS are the best "
+  blas = os.environ.get("OPENBLAS_NUM_THREADS", "all cores")
+  print(f"float32 matmul, CPU threads {paths['C'].threads}, numpy (OpenBLAS) threads {blas}, LLVM vectors "
+        f"{host.vector_bits} bits; GFLOPS are the best "
         f"of {args.runs} rounds, each round running numpy and both paths once, in rotating order; ratios are to numpy")
   if pinned := {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}:
     print(f"  WARNING: {pinned} pins numpy's OpenBLAS kernel, so the numpy reference is slower than it can be; "
