@@ -5,12 +5,11 @@ KernelOptError, which is caught here, so the heuristics never fail a compile.
 """
 from __future__ import annotations
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
-from tinygrad.codegen.opt import max_threads, packable_loads, panel_ranges, PACK_MAX_BYTES
+from tinygrad.codegen.opt import max_threads, packable_loads, panel_ranges, index_stride, PACK_MAX_BYTES
 from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod, TC
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
-from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import DType
 
 # a kernel must do at least this much work (iterations of its innermost body) before threads pay for their start-up
@@ -30,11 +29,11 @@ GPU_MIN_BLOCKS = 128
 
 class _Builder:
   """The kernel as opts are added: `try_opt` applies one or leaves everything as it was."""
-  def __init__(self, ast: UOp, renderer: Renderer, wide: bool = True):
+  def __init__(self, ast: UOp, renderer: Renderer, may_widen: bool = True):
     self.ast, self.renderer = ast, renderer
     self.opts: list[Opt] = []
     # may_widen: a 48-lane register tile may be tried (_wide_tile); wide: one was applied
-    self.may_widen, self.wide = wide, False
+    self.may_widen, self.wide = may_widen, False
   def try_opt(self, opt: Opt) -> bool:
     try: self.ast = apply_opt(self.ast, opt, self.renderer, tuple(self.opts))
     except KernelOptError: return False
@@ -50,11 +49,7 @@ def _broadcast_loads(ast: UOp, r: UOp) -> int:
 
 def stride_of(ast: UOp, idx: UOp, r: UOp) -> int | None:
   """How far index `idx` moves when range `r` steps by one (all ranges at 0), or None when that is not a constant."""
-  rngs = [u for u in idx.toposort() if u.op is Ops.RANGE]
-  if r not in rngs: return 0
-  at0 = {x: x.const_like(0) for x in rngs}
-  d = simplify(idx.substitute({**at0, r: r.const_like(1)}) - idx.substitute(at0))
-  return d.arg if d.op is Ops.CONST and isinstance(d.arg, int) else None
+  return index_stride(idx, r)
 
 def _store_idx(ast: UOp) -> UOp | None:
   stores = [u for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
@@ -369,7 +364,7 @@ def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   # NOTE: a 48-lane tile can leave no output axis that splits evenly across the threads (1000^3: 125 x 21 tiles); the
   # 32-lane tile then (125 x 32 tiles: THREAD splits the 32)
   if b.wide and not any(o.op is OptOps.THREAD for o in b.opts) and max_threads(renderer) > 1:
-    b = _Builder(ast, renderer, wide=False)
+    b = _Builder(ast, renderer, may_widen=False)
     _build(b)
   return b.opts
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, AxisType, FastEnum
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, round_up, to_function_name
 from tinygrad.renderer import Renderer
@@ -386,10 +387,10 @@ def kblock_reduce(ast: UOp, opt: Opt, renderer: Renderer) -> UOp:
 PACK_MAX_BYTES = 512 * 1024
 PANEL_AXES = (AxisType.REDUCE, AxisType.UNROLL, AxisType.UPCAST)
 
-def _stride_in(idx: UOp, r: UOp) -> int | None:
-  """How far idx moves when r steps by one (every range at 0), None when that is not a constant."""
-  from tinygrad.uop.symbolic import simplify
+def index_stride(idx: UOp, r: UOp) -> int | None:
+  """How far index `idx` moves when range `r` steps by one (every range at 0), None when that is not a constant."""
   rngs = [u for u in idx.toposort() if u.op is Ops.RANGE]
+  if r not in rngs: return 0
   at0 = {x: x.const_like(0) for x in rngs}
   d = simplify(idx.substitute({**at0, r: r.const_like(1)}) - idx.substitute(at0))
   return d.arg if d.op is Ops.CONST and isinstance(d.arg, int) else None
@@ -410,7 +411,7 @@ def panel_ranges(ld: UOp) -> list[UOp]:
   idx = ld.src[0].src[1]
   rs = [r for r in idx._ranges if r.arg[-1] in PANEL_AXES]
   flat = idx.get_idx()
-  return sorted(rs, key=lambda r: (-(st if (st := _stride_in(flat, r)) is not None else 1 << 62), r.arg[0]))
+  return sorted(rs, key=lambda r: (-(st if (st := index_stride(flat, r)) is not None else 1 << 62), r.arg[0]))
 
 def pack_load(ast: UOp, opt: Opt) -> UOp:
   """OptOps.PACK: axis = which of `packable_loads`. The load's panel (its index over the reduce and lane ranges, for
