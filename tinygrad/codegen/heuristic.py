@@ -16,6 +16,7 @@ from tinygrad.dtype import DType
 THREAD_MIN_WORK = 1 << 15
 MAX_HEURISTIC_UPCAST = 32
 MAX_CPU_UPCAST = 384  # 8 rows x 48 lanes: 24 accumulators of 16 lanes (AVX-512 has 32 registers)
+WIDE_MIN_REDUCE = 256  # the 48-lane tile (_wide_tile) only for reduces at least this long
 BIG_BLOCK_MIN_WORK = 1 << 24
 # KBLOCK: a reduce whose input rows are a multiple of a page apart is blocked into this many steps per block
 PAGE_BYTES = 4096
@@ -116,10 +117,12 @@ def _wide_tile(b: _Builder, i: int, size: int) -> bool:
   """The contiguous axis of a big float32 CPU matmul on a renderer whose vector registers hold 16 lanes (AVX-512,
   whose 32 registers hold 8 rows x 3 accumulators, 3 of B and a broadcast of A): 48 lanes, padded up to a multiple of
   48 where that costs at most 1/32 more work than padding to 32. Measured against 32 lanes (8x32 tiles, B packed, one
-  thread, a shared machine): 1024^3 +6..9% (padded to 1056), 1000^3 +9%, 2048x256x2048 +9%. Leaves the kernel as it
-  was when an opt does not fit."""
+  thread, a shared machine): 1024^3 +6..9% (padded to 1056), 1000^3 +9%, 2048x256x2048 +9%; but 4096x64x4096 -10%
+  (a short reduce: storing the tile weighs more than its inner loop), so only from WIDE_MIN_REDUCE steps on. Leaves the
+  kernel as it was when an opt does not fit."""
   dt = _reduce_dtype(b)
   if not b.may_widen or dt is None or dt.itemsize != 4 or 16 not in b.renderer.acc_widths(dt)[:1]: return False
+  if prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) < WIDE_MIN_REDUCE: return False
   pad = -size % 48
   if pad > -size % 32 + size // 32 or pad * 8 > size or b.upcast_total() * 48 > MAX_CPU_UPCAST: return False
   before = (b.ast, list(b.opts))
