@@ -12,7 +12,7 @@ axes each index with a coordinate in [0, extent), or masked where it might not b
 (IGNORE_OOB=0) holds too. Buffers are numbered outputs first; range ids 0.. in order of creation.
 """
 from __future__ import annotations
-import math
+import dataclasses, math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 from tinygrad.uop import Ops, AxisType
@@ -33,9 +33,12 @@ FLOAT_OPS = {"load": 8, "const": 3, "range": 1, "add": 4, "sub": 2, "mul": 4, "m
              "reduce": 3, "pow": 1, "bufferize": 1}
 INT_OPS = {"load": 8, "const": 3, "range": 2, "add": 4, "sub": 2, "mul": 3, "max": 2, "neg": 1, "idiv": 2, "mod": 2,
            "shl": 1, "shr": 1, "and": 1, "or": 1, "xor": 1, "mulacc": 1, "where": 2, "cast": 3, "bitcast": 1,
-           "reduce": 3, "threefry": 1, "bufferize": 1}
-BOOL_OPS = {"load": 6, "const": 2, "cmp": 6, "and": 2, "or": 2, "xor": 1, "add": 1, "mul": 1, "max": 1, "where": 1,
-            "cast": 2, "bitcast": 1, "reduce": 1}
+           "reduce": 3, "threefry": 1, "bufferize": 1, "affine": 5}
+BOOL_OPS = {"load": 6, "const": 2, "cmp": 6, "cmpsum": 3, "and": 2, "or": 2, "xor": 1, "add": 1, "mul": 1, "max": 1,
+            "where": 1, "cast": 2, "bitcast": 1, "reduce": 1}
+# integer index arithmetic in ALU code: coefficients of loop indices (their signs are drawn per sum) and divisors
+AFFINE_COEFS = (1, 1, 1, 2, 3, 4)
+AFFINE_DIVISORS = (2, 2, 3, 4, 4, 5, 8, 16, -2, -3)
 
 @dataclass
 class KernelConfig:
@@ -52,6 +55,8 @@ class KernelConfig:
   p_zero: float = 0.03        # a range of size 0 (the kernel does nothing)
   p_masked_store: float = 0.1
   p_gather: float = 0.08      # a load through an index read from another buffer
+  p_window: float = 0.15      # a shifted coordinate that is a sum of two ranges (a convolution's window)
+  p_sum_mask: float = 0.3     # a masked store whose condition compares a sum of ranges (a triangular mask)
   p_opts: float = 0.7         # candidate opts (else the target's heuristics choose)
   float_ops: dict[str, int] = field(default_factory=lambda: dict(FLOAT_OPS))
   int_ops: dict[str, int] = field(default_factory=lambda: dict(INT_OPS))
@@ -138,10 +143,16 @@ class _KernelBuilder:
     if k == 6 and e >= 2:                                                          # r // 2, r % m
       m = self.ch.integer(2, max(2, min(e, 5)))
       return (r // m if self.coin(0.5) else r % m), None
-    # shifted by s: valid where 0 <= r + s < extent (zero padding on either side)
+    # shifted by s: valid where 0 <= r + s < extent (zero padding on either side); sometimes the position in a window
+    # too, r + w + s as a padded convolution reads, so the mask compares a sum of ranges with a constant
     s = self.ch.integer(-3, 3) or 1
-    idx = r + s
-    lo_ok, hi_ok = (r < -s).logical_not() if s < 0 else None, (r < extent - s) if e + s > extent else None
+    w = [x for x in ranges if x is not r and self.extent(x) >= 2]
+    if w and self.coin(self.cfg.p_window):
+      wr = self.ch.choice(w)
+      pos, e = r + wr, e + self.extent(wr) - 1
+    else: pos = r
+    idx = pos + s
+    lo_ok, hi_ok = (pos < -s).logical_not() if s < 0 else None, (pos < extent - s) if e + s > extent else None
     mask = lo_ok if hi_ok is None else hi_ok if lo_ok is None else lo_ok & hi_ok
     return idx, mask
 
@@ -194,7 +205,7 @@ class _KernelBuilder:
   # ---- values ----
   def ops_for(self, dt: DType) -> dict[str, int]:
     # NOTE: without bool in the config, conditions are comparisons of the config's dtypes (no bool buffers)
-    if dt is dtypes.bool: return self.cfg.bool_ops if dt in self.cfg.dtypes else {"cmp": 3, "const": 1}
+    if dt is dtypes.bool: return self.cfg.bool_ops if dt in self.cfg.dtypes else {"cmp": 3, "cmpsum": 1, "const": 1}
     return self.cfg.int_ops if dtypes.is_int(dt) else self.cfg.float_ops
 
   def other_dtype(self, dt: DType, same_size: bool = False) -> DType | None:
@@ -213,6 +224,8 @@ class _KernelBuilder:
       src_dt = self.ch.choice(self.cfg.dtypes)
       a, b = self.expr(src_dt, sub, ranges), self.expr(src_dt, sub, ranges)
       return UOp(self.ch.choice([Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ]), dtypes.bool, (a, b))
+    if op == "cmpsum": return self.cmp_sum(sub, ranges)
+    if op == "affine": return self.affine(dt, ranges)
     if op == "where":
       return UOp(Ops.WHERE, dt, (self.expr(dtypes.bool, sub, ranges), self.expr(dt, sub, ranges),
                                  self.expr(dt, sub, ranges)))
@@ -245,6 +258,55 @@ class _KernelBuilder:
       return self.range_value(self.ch.choice(self.cfg.dtypes), ranges) < self.ch.integer(0, 4)
     if k == 1 and dt is not dtypes.bool and ranges: return self.range_value(dt, ranges)
     return self.load(dt, ranges, depth)
+
+  def affine(self, dt: DType, ranges: Sequence[UOp]) -> UOp:
+    """Integer index arithmetic as ALU code computes it: loop indices of dt times small coefficients plus a constant,
+    and then one time in two divided by a constant or the remainder taken. The signs are drawn as a whole: a sum that
+    is never negative, one that is never positive (truncation and floor differ there), or either; in an unsigned dtype
+    a negative coefficient or constant wraps, and a constant near the top makes the sum wrap too."""
+    if not ranges: return self.const(dt)
+    d = self.ch.choice(AFFINE_DIVISORS) if self.coin(0.5) else 0
+    if d < 0 and dtypes.is_unsigned(dt): d = -d
+    # 0: never negative, 1: never positive (half the time under a division: truncation and floor differ there),
+    # 2: either
+    sign = self.ch.choice((0, 1, 1, 2)) if d else self.ch.integer(0, 2)
+    def signed(v: int) -> int: return -v if sign == 1 or (sign == 2 and self.coin(0.5)) else v
+    def term() -> UOp:
+      # NOTE: a coefficient that is a multiple of the divisor one time in two: x = d*A + B, the split the division
+      # rules make (as a split or upcast loop index is)
+      k = signed(abs(d) * self.ch.choice((1, 2)) if d and self.coin(0.5) else self.ch.choice(AFFINE_COEFS))
+      t = self.range_value(dt, ranges)
+      if k == 1: return t
+      # NOTE: in an unsigned dtype a negative coefficient is its value modulo 2**bits (the IR's integers wrap)
+      return t * (k if k > 0 or not dtypes.is_unsigned(dt) else int(dtypes.max(dt)) + 1 + k)
+    x = term()
+    if self.coin(0.4): x = x + term()
+    k = signed(self.ch.integer(0, 20))
+    # NOTE: under a division, a constant that is not a multiple of the divisor (one that is divides out exactly)
+    if d and k % d == 0: k += 1
+    if dtypes.is_unsigned(dt) and self.coin(0.3): k = int(dtypes.max(dt)) - self.ch.integer(0, 15)
+    if k != 0: x = x + k if k > 0 or not dtypes.is_unsigned(dt) else x - (-k)
+    if not d: return x
+    if self.coin(0.5):
+      # NOTE: one time in four a second division, as a loop index split twice computes it: (x//a)//b
+      return x // d // self.ch.choice((2, 3, 4)) if self.coin(0.25) else x // d
+    # one time in four a second remainder by a divisor of the first, (x%a)%b: the remainder of a split index
+    return x % d % self.ch.choice([v for v in (2, 3, 4) if d % v == 0] or [abs(d)]) if self.coin(0.25) else x % d
+
+  def cmp_sum(self, depth: int, ranges: Sequence[UOp]) -> UOp:
+    """A sum compared with a constant, `x + k < d` (or != / ==), over an integer dtype, one time in two a narrow
+    unsigned one with k near its top, so the sum wraps and is not `x < d - k`: x is index arithmetic, a loaded value
+    or a smaller tree."""
+    ints = [d for d in self.cfg.dtypes if dtypes.is_int(d)]
+    if not ints: return self.const(dtypes.bool)
+    narrow = [d for d in ints if d in (dtypes.uint8, dtypes.uint16)]
+    dt = self.ch.choice(narrow) if narrow and self.coin(0.5) else self.ch.choice(ints)
+    sel = self.ch.integer(0, 2)
+    x = self.affine(dt, ranges) if sel == 0 else self.load(dt, ranges, depth) if sel == 1 else \
+      self.expr(dt, depth, ranges)
+    wrap = dtypes.is_unsigned(dt) and self.coin(0.5)
+    x = x + (UOp.const(dt, int(dtypes.max(dt)) - self.ch.integer(0, 40)) if wrap else self.const(dt))
+    return UOp(self.ch.choice([Ops.CMPLT, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ]), dtypes.bool, (x, self.const(dt)))
 
   def range_value(self, dt: DType, ranges: Sequence[UOp]) -> UOp:
     """A loop index (or a DEFINE_VAR) as a value of dt."""
@@ -301,7 +363,13 @@ class _KernelBuilder:
         stride *= max(1, self.extent(r))
       if rs and self.coin(cfg.p_masked_store):
         r = self.ch.choice(rs)
-        idx = idx.valid(r < self.ch.integer(0, max(1, self.extent(r))))
+        if len(rs) >= 2 and self.coin(cfg.p_sum_mask):
+          # a triangular (causal) mask: r + k*r2 < bound, a comparison of a sum of ranges with a constant
+          r2 = self.ch.choice([x for x in rs if x is not r])
+          k = self.ch.choice([1, 1, 2, 3])
+          top = self.extent(r) + k * self.extent(r2)
+          idx = idx.valid((r + r2 * k if k != 1 else r + r2) < self.ch.integer(0, max(1, top)))
+        else: idx = idx.valid(r < self.ch.integer(0, max(1, self.extent(r))))
       st = buf.node.index(idx).store(val)
       stores.append(st.end(*rs) if rs else st)
     return UOp.sink(*stores), dict(self.var_vals)
@@ -324,6 +392,29 @@ def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
     opts.append(Opt(op, axis, arg))
   return tuple(opts)
 
+# the generator's op names that build each Op (what `directed_config` weighs up for a rule whose pattern has the Op)
+OP_NAMES: dict[Ops, tuple[str, ...]] = {
+  Ops.ADD: ("add", "affine", "cmpsum"), Ops.SUB: ("sub",), Ops.MUL: ("mul", "affine"), Ops.MAX: ("max",),
+  Ops.NEG: ("neg",), Ops.FDIV: ("fdiv",), Ops.RECIPROCAL: ("recip",), Ops.SQRT: ("sqrt",), Ops.EXP2: ("exp2",),
+  Ops.LOG2: ("log2",), Ops.SIN: ("sin",), Ops.TRUNC: ("trunc",), Ops.MULACC: ("mulacc",), Ops.WHERE: ("where",),
+  Ops.CAST: ("cast",), Ops.BITCAST: ("bitcast",), Ops.REDUCE: ("reduce",), Ops.POW: ("pow",),
+  Ops.BUFFERIZE: ("bufferize",), Ops.IDIV: ("idiv", "affine"), Ops.MOD: ("mod", "affine"), Ops.SHL: ("shl",),
+  Ops.SHR: ("shr",), Ops.AND: ("and",), Ops.OR: ("or",), Ops.XOR: ("xor",), Ops.THREEFRY: ("threefry",),
+  Ops.CMPLT: ("cmp", "cmpsum"), Ops.CMPNE: ("cmp", "cmpsum"), Ops.CMPEQ: ("cmp", "cmpsum"), Ops.CONST: ("const",),
+  Ops.LOAD: ("load",), Ops.RANGE: ("range",)}
+
+def directed_config(cfg: KernelConfig, ops: frozenset[Ops] | set[Ops], dts: Sequence[DType] = (),
+                    boost: int = 6) -> KernelConfig:
+  """`cfg` with the weight of every generator op that builds one of `ops` multiplied by `boost` (in the float, int
+  and bool tables alike), and each of `dts` that cfg draws from drawn `boost` times as often: kernels made of what a
+  rule's pattern is made of. Every op and dtype keeps its weight > 0, so the directed generator draws the same kernels
+  as `cfg`, in other proportions."""
+  names = {n for o in ops for n in OP_NAMES.get(o, ())}
+  def up(t: dict[str, int]) -> dict[str, int]: return {k: w * boost if k in names else w for k, w in t.items()}
+  more = tuple(d for d in dict.fromkeys(dts) if d in cfg.dtypes) * (boost - 1)
+  return dataclasses.replace(cfg, float_ops=up(cfg.float_ops), int_ops=up(cfg.int_ops), bool_ops=up(cfg.bool_ops),
+                             dtypes=cfg.dtypes + more)
+
 def build_kernel(ch: Chooser, cfg: KernelConfig | None = None) -> KernelCase:
   """A random kernel AST that passes kernel_spec, with its DEFINE_VAR values, candidate opts and an input seed."""
   cfg = cfg or KernelConfig()
@@ -332,4 +423,5 @@ def build_kernel(ch: Chooser, cfg: KernelConfig | None = None) -> KernelCase:
   opts = random_opts(ch, ast) if b.coin(cfg.p_opts) else None
   return KernelCase(ast, var_vals, opts, ch.integer(0, 2**31 - 1))
 
-__all__ = ["ALL_DTYPES", "EDGE_SIZES", "TILE_SIZES", "KernelConfig", "KernelCase", "build_kernel", "random_opts"]
+__all__ = ["ALL_DTYPES", "EDGE_SIZES", "TILE_SIZES", "KernelConfig", "KernelCase", "build_kernel", "random_opts",
+           "OP_NAMES", "directed_config"]

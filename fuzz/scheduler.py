@@ -7,17 +7,21 @@ inputs and steers no better than the rule counters (docs/fuzz.md), so the guidan
   features   per input: each rule that matched, and (rule, count bucket) with AFL's buckets 1, 2, 3, 4-7, 8-15,
              16-31, 32-127, 128+; and what the case is made of: each (op, dtype it computes on), casts as (from, to)
              (`shape_features`); an input with a feature no earlier input had joins the corpus (trimmed to the bytes
-             its case read)
-  energy     a seed is picked in proportion to how rare its features are (sum of 1/hits over its features,
-             entropic-style), divided by the square root of how often it was already picked, times how much cheaper
-             than the average input it ran (within 1/4..4): seeds that reach rules random inputs seldom reach get the
-             mutations, and of those the fast ones more
+             its case read), and so does one that reaches a rare rule feature for under half the cost of the seed
+             that holds it now
+  energy     AFL's favored seeds with entropic rarity: each rule feature's favored seed is the cheapest that reaches
+             it; a seed is picked in proportion to the rarity of its rules (sum of 1/hits; count buckets and shapes
+             weigh `shape_weight` as much), over the square root of how often it was picked, times how much cheaper
+             than the average input it ran (1/8..8), and a seed favored for nothing gets a tenth. Measured on the
+             kernel level, 9 corpus entries in 10 joined for a new shape, and weighing them like rules sent the
+             mutations to big, slow seeds (mutated cases were half again as large as fresh ones)
   mutations  structure-aware: a generator reads each choice from a run of bytes (BytesChooser), and the scheduler
-             knows where each choice starts (`ChoiceRecorder`), so it changes one choice or a few, keeps a prefix of
-             choices and draws the rest anew, splices two seeds at choice boundaries, inserts or deletes a choice, or
-             (one time in five) flips bytes anywhere
+             knows where each choice starts (`ChoiceRecorder`), so it changes one choice or a few (most often: the
+             case keeps its size), keeps a prefix of choices and draws the rest anew, splices two seeds at choice
+             boundaries, inserts or deletes a choice, repeats a run of choices right after itself (a subtree built
+             twice is one node: `x op x`, a condition tested twice), or flips bytes anywhere
   fresh      fresh random inputs, exactly what the unguided baseline draws, are still tried: the share is a two-armed
-             bandit over how often fresh and mutated inputs found a new feature lately (between 30% and 70%), so a
+             bandit over how often fresh and mutated inputs reached a new rule lately (between 30% and 70%), so a
              corpus that stops paying gives the time back to random generation
 
 The scheduler is the same for every level: `Scheduler(fresh_bytes, marks_of)` where marks_of(data) rebuilds the case
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType
 from fuzz.strategies import BytesChooser
 
 # AFL's hit-count buckets: a count is kept as the bucket it falls in
@@ -75,6 +80,9 @@ class Seed:
   cost: float = 0.0
   picks: int = 0
   finds: int = 0
+  shape: frozenset[str] = frozenset()
+  # what the caller built the case with (a directed generator config): a mutation of the seed is built with it too
+  tag: Any = None
 
 @dataclass
 class Arm:
@@ -94,9 +102,17 @@ class Scheduler:
   marks_of: Callable[[bytes], list[int]]
   rng: random.Random = field(default_factory=lambda: random.Random(0))
   fresh_min: float = 0.3
-  fresh_max: float = 0.7
+  fresh_max: float = 0.9
+  # how much a rare shape feature counts towards a seed's energy next to a rare rule (shapes are many: every op with
+  # every dtype, every cast pair; measured on the kernel level they made 9 of 10 corpus entries and drew the
+  # mutations to seeds that were merely big)
+  shape_weight: float = 0.1
+  # a rule feature hit by at most this many inputs is rare: an input that reaches it for less than half the cost of
+  # its cheapest holder joins the corpus too, so the mutations of a rare rule's seeds drift to small, fast ones
+  rare: int = 64
   corpus: list[Seed] = field(default_factory=list)
   hits: dict[str, int] = field(default_factory=dict)
+  top: dict[str, int] = field(default_factory=dict)
   fresh: Arm = field(default_factory=Arm)
   mutated: Arm = field(default_factory=Arm)
   inputs: int = 0
@@ -125,39 +141,64 @@ class Scheduler:
     return data
 
   def pick(self) -> int:
-    """A seed index, by energy: the rarity of its features over how often it was picked."""
+    """A seed index, by energy (AFL's favored seeds with entropic rarity): the rarity of its rule features (sum of
+    1/hits; shape features count `shape_weight` as much), times how much faster than the average input it ran (1/8..8),
+    over the square root of how often it was picked; a seed that is the cheapest holder of none of its features is
+    not favored and gets a tenth."""
     if self._stale <= 0 or len(self._weights) != len(self.corpus):
       avg = self.cost / max(1, self.inputs)
-      self._weights = [(0.05 + sum(1.0 / self.hits.get(f, 1) for f in s.feats)) * (1 + s.finds) / (1 + s.picks) ** 0.5
-                       * (min(4.0, max(0.25, avg / s.cost)) if s.cost > 0 and avg > 0 else 1.0) for s in self.corpus]
+      fav = set(self.top.values())
+      def energy(i: int, s: Seed) -> float:
+        rare = sum(1.0 / self.hits.get(f, 1) * (1.0 if "#" not in f else self.shape_weight) for f in s.feats)
+        rare += self.shape_weight * sum(1.0 / self.hits.get(f, 1) for f in s.shape)
+        speed = min(8.0, max(0.125, avg / s.cost)) if s.cost > 0 and avg > 0 else 1.0
+        return (0.01 + rare) * (1 + s.finds) / (1 + s.picks) ** 0.5 * speed * (1.0 if i in fav else 0.1)
+      self._weights = [energy(i, s) for i, s in enumerate(self.corpus)]
       self._stale = 32
     self._stale -= 1
     return self.rng.choices(range(len(self.corpus)), weights=self._weights)[0]
 
+  def origin(self, data: bytes) -> Seed | None:
+    """The seed `data` (from `next`) is a mutation of; None for a fresh input."""
+    i = self._origin.get(data, -1)
+    return self.corpus[i] if 0 <= i < len(self.corpus) else None
+
   # ---- feedback ----
   def feedback(self, data: bytes, rules: dict[str, int], used: int | None = None, marks: list[int] | None = None,
-               shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0) -> bool:
+               shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0, tag: Any = None) -> bool:
     """Record what `data` made the compiler do (rule -> matches; `used`: bytes its case read; `marks`: where its
     choices started, if known; `shape`: shape_features of its case; `cost`: seconds it took); True when it joined the
-    corpus (it had a feature no earlier input had)."""
+    corpus: it had a feature no earlier input had, or it reached a rare rule feature for under half what that
+    feature's cheapest seed costs."""
     self.inputs += 1
     self.cost += cost
     origin = self._origin.pop(data, -1)
     # NOTE: an input never fed back (its worker crashed) must not keep its entry forever
     if len(self._origin) > 4096: self._origin.clear()
-    fs = features(rules) | shape
+    fs = features(rules)
     new = {f for f in fs if f not in self.hits}
-    for f in fs: self.hits[f] = self.hits.get(f, 0) + 1
-    (self.fresh if origin < 0 else self.mutated).note(bool(new))
-    if not new: return False
-    if 0 <= origin < len(self.corpus): self.corpus[origin].finds += 1
-    self.add(data[:max(used, 1)] if used is not None else data, fs, marks)
-    self.corpus[-1].cost = cost
+    new_shape = {f for f in shape if f not in self.hits}
+    for f in (*fs, *shape): self.hits[f] = self.hits.get(f, 0) + 1
+    # NOTE: the bandit counts new rules only: a new count bucket or shape is cheap to find and says little about
+    # reaching new rules, which is what the corpus is for
+    (self.fresh if origin < 0 else self.mutated).note(any("#" not in f for f in new))
+    cheaper = {f for f in fs - new if self.hits[f] <= self.rare and cost > 0 and f in self.top
+               and cost < 0.5 * self.corpus[self.top[f]].cost}
+    if not (new or new_shape or cheaper): return False
+    if any("#" not in f for f in new) and 0 <= origin < len(self.corpus): self.corpus[origin].finds += 1
+    self.add(data[:max(used, 1)] if used is not None else data, fs, marks, shape, cost)
+    self.corpus[-1].tag = tag
     return True
 
-  def add(self, data: bytes, fs: set[str] | frozenset[str] = frozenset(), marks: list[int] | None = None) -> None:
-    """A seed (also for loading a corpus directory, features unknown)."""
-    self.corpus.append(Seed(data, marks if marks is not None else self.marks_of(data), frozenset(fs)))
+  def add(self, data: bytes, fs: set[str] | frozenset[str] = frozenset(), marks: list[int] | None = None,
+          shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0) -> None:
+    """A seed (also for loading a corpus directory, features unknown); it becomes the favored seed of each of its rule
+    features that it reaches cheaper than the one before."""
+    i = len(self.corpus)
+    self.corpus.append(Seed(data, marks if marks is not None else self.marks_of(data), frozenset(fs), cost,
+                            shape=frozenset(shape)))
+    for f in fs:
+      if (j := self.top.get(f)) is None or (cost > 0 and cost < self.corpus[j].cost): self.top[f] = i
     self._stale = 0
 
   # ---- structure-aware mutation ----
@@ -201,6 +242,17 @@ class Scheduler:
     chunk = s.data[lo:hi] if self.rng.random() < 0.5 else self.rng.randbytes(hi - lo)
     return s.data[:at] + chunk + s.data[at:]
 
+  def repeat_choices(self, s: Seed, other: Seed) -> bytes:
+    """A run of one to 24 consecutive choices repeated right after itself: where the run built a subtree, the next
+    one the generator builds in the same place is the same subtree, and hash-consing makes it the same node, so the
+    case gets `x op x`, `c ? a : a`, a condition tested twice: what the rules for repeated operands need, and what
+    random bytes almost never give."""
+    spans = self._spans(s)
+    i = self.rng.randrange(len(spans))
+    j = min(len(spans), i + self.rng.randint(1, 24)) - 1
+    lo, hi = spans[i][0], spans[j][1]
+    return s.data[:hi] + s.data[lo:hi] + s.data[hi:]
+
   def delete_choice(self, s: Seed, other: Seed) -> bytes:
     lo, hi = self.rng.choice(self._spans(s))
     return s.data[:lo] + s.data[hi:]
@@ -215,8 +267,72 @@ class Scheduler:
     return bytes(b)
 
 # operator name, weight
-MUTATIONS: tuple[tuple[str, int], ...] = (("change_choices", 3), ("redraw_tail", 2), ("splice", 1),
-                                          ("insert_choice", 1), ("delete_choice", 1), ("flip_bytes", 2))
+# NOTE: weighted to keep a case's size: changing choices in place first, deleting one as often as inserting one
+MUTATIONS: tuple[tuple[str, int], ...] = (("change_choices", 5), ("redraw_tail", 1), ("splice", 1),
+                                          ("insert_choice", 1), ("repeat_choices", 2), ("delete_choice", 2),
+                                          ("flip_bytes", 1))
+
+# ---- directed generation: fresh inputs made of what the rules not reached yet are made of ----
+
+def pattern_parts(p: Any) -> tuple[frozenset[Ops], frozenset[DType]]:
+  """Every Op and every DType a UPat names, at any depth (its alternatives and sources); an op set of more than four
+  (a whole GroupOp) says little about the rule and is left out."""
+  ops: set[Ops] = set()
+  dts: set[DType] = set()
+  stack = [p]
+  while stack:
+    u = stack.pop()
+    if u.op is not None and len(u.op) <= 4: ops |= u.op
+    if u.dtype is not None and len(u.dtype) <= 4: dts |= {d.scalar() for d in u.dtype}
+    stack.extend(getattr(u, "alts", ()))
+    src = u.src
+    if isinstance(src, list): stack.extend(x for alt in src for x in alt)
+    elif src is not None: stack.append(src)
+  return frozenset(ops), frozenset(dts)
+
+def pattern_ops(p: Any) -> frozenset[Ops]: return pattern_parts(p)[0]
+
+Aim = tuple[frozenset[Ops], frozenset[DType]]
+
+def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
+  """rule key -> the Ops and DTypes its pattern names, for every rule of every PatternMatcher alive (`key` maps a
+  rule's TRACK_MATCH_STATS label to the key the rule hits are counted by)."""
+  import gc
+  from tinygrad.uop.ops import PatternMatcher
+  out: dict[str, Aim] = {}
+  for pm in [o for o in gc.get_objects() if isinstance(o, PatternMatcher)]:
+    for r in pm.rules:
+      ops, dts = pattern_parts(r.pat)
+      o0, d0 = out.get(key(r.label), (frozenset(), frozenset()))
+      out[key(r.label)] = (o0 | ops, d0 | dts)
+  return out
+
+@dataclass
+class Director:
+  """Picks, for a directed fresh input, a rule that was tried (its pattern's top op came up) but never matched, and
+  gives the Ops and DTypes of its pattern: the level weighs up the generator ops and dtypes that build them. A rule
+  gets fewer tries the more directed inputs it already had (1/(1 + tries)), so one the generator cannot reach stops
+  taking the time; the share of fresh inputs that are directed is a bandit (between `lo` and `hi`) over which kind
+  reached a new rule."""
+  ops: dict[str, Aim]
+  rng: random.Random
+  lo: float = 0.2
+  hi: float = 0.8
+  tries: dict[str, int] = field(default_factory=dict)
+  directed: Arm = field(default_factory=Arm)
+  plain: Arm = field(default_factory=Arm)
+  def share(self) -> float:
+    d, p = self.directed.rate, self.plain.rate
+    return min(self.hi, max(self.lo, d / (d + p)))
+  def pick(self, tried: set[str], hit: set[str] | dict[str, int]) -> tuple[str, Aim] | None:
+    """(rule, the Ops and DTypes of its pattern) to direct the next fresh input at, or None (no unreached rule whose
+    pattern names an op)."""
+    cands = [r for r in tried if r not in hit and r in self.ops and self.ops[r][0]]
+    if not cands: return None
+    r = self.rng.choices(cands, weights=[1.0 / (1 + self.tries.get(c, 0)) for c in cands])[0]
+    self.tries[r] = self.tries.get(r, 0) + 1
+    return r, self.ops[r]
+  def note(self, directed: bool, new_rule: bool) -> None: (self.directed if directed else self.plain).note(new_rule)
 
 def recorder_marks(build: Callable[[BytesChooser], object]) -> Callable[[bytes], list[int]]:
   """marks_of for a level: rebuild the case from the bytes with a ChoiceRecorder (a case that fails to build: no
@@ -229,4 +345,4 @@ def recorder_marks(build: Callable[[BytesChooser], object]) -> Callable[[bytes],
   return marks_of
 
 __all__ = ["Scheduler", "Seed", "ChoiceRecorder", "features", "shape_features", "bucket", "recorder_marks", "BUCKETS",
-           "MUTATIONS"]
+           "MUTATIONS", "Director", "Aim", "pattern_parts", "pattern_ops", "rule_ops"]

@@ -50,12 +50,17 @@ class RuleHits:
   def __init__(self) -> None:
     self.seen: dict[tuple[str, str], int] = {}
     self.hit: dict[str, int] = {}
+    # rules attempted at least once (a node with the op at the top of the rule's pattern came up)
+    self.tried: set[str] = set()
   def new_matches(self) -> dict[str, int]:
     """rule -> matches since the last call."""
     from tinygrad.uop.ops import match_stats
     out: dict[str, int] = {}
     for p, rules in match_stats.items():
       for r, st in rules.items():
+        if st[1] and (p, r) not in self.seen:
+          self.tried.add(_rule_key(r))
+          self.seen[(p, r)] = 0
         m = int(st[0])
         if m > (prev := self.seen.get((p, r), 0)):
           k = _rule_key(r)
@@ -172,6 +177,14 @@ def write_artifact(prefix: str, data: bytes, fails: list[Any], written: set[froz
   from tinygrad.helpers import atomic_write
   atomic_write(f"{prefix}crash-{hashlib.sha1(data).hexdigest()}", data)
 
+def _directed_level(aim: Any) -> Any:
+  """The kernel level with its generator's op and dtype weights directed at `aim` (the Ops and DTypes of a rule's
+  pattern; fuzz/kernel_gen.py directed_config)."""
+  from fuzz.levels import KernelLevel
+  from fuzz.kernel_gen import KernelConfig, directed_config
+  ops, dts = aim
+  return KernelLevel(directed_config(KernelConfig(), ops, sorted(dts, key=str)))
+
 def run_setup(spec: str | None) -> None:
   if not spec: return
   mod, _, fn = spec.partition(":")
@@ -252,20 +265,36 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   sched, dirs, pending = None, [a for a in lib[1:] if not a.startswith("-") and os.path.isdir(a)], []
   prefix = next((a.split("=", 1)[1] for a in lib[1:] if a.startswith("-artifact_prefix=")), None)
   written: set[frozenset[tuple[str, ...]]] = set()
+  director, plain_level = None, base.level
+  levels: dict[Any, Any] = {}
   if scheduled:
-    from fuzz.scheduler import Scheduler, recorder_marks, shape_features
+    from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_ops, shape_features
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
+    # NOTE: directed generation needs a generator with op weights (the kernel level's KernelConfig)
+    if level_name == "kernel": director = Director(rule_ops(_rule_key), random.Random(rng.random()))
     for d in dirs:
       for name in sorted(os.listdir(d)):
         with open(os.path.join(d, name), "rb") as fh: pending.append(fh.read())
   while (runs is None or stats.inputs < runs) and (secs is None or time.monotonic() - stats.start < secs):
     data = pending.pop() if pending else sched.next() if sched is not None else rng.randbytes(INPUT_BYTES[level_name])
+    # the generator config the case is built with: a mutation's is its seed's; a fresh input's, one time in
+    # director.share(), weighs up the ops of a rule tried but not matched yet
+    tag, directed = None, False
+    if director is not None and sched is not None:
+      if (parent := sched.origin(data)) is not None: tag = parent.tag
+      elif rng.random() < director.share() and (aim := director.pick(hits.tried, hits.hit)) is not None:
+        tag, directed = aim[1], True
+      base.level = plain_level if tag is None else levels.get(tag) or levels.setdefault(tag, _directed_level(tag))
     t0 = time.perf_counter()
     fails = check(data)
     cost = time.perf_counter() - t0
     new = hits.new_matches()
+    if director is not None and (sched is None or sched.origin(data) is None):
+      director.note(directed, any(hits.hit[r] == n for r, n in new.items()))
     shape = shape_features(getattr(base.case, "ast", base.case)) if sched is not None else set()
-    if sched is not None and sched.feedback(data, new, base.used, base.marks, shape, cost) and dirs:
+    # NOTE: a corpus directory holds inputs of the level's own generator: a directed case is kept in memory only
+    joined = sched is not None and sched.feedback(data, new, base.used, base.marks, shape, cost, tag)
+    if joined and dirs and tag is None:
       import hashlib
       from tinygrad.helpers import atomic_write
       kept = data[:max(base.used, 1)]
@@ -275,10 +304,14 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
       stats.findings += 1
       if stats.first_finding is None: stats.first_finding = round(time.monotonic() - stats.start, 1)
       stats.messages.append(f"[{fails[0].stage}/{fails[0].backend}] {fails[0].kind} at {fails[0].site}")
-      if prefix is not None: write_artifact(prefix, data, fails, written)
+      # NOTE: a directed case's bytes build another case under the level's own generator: it is counted, and its
+      # message says so, but it gets no artifact (one would replay as a different case)
+      if tag is not None: stats.messages[-1] += " (a directed case: no artifact)"
+      elif prefix is not None: write_artifact(prefix, data, fails, written)
       if isinstance(check, MutantCheck) and check.stop: break
     stats.note(hits)
   stats.note(hits, force=True)
   extra = f", corpus {len(sched.corpus)}, fresh share {sched.fresh_share():.2f}" if sched is not None else ""
+  if director is not None: extra += f", directed share {director.share():.2f}, aimed at {len(director.tries)} rules"
   print(f"{stats.mode} {level_name}: {stats.inputs} inputs, {len(hits.hit)} rules hit, {stats.findings} findings"
         f"{extra}")

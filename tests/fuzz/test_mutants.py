@@ -59,3 +59,31 @@ def test_campaign_finds_a_planted_dropped_cast_reduced_and_not_reproduced_withou
   proc = subprocess.run([sys.executable, "-m", "fuzz", "repro", path], cwd=REPO, capture_output=True, text=True,
                         env={**os.environ, "PYTHONPATH": REPO})
   assert proc.returncode == 0 and "not reproduced" in proc.stdout, proc.stdout + proc.stderr
+
+# ---- the kernel level reaches the rules of the index-arithmetic mutants ----
+
+def _nonpos_divmod(u):
+  return u.op in (Ops.IDIV, Ops.MOD) and u.dtype is not dtypes.index and dtypes.is_int(u.dtype) and \
+    u.src[1].op is Ops.CONST and u.src[0].vmin < 0 and u.src[0].vmax <= 0
+def _unsigned_cmp_sum(u):
+  return u.op is Ops.CMPLT and dtypes.is_unsigned(u.src[0].dtype) and u.src[0].op is Ops.ADD and \
+    u.src[0].src[1].op is Ops.CONST and u.src[1].op is Ops.CONST
+
+@pytest.mark.parametrize("name,shape", [("negative_sign_slip", _nonpos_divmod), ("unsigned_wrap", _unsigned_cmp_sum)])
+def test_kernel_generator_builds_cases_that_kill_index_arithmetic_mutants(name, shape):
+  # NOTE: the generator's integer index arithmetic (sums of loop indices that are never positive, divided by a
+  # constant) and its comparisons of wrapping unsigned sums with constants: of the first kernels that have that shape,
+  # one fails on PYTHON with the mutant and passes without it
+  from fuzz.strategies import build_kernel, RandomChooser
+  from fuzz.levels import KernelLevel
+  from fuzz.backends import open_backends
+  level, (bk, _) = KernelLevel(), open_backends(["python"])
+  cands = [c for c in (build_kernel(RandomChooser(s)) for s in range(600)) if any(shape(u) for u in c.ast.toposort())]
+  assert len(cands) >= 5, len(cands)
+  m = MUTANTS[name]
+  for c in cands[:12]:
+    m.apply()
+    try: bad = level.check([c], bk)[0]
+    finally: m.revert()
+    if bad and not level.check([c], bk)[0]: return
+  raise AssertionError(f"{name}: none of {min(12, len(cands))} kernels of its shape killed it")

@@ -127,3 +127,93 @@ def test_of_seeds_equally_rare_the_cheaper_one_is_picked_more():
   for _ in range(50): s.feedback(b"x", {}, used=1, cost=0.1)
   picks = collections.Counter(s.pick() for _ in range(2000))
   assert picks[1] > 4 * picks[0], picks
+
+def test_the_cheapest_holder_of_a_feature_is_favored_and_a_cheaper_one_joins_for_a_rare_rule():
+  s = _sched()
+  s.feedback(b"big", {"rare": 1, "c": 1}, used=3, cost=1.0)
+  assert s.top == {"rare": 0, "rare#0": 0, "c": 0, "c#0": 0}
+  # the same rare rule for under half the cost: it joins, and becomes the favored seed of what it reaches
+  assert s.feedback(b"small", {"rare": 1}, used=5, cost=0.1) and len(s.corpus) == 2
+  assert s.top["rare"] == 1 and s.top["c"] == 0
+  # not cheaper by half, or a common rule: it does not join
+  assert not s.feedback(b"same", {"rare": 1}, used=4, cost=0.08)
+  for _ in range(s.rare + 1): s.feedback(b"x", {"c": 1}, used=1, cost=0.5)
+  assert not s.feedback(b"tiny", {"c": 1}, used=4, cost=1e-6)
+
+def test_a_seed_favored_for_nothing_gets_a_tenth_of_the_energy():
+  s = _sched()
+  s.feedback(b"slow", {"a": 1}, used=4, cost=1.0)
+  s.feedback(b"fast", {"a": 1}, used=4, cost=0.4)
+  assert s.top["a"] == 1 and len(s.corpus) == 2
+  picks = collections.Counter(s.pick() for _ in range(2000))
+  assert picks[1] > 6 * picks[0], picks
+
+def test_rare_rules_outweigh_rare_shapes():
+  s = _sched()
+  s.feedback(b"shape", {"c": 1}, used=5, shape={"CAST:fp8e4m3->uint16"})
+  s.feedback(b"rule", {"r": 1}, used=4)
+  for _ in range(50): s.feedback(b"x", {"c": 1}, used=1)
+  assert s.corpus[0].shape == frozenset({"CAST:fp8e4m3->uint16"}) and s.corpus[1].feats == frozenset({"r", "r#0"})
+  picks = collections.Counter(s.pick() for _ in range(2000))
+  assert picks[1] > 3 * picks[0], picks
+
+def test_only_new_rule_features_pay_the_bandit():
+  s = _sched()
+  s.feedback(b"seed", {"r": 1}, used=4)
+  before = s.fresh.finds
+  s.feedback(b"fresh", {"r": 1}, used=4, shape={"ADD:uint8"})
+  assert s.fresh.finds < before + 1 and len(s.corpus) == 2
+
+# ---- directed generation ----
+
+def test_pattern_ops_are_every_op_a_rule_pattern_names():
+  from tinygrad.uop import Ops
+  from tinygrad.uop.ops import UPat
+  from fuzz.scheduler import pattern_ops
+  p = UPat(Ops.WHERE, dtypes.bool, src=(UPat.var("c"), UPat.const(dtypes.bool, False), UPat.const(dtypes.bool, True)))
+  assert pattern_ops(p) == {Ops.WHERE, Ops.CONST}
+  assert pattern_ops(UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("a"))), UPat.cvar("b")))) == \
+    {Ops.IDIV, Ops.CONST, Ops.VCONST}
+
+def test_rule_ops_know_the_symbolic_rules_by_their_hit_key():
+  from tinygrad.uop import Ops
+  from fuzz.scheduler import rule_ops
+  from fuzz.targets.common import _rule_key
+  ops = rule_ops(_rule_key)
+  div_div = [k for k in ops if k.startswith("fold_div_div (symbolic.py:")]
+  assert div_div and ops[div_div[0]][0] >= {Ops.IDIV, Ops.CONST}
+  flip = [k for k in ops if k.startswith("_cond_not (symbolic.py:")]
+  assert flip and ops[flip[0]] == ({Ops.WHERE, Ops.CONST}, {dtypes.bool})
+
+def test_director_aims_at_tried_unmatched_rules_and_tires_of_one_that_never_comes():
+  from tinygrad.uop import Ops
+  from fuzz.scheduler import Director
+  aim = lambda *ops: (frozenset(ops), frozenset())  # noqa: E731
+  d = Director({"a": aim(Ops.IDIV), "b": aim(Ops.WHERE), "c": aim(Ops.ADD), "x": aim()}, random.Random(0))
+  # c was hit, x has no ops, z was never tried: only a and b are aims
+  aims = collections.Counter(d.pick({"a", "b", "c", "x"}, {"c": 3})[0] for _ in range(400))
+  assert set(aims) == {"a", "b"}
+  d.tries.clear()
+  for _ in range(300): d.pick({"a"}, {})
+  aims = collections.Counter(d.pick({"a", "b", "c"}, {"c": 1})[0] for _ in range(100))
+  assert aims["b"] > 4 * aims["a"], aims
+  assert d.pick({"c"}, {"c": 1}) is None
+
+def test_directed_kernel_config_weighs_up_the_ops_of_a_pattern_and_keeps_the_rest():
+  from tinygrad.uop import Ops
+  from fuzz.kernel_gen import KernelConfig, directed_config
+  base = KernelConfig()
+  cfg = directed_config(base, {Ops.IDIV, Ops.WHERE}, boost=5)
+  assert cfg.int_ops["idiv"] == 5 * base.int_ops["idiv"] and cfg.int_ops["affine"] == 5 * base.int_ops["affine"]
+  assert cfg.bool_ops["where"] == 5 * base.bool_ops["where"] and cfg.float_ops["add"] == base.float_ops["add"]
+  assert all(w > 0 for t in (cfg.int_ops, cfg.float_ops, cfg.bool_ops) for w in t.values())
+  assert base.int_ops["idiv"] == KernelConfig().int_ops["idiv"] and cfg.dtypes == base.dtypes
+  b = directed_config(base, {Ops.WHERE}, [dtypes.bool, dtypes.index], boost=3)
+  assert b.dtypes.count(dtypes.bool) == 3 and dtypes.index not in b.dtypes and set(b.dtypes) == set(base.dtypes)
+
+def test_repeating_a_run_of_choices_builds_a_repeated_operand():
+  s = _sched()
+  a = Seed(b"ABCDEFGH", [0, 2, 3, 6], frozenset())
+  for _ in range(100):
+    r = s.repeat_choices(a, a)
+    assert any(r == a.data[:hi] + a.data[lo:hi] + a.data[hi:] for lo in a.marks for hi in a.marks[1:] + [8] if lo < hi)
