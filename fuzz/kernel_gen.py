@@ -57,6 +57,7 @@ class KernelConfig:
   p_gather: float = 0.08      # a load through an index read from another buffer
   p_window: float = 0.15      # a shifted coordinate that is a sum of two ranges (a convolution's window)
   p_sum_mask: float = 0.3     # a masked store whose condition compares a sum of ranges (a triangular mask)
+  p_repeat: float = 0.02      # an operand that is the one before it (x*x, x-x, c ? a : a): one node used twice
   p_opts: float = 0.7         # candidate opts (else the target's heuristics choose)
   float_ops: dict[str, int] = field(default_factory=lambda: dict(FLOAT_OPS))
   int_ops: dict[str, int] = field(default_factory=lambda: dict(INT_OPS))
@@ -222,13 +223,14 @@ class _KernelBuilder:
     if op == "range": return self.range_value(dt, ranges)
     if op == "cmp":
       src_dt = self.ch.choice(self.cfg.dtypes)
-      a, b = self.expr(src_dt, sub, ranges), self.expr(src_dt, sub, ranges)
+      a = self.expr(src_dt, sub, ranges)
+      b = a if self.coin(self.cfg.p_repeat) else self.expr(src_dt, sub, ranges)
       return UOp(self.ch.choice([Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ]), dtypes.bool, (a, b))
     if op == "cmpsum": return self.cmp_sum(sub, ranges)
     if op == "affine": return self.affine(dt, ranges)
     if op == "where":
-      return UOp(Ops.WHERE, dt, (self.expr(dtypes.bool, sub, ranges), self.expr(dt, sub, ranges),
-                                 self.expr(dt, sub, ranges)))
+      c, x = self.expr(dtypes.bool, sub, ranges), self.expr(dt, sub, ranges)
+      return UOp(Ops.WHERE, dt, (c, x, x if self.coin(self.cfg.p_repeat) else self.expr(dt, sub, ranges)))
     if op == "cast":
       if (src := self.other_dtype(dt)) is None: return self.leaf(dt, ranges, depth)
       return self.expr(src, sub, ranges).cast(dt)
@@ -248,7 +250,8 @@ class _KernelBuilder:
     binary = {"add": Ops.ADD, "sub": Ops.SUB, "mul": Ops.MUL, "max": Ops.MAX, "fdiv": Ops.FDIV, "pow": Ops.POW,
               "idiv": Ops.IDIV, "mod": Ops.MOD, "shl": Ops.SHL, "shr": Ops.SHR, "and": Ops.AND, "or": Ops.OR,
               "xor": Ops.XOR}
-    a, b = self.expr(dt, sub, ranges), self.expr(dt, sub, ranges)
+    a = self.expr(dt, sub, ranges)
+    b = a if self.coin(self.cfg.p_repeat) else self.expr(dt, sub, ranges)
     return UOp(binary[op], dt, (a, b))
 
   def leaf(self, dt: DType, ranges: Sequence[UOp], depth: int) -> UOp:
@@ -403,17 +406,18 @@ OP_NAMES: dict[Ops, tuple[str, ...]] = {
   Ops.CMPLT: ("cmp", "cmpsum"), Ops.CMPNE: ("cmp", "cmpsum"), Ops.CMPEQ: ("cmp", "cmpsum"), Ops.CONST: ("const",),
   Ops.LOAD: ("load",), Ops.RANGE: ("range",)}
 
-def directed_config(cfg: KernelConfig, ops: frozenset[Ops] | set[Ops], dts: Sequence[DType] = (),
+def directed_config(cfg: KernelConfig, ops: frozenset[Ops] | set[Ops], dts: Sequence[DType] = (), repeat: bool = False,
                     boost: int = 6) -> KernelConfig:
   """`cfg` with the weight of every generator op that builds one of `ops` multiplied by `boost` (in the float, int
   and bool tables alike), and each of `dts` that cfg draws from drawn `boost` times as often: kernels made of what a
-  rule's pattern is made of. Every op and dtype keeps its weight > 0, so the directed generator draws the same kernels
-  as `cfg`, in other proportions."""
+  rule's pattern is made of; `repeat` (the pattern binds one name twice: `x // x`, `c ? (c ? a : _) : b`) makes an
+  operand the one before it a quarter of the time. Every op and dtype keeps its weight > 0, so the directed generator
+  draws the same kernels as `cfg`, in other proportions."""
   names = {n for o in ops for n in OP_NAMES.get(o, ())}
   def up(t: dict[str, int]) -> dict[str, int]: return {k: w * boost if k in names else w for k, w in t.items()}
   more = tuple(d for d in dict.fromkeys(dts) if d in cfg.dtypes) * (boost - 1)
   return dataclasses.replace(cfg, float_ops=up(cfg.float_ops), int_ops=up(cfg.int_ops), bool_ops=up(cfg.bool_ops),
-                             dtypes=cfg.dtypes + more)
+                             dtypes=cfg.dtypes + more, p_repeat=max(cfg.p_repeat, 0.25) if repeat else cfg.p_repeat)
 
 def build_kernel(ch: Chooser, cfg: KernelConfig | None = None) -> KernelCase:
   """A random kernel AST that passes kernel_spec, with its DEFINE_VAR values, candidate opts and an input seed."""

@@ -274,43 +274,46 @@ MUTATIONS: tuple[tuple[str, int], ...] = (("change_choices", 5), ("redraw_tail",
 
 # ---- directed generation: fresh inputs made of what the rules not reached yet are made of ----
 
-def pattern_parts(p: Any) -> tuple[frozenset[Ops], frozenset[DType]]:
-  """Every Op and every DType a UPat names, at any depth (its alternatives and sources); an op set of more than four
-  (a whole GroupOp) says little about the rule and is left out."""
+def pattern_parts(p: Any) -> tuple[frozenset[Ops], frozenset[DType], bool]:
+  """Every Op and every DType a UPat names, at any depth (its alternatives and sources; an op set of more than four,
+  a whole GroupOp, says little about the rule and is left out), and whether it binds one name twice (`x // x`)."""
   ops: set[Ops] = set()
   dts: set[DType] = set()
+  names: list[str] = []
   stack = [p]
   while stack:
     u = stack.pop()
     if u.op is not None and len(u.op) <= 4: ops |= u.op
     if u.dtype is not None and len(u.dtype) <= 4: dts |= {d.scalar() for d in u.dtype}
+    if u.name is not None: names.append(u.name)
     stack.extend(getattr(u, "alts", ()))
     src = u.src
-    if isinstance(src, list): stack.extend(x for alt in src for x in alt)
+    # NOTE: a list of sources holds every ordering of one tuple (commutative ops): the first is the pattern
+    if isinstance(src, list): stack.extend(src[0])
     elif src is not None: stack.append(src)
-  return frozenset(ops), frozenset(dts)
+  return frozenset(ops), frozenset(dts), len(names) != len(set(names))
 
 def pattern_ops(p: Any) -> frozenset[Ops]: return pattern_parts(p)[0]
 
-Aim = tuple[frozenset[Ops], frozenset[DType]]
+Aim = tuple[frozenset[Ops], frozenset[DType], bool]
 
 def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
-  """rule key -> the Ops and DTypes its pattern names, for every rule of every PatternMatcher alive (`key` maps a
-  rule's TRACK_MATCH_STATS label to the key the rule hits are counted by)."""
+  """rule key -> the Ops and DTypes its pattern names and whether it binds a name twice, for every rule of every
+  PatternMatcher alive (`key` maps a rule's TRACK_MATCH_STATS label to the key the rule hits are counted by)."""
   import gc
   from tinygrad.uop.ops import PatternMatcher
   out: dict[str, Aim] = {}
   for pm in [o for o in gc.get_objects() if isinstance(o, PatternMatcher)]:
     for r in pm.rules:
-      ops, dts = pattern_parts(r.pat)
-      o0, d0 = out.get(key(r.label), (frozenset(), frozenset()))
-      out[key(r.label)] = (o0 | ops, d0 | dts)
+      ops, dts, rep = pattern_parts(r.pat)
+      o0, d0, r0 = out.get(key(r.label), (frozenset(), frozenset(), False))
+      out[key(r.label)] = (o0 | ops, d0 | dts, r0 or rep)
   return out
 
 @dataclass
 class Director:
   """Picks, for a directed fresh input, a rule that was tried (its pattern's top op came up) but never matched, and
-  gives the Ops and DTypes of its pattern: the level weighs up the generator ops and dtypes that build them. A rule
+  gives the Ops and DTypes of its pattern and whether it repeats an operand: the level weighs those up. A rule
   gets fewer tries the more directed inputs it already had (1/(1 + tries)), so one the generator cannot reach stops
   taking the time; the share of fresh inputs that are directed is a bandit (between `lo` and `hi`) over which kind
   reached a new rule."""

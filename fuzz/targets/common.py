@@ -179,11 +179,11 @@ def write_artifact(prefix: str, data: bytes, fails: list[Any], written: set[froz
 
 def _directed_level(aim: Any) -> Any:
   """The kernel level with its generator's op and dtype weights directed at `aim` (the Ops and DTypes of a rule's
-  pattern; fuzz/kernel_gen.py directed_config)."""
+  pattern, and whether it repeats an operand; fuzz/kernel_gen.py directed_config)."""
   from fuzz.levels import KernelLevel
   from fuzz.kernel_gen import KernelConfig, directed_config
-  ops, dts = aim
-  return KernelLevel(directed_config(KernelConfig(), ops, sorted(dts, key=str)))
+  ops, dts, repeat = aim
+  return KernelLevel(directed_config(KernelConfig(), ops, sorted(dts, key=str), repeat))
 
 def run_setup(spec: str | None) -> None:
   if not spec: return

@@ -31,6 +31,17 @@ def features(ast):
     if u.op is Ops.RANGE and int(u.src[0].vmax) == 0: f["empty"] += 1
     if u.op is Ops.STORE and u.src[0].src[1].op is Ops.WHERE: f["masked store"] += 1
     if u.op is Ops.DEFINE_GLOBAL and isinstance(u.dtype, PtrDType): f[f"dtype {u.dtype.base}"] += 1
+    # integer index arithmetic in ALU code: a sum of loop indices that is never positive, divided by a constant; a
+    # division of a division; a wrapping unsigned sum compared with a constant; a mask comparing a sum of ranges
+    if u.op in (Ops.IDIV, Ops.MOD) and u.dtype is not dtypes.index and u.src[1].op is Ops.CONST:
+      if any(x.op is Ops.RANGE for x in u.src[0].toposort()) and u.src[0].vmin < 0 and u.src[0].vmax <= 0:
+        f["never-positive divmod"] += 1
+      if u.src[0].op is u.op and u.src[0].src[1].op is Ops.CONST: f["nested divmod"] += 1
+    if u.op is Ops.CMPLT and dtypes.is_unsigned(u.src[0].dtype) and u.src[0].op is Ops.ADD and \
+       u.src[0].src[1].op is Ops.CONST and u.src[0].src[1].arg > dtypes.max(u.src[0].dtype) // 2:
+      f["wrapping unsigned sum < const"] += 1
+    if u.op is Ops.CMPLT and u.src[0].dtype is dtypes.index and u.src[0].op is Ops.ADD and \
+       sum(x.op is Ops.RANGE for x in u.src[0].src) == 2: f["range sum mask"] += 1
   f[f"stores {sum(u.op is Ops.STORE for u in topo)}"] += 1
   return f
 
@@ -46,7 +57,8 @@ def test_every_kernel_runs_on_the_reference():
 def test_the_features_all_show_up():
   f: Counter = sum((features(c.ast) for c in CASES), Counter())
   for k in ("masked", "gather", "reduce Ops.ADD", "reduce Ops.MUL", "reduce Ops.MAX", "Ops.CAST", "Ops.BITCAST", "var",
-            "bufferize", "tile", "empty", "masked store", "stores 2", "stores 3"):
+            "bufferize", "tile", "empty", "masked store", "stores 2", "stores 3", "never-positive divmod",
+            "nested divmod", "wrapping unsigned sum < const", "range sum mask"):
     assert f[k] > 0, (k, f)
   for dt in ALL_DTYPES: assert f[f"dtype {dt}"] > 0, dt
   assert any(c.opts for c in CASES) and any(c.opts is None for c in CASES)
@@ -79,3 +91,13 @@ def test_config_restricts_dtypes_and_sizes():
 def test_hypothesis_strategy_gives_valid_kernels(case):
   type_verify(case.ast, kernel_spec)
   validate_index(case.ast)
+
+def test_repeated_operands_are_one_node_and_more_of_them_when_asked():
+  def twice(cfg, n=150):
+    out = 0
+    for s in range(n):
+      c = build_kernel(RandomChooser(s), cfg)
+      out += sum(u.op in (Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.CMPLT, Ops.CMPNE, Ops.MAX) and u.src[0] is u.src[1]
+                 for u in c.ast.toposort())
+    return out
+  assert 0 < twice(KernelConfig()) < twice(KernelConfig(p_repeat=0.25)) / 3

@@ -183,12 +183,15 @@ def test_rule_ops_know_the_symbolic_rules_by_their_hit_key():
   div_div = [k for k in ops if k.startswith("fold_div_div (symbolic.py:")]
   assert div_div and ops[div_div[0]][0] >= {Ops.IDIV, Ops.CONST}
   flip = [k for k in ops if k.startswith("_cond_not (symbolic.py:")]
-  assert flip and ops[flip[0]] == ({Ops.WHERE, Ops.CONST}, {dtypes.bool})
+  assert flip and ops[flip[0]] == ({Ops.WHERE, Ops.CONST}, {dtypes.bool}, False)
+  # a pattern that binds a name twice asks for a repeated operand
+  self_div = [k for k in ops if k.startswith("fold_self_div (symbolic.py:")]
+  assert self_div and ops[self_div[0]][2] and not ops[div_div[0]][2]
 
 def test_director_aims_at_tried_unmatched_rules_and_tires_of_one_that_never_comes():
   from tinygrad.uop import Ops
   from fuzz.scheduler import Director
-  aim = lambda *ops: (frozenset(ops), frozenset())  # noqa: E731
+  aim = lambda *ops: (frozenset(ops), frozenset(), False)  # noqa: E731
   d = Director({"a": aim(Ops.IDIV), "b": aim(Ops.WHERE), "c": aim(Ops.ADD), "x": aim()}, random.Random(0))
   # c was hit, x has no ops, z was never tried: only a and b are aims
   aims = collections.Counter(d.pick({"a", "b", "c", "x"}, {"c": 3})[0] for _ in range(400))
@@ -210,6 +213,7 @@ def test_directed_kernel_config_weighs_up_the_ops_of_a_pattern_and_keeps_the_res
   assert base.int_ops["idiv"] == KernelConfig().int_ops["idiv"] and cfg.dtypes == base.dtypes
   b = directed_config(base, {Ops.WHERE}, [dtypes.bool, dtypes.index], boost=3)
   assert b.dtypes.count(dtypes.bool) == 3 and dtypes.index not in b.dtypes and set(b.dtypes) == set(base.dtypes)
+  assert b.p_repeat == base.p_repeat < directed_config(base, {Ops.IDIV}, repeat=True).p_repeat
 
 def test_repeating_a_run_of_choices_builds_a_repeated_operand():
   s = _sched()
