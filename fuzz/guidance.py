@@ -23,6 +23,9 @@ MODES = ("guided", "unguided")
 # the line coverage of tinygrad and the rule counters; rules: libFuzzer fed by the rule counters only
 ALL_MODES = ("guided", "unguided", "atheris", "rules")
 SEEDS = 32
+# seconds since start at which compare also reports the rules each mode had hit (a guided run can reach a level's
+# saturation sooner without ending higher)
+CURVE = (15, 30, 60, 120, 300)
 
 @dataclass
 class TargetRun:
@@ -175,6 +178,7 @@ def compare_rules(level: str, seconds: float, backends: str = "python", modes: S
   union = set().union(*sets.values())
   return {"level": level, "seconds": seconds, "at": t, "backends": backends, "out": workdir,
           "modes": {m: {"rules_at": r.rules_at(t), "rules": len(sets[m]), "inputs": r.stats["inputs"],
+                        "curve": {c: r.rules_at(c) for c in CURVE if c < t},
                         "last_rule_at": r.last_rule_at(), "findings": r.stats.get("findings", 0),
                         "messages": r.stats.get("messages", [])[:3], "artifacts": len(r.artifacts),
                         "kept": kept.get(m), "missed": sorted(union - sets[m])} for m, r in runs.items()}}
@@ -184,6 +188,9 @@ def format_compare(r: dict[str, Any]) -> str:
   lines = [f"{r['level']} level, {r['seconds']:.0f} s per mode side by side, backends {r['backends']}:",
            f"  rules hit at {r['at']:.0f} s: " + ", ".join(f"{m} {v['rules_at']}" for m, v in ms.items()),
            "  at the end: " + ", ".join(f"{m} {v['rules']} rules / {v['inputs']} inputs" for m, v in ms.items())]
+  if any(v.get("curve") for v in ms.values()):
+    lines.append("  rules hit by: " + "; ".join(f"{c:.0f} s " + ", ".join(f"{m} {v['curve'][c]}" for m, v in ms.items())
+                                              for c in next(iter(ms.values()))["curve"]))
   lines.append("  last new rule at: " + ", ".join(f"{m} {v['last_rule_at'][0]:.0f} s ({v['last_rule_at'][1]} inputs)"
                                                  for m, v in ms.items()))
   lines += [f"  {m} missed ({len(v['missed'])}): {', '.join(v['missed']) or '-'}" for m, v in ms.items()]
