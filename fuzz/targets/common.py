@@ -177,6 +177,19 @@ def write_artifact(prefix: str, data: bytes, fails: list[Any], written: set[froz
   from tinygrad.helpers import atomic_write
   atomic_write(f"{prefix}crash-{hashlib.sha1(data).hexdigest()}", data)
 
+def write_state(prefix: str, state: dict[str, Any], fails: list[Any], written: set[frozenset[tuple[str, ...]]]) -> None:
+  """A failing case that no input bytes rebuild (a directed one) as `<prefix>directed-<sha1>.json`: the level's state
+  (for a kernel: pyrender text, var_vals, opts, input seed; `Level.from_state` reads it back) and the failures, once
+  per distinct set of failures as `write_artifact` does."""
+  key = frozenset((f.stage, f.kind, f.site, f.backend) for f in fails)
+  if key in written or len(written) >= MAX_ARTIFACTS: return
+  written.add(key)
+  import hashlib
+  from tinygrad.helpers import atomic_write
+  text = json.dumps({"state": state, "failures": [f"[{f.stage}/{f.backend}] {f.kind} at {f.site}: {f.message[:2000]}"
+                                                  for f in fails]}, indent=1)
+  atomic_write(f"{prefix}directed-{hashlib.sha1(text.encode()).hexdigest()}.json", text)
+
 def _directed_level(aim: Any) -> Any:
   """The kernel level with its generator's op and dtype weights directed at `aim` (the Ops and DTypes of a rule's
   pattern, and whether it repeats an operand; fuzz/kernel_gen.py directed_config)."""
@@ -304,9 +317,12 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
       stats.findings += 1
       if stats.first_finding is None: stats.first_finding = round(time.monotonic() - stats.start, 1)
       stats.messages.append(f"[{fails[0].stage}/{fails[0].backend}] {fails[0].kind} at {fails[0].site}")
-      # NOTE: a directed case's bytes build another case under the level's own generator: it is counted, and its
-      # message says so, but it gets no artifact (one would replay as a different case)
-      if tag is not None: stats.messages[-1] += " (a directed case: no artifact)"
+      # NOTE: a directed case's bytes build another case under the level's own generator, so it gets no crash-
+      # artifact (one would replay as a different case); the case itself is kept as the level's state instead
+      if tag is not None:
+        stats.messages[-1] += " (a directed case: kept as directed-<sha1>.json)"
+        if prefix is not None and base.case is not None:
+          write_state(prefix, base.level.state(base.case), fails, written)
       elif prefix is not None: write_artifact(prefix, data, fails, written)
       if isinstance(check, MutantCheck) and check.stop: break
     stats.note(hits)

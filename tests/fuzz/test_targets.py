@@ -96,3 +96,19 @@ def test_nightly_workflow_runs_a_campaign_and_uploads_its_findings():
   with open(os.path.join(REPO, "Makefile")) as f: mk = f.read()
   rule = mk[mk.index("\nfuzz-nightly:"):].split("\n\n")[0]
   assert "-m fuzz run" in rule and "--out fuzz_out" in rule and "-m fuzz report fuzz_out" in rule
+
+def test_a_failing_directed_case_is_kept_as_its_state_once_per_failure_set(tmp_path):
+  from types import SimpleNamespace
+  from fuzz.levels import KernelLevel
+  from fuzz.strategies import build_kernel, RandomChooser
+  from fuzz.targets.common import write_state
+  level, written = KernelLevel(), set()
+  case = build_kernel(RandomChooser(3))
+  fail = SimpleNamespace(stage="spec", kind="SpecError[program]", site="spec/verify.py:_raise", backend="python",
+                         message="an illegal program")
+  for _ in range(2): write_state(f"{tmp_path}/", level.state(case), [fail], written)
+  files = glob.glob(f"{tmp_path}/directed-*.json")
+  assert len(files) == 1
+  with open(files[0]) as f: got = json.load(f)
+  # the state reads back as the same kernel (no bytes needed), and the failure is named
+  assert level.from_state(got["state"]).ast is case.ast and "SpecError[program]" in got["failures"][0]
