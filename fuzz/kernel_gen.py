@@ -4,8 +4,13 @@ A kernel is drawn top-down from a `Chooser`: output ranges (sizes biased to 0, 1
 ended by a DEFINE_VAR), one to `max_stores` stores (each over a subset of the ranges, sometimes masked), and for each
 store an ALU tree of a drawn dtype over every dtype the IR has (bool, int8..uint64, float16, bfloat16, fp8e4m3,
 fp8e5m2, float32, float64): loads through affine, flipped, shifted-and-masked (padded), constant (broadcast) and
-data-dependent (gather) indices, constants with edge values, casts and bitcasts between dtypes, comparisons, WHERE,
-MULACC, THREEFRY, transcendentals, REDUCE ADD/MUL/MAX over new reduce ranges, and local BUFFERIZEs.
+data-dependent (gather) indices, constants with edge values, casts and bitcasts between dtypes, comparisons, sums
+compared with constants (wrapping ones in narrow unsigned dtypes), integer index arithmetic (loop indices times small
+coefficients plus a constant, divided or taken modulo constants: never-positive sums too), WHERE, MULACC, THREEFRY,
+transcendentals, REDUCE ADD/MUL/MAX over new reduce ranges, local BUFFERIZEs, and now and then an operand that is the
+one before it (one node used twice). Masks include window coordinates (`r + w + s`, a padded convolution's) and
+triangular store masks (`r + k*r2 < d`). `directed_config` weighs the op tables towards what a rewrite rule's pattern
+is made of (the rule-guided scheduler's directed inputs).
 
 Every kernel passes `kernel_spec` and every access is in bounds by construction (a buffer is a row-major view whose
 axes each index with a coordinate in [0, extent), or masked where it might not be), so the z3 bounds proof

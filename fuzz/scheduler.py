@@ -21,8 +21,10 @@ inputs and steers no better than the rule counters (docs/fuzz.md), so the guidan
              boundaries, inserts or deletes a choice, repeats a run of choices right after itself (a subtree built
              twice is one node: `x op x`, a condition tested twice), or flips bytes anywhere
   fresh      fresh random inputs, exactly what the unguided baseline draws, are still tried: the share is a two-armed
-             bandit over how often fresh and mutated inputs reached a new rule lately (between 30% and 70%), so a
+             bandit over how often fresh and mutated inputs reached a new rule lately (between 30% and 90%), so a
              corpus that stops paying gives the time back to random generation
+  directed   (`Director`, used by the kernel target) a share of the fresh inputs aims at a rule that was tried but
+             never matched: the generator weighs up the ops and dtypes its pattern names (`rule_ops`)
 
 The scheduler is the same for every level: `Scheduler(fresh_bytes, marks_of)` where marks_of(data) rebuilds the case
 only to learn its choice boundaries (no checking)."""
