@@ -69,3 +69,20 @@ def test_devectorize_through_the_tensor_api():
   np.testing.assert_allclose(outs[0], outs[1])
   np.testing.assert_allclose(outs[0], outs[2])
   np.testing.assert_allclose(outs[0], np.arange(64).reshape(8, 8) * 3 + np.exp2(np.arange(64).reshape(8, 8)) / 4, rtol=1e-6)
+
+def test_vectorize_alu_packs_casts_only_from_one_source_dtype():
+  # one lane's CAST reads a float64 LOAD, the others a float32 value (a lane's arithmetic folded away): packing them
+  # would put the float64 lane into a float32 vector operand; the lanes stay scalar
+  from tinygrad.codegen.expander import VectorizeCtx, pm_vectorize
+  from tinygrad.uop.ops import graph_rewrite
+  r = Device["PYTHON"].renderer
+  i = UOp.range(4, 0)
+  f64, f32 = dg(1, dtypes.float64, 4).index(i).load(), dg(2, dtypes.float32, 4).index(i).load() * UOp.const(dtypes.float32, 3.0)
+  mixed = UOp.vectorize(f32.cast(dtypes.int32), f32.cast(dtypes.int32), f64.cast(dtypes.int32), f32.cast(dtypes.int32))
+  same = UOp.vectorize(*[f32.cast(dtypes.int32)] * 4)
+  assert r.supports_op(Ops.CAST, dtypes.int32.vec(4)) and 4 in r.vector_widths(dtypes.float32)
+  ctx = VectorizeCtx(r, 0)
+  got = graph_rewrite(mixed, pm_vectorize, ctx=ctx, name="test: pack lanes")
+  assert got.op is Ops.VECTORIZE and [s.src[0].dtype for s in got.src] == [dtypes.float32] * 2 + [dtypes.float64, dtypes.float32]
+  packed = graph_rewrite(same, pm_vectorize, ctx=ctx, name="test: pack lanes")
+  assert packed.op is Ops.CAST and packed.dtype == dtypes.int32.vec(4) and packed.src[0].dtype == dtypes.float32.vec(4)

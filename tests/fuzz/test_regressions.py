@@ -230,6 +230,21 @@ c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(868), arg=2).index(c2).load()
 c4 = c1.load().cast(dtypes.uint8) * (c3 % UOp.const(dtypes.uint8, 7))
 c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(651), arg=0).index(c0).store(c4)
 ast = UOp.sink(c5.end(c0))""", [], {"n4": 3}, seed=1965087873)),
+  # PADTO then UPCAST: in the lane where log2(2) = 1 folded the fp8 product to cast(load), that lane's CAST read the
+  # float64 LOAD while the others' read a float32 MUL (fp8 emulated through float32); pm_vectorize's ALU packing
+  # compared only the lanes' own dtypes, so the CAST's operand became a float32.vec(4) VECTORIZE holding a float64
+  # lane (an illegal VECTORIZE at SPEC=2); it now also requires every lane's operands to have lane 0's dtypes
+  "vectorize_casts_from_mixed_source_dtypes": (["python", "cpu", "llvm", "nv", "amd"], state("""
+c0 = UOp.range(7, 0, AxisType.LOOP)
+c1 = UOp.const(dtypes.index, 6)
+c2 = (c0 < c1).where(c0 + UOp.const(dtypes.index, 1), UOp.invalid())
+c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(7), arg=1).index(c2).load()
+c4 = c0.cast(dtypes.fp8e4m3).log2() * c3.cast(dtypes.fp8e4m3)
+c5 = UOp(Ops.SUB, dtypes.fp8e4m3, (UOp.const(dtypes.fp8e4m3, -0.0) * UOp.const(dtypes.fp8e4m3, 448.0), c4))
+c6 = c1 + (c0 * UOp.const(dtypes.index, -1))
+c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e4m3.ptr(7), arg=2).index(c6).load()
+c8 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e4m3.ptr(7), arg=0).index(c0).store(c5 + c7)
+ast = UOp.sink(c8.end(c0))""", [["PADTO", 0, 8], ["UPCAST", 0, 8]], seed=1)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))
