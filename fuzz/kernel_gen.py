@@ -388,13 +388,18 @@ def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
   n_out = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP])
   n_red = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.REDUCE])
   out_ops = [OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD, OptOps.PADTO, OptOps.UPCAST, OptOps.SWAP]
-  red_ops = [OptOps.UNROLL, OptOps.GROUP, OptOps.GROUPTOP, OptOps.UNROLL]
+  # NOTE: KBLOCK (CPU cache blocking of a reduce) and PACK (a reused load's panel staged in a per-thread buffer; its
+  # axis picks a load, no arg) make iterations depend on each other through memory: the campaign must reach them too
+  red_ops = [OptOps.UNROLL, OptOps.GROUP, OptOps.GROUPTOP, OptOps.UNROLL, OptOps.KBLOCK, OptOps.PACK]
   # NOTE: CUT (the CPU's cut of store loops compared against constants) must be the first opt; other targets drop it
   opts = [Opt(OptOps.CUT)] if n_out and ch.integer(0, 3) == 0 else []
   for _ in range(ch.integer(0, n_max)):
     if n_red and (not n_out or ch.integer(0, 2) == 0): op, axis = ch.choice(red_ops), ch.integer(0, n_red - 1)
     elif n_out: op, axis = ch.choice(out_ops), ch.integer(0, n_out - 1)
     else: break
+    if op is OptOps.PACK:
+      opts.append(Opt(op, ch.integer(0, 2), None))
+      continue
     arg = ch.integer(0, n_out - 1) if op is OptOps.SWAP else ch.choice([0, 2, 3, 4, 8, 16] if op is not OptOps.PADTO
                                                                         else [2, 4, 8, 16, 32])
     opts.append(Opt(op, axis, arg))
