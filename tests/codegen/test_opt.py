@@ -288,11 +288,11 @@ def colsum_ast(R, C):
   return UOp.sink(out.index(j).store(a.index(i * C + j).load().reduce(i, arg=Ops.ADD)).end(j))
 
 def test_stride_of():
-  from tinygrad.codegen.heuristic import stride_of
+  from tinygrad.codegen.opt import index_stride
   ast = matmul_ast(8, 8, 8)
   i, j, k = sorted([u for u in ast.toposort() if u.op is Ops.RANGE], key=lambda r: r.arg[0])
   idx = i * 8 + j
-  assert (stride_of(ast, idx, i), stride_of(ast, idx, j), stride_of(ast, idx, k)) == (8, 1, 0)
+  assert (index_stride(idx, i), index_stride(idx, j), index_stride(idx, k)) == (8, 1, 0)
 
 def test_heuristics_upcast_contiguous_output_of_strided_reduce():
   from tinygrad.codegen.heuristic import hand_coded_optimizations

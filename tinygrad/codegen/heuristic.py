@@ -48,9 +48,9 @@ def _broadcast_loads(ast: UOp, r: UOp) -> int:
   """How many loads do not depend on range r: each upcast lane of r reuses them (a register-blocking win)."""
   return sum(1 for ld in _loads(ast) if r not in ld.src[0]._ranges)
 
-def stride_of(ast: UOp, idx: UOp, r: UOp) -> int | None:
-  """How far index `idx` moves when range `r` steps by one (all ranges at 0), or None when that is not a constant."""
-  return index_stride(idx, r)
+def _work(ast: UOp) -> int:
+  """Iterations of the kernel's innermost body: the product of its range sizes (a symbolic one counts 1)."""
+  return prod(axis_size(r) or 1 for r in ast.toposort() if r.op is Ops.RANGE)
 
 def _store_idx(ast: UOp) -> UOp | None:
   stores = [u for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
@@ -67,8 +67,7 @@ def _upcast_for_reuse(b: _Builder) -> None:
   # 8 on the other reuse axis, which the C compiler vectorizes; small kernels and GPU-style targets get 4x4 (the big
   # blocking costs seconds of compile time that a small kernel never earns back).
   if not reduce_axes(b.ast): return
-  work = prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE)
-  cpu = not b.renderer.has_local and work >= BIG_BLOCK_MIN_WORK
+  cpu = not b.renderer.has_local and _work(b.ast) >= BIG_BLOCK_MIN_WORK
   done: set[int] = set()
   while True:
     sidx = _store_idx(b.ast)
@@ -76,7 +75,7 @@ def _upcast_for_reuse(b: _Builder) -> None:
     for i, r in enumerate(output_axes(b.ast)):
       size = axis_size(r) or 0
       if r.arg[0] in done or size < 8 or (n := _broadcast_loads(b.ast, r)) == 0: continue
-      contiguous = sidx is not None and stride_of(b.ast, sidx, r) == 1
+      contiguous = sidx is not None and index_stride(sidx, r) == 1
       cands.append((contiguous, n, size, i))
     if not cands: return
     contiguous, _, size, i = max(cands)
@@ -147,12 +146,12 @@ def _reorder_for_reuse(b: _Builder) -> None:
   # along the reduce (a matmul's rows of A), so that the block of the other input that each step reuses (a panel of
   # B's columns, read with a stride) stays in cache across that loop instead of being streamed again for every block
   if b.renderer.has_local or len(reds := reduce_axes(b.ast)) != 1: return
-  if prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE) < BIG_BLOCK_MIN_WORK: return
+  if _work(b.ast) < BIG_BLOCK_MIN_WORK: return
   # NOTE: the two innermost output loops (a batched matmul's batch loop stays outermost)
   outs = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1][-2:]
   if len(outs) != 2 or not axes_of(b.ast, AxisType.UPCAST): return
   def own_strides(r: UOp, other: UOp) -> list[int | None]:
-    return [stride_of(b.ast, idx, reds[0]) for ld in _loads(b.ast)
+    return [index_stride(idx, reds[0]) for ld in _loads(b.ast)
             if r in (idx := ld.src[0].src[1].get_idx())._ranges and other not in idx._ranges]
   outer, inner = outs
   so, si = own_strides(outer, inner), own_strides(inner, outer)
@@ -164,7 +163,7 @@ def _pack_candidate(b: _Builder) -> tuple[int, int] | None:
   innermost output loop does not read (every iteration of that loop reuses its panel), read with a layout that is not
   already the packed one (a strided walk along the reduce). None where there is none."""
   if b.renderer.has_local or len(reduce_axes(b.ast)) != 1 or not axes_of(b.ast, AxisType.UPCAST): return None
-  if prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE) < BIG_BLOCK_MIN_WORK: return None
+  if _work(b.ast) < BIG_BLOCK_MIN_WORK: return None
   loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
   if not loops: return None
   inner = max(loops, key=lambda r: r.arg[0])
@@ -174,7 +173,7 @@ def _pack_candidate(b: _Builder) -> tuple[int, int] | None:
     rs = panel_ranges(ld)
     sizes = [axis_size(r) or 0 for r in rs]
     packed = [int(prod(sizes[j + 1:])) for j in range(len(rs))]
-    if [stride_of(b.ast, idx.get_idx(), r) for r in rs] == packed: continue
+    if [index_stride(idx.get_idx(), r) for r in rs] == packed: continue
     return i, int(prod(sizes)) * ld.dtype.itemsize
   return None
 
@@ -209,7 +208,7 @@ def _kblock_reduce(b: _Builder) -> None:
   # partial sums go through the output buffer). Measured on a 1024 matmul (AVX-512, both paths, a shared machine):
   # 128/256/512 steps ran 3.1x/3.7x/2.1x the unblocked kernel on LLVM, 256 steps 1.8x on C
   if b.renderer.has_local or len(reds := reduce_axes(b.ast)) != 1 or (size := axis_size(reds[0])) is None: return
-  if prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE) < BIG_BLOCK_MIN_WORK: return
+  if _work(b.ast) < BIG_BLOCK_MIN_WORK: return
   # NOTE: a packed panel (PACK) is contiguous: its rows no longer alias in the cache
   if any(o.op is OptOps.PACK for o in b.opts): return
   if size <= KBLOCK_STEPS or size % KBLOCK_STEPS: return
@@ -218,7 +217,7 @@ def _kblock_reduce(b: _Builder) -> None:
   outs = [r for r in output_axes(b.ast) if (axis_size(r) or 0) > 1]
   def aliased_panel(ld: UOp) -> bool:
     idx = ld.src[0].src[1].get_idx()
-    st = stride_of(b.ast, idx, reds[0])
+    st = index_stride(idx, reds[0])
     reused = any(r not in idx._ranges for r in outs)
     return reused and st is not None and st not in (0, 1) and (st * ld.dtype.itemsize) % PAGE_BYTES == 0
   if any(aliased_panel(ld) for ld in _loads(b.ast)): b.try_opt(Opt(OptOps.KBLOCK, 0, KBLOCK_STEPS))
@@ -230,10 +229,9 @@ def _upcast_strided_reduce(b: _Builder) -> None:
   loads = [ld.src[0].src[1].get_idx() for ld in _loads(b.ast)]
   reds = reduce_axes(b.ast)
   for i, r in enumerate(output_axes(b.ast)):
-    if not any(stride_of(b.ast, idx, r) == 1 and all(stride_of(b.ast, idx, x) != 1 for x in reds) for idx in loads):
+    if not any(index_stride(idx, r) == 1 and all(index_stride(idx, x) != 1 for x in reds) for idx in loads):
       continue
-    work = prod(axis_size(x) or 1 for x in b.ast.toposort() if x.op is Ops.RANGE)
-    cpu_big = not b.renderer.has_local and work >= BIG_BLOCK_MIN_WORK
+    cpu_big = not b.renderer.has_local and _work(b.ast) >= BIG_BLOCK_MIN_WORK
     first = next((amt for amt in ((16, 8, 4) if cpu_big else (4,)) if b.try_opt(Opt(OptOps.UPCAST, i, amt))), None)
     if first is not None and cpu_big: b.try_opt(Opt(OptOps.UPCAST, i, 4))
     return
@@ -252,7 +250,7 @@ def _upcast_inner(b: _Builder) -> None:
   # elementwise kernels: vector loads and stores along the output's contiguous axis
   if reduce_axes(b.ast) or axes_of(b.ast, AxisType.UPCAST) or (sidx := _store_idx(b.ast)) is None: return
   outs = output_axes(b.ast)
-  inner = [i for i, r in enumerate(outs) if stride_of(b.ast, sidx, r) == 1]
+  inner = [i for i, r in enumerate(outs) if index_stride(sidx, r) == 1]
   if not inner: return
   size = axis_size(outs[inner[0]]) or 0
   for amt in (4, 2):
@@ -272,7 +270,7 @@ def _reduce_is_contiguous(b: _Builder, red: UOp) -> bool:
   idxs = [idx for ld in _loads(b.ast) if red in (idx := ld.src[0].src[1].get_idx())._ranges
           and any(o in idx._ranges for o in outs)]
   if not idxs: idxs = [idx for ld in _loads(b.ast) if red in (idx := ld.src[0].src[1].get_idx())._ranges]
-  return bool(idxs) and all(stride_of(b.ast, idx, red) == 1 for idx in idxs)
+  return bool(idxs) and all(index_stride(idx, red) == 1 for idx in idxs)
 
 def _group_reduce(b: _Builder) -> None:
   # a reduce with too few outputs to keep a GPU busy (one thread per output with a serial loop) spreads each output's
@@ -314,7 +312,7 @@ def _locals(b: _Builder) -> None:
   budget = block // group
   sidx = _store_idx(b.ast)
   outs = output_axes(b.ast)
-  order = sorted(range(len(outs)), key=lambda i: (not (sidx is not None and stride_of(b.ast, sidx, outs[i]) == 1), -i))
+  order = sorted(range(len(outs)), key=lambda i: (not (sidx is not None and index_stride(sidx, outs[i]) == 1), -i))
   # NOTE: by range id: a LOCAL of a whole axis retypes it, and the output axes after it move down by one
   for n, rid in enumerate([outs[i].arg[0] for i in order]):
     if budget < 2: return
@@ -330,15 +328,14 @@ def _locals(b: _Builder) -> None:
 
 def _threads(b: _Builder) -> None:
   if not b.renderer.has_threads or (nt := max_threads(b.renderer)) < 2: return
-  work = prod(axis_size(r) or 1 for r in b.ast.toposort() if r.op is Ops.RANGE)
-  if work < THREAD_MIN_WORK: return
+  if _work(b.ast) < THREAD_MIN_WORK: return
   # the largest output axis that splits evenly across the most threads; among those, one that no vectorized load (one
   # an upcast axis walks with stride 1) depends on: a thread offset in that load's index hides from the C compiler that
   # its lanes are adjacent (the index math wraps), and it stops vectorizing the loop
   outs = output_axes(b.ast)
   idxs = [ld.src[0].src[1].get_idx() for ld in _loads(b.ast)]
   ups = axes_of(b.ast, AxisType.UPCAST, AxisType.UNROLL)
-  vec_idxs = [idx for idx in idxs if any(stride_of(b.ast, idx, u) == 1 for u in ups)]
+  vec_idxs = [idx for idx in idxs if any(index_stride(idx, u) == 1 for u in ups)]
   cands = []
   for i, r in enumerate(outs):
     size = axis_size(r) or 0
