@@ -354,3 +354,16 @@ def test_matmul_with_default_heuristics_matches_numpy_on_both_cpu_paths(shape):
     ops = [o.op for o in progs[-1].applied_opts]
     assert (OptOps.KBLOCK in ops) == kblocked[dev], progs[-1].applied_opts
     assert (OptOps.PACK in ops) == (dev is ll and big), progs[-1].applied_opts
+
+def test_llvm_vectorize_alu_packs_casts_only_from_one_source_dtype():
+  # the LLVM final rules pack lanes with the same check as codegen's pm_vectorize (uop.ops.lanes_alike): one lane's CAST
+  # of a float64 LOAD among CASTs of float32 values stays a VECTORIZE of scalar lanes (packing it built a float32 vector
+  # operand holding a float64, which the spec refuses)
+  from tinygrad.renderer.llvmir import CPULLVMRenderer, vectorize_alu
+  a = UOp.variable("a", 0, 10, dtypes.int32).cast(dtypes.float32)
+  b = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(4), arg=0).index(UOp.const(dtypes.index, 0)).load()
+  def lanes(l1: UOp) -> UOp: return UOp.vectorize((a * 2.0).cast(dtypes.int32), l1, (a * 3.0).cast(dtypes.int32))
+  ren = CPULLVMRenderer(vector_bits=512)
+  assert vectorize_alu(ren, lanes(b.cast(dtypes.int32))) is None
+  packed = vectorize_alu(ren, lanes((a * 5.0).cast(dtypes.int32)))
+  assert packed is not None and packed.dtype == dtypes.int32.vec(3) and packed.src[0].dtype == dtypes.float32.vec(3)

@@ -5,7 +5,7 @@ import itertools, functools
 from dataclasses import dataclass
 from typing import Any
 from tinygrad.uop import Ops, AxisType
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, lanes_alike
 from tinygrad.dtype import PtrDType, AddrSpace
 from tinygrad.renderer import Renderer
 
@@ -94,10 +94,7 @@ def vectorize_alu(ctx: VectorizeCtx, v: UOp) -> UOp | None:
   s0, n = v.src[0], len(v.src)
   if ctx.level != 0 or s0.dtype.count != 1 or not ctx.renderer.supports_op(s0.op, s0.dtype.vec(n)): return None
   if not all(x.dtype.count == 1 and n in ctx.renderer.vector_widths(x.dtype) for x in s0.src): return None
-  # NOTE: every lane's operands must have lane 0's dtypes too: a CAST's source dtype is not implied by its own (one
-  # lane can cast a float64 LOAD where the others cast a float32 ALU result once a lane's arithmetic folded away)
-  if any(s.op is not s0.op or s.arg != s0.arg or s.dtype is not s0.dtype or len(s.src) != len(s0.src) or
-         any(x.dtype != y.dtype for x, y in zip(s.src, s0.src)) for s in v.src): return None
+  if not lanes_alike(v.src): return None
   operands = tuple(UOp.vectorize(*[s.src[j] for s in v.src]) for j in range(len(s0.src)))
   return UOp(s0.op, s0.dtype.vec(n), operands, s0.arg)
 

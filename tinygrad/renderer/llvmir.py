@@ -22,7 +22,7 @@ import math, struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, lanes_alike
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, float_to_bf16, float_to_fp8, DTYPES_DICT
 from tinygrad.renderer import Renderer, Vectors
 from tinygrad.renderer.tensor_cores import AMD_TENSOR_CORES, TensorCore, tensor_core
@@ -771,8 +771,7 @@ def vectorize_alu(ren: LLVMRenderer, v: UOp) -> UOp | None:
   if s0.dtype.count != 1 or all(s is s0 for s in v.src): return None
   if not _vec_ok(ren, s0.dtype) or s0.op not in ren.vectors[s0.dtype.scalar()].ops: return None
   if not all(_vec_ok(ren, x.dtype) and x.dtype.count == 1 for x in s0.src): return None
-  if any(s.op is not s0.op or s.arg != s0.arg or len(s.src) != len(s0.src) or s.dtype is not s0.dtype for s in v.src):
-    return None
+  if not lanes_alike(v.src): return None
   operands = tuple(UOp.vectorize(*[s.src[j] for s in v.src]) for j in range(len(s0.src)))
   return UOp(s0.op, s0.dtype.vec(len(v.src)), operands, s0.arg)
 

@@ -748,6 +748,14 @@ def graph_rewrite_map(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up:
 
 # ---- consumers ----
 
+def lanes_alike(lanes: Sequence[UOp]) -> bool:
+  """Every lane is lane 0's op with its arg, dtype and operand dtypes: the lanes are one vector op of VECTORIZEs of
+  their operands. NOTE: the operand dtypes too: a CAST's source dtype is not implied by its own (one lane can cast a
+  float64 LOAD where the others cast a float32 ALU result once a lane's arithmetic folded away)."""
+  s0 = lanes[0]
+  return all(s.op is s0.op and s.arg == s0.arg and s.dtype is s0.dtype and len(s.src) == len(s0.src) and
+             all(x.dtype == y.dtype for x, y in zip(s.src, s0.src)) for s in lanes)
+
 def consumer_map(root: UOp) -> dict[UOp, list[UOp]]:
   """For every node under root, the nodes that use it (in toposort order)."""
   ret: dict[UOp, list[UOp]] = {}
