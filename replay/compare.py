@@ -15,7 +15,7 @@
 from __future__ import annotations
 import math, os, re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -314,20 +314,16 @@ NATIVE_TIMEOUT = 60.0  # seconds both programs may run, all seeds together
 
 def _load_native(target: str, name: str, src: str) -> Any:
   """Compile `src` for the host and return (the kernel as a ctypes function, what keeps its code alive)."""
-  import ctypes, tempfile
+  import ctypes
   if target == "CPU_LLVM":
     from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
     engine, addr = LLVMProgramLoader().load(name, LLVMCompiler().compile(src))
     return ctypes.CFUNCTYPE(None)(addr), engine
   from tinygrad.runtime.support.compiler_cpu import CCompiler
-  lib = CCompiler().compile(src)
-  with tempfile.NamedTemporaryFile(prefix=f"replay-{name}-", suffix=".so", delete=False) as f:
-    f.write(lib)
-  try: so = ctypes.CDLL(f.name)
-  finally: os.unlink(f.name)
-  fxn = getattr(so, name)
-  fxn.restype = None
-  return fxn, so
+  from tinygrad.runtime.ops_cpu import CPUProgram
+  # NOTE: the device is only CPUProgram.__call__'s thread pool; the loaded function is called directly here
+  prog = CPUProgram(cast(Any, None), name, CCompiler().compile(src))
+  return prog.fxn, prog
 
 def _run_native(fxn: Any, uops: Sequence[UOp], name: str, bufs: dict[int, np.ndarray],
                 var_vals: dict[str, int]) -> dict[int, np.ndarray]:
