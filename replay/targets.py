@@ -25,8 +25,7 @@ def _python(arch: str, threads: int) -> Renderer:
   from tinygrad.runtime.ops_python import PythonRenderer, EMULATED
   if arch in ("", "PYTHON"): return PythonRenderer("")
   dev, _, a = arch.partition(":")
-  key = next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, a)), None) or \
-    next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, "")), None)
+  key = next((k for want in ((dev, a), (dev, "")) for k, v in EMULATED.items() if v == want), None)
   if key is None: raise IncompatibleRecord(f"PYTHON renderer arch {arch!r}: this version emulates {sorted(EMULATED)}")
   return PythonRenderer(key)
 
