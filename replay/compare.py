@@ -349,6 +349,22 @@ def _run_native(fxn: Any, uops: Sequence[UOp], name: str, bufs: dict[int, np.nda
   for core in range(int(math.prod(gs))): fxn(*args, ctypes.c_int32(core))
   return out
 
+def _send_runs(w: Any, progs: Sequence[tuple[str, Any, tuple[str, str, list[UOp]]]], seeds: Sequence[int],
+               written: list[int]) -> None:
+  """In the child: run each program (which, loaded function, program) per seed, each run's start and result pickled to
+  `w` as it comes (a crash or hang leaves its start as the last message); the first error ends the runs."""
+  import pickle
+  old = progs[0][2][2]  # NOTE: the old program's buffers and variables decide the inputs
+  for seed in seeds:
+    bufs, var_vals = random_inputs(old, seed), _var_vals(old, seed)
+    for which, f, (name, _, uops) in progs:
+      pickle.dump(("start", which, seed, var_vals), w)
+      w.flush()
+      try: res = _run_native(f, uops, name, bufs, var_vals)
+      except Exception as e: return pickle.dump(("error", which, seed, f"{type(e).__name__}: {str(e)[:300]}"), w)
+      pickle.dump(("done", which, seed, {k: res[k] for k in written}), w)
+      w.flush()
+
 def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str, str, list[UOp]],
                     seeds: Sequence[int] = (0, 1)) -> RunResult | None:
   """Compile the old and new sources (name, source, linear program) for the host (`target` CPU: C, CPU_LLVM: LLVM IR)
@@ -372,20 +388,7 @@ def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str
       import faulthandler
       faulthandler.disable()  # NOTE: a crash is the finding, reported by the parent; no traceback dump from the child
       os.close(rd)
-      with os.fdopen(wr, "wb") as w:
-        for seed in seeds:
-          bufs, var_vals = random_inputs(old[2], seed), _var_vals(old[2], seed)
-          for which, (f, prog) in (("old", (fo[0], old)), ("new", (fn[0], new))):
-            pickle.dump(("start", which, seed, var_vals), w)
-            w.flush()
-            try: res = _run_native(f, prog[2], prog[0], bufs, var_vals)
-            except Exception as e:
-              pickle.dump(("error", which, seed, f"{type(e).__name__}: {str(e)[:300]}"), w)
-              break
-            pickle.dump(("done", which, seed, {k: res[k] for k in written}), w)
-            w.flush()
-          else: continue
-          break
+      with os.fdopen(wr, "wb") as w: _send_runs(w, (("old", fo[0], old), ("new", fn[0], new)), seeds, written)
     finally: os._exit(0)
   os.close(wr)
   msgs: list[Any] = []
