@@ -147,7 +147,8 @@ _renderers: dict[tuple[str, str], Any] = {}
 def _emulate(target: str, renderer: Any) -> str:
   """The EMULATE value the PYTHON interpreter runs a program of this target and renderer under."""
   if target in ("NV", "AMD"): return target
-  name = str(getattr(getattr(renderer, "target", None), "name", "PYTHON")) if target == "PYTHON" else "PYTHON"
+  if target != "PYTHON": return ""
+  name = str(getattr(getattr(renderer, "target", None), "name", "PYTHON"))
   return "" if name == "PYTHON" else name
 
 Program = tuple[str, str, list[UOp]]  # name, source, linear program
