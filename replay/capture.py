@@ -189,14 +189,13 @@ namespaces = _Namespaces()
 
 def _patched_since(ast: UOp) -> str | None:
   """The patched rewrite that ran since get_program started on `ast` (the last one), else None."""
-  start = None
+  # NOTE: no mark (the capture started inside the compile): judge by whether any patched rewrite ran at all
+  start = 0
   while state.compiling:
     aid, n = state.compiling.pop()
     if aid == id(ast):
       start = n
       break
-  # NOTE: no mark (the capture started inside the compile): judge by whether any patched rewrite ran at all
-  if start is None: start = 0
   return state.last_patch if state.patches > start else None
 
 def _skip(key: str, what: str) -> None:

@@ -15,7 +15,7 @@
 from __future__ import annotations
 import math, os, re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -278,19 +278,32 @@ def steps(uops: Sequence[UOp], launch: int) -> int:
     elif u.op is Ops.END and stack: mult = stack.pop()
   return total * launch
 
+# ---- what a PYTHON run and a native run share ----
+
+def _buffers_differ(old: Sequence[UOp], new: Sequence[UOp]) -> RunResult | None:
+  """A change shown without running: the two programs take different buffers."""
+  go, gn = _globals(old), _globals(new)
+  if {k: (v.base, v.size) for k, v in go.items()} == {k: (v.base, v.size) for k, v in gn.items()}: return None
+  return RunResult(True, f"the buffers differ: {sorted(go.items())} before, {sorted(gn.items())} after")
+
+def _written(old: Sequence[UOp], new: Sequence[UOp]) -> list[int]:
+  """The buffers either program stores to (all of them when neither stores to a global directly)."""
+  return sorted({int(u.src[0].src[0].arg) for u in [*old, *new] if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
+                 and u.src[0].src[0].op is Ops.DEFINE_GLOBAL} or set(_globals(old)))
+
+def _var_vals(old: Sequence[UOp], seed: int) -> dict[str, int]:
+  """Random values of the variables for one seed, in range and at most 16 above the lower bound."""
+  rng = np.random.default_rng(seed + 1000)
+  return {str(u.arg[0]): int(rng.integers(int(u.arg[1]), min(int(u.arg[2]), int(u.arg[1]) + 16) + 1))
+          for u in old if u.op is Ops.DEFINE_VAR}
+
 def run_both(old: list[UOp], new: list[UOp], name: str, emulate: str, seeds: Sequence[int] = (0, 1)) -> RunResult:
   """Run both programs on the same random inputs (the old program's buffers decide the inputs) and compare every
   buffer either one stores to."""
-  go, gn = _globals(old), _globals(new)
-  if {k: (v.base, v.size) for k, v in go.items()} != {k: (v.base, v.size) for k, v in gn.items()}:
-    return RunResult(True, f"the buffers differ: {sorted(go.items())} before, {sorted(gn.items())} after")
-  dvars = {str(u.arg[0]): (int(u.arg[1]), int(u.arg[2])) for u in old if u.op is Ops.DEFINE_VAR}
-  written = sorted({int(u.src[0].src[0].arg) for u in [*old, *new] if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
-                    and u.src[0].src[0].op is Ops.DEFINE_GLOBAL} or set(go))
+  if (shown := _buffers_differ(old, new)) is not None: return shown
+  written = _written(old, new)
   for seed in seeds:
-    bufs = random_inputs(old, seed)
-    rng = np.random.default_rng(seed + 1000)
-    var_vals = {n: int(rng.integers(lo, min(hi, lo + 16) + 1)) for n, (lo, hi) in dvars.items()}
+    bufs, var_vals = random_inputs(old, seed), _var_vals(old, seed)
     results = []
     for which, prog in (("old", old), ("new", new)):
       gs, ls = _spec(name, prog).launch_dims(var_vals)
@@ -314,20 +327,16 @@ NATIVE_TIMEOUT = 60.0  # seconds both programs may run, all seeds together
 
 def _load_native(target: str, name: str, src: str) -> Any:
   """Compile `src` for the host and return (the kernel as a ctypes function, what keeps its code alive)."""
-  import ctypes, tempfile
+  import ctypes
   if target == "CPU_LLVM":
     from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
     engine, addr = LLVMProgramLoader().load(name, LLVMCompiler().compile(src))
     return ctypes.CFUNCTYPE(None)(addr), engine
   from tinygrad.runtime.support.compiler_cpu import CCompiler
-  lib = CCompiler().compile(src)
-  with tempfile.NamedTemporaryFile(prefix=f"replay-{name}-", suffix=".so", delete=False) as f:
-    f.write(lib)
-  try: so = ctypes.CDLL(f.name)
-  finally: os.unlink(f.name)
-  fxn = getattr(so, name)
-  fxn.restype = None
-  return fxn, so
+  from tinygrad.runtime.ops_cpu import CPUProgram
+  # NOTE: the device is only CPUProgram.__call__'s thread pool; the loaded function is called directly here
+  prog = CPUProgram(cast(Any, None), name, CCompiler().compile(src))
+  return prog.fxn, prog
 
 def _run_native(fxn: Any, uops: Sequence[UOp], name: str, bufs: dict[int, np.ndarray],
                 var_vals: dict[str, int]) -> dict[int, np.ndarray]:
@@ -340,6 +349,22 @@ def _run_native(fxn: Any, uops: Sequence[UOp], name: str, bufs: dict[int, np.nda
   for core in range(int(math.prod(gs))): fxn(*args, ctypes.c_int32(core))
   return out
 
+def _send_runs(w: Any, progs: Sequence[tuple[str, Any, tuple[str, str, list[UOp]]]], seeds: Sequence[int],
+               written: list[int]) -> None:
+  """In the child: run each program (which, loaded function, program) per seed, each run's start and result pickled to
+  `w` as it comes (a crash or hang leaves its start as the last message); the first error ends the runs."""
+  import pickle
+  old = progs[0][2][2]  # NOTE: the old program's buffers and variables decide the inputs
+  for seed in seeds:
+    bufs, var_vals = random_inputs(old, seed), _var_vals(old, seed)
+    for which, f, (name, _, uops) in progs:
+      pickle.dump(("start", which, seed, var_vals), w)
+      w.flush()
+      try: res = _run_native(f, uops, name, bufs, var_vals)
+      except Exception as e: return pickle.dump(("error", which, seed, f"{type(e).__name__}: {str(e)[:300]}"), w)
+      pickle.dump(("done", which, seed, {k: res[k] for k in written}), w)
+      w.flush()
+
 def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str, str, list[UOp]],
                     seeds: Sequence[int] = (0, 1)) -> RunResult | None:
   """Compile the old and new sources (name, source, linear program) for the host (`target` CPU: C, CPU_LLVM: LLVM IR)
@@ -347,9 +372,7 @@ def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str
   they cannot be run natively here (the reason in `native_skip`), so the caller falls back to PYTHON."""
   import pickle
   global native_skip
-  go, gn = _globals(old[2]), _globals(new[2])
-  if {k: (v.base, v.size) for k, v in go.items()} != {k: (v.base, v.size) for k, v in gn.items()}:
-    return RunResult(True, f"the buffers differ: {sorted(go.items())} before, {sorted(gn.items())} after")
+  if (shown := _buffers_differ(old[2], new[2])) is not None: return shown
   if not hasattr(os, "fork"):
     native_skip = "no fork() on this platform"
     return None
@@ -357,9 +380,7 @@ def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str
   except Exception as e:
     native_skip = f"could not compile both for {target}: {type(e).__name__}: {str(e)[:200]}"
     return None
-  dvars = {str(u.arg[0]): (int(u.arg[1]), int(u.arg[2])) for u in old[2] if u.op is Ops.DEFINE_VAR}
-  written = sorted({int(u.src[0].src[0].arg) for u in [*old[2], *new[2]] if u.op is Ops.STORE and
-                    u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL} or set(go))
+  written = _written(old[2], new[2])
   rd, wr = os.pipe()
   pid = os.fork()
   if pid == 0:  # the child: run, send each result as it comes, never return into the caller's code
@@ -367,22 +388,7 @@ def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str
       import faulthandler
       faulthandler.disable()  # NOTE: a crash is the finding, reported by the parent; no traceback dump from the child
       os.close(rd)
-      with os.fdopen(wr, "wb") as w:
-        for seed in seeds:
-          bufs = random_inputs(old[2], seed)
-          rng = np.random.default_rng(seed + 1000)
-          var_vals = {n: int(rng.integers(lo, min(hi, lo + 16) + 1)) for n, (lo, hi) in dvars.items()}
-          for which, (f, prog) in (("old", (fo[0], old)), ("new", (fn[0], new))):
-            pickle.dump(("start", which, seed, var_vals), w)
-            w.flush()
-            try: res = _run_native(f, prog[2], prog[0], bufs, var_vals)
-            except Exception as e:
-              pickle.dump(("error", which, seed, f"{type(e).__name__}: {str(e)[:300]}"), w)
-              break
-            pickle.dump(("done", which, seed, {k: res[k] for k in written}), w)
-            w.flush()
-          else: continue
-          break
+      with os.fdopen(wr, "wb") as w: _send_runs(w, (("old", fo[0], old), ("new", fn[0], new)), seeds, written)
     finally: os._exit(0)
   os.close(wr)
   msgs: list[Any] = []

@@ -147,8 +147,15 @@ _renderers: dict[tuple[str, str], Any] = {}
 def _emulate(target: str, renderer: Any) -> str:
   """The EMULATE value the PYTHON interpreter runs a program of this target and renderer under."""
   if target in ("NV", "AMD"): return target
-  name = str(getattr(getattr(renderer, "target", None), "name", "PYTHON")) if target == "PYTHON" else "PYTHON"
+  if target != "PYTHON": return ""
+  name = str(getattr(getattr(renderer, "target", None), "name", "PYTHON"))
   return "" if name == "PYTHON" else name
+
+Program = tuple[str, str, list[UOp]]  # name, source, linear program
+
+def _run_native(target: str, old: Program, new: Program) -> compare.RunResult | None:
+  """Both programs run natively when the target is the host's (CPU, CPU_LLVM), else None."""
+  return compare.run_both_native(target, old, new) if target in compare.NATIVE else None
 
 def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   name = body["name"]
@@ -197,8 +204,7 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
       out.cls, out.detail = "renamed", "the same program up to names" + note
       return out
     # NOTE: the same linear program rendered to other text: the renderer changed, and nothing proves its text right
-    run = compare.run_both_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops)) \
-      if out.target in compare.NATIVE else None
+    run = _run_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops))
     how = f"run: {run.detail}" if run is not None else "nothing was run: the PYTHON interpreter runs the linear " \
       "program, which did not change" + (f"; natively: {compare.native_skip}" if out.target in compare.NATIVE else "")
     out.cls, out.detail = "changed", f"the linear program is the same, the rendered source is not: a renderer change " \
@@ -208,8 +214,7 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   if proof.verdict == "proved":
     out.cls, out.detail = "same semantics", proof.detail + note
     return out
-  run = compare.run_both_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops)) \
-    if out.target in compare.NATIVE else None
+  run = _run_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops))
   if run is None:
     run = compare.run_both(old_uops, new_uops, name, _emulate(out.target, renderer))
     if out.target in compare.NATIVE: note += f" (run on PYTHON: natively {compare.native_skip})"

@@ -6,7 +6,7 @@ caller's choice. `compile_only` compiles an NV or AMD program with the target's 
 + LLD), no GPU or driver needed.
 """
 from __future__ import annotations
-import re
+import functools, re
 from typing import Any, Callable
 from tinygrad.renderer import Renderer
 
@@ -25,8 +25,7 @@ def _python(arch: str, threads: int) -> Renderer:
   from tinygrad.runtime.ops_python import PythonRenderer, EMULATED
   if arch in ("", "PYTHON"): return PythonRenderer("")
   dev, _, a = arch.partition(":")
-  key = next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, a)), None) or \
-    next((k for k, (d, ka) in EMULATED.items() if (d, ka) == (dev, "")), None)
+  key = next((k for want in ((dev, a), (dev, "")) for k, v in EMULATED.items() if v == want), None)
   if key is None: raise IncompatibleRecord(f"PYTHON renderer arch {arch!r}: this version emulates {sorted(EMULATED)}")
   return PythonRenderer(key)
 
@@ -86,22 +85,20 @@ def target_of(identity: str) -> str:
 # ---- compile-only ----
 
 COMPILE_TARGETS = ("NV", "AMD")
-_compilers: dict[tuple[str, str], Any] = {}
-
 def target_compiler(target: str, identity: str) -> Any:
   """The compiler of an NV or AMD program rendered by `identity` (its arch), built once per process. Raises
   DeviceOpenError (or a subclass) when the toolchain is not installed."""
-  _, arch, _ = parse_identity(identity)
-  if (c := _compilers.get((target, arch))) is not None: return c
+  return _compiler(target, parse_identity(identity)[1])
+
+@functools.cache
+def _compiler(target: str, arch: str) -> Any:
   if target == "NV":
     from tinygrad.runtime.support.cuda_toolchain import NVCompiler
-    c = NVCompiler(arch or "sm_90")
-  elif target == "AMD":
+    return NVCompiler(arch or "sm_90")
+  if target == "AMD":
     from tinygrad.runtime.support.compiler_amd import AMDCompiler
-    c = AMDCompiler(arch or "gfx1100")
-  else: raise ValueError(f"compile-only is for {COMPILE_TARGETS}, not {target}")
-  _compilers[(target, arch)] = c
-  return c
+    return AMDCompiler(arch or "gfx1100")
+  raise ValueError(f"compile-only is for {COMPILE_TARGETS}, not {target}")
 
 def compile_only(target: str, identity: str, src: str) -> dict[str, Any]:
   """Compile `src` (a program of `target` rendered by `identity`) with the target's toolchain, nothing run:

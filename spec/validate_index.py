@@ -98,9 +98,10 @@ def _prove(todo: list[tuple[int, UOp, tuple[UOp, ...], Access]]) -> None:
   tr, solver = smt.Translator(model_floats=False), z3.Solver()
   solver.set("timeout", 10_000)
   for pos, u, ifs, a in todo:
+    gates = a.gates + list(ifs)
     # NOTE: a masked access checks each element under its own lane of the gates (a scalar gate reads its one value)
     for lane in range(a.width if a.masked else a.idx.dtype.count):
-      i, conds = tr.value(a.idx, 0 if a.masked else lane), [tr.value(g, lane) for g in a.gates + list(ifs)]
+      i, conds = tr.value(a.idx, 0 if a.masked else lane), [tr.value(g, lane) for g in gates]
       solver.add(*tr.constraints)
       tr.constraints = []
       solver.push()

@@ -1,7 +1,7 @@
 """Shared by the replay tests: a small capture of tensor programs, compiled for the C renderer, into a fresh database."""
 from __future__ import annotations
-import pathlib
-from typing import Any, Callable
+import contextlib, pathlib
+from typing import Any, Callable, Iterator
 
 def programs() -> list[Callable[[], Any]]:
   from tinygrad import Tensor
@@ -16,22 +16,26 @@ def programs() -> list[Callable[[], Any]]:
     lambda: a().reshape(2, 12).permute(1, 0).contiguous() * 3,
   ]
 
+def kernels(t: Any) -> list[Any]:
+  """The kernel ASTs (SINKs) of a tensor's schedule, in order."""
+  from tinygrad.uop import Ops
+  return [it.ast for it in t.schedule() if it.ast.op is Ops.SINK]
+
+@contextlib.contextmanager
+def capturing(db: str | pathlib.Path, run_id: str, targets: tuple[str, ...] | list[str] = ()) -> Iterator[None]:
+  """A capture into `db` as run `run_id` for the block's duration (stopped however the block ends)."""
+  from replay import capture
+  capture.start(str(db), run_id, targets=list(targets))
+  try: yield
+  finally: capture.stop()
+
 def capture_programs(db: pathlib.Path, run_id: str = "base") -> list[Any]:
   """Schedule every program and compile each kernel for the C renderer (threads=2) while capturing; returns the
   ProgramSpecs compiled (an independent count of what the capture must hold)."""
-  from tinygrad.uop import Ops
   from tinygrad.codegen import get_program
-  from replay import capture
   from tinygrad.renderer.cstyle import CRenderer
   ren = CRenderer(2)
-  compiled: list[Any] = []
-  capture.start(str(db), run_id, targets=[])
-  try:
-    for prog in programs():
-      for it in prog().schedule():
-        if it.ast.op is Ops.SINK: compiled.append(get_program(it.ast, ren))
-  finally: capture.stop()
-  return compiled
+  with capturing(db, run_id): return [get_program(ast, ren) for prog in programs() for ast in kernels(prog())]
 
 def copy_db(db: str | pathlib.Path, dst: pathlib.Path) -> pathlib.Path:
   """A consistent copy of a replay database (sqlite's backup API: the WAL's records included), to tamper with."""

@@ -1,14 +1,14 @@
 """Changed CPU and CPU_LLVM kernels are run natively (compiled for the host, in a forked child) on random inputs."""
 import pytest
 from tinygrad import Tensor
-from tinygrad.uop import Ops
 from tinygrad.codegen import get_program
 from tinygrad.helpers import Context
 from replay import compare
 from replay.targets import target_renderer
+from tests.replay.helpers import kernels
 
 def _program(target, t):
-  (ast,) = [it.ast for it in t.schedule() if it.ast.op is Ops.SINK]
+  (ast,) = kernels(t)
   with Context(CPU_LLVM=int(target == "CPU_LLVM")): return get_program(ast, target_renderer(target, None))
 
 @pytest.mark.parametrize("target", ["CPU", "CPU_LLVM"])

@@ -10,12 +10,9 @@ from tinygrad.dtype import dtypes
 from tinygrad.codegen import get_program
 from tinygrad.renderer.cstyle import CRenderer
 from fuzz.mutants import apply_mutant, swap_rule, with_globals
-from replay import capture
 from replay.db import DB
 from replay.diff import diff
-from tests.replay.helpers import programs
-
-def _kernels(t: Tensor) -> list[UOp]: return [it.ast for it in t.schedule() if it.ast.op is Ops.SINK]
+from tests.replay.helpers import programs, kernels as _kernels, capturing
 
 def _tinygrad_matchers() -> list[PatternMatcher]:
   return [o for o in gc.get_objects() if isinstance(o, PatternMatcher) and any(
@@ -45,9 +42,7 @@ def test_matcher_reinitialized_in_place_is_patched_until_its_rules_come_back():
   assert pm.patched is None
 
 def _capture(db, run, body):
-  capture.start(str(db), run, targets=[])
-  try: body()
-  finally: capture.stop()
+  with capturing(db, run): body()
   return DB(str(db), create=False)
 
 def test_programs_and_schedules_made_under_a_mutant_are_skipped_and_the_rest_diff_clean(tmp_path):

@@ -11,7 +11,7 @@ from replay.diff import diff
 from replay.report import render_html
 from replay import compare as replay_compare
 from tinygrad.codegen import program as codegen_program
-from tests.replay.helpers import capture_programs, copy_db
+from tests.replay.helpers import capture_programs, copy_db, capturing, kernels
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -407,17 +407,14 @@ def test_a_load_moved_across_an_effect_is_not_the_same_dag(base):
   raise AssertionError("no kernel with a LOAD after an effect")
 
 def test_programs_of_the_python_renderer_emulating_nv_or_amd_are_recorded_and_diff_unchanged(tmp_path, monkeypatch):
-  from replay import capture
   from tinygrad.codegen import get_program
   from tinygrad.runtime.ops_python import PythonRenderer
   from tests.replay.helpers import programs
   db = tmp_path / "e.db"
-  asts = [it.ast for prog in programs()[:3] for it in prog().schedule() if it.ast.op is Ops.SINK]
-  capture.start(str(db), "e", targets=[])
-  try:
+  asts = [a for prog in programs()[:3] for a in kernels(prog())]
+  with capturing(db, "e"):
     for key in ("NV", "AMD_GFX942", ""):
       for a in asts: get_program(a, PythonRenderer(key))
-  finally: capture.stop()
   d = DB(str(db), create=False)
   assert d.capture_skips("e") == {} and d.count("e", "kernel") == 3 * len(set(asts))
   archs = {json.loads(b)["renderer"].split("arch=")[1].split(",")[0] for _, _, _, b in d.rows("e", "kernel")}
@@ -438,7 +435,6 @@ def test_programs_of_the_python_renderer_emulating_nv_or_amd_are_recorded_and_di
 
 def test_program_with_a_nan_payload_const_is_recorded_bit_exact(tmp_path):
   # a BITCAST of a constant folds to a NaN with a payload; pyrender had no literal for it, so the capture lost the record
-  from replay import capture
   from tinygrad.codegen import get_program
   from tinygrad.uop import AxisType
   import struct
@@ -446,9 +442,7 @@ def test_program_with_a_nan_payload_const_is_recorded_bit_exact(tmp_path):
   r = UOp.range(4, 0, AxisType.LOOP)
   ast = UOp.sink(out.index(r).store(UOp.const(dtypes.uint64, 0xFFF0000000000123).bitcast(dtypes.float64)).end(r))
   db = tmp_path / "nan.db"
-  capture.start(str(db), "n", targets=[])
-  try: get_program(ast, CRenderer(2))
-  finally: capture.stop()
+  with capturing(db, "n"): get_program(ast, CRenderer(2))
   d = DB(str(db), create=False)
   assert d.count("n", "kernel") == 1 and d.capture_errors("n") == []
   (body,) = [json.loads(b) for _, _, _, b in d.rows("n", "kernel")]

@@ -8,11 +8,10 @@ from tinygrad.codegen import get_program
 from tinygrad.renderer.cstyle import CRenderer
 from tinygrad.renderer.cuda import CUDARenderer
 from tinygrad.device import DeviceOpenError
-from replay import capture
 from replay.db import DB
 from replay.diff import diff
 from replay.targets import target_compiler
-from tests.replay.helpers import copy_db
+from tests.replay.helpers import copy_db, capturing, kernels
 
 def _toolchains() -> list[str]:
   ret = []
@@ -29,12 +28,9 @@ def captured(tmp_path_factory):
   if not targets: pytest.skip("neither the NV (nvidia-cuda-nvrtc, nvidia-cuda-nvcc) nor the AMD (llvmlite, ziglang) "
                               "compile-only toolchain is installed")
   db = tmp_path_factory.mktemp("tc") / "t.db"
-  capture.start(str(db), "t", targets=targets)
-  try:
+  with capturing(db, "t", targets):
     for t in ((Tensor.arange(12).float().reshape(3, 4) + 1).sum(1), Tensor.arange(8).float().exp2() * 2):
-      for it in t.schedule():
-        if it.ast.op is Ops.SINK: get_program(it.ast, CRenderer(2))
-  finally: capture.stop()
+      for ast in kernels(t): get_program(ast, CRenderer(2))
   return db, targets
 
 def _records(db, target):
