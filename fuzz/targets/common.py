@@ -28,7 +28,7 @@ With --unguided and --scheduled, libFuzzer's -artifact_prefix=P writes a failing
 distinct set of failures (the loop goes on past a finding).
 """
 from __future__ import annotations
-import importlib, json, os, random, sys, time
+import hashlib, importlib, json, os, random, sys, time
 from typing import Any, Callable
 
 # bytes of a random input per level (the level reads what it needs; past the end it reads zeros)
@@ -167,13 +167,18 @@ class MutantCheck:
 # our loops go on past a finding (libFuzzer stops at its first): at most this many artifacts per run
 MAX_ARTIFACTS = 50
 
+def _first_of_kind(fails: list[Any], written: set[frozenset[tuple[str, ...]]]) -> bool:
+  """True (and remembered in `written`) the first time this set of failures (stage, kind, site, backend) comes up,
+  while fewer than MAX_ARTIFACTS were written."""
+  key = frozenset((f.stage, f.kind, f.site, f.backend) for f in fails)
+  if key in written or len(written) >= MAX_ARTIFACTS: return False
+  written.add(key)
+  return True
+
 def write_artifact(prefix: str, data: bytes, fails: list[Any], written: set[frozenset[tuple[str, ...]]]) -> None:
   """As libFuzzer does at a crash: the input as `<prefix>crash-<sha1>`, here once per distinct set of failures (stage,
   kind, site, backend), so `python -m fuzz compare` can turn each into a reproducer."""
-  key = frozenset((f.stage, f.kind, f.site, f.backend) for f in fails)
-  if key in written or len(written) >= MAX_ARTIFACTS: return
-  written.add(key)
-  import hashlib
+  if not _first_of_kind(fails, written): return
   from tinygrad.helpers import atomic_write
   atomic_write(f"{prefix}crash-{hashlib.sha1(data).hexdigest()}", data)
 
@@ -181,10 +186,7 @@ def write_state(prefix: str, state: dict[str, Any], fails: list[Any], written: s
   """A failing case that no input bytes rebuild (a directed one) as `<prefix>directed-<sha1>.json`: the level's state
   (for a kernel: pyrender text, var_vals, opts, input seed; `Level.from_state` reads it back) and the failures, once
   per distinct set of failures as `write_artifact` does."""
-  key = frozenset((f.stage, f.kind, f.site, f.backend) for f in fails)
-  if key in written or len(written) >= MAX_ARTIFACTS: return
-  written.add(key)
-  import hashlib
+  if not _first_of_kind(fails, written): return
   from tinygrad.helpers import atomic_write
   text = json.dumps({"state": state, "failures": [f"[{f.stage}/{f.backend}] {f.kind} at {f.site}: {f.message[:2000]}"
                                                   for f in fails]}, indent=1)
@@ -308,7 +310,6 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
     # NOTE: a corpus directory holds inputs of the level's own generator: a directed case is kept in memory only
     joined = sched is not None and sched.feedback(data, new, base.used, base.marks, shape, cost, tag)
     if joined and dirs and tag is None:
-      import hashlib
       from tinygrad.helpers import atomic_write
       kept = data[:max(base.used, 1)]
       atomic_write(os.path.join(dirs[0], hashlib.sha1(kept).hexdigest()), kept)
