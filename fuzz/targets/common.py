@@ -294,9 +294,10 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
     data = pending.pop() if pending else sched.next() if sched is not None else rng.randbytes(INPUT_BYTES[level_name])
     # the generator config the case is built with: a mutation's is its seed's; a fresh input's, one time in
     # director.share(), weighs up the ops of a rule tried but not matched yet
+    parent = sched.origin(data) if sched is not None else None
     tag, directed = None, False
-    if director is not None and sched is not None:
-      if (parent := sched.origin(data)) is not None: tag = parent.tag
+    if director is not None:
+      if parent is not None: tag = parent.tag
       elif rng.random() < director.share() and (aim := director.pick(hits.tried, hits.hit)) is not None:
         tag, directed = aim[1], True
       base.level = plain_level if tag is None else levels.get(tag) or levels.setdefault(tag, _directed_level(tag))
@@ -304,7 +305,7 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
     fails = check(data)
     cost = time.perf_counter() - t0
     new = hits.new_matches()
-    if director is not None and (sched is None or sched.origin(data) is None):
+    if director is not None and parent is None:
       director.note(directed, any(hits.hit[r] == n for r, n in new.items()))
     shape = shape_features(getattr(base.case, "ast", base.case)) if sched is not None else set()
     # NOTE: a corpus directory holds inputs of the level's own generator: a directed case is kept in memory only
