@@ -183,11 +183,12 @@ class Scheduler:
     for f in (*fs, *shape): self.hits[f] = self.hits.get(f, 0) + 1
     # NOTE: the bandit counts new rules only: a new count bucket or shape is cheap to find and says little about
     # reaching new rules, which is what the corpus is for
-    (self.fresh if origin < 0 else self.mutated).note(any("#" not in f for f in new))
+    new_rule = any("#" not in f for f in new)
+    (self.fresh if origin < 0 else self.mutated).note(new_rule)
     cheaper = {f for f in fs - new if self.hits[f] <= self.rare and cost > 0 and f in self.top
                and cost < 0.5 * self.corpus[self.top[f]].cost}
     if not (new or new_shape or cheaper): return False
-    if any("#" not in f for f in new) and 0 <= origin < len(self.corpus): self.corpus[origin].finds += 1
+    if new_rule and 0 <= origin < len(self.corpus): self.corpus[origin].finds += 1
     self.add(data[:max(used, 1)] if used is not None else data, fs, marks, shape, cost)
     self.corpus[-1].tag = tag
     return True
