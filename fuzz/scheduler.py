@@ -189,17 +189,16 @@ class Scheduler:
                and cost < 0.5 * self.corpus[self.top[f]].cost}
     if not (new or new_shape or cheaper): return False
     if new_rule and 0 <= origin < len(self.corpus): self.corpus[origin].finds += 1
-    self.add(data[:max(used, 1)] if used is not None else data, fs, marks, shape, cost)
-    self.corpus[-1].tag = tag
+    self.add(data[:max(used, 1)] if used is not None else data, fs, marks, shape, cost, tag)
     return True
 
   def add(self, data: bytes, fs: set[str] | frozenset[str] = frozenset(), marks: list[int] | None = None,
-          shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0) -> None:
+          shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0, tag: Any = None) -> None:
     """A seed (also for loading a corpus directory, features unknown); it becomes the favored seed of each of its rule
     features that it reaches cheaper than the one before."""
     i = len(self.corpus)
     self.corpus.append(Seed(data, marks if marks is not None else self.marks_of(data), frozenset(fs), cost,
-                            shape=frozenset(shape)))
+                            shape=frozenset(shape), tag=tag))
     for f in fs:
       if (j := self.top.get(f)) is None or (cost > 0 and cost < self.corpus[j].cost): self.top[f] = i
     self._stale = 0
