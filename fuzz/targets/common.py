@@ -141,8 +141,6 @@ class LevelCheck:
     finally: self.marks, self.used = ch.marks, ch.used
     return self.level.check([case], self.backends)[0]
 
-def build_check(level_name: str, backends: list[str]) -> LevelCheck: return LevelCheck(level_name, backends)
-
 class MutantCheck:
   """check(data) with a planted mutant: a failing case is checked again without it, and counts as a kill only if it
   then passes (the failures of a kill, else none; `background` counts cases that fail either way)."""
@@ -231,10 +229,10 @@ def main(level_name: str, argv: list[str]) -> None:
   if _opt(own, "no-instrument") is None:
     # NOTE: the first input runs inside the block, so every module the check path imports lazily is instrumented too
     with atheris.instrument_imports(include=["tinygrad"]):
-      check = build_check(level_name, backends)
+      check = LevelCheck(level_name, backends)
       check(b"")
   else:
-    check = build_check(level_name, backends)
+    check = LevelCheck(level_name, backends)
     check(b"")
   # NOTE: a planted bug patches the imported (instrumented) modules
   run_setup(_opt(own, "setup"))
@@ -272,7 +270,7 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   seed = _lib_opt(lib, "seed")
   rng = random.Random(int(seed) if seed is not None else 0)
   hits = RuleHits()
-  base = build_check(level_name, backends)
+  base = LevelCheck(level_name, backends)
   base(b"")
   run_setup(setup)
   check: Callable[[bytes], list[Any]] = MutantCheck(base, mutant, stats, stop) if mutant else base
