@@ -214,7 +214,7 @@ def run_kernel(ast: UOp, bufs: Bufs, var_vals: Mapping[str, int] | None = None) 
   if len(kb) > 1: raise KernelRefError(f"{len(kb)} KBLOCK ranges: a kernel has at most one (OptOps.KBLOCK)")
   if not kb: return KernelRef(ast, b, var_vals).run()
   # NOTE: the KBLOCK range is the outermost loop and its iterations depend on each other through memory: one run each
-  for v in range(KernelRef(ast, b, var_vals)._extent(kb[0])):
+  for v in range(KernelRef(ast, b, var_vals).size[kb[0]]):
     KernelRef(ast.substitute({kb[0]: kb[0].const_like(v)}), b, var_vals).run()
 
 # ---- whole kernel graphs and schedules ----
