@@ -19,8 +19,7 @@ from fuzz.campaign import Campaign, CampaignConfig
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 MODES = ("guided", "unguided")
-# guided: fuzz/scheduler.py (rule counters, rare-rule energy, mutations at choice boundaries); atheris: libFuzzer fed by
-# the line coverage of tinygrad and the rule counters; rules: libFuzzer fed by the rule counters only
+# NOTE: what each mode is: the module docstring
 ALL_MODES = ("guided", "unguided", "atheris", "rules")
 SEEDS = 32
 # seconds since start at which compare also reports the rules each mode had hit (a guided run can reach a level's
