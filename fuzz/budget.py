@@ -152,7 +152,9 @@ class BudgetRef(KernelRef):
     """CAST/BITCAST into a float: the source's error carried over (a narrowing cast's rounding is in finish)."""
     s = u.src[0]
     es = self.e(s)
-    if u.op is Ops.BITCAST: return np.where(es > 0, INF, 0.0)
+    # NOTE: the sign and payload of a NaN an op produces are not specified (IEEE 754 6.3): x86 sqrt of a negative
+    # gives -NaN, CUDA a positive canonical one; a bitcast shows those bits, so a NaN source leaves it unchecked
+    if u.op is Ops.BITCAST: return np.where((es > 0) | np.isnan(_f64(self.vals[s])), INF, 0.0)
     return es if dtypes.is_float(s.dtype.scalar()) else np.where(es > 0, INF, 0.0)
 
   def propagate(self, u: UOp, vals: list[np.ndarray], errs: list[np.ndarray]) -> np.ndarray:

@@ -106,6 +106,26 @@ def test_nan_and_inf_must_match_exactly():
     got[0][k] = bad
     assert compare_with_budget(it.ref, got, it.dtypes) is not None, k
 
+def test_a_bitcast_of_a_computed_nan_is_unchecked_and_only_there():
+  # sqrt of a negative is a NaN whose sign IEEE 754 leaves open (x86: -NaN, CUDA: +NaN); its bits through a float
+  # bitcast are unchecked, while the bitcast of an ordinary square root must match bit for bit
+  n = 2
+  x = g(1, dtypes.float32, n).index(UOp.range(n, 0)).load()
+  i = x.src[0].src[1]
+  ast = UOp.sink(g(0, dtypes.int32, n).index(i).store(x.sqrt().bitcast(dtypes.int32)).end(i))
+  it = item(ast, inputs={1: np.array([-4.0, 4.0], np.float32), 0: np.zeros(n, np.int32)})
+  assert np.isinf(it.ref.buf_err[0][0]) and it.ref.buf_err[0][1] == 0
+  # float -> float: the NaN's bits become a bfloat16 number (a bitcast to the same dtype folds away)
+  h = g(1, dtypes.float16, n).index(i).load()
+  ast = UOp.sink(g(0, dtypes.bfloat16, n).index(i).store(h.sqrt().bitcast(dtypes.bfloat16)).end(i))
+  it = item(ast, inputs={1: np.array([-4.0, 4.0], np.float16), 0: np.zeros(n, np.uint16)})
+  assert np.isinf(it.ref.buf_err[0][0]) and it.ref.buf_err[0][1] == 0
+  got = {b: v.copy() for b, v in it.ref.bufs.items()}
+  got[0][0] ^= 0x8000
+  assert compare_with_budget(it.ref, got, it.dtypes) is None
+  got[0][1] += 1
+  assert compare_with_budget(it.ref, got, it.dtypes) is not None
+
 def test_an_uncertain_comparison_is_not_checked():
   # exp2 has a budget; comparing its result with a value it is within one budget of can go either way
   n = 1
