@@ -39,13 +39,17 @@ def _run_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--bounds", action="store_true", help="z3-prove every access in bounds (IGNORE_OOB=0): slower")
   p.add_argument("--setup", default=None, help="module:function each worker calls first (planted-bug experiments)")
   p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
+  p.add_argument("--mutate", type=float, default=0.5, help="share of inputs mutated from the corpus (0: fresh only)")
+  p.add_argument("--no-directed", action="store_true", help="kernel level: no inputs directed at rules not matched yet "
+                 "(fuzz/scheduler.py Director)")
 
 def _run_run(a: argparse.Namespace) -> int:
   from fuzz.campaign import CampaignConfig, run_campaign
   cfg = CampaignConfig(out=a.out, minutes=a.minutes, backends=tuple(b for b in a.backends.split(",") if b),
                        jobs=a.jobs, level=a.level, seed=a.seed, batch=a.batch, step_timeout=a.step_timeout,
                        reduce=not a.no_reduce, reduce_checks=a.reduce_checks, reduce_grace=a.reduce_grace,
-                       spec=a.spec, bounds=a.bounds, setup=a.setup, max_cases=a.max_cases)
+                       spec=a.spec, bounds=a.bounds, setup=a.setup, max_cases=a.max_cases, mutate=a.mutate,
+                       directed=not a.no_directed)
   summ = run_campaign(cfg)
   print(summ)
   return 0

@@ -6,6 +6,10 @@ The parent process hands batches of inputs to J worker processes (fuzz/worker.py
             and picked by the rarity of what they reached (fuzz/scheduler.py), or fresh random bytes; a generator
             reads them through BytesChooser, so a mutation is a nearby case. An input whose case makes a rewrite rule
             match for the first time (TRACK_MATCH_STATS) joins the corpus, trimmed to the bytes the generator read.
+            On the kernel level a share of the fresh inputs is directed (`directed`): the generator weighs up, and
+            now and then builds outright, the pattern of a rule tried but never matched in the campaign; a directed
+            case's mutations are built the same way, and it is kept in memory (the corpus directory holds inputs
+            of the plain generator, which rebuilds other cases from them).
   findings  every Failure a worker reports, and every worker that dies (a crash: the signal) or stops announcing
             progress for `step_timeout` seconds (a hang: killed), is a finding under its Signature (fuzz/findings.py);
             the worker is restarted and the campaign goes on. The case of a new signature is written at once as a
@@ -27,7 +31,7 @@ from tinygrad.helpers import atomic_write
 from fuzz.backends import BACKENDS, DEFAULT_BACKENDS, Failure, REPO
 from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, now
 from fuzz.reduce import Reduction
-from fuzz.scheduler import Scheduler, recorder_marks
+from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_key
 
 # bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
 FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
@@ -52,6 +56,9 @@ class CampaignConfig:
   max_jobs_per_worker: int = 100
   progress: bool = True
   mutate: float = 0.5             # share of inputs mutated from the corpus (when it has entries)
+  # kernel level: a share of the fresh inputs (a bandit between 20% and 80% over which kind reaches new rules) is
+  # built by a generator directed at a rule tried but never matched yet (fuzz/scheduler.py Director)
+  directed: bool = True
   env: dict[str, str] = field(default_factory=dict)
 
 @dataclass
@@ -65,13 +72,14 @@ class CampaignSummary:
   crashes: int = 0
   hangs: int = 0
   restarts: int = 0
+  directed: int = 0               # cases built by a generator directed at a rule (fresh directed ones and mutations)
   backends: dict[str, str] = field(default_factory=dict)
   missing: dict[str, str] = field(default_factory=dict)
   def __str__(self) -> str:
     rate = self.cases / self.seconds if self.seconds else 0.0
     lines = [f"{self.cases} cases in {self.seconds:.0f}s ({rate:.1f}/s), rules matched {self.rules_matched} of "
              f"{self.rules_tried} tried, corpus {self.corpus}, {len(self.findings)} findings, {self.crashes} crashes, "
-             f"{self.hangs} hangs, {self.restarts} worker restarts"]
+             f"{self.hangs} hangs, {self.restarts} worker restarts, {self.directed} directed cases"]
     lines += [f"  not run: {n}: {why}" for n, why in self.missing.items()]
     for f in sorted(self.findings.values(), key=lambda f: -f.count):
       lines.append(f"  [{f.signature.id}] x{f.count} {f.signature} (size {f.original_size} -> {f.size})")
@@ -269,9 +277,36 @@ class Campaign:
     self.timeline: list[dict[str, Any]] = []
     self.per_backend: dict[str, int] = {}
     self.env = worker_env(cfg)
+    # directed inputs: the rules tried and matched by their hit key (self.tried/self.matched hold 'pass::rule')
+    self.director: Director | None = None
+    self.tried_keys: set[str] = set()
+    self.hit_keys: set[str] = set()
+    self.levels: dict[str, Any] = {}
+    self.patterns: dict[str, tuple[Any, ...]] = {}
+    if cfg.level == "kernel" and cfg.directed:
+      from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns
+      import_rule_tables()
+      self.director, self.patterns = Director(rule_ops(rule_key), random.Random(self.rng.random())), \
+        rule_patterns(rule_key)
+
+  def level_for(self, tag: str | None) -> Any:
+    """The level a case tagged `tag` (a rule a directed input aimed at; None: the plain generator) is built with."""
+    if tag is None or self.director is None: return self.level
+    if (lv := self.levels.get(tag)) is None:
+      from fuzz.levels import directed_kernel_level
+      lv = self.levels[tag] = directed_kernel_level(self.director.ops[tag], self.patterns.get(tag, ()), self.cfg.bounds)
+    return lv
 
   # ---- inputs ----
-  def next_input(self) -> bytes: return self.sched.next()
+  def next_input(self) -> tuple[bytes, str | None, bool]:
+    """(bytes, the rule its generator is directed at or None, whether this input is a fresh directed one): a
+    mutation is built as its seed was; a fresh input, one time in director.share(), is directed."""
+    data = self.sched.next()
+    if self.director is None: return data, None, False
+    if (parent := self.sched.origin(data)) is not None: return data, parent.tag, False
+    if self.rng.random() < self.director.share() and (aim := self.director.pick(self.tried_keys, self.hit_keys)):
+      return data, aim[0], True
+    return data, None, False
 
   def add_corpus(self, data: bytes) -> None:
     import hashlib
@@ -312,15 +347,16 @@ class Campaign:
       self.answer_reduction(job, [], crashed=(item, Signature(self.cfg.level, stage, kind, "", backend)))
       return
     data = job["_inputs"][item] if item < len(job["_inputs"]) else b""
+    tag = job["tags"][item] if item < len(job.get("tags", ())) else None
     try:
-      case = self.level.generate(data)
+      case = self.level_for(tag).generate(data)
       state, size = self.level.state(case), self.level.size(case)
     except Exception: state, size = None, 0
     self.summary.crashes += kind.startswith("crash")
     self.summary.hangs += kind == "hang"
     f = Failure(stage, kind, "", backend, f"the worker {'hung' if kind == 'hang' else 'died'} ({kind}) in {stage} "
                 f"on {backend}")
-    self.record(Signature(self.cfg.level, stage, kind, "", backend), [f], state, size, data)
+    self.record(Signature(self.cfg.level, stage, kind, "", backend), [f], state, size, data if tag is None else b"")
 
   # ---- reductions ----
   def reduce_job(self) -> dict[str, Any] | None:
@@ -366,20 +402,32 @@ class Campaign:
       self.answer_reduction(job, results)
       return
     checked = list(self.pool.describe)
-    for data, res in zip(job["_inputs"], results):
+    tags = job.get("tags") or [None] * len(job["_inputs"])
+    for data, tag, fresh, res in zip(job["_inputs"], tags, job["_directed"], results):
       self.summary.cases += 1
+      self.summary.directed += tag is not None
       self.matched |= set(res["rules"])
       self.tried |= set(res["attempted"])
-      if self.sched.feedback(data, dict.fromkeys(res["rules"], 1), res["used"]):
+      keys = {rule_key(r.split("::", 1)[-1]) for r in res["rules"]}
+      if self.director is not None and self.sched.origin(data) is None:
+        self.director.note(fresh, bool(keys - self.hit_keys))
+      self.hit_keys |= keys
+      self.tried_keys |= {rule_key(r.split("::", 1)[-1]) for r in res["attempted"]}
+      if self.sched.feedback(data, dict.fromkeys(res["rules"], 1), res["used"], tag=tag) and tag is None:
         self.add_corpus(data[:max(res["used"], 1)])
       fs = [Failure(**d) for d in res["failures"]]
+      # NOTE: a directed case's bytes build another case under the plain generator: its state is the reproducer
+      kept = data[:max(res["used"], 1)] if tag is None else b""
       for sig, group in signatures_of(self.cfg.level, fs, checked):
         self.per_backend[sig.backend] = self.per_backend.get(sig.backend, 0) + 1
-        self.record(sig, group, res["state"], res["size"], data[:max(res["used"], 1)])
+        self.record(sig, group, res["state"], res["size"], kept)
 
   def fuzz_job(self) -> dict[str, Any]:
-    inputs = [self.next_input() for _ in range(self.cfg.batch)]
-    return {"op": "check", "inputs": [d.hex() for d in inputs], "_inputs": inputs}
+    picks = [self.next_input() for _ in range(self.cfg.batch)]
+    job = {"op": "check", "inputs": [d.hex() for d, _, _ in picks], "_inputs": [d for d, _, _ in picks],
+           "_directed": [f for _, _, f in picks]}
+    if any(t is not None for _, t, _ in picks): job["tags"] = [t for _, t, _ in picks]
+    return job
 
   def progress(self, start: float, final: bool = False) -> None:
     el = time.monotonic() - start
@@ -401,7 +449,7 @@ class Campaign:
     meta = {"config": {k: v for k, v in asdict(self.cfg).items()}, "backends": self.pool.describe,
             "missing": self.pool.missing, "final": final, "cases": s.cases, "seconds": round(s.seconds, 2),
             "rules_matched": sorted(self.matched), "rules_tried": len(self.tried), "corpus": s.corpus,
-            "crashes": s.crashes, "hangs": s.hangs, "restarts": self.pool.restarts,
+            "crashes": s.crashes, "hangs": s.hangs, "restarts": self.pool.restarts, "directed": s.directed,
             "findings_by_backend": self.per_backend}
     atomic_write(os.path.join(self.cfg.out, "campaign.json"), json.dumps(meta, indent=1) + "\n")
 

@@ -124,7 +124,8 @@ class InputsCampaign(Campaign):
   def __init__(self, cfg: CampaignConfig, inputs: list[bytes]):
     super().__init__(cfg)
     self.inputs, self.not_again = inputs, 0
-  def next_input(self) -> bytes: return self.inputs.pop(0) if self.inputs else b""
+  def next_input(self) -> tuple[bytes, str | None, bool]:
+    return (self.inputs.pop(0) if self.inputs else b""), None, False
   def add_corpus(self, data: bytes) -> None: pass
   def handle_result(self, job: dict[str, Any], results: list[dict[str, Any]]) -> None:
     if job.get("_reduce") is None: self.not_again += sum(not r["failures"] for r in results)
@@ -139,7 +140,7 @@ def keep_findings(level: str, inputs: Sequence[bytes], out: str, backends: str =
   if not inputs: return {"findings": [], "not_again": 0}
   # NOTE: the one batch goes out at the start, so a minute is enough; the reductions then have reduce_grace seconds
   cfg = CampaignConfig(out=out, minutes=1.0, backends=tuple(b for b in backends.split(",") if b), level=level,
-                       batch=len(inputs), max_cases=len(inputs), setup=setup, progress=False,
+                       batch=len(inputs), max_cases=len(inputs), setup=setup, progress=False, directed=False,
                        reduce_checks=reduce_checks, reduce_grace=reduce_seconds)
   camp = InputsCampaign(cfg, list(inputs))
   summ = camp.run()

@@ -126,6 +126,15 @@ class KernelLevel(Level):
         if r is not None: out[i].append(r)
     return out
 
+def directed_kernel_level(aim: Any, patterns: Sequence[Any] = (), validate_bounds: bool = False) -> KernelLevel:
+  """The kernel level with its generator directed at a rewrite rule (fuzz/scheduler.py Director): its op and dtype
+  weights at `aim` (the Ops and DTypes of the rule's pattern, and whether it repeats an operand), and building an
+  expression from one of the rule's `patterns` now and then (fuzz/kernel_gen.py directed_config)."""
+  from fuzz.kernel_gen import directed_config
+  ops, dts, repeat = aim
+  return KernelLevel(directed_config(KernelConfig(), ops, sorted(dts, key=str), repeat, patterns=patterns),
+                     validate_bounds)
+
 # ---- symbolic ----
 
 class SymbolicLevel(Level):

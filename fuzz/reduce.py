@@ -7,9 +7,11 @@ accepted or its budget of checks runs out. Every accepted case is strictly cheap
 the work of its loops), so reduction ends.
 
 Kernel ASTs: drop a store; drop the candidate opts (all, then one at a time); replace a value by a constant of its
-dtype (0, 1) or by one of its same-dtype sources; replace a REDUCE by its value at the first point of its ranges;
+dtype (0, 1) or by one of its same-dtype sources; replace a REDUCE by its value at the first point of its ranges, and
+a load of a local BUFFERIZE by the value it buffered there; store a cast's source, the buffer retyped to its dtype;
 remove a range (its index becomes 0) or shrink it (to 1, to half); turn a DEFINE_VAR end into its value; drop an index
-mask; renumber the buffers and ranges. Symbolic expressions: a node replaced by a source or a small constant. Tensor
+mask; fold index math of one value; replace a constant address by a loop index or another address in the graph;
+renumber the buffers and ranges. Symbolic expressions: a node replaced by a source or a small constant. Tensor
 programs: keep one output; replace a step by an input of its shape.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Callable, Iterator
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, PtrDType, InvalidType
+from tinygrad.uop.symbolic import has_invalid
 
 # ---- rebuilding graphs ----
 
@@ -70,6 +73,20 @@ def normalize(ast: UOp) -> UOp:
 
 def subtree_size(u: UOp) -> int: return len(u.toposort())
 
+def store_uncast(ast: UOp, st: UOp) -> UOp:
+  """STORE `st` of a CAST: the buffer retyped to the cast's source dtype, stored without the cast (its other loads
+  and stores retyped too: a candidate that is then not kernel_spec is refused like any other)."""
+  g, x = st.src[0].src[0], st.src[1].src[0]
+  if g.op is not Ops.DEFINE_GLOBAL or not isinstance(g.dtype, PtrDType) or x.dtype.count != 1: return ast
+  g2 = g.replace(dtype=x.dtype.ptr(g.dtype.size))
+  def fn(u: UOp, src: tuple[UOp, ...]) -> UOp | None:
+    if u is g: return g2
+    if u.op is Ops.INDEX and u.src[0] is g: return u.replace(dtype=g2.dtype, src=src)
+    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0] is g: return u.replace(dtype=x.dtype, src=src)
+    if u is st: return u.replace(src=(src[0], src[1].src[0], *src[2:]))
+    return None
+  return rebuild(ast, fn)
+
 def shrink_buffers(ast: UOp) -> UOp:
   """Every buffer cut to the elements its indices can reach (by their bounds)."""
   need: dict[UOp, int] = {}
@@ -104,11 +121,18 @@ def kernel_candidates(case: Any) -> Iterator[Any]:
     if u.op is Ops.REDUCE:
       zeros = {r: UOp.const(dtypes.index, 0) for r in u.src[1:]}
       yield with_ast(substitute(ast, {u: substitute(u.src[0], zeros)}))
+    # a load of a local BUFFERIZE: the value it buffered, at the first point of the buffer's ranges
+    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (bz := u.src[0].src[0]).op is Ops.BUFFERIZE:
+      zeros = {r: UOp.const(dtypes.index, 0) for r in bz.src[1:]}
+      if bz.src[0].dtype == u.dtype: yield with_ast(substitute(ast, {u: substitute(bz.src[0], zeros)}))
     for s in u.src:
       if s.dtype == u.dtype and is_value(s) and u.op is not Ops.REDUCE: yield with_ast(substitute(ast, {u: s}))
     if u.op is Ops.CONST: continue
     yield with_ast(substitute(ast, {u: UOp.const(u.dtype, 0)}))
     yield with_ast(substitute(ast, {u: UOp.const(u.dtype, 1)}))
+  for u in topo:
+    if u.op is Ops.STORE and u.src[1].op is Ops.CAST and u.src[0].op is Ops.INDEX:
+      if (un := store_uncast(ast, u)) is not ast: yield with_ast(un)
   rngs = sorted((u for u in topo if u.op is Ops.RANGE), key=lambda r: -int(r.src[0].vmax))
   for r in rngs: yield with_ast(drop_range(ast, r))
   for r in rngs:
@@ -120,10 +144,21 @@ def kernel_candidates(case: Any) -> Iterator[Any]:
   for u in topo:
     if u.op is Ops.WHERE and len(u.src) == 3 and isinstance(u.src[2].arg, InvalidType):
       yield with_ast(substitute(ast, {u: u.src[1]}))
-  # index math: a term replaced by one of its parts (0 + x -> x, x * 1 -> x, ...)
+  # index math: a term of one value replaced by it (the same address, fewer nodes); a term replaced by one of its parts
+  # (0 + x -> x, x * 1 -> x, ...)
   for u in sorted((u for u in topo if u.dtype is dtypes.index and u.op in GroupOp.ALU), key=subtree_size, reverse=True):
+    if u.vmin == u.vmax and isinstance(u.vmin, int) and not has_invalid(u):
+      yield with_ast(substitute(ast, {u: UOp.const(dtypes.index, u.vmin)}))
     for s in u.src:
       if s.dtype is dtypes.index and not isinstance(s.arg, InvalidType): yield with_ast(substitute(ast, {u: s}))
+  # a constant address replaced by a loop index or another address the graph has anyway (a node fewer)
+  addrs = [u.src[1] for u in topo if u.op is Ops.INDEX and u.src[1].op is Ops.CONST and isinstance(u.src[1].arg, int)]
+  for u in topo:
+    if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and u.src[1].op is Ops.CONST and \
+       isinstance(u.src[0].dtype, PtrDType):
+      for r in [*rngs, *dict.fromkeys(addrs)]:
+        if r is not u.src[1] and int(r.vmax) < u.src[0].dtype.size:
+          yield with_ast(substitute(ast, {u: u.replace(src=(u.src[0], r))}))
   if (small := shrink_buffers(ast)) is not ast: yield with_ast(small)
   for u in topo:
     if u.op is Ops.CONST and is_value(u) and u.arg not in (0, 1, False, True):

@@ -24,7 +24,9 @@ inputs and steers no better than the rule counters (docs/fuzz.md), so the guidan
              bandit over how often fresh and mutated inputs reached a new rule lately (between 30% and 90%), so a
              corpus that stops paying gives the time back to random generation
   directed   (`Director`, used by the kernel target) a share of the fresh inputs aims at a rule that was tried but
-             never matched: the generator weighs up the ops and dtypes its pattern names (`rule_ops`)
+             never matched: the generator weighs up the ops and dtypes its pattern names (`rule_ops`) and now and
+             then builds an expression from the pattern itself (`rule_patterns`): its ops, constants and repeated
+             names, what random trees almost never put together (`c ? false : true`, `x // x`)
 
 The scheduler is the same for every level: `Scheduler(fresh_bytes, marks_of)` where marks_of(data) rebuilds the case
 only to learn its choice boundaries (no checking)."""
@@ -299,6 +301,22 @@ def pattern_ops(p: Any) -> frozenset[Ops]: return pattern_parts(p)[0]
 
 Aim = tuple[frozenset[Ops], frozenset[DType], bool]
 
+def rule_key(rule: str) -> str:
+  """The key a rule's hits are counted by: 'rule #12 fold_sum (symbolic.py:200)' -> 'fold_sum (symbolic.py:200)', so
+  one rule counts once, whatever matcher it is in (sym alone, sym + pm_expand, ...)."""
+  return rule.split(" ", 2)[2] if rule.startswith("rule #") else rule
+
+# the packages whose modules hold the rewrite rules a kernel goes through (symbolic, codegen's passes, the renderers')
+RULE_PACKAGES = ("tinygrad.uop", "tinygrad.codegen", "tinygrad.renderer")
+
+def import_rule_tables() -> None:
+  """Import every module of RULE_PACKAGES, so rule_ops and rule_patterns see every rule a case may try (a process that
+  has lowered nothing yet, such as a campaign's parent, has not imported the renderers)."""
+  import importlib, pkgutil
+  for name in RULE_PACKAGES:
+    pkg = importlib.import_module(name)
+    for m in pkgutil.iter_modules(pkg.__path__): importlib.import_module(f"{name}.{m.name}")
+
 def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
   """rule key -> the Ops and DTypes its pattern names and whether it binds a name twice, for every rule of every
   PatternMatcher alive (`key` maps a rule's TRACK_MATCH_STATS label to the key the rule hits are counted by)."""
@@ -311,6 +329,16 @@ def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
       o0, d0, r0 = out.get(key(r.label), (frozenset(), frozenset(), False))
       out[key(r.label)] = (o0 | ops, d0 | dts, r0 or rep)
   return out
+
+def rule_patterns(key: Callable[[str], str]) -> dict[str, tuple[Any, ...]]:
+  """rule key -> its patterns (UPats; one rule may sit in several PatternMatchers), for every PatternMatcher alive:
+  what a directed generator builds outright (fuzz/kernel_gen.py `instance`)."""
+  import gc
+  from tinygrad.uop.ops import PatternMatcher
+  out: dict[str, dict[int, Any]] = {}
+  for pm in [o for o in gc.get_objects() if isinstance(o, PatternMatcher)]:
+    for r in pm.rules: out.setdefault(key(r.label), {})[id(r.pat)] = r.pat
+  return {k: tuple(v.values()) for k, v in out.items()}
 
 @dataclass
 class Director:
@@ -332,7 +360,8 @@ class Director:
   def pick(self, tried: set[str], hit: set[str] | dict[str, int]) -> tuple[str, Aim] | None:
     """(rule, the Ops and DTypes of its pattern) to direct the next fresh input at, or None (no unreached rule whose
     pattern names an op)."""
-    cands = [r for r in tried if r not in hit and r in self.ops and self.ops[r][0]]
+    # NOTE: sorted: a set of strings iterates in an order PYTHONHASHSEED changes, and a campaign's stream must not
+    cands = [r for r in sorted(tried) if r not in hit and r in self.ops and self.ops[r][0]]
     if not cands: return None
     r = self.rng.choices(cands, weights=[1.0 / (1 + self.tries.get(c, 0)) for c in cands])[0]
     self.tries[r] = self.tries.get(r, 0) + 1
@@ -350,4 +379,5 @@ def recorder_marks(build: Callable[[BytesChooser], object]) -> Callable[[bytes],
   return marks_of
 
 __all__ = ["Scheduler", "Seed", "ChoiceRecorder", "features", "shape_features", "bucket", "recorder_marks", "BUCKETS",
-           "MUTATIONS", "Director", "Aim", "pattern_parts", "pattern_ops", "rule_ops"]
+           "MUTATIONS", "Director", "Aim", "pattern_parts", "pattern_ops", "rule_ops", "rule_patterns", "rule_key",
+           "import_rule_tables", "RULE_PACKAGES"]

@@ -15,8 +15,9 @@ the protocol):
   {"t": "result", "job": id, "results": [per case: {"failures": [...], "rules": [...], "attempted": [...],
                                                     "size": n, "used": bytes read, "state": {...} or null}]}
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
-From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes]} or {"job": id, "op": "check_state",
-"states": [level states], "backends": [names] or null}.
+From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes], "tags": [rule or null] (optional: the
+rule each input's generator is directed at, fuzz/levels.py directed_kernel_level)} or {"job": id, "op":
+"check_state", "states": [level states], "backends": [names] or null}.
 """
 from __future__ import annotations
 import dataclasses, gc, importlib, json, os, sys, traceback
@@ -83,6 +84,25 @@ def main(argv: list[str]) -> int:
   send({"t": "ready", "backends": {n: b.describe() for n, b in backends.items()}, "missing": missing})
   cov = Coverage()
   jobs = 0
+  directed: dict[str, Any] = {}
+  aims: dict[str, Any] = {}
+  def level_for(tag: str | None) -> Any:
+    """The level an input tagged `tag` is built with (the parent's Campaign.level_for builds the same one)."""
+    if tag is None: return level
+    if not aims:
+      from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns, rule_key
+      import_rule_tables()
+      # NOTE: the rule tables are found through gc.get_objects(), which skips what gc.freeze() froze above
+      gc.unfreeze()
+      pats = rule_patterns(rule_key)
+      aims.update({k: (a, pats.get(k, ())) for k, a in rule_ops(rule_key).items()})
+      gc.freeze()
+    if (lv := directed.get(tag)) is None:
+      from fuzz.levels import directed_kernel_level
+      if tag not in aims: raise ValueError(f"a directed input names rule {tag!r}, which this worker does not have")
+      aim, pats = aims[tag]
+      lv = directed[tag] = directed_kernel_level(aim, pats, bool(cfg.get("validate_bounds")))
+    return lv
   for line in sys.stdin:
     job = json.loads(line)
     jid = job["job"]
@@ -90,10 +110,11 @@ def main(argv: list[str]) -> int:
     fails: dict[int, list[Failure]] = {}
     used: list[int] = []
     if job["op"] == "check":
+      tags = job.get("tags") or [None] * len(job["inputs"])
       for i, h in enumerate(job["inputs"]):
         cov.at(i)
         ch = BytesChooser(bytes.fromhex(h))
-        try: cases.append(level.from_chooser(ch))
+        try: cases.append(level_for(tags[i]).from_chooser(ch))
         except Exception as e:
           cases.append(None)
           fails[i] = [failure_from(e, "generate", "generator")]

@@ -40,10 +40,6 @@ STATS_EVERY = 1.0
 class FuzzFinding(AssertionError):
   """The level's oracles rejected the case built from this input (the message lists each failure)."""
 
-def _rule_key(rule: str) -> str:
-  # NOTE: 'rule #12 fold_sum (symbolic.py:200)' -> 'fold_sum (symbolic.py:200)': one rule counts once, whatever
-  # matcher it is in (sym alone, sym + pm_expand, ...)
-  return rule.split(" ", 2)[2] if rule.startswith("rule #") else rule
 
 class RuleHits:
   """The rules that matched so far and how often, from tinygrad.uop.ops.match_stats (TRACK_MATCH_STATS=1)."""
@@ -55,15 +51,16 @@ class RuleHits:
   def new_matches(self) -> dict[str, int]:
     """rule -> matches since the last call."""
     from tinygrad.uop.ops import match_stats
+    from fuzz.scheduler import rule_key
     out: dict[str, int] = {}
     for p, rules in match_stats.items():
       for r, st in rules.items():
         if st[1] and (p, r) not in self.seen:
-          self.tried.add(_rule_key(r))
+          self.tried.add(rule_key(r))
           self.seen[(p, r)] = 0
         m = int(st[0])
         if m > (prev := self.seen.get((p, r), 0)):
-          k = _rule_key(r)
+          k = rule_key(r)
           out[k] = out.get(k, 0) + m - prev
           self.seen[(p, r)] = m
     for k, n in out.items(): self.hit[k] = self.hit.get(k, 0) + n
@@ -190,14 +187,6 @@ def write_state(prefix: str, state: dict[str, Any], fails: list[Any], written: s
                                                   for f in fails]}, indent=1)
   atomic_write(f"{prefix}directed-{hashlib.sha1(text.encode()).hexdigest()}.json", text)
 
-def _directed_level(aim: Any) -> Any:
-  """The kernel level with its generator's op and dtype weights directed at `aim` (the Ops and DTypes of a rule's
-  pattern, and whether it repeats an operand; fuzz/kernel_gen.py directed_config)."""
-  from fuzz.levels import KernelLevel
-  from fuzz.kernel_gen import KernelConfig, directed_config
-  ops, dts, repeat = aim
-  return KernelLevel(directed_config(KernelConfig(), ops, sorted(dts, key=str), repeat))
-
 def run_setup(spec: str | None) -> None:
   if not spec: return
   mod, _, fn = spec.partition(":")
@@ -280,25 +269,29 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   written: set[frozenset[tuple[str, ...]]] = set()
   director, plain_level = None, base.level
   levels: dict[Any, Any] = {}
+  patterns: dict[str, tuple[Any, ...]] = {}
   if scheduled:
-    from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_ops, shape_features
+    from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_ops, rule_patterns, rule_key, shape_features
+    from fuzz.levels import directed_kernel_level
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
     # NOTE: directed generation needs a generator with op weights (the kernel level's KernelConfig)
-    if level_name == "kernel": director = Director(rule_ops(_rule_key), random.Random(rng.random()))
+    if level_name == "kernel":
+      director, patterns = Director(rule_ops(rule_key), random.Random(rng.random())), rule_patterns(rule_key)
     for d in dirs:
       for name in sorted(os.listdir(d)):
         with open(os.path.join(d, name), "rb") as fh: pending.append(fh.read())
   while (runs is None or stats.inputs < runs) and (secs is None or time.monotonic() - stats.start < secs):
     data = pending.pop() if pending else sched.next() if sched is not None else rng.randbytes(INPUT_BYTES[level_name])
     # the generator config the case is built with: a mutation's is its seed's; a fresh input's, one time in
-    # director.share(), weighs up the ops of a rule tried but not matched yet
+    # director.share(), is directed at a rule tried but not matched yet (the tag: that rule)
     parent = sched.origin(data) if sched is not None else None
     tag, directed = None, False
     if director is not None:
       if parent is not None: tag = parent.tag
       elif rng.random() < director.share() and (aim := director.pick(hits.tried, hits.hit)) is not None:
-        tag, directed = aim[1], True
-      base.level = plain_level if tag is None else levels.get(tag) or levels.setdefault(tag, _directed_level(tag))
+        tag, directed = aim[0], True
+      base.level = plain_level if tag is None else levels.get(tag) or \
+        levels.setdefault(tag, directed_kernel_level(director.ops[tag], patterns.get(tag, ())))
     t0 = time.perf_counter()
     fails = check(data)
     cost = time.perf_counter() - t0

@@ -127,3 +127,12 @@ def test_a_job_sent_as_a_worker_retires_is_run_by_its_successor(tmp_path):
                         max_jobs_per_worker=1, reduce_checks=20)
   assert summ.cases == 24 and summ.restarts >= 3 and summ.findings, str(summ)
   assert all(f.reduced for f in summ.findings.values()) and summ.seconds < 110, str(summ)
+
+def test_a_campaign_directs_fresh_inputs_at_rules_it_has_not_matched(tmp_path):
+  # after the first batch the parent knows which rules were tried and never matched: some fresh inputs of the next
+  # batches are built by a generator directed at one of them (in the worker, from the rule's name); none fails to build
+  cfg, summ = _campaign(tmp_path, None, ("python",), 300, max_cases=48, reduce=False)
+  assert summ.cases == 48 and summ.directed > 0 and not summ.findings, str(summ)
+  with open(os.path.join(cfg.out, "campaign.json")) as f: assert json.load(f)["directed"] == summ.directed
+  cfg, summ = _campaign(tmp_path / "plain", None, ("python",), 300, max_cases=48, reduce=False, directed=False)
+  assert summ.cases == 48 and summ.directed == 0 and not summ.findings, str(summ)

@@ -1,6 +1,8 @@
 """The rule-guided scheduler (fuzz/scheduler.py): features and buckets, choice boundaries, which inputs join the corpus,
 rare-rule energy, mutations at choice boundaries, the bandit share of fresh inputs, and the targets' --scheduled mode."""
 import collections, glob, json, os, random, subprocess, sys
+import pytest
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from fuzz.scheduler import Scheduler, Seed, ChoiceRecorder, features, bucket, shape_features, recorder_marks
@@ -178,8 +180,8 @@ def test_pattern_ops_are_every_op_a_rule_pattern_names():
 def test_rule_ops_know_the_symbolic_rules_by_their_hit_key():
   from tinygrad.uop import Ops
   from fuzz.scheduler import rule_ops
-  from fuzz.targets.common import _rule_key
-  ops = rule_ops(_rule_key)
+  from fuzz.scheduler import rule_key
+  ops = rule_ops(rule_key)
   div_div = [k for k in ops if k.startswith("fold_div_div (symbolic.py:")]
   assert div_div and ops[div_div[0]][0] >= {Ops.IDIV, Ops.CONST}
   flip = [k for k in ops if k.startswith("_cond_not (symbolic.py:")]
@@ -214,6 +216,52 @@ def test_directed_kernel_config_weighs_up_the_ops_of_a_pattern_and_keeps_the_res
   b = directed_config(base, {Ops.WHERE}, [dtypes.bool, dtypes.index], boost=3)
   assert b.dtypes.count(dtypes.bool) == 3 and dtypes.index not in b.dtypes and set(b.dtypes) == set(base.dtypes)
   assert b.p_repeat == base.p_repeat < directed_config(base, {Ops.IDIV}, repeat=True).p_repeat
+
+def _rule_pats(prefix):
+  from fuzz.scheduler import rule_patterns
+  from fuzz.scheduler import rule_key
+  pats = rule_patterns(rule_key)
+  keys = [k for k in pats if k.startswith(prefix)]
+  assert len(keys) == 1, keys
+  return pats[keys[0]]
+
+@pytest.mark.parametrize("prefix,none", [("_cond_not (symbolic.py:", 0), ("fold_self_div (symbolic.py:", 0),
+                                         ("<lambda> (symbolic.py:", 1)])
+def test_a_directed_config_builds_what_the_rule_pattern_matches_and_stays_legal(prefix, none):
+  # where(c, False, True) and x // x (one node twice) are shapes random trees almost never make; built from the
+  # rule's own pattern they come up in most directed kernels, and every kernel still passes kernel_spec
+  from fuzz.kernel_gen import KernelConfig, directed_config, build_kernel
+  from fuzz.levels import KernelLevel
+  from fuzz.strategies import BytesChooser
+  from fuzz.scheduler import rule_ops
+  from fuzz.scheduler import rule_key
+  if none:
+    # x.ne(True).ne(True) (bool): the first <lambda> rule whose pattern is a CMPNE of a CMPNE
+    ops = rule_ops(rule_key)
+    prefix = next(k for k in ops if k.startswith(prefix) and ops[k][0] == {Ops.CMPNE, Ops.CONST})
+  pats = _rule_pats(prefix)
+  cfg = directed_config(KernelConfig(), set(), patterns=pats, p_pattern=0.5)
+  lv, plain, hit, hit_plain = KernelLevel(), KernelConfig(), 0, 0
+  for i in range(30):
+    data = random.Random(i).randbytes(2048)
+    case = build_kernel(BytesChooser(data), cfg)
+    assert lv.valid(case)
+    hit += any(p.match(u, {}) for u in case.ast.toposort() for p in pats)
+    hit_plain += any(p.match(u, {}) for u in build_kernel(BytesChooser(data), plain).ast.toposort() for p in pats)
+  assert hit >= 10 and hit >= 3 * hit_plain, (hit, hit_plain)
+
+def test_a_pattern_that_cannot_give_a_value_gives_nothing_and_the_tree_is_drawn_as_usual():
+  # lift_invalid's pattern is index arithmetic with an Invalid source and fold_invalid_first's a WHERE with an
+  # Invalid branch: no value of a kernel's dtypes is one, so instance() gives None and expr() draws as usual
+  from fuzz.kernel_gen import KernelConfig, ALL_DTYPES, _KernelBuilder, directed_config, build_kernel
+  from fuzz.levels import KernelLevel
+  from fuzz.strategies import BytesChooser
+  pats = _rule_pats("lift_invalid (symbolic.py:") + _rule_pats("fold_invalid_first (symbolic.py:")
+  for i, dt in enumerate(ALL_DTYPES):
+    b = _KernelBuilder(BytesChooser(random.Random(i).randbytes(512)), KernelConfig())
+    assert all(b.instance(p, dt, 3, [UOp.range(4, 0)], {}) is None for p in pats)
+  cfg = directed_config(KernelConfig(), set(), patterns=pats, p_pattern=0.5)
+  assert all(KernelLevel().valid(build_kernel(BytesChooser(random.Random(i).randbytes(2048)), cfg)) for i in range(5))
 
 def test_repeating_a_run_of_choices_builds_a_repeated_operand():
   s = _sched()
