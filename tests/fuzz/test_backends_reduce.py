@@ -59,3 +59,24 @@ def test_candidates_are_valid_or_refused():
     n += 1
     if n > 200: break
   assert n > 10
+
+def test_reducer_sees_through_a_bufferize_and_a_stored_cast():
+  # store(cast(bufferize(load(x))[0])) keeps an int64 load: the load of the local buffer becomes the value it buffered,
+  # and the cast goes with the output buffer retyped (then the range goes: nothing needs it)
+  from fuzz.kernel_gen import KernelCase
+  from tinygrad.uop.ops import UOp
+  r = UOp.range(3, 0)
+  x = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(3), arg=1).index(r).load()
+  bz = UOp(Ops.BUFFERIZE, dtypes.int64, (x, UOp.range(2, 1)))
+  v = UOp(Ops.INDEX, dtypes.int64.ptr(2), (bz, UOp.const(dtypes.index, 0))).load().cast(dtypes.float32)
+  out = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(3), arg=0).index(UOp.const(dtypes.index, 0)).store(v).end(r)
+  lvl = KernelLevel()
+  case = KernelCase(UOp.sink(out), {})
+  assert lvl.valid(case)
+  int_load = lambda c: any(u.op is Ops.LOAD and u.dtype is dtypes.int64 and u.src[0].src[0].op is Ops.DEFINE_GLOBAL
+                           for u in c.ast.toposort())
+  red = reduce_locally(lvl, case, int_load, valid=lvl.valid)
+  topo = red.ast.toposort()
+  assert lvl.valid(red) and int_load(red) and not any(u.op in (Ops.BUFFERIZE, Ops.CAST) for u in topo), lvl.text(red)
+  # 2 buffers, one address, 2 INDEX, LOAD, STORE, SINK: out[0] = x[0]
+  assert lvl.size(red) == 8, lvl.text(red)
