@@ -253,6 +253,20 @@ c0 = UOp.const(dtypes.index, 0)
 c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e5m2.ptr(7), arg=7).index(c0).load()
 c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e4m3.ptr(7), arg=1).index(c0).store(c1.sqrt().bitcast(dtypes.fp8e4m3))
 ast = UOp.sink(c2)""", [], seed=633146649)),
+  # float64 MULACC with an infinite addend and a product past float64's range (a directed case of a guided compare
+  # run on llvm, 166 -> 26 nodes): the reference computed a*b+c unfused (inf - inf = NaN) where fma gives the addend
+  "float64_mulacc_infinite_addend": (["llvm", "cpu", "python"], state("""
+c0 = UOp.range(30, 0, AxisType.LOOP)
+c1 = UOp.const(dtypes.index, 31)
+c2 = UOp.range(30, 1, AxisType.LOOP)
+c3 = (c0 * c1) + c2
+c4 = UOp.const(dtypes.index, 30) + (c2 * UOp.const(dtypes.index, -1))
+c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(1953), arg=3).index(c1 + c4).load()
+c6 = UOp(Ops.DEFINE_GLOBAL, dtypes.float16.ptr(1953), arg=7).index(c2).load()
+c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(1953), arg=8).index(c3).load()
+c8 = UOp(Ops.MULACC, dtypes.float64, (c5, c6.cast(dtypes.float64), c7))
+c9 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(1953), arg=0).index(c3).store(c8)
+ast = UOp.sink(c9.end(c0, c2))""", [], seed=1963873510)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))

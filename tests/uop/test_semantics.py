@@ -34,6 +34,12 @@ CASES = [
   # MULACC is fused: 1.5 * (1e30 rounded to float32) - 1 keeps the -1 in one rounding
   (Ops.MULACC, dtypes.float32, (1.0 + 2.0**-23, 1.0 - 2.0**-23, -1.0), -2.0**-46),
   (Ops.MULACC, dtypes.int8, (100, 3, 1), 45),
+  # the exact product of finite operands is finite, however far past float64's range: an infinite addend is the answer
+  # (a*b+c unfused overflows the product and gives inf - inf = NaN; found by a guided fuzz run on llvm)
+  (Ops.MULACC, dtypes.float64, (-1.7976931348623157e308, -5.54, -math.inf), -math.inf),
+  (Ops.MULACC, dtypes.float64, (1e300, 1e300, math.inf), math.inf), (Ops.MULACC, dtypes.float64, (0.0, 5.0, -math.inf), -math.inf),
+  (Ops.MULACC, dtypes.float64, (math.inf, 0.0, 1.0), math.nan), (Ops.MULACC, dtypes.float64, (math.inf, 2.0, -math.inf), math.nan),
+  (Ops.MULACC, dtypes.float64, (1e300, 1e300, 1.0), math.inf), (Ops.MULACC, dtypes.float64, (1.0, 2.0, math.nan), math.nan),
 ]
 
 def same(a, b) -> bool:

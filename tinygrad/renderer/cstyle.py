@@ -243,8 +243,8 @@ def _needs_saturation(x: UOp, dt: DType) -> bool:
 # ---- C for the CPU ----
 
 # NOTE: bfloat16 and fp8 are stored as bits and converted with round-to-nearest-even, exactly as tinygrad/dtype.py does.
-# The fp8 helpers are plain `static`, not `static inline`: the hint made gcc -O2 paste ~25 lines at every conversion, and
-# a kernel with 60 conversions took 120 ms to compile (40 ms without the hint); gcc still inlines where it pays.
+# The fp8 helpers are plain `static`, not `static inline`: the hint made gcc -O2 paste ~25 lines at every conversion,
+# and a kernel with 60 conversions took 120 ms to compile (40 ms without the hint); gcc still inlines where it pays.
 _C_HELPERS = r"""
 static inline float __tg_bf16_to_f32(unsigned short b) {
   unsigned int u = (unsigned int)b << 16; float f; __builtin_memcpy(&f, &u, 4); return f;

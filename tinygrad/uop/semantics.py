@@ -127,6 +127,9 @@ def threefry2x32(x: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 def _fma64(a: float, b: float, c: float) -> float:
   """a*b+c rounded once to float64 (exact rational arithmetic; Python's int division rounds to nearest even)."""
+  # NOTE: a product of finite operands is finite however large (it is never rounded), so an infinite c is the answer:
+  # a*b+c in float64 would overflow the product first and give inf - inf = NaN
+  if math.isfinite(a) and math.isfinite(b) and not math.isfinite(c): return c
   if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)): return a * b + c
   p, exact = Fraction(a) * Fraction(b), Fraction(a) * Fraction(b) + Fraction(c)
   if exact == 0:
