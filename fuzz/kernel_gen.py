@@ -21,7 +21,7 @@ import dataclasses, math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 from tinygrad.uop import Ops, AxisType
-from tinygrad.uop.ops import UOp, UPat
+from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes
 if TYPE_CHECKING: from fuzz.strategies import Chooser
 
@@ -227,10 +227,10 @@ class _KernelBuilder:
     if depth <= 0: return self.leaf(dt, ranges, depth)
     if self.cfg.patterns and self.coin(self.cfg.p_pattern):
       pat = self.ch.choice(self.cfg.patterns)
-      if (got := self.instance(pat, dt, depth, ranges, {})) is not None: return got
+      if (got := self.instance(pat, dt, depth, ranges)) is not None: return got
       # a pattern of another dtype (a bool one under a float store): built in its dtype and cast
       if pat.dtype is not None and (fits := [d for d in pat.dtype if d in self.cfg.dtypes and d is not dt]):
-        if (got := self.instance(pat, self.ch.choice(fits), depth - 1, ranges, {})) is not None: return got.cast(dt)
+        if (got := self.instance(pat, self.ch.choice(fits), depth - 1, ranges)) is not None: return got.cast(dt)
     return self.named_op(self.weighted(self.ops_for(dt)), dt, depth, ranges)
 
   def named_op(self, op: str, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp:
@@ -273,51 +273,20 @@ class _KernelBuilder:
     return UOp(binary[op], dt, (a, b))
 
   # ---- a rule's pattern, built ----
-  def instance(self, p: Any, dt: DType, depth: int, ranges: Sequence[UOp], bound: dict[str, UOp]) -> UOp | None:
-    """A tree of dt that rewrite-rule pattern `p` (a UPat) matches: its ops, its dtypes, its constants and the names
-    it binds twice (`x // x` gets one node for both), with the pattern's free variables drawn as usual. None where
-    the pattern cannot give dt, or where what it gives is not kernel_spec (the caller draws as usual then)."""
-    if p.name is not None and p.name in bound: return bound[p.name] if bound[p.name].dtype == dt else None
-    if p.dtype is not None and dt not in p.dtype: return None
-    if (alts := getattr(p, "alts", None)): ret = self.instance(self.ch.choice(list(alts)), dt, depth, ranges, bound)
-    elif p.op is None: ret = self.expr(dt, depth - 1, ranges)
-    else: ret = self.instance_op(self.ch.choice(sorted(p.op, key=lambda o: o.value)), p, dt, depth, ranges, bound)
-    if ret is not None and p.name is not None: bound[p.name] = ret
-    return ret
-
-  def instance_op(self, op: Ops, p: Any, dt: DType, depth: int, ranges: Sequence[UOp],
-                  bound: dict[str, UOp]) -> UOp | None:
+  def instance(self, p: Any, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp | None:
+    """A tree of dt that rewrite-rule pattern `p` (a UPat) matches (fuzz/patterns.py), its free variables drawn as
+    usual; None where the pattern cannot give dt or what it gives is not kernel_spec."""
     from spec import why_illegal, kernel_spec
-    if op is Ops.CONST:
-      if p.arg is None: return self.const(dt)
-      return UOp.const(dt, p.arg) if isinstance(p.arg, (bool, int, float)) else None
-    if (arity := ARITY.get(op)) is None:
+    from fuzz.patterns import PatternBuilder, COMPARISONS
+    def can(op: Ops, d: DType) -> bool:
+      return op in COMPARISONS or any(self.ops_for(d).get(n, 0) > 0 for n in OP_NAMES.get(op, ()))
+    def other(op: Ops, d: DType, depth: int) -> UOp | None:
       # an op the pattern names without the shape of its sources (a LOAD, a REDUCE): the generator's own, if it has one
-      names = [n for n in OP_NAMES.get(op, ()) if self.ops_for(dt).get(n, 0) > 0]
-      return self.named_op(names[0], dt, depth, ranges) if names else None
-    if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) and dt is not dtypes.bool: return None
-    if op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.CAST, Ops.BITCAST) and \
-       not any(self.ops_for(dt).get(n, 0) > 0 for n in OP_NAMES.get(op, ())): return None
-    srcs = p.src
-    pats: tuple[Any, ...] = (tuple(self.ch.choice(srcs)) if isinstance(srcs, list) else (srcs,) * arity
-                             if srcs is not None else (_ANY,) * arity)
-    if len(pats) != arity: return None
-    # the dtype of each source: the op's own rule, else what the pattern or an earlier binding says
-    def src_dtype(sp: Any, i: int) -> DType | None:
-      if op is Ops.WHERE: return dtypes.bool if i == 0 else dt
-      if op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.CAST, Ops.BITCAST): return dt
-      if sp.name is not None and sp.name in bound: return bound[sp.name].dtype
-      fits = [d for d in dict.fromkeys(self.cfg.dtypes) if sp.dtype is None or d in sp.dtype]
-      if op is Ops.CAST: fits = [d for d in fits if d is not dt]
-      if op is Ops.BITCAST: fits = [d for d in fits if d not in (dt, dtypes.bool) and d.itemsize == dt.itemsize]
-      return self.ch.choice(fits) if fits else None
-    kids: list[UOp] = []
-    for i, sp in enumerate(pats):
-      sdt = src_dtype(sp, i) if op not in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ) or i == 0 else kids[0].dtype
-      if sdt is None or (k := self.instance(sp, sdt, depth - 1, ranges, bound)) is None: return None
-      kids.append(k)
-    ret = kids[0].cast(dt) if op is Ops.CAST else kids[0].bitcast(dt) if op is Ops.BITCAST else UOp(op, dt, tuple(kids))
-    return ret if why_illegal(ret, kernel_spec) is None else None
+      names = [n for n in OP_NAMES.get(op, ()) if self.ops_for(d).get(n, 0) > 0]
+      return self.named_op(names[0], d, depth, ranges) if names else None
+    pb = PatternBuilder(self.ch, lambda d, k: self.expr(d, k, ranges), self.const, can,
+                        lambda u: why_illegal(u, kernel_spec) is None, self.cfg.dtypes, other)
+    return pb.build(p, dt, depth)
 
   def leaf(self, dt: DType, ranges: Sequence[UOp], depth: int) -> UOp:
     k = self.ch.integer(0, 5)
@@ -475,16 +444,6 @@ OP_NAMES: dict[Ops, tuple[str, ...]] = {
   Ops.SHR: ("shr",), Ops.AND: ("and",), Ops.OR: ("or",), Ops.XOR: ("xor",), Ops.THREEFRY: ("threefry",),
   Ops.CMPLT: ("cmp", "cmpsum"), Ops.CMPNE: ("cmp", "cmpsum"), Ops.CMPEQ: ("cmp", "cmpsum"), Ops.CONST: ("const",),
   Ops.LOAD: ("load",), Ops.RANGE: ("range",)}
-
-# a pattern's source left open (`UPat()`): any tree
-_ANY = UPat()
-# sources of the ops `instance` builds from a pattern
-ARITY: dict[Ops, int] = {**{o: 1 for o in (Ops.NEG, Ops.RECIPROCAL, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.TRUNC,
-                                           Ops.CAST, Ops.BITCAST)},
-                         **{o: 2 for o in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.FDIV, Ops.POW, Ops.IDIV, Ops.MOD,
-                                           Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPNE,
-                                           Ops.CMPEQ, Ops.THREEFRY)},
-                         Ops.WHERE: 3, Ops.MULACC: 3}
 
 def directed_config(cfg: KernelConfig, ops: frozenset[Ops] | set[Ops], dts: Sequence[DType] = (), repeat: bool = False,
                     boost: int = 6, patterns: Sequence[Any] = (), p_pattern: float = 0.25) -> KernelConfig:

@@ -139,13 +139,16 @@ def directed_kernel_level(aim: Any, patterns: Sequence[Any] = (), validate_bound
 
 class SymbolicLevel(Level):
   name = "symbolic"
-  def __init__(self, cfg: IndexExprConfig | None = None):
+  def __init__(self, cfg: IndexExprConfig | None = None, patterns: Sequence[Any] = (), p_pattern: float = 0.25):
+    """`patterns`: a directed level's (fuzz/patterns.py), built into every config one time in 1/p_pattern."""
+    import dataclasses
     from fuzz.strategies import wrapping_config
     from tinygrad.dtype import dtypes
     # NOTE: without a config, one case in two is in a fixed-width int that wraps, signed or unsigned (the first choice
     # picks): rules that must not fold across the wrap get cases where it happens
     wrap = [wrapping_config(dt) for dt in (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16)]
     self.cfgs = [cfg] if cfg is not None else [IndexExprConfig()] * len(wrap) + wrap
+    if patterns: self.cfgs = [dataclasses.replace(c, patterns=tuple(patterns), p_pattern=p_pattern) for c in self.cfgs]
   def from_chooser(self, ch: BytesChooser) -> UOp:
     from fuzz.strategies import build_index_expression
     cfg = self.cfgs[0] if len(self.cfgs) == 1 else self.cfgs[ch.integer(0, len(self.cfgs) - 1)]

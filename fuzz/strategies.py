@@ -17,7 +17,7 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar
 from hypothesis import strategies as st
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import dtypes, DType
+from tinygrad.dtype import dtypes, DType, InvalidType
 
 T = TypeVar("T")
 
@@ -81,6 +81,10 @@ class IndexExprConfig:
   # "masked" gates an expression by a random condition, "pad" is the coordinate of one to three pads of a view (each a
   # shift valid inside its extent: a pad of a pad nests the gates, as views compose)
   ops: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_OP_WEIGHTS))
+  # rewrite-rule patterns (UPats) an expression or condition is built from one time in 1/p_pattern: a directed
+  # config's (fuzz/patterns.py), for a rule the plain builder's shapes do not reach
+  patterns: tuple[Any, ...] = ()
+  p_pattern: float = 0.0
 
 def wrapping_config(dtype: DType, max_depth: int = 4) -> IndexExprConfig:
   """Expressions in a fixed-width int (signed or unsigned) whose values reach the wrap-around: variables anywhere in the
@@ -118,6 +122,7 @@ class _IndexBuilder:
 
   def cond(self, depth: int) -> UOp:
     """A bool built only from expressions that are never invalid (an index gate must itself be valid)."""
+    if depth > 0 and (got := self.instance(dtypes.bool, depth, False)) is not None: return got
     k = self.ch.integer(0, 5) if depth > 0 else self.ch.integer(0, 1)
     a = self.valid_expr(depth - 1)
     if k in (0, 2): return a < (self.const() if k == 0 else self.valid_expr(depth - 1))
@@ -149,6 +154,8 @@ class _IndexBuilder:
   def expr(self, depth: int, allow_invalid: bool = True) -> tuple[UOp, bool]:
     """(expression, may it be invalid)."""
     if depth <= 0 or self.ch.integer(0, 4) == 0: return self.leaf()
+    if (got := self.instance(self.cfg.dtype, depth, allow_invalid)) is not None:
+      return got, any(u.op is Ops.CONST and isinstance(u.arg, InvalidType) for u in got.toposort())
     op = self.ch.choice(self.op_names)
     if op in ("masked", "pad") and not allow_invalid: op = "add"
     if op == "pad": return self.pad(depth), True
@@ -167,6 +174,25 @@ class _IndexBuilder:
     else: b, mb = self.expr(depth - 1, allow_invalid)
     if self.ch.integer(0, 5) == 0 and op in ("add", "mul", "max", "mulx"): a, b = b, a
     return _BINARY[op](a, b), ma or mb
+
+  def instance(self, dt: DType, depth: int, allow_invalid: bool) -> UOp | None:
+    """One time in 1/p_pattern, a tree of dt one of the config's patterns matches (fuzz/patterns.py), or None."""
+    if not self.cfg.patterns or self.ch.integer(0, 9999) >= int(self.cfg.p_pattern * 10000): return None
+    from fuzz.patterns import PatternBuilder, COMPARISONS
+    idx_ops = {Ops.ADD, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.NEG, Ops.WHERE, Ops.CONST}
+    def can(op: Ops, d: DType) -> bool:
+      if op is Ops.CONST: return True
+      if d is dtypes.bool: return op in (Ops.AND, Ops.OR, Ops.WHERE, *COMPARISONS)
+      return d is self.cfg.dtype and (op in idx_ops or op in COMPARISONS)
+    def legal(u: UOp) -> bool:
+      # a divisor that may be 0 is the builder's own business (divisor()); Invalid only where masks are built
+      if u.op in (Ops.IDIV, Ops.MOD) and u.src[1].vmin <= 0 <= u.src[1].vmax: return False
+      inv = any(x.op is Ops.CONST and isinstance(x.arg, InvalidType) for x in u.src)
+      return not inv or (allow_invalid and self.cfg.invalid and self.cfg.dtype is dtypes.index)
+    def free(d: DType, k: int) -> UOp: return self.cond(k) if d is dtypes.bool else self.expr(k, allow_invalid)[0]
+    def const(d: DType) -> UOp: return UOp.const(d, bool(self.ch.integer(0, 1))) if d is dtypes.bool else self.const()
+    pb = PatternBuilder(self.ch, free, const, can, legal, (self.cfg.dtype, dtypes.bool))
+    return pb.build(self.ch.choice(self.cfg.patterns), dt, depth)
 
 _BINARY: dict[str, Callable[[UOp, UOp], UOp]] = {
   "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "mulx": lambda a, b: a * b,

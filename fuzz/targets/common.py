@@ -272,10 +272,10 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   patterns: dict[str, tuple[Any, ...]] = {}
   if scheduled:
     from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_ops, rule_patterns, rule_key, shape_features
-    from fuzz.levels import directed_kernel_level
+    from fuzz.levels import directed_kernel_level, SymbolicLevel
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
-    # NOTE: directed generation needs a generator with op weights (the kernel level's KernelConfig)
-    if level_name == "kernel":
+    # NOTE: directed generation: the kernel and symbolic generators build a rule's pattern (fuzz/patterns.py)
+    if level_name in ("kernel", "symbolic"):
       director, patterns = Director(rule_ops(rule_key), random.Random(rng.random())), rule_patterns(rule_key)
     for d in dirs:
       for name in sorted(os.listdir(d)):
@@ -291,7 +291,8 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
       elif rng.random() < director.share() and (aim := director.pick(hits.tried, hits.hit)) is not None:
         tag, directed = aim[0], True
       base.level = plain_level if tag is None else levels.get(tag) or \
-        levels.setdefault(tag, directed_kernel_level(director.ops[tag], patterns.get(tag, ())))
+        levels.setdefault(tag, directed_kernel_level(director.ops[tag], patterns.get(tag, ())) if level_name == "kernel"
+                          else SymbolicLevel(patterns=patterns.get(tag, ())))
     t0 = time.perf_counter()
     fails = check(data)
     cost = time.perf_counter() - t0
