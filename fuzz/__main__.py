@@ -40,8 +40,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--setup", default=None, help="module:function each worker calls first (planted-bug experiments)")
   p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
   p.add_argument("--mutate", type=float, default=0.5, help="share of inputs mutated from the corpus (0: fresh only)")
-  p.add_argument("--no-directed", action="store_true", help="kernel level: no inputs directed at rules not matched yet "
-                 "(fuzz/scheduler.py Director)")
+  p.add_argument("--no-directed", action="store_true", help="kernel and symbolic levels: no inputs directed at "
+                 "rules not matched yet (fuzz/scheduler.py Director)")
 
 def _run_run(a: argparse.Namespace) -> int:
   from fuzz.campaign import CampaignConfig, run_campaign

@@ -6,8 +6,8 @@ The parent process hands batches of inputs to J worker processes (fuzz/worker.py
             and picked by the rarity of what they reached (fuzz/scheduler.py), or fresh random bytes; a generator
             reads them through BytesChooser, so a mutation is a nearby case. An input whose case makes a rewrite rule
             match for the first time (TRACK_MATCH_STATS) joins the corpus, trimmed to the bytes the generator read.
-            On the kernel level a share of the fresh inputs is directed (`directed`): the generator weighs up, and
-            now and then builds outright, the pattern of a rule tried but never matched in the campaign; a directed
+            On the kernel and symbolic levels a share of the fresh inputs is directed (`directed`): the generator
+            weighs up, and now and then builds outright, the pattern of a rule tried but never matched; a directed
             case's mutations are built the same way, and it is kept in memory (the corpus directory holds inputs
             of the plain generator, which rebuilds other cases from them).
   findings  every Failure a worker reports, and every worker that dies (a crash: the signal) or stops announcing
@@ -56,8 +56,8 @@ class CampaignConfig:
   max_jobs_per_worker: int = 100
   progress: bool = True
   mutate: float = 0.5             # share of inputs mutated from the corpus (when it has entries)
-  # kernel level: a share of the fresh inputs (a bandit between 20% and 80% over which kind reaches new rules) is
-  # built by a generator directed at a rule tried but never matched yet (fuzz/scheduler.py Director)
+  # kernel and symbolic levels: a share of the fresh inputs (a bandit between 20% and 80% over which kind reaches new
+  # rules) is built by a generator directed at a rule tried but never matched yet (fuzz/scheduler.py Director)
   directed: bool = True
   env: dict[str, str] = field(default_factory=dict)
 
@@ -283,7 +283,7 @@ class Campaign:
     self.hit_keys: set[str] = set()
     self.levels: dict[str, Any] = {}
     self.patterns: dict[str, tuple[Any, ...]] = {}
-    if cfg.level == "kernel" and cfg.directed:
+    if cfg.level in ("kernel", "symbolic") and cfg.directed:
       from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns
       import_rule_tables()
       self.director, self.patterns = Director(rule_ops(rule_key), random.Random(self.rng.random())), \
@@ -293,8 +293,9 @@ class Campaign:
     """The level a case tagged `tag` (a rule a directed input aimed at; None: the plain generator) is built with."""
     if tag is None or self.director is None: return self.level
     if (lv := self.levels.get(tag)) is None:
-      from fuzz.levels import directed_kernel_level
-      lv = self.levels[tag] = directed_kernel_level(self.director.ops[tag], self.patterns.get(tag, ()), self.cfg.bounds)
+      from fuzz.levels import directed_level
+      lv = self.levels[tag] = directed_level(self.cfg.level, self.director.ops[tag], self.patterns.get(tag, ()),
+                                             self.cfg.bounds)
     return lv
 
   # ---- inputs ----

@@ -135,6 +135,13 @@ def directed_kernel_level(aim: Any, patterns: Sequence[Any] = (), validate_bound
   return KernelLevel(directed_config(KernelConfig(), ops, sorted(dts, key=str), repeat, patterns=patterns),
                      validate_bounds)
 
+def directed_level(level: str, aim: Any, patterns: Sequence[Any] = (), validate_bounds: bool = False) -> Level:
+  """The level `level` with its generator directed at a rewrite rule (its `aim` and `patterns`, fuzz/scheduler.py);
+  the levels with a generator that builds patterns: kernel and symbolic."""
+  if level == "kernel": return directed_kernel_level(aim, patterns, validate_bounds)
+  if level == "symbolic": return SymbolicLevel(patterns=patterns)
+  raise ValueError(f"the {level} level has no directed generator (kernel and symbolic have)")
+
 # ---- symbolic ----
 
 class SymbolicLevel(Level):

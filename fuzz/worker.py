@@ -16,7 +16,7 @@ the protocol):
                                                     "size": n, "used": bytes read, "state": {...} or null}]}
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
 From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes], "tags": [rule or null] (optional: the
-rule each input's generator is directed at, fuzz/levels.py directed_kernel_level)} or {"job": id, "op":
+rule each input's generator is directed at, fuzz/levels.py directed_level)} or {"job": id, "op":
 "check_state", "states": [level states], "backends": [names] or null}.
 """
 from __future__ import annotations
@@ -98,10 +98,10 @@ def main(argv: list[str]) -> int:
       aims.update({k: (a, pats.get(k, ())) for k, a in rule_ops(rule_key).items()})
       gc.freeze()
     if (lv := directed.get(tag)) is None:
-      from fuzz.levels import directed_kernel_level
+      from fuzz.levels import directed_level
       if tag not in aims: raise ValueError(f"a directed input names rule {tag!r}, which this worker does not have")
       aim, pats = aims[tag]
-      lv = directed[tag] = directed_kernel_level(aim, pats, bool(cfg.get("validate_bounds")))
+      lv = directed[tag] = directed_level(cfg["level"], aim, pats, bool(cfg.get("validate_bounds")))
     return lv
   for line in sys.stdin:
     job = json.loads(line)

@@ -272,7 +272,7 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   patterns: dict[str, tuple[Any, ...]] = {}
   if scheduled:
     from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_ops, rule_patterns, rule_key, shape_features
-    from fuzz.levels import directed_kernel_level, SymbolicLevel
+    from fuzz.levels import directed_level
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
     # NOTE: directed generation: the kernel and symbolic generators build a rule's pattern (fuzz/patterns.py)
     if level_name in ("kernel", "symbolic"):
@@ -291,8 +291,7 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
       elif rng.random() < director.share() and (aim := director.pick(hits.tried, hits.hit)) is not None:
         tag, directed = aim[0], True
       base.level = plain_level if tag is None else levels.get(tag) or \
-        levels.setdefault(tag, directed_kernel_level(director.ops[tag], patterns.get(tag, ())) if level_name == "kernel"
-                          else SymbolicLevel(patterns=patterns.get(tag, ())))
+        levels.setdefault(tag, directed_level(level_name, director.ops[tag], patterns.get(tag, ())))
     t0 = time.perf_counter()
     fails = check(data)
     cost = time.perf_counter() - t0
