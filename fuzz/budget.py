@@ -165,7 +165,9 @@ class BudgetRef(KernelRef):
     if all(not np.any(e) for e in errs): return np.zeros(np.shape(self.vals[u]))
     with np.errstate(all="ignore"):
       if op in (Ops.ADD, Ops.SUB): return errs[0] + errs[1]
-      if op in (Ops.NEG, Ops.SIN): return np.minimum(ea, 2.0) if op is Ops.SIN else ea
+      # NOTE: sin moves by at most 2 wherever its finite argument moves; an unchecked (inf) argument may be inf or NaN
+      # on the target (a MUL REDUCE that overflows in another order), and sin of that is NaN: unchecked too
+      if op in (Ops.NEG, Ops.SIN): return np.where(np.isinf(ea), INF, np.minimum(ea, 2.0)) if op is Ops.SIN else ea
       if op is Ops.MAX: return np.maximum(errs[0], errs[1])
       if op is Ops.MUL:
         b, eb = _f64(vals[1]), errs[1]

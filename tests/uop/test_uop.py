@@ -168,6 +168,22 @@ def test_bounds_of_comparisons_and_masked():
   assert (m.vmin, m.vmax) == (0, 10)
   assert UOp.invalid().arg is Invalid
 
+@pytest.mark.parametrize("dt", ["fp8e4m3", "float16", "float32"])
+def test_a_float_comparison_keeps_the_answer_nan_gives(dt):
+  # 0 * x has bounds [0, 0], but x may be NaN: (0 * x) == 0 may be False and != may be True, < may be False (fp8e4m3
+  # has no inf, so a load of it had finite bounds; float16 and float32 loads reach inf and 0 * inf left them unknown)
+  from tinygrad.uop.symbolic import simplify
+  d = getattr(dtypes, dt)
+  x = UOp(Ops.DEFINE_GLOBAL, d.ptr(4), arg=0).index(UOp.const(dtypes.index, 0)).load()
+  z = UOp.const(d, 0.0) * x
+  for c, want in ((z.eq(0.0), (False, True)), (z.ne(0.0), (False, True)), (z < 1.0, (False, True))):
+    assert (c.vmin, c.vmax) == want and simplify(c).op is not Ops.CONST, c
+  # 0.5 < max(x, 1) is True wherever x is a number, and False where x is NaN (max of NaN is NaN)
+  c = UOp.const(d, 0.5) < x.maximum(UOp.const(d, 1.0))
+  assert (c.vmin, c.vmax) == (False, True) and simplify(c).op is not Ops.CONST, c
+  # constants are never NaN unless they say so: their comparisons still fold
+  assert simplify(UOp.const(d, 0.0).eq(UOp.const(d, 0.0))).arg is True
+
 def test_int32_overflow_bounds_fall_back_to_dtype():
   a = UOp.variable("ov_a", 0, 2**31 - 1, dtypes.int32)
   assert ((a + 1).vmin, (a + 1).vmax) == (-2**31, 2**31 - 1)
