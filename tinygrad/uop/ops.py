@@ -673,7 +673,7 @@ class _Rewriter:
     for o in others: self.on_stack.discard(o)
 
   def run(self, root: UOp) -> UOp:
-    replace, on_stack = self.replace, self.on_stack
+    replace, on_stack, pdict, apply = self.replace, self.on_stack, self.pm.pdict, self.apply
     # (original node, stage, node being worked on, node to release from on_stack when done)
     stack: list[tuple[UOp, int, UOp, UOp]] = [(root, 0, root, root)]
     while stack:
@@ -684,7 +684,7 @@ class _Rewriter:
         on_stack.add(n)
         if self.bottom_up:
           seen = {n}
-          while (ret := self.apply(x)) is not None:
+          while (ret := apply(x)) is not None:
             if ret in seen or ret in on_stack: raise self.cycle(ret, self.last_rule)
             if ret in replace: break
             seen.add(ret)
@@ -693,9 +693,14 @@ class _Rewriter:
             self.finish(n, replace[ret], x)
             continue
           on_stack.add(x)
-        stack.append((n, 1, x, x))
-        stack.extend([(s, 0, s, s) for s in reversed(x.src) if s not in replace])
-      elif stage == 1:
+        # NOTE: a node whose sources are all done goes on to stage 1 at once (pushing it and popping it straight back
+        # is the same order of work)
+        if (todo := [(s, 0, s, s) for s in reversed(x.src) if s not in replace]):
+          stack.append((n, 1, x, x))
+          stack.extend(todo)
+          continue
+        stage, extra = 1, x
+      if stage == 1:
         nsrc = tuple([replace[s] for s in x.src])
         # NOTE: UOp compares by identity (no __eq__), so tuple equality is "every source is the same node"
         cur = x if nsrc == x.src else x.replace(src=nsrc)
@@ -708,8 +713,11 @@ class _Rewriter:
           if cur is x: self.finish(n, x, x)
           else: stack.extend([(n, 2, cur, x), (cur, 0, cur, cur)])
           continue
-        if (ret := self.apply(cur)) is None:
-          self.finish(n, cur)
+        # NOTE: an op without rules in the matcher is not an attempt (apply would return None without counting)
+        if cur.op not in pdict or (ret := apply(cur)) is None:
+          replace[n] = cur
+          if cur not in replace: replace[cur] = cur
+          on_stack.discard(n)
           continue
         if ret in replace:
           self.finish(n, replace[ret], cur)
