@@ -547,6 +547,8 @@ def _foreign_rule(fn: Any) -> str | None:
   mod = str(type(fn).__module__)
   return None if mod.split(".")[0] in ("tinygrad", "builtins") else f"{type(fn).__qualname__} from {mod}"
 
+_pm_gens = itertools.count()
+
 class PatternMatcher:
   """Rules indexed by op. A rule's function gets the captures as keyword args (and `ctx` if it names it)
   and returns a new UOp or None.
@@ -559,6 +561,8 @@ class PatternMatcher:
     # the matcher was built with
     first: list[tuple[UPat, Callable[..., Any]]] | None = self.__dict__.get("_built_with")
     if first is None: self._built_with = list(self.patterns)
+    # NOTE: which __init__ made the rules as they are now (a sum made from them is stale once this changes)
+    self._gen = next(_pm_gens)
     self.patched: str | None = next((f"rule #{i} {w}" for i, (_, fn) in enumerate(self.patterns)
                                      if (w := foreign_rule(fn)) is not None), None)
     if self.patched is None and first is not None and (len(first) != len(self.patterns) or
@@ -573,7 +577,16 @@ class PatternMatcher:
       has_ctx = _takes_ctx(fn)
       self.rules.append(Rule(p, fn, has_ctx, i))
       for o in p.op: self.pdict.setdefault(o, []).append((p, fn, p.early_reject, has_ctx, i))
-  def __add__(self, more: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns + more.patterns)
+  def __add__(self, more: PatternMatcher) -> PatternMatcher:
+    # NOTE: a sum is kept per pair of operands as their rules are now: codegen adds `symbolic + pm_expand` for every
+    # kernel, and a new matcher each time also described each rule again for TRACK_MATCH_STATS. An operand given other
+    # rules in place (fuzz/mutants.py swap_rule calls __init__ again) has a new _gen, so its sum is made again
+    sums: weakref.WeakKeyDictionary[PatternMatcher, tuple[int, int, PatternMatcher]] = \
+      self.__dict__.setdefault("_sums", weakref.WeakKeyDictionary())
+    if (hit := sums.get(more)) is not None and hit[0] == self._gen and hit[1] == more._gen: return hit[2]
+    ret = PatternMatcher(self.patterns + more.patterns)
+    sums[more] = (self._gen, more._gen, ret)
+    return ret
   def __len__(self) -> int: return len(self.patterns)
   def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None:
     if self.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"rewrite: {self.patched}")
