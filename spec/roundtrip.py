@@ -343,6 +343,14 @@ _LINE_CAST = re.compile(rf"{_TARGET} = {_NAME}\.(cast|bitcast)\(dtypes\.([a-z][a
 _LINE_BINOP = re.compile(rf"{_TARGET} = {_NAME} (\+|\*|//|%|&|\||\^|<<|>>|<) {_NAME}")
 _LINE_CONST = re.compile(rf"{_TARGET} = UOp\.const\(dtypes\.([a-z][a-z0-9_]*), {_LIT}\)")
 _LINE_LIST = re.compile(r"ast = \[((?:c[0-9]+)(?:, c[0-9]+)*)?\]")
+_NAT = r"(0|[1-9][0-9]*)"
+_LINE_DEFINE = re.compile(rf"{_TARGET} = UOp\(Ops\.([A-Z][A-Z0-9_]*), dtypes\.([a-z][a-z0-9_]*)\.ptr\({_NAT}\), "
+                          rf"arg={_NAT}\)")
+_LINE_RANGE = re.compile(rf"{_TARGET} = UOp\.range\((c[0-9]+|0|[1-9][0-9]*), {_NAT}, AxisType\.([A-Z][A-Z0-9_]*)"
+                         r"(?:, dtype=dtypes\.([a-z][a-z0-9_]*))?\)")
+_LINE_STATIC = re.compile(rf"{_TARGET} = UOp\.(group|sink|vectorize)\(((?:c[0-9]+)(?:, c[0-9]+)*)?\)")
+_LINE_PATTERNS = (_LINE_METHOD, _LINE_BINOP, _LINE_CONST, _LINE_CAST, _LINE_LIST, _LINE_DEFINE, _LINE_RANGE,
+                  _LINE_STATIC)
 _LINE_OPS: dict[str, Callable[[Any, Any], Any]] = {
   "+": operator.add, "*": operator.mul, "//": operator.floordiv, "%": operator.mod, "&": operator.and_,
   "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt}
@@ -356,17 +364,20 @@ def _built(x: Any) -> UOp:
 
 def _eval_lines(text: str, scope: dict[str, Any], max_nodes: int) -> UOp | list[UOp]:
   """The graph of `text` as the evaluator above builds it, reading the commonest lines by pattern (a linear program's
-  text is mostly `cN = cA.index(cB)`, `cN = cA + cB`, `cN = UOp.const(dtypes.int32, 5)`); the other lines are parsed
-  together, one statement per line. Raises _StepAside for anything else (errors, def blocks, a line that is not one
-  whole statement), before or after building nodes: nodes are hash-consed, so building them again is harmless.
+  text is mostly `cN = cA.index(cB)`, `cN = cA + cB`, `cN = UOp.const(dtypes.int32, 5)`, its buffers and loops); the
+  other lines are parsed together, one statement per line. Raises _StepAside for anything else (errors, def blocks, a
+  line that is not one whole statement), before or after building nodes: nodes are hash-consed, so building them again
+  is harmless.
   NOTE: the same graph as ast.parse of the whole text: each line is one whole statement starting at column 0, so the
   whole text's statements are the lines' statements, in order."""
-  if "UOp" in scope or "dtypes" in scope: raise _StepAside  # NOTE: names an env could shadow
+  # NOTE: names an env could shadow, and the classes the general reader looks up in ARG_CLASSES
+  if any(n in scope for n in ("UOp", "dtypes", "Ops", "AxisType")): raise _StepAside
+  if ARG_CLASSES.get("Ops") is not Ops or ARG_CLASSES.get("AxisType") is not AxisType: raise _StepAside
   lines = [ln for ln in text.split("\n") if ln]
   kinds: list[tuple[int, Any]] = []
   rest: list[str] = []
   for ln in lines:
-    for k, pat in enumerate((_LINE_METHOD, _LINE_BINOP, _LINE_CONST, _LINE_CAST, _LINE_LIST)):
+    for k, pat in enumerate(_LINE_PATTERNS):
       if (m := pat.fullmatch(ln)) is not None:
         kinds.append((k, m))
         break
@@ -412,10 +423,25 @@ def _eval_lines(text: str, scope: dict[str, Any], max_nodes: int) -> UOp | list[
         v: int | float = float(lit) if "." in lit or "e" in lit else int(lit)
         if type(v) is int and abs(v) > MAX_INT: raise _StepAside
         scope[tgt] = _built(UOp.const(dt, -v if m.group(3) else v))
-      else:
+      elif k == 3:
         recv, dt = scope.get(m.group(2)), DTYPES_DICT.get(m.group(4))
         if dt is None or not isinstance(recv, UOp): raise _StepAside
         scope[tgt] = _built(getattr(recv, m.group(3))(dt))
+      elif k == 5:
+        op, dt = Ops.__members__.get(m.group(2)), DTYPES_DICT.get(m.group(3))
+        size, arg = int(m.group(4)), int(m.group(5))
+        if op is None or dt is None or size > MAX_INT or arg > MAX_INT: raise _StepAside
+        scope[tgt] = _built(UOp(op, dtype=dt.ptr(size), arg=arg))
+      elif k == 6:
+        e, rid, axis = m.group(2), int(m.group(3)), AxisType.__members__.get(m.group(4))
+        end: UOp | int = _built(scope.get(e)) if e[0] == "c" else int(e)
+        rdt = None if m.group(5) is None else DTYPES_DICT.get(m.group(5))
+        if axis is None or (m.group(5) is not None and rdt is None) or rid > MAX_INT or \
+          (isinstance(end, int) and end > MAX_INT): raise _StepAside
+        scope[tgt] = _built(UOp.range(end, rid, axis) if rdt is None else UOp.range(end, rid, axis, dtype=rdt))
+      else:
+        args = [_built(scope.get(n)) for n in m.group(3).split(", ")] if m.group(3) else []
+        scope[tgt] = _built(getattr(UOp, m.group(2))(*args))
     except _StepAside: raise
     except Exception: raise _StepAside from None
   if "ast" not in scope: raise _StepAside

@@ -231,8 +231,8 @@ def test_line_reader_reads_pyrender_programs(monkeypatch):
   from spec import roundtrip
   text = _program_text()
   # the printer's lines are nearly all ones the line reader takes by pattern
-  assert sum(any(p.fullmatch(ln) for p in (roundtrip._LINE_METHOD, roundtrip._LINE_BINOP, roundtrip._LINE_CONST,
-                                           roundtrip._LINE_CAST, roundtrip._LINE_LIST)) for ln in text.splitlines()) >= 15
+  lines = text.splitlines()
+  assert sum(any(p.fullmatch(ln) for p in roundtrip._LINE_PATTERNS) for ln in lines) == len(lines)
   fast, general = _read_both(monkeypatch, text)
   assert isinstance(fast, list) and len(fast) == len(general) and all(x is y for x, y in zip(fast, general))
 
@@ -262,6 +262,14 @@ LINE_EDITS = {
   "division": lambda t: t.replace(" // ", " / ", 1),
   "def_block": lambda t: "def k0():\n  c0 = UOp.variable('a', 0, 1)\n  ast = c0\n  return ast\n\n" + t,
   "kernel_call_name": lambda t: t.replace("c4 = ", "c4 = k0 + c0\nc400 = ", 1),
+  "unknown_op": lambda t: t.replace("Ops.DEFINE_GLOBAL", "Ops.DEFINE_GLOBALS", 1),
+  "unknown_axis_type": lambda t: t.replace("AxisType.LOOP", "AxisType.LOOPS", 1),
+  "range_of_an_int_with_dtype": lambda t: t.replace("UOp.range(c2, 0, AxisType.LOOP)",
+                                                    "UOp.range(8, 0, AxisType.LOOP, dtype=dtypes.int32)", 1),
+  "range_of_an_undefined_name": lambda t: t.replace("UOp.range(c2, ", "UOp.range(c88, ", 1),
+  "range_unknown_dtype": lambda t: t.replace("AxisType.LOOP)", "AxisType.LOOP, dtype=dtypes.int33)", 1),
+  "group": lambda t: t.replace("\nast = ", "\nc26 = UOp.group(c24, c25)\nast = ", 1).replace("c25]", "c25, c26]"),
+  "group_of_a_dtype": lambda t: t.replace("\nast = ", "\nc26 = UOp.group(c24, dtypes.int32)\nast = ", 1),
 }
 
 @pytest.mark.parametrize("edit", sorted(LINE_EDITS))
@@ -271,7 +279,7 @@ def test_line_reader_agrees_with_the_general_reader(monkeypatch, edit):
   if isinstance(general, str): assert fast == general
   else: assert isinstance(fast, list) and len(fast) == len(general) and all(x is y for x, y in zip(fast, general))
 
-@pytest.mark.parametrize("name", ["UOp", "dtypes", "c1", "ast"])
+@pytest.mark.parametrize("name", ["UOp", "dtypes", "Ops", "AxisType", "c1", "ast"])
 def test_line_reader_agrees_when_env_binds_names(monkeypatch, name):
   env = {name: UOp.variable("envvar", 0, 9)}
   fast, general = _read_both(monkeypatch, _program_text(), env)
