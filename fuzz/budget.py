@@ -106,8 +106,8 @@ class BudgetRef(KernelRef):
     if op in (Ops.CONST, Ops.DEFINE_VAR, Ops.RANGE, Ops.BIND) or isinstance(u.arg, InvalidType): return zero
     if op is Ops.LOAD: return self.load_error(u)
     if op is Ops.REDUCE: return self.reduce_error(u)
-    srcs = [s for s in u.src if self.vals.get(s) is not None]
     if not dtypes.is_float(dt): return self.exact_error(u, zero)
+    srcs = [s for s in u.src if self.vals.get(s) is not None]
     if op is Ops.CAST or op is Ops.BITCAST: return self.finish(u, self.conversion_error(u), 0.0)
     return self.finish(u, self.propagate(u, [self.vals[s] for s in srcs], [self.e(s) for s in srcs]),
                        self.op_budget(u))
@@ -127,7 +127,9 @@ class BudgetRef(KernelRef):
       same = (self.vals[x] == self.vals[y]) & (ex == 0) & (ey == 0)
       return np.where(ec > 0, np.where(same, 0.0, INF), pick) + zero
     es = [self.e(s) for s in srcs if s in self.err]
-    return (np.where(np.maximum.reduce([np.broadcast_to(x, zero.shape) for x in es]) > 0, INF, 0.0) if es else zero)
+    # NOTE: operands without error (the common case: index math) give an exact result, `zero`, without broadcasting
+    if not any(x.any() for x in es): return zero
+    return np.where(np.maximum.reduce([np.broadcast_to(x, zero.shape) for x in es]) > 0, INF, 0.0)
 
   def compare_error(self, u: UOp) -> np.ndarray:
     a, b = (_f64(self.vals[s]) for s in u.src)

@@ -60,16 +60,19 @@ def kernel_inputs(ast: UOp, seed: int = 0, p_edge: float = 0.15) -> dict[int, np
   for n, pdt in sorted(kernel_buffers(ast).items()):
     dt, size = pdt.base.scalar(), pdt.size
     rs = np.random.default_rng([seed & 0xFFFFFFFF, n])
-    edges = np.array(edge_values(dt), dtype=object)
+    ev = edge_values(dt)
     pick = rs.random(size) < p_edge
     if dt is dtypes.bool: v: np.ndarray = rs.integers(0, 2, size).astype(np.bool_)
     elif dtypes.is_int(dt):
+      # NOTE: in the buffer's own dtype (every edge value and every small int fits it), not as Python ints: the same
+      # draws, the same values
+      npdt = to_np_dtype(dt)
       lo, hi = (0, 40) if dtypes.is_unsigned(dt) else (-20, 21)
-      v = rs.integers(lo, hi, size).astype(object)
-      v = np.where(pick, edges[rs.integers(0, len(edges), size)], v).astype(to_np_dtype(dt))
+      v = rs.integers(lo, hi, size).astype(npdt)
+      v = np.where(pick, np.array(ev, dtype=npdt)[rs.integers(0, len(ev), size)], v)
     else:
       f = np.where(rs.random(size) < 0.3, rs.integers(-8, 9, size).astype(np.float64), rs.normal(0, 2, size))
-      f = np.where(pick, edges[rs.integers(0, len(edges), size)].astype(np.float64), f)
+      f = np.where(pick, np.array(ev, dtype=np.float64)[rs.integers(0, len(ev), size)], f)
       with np.errstate(over="ignore"): v = storage_of(f, dt)
     ret[n] = v
   return ret

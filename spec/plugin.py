@@ -80,11 +80,12 @@ def program(ast: UOp, uops: Sequence[UOp], renderer: Any = None) -> None:
   type_verify(uops, program_spec, "program")
   _validate(uops)
 
-# NOTE: full_spec's verdict on an ALU node depends only on its op, its dtype and its sources' dtypes (shared_spec's
-# typing rules and full_spec's index mixing; tests/spec/test_levels.py checks that), so it is memoized per that
-# signature, and a CONST without sources has the one rule const_ok: the common nodes skip the pattern match
+# NOTE: full_spec's verdict on an ALU node, a CAST or a BITCAST depends only on its op, its dtype and its sources'
+# dtypes (shared_spec's typing and conversion rules and full_spec's index mixing; tests/spec/test_levels.py checks
+# that), so it is memoized per that signature, and a CONST without sources has the one rule const_ok: the common nodes
+# skip the pattern match
 _alu_ok: set[tuple[Any, ...]] = set()
-ALU = frozenset(GroupOp.ALU)
+ALU = frozenset(GroupOp.ALU) | {Ops.CAST, Ops.BITCAST}
 
 def uop_created(u: UOp) -> None:
   """SPEC>=2, the hot path: every new node against full_spec (SPEC=3: and its O(1) round trip)."""

@@ -1,7 +1,9 @@
 """The safe round trip: `eval_pyrender` rebuilds a graph from pyrender text without exec/eval, `check_roundtrip` asserts
 `eval_pyrender(pyrender(u)) is u` and reports the smallest sub-graph that does not come back.
 
-eval_pyrender parses the text with `ast` and walks the tree itself. It accepts only the printer's grammar (see the
+eval_pyrender parses the text with `ast` and walks the tree itself (the commonest lines of a linear program first go
+through `_eval_lines`, which reads them without building a Python AST and gives the same graph, or steps aside for the
+whole reading). It accepts only the printer's grammar (see the
 docstring of tinygrad/uop/pyrender.py): assignments to `cN` / `ast`, `def kN(): ... return ast` kernel blocks, literals,
 tuples, unary minus on numbers, the names UOp, Ops, AxisType, AddrSpace, dtypes, Invalid, float('nan'|'inf'|'-inf'),
 dtypes.float_from_bits(int) (any other NaN, by its 64 bits), the registered arg classes (KernelInfo, Opt, OptOps when
@@ -330,21 +332,139 @@ class _Evaluator:
     self.count(node)
     return self.build_uop(node, "UOp(...)", lambda: UOp(op, **{k: v for k, v in vals.items() if k != "op"}))
 
+# ---- the common lines, read without a Python AST ----
+
+# NOTE: each pattern is one whole line exactly as pyrender prints it, and takes only what the evaluator above would take
+# from that line's AST (names c0.., a whitelisted method, dtypes.NAME, a decimal literal without leading zeros)
+_NAME, _TARGET = r"(c[0-9]+)", r"(c[0-9]+|ast)"
+_LIT = r"(-?)((?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:e[-+][0-9]+)?)"
+_LINE_METHOD = re.compile(rf"{_TARGET} = {_NAME}\.([a-z][a-z0-9]*)\(((?:c[0-9]+)(?:, c[0-9]+)*)?\)")
+_LINE_CAST = re.compile(rf"{_TARGET} = {_NAME}\.(cast|bitcast)\(dtypes\.([a-z][a-z0-9_]*)\)")
+_LINE_BINOP = re.compile(rf"{_TARGET} = {_NAME} (\+|\*|//|%|&|\||\^|<<|>>|<) {_NAME}")
+_LINE_CONST = re.compile(rf"{_TARGET} = UOp\.const\(dtypes\.([a-z][a-z0-9_]*), {_LIT}\)")
+_LINE_LIST = re.compile(r"ast = \[((?:c[0-9]+)(?:, c[0-9]+)*)?\]")
+_NAT = r"(0|[1-9][0-9]*)"
+_LINE_DEFINE = re.compile(rf"{_TARGET} = UOp\(Ops\.([A-Z][A-Z0-9_]*), dtypes\.([a-z][a-z0-9_]*)\.ptr\({_NAT}\), "
+                          rf"arg={_NAT}\)")
+_LINE_RANGE = re.compile(rf"{_TARGET} = UOp\.range\((c[0-9]+|0|[1-9][0-9]*), {_NAT}, AxisType\.([A-Z][A-Z0-9_]*)"
+                         r"(?:, dtype=dtypes\.([a-z][a-z0-9_]*))?\)")
+_LINE_STATIC = re.compile(rf"{_TARGET} = UOp\.(group|sink|vectorize)\(((?:c[0-9]+)(?:, c[0-9]+)*)?\)")
+_LINE_PATTERNS = (_LINE_METHOD, _LINE_BINOP, _LINE_CONST, _LINE_CAST, _LINE_LIST, _LINE_DEFINE, _LINE_RANGE,
+                  _LINE_STATIC)
+_LINE_OPS: dict[str, Callable[[Any, Any], Any]] = {
+  "+": operator.add, "*": operator.mul, "//": operator.floordiv, "%": operator.mod, "&": operator.and_,
+  "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt}
+
+class _StepAside(Exception):
+  """The text is not one _eval_lines reads: the whole reading goes the general way (which also names any error)."""
+
+def _built(x: Any) -> UOp:
+  if not isinstance(x, UOp): raise _StepAside
+  return x
+
+def _eval_lines(text: str, scope: dict[str, Any], max_nodes: int) -> UOp | list[UOp]:
+  """The graph of `text` as the evaluator above builds it, reading the commonest lines by pattern (a linear program's
+  text is mostly `cN = cA.index(cB)`, `cN = cA + cB`, `cN = UOp.const(dtypes.int32, 5)`, its buffers and loops); the
+  other lines are parsed together, one statement per line. Raises _StepAside for anything else (errors, def blocks, a
+  line that is not one whole statement), before or after building nodes: nodes are hash-consed, so building them again
+  is harmless.
+  NOTE: the same graph as ast.parse of the whole text: each line is one whole statement starting at column 0, so the
+  whole text's statements are the lines' statements, in order."""
+  # NOTE: names an env could shadow, and the classes the general reader looks up in ARG_CLASSES
+  if any(n in scope for n in ("UOp", "dtypes", "Ops", "AxisType")): raise _StepAside
+  if ARG_CLASSES.get("Ops") is not Ops or ARG_CLASSES.get("AxisType") is not AxisType: raise _StepAside
+  lines = [ln for ln in text.split("\n") if ln]
+  kinds: list[tuple[int, Any]] = []
+  rest: list[str] = []
+  for ln in lines:
+    for k, pat in enumerate(_LINE_PATTERNS):
+      if (m := pat.fullmatch(ln)) is not None:
+        kinds.append((k, m))
+        break
+    else:
+      if ln.endswith("\\"): raise _StepAside  # NOTE: a line continued on the next is not one whole statement
+      kinds.append((-1, None))
+      rest.append(ln)
+  stmts: list[ast.Assign] = []
+  if rest:
+    try: body = ast.parse("\n".join(rest), mode="exec").body
+    except Exception: raise _StepAside from None
+    stmts = [st for i, st in enumerate(body) if isinstance(st, ast.Assign) and st.lineno == st.end_lineno == i + 1]
+    if len(stmts) != len(rest) or len(body) != len(rest): raise _StepAside
+  ev, nstmt = _Evaluator(max_nodes), 0
+  for k, m in kinds:
+    if "ast" in scope: raise _StepAside  # NOTE: a statement after `ast = ...`
+    if k == -1:
+      try: ev.assign(stmts[nstmt], scope, top=True)
+      except Exception: raise _StepAside from None
+      nstmt += 1
+      continue
+    if k == 4:
+      vals = [scope.get(n) for n in m.group(1).split(", ")] if m.group(1) else []
+      if len(vals) > MAX_ELEMS or not all(isinstance(v, UOp) for v in vals): raise _StepAside
+      scope["ast"] = vals
+      continue
+    tgt = m.group(1)
+    if tgt in scope: raise _StepAside
+    ev.nodes += 1
+    if ev.nodes > ev.max_nodes: raise _StepAside
+    try:
+      if k == 0:
+        recv, attr = scope.get(m.group(2)), m.group(3)
+        if attr not in _METHODS or attr in ("cast", "bitcast") or not isinstance(recv, UOp): raise _StepAside
+        args = [_built(scope.get(n)) for n in m.group(4).split(", ")] if m.group(4) else []
+        scope[tgt] = _built(getattr(recv, attr)(*args))
+      elif k == 1:
+        a, b = _built(scope.get(m.group(2))), _built(scope.get(m.group(4)))
+        scope[tgt] = _built(_LINE_OPS[m.group(3)](a, b))
+      elif k == 2:
+        if (dt := DTYPES_DICT.get(m.group(2))) is None: raise _StepAside
+        lit = m.group(4)
+        v: int | float = float(lit) if "." in lit or "e" in lit else int(lit)
+        if type(v) is int and abs(v) > MAX_INT: raise _StepAside
+        scope[tgt] = _built(UOp.const(dt, -v if m.group(3) else v))
+      elif k == 3:
+        recv, dt = scope.get(m.group(2)), DTYPES_DICT.get(m.group(4))
+        if dt is None or not isinstance(recv, UOp): raise _StepAside
+        scope[tgt] = _built(getattr(recv, m.group(3))(dt))
+      elif k == 5:
+        op, dt = Ops.__members__.get(m.group(2)), DTYPES_DICT.get(m.group(3))
+        size, arg = int(m.group(4)), int(m.group(5))
+        if op is None or dt is None or size > MAX_INT or arg > MAX_INT: raise _StepAside
+        scope[tgt] = _built(UOp(op, dtype=dt.ptr(size), arg=arg))
+      elif k == 6:
+        e, rid, axis = m.group(2), int(m.group(3)), AxisType.__members__.get(m.group(4))
+        end: UOp | int = _built(scope.get(e)) if e[0] == "c" else int(e)
+        rdt = None if m.group(5) is None else DTYPES_DICT.get(m.group(5))
+        if axis is None or (m.group(5) is not None and rdt is None) or rid > MAX_INT or \
+          (isinstance(end, int) and end > MAX_INT): raise _StepAside
+        scope[tgt] = _built(UOp.range(end, rid, axis) if rdt is None else UOp.range(end, rid, axis, dtype=rdt))
+      else:
+        args = [_built(scope.get(n)) for n in m.group(3).split(", ")] if m.group(3) else []
+        scope[tgt] = _built(getattr(UOp, m.group(2))(*args))
+    except _StepAside: raise
+    except Exception: raise _StepAside from None
+  if "ast" not in scope: raise _StepAside
+  ret: UOp | list[UOp] = scope["ast"]
+  return ret
+
 def eval_pyrender(text: str, env: dict[str, UOp] | None = None, max_nodes: int = MAX_NODES) -> UOp | list[UOp]:
   """Rebuild the graph that pyrender printed, without exec/eval. `env` pre-binds names (as `pyrender_node` returns
   them). Raises PyrenderSyntaxError (a ValueError) naming the line and construct for anything outside the grammar."""
   if not isinstance(text, str): raise TypeError(f"eval_pyrender: expected str, got {type(text).__name__}")
   if len(text) > MAX_TEXT: raise PyrenderSyntaxError(0, "text", f"is longer than {MAX_TEXT} characters")
-  try: mod = ast.parse(text, mode="exec")
-  except SyntaxError as e: raise PyrenderSyntaxError(e.lineno or 0, "syntax error", f"{e.msg}") from None
-  except (RecursionError, MemoryError, ValueError) as e:
-    raise PyrenderSyntaxError(0, "text", f"is nested too deeply or too large to parse ({type(e).__name__})") from None
   _load_lazy_classes()
   scope: dict[str, Any] = {}
   for k, v in (env or {}).items():
     if not (isinstance(k, str) and k.isidentifier() and not k.startswith("_")) or not isinstance(v, UOp):
       raise TypeError(f"eval_pyrender: env must map plain names to UOps; got {k!r}: {type(v).__name__}")
     scope[k] = v
+  try: return _eval_lines(text, dict(scope), max_nodes)
+  except _StepAside: pass
+  try: mod = ast.parse(text, mode="exec")
+  except SyntaxError as e: raise PyrenderSyntaxError(e.lineno or 0, "syntax error", f"{e.msg}") from None
+  except (RecursionError, MemoryError, ValueError) as e:
+    raise PyrenderSyntaxError(0, "text", f"is nested too deeply or too large to parse ({type(e).__name__})") from None
   ret: UOp | list[UOp] = _Evaluator(max_nodes).run(mod, scope)
   return ret
 

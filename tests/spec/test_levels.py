@@ -82,13 +82,15 @@ def test_check_that_builds_uops_does_not_recurse(monkeypatch):
   assert len(built) >= 1
 
 def test_alu_verdict_memo_is_sound():
-  # the construction check memoizes ALU verdicts per (op, dtype, source dtypes): every full_spec rule an ALU node can
-  # reach must look at nothing else
+  # the construction check memoizes ALU, CAST and BITCAST verdicts per (op, dtype, source dtypes): every full_spec rule
+  # such a node can reach must look at nothing else
   from tinygrad.uop import GroupOp
   # NOTE: spec/__init__ exports the matchers under the module names, so the modules are taken from sys.modules
   ss, fs = sys.modules["spec.shared_spec"], sys.modules["spec.full_spec"]
-  dtype_only = {ss.same_dtypes, ss.cmp_ok, ss.where_ok, ss.int_only, ss.int_or_bool, ss.float_only, fs.index_mix_ok}
-  for op in GroupOp.ALU:
+  dtype_only = {ss.same_dtypes, ss.cmp_ok, ss.where_ok, ss.int_only, ss.int_or_bool, ss.float_only, fs.index_mix_ok,
+                ss.cast_ok, ss.bitcast_ok}
+  assert plugin.ALU >= set(GroupOp.ALU) | {Ops.CAST, Ops.BITCAST}
+  for op in plugin.ALU:
     for pat, fn, *_ in plugin.full_spec.pdict[op]:
       assert fn.__wrapped__ in dtype_only, f"{op}: rule {fn.__wrapped__} at {pat.location} may look beyond dtypes"
 
@@ -97,6 +99,11 @@ def test_memoized_alu_still_rejects_other_signatures():
   with Context(SPEC=2):
     UOp(Ops.ADD, dtypes.float32, (a, b), tag="memo-ok")
     with pytest.raises(SpecError): UOp(Ops.ADD, dtypes.int32, (a, b), tag="memo-bad")
+    # conversions: a legal signature memoized does not let another through
+    UOp(Ops.CAST, dtypes.int32, (a,), tag="memo-ok")
+    UOp(Ops.BITCAST, dtypes.int32, (a,), tag="memo-ok")
+    with pytest.raises(SpecError): UOp(Ops.CAST, dtypes.int32.vec(2), (a,), tag="memo-bad")
+    with pytest.raises(SpecError): UOp(Ops.BITCAST, dtypes.int16, (a,), tag="memo-bad")
 
 def test_compiler_stages_are_checked_at_spec1(monkeypatch):
   Tensor = pytest.importorskip("tinygrad.tensor").Tensor

@@ -200,3 +200,88 @@ def test_check_roundtrip_finds_failures_only_visible_in_the_whole_text(monkeypat
   msg = str(ei.value)
   assert "round trip failed for the sub-graph at UOp(Ops.MUL" in msg, msg
   assert "UOp.variable('a', 0, 10) + UOp.variable('b', 0, 10) * UOp.variable('c', 0, 10)" in msg, msg
+
+# ---- the line reader (_eval_lines) reads exactly what the general reader does ----
+
+def _program_text() -> str:
+  a, b = UOp(Ops.DEFINE_GLOBAL, dtypes.int32.ptr(8), arg=0), UOp(Ops.DEFINE_GLOBAL, dtypes.int32.ptr(8), arg=1)
+  r = UOp.range(UOp.const(dtypes.int32, 8), 0, AxisType.LOOP)
+  v = b.index(r).load()
+  w = ((v + UOp.const(dtypes.int32, -3)) * v) // UOp.const(dtypes.int32, 7) % v
+  w = (w & v) | (w ^ v) << UOp.const(dtypes.int32, 1) >> UOp.const(dtypes.int32, 1)
+  st = a.index(r).store((v < w).where(w.maximum(v), v.cast(dtypes.float32).cast(dtypes.int32)))
+  return pyrender([a, b, r.src[0], r, *sorted(set(st.toposort()) - {a, b, r, r.src[0]}, key=lambda u: len(u.toposort())),
+                   st.end(r)])
+
+def _read_both(monkeypatch, text: str, env=None):
+  """(what eval_pyrender gives, what the general reader alone gives): a result or the error's message."""
+  from spec import roundtrip
+  def outcome():
+    try: return eval_pyrender(text, env)
+    except Exception as e: return f"{type(e).__name__}: {e}"
+  fast = outcome()
+  with monkeypatch.context() as m:
+    def step_aside(*a):
+      raise roundtrip._StepAside
+    m.setattr(roundtrip, "_eval_lines", step_aside)
+    general = outcome()
+  return fast, general
+
+def test_line_reader_reads_pyrender_programs(monkeypatch):
+  from spec import roundtrip
+  text = _program_text()
+  # the printer's lines are nearly all ones the line reader takes by pattern
+  lines = text.splitlines()
+  assert sum(any(p.fullmatch(ln) for p in roundtrip._LINE_PATTERNS) for ln in lines) == len(lines)
+  fast, general = _read_both(monkeypatch, text)
+  assert isinstance(fast, list) and len(fast) == len(general) and all(x is y for x, y in zip(fast, general))
+
+LINE_EDITS = {
+  "unknown_method": lambda t: t.replace(".load()", ".numpy()", 1),
+  "underscore_method": lambda t: t.replace(".load()", "._load()", 1),
+  "cast_of_a_name": lambda t: t.replace(".cast(dtypes.float32)", ".cast(c0)", 1),
+  "unknown_dtype": lambda t: t.replace("dtypes.int32", "dtypes.int33", 1),
+  "undefined_name": lambda t: t.replace("c4 = ", "c4 = c99 + c98\nc400 = ", 1),
+  "rebinding": lambda t: t.replace("c4 = ", "c4 = c2 + c2\nc4 = ", 1),
+  "statement_after_ast": lambda t: t + "c999 = c0 + c0\n",
+  "leading_zero_literal": lambda t: t.replace("UOp.const(dtypes.int32, 7)", "UOp.const(dtypes.int32, 07)", 1),
+  "huge_literal": lambda t: t.replace("UOp.const(dtypes.int32, 7)", f"UOp.const(dtypes.int32, {2**130})", 1),
+  "float_literals": lambda t: t.replace("\nast = ", "\nc26 = UOp.const(dtypes.float32, 1e-05)\nc27 = UOp.const(dtypes.float32, "
+                                     "-2.5)\nc28 = UOp.const(dtypes.float64, 1.5e+300)\nast = ", 1).replace("c25]", "c25, c26, c27, c28]"),
+  "indented_line": lambda t: t.replace("\nc5 = ", "\n  c5 = ", 1),
+  "continued_line": lambda t: t.replace("\nc5 = ", "\nc5 = \\\n", 1),
+  "semicolons": lambda t: t.replace("\nc5 = ", "\nc777 = c0; c5 = ", 1),
+  "carriage_return": lambda t: t.replace("\nc5 = ", "\nc777 = c2 + c2\rc5 = ", 1),
+  "string_across_lines": lambda t: t.replace("\nc5 = ", "\nc777 = UOp.variable('''a\nc5 = ", 1) + "''', 0, 1)\n",
+  "parenthesis_across_lines": lambda t: t.replace("\nc5 = ", "\nc777 = (c0 +\n", 1).replace("\nc6 = ", "\nc0)\nc6 = ", 1),
+  "comment_line": lambda t: t.replace("\nc5 = ", "\n# a comment\nc5 = ", 1),
+  "blank_lines": lambda t: t.replace("\nc5 = ", "\n\n\nc5 = ", 1),
+  "no_ast": lambda t: t[:t.index("ast = ")],
+  "empty_list": lambda t: t[:t.index("ast = ")] + "ast = []\n",
+  "subtraction": lambda t: t.replace(" + ", " - ", 1),
+  "division": lambda t: t.replace(" // ", " / ", 1),
+  "def_block": lambda t: "def k0():\n  c0 = UOp.variable('a', 0, 1)\n  ast = c0\n  return ast\n\n" + t,
+  "kernel_call_name": lambda t: t.replace("c4 = ", "c4 = k0 + c0\nc400 = ", 1),
+  "unknown_op": lambda t: t.replace("Ops.DEFINE_GLOBAL", "Ops.DEFINE_GLOBALS", 1),
+  "unknown_axis_type": lambda t: t.replace("AxisType.LOOP", "AxisType.LOOPS", 1),
+  "range_of_an_int_with_dtype": lambda t: t.replace("UOp.range(c2, 0, AxisType.LOOP)",
+                                                    "UOp.range(8, 0, AxisType.LOOP, dtype=dtypes.int32)", 1),
+  "range_of_an_undefined_name": lambda t: t.replace("UOp.range(c2, ", "UOp.range(c88, ", 1),
+  "range_unknown_dtype": lambda t: t.replace("AxisType.LOOP)", "AxisType.LOOP, dtype=dtypes.int33)", 1),
+  "group": lambda t: t.replace("\nast = ", "\nc26 = UOp.group(c24, c25)\nast = ", 1).replace("c25]", "c25, c26]"),
+  "group_of_a_dtype": lambda t: t.replace("\nast = ", "\nc26 = UOp.group(c24, dtypes.int32)\nast = ", 1),
+}
+
+@pytest.mark.parametrize("edit", sorted(LINE_EDITS))
+def test_line_reader_agrees_with_the_general_reader(monkeypatch, edit):
+  text = LINE_EDITS[edit](_program_text())
+  fast, general = _read_both(monkeypatch, text)
+  if isinstance(general, str): assert fast == general
+  else: assert isinstance(fast, list) and len(fast) == len(general) and all(x is y for x, y in zip(fast, general))
+
+@pytest.mark.parametrize("name", ["UOp", "dtypes", "Ops", "AxisType", "c1", "ast"])
+def test_line_reader_agrees_when_env_binds_names(monkeypatch, name):
+  env = {name: UOp.variable("envvar", 0, 9)}
+  fast, general = _read_both(monkeypatch, _program_text(), env)
+  if isinstance(general, str): assert fast == general
+  else: assert isinstance(fast, list) and all(x is y for x, y in zip(fast, general))

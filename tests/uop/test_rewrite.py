@@ -133,3 +133,15 @@ def test_bottom_up_rewrite_to_a_finished_node_is_not_a_cycle():
   a, b, x = UOp.variable("a", 0, 5), UOp.variable("b", 0, 5), UOp.const(dtypes.index, 7)
   pm = PatternMatcher([(UPat(Ops.DEFINE_VAR), lambda: x)])
   assert graph_rewrite(UOp.sink(a, b), pm, bottom_up=True, name="test") is UOp.sink(x, x)
+
+def test_matcher_sum_is_kept_until_an_operand_is_given_other_rules():
+  plus0 = PatternMatcher([(UPat.var("a") + 0, drop_zero)])
+  times1 = PatternMatcher([(UPat.var("a") * 1, lambda a: a)])
+  s = plus0 + times1
+  assert plus0 + times1 is s and len(s) == 2
+  assert graph_rewrite((x + 0) * 1, s, name="sum") is x
+  # rules replaced in place (as fuzz/mutants.py swap_rule does): the next sum has the new rules, not the kept ones
+  times1.__init__([(UPat.var("a") * 1, lambda a: a + 1)])
+  s2 = plus0 + times1
+  assert s2 is not s and graph_rewrite((x + 0) * 1, s2, name="sum") is x + 1
+  assert (times1 + plus0) is not s2 and len(times1 + plus0) == 2

@@ -45,11 +45,15 @@ def loop_nesting(nodes: list[UOp]) -> dict[UOp, tuple[UOp, ...]]:
     return ret
   depth = {r: len(enclosing(ends[r])) for r in ends}
   ret: dict[UOp, tuple[UOp, ...]] = {}
+  # NOTE: a path depends only on the set of enclosing loops, which most nodes share: sorted and checked once per set
+  paths: dict[frozenset[UOp], tuple[UOp, ...]] = {}
   for u in nodes:
     ch = enclosing(ends[u.src[1]] if u.op is Ops.END else ends[u] if u.op is Ops.RANGE else u)
-    path = tuple(sorted(ch, key=lambda r: depth[r]))
-    if [depth[r] for r in path] != list(range(len(path))):
-      raise ValueError(f"linearize: loops are not properly nested around {u.op} (ranges {[r.arg for r in path]})")
+    if (path := paths.get(ch)) is None:
+      path = tuple(sorted(ch, key=lambda r: depth[r]))
+      if [depth[r] for r in path] != list(range(len(path))):
+        raise ValueError(f"linearize: loops are not properly nested around {u.op} (ranges {[r.arg for r in path]})")
+      paths[ch] = path
     ret[u] = path
   return ret
 

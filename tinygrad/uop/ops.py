@@ -550,6 +550,8 @@ def _foreign_rule(fn: Any) -> str | None:
   mod = str(type(fn).__module__)
   return None if mod.split(".")[0] in ("tinygrad", "builtins") else f"{type(fn).__qualname__} from {mod}"
 
+_pm_gens = itertools.count()
+
 class PatternMatcher:
   """Rules indexed by op. A rule's function gets the captures as keyword args (and `ctx` if it names it)
   and returns a new UOp or None.
@@ -562,6 +564,8 @@ class PatternMatcher:
     # the matcher was built with
     first: list[tuple[UPat, Callable[..., Any]]] | None = self.__dict__.get("_built_with")
     if first is None: self._built_with = list(self.patterns)
+    # NOTE: which __init__ made the rules as they are now (a sum made from them is stale once this changes)
+    self._gen = next(_pm_gens)
     self.patched: str | None = next((f"rule #{i} {w}" for i, (_, fn) in enumerate(self.patterns)
                                      if (w := foreign_rule(fn)) is not None), None)
     if self.patched is None and first is not None and (len(first) != len(self.patterns) or
@@ -576,7 +580,16 @@ class PatternMatcher:
       has_ctx = _takes_ctx(fn)
       self.rules.append(Rule(p, fn, has_ctx, i))
       for o in p.op: self.pdict.setdefault(o, []).append((p, fn, p.early_reject, has_ctx, i))
-  def __add__(self, more: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns + more.patterns)
+  def __add__(self, more: PatternMatcher) -> PatternMatcher:
+    # NOTE: a sum is kept per pair of operands as their rules are now: codegen adds `symbolic + pm_expand` for every
+    # kernel, and a new matcher each time also described each rule again for TRACK_MATCH_STATS. An operand given other
+    # rules in place (fuzz/mutants.py swap_rule calls __init__ again) has a new _gen, so its sum is made again
+    sums: weakref.WeakKeyDictionary[PatternMatcher, tuple[int, int, PatternMatcher]] = \
+      self.__dict__.setdefault("_sums", weakref.WeakKeyDictionary())
+    if (hit := sums.get(more)) is not None and hit[0] == self._gen and hit[1] == more._gen: return hit[2]
+    ret = PatternMatcher(self.patterns + more.patterns)
+    sums[more] = (self._gen, more._gen, ret)
+    return ret
   def __len__(self) -> int: return len(self.patterns)
   def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None:
     if self.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"rewrite: {self.patched}")
@@ -676,7 +689,7 @@ class _Rewriter:
     for o in others: self.on_stack.discard(o)
 
   def run(self, root: UOp) -> UOp:
-    replace, on_stack = self.replace, self.on_stack
+    replace, on_stack, pdict, apply = self.replace, self.on_stack, self.pm.pdict, self.apply
     # (original node, stage, node being worked on, node to release from on_stack when done)
     stack: list[tuple[UOp, int, UOp, UOp]] = [(root, 0, root, root)]
     while stack:
@@ -687,7 +700,7 @@ class _Rewriter:
         on_stack.add(n)
         if self.bottom_up:
           seen = {n}
-          while (ret := self.apply(x)) is not None:
+          while (ret := apply(x)) is not None:
             if ret in seen or ret in on_stack: raise self.cycle(ret, self.last_rule)
             if ret in replace: break
             seen.add(ret)
@@ -696,9 +709,14 @@ class _Rewriter:
             self.finish(n, replace[ret], x)
             continue
           on_stack.add(x)
-        stack.append((n, 1, x, x))
-        stack.extend([(s, 0, s, s) for s in reversed(x.src) if s not in replace])
-      elif stage == 1:
+        # NOTE: a node whose sources are all done goes on to stage 1 at once (pushing it and popping it straight back
+        # is the same order of work)
+        if (todo := [(s, 0, s, s) for s in reversed(x.src) if s not in replace]):
+          stack.append((n, 1, x, x))
+          stack.extend(todo)
+          continue
+        stage, extra = 1, x
+      if stage == 1:
         nsrc = tuple([replace[s] for s in x.src])
         # NOTE: UOp compares by identity (no __eq__), so tuple equality is "every source is the same node"
         cur = x if nsrc == x.src else x.replace(src=nsrc)
@@ -711,8 +729,11 @@ class _Rewriter:
           if cur is x: self.finish(n, x, x)
           else: stack.extend([(n, 2, cur, x), (cur, 0, cur, cur)])
           continue
-        if (ret := self.apply(cur)) is None:
-          self.finish(n, cur)
+        # NOTE: an op without rules in the matcher is not an attempt (apply would return None without counting)
+        if cur.op not in pdict or (ret := apply(cur)) is None:
+          replace[n] = cur
+          if cur not in replace: replace[cur] = cur
+          on_stack.discard(n)
           continue
         if ret in replace:
           self.finish(n, replace[ret], cur)
