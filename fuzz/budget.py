@@ -62,7 +62,10 @@ def _f64(v: np.ndarray) -> np.ndarray:
   with np.errstate(all="ignore"): return np.asarray(v).astype(np.float64)
 
 def _is_mul(u: UOp) -> bool:
-  return u.op is Ops.MUL or (u.op is Ops.NEG and u.src[0].op is Ops.MUL)
+  """A product the target may contract into the op that uses it: a MUL, its negation, or a WHERE whose condition has
+  one value (codegen folds it to the branch it picks, and the C compiler then contracts `0.001 - x*r` into an fma)."""
+  if u.op is Ops.WHERE and u.src[0].vmin == u.src[0].vmax: return _is_mul(u.src[1] if u.src[0].vmin else u.src[2])
+  return u.op is Ops.MUL or (u.op is Ops.NEG and _is_mul(u.src[0]))
 
 class BudgetRef(KernelRef):
   """The reference run of a kernel with an error bound next to every value (`err`, float64 arrays shaped like the
