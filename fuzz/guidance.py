@@ -36,6 +36,8 @@ class TargetRun:
   log: str = ""
   workdir: str = ""
   artifacts: list[bytes] = field(default_factory=list)  # the failing inputs (crash artifacts), read before cleanup
+  # the failing directed cases (directed-<sha1>.json: a level state, as their bytes build another case)
+  states: list[dict[str, Any]] = field(default_factory=list)
   def last_rule_at(self) -> tuple[float, int]:
     """(seconds, inputs) when the run hit its last new rule (the first of its samples with its final count)."""
     samples = self.stats.get("samples", [])
@@ -106,6 +108,8 @@ def run_side_by_side(level: str, seconds: float, backends: str = "python", extra
       arts = sorted(a for k in ("crash", "timeout", "oom") for a in glob.glob(os.path.join(wd, f"{k}-*")))
       for a in arts:
         with open(a, "rb") as fh: run.artifacts.append(fh.read())
+      for a in sorted(glob.glob(os.path.join(wd, "directed-*.json"))):
+        with open(a) as fh: run.states.append(json.load(fh)["state"])
       out[mode] = run
   return out
 
@@ -120,29 +124,36 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 # ---- rules hit ----
 
 class InputsCampaign(Campaign):
-  """A campaign over a fixed list of inputs (one batch), then the reductions of what they found."""
-  def __init__(self, cfg: CampaignConfig, inputs: list[bytes]):
+  """A campaign over a fixed list of inputs (one batch) and of level states (another), then the reductions of what
+  they found."""
+  def __init__(self, cfg: CampaignConfig, inputs: list[bytes], states: Sequence[dict[str, Any]] = ()):
     super().__init__(cfg)
-    self.inputs, self.not_again = inputs, 0
+    self.inputs, self.states, self.not_again = inputs, list(states), 0
   def next_input(self) -> tuple[bytes, str | None, bool]:
     return (self.inputs.pop(0) if self.inputs else b""), None, False
+  def fuzz_job(self) -> dict[str, Any]:
+    if self.inputs or not self.states: return super().fuzz_job()
+    states, self.states = self.states, []
+    n = len(states)
+    return {"op": "check_state", "states": states, "backends": None, "_inputs": [b""] * n, "_directed": [False] * n}
   def add_corpus(self, data: bytes) -> None: pass
   def handle_result(self, job: dict[str, Any], results: list[dict[str, Any]]) -> None:
     if job.get("_reduce") is None: self.not_again += sum(not r["failures"] for r in results)
     super().handle_result(job, results)
 
 def keep_findings(level: str, inputs: Sequence[bytes], out: str, backends: str = "python", setup: str | None = None,
-                  reduce_checks: int = 300, reduce_seconds: float = 300.0) -> dict[str, Any]:
-  """The failing inputs of a mode as reproducers in `out/findings/` (fuzz/findings.py, as a campaign writes them):
-  each input is checked again in a campaign worker (crash-isolated), its failures become signatures, each new
-  signature's case is reduced (fuzz/reduce.py). Returns the findings (id, signature, count, sizes, path) and how many
-  inputs did not fail again."""
-  if not inputs: return {"findings": [], "not_again": 0}
-  # NOTE: the one batch goes out at the start, so a minute is enough; the reductions then have reduce_grace seconds
+                  reduce_checks: int = 300, reduce_seconds: float = 300.0,
+                  states: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+  """The failing inputs (bytes) and directed cases (level `states`) of a mode as reproducers in `out/findings/`
+  (fuzz/findings.py, as a campaign writes them): each is checked again in a campaign worker (crash-isolated), its
+  failures become signatures, each new signature's case is reduced (fuzz/reduce.py). Returns the findings (id,
+  signature, count, sizes, path) and how many did not fail again."""
+  if not inputs and not states: return {"findings": [], "not_again": 0}
+  # NOTE: the batches go out at the start, so a minute is enough; the reductions then have reduce_grace seconds
   cfg = CampaignConfig(out=out, minutes=1.0, backends=tuple(b for b in backends.split(",") if b), level=level,
-                       batch=len(inputs), max_cases=len(inputs), setup=setup, progress=False, directed=False,
-                       reduce_checks=reduce_checks, reduce_grace=reduce_seconds)
-  camp = InputsCampaign(cfg, list(inputs))
+                       batch=max(1, len(inputs)), max_cases=len(inputs) + len(states), setup=setup, progress=False,
+                       directed=False, reduce_checks=reduce_checks, reduce_grace=reduce_seconds)
+  camp = InputsCampaign(cfg, list(inputs), states)
   summ = camp.run()
   found = [{"id": f.signature.id, "signature": str(f.signature), "count": f.count, "size": f.size,
             "original_size": f.original_size, "reduced": f.reduced,
@@ -169,7 +180,8 @@ def compare_rules(level: str, seconds: float, backends: str = "python", modes: S
   kept: dict[str, dict[str, Any]] = {}
   if workdir is not None:
     for m, r in runs.items():
-      try: kept[m] = keep_findings(level, r.artifacts, os.path.join(workdir, m), backends, setup, reduce_checks)
+      try: kept[m] = keep_findings(level, r.artifacts, os.path.join(workdir, m), backends, setup, reduce_checks,
+                                   states=r.states)
       except Exception as e:
         # NOTE: the comparison's numbers stand without the reproducers; the error says why they are missing
         kept[m] = {"findings": [], "not_again": 0, "error": f"{type(e).__name__}: {e}"}
@@ -180,7 +192,7 @@ def compare_rules(level: str, seconds: float, backends: str = "python", modes: S
           "modes": {m: {"rules_at": r.rules_at(t), "rules": len(sets[m]), "inputs": r.stats["inputs"],
                         "curve": {c: r.rules_at(c) for c in CURVE if c < t},
                         "last_rule_at": r.last_rule_at(), "findings": r.stats.get("findings", 0),
-                        "messages": r.stats.get("messages", [])[:3], "artifacts": len(r.artifacts),
+                        "messages": r.stats.get("messages", [])[:3], "artifacts": len(r.artifacts) + len(r.states),
                         "kept": kept.get(m), "missed": sorted(union - sets[m])} for m, r in runs.items()}}
 
 def format_compare(r: dict[str, Any]) -> str:
