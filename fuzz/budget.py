@@ -149,8 +149,10 @@ class BudgetRef(KernelRef):
     if dt.scalar() is dtypes.bool:
       with np.errstate(invalid="ignore"): sure = (np.abs(a) > ea) | (ea == 0)
       return np.where(sure, 0.0, INF)
-    lo = semantics.exec_cast(a - ea, dtypes.float64, dt)
-    hi = semantics.exec_cast(a + ea, dtypes.float64, dt)
+    # NOTE: inf - inf (an unchecked inf operand) is NaN here on purpose: the bound is then inf below, not a warning
+    with np.errstate(invalid="ignore"):
+      lo = semantics.exec_cast(a - ea, dtypes.float64, dt)
+      hi = semantics.exec_cast(a + ea, dtypes.float64, dt)
     return np.where((ea == 0) | ((lo == hi) & ~np.isnan(a) & np.isfinite(ea)), 0.0, INF)
 
   def conversion_error(self, u: UOp) -> np.ndarray:
