@@ -4,8 +4,9 @@ The parent process hands batches of inputs to J worker processes (fuzz/worker.py
 
   inputs    bytes from the persistent corpus in DIR/corpus/<level>/, mutated at the generator's choice boundaries
             and picked by the rarity of what they reached (fuzz/scheduler.py), or fresh random bytes; a generator
-            reads them through BytesChooser, so a mutation is a nearby case. An input whose case makes a rewrite rule
-            match for the first time (TRACK_MATCH_STATS) joins the corpus, trimmed to the bytes the generator read.
+            reads them through BytesChooser, so a mutation is a nearby case. The features of a case are the rewrite
+            rules it made match and how often (TRACK_MATCH_STATS, per case in the workers); an input with a feature no
+            earlier input had joins the corpus, trimmed to the bytes the generator read.
             On the kernel and symbolic levels a share of the fresh inputs is directed (`directed`): the generator
             weighs up, and now and then builds outright, the pattern of a rule tried but never matched; a directed
             case's mutations are built the same way, and it is kept in memory (the corpus directory holds inputs
@@ -262,8 +263,8 @@ class Campaign:
     self.dirs = {k: os.path.join(cfg.out, k) for k in ("corpus", "findings", "logs")}
     self.corpus_dir = os.path.join(self.dirs["corpus"], cfg.level)
     for d in (*self.dirs.values(), self.corpus_dir): os.makedirs(d, exist_ok=True)
-    # NOTE: the workers report the rules each case made match for the first time in that worker: those are the
-    # features the scheduler keeps a seed for; the fresh share is fixed by cfg.mutate
+    # NOTE: the workers report every rule each case made match and how often (its features, as the guided targets
+    # count them); the fresh share is fixed by cfg.mutate
     share = 1.0 - cfg.mutate
     self.sched = Scheduler(FRESH_BYTES.get(cfg.level, 1024), recorder_marks(self.level.from_chooser), self.rng,
                            fresh_min=share, fresh_max=share)
@@ -414,7 +415,7 @@ class Campaign:
         self.director.note(fresh, bool(keys - self.hit_keys))
       self.hit_keys |= keys
       self.tried_keys |= {rule_key(r.split("::", 1)[-1]) for r in res["attempted"]}
-      if self.sched.feedback(data, dict.fromkeys(res["rules"], 1), res["used"], tag=tag) and tag is None:
+      if self.sched.feedback(data, res["hits"], res["used"], tag=tag) and tag is None:
         self.add_corpus(data[:max(res["used"], 1)])
       fs = [Failure(**d) for d in res["failures"]]
       # NOTE: a directed case's bytes build another case under the plain generator: its state is the reproducer

@@ -7,12 +7,12 @@ accepted or its budget of checks runs out. Every accepted case is strictly cheap
 the work of its loops), so reduction ends.
 
 Kernel ASTs: drop a store; drop the candidate opts (all, then one at a time); replace a value by a constant of its
-dtype (0, 1) or by one of its same-dtype sources; replace a REDUCE by its value at the first point of its ranges, and
-a load of a local BUFFERIZE by the value it buffered there; store a cast's source, the buffer retyped to its dtype;
-remove a range (its index becomes 0) or shrink it (to 1, to half); turn a DEFINE_VAR end into its value; drop an index
-mask; fold index math of one value; replace a constant address by a loop index or another address in the graph;
-renumber the buffers and ranges. Symbolic expressions: a node replaced by a source or a small constant. Tensor
-programs: keep one output; replace a step by an input of its shape.
+dtype (0, 1) or by one of its same-dtype sources, a load by another load; replace a REDUCE by its value at the first
+point of its ranges, and a load of a local BUFFERIZE by the value it buffered at that address; store a cast's source,
+the buffer retyped to its dtype; remove a range (its index becomes 0) or shrink it (to 1, to half); turn a DEFINE_VAR
+end into its value; drop an index mask; fold index math of one value; replace a constant address by a loop index or
+another address in the graph; renumber the buffers and ranges. Symbolic expressions: a node replaced by a source or a
+small constant. Tensor programs: keep one output; replace a step by an input of its shape.
 """
 from __future__ import annotations
 import dataclasses, time
@@ -117,16 +117,27 @@ def kernel_candidates(case: Any) -> Iterator[Any]:
   elif case.opts is None: yield dataclasses.replace(case, opts=())
   topo = ast.toposort()
   values = sorted((u for u in topo if is_value(u)), key=subtree_size, reverse=True)
+  loads: dict[Any, list[UOp]] = {}
+  for u in topo:
+    if u.op is Ops.LOAD and is_value(u): loads.setdefault(u.dtype, []).append(u)
   for u in values:
     if u.op is Ops.REDUCE:
       zeros = {r: UOp.const(dtypes.index, 0) for r in u.src[1:]}
       yield with_ast(substitute(ast, {u: substitute(u.src[0], zeros)}))
     # a load of a local BUFFERIZE: the value it buffered, at the first point of the buffer's ranges
-    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (bz := u.src[0].src[0]).op is Ops.BUFFERIZE:
-      zeros = {r: UOp.const(dtypes.index, 0) for r in bz.src[1:]}
-      if bz.src[0].dtype == u.dtype: yield with_ast(substitute(ast, {u: substitute(bz.src[0], zeros)}))
+    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and (bz := u.src[0].src[0]).op is Ops.BUFFERIZE and \
+       bz.src[0].dtype == u.dtype:
+      # NOTE: over one range and read at a plain address, the value at that address (the same element); else the first
+      idx = u.src[0].src[1]
+      if len(bz.src) == 2 and idx.op is not Ops.WHERE:
+        yield with_ast(substitute(ast, {u: substitute(bz.src[0], {bz.src[1]: idx})}))
+      yield with_ast(substitute(ast, {u: substitute(bz.src[0], {r: UOp.const(dtypes.index, 0) for r in bz.src[1:]})}))
     for s in u.src:
       if s.dtype == u.dtype and is_value(s) and u.op is not Ops.REDUCE: yield with_ast(substitute(ast, {u: s}))
+    # a load replaced by another load of its dtype (two inputs become one: a node or more fewer)
+    if u.op is Ops.LOAD:
+      for v in loads.get(u.dtype, ()):
+        if v is not u and u not in v.toposort(): yield with_ast(substitute(ast, {u: v}))
     if u.op is Ops.CONST: continue
     yield with_ast(substitute(ast, {u: UOp.const(u.dtype, 0)}))
     yield with_ast(substitute(ast, {u: UOp.const(u.dtype, 1)}))

@@ -13,7 +13,10 @@ the protocol):
   {"t": "ready", "backends": {name: description}, "missing": {name: why}}
   {"t": "note", "job": id, "item": i, "backend": b, "stage": s}      before each step of each case
   {"t": "result", "job": id, "results": [per case: {"failures": [...], "rules": [...], "attempted": [...],
-                                                    "size": n, "used": bytes read, "state": {...} or null}]}
+                                                    "hits": {rule: matches}, "size": n, "used": bytes read,
+                                                    "state": {...} or null}]}
+  ("rules"/"attempted": 'pass::rule' names new to this worker process; "hits": every match during the case's steps,
+  by rule key (fuzz/scheduler.py rule_key): the scheduler's features)
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
 From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes], "tags": [rule or null] (optional: the
 rule each input's generator is directed at, fuzz/levels.py directed_level)} or {"job": id, "op":
@@ -25,17 +28,32 @@ from typing import Any, TextIO
 from tinygrad.uop.ops import match_stats
 
 class Coverage:
-  """Attributes newly matched/tried rules to the case whose step was running when they first fired."""
+  """Attributes newly matched/tried rules to the case whose step was running when they first fired, and every match to
+  the case whose step was running when it happened (`hits`: per case, rule key -> matches)."""
   def __init__(self) -> None:
+    from fuzz.scheduler import rule_key
+    self.rule_key = rule_key
     # pass -> rules seen matched / tried so far (rule names, not 'pass::rule' strings: a flush formats only new ones)
     self.matched: dict[str, set[str]] = {}
     self.tried: dict[str, set[str]] = {}
     self.current = -1
     self.new: dict[int, tuple[list[str], list[str]]] = {}
+    # each rule's match count at the last flush, and per case what matched while its steps ran
+    self.seen: dict[int, int] = {}
+    self.hits: dict[int, dict[str, int]] = {}
     self.flush()
   def flush(self) -> None:
     nm, nt = [], []
+    h = self.hits.setdefault(self.current, {}) if self.current >= 0 else None
+    seen = self.seen
     for p, rules in match_stats.items():
+      for r, st in rules.items():
+        # NOTE: the row (a list, kept for the process's life) is the rule's identity in match_stats
+        if (m := int(st[0])) > (prev := seen.get(id(st), 0)):
+          seen[id(st)] = m
+          if h is not None:
+            k = self.rule_key(r)
+            h[k] = h.get(k, 0) + m - prev
       sm, stried = self.matched.setdefault(p, set()), self.tried.setdefault(p, set())
       if len(sm) == len(rules): continue  # NOTE: every rule of the pass matched already (sm is a subset of rules)
       for r, st in rules.items():
@@ -148,8 +166,10 @@ def main(argv: list[str]) -> int:
         try: st = level.state(c)
         except Exception as e: st = {"error": f"could not record the case: {e}"}
       results.append({"failures": [dataclasses.asdict(f) for f in fs], "rules": nm, "attempted": nt,
+                      "hits": cov.hits.get(i, {}),
                       "size": level.size(c) if c is not None else 0, "used": used[i], "state": st})
     cov.new.clear()
+    cov.hits.clear()
     send({"t": "result", "job": jid, "results": results})
     jobs += 1
     if cfg.get("max_jobs") and jobs >= cfg["max_jobs"]:
