@@ -33,6 +33,7 @@ from fuzz.backends import BACKENDS, DEFAULT_BACKENDS, Failure, REPO
 from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, now
 from fuzz.reduce import Reduction
 from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_key
+from fuzz.levels import DirectedLevels
 
 # bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
 FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
@@ -282,22 +283,10 @@ class Campaign:
     self.director: Director | None = None
     self.tried_keys: set[str] = set()
     self.hit_keys: set[str] = set()
-    self.levels: dict[str, Any] = {}
-    self.patterns: dict[str, tuple[Any, ...]] = {}
+    # a case tagged with a rule (a directed input) is built with that rule's level, in the workers and here alike
+    self.directed = DirectedLevels(self.level, cfg.bounds)
     if cfg.level in ("kernel", "symbolic") and cfg.directed:
-      from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns
-      import_rule_tables()
-      self.director, self.patterns = Director(rule_ops(rule_key), random.Random(self.rng.random())), \
-        rule_patterns(rule_key)
-
-  def level_for(self, tag: str | None) -> Any:
-    """The level a case tagged `tag` (a rule a directed input aimed at; None: the plain generator) is built with."""
-    if tag is None or self.director is None: return self.level
-    if (lv := self.levels.get(tag)) is None:
-      from fuzz.levels import directed_level
-      lv = self.levels[tag] = directed_level(self.cfg.level, self.director.ops[tag], self.patterns.get(tag, ()),
-                                             self.cfg.bounds)
-    return lv
+      self.director = Director(self.directed.ops(), random.Random(self.rng.random()))
 
   # ---- inputs ----
   def next_input(self) -> tuple[bytes, str | None, bool]:
@@ -351,7 +340,7 @@ class Campaign:
     data = job["_inputs"][item] if item < len(job["_inputs"]) else b""
     tag = job["tags"][item] if item < len(job.get("tags", ())) else None
     try:
-      case = self.level_for(tag).generate(data)
+      case = self.directed.get(tag).generate(data)
       state, size = self.level.state(case), self.level.size(case)
     except Exception: state, size = None, 0
     self.summary.crashes += kind.startswith("crash")

@@ -142,6 +142,39 @@ def directed_level(level: str, aim: Any, patterns: Sequence[Any] = (), validate_
   if level == "symbolic": return SymbolicLevel(patterns=patterns)
   raise ValueError(f"the {level} level has no directed generator (kernel and symbolic have)")
 
+class DirectedLevels:
+  """The level a tagged input is built with: tag None, `plain`; a rule's key (fuzz/scheduler.py rule_key), `plain`'s
+  level directed at that rule (`directed_level`), made once per rule. The rule tables are read on first need: every
+  module that holds rules is imported and the PatternMatchers alive are walked (`aims`: rule key -> (aim, patterns)),
+  so the campaign's parent, its workers and the targets see the same rules."""
+  def __init__(self, plain: Level, validate_bounds: bool = False):
+    self.plain, self.validate_bounds = plain, validate_bounds
+    self.levels: dict[str, Level] = {}
+    self._aims: dict[str, tuple[Any, tuple[Any, ...]]] | None = None
+  @property
+  def aims(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+    if self._aims is None:
+      import gc
+      from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns, rule_key
+      import_rule_tables()
+      # NOTE: the rule tables are found through gc.get_objects(), which skips what gc.freeze() froze (a worker does)
+      frozen = gc.get_freeze_count() > 0
+      if frozen: gc.unfreeze()
+      pats = rule_patterns(rule_key)
+      self._aims = {k: (a, pats.get(k, ())) for k, a in rule_ops(rule_key).items()}
+      if frozen: gc.freeze()
+    return self._aims
+  def ops(self) -> dict[str, Any]:
+    """rule key -> aim (the Ops and DTypes of its pattern, whether it repeats an operand): a Director picks from it."""
+    return {k: a for k, (a, _) in self.aims.items()}
+  def get(self, tag: str | None) -> Level:
+    if tag is None: return self.plain
+    if (lv := self.levels.get(tag)) is None:
+      if tag not in self.aims: raise ValueError(f"a directed input names rule {tag!r}, which this process has not")
+      aim, pats = self.aims[tag]
+      lv = self.levels[tag] = directed_level(self.plain.name, aim, pats, self.validate_bounds)
+    return lv
+
 # ---- symbolic ----
 
 class SymbolicLevel(Level):

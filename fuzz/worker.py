@@ -19,7 +19,7 @@ the protocol):
   by rule key (fuzz/scheduler.py rule_key): the scheduler's features)
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
 From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes], "tags": [rule or null] (optional: the
-rule each input's generator is directed at, fuzz/levels.py directed_level)} or {"job": id, "op":
+rule each input's generator is directed at, fuzz/levels.py DirectedLevels)} or {"job": id, "op":
 "check_state", "states": [level states], "backends": [names] or null}.
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
   os.dup2(2, 1)
   def send(msg: dict[str, Any]) -> None: out.write(json.dumps(msg) + "\n")
   run_setup(cfg.get("setup"))
-  from fuzz.levels import LEVELS, KernelLevel
+  from fuzz.levels import LEVELS, KernelLevel, DirectedLevels
   from fuzz.backends import open_backends, Failure, failure_from
   from fuzz.strategies import BytesChooser
   level = KernelLevel(validate_bounds=bool(cfg.get("validate_bounds"))) if cfg["level"] == "kernel" else \
@@ -102,25 +102,8 @@ def main(argv: list[str]) -> int:
   send({"t": "ready", "backends": {n: b.describe() for n, b in backends.items()}, "missing": missing})
   cov = Coverage()
   jobs = 0
-  directed: dict[str, Any] = {}
-  aims: dict[str, Any] = {}
-  def level_for(tag: str | None) -> Any:
-    """The level an input tagged `tag` is built with (the parent's Campaign.level_for builds the same one)."""
-    if tag is None: return level
-    if not aims:
-      from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns, rule_key
-      import_rule_tables()
-      # NOTE: the rule tables are found through gc.get_objects(), which skips what gc.freeze() froze above
-      gc.unfreeze()
-      pats = rule_patterns(rule_key)
-      aims.update({k: (a, pats.get(k, ())) for k, a in rule_ops(rule_key).items()})
-      gc.freeze()
-    if (lv := directed.get(tag)) is None:
-      from fuzz.levels import directed_level
-      if tag not in aims: raise ValueError(f"a directed input names rule {tag!r}, which this worker does not have")
-      aim, pats = aims[tag]
-      lv = directed[tag] = directed_level(cfg["level"], aim, pats, bool(cfg.get("validate_bounds")))
-    return lv
+  # NOTE: the parent's Campaign builds a tagged input with the same levels (fuzz/levels.py DirectedLevels)
+  directed = DirectedLevels(level, bool(cfg.get("validate_bounds")))
   for line in sys.stdin:
     job = json.loads(line)
     jid = job["job"]
@@ -132,7 +115,7 @@ def main(argv: list[str]) -> int:
       for i, h in enumerate(job["inputs"]):
         cov.at(i)
         ch = BytesChooser(bytes.fromhex(h))
-        try: cases.append(level_for(tags[i]).from_chooser(ch))
+        try: cases.append(directed.get(tags[i]).from_chooser(ch))
         except Exception as e:
           cases.append(None)
           fails[i] = [failure_from(e, "generate", "generator")]

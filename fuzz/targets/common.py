@@ -268,15 +268,14 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   prefix = next((a.split("=", 1)[1] for a in lib[1:] if a.startswith("-artifact_prefix=")), None)
   written: set[frozenset[tuple[str, ...]]] = set()
   director, plain_level = None, base.level
-  levels: dict[Any, Any] = {}
-  patterns: dict[str, tuple[Any, ...]] = {}
   if scheduled:
-    from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_ops, rule_patterns, rule_key, shape_features
-    from fuzz.levels import directed_level
+    from fuzz.scheduler import Scheduler, Director, recorder_marks, shape_features
+    from fuzz.levels import DirectedLevels
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
     # NOTE: directed generation: the kernel and symbolic generators build a rule's pattern (fuzz/patterns.py)
     if level_name in ("kernel", "symbolic"):
-      director, patterns = Director(rule_ops(rule_key), random.Random(rng.random())), rule_patterns(rule_key)
+      by_tag = DirectedLevels(plain_level)
+      director = Director(by_tag.ops(), random.Random(rng.random()))
     for d in dirs:
       for name in sorted(os.listdir(d)):
         with open(os.path.join(d, name), "rb") as fh: pending.append(fh.read())
@@ -290,8 +289,7 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
       if parent is not None: tag = parent.tag
       elif rng.random() < director.share() and (aim := director.pick(hits.tried, hits.hit)) is not None:
         tag, directed = aim[0], True
-      base.level = plain_level if tag is None else levels.get(tag) or \
-        levels.setdefault(tag, directed_level(level_name, director.ops[tag], patterns.get(tag, ())))
+      base.level = by_tag.get(tag)
     t0 = time.perf_counter()
     fails = check(data)
     cost = time.perf_counter() - t0

@@ -355,10 +355,11 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
   if op is Ops.MAX: return max(a0, b0), max(a1, b1)
   # NOTE: float bounds bound the values that are not NaN (a load, 0 * x, inf - inf may be NaN), and a comparison with a
   # NaN is False (!= is True): unless both sides are constants, a float comparison may also give that answer
-  nan = dtypes.is_float(src[0].dtype) and not all(s.op is Ops.CONST for s in src)
-  if op is Ops.CMPLT: return bool(a1 < b0) and not nan, bool(a0 < b1)
-  if op is Ops.CMPNE: return bool(a1 < b0 or b1 < a0), nan or not (a0 == a1 == b0 == b1)
-  if op is Ops.CMPEQ: return a0 == a1 == b0 == b1 and not nan, not (a1 < b0 or b1 < a0)
+  if op in GroupOp.Comparison:
+    nan = dtypes.is_float(src[0].dtype) and not all(s.op is Ops.CONST for s in src)
+    if op is Ops.CMPLT: return bool(a1 < b0) and not nan, bool(a0 < b1)
+    if op is Ops.CMPNE: return bool(a1 < b0 or b1 < a0), nan or not (a0 == a1 == b0 == b1)
+    return a0 == a1 == b0 == b1 and not nan, not (a1 < b0 or b1 < a0)
   if not dtypes.is_int(u.dtype) and u.dtype is not dtypes.bool: return dmin, dmax
   if op is Ops.IDIV and (b0 > 0 or b1 < 0):
     qs = [cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)]
@@ -731,9 +732,7 @@ class _Rewriter:
           continue
         # NOTE: an op without rules in the matcher is not an attempt (apply would return None without counting)
         if cur.op not in pdict or (ret := apply(cur)) is None:
-          replace[n] = cur
-          if cur not in replace: replace[cur] = cur
-          on_stack.discard(n)
+          self.finish(n, cur)
           continue
         if ret in replace:
           self.finish(n, replace[ret], cur)
