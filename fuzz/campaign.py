@@ -399,7 +399,7 @@ class Campaign:
       self.summary.directed += tag is not None
       self.matched |= set(res["rules"])
       self.tried |= set(res["attempted"])
-      keys = {rule_key(r.split("::", 1)[-1]) for r in res["rules"]}
+      keys = set(res["hits"])
       if self.director is not None and self.sched.origin(data) is None:
         self.director.note(fresh, bool(keys - self.hit_keys))
       self.hit_keys |= keys
