@@ -150,9 +150,9 @@ def run_op(opinfo: Any, ad: Adapter, dtype: torch.dtype) -> Result:
   return res
 
 def opinfos() -> dict[str, Any]:
-  """torch's OpInfos by name (the unnamed variant of each op)."""
+  """torch's OpInfos by name; a variant is `name.variant` (`div.floor_rounding`, `nn.functional.pad.reflect`)."""
   from torch.testing._internal.common_methods_invocations import op_db
-  return {o.name: o for o in op_db if not o.variant_test_name}
+  return {o.name + (f".{o.variant_test_name}" if o.variant_test_name else ""): o for o in op_db}
 
 def adapters() -> dict[str, Adapter]:
   from tests.ops.opinfo import elementwise, reduce, shape, nn
