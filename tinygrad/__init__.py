@@ -2,10 +2,13 @@
 and kernels compiled per device."""
 import importlib
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import Context, getenv, DEBUG, SPEC
+from tinygrad.helpers import Context, getenv, DEBUG, SPEC, GlobalCounters
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import hooks
+
+# NOTE: a symbolic int for shapes and JIT-replayed kernels: `Variable("i", 1, 10).bind(3)`
+Variable = UOp.variable
 
 def __getattr__(name: str):
   # NOTE: the front end is imported lazily so that `import tinygrad.uop` (used by the harness) stays light
@@ -16,7 +19,7 @@ def __getattr__(name: str):
     return m if name == "nn" else getattr(m, name)
   raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
 
-__all__ = ["Tensor", "Device", "dtypes", "DType", "Context", "getenv", "UOp", "UPat", "PatternMatcher", "graph_rewrite",
-           "Ops", "GroupOp", "AxisType", "DEBUG", "SPEC", "hooks"]
+__all__ = ["Tensor", "Device", "TinyJit", "nn", "dtypes", "DType", "Context", "getenv", "GlobalCounters", "Variable",
+           "UOp", "UPat", "PatternMatcher", "graph_rewrite", "Ops", "GroupOp", "AxisType", "DEBUG", "SPEC", "hooks"]
 
 hooks.load_plugins()

@@ -96,6 +96,16 @@ class _Device:
 
 Device = _Device()
 
+def is_dtype_supported(dtype: DType, device: str | None = None) -> bool:
+  """Whether tensors of `dtype` compute on `device` (default: Device.DEFAULT). Every backend here stores and computes
+  every scalar dtype of `dtypes` (the renderers emulate what the hardware lacks: fp8 and bfloat16 through float32,
+  64-bit ints on GPUs), so only what is not a tensor dtype is refused: vectors, pointers, `index` and `void`. The
+  device name is checked (ValueError for an unknown backend), not opened."""
+  from tinygrad.dtype import PtrDType
+  if Device.canonicalize(device or Device.DEFAULT).split(":")[0] not in KNOWN_DEVICES:
+    raise ValueError(f"is_dtype_supported: unknown device {device!r} (backends: {', '.join(KNOWN_DEVICES)})")
+  return not isinstance(dtype, PtrDType) and dtype.count == 1 and dtype not in (dtypes.index, dtypes.void)
+
 # ---- allocators ----
 
 class Allocator:

@@ -104,6 +104,28 @@ def codegen_flags() -> tuple[tuple[str, Any], ...]:
   cache key (compile cache, BEAM results) and every replay record includes it."""
   return tuple((k, v.value) for k, v in sorted(ContextVar._registry.items()) if v.codegen)
 
+# ---- facts about the environment (not flags: nothing in the compiler changes with them) ----
+
+# NOTE: exported for test suites that skip slow cases on CI machines (tinygrad's tests import it); CI systems set CI
+CI: bool = os.getenv("CI", "") != ""
+OSX: bool = sys.platform == "darwin"
+
+def temp(name: str) -> str:
+  """A path named `name` in the system's temporary directory."""
+  return os.path.join(tempfile.gettempdir(), name)
+
+class Timing(contextlib.ContextDecorator):
+  """`with Timing("load: "):` prints how long the block took, `load: 12.34 ms`; `on_exit(ns)` appends its string;
+  `enabled=False` prints nothing. The elapsed nanoseconds stay in `.ns` after the block."""
+  def __init__(self, prefix: str = "", on_exit: Callable[[int], str] | None = None, enabled: bool = True):
+    self.prefix, self.on_exit, self.enabled, self.ns = prefix, on_exit, enabled, 0
+  def __enter__(self) -> Timing:
+    self.st = time.perf_counter_ns()
+    return self
+  def __exit__(self, *exc: Any) -> None:
+    self.ns = time.perf_counter_ns() - self.st
+    if self.enabled: print(f"{self.prefix}{self.ns * 1e-6:6.2f} ms" + (self.on_exit(self.ns) if self.on_exit else ""))
+
 # ---- counters ----
 
 class GlobalCounters:

@@ -35,6 +35,11 @@ def _tensor_dtype(dtype: DTypeLike) -> DType:
     raise TypeError(f"a tensor cannot hold {dt}: use a scalar dtype such as dtypes.float32 or dtypes.int32")
   return dt
 
+def _to_np_dtype(dtype: DType) -> type:
+  """The numpy type of `Tensor.numpy()` for a tensor of `dtype` (float32 for bfloat16 and the fp8s)."""
+  return np.float32 if dtype in dtypes.fp8s or dtype is dtypes.bfloat16 else to_np_dtype(dtype)
+def _from_np_dtype(npdtype: Any) -> DType: return from_np_dtype(npdtype)
+
 def _canon_device(device: str | None) -> str:
   from tinygrad.device import Device
   return Device.DEFAULT if device is None else Device.canonicalize(device)
@@ -161,6 +166,10 @@ class _CastSugar:
   def bool(self) -> Tensor: return self.cast(dtypes.bool)
   def long(self) -> Tensor: return self.cast(dtypes.int64)
   def double(self) -> Tensor: return self.cast(dtypes.float64)
+  def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
+  def short(self) -> Tensor: return self.cast(dtypes.int16)
+  def char(self) -> Tensor: return self.cast(dtypes.int8)
+  def byte(self) -> Tensor: return self.cast(dtypes.uint8)
 
 class _TrainingMode(contextlib.ContextDecorator):
   """Sets `Tensor.training` to `mode` for a `with` block or a decorated function's call, and restores the previous mode
@@ -307,6 +316,10 @@ class Tensor(_CastSugar, MathTrait):
 
   def contiguous(self) -> Tensor: return self._new(self.uop.contiguous(), )
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
+  def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    """Marks this tensor (in place) as one backward() computes a gradient for; returns it."""
+    self.requires_grad = requires_grad
+    return self
   def clone(self) -> Tensor:
     """A copy in a new buffer (CONTIGUOUS of a buffer is that buffer, so a realized tensor is copied explicitly)."""
     from tinygrad.device import next_unique
@@ -473,6 +486,15 @@ class Tensor(_CastSugar, MathTrait):
     dt = _tensor_dtype(dtype or dtypes.int32)
     r = (Tensor.rand(*shape, device=device, dtype=dtypes.float64) * (high - low)).floor().cast(dtypes.int64)
     return Tensor((r.minimum(high - low - 1) + low).cast(dt).uop, **kw)
+  @staticmethod
+  def randperm(n: int, device: str | None = None, dtype: DTypeLike = dtypes.int32, **kw: Any) -> Tensor:
+    """A random permutation of 0..n-1: the stable argsort of n uniform draws (ties, at one in 2^24 per pair, keep
+    the lower index first, so the result is always a permutation)."""
+    if not isinstance(n, int) or n < 0: raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
+    dt = _tensor_dtype(dtype)
+    if dtypes.is_float(dt) or dt is dtypes.bool: raise TypeError(f"randperm: dtype must be an int type, got {dt}")
+    if n == 0: return Tensor.zeros(0, device=device, dtype=dt, **kw)
+    return Tensor(Tensor.rand(n, device=device).argsort().cast(dt).uop, **kw)
   def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
     """int32 category indices drawn from each row of weights (a 1-d tensor is one row; rows need not sum to 1): shape
     (num_samples,) or (rows, num_samples), on the device from tensor ops (torch's indices are int64).
@@ -1042,6 +1064,64 @@ class Tensor(_CastSugar, MathTrait):
     return self.permute(order)
   @property
   def T(self) -> Tensor: return self.permute(tuple(range(self.ndim))[::-1])
+  def rearrange(self, formula: str, **sizes: int) -> Tensor:
+    """einops-style reshape and transpose in one: `x.rearrange("b (h w) c -> b c h w", h=4)`. Each side lists axes by
+    name; `(a b)` is one axis of size a*b, `...` the axes not named, `1` (or `()`) a size-1 axis. Both sides name the
+    same axes; one unknown size per group is worked out from the shape, the others come from `sizes`."""
+    def bad(msg: str) -> ValueError: return ValueError(f"rearrange {formula!r}: {msg}")
+    def parse(side: str, where: str) -> list[list[str]]:
+      groups: list[list[str]] = []
+      cur: list[str] | None = None
+      for tok in side.replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+          if cur is not None: raise bad(f"nested parentheses on the {where}")
+          cur = []
+        elif tok == ")":
+          if cur is None: raise bad(f"unbalanced ')' on the {where}")
+          groups.append(cur)
+          cur = None
+        elif tok != "1" and tok != "..." and not tok.isidentifier():
+          raise bad(f"bad axis name {tok!r} on the {where}")
+        elif cur is not None: cur.append(tok)
+        else: groups.append([tok])
+      if cur is not None: raise bad(f"unbalanced '(' on the {where}")
+      return groups
+    if formula.count("->") != 1: raise bad("needs exactly one '->'")
+    lhs, rhs = (parse(x, w) for x, w in zip(formula.split("->"), ("left", "right")))
+    def names(gs: list[list[str]]) -> list[str]: return [n for g in gs for n in g if n != "1"]
+    for gs, w in ((lhs, "left"), (rhs, "right")):
+      if len(set(ns := names(gs))) != len(ns): raise bad(f"an axis repeats on the {w}")
+      if sum(g.count("...") for g in gs) > 1 or (w == "left" and any("..." in g and g != ["..."] for g in gs)):
+        raise bad(f"'...' at most once on the {w} (and not inside parentheses on the left)")
+    if set(names(lhs)) != set(names(rhs)):
+      raise bad(f"the sides name different axes: {sorted(set(names(lhs)) ^ set(names(rhs)))}")
+    if unknown := sorted(set(sizes) - set(names(lhs))): raise bad(f"sizes for {unknown} not in it")
+    n_ell = self.ndim - (len(lhs) - 1) if ["..."] in lhs else 0
+    if len(lhs) - (["..."] in lhs) > self.ndim or (["..."] not in lhs and len(lhs) != self.ndim):
+      raise bad(f"the left side has {len(lhs)} axes, the tensor {self.ndim} ({self.shape})")
+    ell = [f"...{i}" for i in range(n_ell)]
+    size: dict[str, int] = dict(sizes)
+    flat_lhs: list[str] = []
+    dims = iter(self.shape)
+    for g in lhs:
+      if g == ["..."]:
+        for e in ell: size[e] = next(dims)
+        flat_lhs += ell
+        continue
+      d = next(dims)
+      known = prod(size[n] for n in g if n != "1" and n in size)
+      free = [n for n in g if n != "1" and n not in size]
+      if len(free) > 1: raise bad(f"can't split {d} into {g}: give the sizes of {free[1:]}")
+      if free:
+        if known == 0 or d % known: raise bad(f"axis of size {d} is not divisible by {known}")
+        size[free[0]] = d // known
+      elif known != d: raise bad(f"group {g} has size {known}, the axis {d}")
+      flat_lhs += [n for n in g if n != "1"]
+    def expand(g: list[str]) -> list[str]: return [n2 for n in g if n != "1" for n2 in (ell if n == "..." else [n])]
+    flat_rhs = [n for g in rhs for n in expand(g)]
+    x = self.reshape(tuple(size[n] for n in flat_lhs)).permute(tuple(flat_lhs.index(n) for n in flat_rhs))
+    out = [d for g in rhs for d in ([size[e] for e in ell] if g == ["..."] else [prod(size[n] for n in expand(g))])]
+    return x.reshape(tuple(out))
   def expand(self, shape: Any, *args: int) -> Tensor:
     s = argfix(shape, *args)
     nd = len(s)
