@@ -24,6 +24,12 @@ def travelled_toolchain() -> str | None:
 def step(title: str) -> None: print(f"\n==== {title} ====", flush=True)
 
 def main() -> int:
+  # NOTE: the project targets 3.11, and this path (tinygrad, tests/nv/gpu_checks.py, bench/gpu_matmul.py) also runs on
+  # 3.10 (checked on the fake driver); 3.9 lacks importlib.metadata.entry_points(group=), which tinygrad's import uses
+  if sys.version_info < (3, 10):
+    print(f"FAIL python {sys.version.split()[0]} ({sys.executable}) is too old: make test-gpu needs python 3.10 or newer "
+          "(run it as `make test-gpu PYTHON=python3.11`, or with any python3.10+ that has numpy)")
+    return 1
   sys.path.insert(0, ROOT)
   os.chdir(ROOT)
   step("environment")
