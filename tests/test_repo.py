@@ -49,3 +49,18 @@ def test_readme_points_only_inside_the_repository():
   for ref in re.findall(r"`((?:docs|tinygrad|spec|fuzz|replay|bench|examples|tests)/[\w./-]*)`", text):
     assert (ROOT / ref).exists(), f"README.md names {ref}, which does not exist"
   assert (ROOT / "docs" / "architecture.md").exists()
+
+def test_gpu_host_suite_needs_only_numpy():
+  # NOTE: `make test-gpu` runs tests/tensor (and tests/nv/gpu_checks.py) with a GPU host's python3, which has numpy and
+  # maybe pytest and hypothesis, nothing else: a module-level import of torch, z3 etc. would be a collection error there
+  import ast
+  # our packages travel with the tree; a module that pytest.importorskip()s torch first is skipped, not broken
+  allowed = {"numpy", "pytest", "hypothesis", "tinygrad", "tests", "fuzz", "spec", "replay"} | set(sys.stdlib_module_names)
+  bad = []
+  for fn in sorted((ROOT / "tests" / "tensor").glob("*.py")) + [ROOT / "tests" / "nv" / "gpu_checks.py"]:
+    ok = allowed | ({"torch"} if 'importorskip("torch"' in fn.read_text() else set())
+    for node in ast.parse(fn.read_text()).body:
+      names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+              [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+      bad += [f"{fn.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] not in ok]
+  assert not bad, "module-level imports a GPU host may lack (use pytest.importorskip):\n" + "\n".join(bad)
