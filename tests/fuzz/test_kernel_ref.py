@@ -121,3 +121,25 @@ def test_values_arrays_are_converted():
   run_kernel(ast, {0: out, 1: x})
   assert out[0] == float(np.float32(0.1)) and out[1] == np.inf
   assert isinstance(KernelRef(ast, {0: out, 1: x}), KernelRef)
+
+def test_gated_load_from_an_empty_buffer_reads_nothing():
+  # cat of an empty tensor: its load is gated off everywhere and its buffer has no element (found by a tensor-level
+  # campaign: the reference indexed element 0 of the empty array before applying the gate)
+  n = 5
+  i = UOp.range(n, 0)
+  empty = g(2, dtypes.float32, 0).index(i.valid(i < 0)).load()
+  ast = UOp.sink(g(0, dtypes.float32, n).index(i).store(g(1, dtypes.float32, n).index(i).load() + empty).end(i))
+  x = np.arange(n, dtype=np.float32)
+  ref = agree(ast, {1: x, 2: np.zeros(0, np.float32)}, {0: dtypes.float32})
+  np.testing.assert_array_equal(ref[0], x)
+
+def test_error_bounds_of_a_gated_load_from_an_empty_buffer():
+  from fuzz.budget import run_budget_ref
+  n = 4
+  i = UOp.range(n, 0)
+  empty = g(2, dtypes.float32, 0).index(i.valid(i < 0)).load()
+  ast = UOp.sink(g(0, dtypes.float32, n).index(i).store((g(1, dtypes.float32, n).index(i).load() + empty).alu(Ops.EXP2)).end(i))
+  bufs = {0: np.zeros(n, np.float32), 1: np.linspace(-1, 1, n, dtype=np.float32), 2: np.zeros(0, np.float32)}
+  ref = run_budget_ref(ast, bufs)
+  assert ref.buf_err[0].shape == (n,) and np.isfinite(ref.buf_err[0]).all()
+  np.testing.assert_allclose(ref.bufs[0], np.exp2(bufs[1]), rtol=1e-6)
