@@ -278,7 +278,9 @@ class TensorLevel(Level):
           if cause is not None: out[i].append(failure_from(cause, "tensor-run", name))
           else: out[i].append(Failure("tensor-compare", mismatch_class(str(e)), "", name, str(e)[:20000]))
         except Exception as e: out[i].append(failure_from(e, "tensor-run", name))
-      if kernel_backends: out[i].extend(self.check_scheduled(c, kernel_backends, lambda k, b, s: note(i, b, s)))
+      # NOTE: the scheduled kernels' checkers (spec, round trip, reference) run even with no kernel backend, so that a
+      # finding of theirs reproduces and reduces on no backend, as at the kernel level
+      out[i].extend(self.check_scheduled(c, kernel_backends, lambda k, b, s: note(i, b, s)))
     return out
 
   def check_scheduled(self, case: TensorCase, backends: dict[str, Backend], note: Note) -> list[Failure]:

@@ -143,3 +143,17 @@ def test_error_bounds_of_a_gated_load_from_an_empty_buffer():
   ref = run_budget_ref(ast, bufs)
   assert ref.buf_err[0].shape == (n,) and np.isfinite(ref.buf_err[0]).all()
   np.testing.assert_allclose(ref.bufs[0], np.exp2(bufs[1]), rtol=1e-6)
+
+def test_tensor_level_checks_scheduled_kernels_with_no_kernel_backend(monkeypatch):
+  # a finding of the scheduled kernels' reference names no backend: its repro and reduction run on none, so the tensor
+  # level must check the scheduled kernels then too (it did only next to an nv/amd backend: such findings never
+  # reproduced). A reference that fails on every kernel must show up with no backend at all.
+  from fuzz.levels import TensorLevel
+  lv = TensorLevel()
+  case = lv.generate(bytes(range(64)))
+  assert case.program.outputs
+  def broken(*a, **k): raise KernelRefError("planted")
+  import fuzz.budget
+  monkeypatch.setattr(fuzz.budget, "run_budget_ref", broken)
+  fails = lv.check([case], {})[0]
+  assert any("planted" in f.message and f.stage == "tensor-reference" for f in fails), fails
