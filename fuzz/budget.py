@@ -8,6 +8,8 @@ these documented freedoms (docs/ir.md section 5), each a budget of the op that t
 
   - contraction: ADD/SUB with a MUL operand (and an ADD REDUCE of a MUL) may be one fused multiply-add:
     half an ulp of the product (float16/32/64)
+  - tensor cores: an ADD REDUCE of CAST(MUL) may multiply exactly (the TC opt): half an ulp of each product in the
+    MUL's dtype
   - EXP2, LOG2, SIN, POW are approximations: TRANSCENDENTAL_ULPS[dtype] ulps of the result (SIN also 2 ulps of 1.0,
     for its argument reduction; |x| > 2**16 leaves SIN unchecked)
   - a float ADD/MUL REDUCE may be reassociated by opts: 2(n-1)u * sum|x| (ADD), (1+u)**(2n) relative (MUL), plus
@@ -254,6 +256,11 @@ class BudgetRef(KernelRef):
         budget = 2 * max(n - 1, 0) * uu * np.sum(np.abs(v), axis=axes, keepdims=True)
         if _is_mul(u.src[0]) and dt in CONTRACTIBLE:
           budget = budget + np.sum(0.5 * ulp(v, dt), axis=axes, keepdims=True)
+        if u.src[0].op is Ops.CAST and _is_mul(m := u.src[0].src[0]) and dtypes.is_float(m.dtype):
+          # NOTE: a tensor core multiplies exactly (docs/ir.md, "Tensor cores"): the product's rounding to its own
+          # (half, bfloat16, fp8) dtype before the cast may be skipped
+          p = np.broadcast_to(_f64(self._full(self.ev(m), rngs)), v.shape)
+          budget = budget + np.sum(0.5 * ulp(p, m.dtype.scalar()), axis=axes, keepdims=True)
         # NOTE: every partial sum of any order is at most sum(|x|+e) grown by the rounding: where that may reach the
         # largest finite value, some order overflows (inf, or inf - inf = NaN) though the sum in order is finite
         reach = np.sum(np.abs(v) + e, axis=axes, keepdims=True) * (1 + 2 * n * uu)

@@ -266,3 +266,22 @@ def test_add_reduce_that_may_overflow_in_another_order_is_unchecked_and_only_the
     got = {k: v.copy() for k, v in it.ref.bufs.items()}
     got[0][0] = bad
     assert compare_with_budget(it.ref, got, it.dtypes) is not None, bad
+
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3])
+def test_tensor_core_exact_products_are_within_budget(dt):
+  # an ADD REDUCE of CAST(MUL) in a low-precision dtype: a tensor core multiplies exactly, without rounding each product
+  # to dt first (docs/ir.md, "Tensor cores"); the budget allows it (a tensor-level campaign flagged fp16 matmuls on nv
+  # and amd before it did), and no more than half an ulp of each product beyond the reordered sum's
+  m, k = 16, 24
+  i, r = UOp.range(m, 0), UOp.range(k, 1, AxisType.REDUCE)
+  a, b = g(1, dt, m * k).index(i * k + r).load(), g(2, dt, k).index(r).load()
+  ast = UOp.sink(g(0, dtypes.float32, m).index(i).store((a * b).cast(dtypes.float32).reduce(r, arg=Ops.ADD)).end(i))
+  it = item(ast, seed=5)
+  va = values(it.inputs[1], dt).astype(np.float64).reshape(m, k)
+  vb = values(it.inputs[2], dt).astype(np.float64)
+  exact = (va * vb).sum(axis=1)  # exact products, summed in float64: what a tensor core approaches
+  ref, bound = it.ref.bufs[0].astype(np.float64), it.ref.buf_err[0]
+  assert np.all(np.abs(exact - ref) <= bound), np.max(np.abs(exact - ref) - bound)
+  prods = round_to(va * vb, dt)
+  rounding = np.sum(0.5 * ulp(prods, dt), axis=1) + 2 * (k - 1) * 2.0 ** -24 * np.sum(np.abs(prods), axis=1)
+  assert np.all(bound <= (rounding + ulp(ref.astype(np.float32), dtypes.float32)) * (1 + 2 ** -19) + 1e-30)
