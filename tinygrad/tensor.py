@@ -1877,9 +1877,13 @@ class Tensor(_CastSugar, MathTrait):
     wt = ww.transpose(-1, -2) if ww.ndim > 1 else ww.reshape(1, ww.shape[0])
     wt = wt.reshape(wt.shape[:-2] + (1,) + wt.shape[-2:])
     a, b = xs._operands(wt, "matmul")
-    out = (a * b).sum(-1, dtype=sum_acc_dtype(a.dtype))
+    dt, acc = a.dtype, sum_acc_dtype(a.dtype)
+    # NOTE: a half/bfloat16/fp8 product is exact in the float32 accumulator (as torch and the tensor cores compute it);
+    # multiplying in the narrow dtype first would round every product (K of them) before the sum
+    if dtypes.is_float(dt) and acc.itemsize > dt.itemsize: a, b = a.cast(acc), b.cast(acc)
+    out = (a * b).sum(-1, dtype=acc)
     # NOTE: unlike sum, matmul keeps the operands' dtype (ints wrap), as numpy and torch do
-    out = out.cast(a.dtype)
+    out = out.cast(dt)
     if w.ndim == 1: out = out.reshape(out.shape[:-1])
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + out.shape[-1:]) if w.ndim > 1 else out.reshape(out.shape[:-1])
     return out

@@ -275,6 +275,18 @@ def test_matmul_int_and_half():
   assert out.dtype is dtypes.half
   close(out, h.astype(np.float32) @ g.astype(np.float32), atol=2e-2, rtol=2e-2)
 
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16])
+def test_half_matmul_products_are_not_rounded_before_the_sum(dt):
+  # values on a 1/8 grid: every product and partial sum is exact in float32, so the float32-accumulated matmul is the
+  # exact sum rounded once to dt (as torch and the tensor cores compute it). Rounding each product to dt first (the
+  # matmul did) is off by several ulps
+  a = (rng.integers(-31, 32, size=(5, 8)) / 8).astype(np.float32)
+  b = (rng.integers(-31, 32, size=(8, 6)) / 8).astype(np.float32) + 1 / 64
+  want = Tensor(a.astype(np.float64) @ b.astype(np.float64), dtype=dtypes.float32).cast(dt).numpy()
+  out = Tensor(a).cast(dt) @ Tensor(b).cast(dt)
+  assert out.dtype is dt
+  np.testing.assert_array_equal(out.numpy(), want)
+
 def conv2d_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
   x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
   n, cin, h, wd = x.shape
