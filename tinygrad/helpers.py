@@ -110,6 +110,12 @@ def codegen_flags() -> tuple[tuple[str, Any], ...]:
 CI: bool = os.getenv("CI", "") != ""
 OSX: bool = sys.platform == "darwin"
 
+def file_stem(name: str, limit: int = 64) -> str:
+  """`name` (a kernel's) as a file name part: a long one (a kernel with hundreds of axes) is cut and made unique by a
+  hash, since file names stop at 255 bytes."""
+  if len(name) <= limit: return name
+  return f"{name[:limit - 13]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
 def temp(name: str) -> str:
   """A path named `name` in the system's temporary directory."""
   return os.path.join(tempfile.gettempdir(), name)

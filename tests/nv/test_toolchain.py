@@ -146,6 +146,12 @@ def test_ptxas_error_shows_the_ptx_line():
   with pytest.raises(CompileError) as e: tc.assemble(find_toolchain().ptxas, bad, "sm_90", "k")
   assert "bogus" in str(e.value) and ">   5 |   bogus.instr;" in str(e.value)
 
+def test_ptxas_files_of_a_very_long_kernel_name():
+  # the .ptx/.cubin temp files were named after the kernel: a name of hundreds of bytes failed with ENAMETOOLONG
+  ptx = NVBinary.unpack(NVCompiler("sm_90").compile(KERNEL)).ptx
+  cubin, report, _ = tc.assemble(find_toolchain().ptxas, ptx, "sm_90", "r_" + "_".join(["2"] * 200))
+  assert _elf_sm(cubin) == 90 and report.registers > 0
+
 def test_source_excerpt_without_line_numbers_shows_all():
   assert "   1 | a" in source_excerpt("a\nb", "some error", "x.cu") and "   2 | b" in source_excerpt("a\nb", "", "x.cu")
 

@@ -136,3 +136,21 @@ def test_signed_overflow_wraps_like_python_and_numpy():
     x = Tensor(vals, device=dev)
     np.testing.assert_array_equal(((x + 1) > x).numpy(), want_gt)
     np.testing.assert_array_equal(((x * 2) // 2).numpy(), want_div)
+
+def test_a_kernel_name_longer_than_a_file_name_compiles_and_runs():
+  # a kernel of hundreds of axes has a name of hundreds of bytes; the shared object's temp file (and ptxas's files on
+  # NV) are named after it and failed with ENAMETOOLONG. Its function keeps the full name.
+  import numpy as np
+  from tinygrad.uop import Ops
+  from tinygrad.uop.ops import UOp
+  from tinygrad.dtype import dtypes
+  from tinygrad.codegen.opt import KernelInfo
+  from tinygrad.helpers import file_stem
+  from fuzz.oracles import run_ast_on
+  name = "r_" + "_".join(["2"] * 200)
+  i = UOp.range(4, 0)
+  g = [UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(4), arg=k) for k in range(2)]
+  ast = UOp.sink(g[0].index(i).store(g[1].index(i).load() * 2.0).end(i), arg=KernelInfo(name=name))
+  out = run_ast_on("CPU", ast, {1: np.arange(4, dtype=np.float32)}, opts=[])
+  np.testing.assert_array_equal(out[0], [0, 2, 4, 6])
+  assert len(file_stem(name)) == 64 and file_stem(name) != file_stem(name[:-1] + "3") and file_stem("E_4") == "E_4"

@@ -9,7 +9,7 @@ import ctypes, functools, os, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from tinygrad.device import Compiled, MallocAllocator
-from tinygrad.helpers import CPU_THREADS, CPU_LLVM
+from tinygrad.helpers import CPU_THREADS, CPU_LLVM, file_stem
 from tinygrad.runtime.support.compiler_cpu import CCompiler
 from tinygrad.renderer.cstyle import CRenderer
 
@@ -28,7 +28,7 @@ class CPUProgram:
   def __init__(self, dev: CPUDevice, name: str, lib: bytes):
     self.dev, self.name = dev, name
     # NOTE: dlopen needs a file; unlinking it right after loading is fine on POSIX (the mapping stays)
-    with tempfile.NamedTemporaryFile(prefix=f"tinygrad-{name}-", suffix=".so", delete=False) as f:
+    with tempfile.NamedTemporaryFile(prefix=f"tinygrad-{file_stem(name)}-", suffix=".so", delete=False) as f:
       f.write(lib)
       path = f.name
     try: self.lib = ctypes.CDLL(path)

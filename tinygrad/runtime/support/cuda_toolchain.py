@@ -16,7 +16,7 @@ import ctypes, glob, json, os, re, struct, subprocess, sys, tempfile
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
-from tinygrad.helpers import CUDA_PATH
+from tinygrad.helpers import CUDA_PATH, file_stem
 
 # ---- architectures and versions ----
 
@@ -209,7 +209,7 @@ def tool_version(path: str) -> str:
 def assemble(ptxas: str, ptx: str, arch: str, name: str = "kernel") -> tuple[bytes, PtxasReport, str]:
   """(cubin, report, ptxas's text). An error raises CompileError with ptxas's message and the PTX lines it names."""
   with tempfile.TemporaryDirectory(prefix="tinygrad-nv-") as d:
-    src, out = os.path.join(d, f"{name}.ptx"), os.path.join(d, f"{name}.cubin")
+    src, out = os.path.join(d, f"{file_stem(name)}.ptx"), os.path.join(d, f"{file_stem(name)}.cubin")
     with open(src, "w") as f: f.write(ptx)
     cmd = [ptxas, f"-arch={arch}", "-v", "-o", out, src]
     proc = subprocess.run(cmd, capture_output=True, text=True)
