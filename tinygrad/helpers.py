@@ -66,6 +66,8 @@ DEVECTORIZE = ContextVar("DEVECTORIZE", 0, "0 packs lanes into the target's vect
                          "loads and stores only (ALU one op per lane); 2 no vectors at all", codegen=True)
 TC = ContextVar("TC", 1, "1 lets the heuristics compute matmul-like reduces on the target's tensor cores (OptOps.TC) "
                 "where the dtypes match; 0 never", codegen=True)
+WINO = ContextVar("WINO", 0, "1 computes stride-1, undilated convolutions with 3-wide kernels by Winograd's F(4, 3) "
+                 "(tensor graph: fewer multiplies, float32 transforms)")
 TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always",
                             codegen=True)
 CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0, "1 records every schedule and every compiled kernel "

@@ -15,7 +15,7 @@ from tinygrad.uop.mathtraits import MathTrait
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
 from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
-from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten
+from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten, WINO
 from tinygrad.gradient import compute_gradient, custom_gradient, substitute
 
 # ---- graph building helpers (UOp level) ----
@@ -132,6 +132,42 @@ def _with_gradient(out: Tensor, inputs: tuple[Tensor, ...],
     return tuple(None if g is None else g.uop for g in rule(Tensor(ctx), Tensor(ret), *(Tensor(s) for s in srcs)))
   custom_gradient(out.uop, tuple(t.uop for t in inputs), uop_rule)
   return out
+
+# Winograd's minimal filtering F(4, 3) (Lavin & Gray): 4 outputs of a 3-tap correlation from a 6-wide tile,
+# y = AT @ ((G @ g) * (BT @ d)), with the interpolation points 0, 1, -1, 2, -2 and infinity
+_WINO_BT = ((4, 0, -5, 0, 1, 0), (0, -4, -4, 1, 1, 0), (0, 4, -4, -1, 1, 0), (0, -2, -1, 2, 1, 0),
+            (0, 2, -1, -2, 1, 0), (0, 4, 0, -5, 0, 1))
+_WINO_G = ((1 / 4, 0, 0), (-1 / 6, -1 / 6, -1 / 6), (-1 / 6, 1 / 6, -1 / 6), (1 / 24, 1 / 12, 1 / 6),
+           (1 / 24, -1 / 12, 1 / 6), (0, 0, 1))
+_WINO_AT = ((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1))
+
+def _winograd_apply(t: Tensor, m: tuple[tuple[float, ...], ...], n: int) -> Tensor:
+  """The matrix m (r x c) applied along each of the last n axes of t (each c long, then r long): one small reduce with
+  the n-fold Kronecker product of m, a float32 constant of (r**n, c**n)."""
+  k = np.array(m, dtype=np.float64)
+  for _ in range(n - 1): k = np.kron(k, np.array(m, dtype=np.float64))
+  r, c = len(m), len(m[0])
+  lead = t.shape[:t.ndim - n]
+  km = Tensor(k.astype(np.float32), device=t.device)
+  return (t.reshape(*lead, 1, c ** n) * km).sum(-1).reshape(*lead, *(r,) * n)
+
+def _winograd_conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
+  """Stride-1, undilated correlation of the (already padded) x (N, Cin, *spatial) with weight (Cout, Cin/groups, 3, ...)
+  by F(4, 3) on every spatial axis; the transforms and the per-tile products in float32, the result in x's dtype."""
+  nsp, bs, sp = weight.ndim - 2, x.shape[0], x.shape[2:]
+  cout, cin_g = weight.shape[:2]
+  out_sp = tuple(s - 2 for s in sp)
+  tiles = tuple(ceildiv(o, 4) for o in out_sp)
+  f = dtypes.float32
+  d = x.cast(f).pad([(0, 0), (0, 0)] + [(0, 4 * n + 2 - s) for n, s in zip(tiles, sp)])._pool((6,) * nsp, 4)
+  v = _winograd_apply(d, _WINO_BT, nsp).reshape(bs, groups, 1, cin_g, *tiles, *(6,) * nsp)
+  u = _winograd_apply(weight.cast(f), _WINO_G, nsp).reshape(1, groups, cout // groups, cin_g, *(1,) * nsp, *(6,) * nsp)
+  m = (v * u).sum(3).reshape(bs, cout, *tiles, *(6,) * nsp)
+  y = _winograd_apply(m, _WINO_AT, nsp)                               # (N, Cout, *tiles, *4)
+  # NOTE: each tile axis interleaved with its 4 outputs, then the padding tiles' extra outputs cut
+  order = [0, 1] + [a for k in range(nsp) for a in (2 + k, 2 + nsp + k)]
+  y = y.permute(order).reshape(bs, cout, *(4 * n for n in tiles))
+  return y.shrink(((0, bs), (0, cout), *((0, o) for o in out_sp))).cast(x.dtype)
 
 def _pow_gradient(ctx: Tensor, ret: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
   """torch's gradients of x**y: y * x**(y-1) (0 where y == 0), and x**y * log(x) (0 where x == 0 and y >= 0); exact at a
@@ -1917,6 +1953,10 @@ class Tensor(_CastSugar, MathTrait):
                        f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
                        "divide by groups)")
     nsp = len(hw)
+    unit = (1,) * nsp
+    if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit:
+      out = _winograd_conv(self._pad2d(padding, nsp), weight, groups)
+      return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
     x = self._pad2d(padding, nsp)._pool(tuple(hw), stride, dilation, op="conv2d")  # (N, Cin, *o, *k)
     oyx = x.shape[2:2 + nsp]
     rcout = cout // groups
