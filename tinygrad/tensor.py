@@ -144,7 +144,7 @@ _WINO_AT = ((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1,
 def _winograd_apply(t: Tensor, m: tuple[tuple[float, ...], ...], n: int) -> Tensor:
   """The matrix m (r x c) applied along each of the last n axes of t (each c long, then r long): one small reduce with
   the n-fold Kronecker product of m, a float32 constant of (r**n, c**n)."""
-  k = np.array(m, dtype=np.float64)
+  k: np.ndarray = np.array(m, dtype=np.float64)
   for _ in range(n - 1): k = np.kron(k, np.array(m, dtype=np.float64))
   r, c = len(m), len(m[0])
   lead = t.shape[:t.ndim - n]
