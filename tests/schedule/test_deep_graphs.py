@@ -66,3 +66,21 @@ def test_add_chain_of_10000_runs_through_codegen():
   x = Tensor(np.arange(4, dtype=np.float32))
   for _ in range(N): x = x + 1
   np.testing.assert_equal(x.numpy(), np.arange(4, dtype=np.float32) + N)
+
+def test_nested_cats_of_slices_lower_in_linear_time():
+  # a stencil written as a cat of sums of slices, applied d times, reads 8**d elements per output element when fused:
+  # at d=5 the index pushing passed its step limit on a 4-element tensor (RewriteNotConverging). An elementwise node
+  # whose fused expression would read more than MAX_FUSED_READS distinct elements is stored instead
+  import functools
+  import numpy as np
+  from tinygrad import Tensor, GlobalCounters
+  m = ((1, 1, 0, 0), (0, 1, 1, 0), (0, 0, 1, 1), (1, 0, 0, 1))
+  def stencil(t):
+    cols = [t.shrink(((j, j + 1),)) for j in range(4)]
+    return Tensor.cat(*[functools.reduce(lambda a, b: a + b, [cols[j] * c for j, c in enumerate(row) if c]) for row in m])
+  x = np.array([1.0, -2.0, 0.5, 3.0])
+  t, want = Tensor(x.astype(np.float32)), x
+  for _ in range(8): t, want = stencil(t), np.array(m, dtype=np.float64) @ want
+  GlobalCounters.reset()
+  np.testing.assert_array_equal(t.numpy(), want)
+  assert 1 < GlobalCounters.kernel_count <= 4

@@ -187,6 +187,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   for u in topo:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY): realizes[u] = None
     if u.op is Ops.COPY and not _is_buffer_view(u.src[0]): realizes[u.src[0]] = None
+  _limit_fused_reads(topo, realizes)
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
   free: dict[UOp, bool] = {}
   def store(r: UOp) -> bool:
@@ -207,6 +208,51 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     for r, n in users.items():
       if n > 1 and store(r): realizes[r] = None; changed = True
   return {u: None for u in topo if u in realizes}
+
+# NOTE: the distinct reads (a buffer element at one index expression) one element of a fused expression may make before
+# an elementwise node of it is stored instead: cats of sums of slices, nested (a stencil applied d times), read 8**d
+# elements per output element and take 8**d index pushes to lower; a stored node is one read for its readers. Reads
+# through the same views are one (x used 20 times by a polynomial is one read), so only the index-changing paths count
+MAX_FUSED_READS = 512
+
+def _fusable(u: UOp) -> bool: return u.op in GroupOp.Elementwise or u.op is Ops.REDUCE_AXIS
+
+def _fused_reads(topo: dict[UOp, None], realizes: dict[UOp, None]) -> tuple[dict[UOp, frozenset[int]], UOp | None]:
+  """Each node's distinct reads when fused, and the first fusable node with more than MAX_FUSED_READS (or None)."""
+  # NOTE: a read is named by ints only (topo positions hashed along its path): the same nodes are stored on every run
+  reads: dict[UOp, frozenset[int]] = {}
+  for k, u in enumerate(topo):
+    if u.op in (Ops.BUFFER, Ops.BUFFER_VIEW): reads[u] = frozenset((k,))
+    elif not u.src: reads[u] = frozenset()
+    elif u.op in GroupOp.Movement or u.op is Ops.REDUCE_AXIS:
+      # NOTE: a view (or a reduce's loop) changes the index: each path through it is a new read
+      reads[u] = frozenset(hash((k, p)) for s in u.src for p in reads[s])
+    else: reads[u] = frozenset().union(*(reads[s] for s in u.src))
+    if u in realizes: reads[u] = frozenset((k,))
+    elif len(reads[u]) > MAX_FUSED_READS and _fusable(u): return reads, u
+  return reads, None
+
+def _limit_fused_reads(topo: dict[UOp, None], realizes: dict[UOp, None]) -> None:
+  """Store nodes until no fused expression reads more than MAX_FUSED_READS distinct (buffer, view path) pairs. Where one
+  does, the node stored is the biggest one it reads through a view (the previous stencil step's whole result, not
+  each of the slices of it), else the node itself."""
+  while True:
+    reads, over = _fused_reads(topo, realizes)
+    if over is None: return
+    best: UOp | None = None
+    seen: set[UOp] = set()
+    todo = [over]
+    while todo:
+      if (x := todo.pop()) in seen or x in realizes: continue
+      seen.add(x)
+      if x.op in GroupOp.Movement:
+        b = x
+        while b.op in GroupOp.Movement and b.src: b = b.src[0]
+        bigger = best is None or len(reads[b]) > len(reads[best])
+        if b not in realizes and _fusable(b) and len(reads[b]) > 1 and bigger: best = b
+        continue
+      if x is over or x.op in GroupOp.Elementwise: todo.extend(x.src)
+    realizes[over if best is None else best] = None
 
 NOT_CONST = (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.BIND, Ops.DEFINE_VAR, Ops.COPY, Ops.ASSIGN, Ops.CONTIGUOUS)
 
