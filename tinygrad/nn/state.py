@@ -367,5 +367,252 @@ def torch_load(fn: PathLike, device: str | None = None) -> Any:
     raise CheckpointError(f"torch_load: {fn}: torch's old tar checkpoint format is not supported; re-save it")
   return _load_legacy(fn, device)
 
+# ---- GGUF: llama.cpp's checkpoints (a header of typed key-values and tensor infos, then aligned tensor data) ----
+
+# ggml type number -> (name, elements per block, bytes per block) for every type this loader dequantizes
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+  0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
+  7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210),
+  24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8), 30: ("BF16", 1, 2),
+  39: ("MXFP4", 32, 17)}
+# names of the ggml types that exist but are not loaded here (for the error message)
+_GGML_OTHER_TYPES = {4: "Q4_2 (removed)", 5: "Q4_3 (removed)", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 15: "Q8_K",
+                     16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
+                     23: "IQ4_XS", 29: "IQ1_M", 31: "Q4_0_4_4 (removed)", 32: "Q4_0_4_8 (removed)",
+                     33: "Q4_0_8_8 (removed)", 34: "TQ1_0", 35: "TQ2_0", 40: "NVFP4"}
+# the dtype each unquantized ggml type loads as (its values exactly); the block quantizations load as float32
+_GGML_PLAIN: dict[int, DType] = {0: dtypes.float32, 1: dtypes.float16, 30: dtypes.bfloat16, 28: dtypes.float64,
+                                 24: dtypes.int8, 25: dtypes.int16, 26: dtypes.int32, 27: dtypes.int64}
+# GGUF key-value types: the fixed-size ones as struct formats; 8 is a string, 9 an array
+_GGUF_SCALARS: dict[int, str] = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q",
+                                 12: "d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+def ggml_type_name(ggml_type: int) -> str:
+  """The ggml name of a type number ("Q4_K"), or "unknown" for a number ggml does not define."""
+  return GGML_TYPES[ggml_type][0] if ggml_type in GGML_TYPES else _GGML_OTHER_TYPES.get(ggml_type, "unknown")
+
+def _le_uint(b: Tensor, start: int, nbytes: int) -> Tensor:
+  """The little-endian unsigned integer in bytes [start, start+nbytes) of each row of the uint8 matrix b."""
+  dt = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[nbytes]
+  out = b[:, start].cast(dt)
+  for i in range(1, nbytes): out = out | (b[:, start + i].cast(dt) << (8 * i))
+  return out
+
+def _f16_col(b: Tensor, start: int) -> Tensor:
+  """A block's float16 field at byte start, as a float32 column (n_blocks, 1)."""
+  return _le_uint(b, start, 2).bitcast(dtypes.float16).cast(dtypes.float32).unsqueeze(1)
+
+def _nibbles(qs: Tensor) -> Tensor:
+  """ggml's 4-bit packing of 32 values in 16 bytes: value j in the low nibble of byte j, value j+16 in its high one."""
+  return (qs & 0xF).cat(qs >> 4, dim=1)
+
+def _high_bits(qh: Tensor, n: int) -> Tensor:
+  """Bit j of the uint32 column qh as row element j, for j < n: the fifth bit of Q5_0/Q5_1 values."""
+  return (qh >> Tensor.arange(n, dtype=dtypes.uint32, device=qh.device)) & 1
+
+def _k_scales(s: Tensor) -> tuple[Tensor, Tensor]:
+  """Q4_K/Q5_K's eight 6-bit scales and mins packed in 12 bytes: sub-blocks 0-3 in the low 6 bits of bytes 0-3
+  (scales) and 4-7 (mins); sub-blocks 4-7 take their low 4 bits from bytes 8-11 and their top 2 from the spare bits
+  of bytes 0-3 (scales) and 4-7 (mins). Returns (scales, mins), each (n_blocks, 8, 1) float32."""
+  sc = (s[:, 0:4] & 63).cat((s[:, 8:12] & 15) | ((s[:, 0:4] >> 6) << 4), dim=1)
+  mn = (s[:, 4:8] & 63).cat((s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4), dim=1)
+  return sc.cast(dtypes.float32).unsqueeze(2), mn.cast(dtypes.float32).unsqueeze(2)
+
+def _dequant_q4_0(b: Tensor) -> Tensor:
+  return _f16_col(b, 0) * (_nibbles(b[:, 2:18]).cast(dtypes.float32) - 8)
+def _dequant_q4_1(b: Tensor) -> Tensor:
+  return _f16_col(b, 0) * _nibbles(b[:, 4:20]).cast(dtypes.float32) + _f16_col(b, 2)
+def _q5_values(b: Tensor, qh_at: int) -> Tensor:
+  qh = _le_uint(b, qh_at, 4).unsqueeze(1)
+  return (_nibbles(b[:, qh_at + 4:qh_at + 20]).cast(dtypes.uint32) | (_high_bits(qh, 32) << 4)).cast(dtypes.float32)
+def _dequant_q5_0(b: Tensor) -> Tensor: return _f16_col(b, 0) * (_q5_values(b, 2) - 16)
+def _dequant_q5_1(b: Tensor) -> Tensor: return _f16_col(b, 0) * _q5_values(b, 4) + _f16_col(b, 2)
+def _dequant_q8_0(b: Tensor) -> Tensor: return _f16_col(b, 0) * b[:, 2:34].bitcast(dtypes.int8).cast(dtypes.float32)
+
+def _dequant_q4_k(b: Tensor) -> Tensor:
+  # 256 values in 4 chunks of 64: 32 bytes each, low nibbles are sub-block 2i, high nibbles sub-block 2i+1
+  d, dmin, (sc, mn) = _f16_col(b, 0).unsqueeze(2), _f16_col(b, 2).unsqueeze(2), _k_scales(b[:, 4:16])
+  qs = b[:, 16:144].reshape(-1, 4, 1, 32)
+  q = (qs & 0xF).cat(qs >> 4, dim=2).reshape(-1, 8, 32).cast(dtypes.float32)
+  return ((d * sc) * q - dmin * mn).reshape(-1, 256)
+
+def _dequant_q5_k(b: Tensor) -> Tensor:
+  # as Q4_K, plus a fifth bit: bit j of qh[l] belongs to value l of sub-block j
+  d, dmin, (sc, mn) = _f16_col(b, 0).unsqueeze(2), _f16_col(b, 2).unsqueeze(2), _k_scales(b[:, 4:16])
+  qh, qs = b[:, 16:48].reshape(-1, 1, 32), b[:, 48:176].reshape(-1, 4, 1, 32)
+  hb = (qh >> Tensor.arange(8, dtype=dtypes.uint8, device=b.device).reshape(8, 1)) & 1
+  q = ((qs & 0xF).cat(qs >> 4, dim=2).reshape(-1, 8, 32) | (hb << 4)).cast(dtypes.float32)
+  return ((d * sc) * q - dmin * mn).reshape(-1, 256)
+
+def _dequant_q6_k(b: Tensor) -> Tensor:
+  # two halves of 128 values; in each, 64 bytes of low nibbles (ql) and 32 bytes of 2-bit high parts (qh): group g of
+  # 32 values takes nibble g//2 of ql[32*(g%2) + l] and bits 2g, 2g+1 of qh[l]; one int8 scale per 16 values
+  ql, qh = b[:, 0:128].reshape(-1, 2, 1, 2, 32), b[:, 128:192].reshape(-1, 2, 1, 32)
+  nib = (ql & 0xF).cat(ql >> 4, dim=2).reshape(-1, 2, 4, 32)
+  hi = (qh >> (Tensor.arange(4, dtype=dtypes.uint8, device=b.device) * 2).reshape(4, 1)) & 3
+  q = (nib | (hi << 4)).reshape(-1, 16, 16).cast(dtypes.float32) - 32
+  sc = b[:, 192:208].bitcast(dtypes.int8).cast(dtypes.float32).unsqueeze(2)
+  return ((_f16_col(b, 208).unsqueeze(2) * sc) * q).reshape(-1, 256)
+
+def _dequant_mxfp4(b: Tensor) -> Tensor:
+  # OCP MX: a shared E8M0 exponent byte, then 32 E2M1 codes (sign, 2 exponent bits, 1 mantissa bit) in ggml's nibble
+  # order. A code's value times 2 is an integer: m (exponent 0, subnormal) or (2 + m) << (exponent - 1); the scale is
+  # 2**(e - 128) (half of 2**(e - 127), undoing the doubling), built from its float32 bits so it is exact
+  code = _nibbles(b[:, 1:17]).cast(dtypes.int32)
+  ex, m = (code >> 1) & 3, code & 1
+  mag = (ex == 0).where(m, (2 + m) << (ex - 1).maximum(0))
+  val = ((code >> 3) == 1).where(-mag, mag).cast(dtypes.float32)
+  e = b[:, 0].cast(dtypes.uint32)
+  scale = (e < 2).where(Tensor.full(e.shape, 0x00200000, dtype=dtypes.uint32, device=b.device) << e, (e - 1) << 23)
+  return val * scale.bitcast(dtypes.float32).unsqueeze(1)
+
+_DEQUANT: dict[int, Callable[[Tensor], Tensor]] = {
+  2: _dequant_q4_0, 3: _dequant_q4_1, 6: _dequant_q5_0, 7: _dequant_q5_1, 8: _dequant_q8_0, 12: _dequant_q4_k,
+  13: _dequant_q5_k, 14: _dequant_q6_k, 39: _dequant_mxfp4}
+
+def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
+  """n elements of ggml type `ggml_type` from the first bytes of the uint8 tensor t, as a 1-d tensor computed on t's
+  device (lazy: tensor ops, no copy to the host). Unquantized types keep their values exactly in their own dtype (F32
+  float32, F16 float16, BF16 bfloat16, F64 float64, I8-I64 int8-int64); block quantizations (Q4_0, Q4_1, Q5_0, Q5_1,
+  Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) dequantize to float32. A type not in GGML_TYPES, n not a whole number of blocks or
+  too few bytes is a ValueError."""
+  if ggml_type not in GGML_TYPES:
+    raise ValueError(f"ggml_data_to_tensor: ggml type {ggml_type} ({ggml_type_name(ggml_type)}) is not supported; "
+                     f"supported: {', '.join(f'{v[0]} ({k})' for k, v in GGML_TYPES.items())}")
+  name, block, block_bytes = GGML_TYPES[ggml_type]
+  if t.dtype is not dtypes.uint8: raise TypeError(f"ggml_data_to_tensor: t must be uint8 bytes, got {t.dtype}")
+  if n < 0 or n % block: raise ValueError(f"ggml_data_to_tensor: {n} elements of {name} is not a whole number of "
+                                          f"{block}-element blocks")
+  nbytes = n // block * block_bytes
+  if t.numel() < nbytes:
+    raise ValueError(f"ggml_data_to_tensor: {n} elements of {name} need {nbytes} bytes, got {t.numel()}")
+  out_dtype = _GGML_PLAIN.get(ggml_type, dtypes.float32)
+  if n == 0: return Tensor.empty(0, dtype=out_dtype, device=t.device)
+  b = t.reshape(-1)[:nbytes].reshape(n // block, block_bytes)
+  if ggml_type in _GGML_PLAIN:
+    raw = b.reshape(n) if block_bytes == 1 else _le_uint(b, 0, block_bytes)
+    return raw.bitcast(out_dtype)
+  return _DEQUANT[ggml_type](b).reshape(n)
+
+class _GGUFReader:
+  """A cursor over a GGUF file's header, reading from bytes or, in chunks as the header needs them, from a uint8
+  tensor (so a tensor source copies only the header to the host). Every read checks the file's size first."""
+  def __init__(self, src: bytes | Tensor, where: str):
+    self.src, self.where, self.pos = src, where, 0
+    self.buf = src if isinstance(src, bytes) else b""
+    self.size = len(src) if isinstance(src, bytes) else src.numel()
+
+  def need(self, n: int, what: str) -> None:
+    if self.pos + n > self.size:
+      raise CheckpointError(f"gguf_load: {self.where}: the file ends inside {what} (needs {n} bytes at offset "
+                            f"{self.pos}, the file is {self.size} bytes): truncated or not GGUF")
+
+  def take(self, n: int, what: str) -> bytes:
+    self.need(n, what)
+    if self.pos + n > len(self.buf):
+      assert isinstance(self.src, Tensor), "a bytes source holds the whole file"
+      end = min(self.size, max(self.pos + n, 2 * len(self.buf), 1 << 20))
+      self.buf += self.src[len(self.buf):end].numpy().tobytes()
+    self.pos += n
+    return self.buf[self.pos - n:self.pos]
+
+  def scalar(self, fmt: str, what: str) -> Any:
+    return struct.unpack("<" + fmt, self.take(struct.calcsize(fmt), what))[0]
+
+  def string(self, what: str) -> str:
+    raw = self.take(self.scalar("Q", what), what)
+    try: return raw.decode("utf-8")
+    except UnicodeDecodeError as e: raise CheckpointError(f"gguf_load: {self.where}: {what} is not UTF-8 ({e})") from e
+
+  def value(self, vtype: int, what: str) -> Any:
+    if vtype in _GGUF_SCALARS: return self.scalar(_GGUF_SCALARS[vtype], what)
+    if vtype == _GGUF_STRING: return self.string(what)
+    if vtype != _GGUF_ARRAY:
+      raise CheckpointError(f"gguf_load: {self.where}: {what} has value type {vtype}, which GGUF does not define "
+                            f"(0-12)")
+    etype, count = self.scalar("I", what), self.scalar("Q", what)
+    if etype in _GGUF_SCALARS:
+      fmt = _GGUF_SCALARS[etype]
+      return list(struct.unpack(f"<{count}{fmt}", self.take(count * struct.calcsize(fmt), what)))
+    # NOTE: a string or array element takes at least 8 bytes: a count larger than that allows is a corrupt file, caught
+    # before a loop of that length starts
+    self.need(count * 8, what)
+    return [self.value(etype, f"{what}[{i}]") for i in range(count)]
+
+def _gguf_source(src: Any) -> tuple[bytes | Tensor, str]:
+  if isinstance(src, Tensor):
+    if src.dtype is not dtypes.uint8:
+      raise TypeError(f"gguf_load: the file's bytes must be a uint8 tensor, got {src.dtype}")
+    return src.reshape(-1), f"<uint8 tensor of {src.numel()} bytes>"
+  if isinstance(src, (bytes, bytearray, memoryview)): return bytes(src), f"<{len(src)} bytes>"
+  with open(src, "rb") as f: return f.read(), os.fspath(src)
+
+def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tuple[dict[str, Any], dict[str, Tensor]]:
+  """Read a GGUF file (versions 2 and 3, little-endian): returns (metadata, tensors). src is the file's bytes as a
+  uint8 tensor (`Tensor(np.fromfile(fn, np.uint8))`; only the header is copied to the host), or a path or bytes (read
+  and copied to `device` once). Metadata maps each key to a Python value (int, float, bool, str or a list of them).
+  Each tensor is dequantized on the tensor's device (see ggml_data_to_tensor for the types and dtypes), lazily, with
+  its shape in row-major order: GGUF lists dims fastest first, so a dims [4096, 11008] matrix is shape (11008, 4096).
+  A bad magic, version, key-value type, alignment, tensor type or a tensor whose data does not fit in the file is a
+  CheckpointError naming the file, the key or tensor and what was wrong."""
+  source, where = _gguf_source(src)
+  r = _GGUFReader(source, where)
+  if (magic := r.take(4, "the magic")) != b"GGUF":
+    raise CheckpointError(f"gguf_load: {where}: not a GGUF file (starts with {magic!r}, GGUF files with b'GGUF')")
+  version = r.scalar("I", "the version")
+  if version not in (2, 3):
+    swapped = struct.unpack(">I", struct.pack("<I", version))[0]
+    hint = "a big-endian GGUF file; convert it to little-endian" if swapped in (1, 2, 3) else \
+      "GGUF version 1 predates 64-bit counts; re-convert the model" if version == 1 else "versions 2 and 3 are"
+    raise CheckpointError(f"gguf_load: {where}: GGUF version {version} is not supported ({hint})")
+  n_tensors, n_kv = r.scalar("Q", "the tensor count"), r.scalar("Q", "the key-value count")
+  # NOTE: a key-value takes at least 13 bytes and a tensor info at least 24, so absurd counts stop here
+  if n_kv * 13 + n_tensors * 24 > r.size:
+    raise CheckpointError(f"gguf_load: {where}: the header claims {n_tensors} tensors and {n_kv} key-values, more than "
+                          f"a {r.size}-byte file can hold")
+  kv: dict[str, Any] = {}
+  for i in range(n_kv):
+    key = r.string(f"the key of key-value {i}")
+    if key in kv: raise CheckpointError(f"gguf_load: {where}: key {key!r} appears twice")
+    kv[key] = r.value(r.scalar("I", f"the value type of key {key!r}"), f"key {key!r}")
+  align = kv.get("general.alignment", 32)
+  if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align & (align - 1):
+    raise CheckpointError(f"gguf_load: {where}: general.alignment is {align!r}, not a positive power of two")
+  infos: dict[str, tuple[tuple[int, ...], int, int]] = {}
+  for i in range(n_tensors):
+    name = r.string(f"the name of tensor info {i}")
+    if name in infos: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} appears twice")
+    n_dims = r.scalar("I", f"the dim count of tensor {name!r}")
+    r.need(n_dims * 8, f"the dims of tensor {name!r}")
+    dims = tuple(r.scalar("Q", f"the dims of tensor {name!r}") for _ in range(n_dims))
+    infos[name] = (dims, r.scalar("I", f"the type of tensor {name!r}"), r.scalar("Q", f"the offset of tensor {name!r}"))
+  data_start = r.pos + -r.pos % align
+  data = source if isinstance(source, Tensor) else None
+  tensors: dict[str, Tensor] = {}
+  for name, (dims, ggml_type, off) in infos.items():
+    if ggml_type not in GGML_TYPES:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has ggml type {ggml_type} "
+                            f"({ggml_type_name(ggml_type)}), which is not supported (supported: "
+                            f"{', '.join(v[0] for v in GGML_TYPES.values())})")
+    tname, block, block_bytes = GGML_TYPES[ggml_type]
+    if dims and dims[0] % block:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} of {tname} has dims {list(dims)}: the first "
+                            f"(fastest) dim must be a multiple of the {block}-element block")
+    n = prod(dims)
+    nbytes = n // block * block_bytes
+    if off % align: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has offset {off}, not a multiple of "
+                                          f"the alignment {align}")
+    if data_start + off + nbytes > r.size:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({tname}, dims {list(dims)}, {nbytes} bytes at data "
+                            f"offset {off}) runs past the end of the {r.size}-byte file: truncated")
+    if data is None:
+      assert isinstance(source, bytes)
+      data = Tensor(np.frombuffer(source, dtype=np.uint8), device=device)
+    tensors[name] = ggml_data_to_tensor(data[data_start + off:data_start + off + nbytes], n, ggml_type)\
+      .reshape(dims[::-1])
+  return kv, tensors
+
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata",
-           "torch_load", "CheckpointError", "SAFE_DTYPES"]
+           "torch_load", "CheckpointError", "SAFE_DTYPES",
+           "gguf_load", "ggml_data_to_tensor", "ggml_type_name", "GGML_TYPES"]
