@@ -38,7 +38,8 @@ _rng = np.random.default_rng(1234)
 _NP_PLAIN = {0: np.float32, 1: np.float16, 28: np.float64, 24: np.int8, 25: np.int16, 26: np.int32, 27: np.int64,
              30: np.uint16}
 # byte ranges of each block quantization's float16 fields (scales and mins), filled with finite values
-_F16_FIELDS = {2: [0], 3: [0, 2], 6: [0], 7: [0, 2], 8: [0], 12: [0, 2], 13: [0, 2], 14: [208]}
+_F16_FIELDS = {2: [0], 3: [0, 2], 6: [0], 7: [0, 2], 8: [0], 10: [80, 82], 11: [108], 12: [0, 2], 13: [0, 2],
+               14: [208], 20: [0], 23: [0]}
 _SHAPES = [lambda b: (2 * b,), lambda b: (3, 2 * b), lambda b: (2, 3, b), lambda b: (5, b)]
 
 def _random_blocks(t: int, nblocks: int) -> np.ndarray:
@@ -83,30 +84,30 @@ def _write_all_types(fn: pathlib.Path) -> dict[str, tuple[int, np.ndarray]]:
 @pytest.fixture(scope="module")
 def all_types(tmp_path_factory):
   fn = tmp_path_factory.mktemp("gguf") / "all.gguf"
-  return fn, _write_all_types(fn)
+  refs = _write_all_types(fn)
+  return fn, refs, gguf_load(fn)
 
-def test_every_type_matches_reference_in_one_kernel(all_types):
-  fn, refs = all_types
-  kv, ts = gguf_load(fn)
+_PLAIN_DTYPES = {0: dtypes.float32, 1: dtypes.float16, 28: dtypes.float64, 24: dtypes.int8, 25: dtypes.int16,
+                 26: dtypes.int32, 27: dtypes.int64, 30: dtypes.bfloat16}
+
+@pytest.mark.parametrize("name", [v[0] for v in GGML_TYPES.values()])
+def test_type_matches_reference_in_one_kernel(all_types, name):
+  _, refs, (kv, ts) = all_types
   assert list(ts) == list(refs) and kv["general.architecture"] == "llama"
-  for name, (t, ref) in refs.items():
-    assert ts[name].shape == ref.shape, name
-    GlobalCounters.reset()
-    got = ts[name].numpy()
-    assert GlobalCounters.kernel_count == 1, f"{name}: {GlobalCounters.kernel_count} kernels to dequantize"
-    if t in _NP_PLAIN and t != 30:
-      assert ts[name].dtype is {0: dtypes.float32, 1: dtypes.float16, 28: dtypes.float64, 24: dtypes.int8,
-                                25: dtypes.int16, 26: dtypes.int32, 27: dtypes.int64}[t]
-      assert got.tobytes() == ref.tobytes(), f"{name}: not bit-exact"
-    elif t == 30:
-      assert ts[name].dtype is dtypes.bfloat16
-      np.testing.assert_array_equal(got, ref, err_msg=name)
-    else:
-      assert ts[name].dtype is dtypes.float32 and np.isfinite(ref).all()
-      np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max(), err_msg=name)
+  t, ref = refs[name]
+  assert ts[name].shape == ref.shape
+  GlobalCounters.reset()
+  got = ts[name].numpy()
+  assert GlobalCounters.kernel_count == 1, f"{GlobalCounters.kernel_count} kernels to dequantize {name}"
+  if t == 30: np.testing.assert_array_equal(got, ref)  # bfloat16 reads back as float32
+  elif t in _PLAIN_DTYPES: assert got.tobytes() == ref.tobytes(), "not bit-exact"
+  else:
+    assert np.isfinite(ref).all()
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
+  assert ts[name].dtype is _PLAIN_DTYPES.get(t, dtypes.float32)
 
 def test_tensor_and_bytes_sources_match_path(all_types):
-  fn, refs = all_types
+  fn = all_types[0]
   by_path = gguf_load(str(fn))[1]
   from_tensor = gguf_load(Tensor(np.fromfile(fn, dtype=np.uint8)))[1]
   from_bytes = gguf_load(fn.read_bytes())[1]
@@ -176,7 +177,7 @@ def test_ggml_data_to_tensor_q8_0_values():
   assert out.tolist() == (qs.astype(np.float32) * 0.5).tolist()
 
 @pytest.mark.parametrize("n,typ,nbytes,match", [
-  (32, 10, 84, r"ggml type 10 \(Q2_K\) is not supported"),
+  (32, 15, 292, r"ggml type 15 \(Q8_K\) is not supported"),
   (32, 99, 84, r"ggml type 99 \(unknown\) is not supported"),
   (33, 2, 36, "not a whole number of 32-element blocks"),
   (64, 2, 18, "need 36 bytes, got 18")])
@@ -184,7 +185,7 @@ def test_ggml_data_to_tensor_rejects_bad_arguments(n, typ, nbytes, match):
   with pytest.raises(ValueError, match=match): ggml_data_to_tensor(Tensor(np.zeros(nbytes, np.uint8)), n, typ)
 
 def test_ggml_type_names():
-  assert [ggml_type_name(t) for t in (0, 12, 39, 10, 1000)] == ["F32", "Q4_K", "MXFP4", "Q2_K", "unknown"]
+  assert [ggml_type_name(t) for t in (0, 12, 39, 16, 1000)] == ["F32", "Q4_K", "MXFP4", "IQ2_XXS", "unknown"]
 
 # ---- malformed files ----
 
@@ -208,7 +209,7 @@ _MALFORMED = [
   (_f32_file(off=32), "tensor 'w' .* runs past the end .*truncated"),
   (_f32_file(off=4), "tensor 'w' has offset 4, not a multiple of the alignment 32"),
   (_f32_file(dims=(2**40, 2**40)), "tensor 'w' .* runs past the end"),
-  (_f32_file(typ=10), r"tensor 'w' has ggml type 10 \(Q2_K\), which is not supported"),
+  (_f32_file(typ=16), r"tensor 'w' has ggml type 16 \(IQ2_XXS\), which is not supported"),
   (_f32_file(typ=77), r"tensor 'w' has ggml type 77 \(unknown\)"),
   (_f32_file(dims=(16, 2), typ=2), "tensor 'w' of Q4_0 has dims \\[16, 2\\]: the first .* multiple of the 32"),
   (_gguf(n_tensors=1, align=1) + _str("w") + struct.pack("<IQQ", 10**6, 2, 2), "the file ends inside the dims of tensor 'w'"),

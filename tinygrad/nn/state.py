@@ -372,14 +372,14 @@ def torch_load(fn: PathLike, device: str | None = None) -> Any:
 # ggml type number -> (name, elements per block, bytes per block) for every type this loader dequantizes
 GGML_TYPES: dict[int, tuple[str, int, int]] = {
   0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
-  7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210),
+  7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 10: ("Q2_K", 256, 84), 11: ("Q3_K", 256, 110), 12: ("Q4_K", 256, 144),
+  13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210), 20: ("IQ4_NL", 32, 18), 23: ("IQ4_XS", 256, 136),
   24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8), 30: ("BF16", 1, 2),
   39: ("MXFP4", 32, 17)}
 # names of the ggml types that exist but are not loaded here (for the error message)
-_GGML_OTHER_TYPES = {4: "Q4_2 (removed)", 5: "Q4_3 (removed)", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 15: "Q8_K",
-                     16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
-                     23: "IQ4_XS", 29: "IQ1_M", 31: "Q4_0_4_4 (removed)", 32: "Q4_0_4_8 (removed)",
-                     33: "Q4_0_8_8 (removed)", 34: "TQ1_0", 35: "TQ2_0", 40: "NVFP4"}
+_GGML_OTHER_TYPES = {4: "Q4_2 (removed)", 5: "Q4_3 (removed)", 9: "Q8_1", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS",
+                     18: "IQ3_XXS", 19: "IQ1_S", 21: "IQ3_S", 22: "IQ2_S", 29: "IQ1_M", 31: "Q4_0_4_4 (removed)",
+                     32: "Q4_0_4_8 (removed)", 33: "Q4_0_8_8 (removed)", 34: "TQ1_0", 35: "TQ2_0", 40: "NVFP4"}
 # the dtype each unquantized ggml type loads as (its values exactly); the block quantizations load as float32
 _GGML_PLAIN: dict[int, DType] = {0: dtypes.float32, 1: dtypes.float16, 30: dtypes.bfloat16, 28: dtypes.float64,
                                  24: dtypes.int8, 25: dtypes.int16, 26: dtypes.int32, 27: dtypes.int64}
@@ -430,6 +430,51 @@ def _dequant_q5_0(b: Tensor) -> Tensor: return _f16_col(b, 0) * (_q5_values(b, 2
 def _dequant_q5_1(b: Tensor) -> Tensor: return _f16_col(b, 0) * _q5_values(b, 4) + _f16_col(b, 2)
 def _dequant_q8_0(b: Tensor) -> Tensor: return _f16_col(b, 0) * b[:, 2:34].bitcast(dtypes.int8).cast(dtypes.float32)
 
+def _two_bit_groups(qs: Tensor) -> Tensor:
+  """Q2_K/Q3_K's 2-bit packing of 256 values in 64 bytes: two halves of 32 bytes; in each, bits 2g, 2g+1 of byte l are
+  value 32*g + l. Returns (n_blocks, 16, 16) uint8: row r holds the 16 values that share scale r."""
+  shifts = (Tensor.arange(4, dtype=dtypes.uint8, device=qs.device) * 2).reshape(4, 1)
+  return ((qs.reshape(-1, 2, 1, 32) >> shifts) & 3).reshape(-1, 16, 16)
+
+def _dequant_q2_k(b: Tensor) -> Tensor:
+  # one byte per 16 values: a 4-bit scale (low nibble) and a 4-bit min (high nibble)
+  sc, d, dmin = b[:, 0:16].unsqueeze(2), _f16_col(b, 80).unsqueeze(2), _f16_col(b, 82).unsqueeze(2)
+  q = _two_bit_groups(b[:, 16:80]).cast(dtypes.float32)
+  return ((d * (sc & 15).cast(dtypes.float32)) * q - dmin * (sc >> 4).cast(dtypes.float32)).reshape(-1, 256)
+
+def _dequant_q3_k(b: Tensor) -> Tensor:
+  # 3-bit values: the low 2 bits as Q2_K, the third from hmask (bit g of hmask[l] for value 32*g + l; a clear bit
+  # subtracts 4). Sixteen 6-bit scales biased by 32 in 12 bytes: scale i has low bits nibble i//8 of byte i%8 and
+  # high bits 2*(i//4), 2*(i//4)+1 of byte 8 + i%4
+  hm = b[:, 0:32].reshape(-1, 1, 32)
+  hb = (hm >> Tensor.arange(8, dtype=dtypes.uint8, device=b.device).reshape(8, 1)) & 1
+  q = _two_bit_groups(b[:, 32:96]).cast(dtypes.float32) - (4 - 4 * hb.reshape(-1, 16, 16).cast(dtypes.float32))
+  s = b[:, 96:108]
+  low = (s[:, 0:8] & 15).cat(s[:, 0:8] >> 4, dim=1)
+  high = (s[:, 8:12].reshape(-1, 1, 4) >> (Tensor.arange(4, dtype=dtypes.uint8, device=b.device) * 2).reshape(4, 1)) & 3
+  sc = (low | (high.reshape(-1, 16) << 4)).cast(dtypes.float32) - 32
+  return ((_f16_col(b, 108) * sc).unsqueeze(2) * q).reshape(-1, 256)
+
+# IQ4_NL/IQ4_XS: a 4-bit code indexes this non-linear table of int8 levels
+_IQ4_LEVELS = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+
+def _iq4_levels(code: Tensor) -> Tensor:
+  out = Tensor.zeros(*code.shape, dtype=dtypes.float32, device=code.device)
+  for i, v in enumerate(_IQ4_LEVELS): out = (code == i).where(float(v), out)
+  return out
+
+def _dequant_iq4_nl(b: Tensor) -> Tensor: return _f16_col(b, 0) * _iq4_levels(_nibbles(b[:, 2:18]))
+
+def _dequant_iq4_xs(b: Tensor) -> Tensor:
+  # 8 sub-blocks of 32, each with a 6-bit scale biased by 32: its low 4 bits are nibble i%2 of scales_l[i//2], its
+  # high 2 bits are bits 2i, 2i+1 of the uint16 scales_h
+  sh, sl = _le_uint(b, 2, 2).unsqueeze(1), b[:, 4:8]
+  low = (sl.reshape(-1, 4, 1) >> Tensor([0, 4], dtype=dtypes.uint8, device=b.device)).reshape(-1, 8) & 15
+  high = (sh >> (Tensor.arange(8, dtype=dtypes.uint16, device=b.device) * 2)) & 3
+  sc = (low.cast(dtypes.uint16) | (high << 4)).cast(dtypes.float32) - 32
+  q = _iq4_levels(_nibbles(b[:, 8:136].reshape(-1, 16)).reshape(-1, 8, 32))
+  return ((_f16_col(b, 0) * sc).unsqueeze(2) * q).reshape(-1, 256)
+
 def _dequant_q4_k(b: Tensor) -> Tensor:
   # 256 values in 4 chunks of 64: 32 bytes each, low nibbles are sub-block 2i, high nibbles sub-block 2i+1
   d, dmin, (sc, mn) = _f16_col(b, 0).unsqueeze(2), _f16_col(b, 2).unsqueeze(2), _k_scales(b[:, 4:16])
@@ -468,15 +513,16 @@ def _dequant_mxfp4(b: Tensor) -> Tensor:
   return val * scale.bitcast(dtypes.float32).unsqueeze(1)
 
 _DEQUANT: dict[int, Callable[[Tensor], Tensor]] = {
-  2: _dequant_q4_0, 3: _dequant_q4_1, 6: _dequant_q5_0, 7: _dequant_q5_1, 8: _dequant_q8_0, 12: _dequant_q4_k,
-  13: _dequant_q5_k, 14: _dequant_q6_k, 39: _dequant_mxfp4}
+  2: _dequant_q4_0, 3: _dequant_q4_1, 6: _dequant_q5_0, 7: _dequant_q5_1, 8: _dequant_q8_0, 10: _dequant_q2_k,
+  11: _dequant_q3_k, 12: _dequant_q4_k, 13: _dequant_q5_k, 14: _dequant_q6_k, 20: _dequant_iq4_nl, 23: _dequant_iq4_xs,
+  39: _dequant_mxfp4}
 
 def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
   """n elements of ggml type `ggml_type` from the first bytes of the uint8 tensor t, as a 1-d tensor computed on t's
   device (lazy: tensor ops, no copy to the host). Unquantized types keep their values exactly in their own dtype (F32
   float32, F16 float16, BF16 bfloat16, F64 float64, I8-I64 int8-int64); block quantizations (Q4_0, Q4_1, Q5_0, Q5_1,
-  Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) dequantize to float32. A type not in GGML_TYPES, n not a whole number of blocks or
-  too few bytes is a ValueError."""
+  Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4) dequantize to float32, one kernel. A type not in
+  GGML_TYPES, n not a whole number of blocks or too few bytes is a ValueError."""
   if ggml_type not in GGML_TYPES:
     raise ValueError(f"ggml_data_to_tensor: ggml type {ggml_type} ({ggml_type_name(ggml_type)}) is not supported; "
                      f"supported: {', '.join(f'{v[0]} ({k})' for k, v in GGML_TYPES.items())}")
