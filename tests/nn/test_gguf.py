@@ -228,3 +228,15 @@ def test_error_names_the_file(tmp_path):
 
 def test_non_uint8_tensor_source_is_a_type_error():
   with pytest.raises(TypeError, match="uint8 tensor, got dtypes.float32"): gguf_load(Tensor.zeros(8))
+
+def test_zero_element_tensor_loads_empty():
+  # no data bytes at all, not even the padding before the data section
+  raw = _gguf(tensors=[("e", (0, 3), 12, 0), ("w", (2,), 0, 0)], data=np.ones(2, np.float32).tobytes())
+  ts = gguf_load(raw)[1]
+  assert ts["e"].shape == (3, 0) and ts["e"].dtype is dtypes.float32 and ts["w"].tolist() == [1, 1]
+  empty_only = _gguf(tensors=[("e", (0,), 1, 0)], align=1)
+  assert gguf_load(empty_only)[1]["e"].numpy().shape == (0,)
+
+def test_device_with_tensor_source_is_refused():
+  raw = Tensor(np.frombuffer(_f32_file(), np.uint8))
+  with pytest.raises(ValueError, match="a tensor source loads on its own device"): gguf_load(raw, device="CPU")

@@ -595,14 +595,19 @@ def _gguf_source(src: Any) -> tuple[bytes | Tensor, str]:
   with open(src, "rb") as f: return f.read(), os.fspath(src)
 
 def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tuple[dict[str, Any], dict[str, Tensor]]:
-  """Read a GGUF file (versions 2 and 3, little-endian): returns (metadata, tensors). src is the file's bytes as a
-  uint8 tensor (`Tensor(np.fromfile(fn, np.uint8))`; only the header is copied to the host), or a path or bytes (read
-  and copied to `device` once). Metadata maps each key to a Python value (int, float, bool, str or a list of them).
-  Each tensor is dequantized on the tensor's device (see ggml_data_to_tensor for the types and dtypes), lazily, with
-  its shape in row-major order: GGUF lists dims fastest first, so a dims [4096, 11008] matrix is shape (11008, 4096).
-  A bad magic, version, key-value type, alignment, tensor type or a tensor whose data does not fit in the file is a
-  CheckpointError naming the file, the key or tensor and what was wrong."""
+  """Read a GGUF file (versions 2 and 3, little-endian): returns (metadata, tensors), both in file order. src is the
+  file's bytes as a uint8 tensor (`Tensor(np.fromfile(fn, np.uint8))`: only the header is copied to the host; our
+  Tensor takes no path), or a path or bytes (read, and the data section copied to `device` once). Metadata maps each
+  key to a Python value (int, float, bool, str, or a list of them, nested for arrays of arrays). Each tensor is a lazy
+  view of the data dequantized on the device (ggml_data_to_tensor: the types, their dtypes, one kernel each), shaped
+  row-major: GGUF lists dims fastest first, so dims [4096, 11008] load as shape (11008, 4096). A bad magic or version,
+  a truncated header, an unknown key-value type, a duplicate key or tensor name, a bad general.alignment, an
+  unsupported tensor type, a first dim that is not whole blocks, a misaligned offset or data past the end of the file
+  is a CheckpointError naming the file, the key or tensor and what was wrong. Nothing in the file is executed."""
   source, where = _gguf_source(src)
+  if isinstance(source, Tensor) and device is not None:
+    raise ValueError(f"gguf_load: device={device!r} is for a path or bytes; a tensor source loads on its own device "
+                     f"({source.device}): move it first with .to()")
   r = _GGUFReader(source, where)
   if (magic := r.take(4, "the magic")) != b"GGUF":
     raise CheckpointError(f"gguf_load: {where}: not a GGUF file (starts with {magic!r}, GGUF files with b'GGUF')")
@@ -634,7 +639,7 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tupl
     dims = tuple(r.scalar("Q", f"the dims of tensor {name!r}") for _ in range(n_dims))
     infos[name] = (dims, r.scalar("I", f"the type of tensor {name!r}"), r.scalar("Q", f"the offset of tensor {name!r}"))
   data_start = r.pos + -r.pos % align
-  data = source if isinstance(source, Tensor) else None
+  data, base = (source, data_start) if isinstance(source, Tensor) else (None, 0)
   tensors: dict[str, Tensor] = {}
   for name, (dims, ggml_type, off) in infos.items():
     if ggml_type not in GGML_TYPES:
@@ -649,14 +654,19 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tupl
     nbytes = n // block * block_bytes
     if off % align: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has offset {off}, not a multiple of "
                                           f"the alignment {align}")
-    if data_start + off + nbytes > r.size:
+    if nbytes and data_start + off + nbytes > r.size:
       raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({tname}, dims {list(dims)}, {nbytes} bytes at data "
                             f"offset {off}) runs past the end of the {r.size}-byte file: truncated")
+    if nbytes == 0:
+      dev = source.device if isinstance(source, Tensor) else device
+      empty = Tensor.empty(0, dtype=dtypes.uint8, device=dev)
+      tensors[name] = ggml_data_to_tensor(empty, 0, ggml_type).reshape(dims[::-1])
+      continue
     if data is None:
       assert isinstance(source, bytes)
-      data = Tensor(np.frombuffer(source, dtype=np.uint8), device=device)
-    tensors[name] = ggml_data_to_tensor(data[data_start + off:data_start + off + nbytes], n, ggml_type)\
-      .reshape(dims[::-1])
+      # NOTE: only the data section goes to the device; offsets below are then relative to it
+      data, base = Tensor(np.frombuffer(source, dtype=np.uint8, offset=data_start), device=device), 0
+    tensors[name] = ggml_data_to_tensor(data[base + off:base + off + nbytes], n, ggml_type).reshape(dims[::-1])
   return kv, tensors
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata",
