@@ -39,7 +39,7 @@ _NP_PLAIN = {0: np.float32, 1: np.float16, 28: np.float64, 24: np.int8, 25: np.i
              30: np.uint16}
 # byte ranges of each block quantization's float16 fields (scales and mins), filled with finite values
 _F16_FIELDS = {2: [0], 3: [0, 2], 6: [0], 7: [0, 2], 8: [0], 10: [80, 82], 11: [108], 12: [0, 2], 13: [0, 2],
-               14: [208], 20: [0], 23: [0]}
+               14: [208], 20: [0], 23: [0], 34: [52], 35: [64]}
 _SHAPES = [lambda b: (2 * b,), lambda b: (3, 2 * b), lambda b: (2, 3, b), lambda b: (5, b)]
 
 def _random_blocks(t: int, nblocks: int) -> np.ndarray:
@@ -212,6 +212,7 @@ _MALFORMED = [
   (_f32_file(typ=16), r"tensor 'w' has ggml type 16 \(IQ2_XXS\), which is not supported"),
   (_f32_file(typ=77), r"tensor 'w' has ggml type 77 \(unknown\)"),
   (_f32_file(dims=(16, 2), typ=2), "tensor 'w' of Q4_0 has dims \\[16, 2\\]: the first .* multiple of the 32"),
+  (_gguf(tensors=[("w", (), 2, 0)], data=bytes(18)), r"tensor 'w' of Q4_0 has dims \[\]: the first"),
   (_gguf(n_tensors=1, align=1) + _str("w") + struct.pack("<IQQ", 10**6, 2, 2), "the file ends inside the dims of tensor 'w'"),
 ]
 
@@ -240,3 +241,7 @@ def test_zero_element_tensor_loads_empty():
 def test_device_with_tensor_source_is_refused():
   raw = Tensor(np.frombuffer(_f32_file(), np.uint8))
   with pytest.raises(ValueError, match="a tensor source loads on its own device"): gguf_load(raw, device="CPU")
+
+def test_zero_dim_tensor_is_a_scalar():
+  ts = gguf_load(_gguf(tensors=[("s", (), 0, 0)], data=np.float32(2.5).tobytes()))[1]
+  assert ts["s"].shape == () and ts["s"].item() == 2.5

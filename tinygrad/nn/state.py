@@ -375,11 +375,11 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
   7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 10: ("Q2_K", 256, 84), 11: ("Q3_K", 256, 110), 12: ("Q4_K", 256, 144),
   13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210), 20: ("IQ4_NL", 32, 18), 23: ("IQ4_XS", 256, 136),
   24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8), 30: ("BF16", 1, 2),
-  39: ("MXFP4", 32, 17)}
+  34: ("TQ1_0", 256, 54), 35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17)}
 # names of the ggml types that exist but are not loaded here (for the error message)
 _GGML_OTHER_TYPES = {4: "Q4_2 (removed)", 5: "Q4_3 (removed)", 9: "Q8_1", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS",
                      18: "IQ3_XXS", 19: "IQ1_S", 21: "IQ3_S", 22: "IQ2_S", 29: "IQ1_M", 31: "Q4_0_4_4 (removed)",
-                     32: "Q4_0_4_8 (removed)", 33: "Q4_0_8_8 (removed)", 34: "TQ1_0", 35: "TQ2_0", 40: "NVFP4"}
+                     32: "Q4_0_4_8 (removed)", 33: "Q4_0_8_8 (removed)", 40: "NVFP4"}
 # the dtype each unquantized ggml type loads as (its values exactly); the block quantizations load as float32
 _GGML_PLAIN: dict[int, DType] = {0: dtypes.float32, 1: dtypes.float16, 30: dtypes.bfloat16, 28: dtypes.float64,
                                  24: dtypes.int8, 25: dtypes.int16, 26: dtypes.int32, 27: dtypes.int64}
@@ -475,6 +475,23 @@ def _dequant_iq4_xs(b: Tensor) -> Tensor:
   q = _iq4_levels(_nibbles(b[:, 8:136].reshape(-1, 16)).reshape(-1, 8, 32))
   return ((_f16_col(b, 0) * sc).unsqueeze(2) * q).reshape(-1, 256)
 
+def _dequant_tq2_0(b: Tensor) -> Tensor:
+  # ternary values stored as 0, 1, 2 (meaning -1, 0, 1) in Q2_K's 2-bit packing; one float16 scale at the end
+  return (_f16_col(b, 64).unsqueeze(2) * (_two_bit_groups(b[:, 0:64]).cast(dtypes.float32) - 1)).reshape(-1, 256)
+
+def _trits(qs: Tensor, n: int) -> Tensor:
+  """TQ1_0's base-3 packing: byte x holds n trits as the fixed-point fraction x/256 ~ t/3**n; trit i (most significant
+  first) is the top digit of (x * 3**i mod 256) * 3, shifted right 8. Returns (n_blocks, n, bytes) int32 in 0..2."""
+  pow3 = Tensor([3 ** i for i in range(n)], dtype=dtypes.int32, device=qs.device).reshape(n, 1)
+  return (((qs.cast(dtypes.int32).unsqueeze(1) * pow3) & 255) * 3) >> 8
+
+def _dequant_tq1_0(b: Tensor) -> Tensor:
+  # 256 ternary values: bytes 0-31 hold 5 trits each (values 32*i + l), bytes 32-47 5 each (160 + 16*i + l), the 4
+  # bytes of qh 4 each (240 + 4*i + l); a float16 scale at byte 52
+  t = _trits(b[:, 0:32], 5).reshape(-1, 160).cat(_trits(b[:, 32:48], 5).reshape(-1, 80),
+                                                 _trits(b[:, 48:52], 4).reshape(-1, 16), dim=1)
+  return _f16_col(b, 52) * (t.cast(dtypes.float32) - 1)
+
 def _dequant_q4_k(b: Tensor) -> Tensor:
   # 256 values in 4 chunks of 64: 32 bytes each, low nibbles are sub-block 2i, high nibbles sub-block 2i+1
   d, dmin, (sc, mn) = _f16_col(b, 0).unsqueeze(2), _f16_col(b, 2).unsqueeze(2), _k_scales(b[:, 4:16])
@@ -515,14 +532,14 @@ def _dequant_mxfp4(b: Tensor) -> Tensor:
 _DEQUANT: dict[int, Callable[[Tensor], Tensor]] = {
   2: _dequant_q4_0, 3: _dequant_q4_1, 6: _dequant_q5_0, 7: _dequant_q5_1, 8: _dequant_q8_0, 10: _dequant_q2_k,
   11: _dequant_q3_k, 12: _dequant_q4_k, 13: _dequant_q5_k, 14: _dequant_q6_k, 20: _dequant_iq4_nl, 23: _dequant_iq4_xs,
-  39: _dequant_mxfp4}
+  34: _dequant_tq1_0, 35: _dequant_tq2_0, 39: _dequant_mxfp4}
 
 def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
   """n elements of ggml type `ggml_type` from the first bytes of the uint8 tensor t, as a 1-d tensor computed on t's
   device (lazy: tensor ops, no copy to the host). Unquantized types keep their values exactly in their own dtype (F32
   float32, F16 float16, BF16 bfloat16, F64 float64, I8-I64 int8-int64); block quantizations (Q4_0, Q4_1, Q5_0, Q5_1,
-  Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4) dequantize to float32, one kernel. A type not in
-  GGML_TYPES, n not a whole number of blocks or too few bytes is a ValueError."""
+  Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, MXFP4) dequantize to float32, one kernel. A type
+  not in GGML_TYPES, n not a whole number of blocks or too few bytes is a ValueError."""
   if ggml_type not in GGML_TYPES:
     raise ValueError(f"ggml_data_to_tensor: ggml type {ggml_type} ({ggml_type_name(ggml_type)}) is not supported; "
                      f"supported: {', '.join(f'{v[0]} ({k})' for k, v in GGML_TYPES.items())}")
@@ -647,7 +664,7 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tupl
                             f"({ggml_type_name(ggml_type)}), which is not supported (supported: "
                             f"{', '.join(v[0] for v in GGML_TYPES.values())})")
     tname, block, block_bytes = GGML_TYPES[ggml_type]
-    if dims and dims[0] % block:
+    if (dims[0] if dims else 1) % block:
       raise CheckpointError(f"gguf_load: {where}: tensor {name!r} of {tname} has dims {list(dims)}: the first "
                             f"(fastest) dim must be a multiple of the {block}-element block")
     n = prod(dims)
