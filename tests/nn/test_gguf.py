@@ -224,6 +224,9 @@ def test_error_names_the_file(tmp_path):
   fn = tmp_path / "model.gguf"
   fn.write_bytes(_f32_file(nbytes=8))
   with pytest.raises(CheckpointError, match=f"gguf_load: {fn}: tensor 'w'"): gguf_load(fn)
+  (tmp_path / "empty.gguf").write_bytes(b"")
+  with pytest.raises(CheckpointError, match="empty.gguf: the file ends inside the magic"):
+    gguf_load(str(tmp_path / "empty.gguf"))
   with pytest.raises(CheckpointError, match=r"<uint8 tensor of \d+ bytes>: tensor 'w'"):
     gguf_load(Tensor(np.frombuffer(_f32_file(nbytes=8), np.uint8)))
 

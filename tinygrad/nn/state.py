@@ -6,7 +6,7 @@ the pickle with a restricted unpickler: the only globals it resolves are torch's
 and dtype names and `collections.OrderedDict`, each mapped to an implementation of ours that builds plain data; any
 other global (a class, `os.system`, ...) stops the load with a CheckpointError naming it before anything is called."""
 from __future__ import annotations
-import collections, io, json, os, pickle, struct, sys, tarfile, zipfile
+import collections, io, json, mmap, os, pickle, struct, sys, tarfile, zipfile
 from dataclasses import dataclass
 from typing import Any, Callable, Union, cast
 import numpy as np
@@ -561,10 +561,10 @@ def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
 class _GGUFReader:
   """A cursor over a GGUF file's header, reading from bytes or, in chunks as the header needs them, from a uint8
   tensor (so a tensor source copies only the header to the host). Every read checks the file's size first."""
-  def __init__(self, src: bytes | Tensor, where: str):
+  def __init__(self, src: bytes | mmap.mmap | Tensor, where: str):
     self.src, self.where, self.pos = src, where, 0
-    self.buf = src if isinstance(src, bytes) else b""
-    self.size = len(src) if isinstance(src, bytes) else src.numel()
+    self.buf: bytes | mmap.mmap = b"" if isinstance(src, Tensor) else src
+    self.size = src.numel() if isinstance(src, Tensor) else len(src)
 
   def need(self, n: int, what: str) -> None:
     if self.pos + n > self.size:
@@ -574,7 +574,7 @@ class _GGUFReader:
   def take(self, n: int, what: str) -> bytes:
     self.need(n, what)
     if self.pos + n > len(self.buf):
-      assert isinstance(self.src, Tensor), "a bytes source holds the whole file"
+      assert isinstance(self.src, Tensor) and isinstance(self.buf, bytes), "a bytes or mmap source holds the whole file"
       end = min(self.size, max(self.pos + n, 2 * len(self.buf), 1 << 20))
       self.buf += self.src[len(self.buf):end].numpy().tobytes()
     self.pos += n
@@ -603,13 +603,17 @@ class _GGUFReader:
     self.need(count * 8, what)
     return [self.value(etype, f"{what}[{i}]") for i in range(count)]
 
-def _gguf_source(src: Any) -> tuple[bytes | Tensor, str]:
+def _gguf_source(src: Any) -> tuple[bytes | mmap.mmap | Tensor, str]:
   if isinstance(src, Tensor):
     if src.dtype is not dtypes.uint8:
       raise TypeError(f"gguf_load: the file's bytes must be a uint8 tensor, got {src.dtype}")
     return src.reshape(-1), f"<uint8 tensor of {src.numel()} bytes>"
   if isinstance(src, (bytes, bytearray, memoryview)): return bytes(src), f"<{len(src)} bytes>"
-  with open(src, "rb") as f: return f.read(), os.fspath(src)
+  # NOTE: a path is mapped, not read: the header is parsed from the mapping and the data copied to the device from it,
+  # so a multi-GB model is not also held as a bytes object
+  with open(src, "rb") as f:
+    if os.fstat(f.fileno()).st_size == 0: return b"", os.fspath(src)
+    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), os.fspath(src)
 
 def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tuple[dict[str, Any], dict[str, Tensor]]:
   """Read a GGUF file (versions 2 and 3, little-endian): returns (metadata, tensors), both in file order. src is the
@@ -680,7 +684,7 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tupl
       tensors[name] = ggml_data_to_tensor(empty, 0, ggml_type).reshape(dims[::-1])
       continue
     if data is None:
-      assert isinstance(source, bytes)
+      assert not isinstance(source, Tensor)
       # NOTE: only the data section goes to the device; offsets below are then relative to it
       data, base = Tensor(np.frombuffer(source, dtype=np.uint8, offset=data_start), device=device), 0
     tensors[name] = ggml_data_to_tensor(data[base + off:base + off + nbytes], n, ggml_type).reshape(dims[::-1])
