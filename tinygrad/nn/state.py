@@ -630,65 +630,74 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tupl
     raise ValueError(f"gguf_load: device={device!r} is for a path or bytes; a tensor source loads on its own device "
                      f"({source.device}): move it first with .to()")
   r = _GGUFReader(source, where)
+  kv, infos = _gguf_header(r)
+  align = kv.get("general.alignment", 32)
+  if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align & (align - 1):
+    raise CheckpointError(f"gguf_load: {where}: general.alignment is {align!r}, not a positive power of two")
+  data_start = r.pos + -r.pos % align
+  data, base = (source, data_start) if isinstance(source, Tensor) else (None, 0)
+  tensors: dict[str, Tensor] = {}
+  for name, (dims, ggml_type, off) in infos.items():
+    n, nbytes = _gguf_tensor_size(where, name, dims, ggml_type)
+    if off % align: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has offset {off}, not a multiple of "
+                                          f"the alignment {align}")
+    if nbytes and data_start + off + nbytes > r.size:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({ggml_type_name(ggml_type)}, dims {list(dims)}, "
+                            f"{nbytes} bytes at data offset {off}) runs past the end of the {r.size}-byte file: "
+                            "truncated")
+    if nbytes == 0:
+      # NOTE: a zero-element tensor reads no bytes, so its offset may point past the end (no padding after the header)
+      raw = Tensor.empty(0, dtype=dtypes.uint8, device=source.device if isinstance(source, Tensor) else device)
+    else:
+      if data is None:
+        assert not isinstance(source, Tensor)
+        # NOTE: only the data section goes to the device; offsets below are then relative to it
+        data, base = Tensor(np.frombuffer(source, dtype=np.uint8, offset=data_start), device=device), 0
+      raw = data[base + off:base + off + nbytes]
+    tensors[name] = ggml_data_to_tensor(raw, n, ggml_type).reshape(dims[::-1])
+  return kv, tensors
+
+def _gguf_header(r: _GGUFReader) -> tuple[dict[str, Any], dict[str, tuple[tuple[int, ...], int, int]]]:
+  """The key-values and the tensor infos (dims fastest first, ggml type, data offset) of a GGUF file, in file order."""
   if (magic := r.take(4, "the magic")) != b"GGUF":
-    raise CheckpointError(f"gguf_load: {where}: not a GGUF file (starts with {magic!r}, GGUF files with b'GGUF')")
+    raise CheckpointError(f"gguf_load: {r.where}: not a GGUF file (starts with {magic!r}, GGUF files with b'GGUF')")
   version = r.scalar("I", "the version")
   if version not in (2, 3):
     swapped = struct.unpack(">I", struct.pack("<I", version))[0]
     hint = "a big-endian GGUF file; convert it to little-endian" if swapped in (1, 2, 3) else \
       "GGUF version 1 predates 64-bit counts; re-convert the model" if version == 1 else "versions 2 and 3 are"
-    raise CheckpointError(f"gguf_load: {where}: GGUF version {version} is not supported ({hint})")
+    raise CheckpointError(f"gguf_load: {r.where}: GGUF version {version} is not supported ({hint})")
   n_tensors, n_kv = r.scalar("Q", "the tensor count"), r.scalar("Q", "the key-value count")
   # NOTE: a key-value takes at least 13 bytes and a tensor info at least 24, so absurd counts stop here
   if n_kv * 13 + n_tensors * 24 > r.size:
-    raise CheckpointError(f"gguf_load: {where}: the header claims {n_tensors} tensors and {n_kv} key-values, more than "
-                          f"a {r.size}-byte file can hold")
+    raise CheckpointError(f"gguf_load: {r.where}: the header claims {n_tensors} tensors and {n_kv} key-values, more "
+                          f"than a {r.size}-byte file can hold")
   kv: dict[str, Any] = {}
   for i in range(n_kv):
     key = r.string(f"the key of key-value {i}")
-    if key in kv: raise CheckpointError(f"gguf_load: {where}: key {key!r} appears twice")
+    if key in kv: raise CheckpointError(f"gguf_load: {r.where}: key {key!r} appears twice")
     kv[key] = r.value(r.scalar("I", f"the value type of key {key!r}"), f"key {key!r}")
-  align = kv.get("general.alignment", 32)
-  if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align & (align - 1):
-    raise CheckpointError(f"gguf_load: {where}: general.alignment is {align!r}, not a positive power of two")
   infos: dict[str, tuple[tuple[int, ...], int, int]] = {}
   for i in range(n_tensors):
     name = r.string(f"the name of tensor info {i}")
-    if name in infos: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} appears twice")
+    if name in infos: raise CheckpointError(f"gguf_load: {r.where}: tensor {name!r} appears twice")
     n_dims = r.scalar("I", f"the dim count of tensor {name!r}")
     r.need(n_dims * 8, f"the dims of tensor {name!r}")
     dims = tuple(r.scalar("Q", f"the dims of tensor {name!r}") for _ in range(n_dims))
     infos[name] = (dims, r.scalar("I", f"the type of tensor {name!r}"), r.scalar("Q", f"the offset of tensor {name!r}"))
-  data_start = r.pos + -r.pos % align
-  data, base = (source, data_start) if isinstance(source, Tensor) else (None, 0)
-  tensors: dict[str, Tensor] = {}
-  for name, (dims, ggml_type, off) in infos.items():
-    if ggml_type not in GGML_TYPES:
-      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has ggml type {ggml_type} "
-                            f"({ggml_type_name(ggml_type)}), which is not supported (supported: "
-                            f"{', '.join(v[0] for v in GGML_TYPES.values())})")
-    tname, block, block_bytes = GGML_TYPES[ggml_type]
-    if (dims[0] if dims else 1) % block:
-      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} of {tname} has dims {list(dims)}: the first "
-                            f"(fastest) dim must be a multiple of the {block}-element block")
-    n = prod(dims)
-    nbytes = n // block * block_bytes
-    if off % align: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has offset {off}, not a multiple of "
-                                          f"the alignment {align}")
-    if nbytes and data_start + off + nbytes > r.size:
-      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({tname}, dims {list(dims)}, {nbytes} bytes at data "
-                            f"offset {off}) runs past the end of the {r.size}-byte file: truncated")
-    if nbytes == 0:
-      dev = source.device if isinstance(source, Tensor) else device
-      empty = Tensor.empty(0, dtype=dtypes.uint8, device=dev)
-      tensors[name] = ggml_data_to_tensor(empty, 0, ggml_type).reshape(dims[::-1])
-      continue
-    if data is None:
-      assert not isinstance(source, Tensor)
-      # NOTE: only the data section goes to the device; offsets below are then relative to it
-      data, base = Tensor(np.frombuffer(source, dtype=np.uint8, offset=data_start), device=device), 0
-    tensors[name] = ggml_data_to_tensor(data[base + off:base + off + nbytes], n, ggml_type).reshape(dims[::-1])
-  return kv, tensors
+  return kv, infos
+
+def _gguf_tensor_size(where: str, name: str, dims: tuple[int, ...], ggml_type: int) -> tuple[int, int]:
+  """(elements, bytes) of a tensor info, after checking its type is loaded here and its rows are whole blocks."""
+  if ggml_type not in GGML_TYPES:
+    raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has ggml type {ggml_type} "
+                          f"({ggml_type_name(ggml_type)}), which is not supported (supported: "
+                          f"{', '.join(v[0] for v in GGML_TYPES.values())})")
+  tname, block, block_bytes = GGML_TYPES[ggml_type]
+  if (dims[0] if dims else 1) % block:
+    raise CheckpointError(f"gguf_load: {where}: tensor {name!r} of {tname} has dims {list(dims)}: the first "
+                          f"(fastest) dim must be a multiple of the {block}-element block")
+  return prod(dims), prod(dims) // block * block_bytes
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata",
            "torch_load", "CheckpointError", "SAFE_DTYPES",
