@@ -124,6 +124,14 @@ def test_tensor_source_reads_header_in_chunks():
   kv, ts = gguf_load(Tensor(np.frombuffer(raw, np.uint8)))
   assert kv["tokenizer.ggml.tokens"] == big and ts["w"].tolist() == [0, 1, 2, 3]
 
+def test_tensor_source_copies_only_the_header_to_the_host():
+  raw = _gguf(tensors=[("w", (1 << 20,), 0, 0)], data=np.ones(1 << 20, np.float32).tobytes())  # 4 MiB of data
+  src = Tensor(np.frombuffer(raw, np.uint8)).realize()
+  GlobalCounters.reset()
+  ts = gguf_load(src)[1]
+  assert GlobalCounters.global_mem <= 1 << 20, f"{GlobalCounters.global_mem} bytes moved to read the header"
+  assert ts["w"].sum().item() == 1 << 20
+
 def test_shape_is_dims_reversed_row_major():
   dims = (4, 3, 2)  # fastest first
   ts = gguf_load(_gguf(tensors=[("w", dims, 0, 0)], data=np.arange(24, dtype=np.float32).tobytes()))[1]
