@@ -206,6 +206,7 @@ _MALFORMED = [
   (_gguf(n_kv=1, align=1), "the file ends inside the key of key-value 0"),
   (_gguf(n_tensors=10**15), "claims 1000000000000000 tensors"),
   (_gguf([_kv("k", 13, b"")]), "key 'k' has value type 13"),
+  (_gguf([_kv("k", 9, struct.pack("<IQ", 13, 0))]), "key 'k' is an array of value type 13"),
   (_gguf([_kv("k", 9, struct.pack("<IQ", 8, 10**9))]), "the file ends inside key 'k'"),
   (_gguf([_kv("k", 9, struct.pack("<IQ", 4, 10**9))]), "the file ends inside key 'k'"),
   (_gguf([_kv("k", 8, _str(b"\xff\xfe"))]), "key 'k' is not UTF-8"),

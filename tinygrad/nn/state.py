@@ -533,6 +533,8 @@ _DEQUANT: dict[int, Callable[[Tensor], Tensor]] = {
   2: _dequant_q4_0, 3: _dequant_q4_1, 6: _dequant_q5_0, 7: _dequant_q5_1, 8: _dequant_q8_0, 10: _dequant_q2_k,
   11: _dequant_q3_k, 12: _dequant_q4_k, 13: _dequant_q5_k, 14: _dequant_q6_k, 20: _dequant_iq4_nl, 23: _dequant_iq4_xs,
   34: _dequant_tq1_0, 35: _dequant_tq2_0, 39: _dequant_mxfp4}
+assert set(_DEQUANT) | set(_GGML_PLAIN) == set(GGML_TYPES) and not set(_DEQUANT) & set(_GGML_PLAIN), \
+  "every type GGML_TYPES lists is either plain (bitcast) or dequantized by one function"
 
 def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
   """n elements of ggml type `ggml_type` from the first bytes of the uint8 tensor t, as a 1-d tensor computed on t's
@@ -595,6 +597,9 @@ class _GGUFReader:
       raise CheckpointError(f"gguf_load: {self.where}: {what} has value type {vtype}, which GGUF does not define "
                             f"(0-12)")
     etype, count = self.scalar("I", what), self.scalar("Q", what)
+    if etype not in _GGUF_SCALARS and etype not in (_GGUF_STRING, _GGUF_ARRAY):
+      raise CheckpointError(f"gguf_load: {self.where}: {what} is an array of value type {etype}, which GGUF does not "
+                            f"define (0-12)")
     if etype in _GGUF_SCALARS:
       fmt = _GGUF_SCALARS[etype]
       return list(struct.unpack(f"<{count}{fmt}", self.take(count * struct.calcsize(fmt), what)))
