@@ -5,8 +5,9 @@ CheckpointError that names what was wrong."""
 import pathlib, struct
 import numpy as np
 import pytest
-from tinygrad import Tensor, GlobalCounters, dtypes
-from tinygrad.nn.state import gguf_load, ggml_data_to_tensor, ggml_type_name, GGML_TYPES, CheckpointError
+from tinygrad import Tensor, GlobalCounters, dtypes, nn
+from tinygrad.nn.state import (gguf_load, ggml_data_to_tensor, ggml_type_name, load_state_dict, GGML_TYPES,
+                               CheckpointError)
 
 # ---- a minimal GGUF writer of our own, for the malformed files (fields as the format lays them out) ----
 
@@ -173,6 +174,22 @@ def test_alignment_places_data_and_offsets():
   data = np.arange(2, dtype=np.float32).tobytes() + np.arange(10, 14, dtype=np.float32).tobytes()
   ts = gguf_load(_gguf(kvs, [("a", (2,), 0, 0), ("b", (4,), 0, 8)], data, align=8))[1]
   assert ts["a"].tolist() == [0, 1] and ts["b"].tolist() == [10, 11, 12, 13]
+
+def test_loaded_weights_drive_a_linear_layer():
+  # a (3, 64) Linear weight as Q8_0 (dims [64, 3], two blocks per row) and its bias as F16, through load_state_dict
+  rng = np.random.default_rng(7)
+  d, q = rng.uniform(0.01, 0.1, size=6).astype(np.float16), rng.integers(-128, 128, size=(6, 32)).astype(np.int8)
+  blocks = b"".join(d[i].tobytes() + q[i].tobytes() for i in range(6))
+  bias = rng.standard_normal(3).astype(np.float16)
+  raw = _gguf(tensors=[("lin.weight", (64, 3), 8, 0), ("lin.bias", (3,), 1, 224)],
+              data=blocks + bytes(224 - len(blocks)) + bias.tobytes())
+  class M:
+    def __init__(self): self.lin = nn.Linear(64, 3)
+  m = M()
+  load_state_dict(m, gguf_load(raw)[1])
+  w = (d.astype(np.float32)[:, None] * q.astype(np.float32)).reshape(3, 64)
+  x = rng.standard_normal((2, 64)).astype(np.float32)
+  np.testing.assert_allclose(m.lin(Tensor(x)).numpy(), x @ w.T + bias.astype(np.float32), rtol=1e-5, atol=1e-5)
 
 # ---- ggml_data_to_tensor ----
 
