@@ -398,7 +398,8 @@ class Tensor(_CastSugar, MathTrait):
   @staticmethod
   def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
     s = argfix(*shape)
-    if not all(isinstance(x, int) and x >= 0 for x in s): raise ValueError(f"shape must be non-negative ints, got {s}")
+    if not all(isinstance(x, int) and x >= 0 for x in s):
+      raise ShapeMismatchError(f"shape must be non-negative ints, got {s}")
     return s
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
@@ -443,19 +444,31 @@ class Tensor(_CastSugar, MathTrait):
              dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange: step must not be zero")
+    if not all(math.isfinite(v) for v in (start, stop, step)):
+      raise ValueError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
     is_float = any(isinstance(v, float) for v in (start, stop, step))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
     n = max(0, math.ceil((stop - start) / step))
-    # NOTE: as torch, an int dtype counts the elements with the given values but steps from start and by step truncated
-    if not dtypes.is_float(dt): start, step = int(start), int(step)
-    idx = Tensor._arange_index(n, device)
-    return Tensor((idx.cast(dt) * step + start).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
+    if dtypes.is_float(dt):
+      idx = Tensor._arange_index(n, device)
+      return Tensor((idx.cast(dt) * step + start).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
+    # NOTE: as torch, an int dtype steps from start by step, both truncated, and int64 also counts the elements with
+    # truncated values (C division); the values are made in a wide int and wrap into a narrow or unsigned dtype
+    start, step = int(start), int(step)
+    if dt is dtypes.int64 and step != 0:
+      span = int(stop) - start + step - (1 if step > 0 else -1)
+      n = max(0, abs(span) // abs(step) if (span >= 0) == (step > 0) else 0)
+    acc = dt if dt in (dtypes.int32, dtypes.int64) else dtypes.int64 if dt.itemsize >= 4 else dtypes.int32
+    v = Tensor._arange_index(n, device).cast(acc) * step + start
+    return Tensor(v.cast(dt).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
   @staticmethod
   def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DTypeLike | None = None,
                **kw: Any) -> Tensor:
     """steps evenly spaced values from start to stop, both included. As torch: the first half steps up from start, the
     second half down from stop (so stop is exact), in float32 (float64 for float64 and int dtypes, whose start and
     stop are truncated first)."""
+    if not isinstance(steps, (int, np.integer)): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
+    steps = int(steps)
     if steps < 0: raise ValueError(f"linspace: steps must be >= 0, got {steps}")
     dt = _tensor_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): start, stop = int(start), int(stop)
@@ -1246,7 +1259,7 @@ class Tensor(_CastSugar, MathTrait):
     as nothing, whatever the others' rank."""
     ts = [self, *args]
     if any(t.ndim == 0 for t in ts):
-      raise ValueError("cat: 0-d tensors cannot be concatenated; use Tensor.stack or reshape(1) first")
+      raise ShapeMismatchError("cat: 0-d tensors cannot be concatenated; use Tensor.stack or reshape(1) first")
     dt = least_upper_dtype(*(t.dtype for t in ts))
     ts = [t for t in ts if t.shape != (0,)] or [self]
     x = ts[0]
@@ -1254,7 +1267,7 @@ class Tensor(_CastSugar, MathTrait):
     d = x._axis(dim)
     for t in ts[1:]:
       if t.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != d):
-        raise ValueError(f"cat: shapes {x.shape} and {t.shape} differ outside axis {d}")
+        raise ShapeMismatchError(f"cat: shapes {x.shape} and {t.shape} differ outside axis {d}")
     ts = [t.cast(dt) for t in ts]
     total, off, ret = sum(t.shape[d] for t in ts), 0, None
     for t in ts:
@@ -1490,7 +1503,8 @@ class Tensor(_CastSugar, MathTrait):
 
   def gather(self, dim: int, index: Tensor) -> Tensor:
     """out[..i..] = self[..index[..i..]..] along dim (torch.gather). As torch, an empty index of any rank gives an empty
-    result of its shape, and a 0-d input takes a 0-d or 1-d index (as a 1-element axis)."""
+    result of its shape, and a 0-d input takes a 0-d or 1-d index (as a 1-element axis). Lazy: an index out of range
+    selects nothing (a 0) rather than raising as torch does, which would need the index read back."""
     d = self._axis(dim)
     if not dtypes.is_int(index.dtype): raise TypeError(f"gather: index must be an int tensor, got {index.dtype}")
     # NOTE: the empty result is a view of self, so a gradient asked of self is its zeros

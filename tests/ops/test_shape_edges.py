@@ -89,3 +89,30 @@ def test_repeat_interleave_output_size():
   check([(4, 2)], lambda x: x.repeat_interleave(2, 1, output_size=4), lambda x: x.repeat_interleave(2, 1, output_size=4))
   with pytest.raises(ValueError, match="output_size"): Tensor.ones(4).repeat_interleave([1, 0, 2, 3], 0, output_size=5)
   with pytest.raises(ValueError, match="output_size"): Tensor.ones(4).repeat_interleave(2, 0, output_size=5)
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "int16"])
+@pytest.mark.parametrize("args", [(0.0, -8.000001, -4.0), (1.0, 5.000001, 2.0), (-1, 2, 2), (2, -3, -1), (0.5, 5, 1.5)])
+def test_arange_narrow_and_wide_int_dtypes(dtype, args):
+  want = torch.arange(*args, dtype=getattr(torch, dtype))
+  got = Tensor.arange(*args, dtype=getattr(dtypes, dtype))
+  assert got.dtype == getattr(dtypes, dtype)
+  np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+def test_arange_non_finite_is_a_clear_error():
+  with pytest.raises(ValueError, match="finite"): Tensor.arange(0, float("inf"), 2)
+
+def test_cat_mismatch_is_a_runtime_error():
+  raises_like_torch(RuntimeError, lambda: torch.cat([torch.zeros(5, 1, 10), torch.zeros(5, 1, 1)], 1),
+                    lambda: Tensor.zeros(5, 1, 10).cat(Tensor.zeros(5, 1, 1), dim=1))
+  raises_like_torch(RuntimeError, lambda: torch.cat([torch.zeros(20, 1), torch.zeros(20, 1, 1)]),
+                    lambda: Tensor.zeros(20, 1).cat(Tensor.zeros(20, 1, 1)))
+  raises_like_torch(RuntimeError, lambda: torch.cat([torch.tensor(1.0), torch.tensor(2.0)]),
+                    lambda: Tensor(1.0).cat(Tensor(2.0)))
+
+def test_negative_size_is_a_runtime_error():
+  raises_like_torch(RuntimeError, lambda: torch.eye(-1), lambda: Tensor.eye(-1))
+  raises_like_torch(RuntimeError, lambda: torch.zeros(2, -3), lambda: Tensor.zeros(2, -3))
+
+def test_linspace_steps_must_be_an_int():
+  raises_like_torch(TypeError, lambda: torch.linspace(0, 3, 1.0), lambda: Tensor.linspace(0, 3, 1.0))
+  assert Tensor.linspace(0, 3, np.int64(4)).shape == (4,)

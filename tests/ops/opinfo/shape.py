@@ -10,6 +10,11 @@ import torch
 from tinygrad import Tensor
 from tests.ops.opinfo.driver import Adapter, method
 
+# NOTE: dtypes per op keep the area's cases fast. Movement ops only move values: float16 and int32 take float32's path
+# (bool differs where values combine, as cat's OR). Ops that compute with the values (one-hot sums, fills, masks,
+# creation) run int32 too, and float16 where they accumulate or round (scatter reductions, arange, linspace).
+MOVE = (torch.float32, torch.bool)
+VALUES = (torch.float32, torch.int32, torch.bool)
 FLOAT = (torch.float32, torch.float16)
 
 def _cat(xs: list[Tensor], dim: int = 0) -> Tensor: return xs[0].cat(*xs[1:], dim=dim)
@@ -55,55 +60,55 @@ def _randint_torch(*a: Any, **kw: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 ADAPTERS: dict[str, Adapter] = {
   # ---- joining and splitting ----
-  "cat": Adapter(_cat),
-  "stack": Adapter(_stack),
-  "chunk": Adapter(method("chunk")),
-  "split": Adapter(method("split", split_size_or_sections="sizes")),
-  "split.list_args": Adapter(method("split", split_size_or_sections="sizes")),
+  "cat": Adapter(_cat, dtypes=VALUES),
+  "stack": Adapter(_stack, dtypes=VALUES),
+  "chunk": Adapter(method("chunk"), dtypes=MOVE),
+  "split": Adapter(method("split", split_size_or_sections="sizes"), dtypes=MOVE),
+  "split.list_args": Adapter(method("split", split_size_or_sections="sizes"), dtypes=MOVE),
   # ---- movement ----
-  "flip": Adapter(method("flip", dims="axis")),
-  "fliplr": Adapter(lambda x: x.flip(1)),  # torch.fliplr is flip along axis 1
-  "flipud": Adapter(lambda x: x.flip(0)),  # torch.flipud is flip along axis 0
-  "roll": Adapter(method("roll")),
-  "permute": Adapter(method("permute")),
-  "reshape": Adapter(method("reshape")),
-  "view": Adapter(method("view")),
-  "expand": Adapter(method("expand")),
-  "expand_as": Adapter(method("expand_as")),
-  "broadcast_to": Adapter(method("broadcast_to")),
-  "transpose": Adapter(method("transpose")),
-  "t": Adapter(lambda x: x.T),
-  "squeeze": Adapter(method("squeeze")),
-  "squeeze.multiple": Adapter(method("squeeze")),
-  "unsqueeze": Adapter(method("unsqueeze")),
-  "flatten": Adapter(method("flatten")),
-  "unflatten": Adapter(method("unflatten")),
-  "repeat": Adapter(method("repeat")),
-  "repeat_interleave": Adapter(method("repeat_interleave")),
-  "unfold": Adapter(method("unfold")),
-  "diag": Adapter(method("diag")),
-  "diagonal": Adapter(method("diagonal")),
-  "tril": Adapter(method("tril")),
-  "triu": Adapter(method("triu")),
-  "meshgrid.list_of_tensors": Adapter(_meshgrid_list),
-  "meshgrid.variadic_tensors": Adapter(method("meshgrid")),
-  "nn.functional.pad.constant": Adapter(_pad),
-  "nn.functional.pad.reflect": Adapter(_pad),
-  "nn.functional.pad.replicate": Adapter(_pad),
-  "nn.functional.pad.circular": Adapter(_pad),
+  "flip": Adapter(method("flip", dims="axis"), dtypes=MOVE),
+  "fliplr": Adapter(lambda x: x.flip(1), dtypes=MOVE),  # torch.fliplr is flip along axis 1
+  "flipud": Adapter(lambda x: x.flip(0), dtypes=MOVE),  # torch.flipud is flip along axis 0
+  "roll": Adapter(method("roll"), dtypes=MOVE),
+  "permute": Adapter(method("permute"), dtypes=MOVE),
+  "reshape": Adapter(method("reshape"), dtypes=MOVE),
+  "view": Adapter(method("view"), dtypes=MOVE),
+  "expand": Adapter(method("expand"), dtypes=MOVE),
+  "expand_as": Adapter(method("expand_as"), dtypes=MOVE),
+  "broadcast_to": Adapter(method("broadcast_to"), dtypes=MOVE),
+  "transpose": Adapter(method("transpose"), dtypes=MOVE),
+  "t": Adapter(lambda x: x.T, dtypes=MOVE),
+  "squeeze": Adapter(method("squeeze"), dtypes=MOVE),
+  "squeeze.multiple": Adapter(method("squeeze"), dtypes=MOVE),
+  "unsqueeze": Adapter(method("unsqueeze"), dtypes=MOVE),
+  "flatten": Adapter(method("flatten"), dtypes=MOVE),
+  "unflatten": Adapter(method("unflatten"), dtypes=MOVE),
+  "repeat": Adapter(method("repeat"), dtypes=MOVE),
+  "repeat_interleave": Adapter(method("repeat_interleave"), dtypes=VALUES),
+  "unfold": Adapter(method("unfold"), dtypes=MOVE),
+  "diag": Adapter(method("diag"), dtypes=VALUES),
+  "diagonal": Adapter(method("diagonal"), dtypes=MOVE),
+  "tril": Adapter(method("tril"), dtypes=VALUES),
+  "triu": Adapter(method("triu"), dtypes=VALUES),
+  "meshgrid.list_of_tensors": Adapter(_meshgrid_list, dtypes=MOVE),
+  "meshgrid.variadic_tensors": Adapter(method("meshgrid"), dtypes=MOVE),
+  "nn.functional.pad.constant": Adapter(_pad, dtypes=VALUES),
+  "nn.functional.pad.reflect": Adapter(_pad, dtypes=MOVE),
+  "nn.functional.pad.replicate": Adapter(_pad, dtypes=MOVE),
+  "nn.functional.pad.circular": Adapter(_pad, dtypes=MOVE),
   # ---- indexing, gather and scatter ----
-  "__getitem__": Adapter(lambda x, idx: x[idx]),
-  "index_put": Adapter(method("index_put")),
-  "gather": Adapter(method("gather")),
-  "scatter": Adapter(method("scatter")),
-  "scatter_add": Adapter(method("scatter_add")),
+  "__getitem__": Adapter(lambda x, idx: x[idx], dtypes=VALUES),
+  "index_put": Adapter(method("index_put"), dtypes=VALUES),
+  "gather": Adapter(method("gather"), dtypes=VALUES),
+  "scatter": Adapter(method("scatter"), dtypes=VALUES),
+  "scatter_add": Adapter(method("scatter_add"), dtypes=VALUES),
   **{f"scatter_reduce.{r}": Adapter(method("scatter_reduce")) for r in ("sum", "prod", "mean", "amax", "amin")},
-  "masked_fill": Adapter(method("masked_fill")),
-  "masked_select": Adapter(method("masked_select")),
+  "masked_fill": Adapter(method("masked_fill"), dtypes=VALUES),
+  "masked_select": Adapter(method("masked_select"), dtypes=VALUES),
   # ---- creation ----
   "arange": Adapter(lambda *a, end=None, **kw: Tensor.arange(*a, *(() if end is None else (end,)), **kw)),
   "linspace": Adapter(Tensor.linspace),
-  "eye": Adapter(Tensor.eye),
+  "eye": Adapter(Tensor.eye, dtypes=VALUES),
   "full": Adapter(Tensor.full),
   "full_like": Adapter(method("full_like")),
   "zeros": Adapter(Tensor.zeros),
