@@ -1519,6 +1519,21 @@ class Tensor(_CastSugar, MathTrait):
     xt = x.unsqueeze(-1).transpose(d, -1)._broadcast_to(index.shape + (n,), "gather")
     mask = index.unsqueeze(-1) == Tensor._arange_index(n, self.device)
     return mask.where(xt, 0).sum(-1).cast(self.dtype)
+  def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+    """torch.take_along_dim: gather along dim, with self and indices broadcast against each other in the other axes;
+    without dim, both are flattened first (and go to gather as they are). Along a dim, a negative index counts from the
+    end, unlike gather's (as torch). Lazy, as gather."""
+    if dim is None: return self.flatten().gather(0, indices.flatten())
+    d = self._axis(dim)
+    if not dtypes.is_int(indices.dtype): raise TypeError(f"take_along_dim: indices must be ints, got {indices.dtype}")
+    if not dtypes.is_unsigned(indices.dtype):
+      indices = (indices < 0).where(indices + (self.shape[d] if self.ndim else 1), indices)
+    if indices.ndim != self.ndim:
+      raise ShapeMismatchError(f"take_along_dim: indices {indices.shape} and input {self.shape} need as many dims")
+    rest = broadcast_shape(*(tuple(1 if k == d else n for k, n in enumerate(t.shape)) for t in (self, indices)),
+                           op="take_along_dim")
+    x = self._broadcast_to(rest[:d] + (self.shape[d],) + rest[d + 1:], "take_along_dim")
+    return x.gather(d, indices._broadcast_to(rest[:d] + (indices.shape[d],) + rest[d + 1:], "take_along_dim"))
   def one_hot(self, num_classes: int = -1) -> Tensor:
     """int32 one-hot vectors along a new last axis. num_classes=-1 takes max + 1 of the values, which only the data
     tells: it is read back to the host (one sync)."""

@@ -116,3 +116,13 @@ def test_negative_size_is_a_runtime_error():
 def test_linspace_steps_must_be_an_int():
   raises_like_torch(TypeError, lambda: torch.linspace(0, 3, 1.0), lambda: Tensor.linspace(0, 3, 1.0))
   assert Tensor.linspace(0, 3, np.int64(4)).shape == (4,)
+
+@pytest.mark.parametrize("xshape,idx,dim", [((3, 4), [[0, -1, 2]], 1), ((1, 4), [[1], [-2], [3]], 1),
+                                            ((3, 4), [[2, 11], [0, 1]], None), ((2, 3, 4), [[[-1]], [[0]]], 0)])
+def test_take_along_dim_broadcasts_and_wraps(xshape, idx, dim):
+  i = np.array(idx)
+  check([xshape], lambda x: torch.take_along_dim(x, torch.tensor(i), dim), lambda x: x.take_along_dim(Tensor(i), dim))
+
+def test_take_along_dim_rank_mismatch_is_a_runtime_error():
+  raises_like_torch(RuntimeError, lambda: torch.take_along_dim(torch.zeros(3, 4), torch.zeros(4, dtype=torch.long), 1),
+                    lambda: Tensor.zeros(3, 4).take_along_dim(Tensor.zeros(4, dtype=dtypes.int32), 1))

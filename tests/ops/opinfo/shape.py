@@ -100,6 +100,7 @@ ADAPTERS: dict[str, Adapter] = {
   "__getitem__": Adapter(lambda x, idx: x[idx], dtypes=VALUES),
   "index_put": Adapter(method("index_put"), dtypes=VALUES),
   "gather": Adapter(method("gather"), dtypes=VALUES),
+  "take_along_dim": Adapter(method("take_along_dim"), dtypes=VALUES),
   "scatter": Adapter(method("scatter"), dtypes=VALUES),
   "scatter_add": Adapter(method("scatter_add"), dtypes=VALUES),
   **{f"scatter_reduce.{r}": Adapter(method("scatter_reduce")) for r in ("sum", "prod", "mean", "amax", "amin")},
