@@ -15,6 +15,7 @@ from tests.ops.opinfo.driver import Adapter, method
 # creation) run int32 too, and float16 where they accumulate or round (scatter reductions, arange, linspace).
 MOVE = (torch.float32, torch.bool)
 VALUES = (torch.float32, torch.int32, torch.bool)
+ACC = (torch.float32, torch.float16, torch.int32)
 FLOAT = (torch.float32, torch.float16)
 
 def _cat(xs: list[Tensor], dim: int = 0) -> Tensor: return xs[0].cat(*xs[1:], dim=dim)
@@ -92,7 +93,7 @@ ADAPTERS: dict[str, Adapter] = {
   "triu": Adapter(method("triu"), dtypes=VALUES),
   "meshgrid.list_of_tensors": Adapter(_meshgrid_list, dtypes=MOVE),
   "meshgrid.variadic_tensors": Adapter(method("meshgrid"), dtypes=MOVE),
-  "nn.functional.pad.constant": Adapter(_pad, dtypes=VALUES),
+  "nn.functional.pad.constant": Adapter(_pad, dtypes=(torch.float32, torch.int32)),  # int32: the fill takes the dtype
   "nn.functional.pad.reflect": Adapter(_pad, dtypes=MOVE),
   "nn.functional.pad.replicate": Adapter(_pad, dtypes=MOVE),
   "nn.functional.pad.circular": Adapter(_pad, dtypes=MOVE),
@@ -103,13 +104,15 @@ ADAPTERS: dict[str, Adapter] = {
   "take_along_dim": Adapter(method("take_along_dim"), dtypes=VALUES),
   "scatter": Adapter(method("scatter"), dtypes=VALUES),
   "scatter_add": Adapter(method("scatter_add"), dtypes=VALUES),
-  **{f"scatter_reduce.{r}": Adapter(method("scatter_reduce")) for r in ("sum", "prod", "mean", "amax", "amin")},
+  # NOTE: sum and mean accumulate (float16 rounds); prod, amax and amin of bools are AND and OR
+  **{f"scatter_reduce.{r}": Adapter(method("scatter_reduce"), dtypes=ACC) for r in ("sum", "mean")},
+  **{f"scatter_reduce.{r}": Adapter(method("scatter_reduce"), dtypes=VALUES) for r in ("prod", "amax", "amin")},
   "masked_fill": Adapter(method("masked_fill"), dtypes=VALUES),
   "masked_select": Adapter(method("masked_select"), dtypes=VALUES),
   # ---- creation ----
   "arange": Adapter(lambda *a, end=None, **kw: Tensor.arange(*a, *(() if end is None else (end,)), **kw)),
   "linspace": Adapter(Tensor.linspace),
-  "eye": Adapter(Tensor.eye, dtypes=VALUES),
+  "eye": Adapter(Tensor.eye, dtypes=MOVE),  # 90 shapes per dtype: float32 and bool show the cast
   "full": Adapter(Tensor.full),
   "full_like": Adapter(method("full_like")),
   "zeros": Adapter(Tensor.zeros),
