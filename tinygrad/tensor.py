@@ -398,7 +398,8 @@ class Tensor(_CastSugar, MathTrait):
   @staticmethod
   def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
     s = argfix(*shape)
-    if not all(isinstance(x, int) and x >= 0 for x in s): raise ValueError(f"shape must be non-negative ints, got {s}")
+    if not all(isinstance(x, int) and x >= 0 for x in s):
+      raise ShapeMismatchError(f"shape must be non-negative ints, got {s}")
     return s
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
@@ -443,19 +444,40 @@ class Tensor(_CastSugar, MathTrait):
              dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange: step must not be zero")
+    if not all(math.isfinite(v) for v in (start, stop, step)):
+      raise ValueError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
     is_float = any(isinstance(v, float) for v in (start, stop, step))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
     n = max(0, math.ceil((stop - start) / step))
-    idx = Tensor._arange_index(n, device)
-    return Tensor((idx.cast(dt) * step + start).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
+    if dtypes.is_float(dt):
+      idx = Tensor._arange_index(n, device)
+      return Tensor((idx.cast(dt) * step + start).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
+    # NOTE: as torch, an int dtype steps from start by step, both truncated, and int64 also counts the elements with
+    # truncated values (C division); the values are made in a wide int and wrap into a narrow or unsigned dtype
+    start, step = int(start), int(step)
+    if dt is dtypes.int64 and step != 0:
+      span = int(stop) - start + step - (1 if step > 0 else -1)
+      n = max(0, abs(span) // abs(step) if (span >= 0) == (step > 0) else 0)
+    acc = dt if dt in (dtypes.int32, dtypes.int64) else dtypes.int64 if dt.itemsize >= 4 else dtypes.int32
+    v = Tensor._arange_index(n, device).cast(acc) * step + start
+    return Tensor(v.cast(dt).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
   @staticmethod
   def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DTypeLike | None = None,
                **kw: Any) -> Tensor:
+    """steps evenly spaced values from start to stop, both included. As torch: the first half steps up from start, the
+    second half down from stop (so stop is exact), in float32 (float64 for float64 and int dtypes, whose start and
+    stop are truncated first)."""
+    if not isinstance(steps, (int, np.integer)): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
+    steps = int(steps)
     if steps < 0: raise ValueError(f"linspace: steps must be >= 0, got {steps}")
     dt = _tensor_dtype(dtype or dtypes.default_float)
+    if not dtypes.is_float(dt): start, stop = int(start), int(stop)
     if steps == 1: return Tensor.full((1,), start, device=device, dtype=dt, **kw)
-    t = Tensor._arange_index(steps, device).cast(dtypes.float32 if dt is not dtypes.float64 else dt)
-    return Tensor((t * ((stop - start) / max(steps - 1, 1)) + start).cast(dt).uop, **kw)
+    acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16, dtypes.float32) + dtypes.fp8s else dtypes.float64
+    t = Tensor._arange_index(steps, device).cast(acc)
+    step = (stop - start) / max(steps - 1, 1)
+    v = (t < steps // 2).where(t * step + start, stop - (steps - 1 - t) * step)
+    return Tensor(v.cast(dt).uop, **kw)
   @staticmethod
   def eye(n: int, m: int | None = None, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     m = n if m is None else m
@@ -812,7 +834,12 @@ class Tensor(_CastSugar, MathTrait):
     shape = broadcast_shape(c.shape, x.shape, op="where")
     c, x, y = c._broadcast_to(shape, "where"), x._broadcast_to(shape, "where"), y._broadcast_to(shape, "where")
     return x._new(c.uop.alu(Ops.WHERE, x.uop, y.uop), y)
-  def masked_fill(self, mask: Tensor, value: ConstType) -> Tensor: return mask.where(value, self)
+  def masked_fill(self, mask: Tensor, value: Tensor | ConstType) -> Tensor:
+    """self where mask is False, value where it is True (mask broadcasts with self); the result keeps self's dtype, as
+    torch.masked_fill (a bool tensor filled with 10 holds True)."""
+    v = value.cast(self.dtype) if isinstance(value, Tensor) else Tensor(_const_uop(value, self.dtype, self.device))
+    if v.ndim: raise ShapeMismatchError(f"masked_fill: value must be a scalar or a 0-d tensor, got shape {v.shape}")
+    return mask.where(v, self)
 
   def cast(self, dtype: DTypeLike) -> Tensor:
     dt = _tensor_dtype(dtype)
@@ -1096,6 +1123,8 @@ class Tensor(_CastSugar, MathTrait):
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     order = list(range(self.ndim))
     a, b = self._axis(dim0), self._axis(dim1)
+    # NOTE: a 0-d tensor takes axis 0 or -1 (as torch) and has nothing to swap
+    if self.ndim == 0: return self
     order[a], order[b] = order[b], order[a]
     return self.permute(order)
   @property
@@ -1171,11 +1200,11 @@ class Tensor(_CastSugar, MathTrait):
   def unflatten(self, dim: int, sizes: tuple[int, ...]) -> Tensor:
     d = self._axis(dim)
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
-  def squeeze(self, dim: int | None = None) -> Tensor:
+  def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Drop size-1 axes: all of them, or those of dim (an axis or a sequence of axes) that have size 1."""
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
-    d = self._axis(dim)
-    if self.ndim == 0: return self
-    return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d + 1:])
+    ds = self._axes(dim)
+    return self.reshape(tuple(s for k, s in enumerate(self.shape) if not (k in ds and s == 1)))
   def unsqueeze(self, dim: int) -> Tensor:
     d = self._axis(dim, self.ndim + 1)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
@@ -1212,7 +1241,8 @@ class Tensor(_CastSugar, MathTrait):
     ret = x._new(x.uop.pad(pos))
     if value == 0: return ret
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))
-    return inside.where(ret, value)
+    # NOTE: the fill takes the tensor's dtype (as torch: an int tensor padded with 1.5 holds 1)
+    return inside.where(ret, Tensor(_const_uop(value, self.dtype, self.device)))
   def flip(self, axis: int | Sequence[int], *args: int) -> Tensor:
     axl = [self._axis(a) for a in argfix(axis, *args)]
     if len(set(axl)) != len(axl): raise RuntimeError(f"flip: axis {argfix(axis, *args)} repeats an axis")
@@ -1225,17 +1255,23 @@ class Tensor(_CastSugar, MathTrait):
     x = self.reshape(base).reshape(flatten((1, s) for s in base)).expand(flatten(zip(r, base)))
     return x.reshape(tuple(a * b for a, b in zip(r, base)))
   def cat(self, *args: Tensor, dim: int = 0) -> Tensor:
+    """Join tensors along dim; their dtypes promote together. As torch, a 1-d empty tensor (shape (0,)) joins any cat
+    as nothing, whatever the others' rank."""
     ts = [self, *args]
-    if self.ndim == 0: raise ValueError("cat: 0-d tensors cannot be concatenated; use Tensor.stack or reshape(1) first")
-    d = self._axis(dim)
-    for t in args:
-      if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
-        raise ValueError(f"cat: shapes {self.shape} and {t.shape} differ outside axis {d}")
+    if any(t.ndim == 0 for t in ts):
+      raise ShapeMismatchError("cat: 0-d tensors cannot be concatenated; use Tensor.stack or reshape(1) first")
     dt = least_upper_dtype(*(t.dtype for t in ts))
+    ts = [t for t in ts if t.shape != (0,)] or [self]
+    x = ts[0]
+    if x.shape == (0,): return x.cast(dt)
+    d = x._axis(dim)
+    for t in ts[1:]:
+      if t.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != d):
+        raise ShapeMismatchError(f"cat: shapes {x.shape} and {t.shape} differ outside axis {d}")
     ts = [t.cast(dt) for t in ts]
     total, off, ret = sum(t.shape[d] for t in ts), 0, None
     for t in ts:
-      p = t.pad([(off, total - off - t.shape[d]) if i == d else (0, 0) for i in range(self.ndim)])
+      p = t.pad([(off, total - off - t.shape[d]) if i == d else (0, 0) for i in range(x.ndim)])
       ret = p if ret is None else (ret | p if dt is dtypes.bool else ret + p)
       off += t.shape[d]
     assert ret is not None
@@ -1466,11 +1502,16 @@ class Tensor(_CastSugar, MathTrait):
     return self.assign(self.index_put(indices, values, accumulate))
 
   def gather(self, dim: int, index: Tensor) -> Tensor:
-    """out[..i..] = self[..index[..i..]..] along dim (torch.gather)."""
+    """out[..i..] = self[..index[..i..]..] along dim (torch.gather). As torch, an empty index of any rank gives an empty
+    result of its shape, and a 0-d input takes a 0-d or 1-d index (as a 1-element axis). Lazy: an index out of range
+    selects nothing (a 0) rather than raising as torch does, which would need the index read back."""
     d = self._axis(dim)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"gather: index must be an int tensor, got {index.dtype}")
+    # NOTE: the empty result is a view of self, so a gradient asked of self is its zeros
+    if index.numel() == 0: return self.flatten().shrink([(0, 0)]).reshape(index.shape)
+    if self.ndim == 0 and index.ndim <= 1: return self.reshape(1).gather(0, index.flatten()).reshape(index.shape)
     if index.ndim != self.ndim:
       raise ShapeMismatchError(f"gather: index {index.shape} and input {self.shape} need the same number of dims")
-    if not dtypes.is_int(index.dtype): raise TypeError(f"gather: index must be an int tensor, got {index.dtype}")
     if any(a > b for k, (a, b) in enumerate(zip(index.shape, self.shape)) if k != d):
       raise ShapeMismatchError(f"gather: index {index.shape} is larger than input {self.shape} outside axis {d}")
     n = self.shape[d]
@@ -1478,6 +1519,21 @@ class Tensor(_CastSugar, MathTrait):
     xt = x.unsqueeze(-1).transpose(d, -1)._broadcast_to(index.shape + (n,), "gather")
     mask = index.unsqueeze(-1) == Tensor._arange_index(n, self.device)
     return mask.where(xt, 0).sum(-1).cast(self.dtype)
+  def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+    """torch.take_along_dim: gather along dim, with self and indices broadcast against each other in the other axes;
+    without dim, both are flattened first (and go to gather as they are). Along a dim, a negative index counts from the
+    end, unlike gather's (as torch). Lazy, as gather."""
+    if dim is None: return self.flatten().gather(0, indices.flatten())
+    d = self._axis(dim)
+    if not dtypes.is_int(indices.dtype): raise TypeError(f"take_along_dim: indices must be ints, got {indices.dtype}")
+    if not dtypes.is_unsigned(indices.dtype):
+      indices = (indices < 0).where(indices + (self.shape[d] if self.ndim else 1), indices)
+    if indices.ndim != self.ndim:
+      raise ShapeMismatchError(f"take_along_dim: indices {indices.shape} and input {self.shape} need as many dims")
+    rest = broadcast_shape(*(tuple(1 if k == d else n for k, n in enumerate(t.shape)) for t in (self, indices)),
+                           op="take_along_dim")
+    x = self._broadcast_to(rest[:d] + (self.shape[d],) + rest[d + 1:], "take_along_dim")
+    return x.gather(d, indices._broadcast_to(rest[:d] + (indices.shape[d],) + rest[d + 1:], "take_along_dim"))
   def one_hot(self, num_classes: int = -1) -> Tensor:
     """int32 one-hot vectors along a new last axis. num_classes=-1 takes max + 1 of the values, which only the data
     tells: it is read back to the host (one sync)."""
@@ -1562,23 +1618,31 @@ class Tensor(_CastSugar, MathTrait):
       def part(b: int, e: int) -> Tensor: return x.shrink([(b, e) if k == d else None for k in range(x.ndim)])
       x = part(n - s, n).cat(part(0, n - s), dim=d)
     return x
-  def repeat_interleave(self, repeats: int | Sequence[int] | Tensor, dim: int | None = None) -> Tensor:
+  def repeat_interleave(self, repeats: int | Sequence[int] | Tensor, dim: int | None = None,
+                        output_size: int | None = None) -> Tensor:
     """Each element repeated along dim (the flattened tensor without dim), as torch.repeat_interleave. With per-element
-    repeats (a list or an int tensor) the output length is their sum: a tensor's sum is read back (one sync)."""
-    if dim is None: return self.flatten().repeat_interleave(repeats, 0)
+    repeats (a list or an int tensor) the output length is their sum: a tensor's sum is read back (one sync) unless
+    output_size gives it. output_size is checked against host repeats; with a repeats tensor it is trusted (as the
+    point of it is not to read the tensor back): positions past the true sum hold zeros, a short one cuts."""
+    if dim is None: return self.flatten().repeat_interleave(repeats, 0, output_size)
     d = self._axis(dim)
     n = self.shape[d]
     if isinstance(repeats, int):
       if repeats < 0: raise ValueError(f"repeat_interleave: repeats must be >= 0, got {repeats}")
+      if output_size is not None and output_size != n * repeats:
+        raise ValueError(f"repeat_interleave: output_size {output_size} != {n} elements * {repeats} repeats")
       x = self.unsqueeze(d + 1)
       x = x.expand(*x.shape[:d + 1], repeats, *x.shape[d + 2:])
       return x.reshape(*self.shape[:d], n * repeats, *self.shape[d + 1:])
     rt = repeats if isinstance(repeats, Tensor) else Tensor(list(repeats), device=self.device, dtype=dtypes.int32)
-    if rt.ndim == 0 or rt.shape == (1,): return self.repeat_interleave(int(rt.item()), d)
+    if rt.ndim == 0 or rt.shape == (1,): return self.repeat_interleave(int(rt.item()), d, output_size)
     if rt.shape != (n,):
       raise ShapeMismatchError(f"repeat_interleave: {rt.shape} repeats for axis {d} of size {n} (shape {self.shape})")
     if not dtypes.is_int(rt.dtype): raise TypeError(f"repeat_interleave: repeats must be ints, got {rt.dtype}")
-    total = int(rt.sum().item()) if isinstance(repeats, Tensor) else sum(repeats)
+    if isinstance(repeats, Tensor): total = output_size if output_size is not None else int(rt.sum().item())
+    elif output_size is not None and output_size != (total := sum(repeats)):
+      raise ValueError(f"repeat_interleave: output_size {output_size} != the sum {total} of repeats {list(repeats)}")
+    else: total = sum(repeats)
     # output j reads element #{i : cumsum(repeats)[i] <= j}
     ends = rt.cast(dtypes.int32).cumsum()
     src = (ends.reshape(1, n) <= Tensor._arange_index(total, self.device).reshape(total, 1)).sum(-1)
@@ -1599,7 +1663,8 @@ class Tensor(_CastSugar, MathTrait):
   def unfold(self, dimension: int, size: int, step: int) -> Tensor:
     """All windows of `size` elements, `step` apart, along dimension: that axis becomes the window count and a new
     last axis holds each window (torch.Tensor.unfold). Movement ops only."""
-    if self.ndim == 0: return self.reshape(1).unfold(0, size, step)
+    # NOTE: a 0-d tensor unfolds as a 1-element axis and gives the window itself (torch): shape (size,)
+    if self.ndim == 0: return self.reshape(1).unfold(dimension, size, step).reshape(size)
     d = self._axis(dimension)
     n = self.shape[d]
     if step <= 0: raise ValueError(f"unfold: step must be positive, got {step}")
