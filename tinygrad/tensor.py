@@ -1772,10 +1772,11 @@ class Tensor(_CastSugar, MathTrait):
   def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
-    # NOTE: divided in the accumulator dtype, so a half sum that overflows (or a 1/n that underflows) stays out of it
+    # NOTE: divided in the accumulator dtype, so a half sum that overflows stays out of it; a true division (not a
+    # multiply by 1/n) so that the mean of equal elements is exactly that element (and their var exactly 0)
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
-    return (s * (1 / n) if n else s * math.nan).cast(x.dtype)
-  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    return (s.alu(Ops.FDIV, n) if n else s * math.nan).cast(x.dtype)
+  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: float = 1) -> Tensor:
     """sum((x - mean)**2) / max(0, N - correction), as torch: N <= correction divides by zero (inf, or nan for 0/0).
     The gradient is torch's, 2(x - mean)/(N - correction): +-inf at N == correction, finite below."""
     x = self._float()
@@ -1785,12 +1786,16 @@ class Tensor(_CastSugar, MathTrait):
     # part is 0, so it is left out
     if n - correction <= 0: m = m.detach()
     sq = (x - m).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
-    if n - correction >= 0: return (sq / float(n - correction)).cast(x.dtype)
+    if n - correction > 0: return sq.alu(Ops.FDIV, float(n - correction)).cast(x.dtype)
+    if n - correction == 0: return (sq / 0.0).cast(x.dtype)
     # the value divides by 0, the gradient by the negative N - correction
     v = sq / float(n - correction)
     return (v - v.detach() + (sq / 0.0).detach()).cast(x.dtype)
-  def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-    return self.var(axis, keepdim, correction).sqrt()
+  def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: float = 1) -> Tensor:
+    """sqrt(var), with torch's gradient 0 (not 0 * inf) where the std is 0 (all elements equal)."""
+    v = self.var(axis, keepdim, correction)
+    zero = (v == 0).detach()
+    return zero.where(0.0, zero.where(1.0, v).sqrt()).cast(v.dtype)
   def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     # NOTE: over an empty axis this is the max's identity, False
     return self.cast(dtypes.bool).max(axis, keepdim)
@@ -1799,26 +1804,36 @@ class Tensor(_CastSugar, MathTrait):
   def _argext(self, axis: int | None, keepdim: bool, largest: bool) -> Tensor:
     if axis is None: return self.flatten()._argext(0, False, largest).reshape((1,) * self.ndim if keepdim else ())
     a = self._axis(axis)
+    # NOTE: a 0-d tensor is its own only element (axis 0 or -1, as torch): position 0, shape ()
+    if self.ndim == 0: return Tensor(_const_uop(0, dtypes.int32, self.device))
     n = self.shape[a]
     if n == 0: raise ValueError(f"argmax/argmin: axis {a} of {self.shape} is empty")
     x = self if largest else self._inverse()
     m = x.max(a, keepdim=True)
     # NOTE: the first position wins: weight hits by n - position and take the largest weight
     rev = (n - Tensor._arange_index(n, self.device)).reshape((n,) + (1,) * (self.ndim - a - 1))
-    hit = (x == m).where(rev, 0)
+    # a nan is both the max and the min (it propagates through them): its first position wins, as torch
+    eq = (x == m) | (x.isnan() & m.isnan()) if dtypes.is_float(x.dtype) else x == m
+    hit = eq.where(rev, 0)
     return (n - hit.max(a, keepdim)).cast(dtypes.int32)
   def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor: return self._argext(axis, keepdim, True)
   def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor: return self._argext(axis, keepdim, False)
   def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    m = self.max(axis, keepdim=True).detach()
+    # NOTE: in a float from the start: x - max in an unsigned dtype wraps around
+    x = self._float()
+    m = x.max(axis, keepdim=True).detach()
     m = m.isinf().where(0, m)
-    ret = (self - m).exp().sum(axis, keepdim=True).log() + m
+    ret = (x - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in self._axes(axis)))
-  def softmax(self, axis: int = -1) -> Tensor:
-    e = (self._float() - self.max(axis, keepdim=True).detach()).exp()
+  def softmax(self, axis: int = -1, dtype: DTypeLike | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along axis; with dtype the input is cast to it first (as torch), else to a float."""
+    x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
+    e = (x - x.max(axis, keepdim=True).detach()).exp()
     return e / e.sum(axis, keepdim=True)
-  def log_softmax(self, axis: int = -1) -> Tensor:
-    x = self._float() - self.max(axis, keepdim=True).detach()
+  def log_softmax(self, axis: int = -1, dtype: DTypeLike | None = None) -> Tensor:
+    """x - logsumexp(x) along axis; with dtype the input is cast to it first (as torch), else to a float."""
+    x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
+    x = x - x.max(axis, keepdim=True).detach()
     return x - x.exp().sum(axis, keepdim=True).log()
   def _cumulative(self, axis: int, op: str) -> Tensor:
     """Inclusive scan along axis with op "sum", "prod" or "max": a window reduce (n*n work) up to 2048 elements, above
@@ -2366,11 +2381,11 @@ class Tensor(_CastSugar, MathTrait):
     res = acc.permute([kept.index(c) for c in out]) if out else acc.reshape(())
     return res
   def var_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-               correction: int = 1) -> tuple[Tensor, Tensor]:
+               correction: float = 1) -> tuple[Tensor, Tensor]:
     """(var, mean) over axis, as torch.var_mean."""
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
   def std_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-               correction: int = 1) -> tuple[Tensor, Tensor]:
+               correction: float = 1) -> tuple[Tensor, Tensor]:
     """(std, mean) over axis, as torch.std_mean."""
     return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
   @staticmethod
