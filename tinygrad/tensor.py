@@ -1731,9 +1731,11 @@ class Tensor(_CastSugar, MathTrait):
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """int32 positions that sort self along dim (stable, as sort)."""
     return self.sort(dim, descending)[1]
-  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
+           sorted_: bool = True) -> tuple[Tensor, Tensor]:
     """The k largest (or smallest) elements along dim and their int32 positions, in sorted order; among equal values
-    the earlier position comes first (torch leaves the order of ties unspecified)."""
+    the earlier position comes first (torch leaves the order of ties unspecified). sorted (torch's name) and sorted_
+    (tinygrad's) are accepted; the result is sorted either way, which an unsorted request allows."""
     if self.ndim == 0:
       if k != 1: raise RuntimeError(f"topk: k={k} is out of range for a 0-d tensor")
       return self, Tensor(_const_uop(0, dtypes.int32, self.device))
@@ -1912,8 +1914,9 @@ class Tensor(_CastSugar, MathTrait):
     n = len(noop)
     return x.permute(list(range(n)) + [n + 2 * j + 1 for j in range(nk)] + [n + 2 * j for j in range(nk)])
 
-  def dot(self, w: Tensor) -> Tensor:
-    """numpy matmul semantics: 1-d operands are vectors, leading axes broadcast as batch axes."""
+  def dot(self, w: Tensor, dtype: DTypeLike | None = None) -> Tensor:
+    """numpy matmul semantics: 1-d operands are vectors, leading axes broadcast as batch axes. With dtype the products
+    and their sum are taken in it and the result has it (tinygrad's); else the operands' promoted dtype."""
     # NOTE: shape errors are RuntimeError, as torch raises them (and ValueError, as numpy: ShapeMismatchError is both)
     if self.ndim == 0 or w.ndim == 0:
       raise ShapeMismatchError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
@@ -1928,17 +1931,21 @@ class Tensor(_CastSugar, MathTrait):
     wt = ww.transpose(-1, -2) if ww.ndim > 1 else ww.reshape(1, ww.shape[0])
     wt = wt.reshape(wt.shape[:-2] + (1,) + wt.shape[-2:])
     a, b = xs._operands(wt, "matmul")
-    dt, acc = a.dtype, sum_acc_dtype(a.dtype)
+    dt = a.dtype
+    acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(dt)
     # NOTE: a half/bfloat16/fp8 product is exact in the float32 accumulator (as torch and the tensor cores compute it);
-    # multiplying in the narrow dtype first would round every product (K of them) before the sum
-    if dtypes.is_float(dt) and acc.itemsize > dt.itemsize: a, b = a.cast(acc), b.cast(acc)
+    # multiplying in the narrow dtype first would round every product (K of them) before the sum. A dtype given is
+    # where the products are taken too (tinygrad's), and the result's dtype
+    if dtype is not None or (dtypes.is_float(dt) and acc.itemsize > dt.itemsize): a, b = a.cast(acc), b.cast(acc)
     out = (a * b).sum(-1, dtype=acc)
     # NOTE: unlike sum, matmul keeps the operands' dtype (ints wrap), as numpy and torch do
-    out = out.cast(dt)
+    if dtype is None: out = out.cast(dt)
     if w.ndim == 1: out = out.reshape(out.shape[:-1])
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + out.shape[-1:]) if w.ndim > 1 else out.reshape(out.shape[:-1])
     return out
-  def matmul(self, w: Tensor) -> Tensor: return self.dot(w)
+  def matmul(self, w: Tensor, reverse: bool = False, dtype: DTypeLike | None = None) -> Tensor:
+    """self @ w (w @ self with reverse), as dot."""
+    return w.dot(self, dtype) if reverse else self.dot(w, dtype)
   def outer(self, w: Tensor) -> Tensor:
     """The outer product of two 1-d tensors: out[i, j] = self[i] * w[j] (torch.outer, dtypes promoted as *)."""
     if self.ndim != 1 or w.ndim != 1:

@@ -86,3 +86,20 @@ def test_float16_matmul_multiplies_in_the_accumulator_dtype():
 
 def test_float16_batched_matmul_matches_torch():
   check_op([(4, 5, 10), (4, 10, 5)], torch.bmm, Tensor.matmul, dtype="float16", low=-9, high=9)
+
+# ---- tinygrad's keywords: dot/matmul dtype and reverse, topk sorted_ ----
+
+def test_matmul_dtype_accumulates_and_returns_in_it():
+  a = Tensor([[100, 100]], dtype=dtypes.int8)
+  b = Tensor([[2], [2]], dtype=dtypes.int8)
+  assert (a @ b).dtype is dtypes.int8 and (a @ b).item() == 400 - 512  # wraps in int8, as torch
+  out = a.matmul(b, dtype=dtypes.int32)
+  assert out.dtype is dtypes.int32 and out.item() == 400
+  assert a.dot(b, dtype="float32").dtype is dtypes.float32 and a.dot(b, dtype="float32").item() == 400.0
+
+def test_matmul_reverse_multiplies_from_the_left():
+  check_op([(2, 3), (4, 2)], lambda x, w: w @ x, lambda x, w: x.matmul(w, reverse=True))
+
+def test_topk_takes_tinygrads_sorted_keyword():
+  check_op([(3, 6)], lambda x: torch.topk(x, 2, 1, largest=False), lambda x: x.topk(2, 1, largest=False, sorted_=True),
+           any_int_width=True)
