@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from tinygrad import Tensor, dtypes
-from tests.ops.helpers import check_op
+from tests.ops.helpers import check_op, check_raises
 
 # ---- prod and cumprod: the gradient is the product of the other elements, also where some are zero ----
 
@@ -103,3 +103,16 @@ def test_matmul_reverse_multiplies_from_the_left():
 def test_topk_takes_tinygrads_sorted_keyword():
   check_op([(3, 6)], lambda x: torch.topk(x, 2, 1, largest=False), lambda x: x.topk(2, 1, largest=False, sorted_=True),
            any_int_width=True)
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_argmin_of_an_empty_axis_is_an_index_error(op):
+  check_raises(IndexError, lambda: getattr(torch.zeros(0, 3), op)(0), lambda: getattr(Tensor.zeros(0, 3), op)(0), "empty")
+  check_raises(IndexError, lambda: getattr(torch.zeros(0, 3), op)(), lambda: getattr(Tensor.zeros(0, 3), op)(), "empty")
+
+def test_var_is_accurate_when_the_spread_is_small_next_to_the_mean():
+  # NOTE: the float32 mean of 1e4 + 1e-3 * noise is off by more than the spread; the var must not carry that error
+  x = torch.randn(3, 10000, generator=torch.Generator().manual_seed(0)) * 1e-3 + 1e4
+  want = x.double().var(1).numpy()
+  got = Tensor(x.numpy()).var(1).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  assert (Tensor(np.full((2, 7), 0.1, np.float32)).std(1).numpy() == 0).all()
