@@ -38,12 +38,28 @@ def _reduce_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None]:
   g = ctx.expand(shape)
   if op is Ops.ADD: return (g,)
   if op is Ops.MAX:
-    # gradient shared equally between the positions that hold the maximum
-    hit = x.alu(Ops.CMPEQ, ret.expand(shape)).cast(ctx.dtype)
+    # gradient shared equally between the positions that hold the maximum (a nan maximum: the nan positions)
+    m = ret.expand(shape)
+    hit = x.alu(Ops.CMPEQ, m)
+    if dtypes.is_float(x.dtype): hit = hit.alu(Ops.OR, x.alu(Ops.CMPNE, x).alu(Ops.AND, m.alu(Ops.CMPNE, m)))
+    hit = hit.cast(ctx.dtype)
     cnt = hit.r(Ops.ADD, ret.arg[1]).expand(shape)
     return (_mul(_mul(g, hit), _recip(cnt)),)
-  if op is Ops.MUL: return (_mul(_mul(g, ret.expand(shape)), _recip(x)),)
+  if op is Ops.MUL: return (_mul(g, _prod_others(x, ret.arg[1])),)
   return (None,)
+
+def _prod_others(x: UOp, axes: tuple[int, ...]) -> UOp:
+  """d prod(x) / dx_i, the product of the other elements of i's group, without 0/0 at zeros: with no zero in the group
+  it is prod/x_i, with one zero it is the product of the nonzero elements at the zero and 0 elsewhere, with more 0."""
+  shape = x.shape or ()
+  zero = x.alu(Ops.CMPEQ, _full(x, 0))
+  nzeros = _where(zero, _full(x, 1), _full(x, 0)).r(Ops.ADD, axes).expand(shape)
+  p = _where(zero, _full(x, 1), x).r(Ops.MUL, axes).expand(shape)  # the product of the nonzero elements
+  at_zero = _where(nzeros.alu(Ops.CMPEQ, _full(nzeros, 1)), p, _full(x, 0))
+  # NOTE: 1/x_i is taken of 1 at the zeros: an inf in the untaken branch would give 0*inf = nan in a second derivative
+  inv = _recip(_where(zero, _full(x, 1), x))
+  elsewhere = _where(nzeros.alu(Ops.CMPEQ, _full(nzeros, 0)), _mul(p, inv), _full(x, 0))
+  return _where(zero, at_zero, elsewhere)
 
 def _expand_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
   src_shape = ret.src[0].shape or ()

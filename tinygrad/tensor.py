@@ -1796,9 +1796,11 @@ class Tensor(_CastSugar, MathTrait):
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """int32 positions that sort self along dim (stable, as sort)."""
     return self.sort(dim, descending)[1]
-  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
+           sorted_: bool = True) -> tuple[Tensor, Tensor]:
     """The k largest (or smallest) elements along dim and their int32 positions, in sorted order; among equal values
-    the earlier position comes first (torch leaves the order of ties unspecified)."""
+    the earlier position comes first (torch leaves the order of ties unspecified). sorted (torch's name) and sorted_
+    (tinygrad's) are accepted; the result is sorted either way, which an unsorted request allows."""
     if self.ndim == 0:
       if k != 1: raise RuntimeError(f"topk: k={k} is out of range for a 0-d tensor")
       return self, Tensor(_const_uop(0, dtypes.int32, self.device))
@@ -1837,10 +1839,11 @@ class Tensor(_CastSugar, MathTrait):
   def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
-    # NOTE: divided in the accumulator dtype, so a half sum that overflows (or a 1/n that underflows) stays out of it
+    # NOTE: divided in the accumulator dtype, so a half sum that overflows stays out of it; a true division (not a
+    # multiply by 1/n) so that the mean of equal elements is exactly that element (and their var exactly 0)
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
-    return (s * (1 / n) if n else s * math.nan).cast(x.dtype)
-  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    return (s.alu(Ops.FDIV, n) if n else s * math.nan).cast(x.dtype)
+  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: float = 1) -> Tensor:
     """sum((x - mean)**2) / max(0, N - correction), as torch: N <= correction divides by zero (inf, or nan for 0/0).
     The gradient is torch's, 2(x - mean)/(N - correction): +-inf at N == correction, finite below."""
     x = self._float()
@@ -1849,13 +1852,24 @@ class Tensor(_CastSugar, MathTrait):
     # NOTE: with the divisor at 0 or below, through the mean the gradient would be inf - inf; analytically the mean's
     # part is 0, so it is left out
     if n - correction <= 0: m = m.detach()
-    sq = (x - m).square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
-    if n - correction >= 0: return (sq / float(n - correction)).cast(x.dtype)
+    d = x - m
+    sq = d.square().sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
+    # NOTE: the corrected two-pass form: sum(d)**2/N takes out the rounding error of the mean, which is otherwise all
+    # of the var when the spread is small next to the mean (N = 1e4 values 1e4 +- 1e-3: 6e-4 relative error, not 5e-8)
+    if n - correction > 0:
+      sq = sq - d.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype)).square().alu(Ops.FDIV, n)
+      # never below 0 (it is not in exact arithmetic: sum(d)**2 <= N sum(d**2)), or std would be nan
+      sq = (sq < 0).detach().where(0.0, sq)
+      return sq.alu(Ops.FDIV, float(n - correction)).cast(x.dtype)
+    if n - correction == 0: return (sq / 0.0).cast(x.dtype)
     # the value divides by 0, the gradient by the negative N - correction
     v = sq / float(n - correction)
     return (v - v.detach() + (sq / 0.0).detach()).cast(x.dtype)
-  def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: int = 1) -> Tensor:
-    return self.var(axis, keepdim, correction).sqrt()
+  def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: float = 1) -> Tensor:
+    """sqrt(var), with torch's gradient 0 (not 0 * inf) where the std is 0 (all elements equal)."""
+    v = self.var(axis, keepdim, correction)
+    zero = (v == 0).detach()
+    return zero.where(0.0, zero.where(1.0, v).sqrt()).cast(v.dtype)
   def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     # NOTE: over an empty axis this is the max's identity, False
     return self.cast(dtypes.bool).max(axis, keepdim)
@@ -1864,26 +1878,37 @@ class Tensor(_CastSugar, MathTrait):
   def _argext(self, axis: int | None, keepdim: bool, largest: bool) -> Tensor:
     if axis is None: return self.flatten()._argext(0, False, largest).reshape((1,) * self.ndim if keepdim else ())
     a = self._axis(axis)
+    # NOTE: a 0-d tensor is its own only element (axis 0 or -1, as torch): position 0, shape ()
+    if self.ndim == 0: return Tensor(_const_uop(0, dtypes.int32, self.device))
     n = self.shape[a]
-    if n == 0: raise ValueError(f"argmax/argmin: axis {a} of {self.shape} is empty")
+    # NOTE: IndexError, as torch raises it: an empty axis has no position to return
+    if n == 0: raise IndexError(f"argmax/argmin: axis {a} of {self.shape} is empty: there is no position to return")
     x = self if largest else self._inverse()
     m = x.max(a, keepdim=True)
     # NOTE: the first position wins: weight hits by n - position and take the largest weight
     rev = (n - Tensor._arange_index(n, self.device)).reshape((n,) + (1,) * (self.ndim - a - 1))
-    hit = (x == m).where(rev, 0)
+    # a nan is both the max and the min (it propagates through them): its first position wins, as torch
+    eq = (x == m) | (x.isnan() & m.isnan()) if dtypes.is_float(x.dtype) else x == m
+    hit = eq.where(rev, 0)
     return (n - hit.max(a, keepdim)).cast(dtypes.int32)
   def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor: return self._argext(axis, keepdim, True)
   def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor: return self._argext(axis, keepdim, False)
   def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    m = self.max(axis, keepdim=True).detach()
+    # NOTE: in a float from the start: x - max in an unsigned dtype wraps around
+    x = self._float()
+    m = x.max(axis, keepdim=True).detach()
     m = m.isinf().where(0, m)
-    ret = (self - m).exp().sum(axis, keepdim=True).log() + m
+    ret = (x - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in self._axes(axis)))
-  def softmax(self, axis: int = -1) -> Tensor:
-    e = (self._float() - self.max(axis, keepdim=True).detach()).exp()
+  def softmax(self, axis: int = -1, dtype: DTypeLike | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along axis; with dtype the input is cast to it first (as torch), else to a float."""
+    x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
+    e = (x - x.max(axis, keepdim=True).detach()).exp()
     return e / e.sum(axis, keepdim=True)
-  def log_softmax(self, axis: int = -1) -> Tensor:
-    x = self._float() - self.max(axis, keepdim=True).detach()
+  def log_softmax(self, axis: int = -1, dtype: DTypeLike | None = None) -> Tensor:
+    """x - logsumexp(x) along axis; with dtype the input is cast to it first (as torch), else to a float."""
+    x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
+    x = x - x.max(axis, keepdim=True).detach()
     return x - x.exp().sum(axis, keepdim=True).log()
   def _cumulative(self, axis: int, op: str) -> Tensor:
     """Inclusive scan along axis with op "sum", "prod" or "max": a window reduce (n*n work) up to 2048 elements, above
@@ -1962,8 +1987,9 @@ class Tensor(_CastSugar, MathTrait):
     n = len(noop)
     return x.permute(list(range(n)) + [n + 2 * j + 1 for j in range(nk)] + [n + 2 * j for j in range(nk)])
 
-  def dot(self, w: Tensor) -> Tensor:
-    """numpy matmul semantics: 1-d operands are vectors, leading axes broadcast as batch axes."""
+  def dot(self, w: Tensor, dtype: DTypeLike | None = None) -> Tensor:
+    """numpy matmul semantics: 1-d operands are vectors, leading axes broadcast as batch axes. With dtype the products
+    and their sum are taken in it and the result has it (tinygrad's); else the operands' promoted dtype."""
     # NOTE: shape errors are RuntimeError, as torch raises them (and ValueError, as numpy: ShapeMismatchError is both)
     if self.ndim == 0 or w.ndim == 0:
       raise ShapeMismatchError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
@@ -1978,17 +2004,21 @@ class Tensor(_CastSugar, MathTrait):
     wt = ww.transpose(-1, -2) if ww.ndim > 1 else ww.reshape(1, ww.shape[0])
     wt = wt.reshape(wt.shape[:-2] + (1,) + wt.shape[-2:])
     a, b = xs._operands(wt, "matmul")
-    dt, acc = a.dtype, sum_acc_dtype(a.dtype)
+    dt = a.dtype
+    acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(dt)
     # NOTE: a half/bfloat16/fp8 product is exact in the float32 accumulator (as torch and the tensor cores compute it);
-    # multiplying in the narrow dtype first would round every product (K of them) before the sum
-    if dtypes.is_float(dt) and acc.itemsize > dt.itemsize: a, b = a.cast(acc), b.cast(acc)
+    # multiplying in the narrow dtype first would round every product (K of them) before the sum. A dtype given is
+    # where the products are taken too (tinygrad's), and the result's dtype
+    if dtype is not None or (dtypes.is_float(dt) and acc.itemsize > dt.itemsize): a, b = a.cast(acc), b.cast(acc)
     out = (a * b).sum(-1, dtype=acc)
     # NOTE: unlike sum, matmul keeps the operands' dtype (ints wrap), as numpy and torch do
-    out = out.cast(dt)
+    if dtype is None: out = out.cast(dt)
     if w.ndim == 1: out = out.reshape(out.shape[:-1])
     if self.ndim == 1: out = out.reshape(out.shape[:-2] + out.shape[-1:]) if w.ndim > 1 else out.reshape(out.shape[:-1])
     return out
-  def matmul(self, w: Tensor) -> Tensor: return self.dot(w)
+  def matmul(self, w: Tensor, reverse: bool = False, dtype: DTypeLike | None = None) -> Tensor:
+    """self @ w (w @ self with reverse), as dot."""
+    return w.dot(self, dtype) if reverse else self.dot(w, dtype)
   def outer(self, w: Tensor) -> Tensor:
     """The outer product of two 1-d tensors: out[i, j] = self[i] * w[j] (torch.outer, dtypes promoted as *)."""
     if self.ndim != 1 or w.ndim != 1:
@@ -2431,11 +2461,11 @@ class Tensor(_CastSugar, MathTrait):
     res = acc.permute([kept.index(c) for c in out]) if out else acc.reshape(())
     return res
   def var_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-               correction: int = 1) -> tuple[Tensor, Tensor]:
+               correction: float = 1) -> tuple[Tensor, Tensor]:
     """(var, mean) over axis, as torch.var_mean."""
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
   def std_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-               correction: int = 1) -> tuple[Tensor, Tensor]:
+               correction: float = 1) -> tuple[Tensor, Tensor]:
     """(std, mean) over axis, as torch.std_mean."""
     return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
   @staticmethod

@@ -78,11 +78,14 @@ def flat(o: Any) -> list[Any]:
 
 def _np(t: torch.Tensor) -> np.ndarray: return t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy()
 
+def _realize(ts: list[Tensor]) -> None:
+  # NOTE: one schedule for all of them: outputs that share work (sort's values and indices) compute it once
+  if ts: ts[0].realize(*ts[1:])
+
 def check_outputs(ours: Any, theirs: Any, tol: dict[torch.dtype, float]) -> None:
   ro, rt = flat(ours), flat(theirs)
   assert len(ro) == len(rt), f"{len(ro)} outputs, torch has {len(rt)}"
-  # NOTE: one schedule for every output (split, chunk, meshgrid...): they share their inputs' kernels
-  if outs := [o for o in ro if isinstance(o, Tensor)]: Tensor.realize(*outs)
+  _realize([o for o in ro if isinstance(o, Tensor)])
   for i, (o, t) in enumerate(zip(ro, rt)):
     if not isinstance(t, torch.Tensor): t = torch.tensor(t)
     if isinstance(o, Tensor):
@@ -107,8 +110,7 @@ def check_grads(ours: Any, theirs: Any, grads: list[tuple[torch.Tensor, Tensor]]
   tg = torch.autograd.grad([t for _, t in pairs], [a for a, _ in grads], cots, allow_unused=True)
   loss = sum(((o * Tensor(c.numpy())).sum() for (o, _), c in zip(pairs, cots)), Tensor(0.0))
   ours_g = loss.gradient(*[t for _, t in grads])
-  # NOTE: one schedule for every gradient: they share the backward graph
-  Tensor.realize(*ours_g)
+  _realize(list(ours_g))
   for k, (g, og) in enumerate(zip(tg, ours_g)):
     want = np.zeros(grads[k][0].shape, np.float32) if g is None else g.numpy()
     np.testing.assert_allclose(og.numpy(), want, rtol=tol, atol=tol, equal_nan=True, err_msg=f"gradient of input {k}")

@@ -1,0 +1,118 @@
+"""Reductions, scans and contractions at the inputs torch's OpInfo samples found wrong: zeros in a product's gradient,
+nan in max/argmax, a 0-d argmax with a dim, softmax's dtype, logsumexp of unsigned ints, std's gradient at a constant
+input, a fractional correction, and a float16 matmul whose products cancel."""
+import math
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, dtypes
+from tests.ops.helpers import check_op, check_raises
+
+# ---- prod and cumprod: the gradient is the product of the other elements, also where some are zero ----
+
+@pytest.mark.parametrize("vals", [[[[2.0, 3.0, 4.0], [0.5, -1.0, 2.0]]],   # no zero
+                                  [[[2.0, 0.0, 4.0], [0.5, -1.0, 2.0]]],   # one zero in a row
+                                  [[[0.0, 0.0, 4.0], [0.0, 3.0, 0.0]]]])   # two zeros in a row
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_prod_gradient_with_zeros_matches_torch(vals, axis):
+  check_op(None, lambda x: x.prod() if axis is None else x.prod(axis), vals=vals)
+
+def test_prod_gradient_of_zero_scalar_is_one():
+  x = Tensor(0.0, requires_grad=True)
+  (g,) = x.prod().gradient(x)
+  assert g.item() == 1.0
+
+def test_cumprod_gradient_with_zeros_matches_torch():
+  check_op(None, lambda x: x.cumprod(1), vals=[[[2.0, 0.0, 3.0, 0.0, 4.0], [1.0, 2.0, 0.0, 5.0, -1.0]]])
+
+# ---- max, min, argmax, argmin with nan; argmax of a 0-d tensor ----
+
+def test_max_gradient_goes_to_the_nan_as_torch():
+  check_op(None, lambda x: x.max(), vals=[[1.0, math.nan, 3.0]])
+  check_op(None, lambda x: x.min(), vals=[[1.0, math.nan, 3.0]])
+
+def test_cummax_gradient_with_nan_is_finite_as_torch():
+  check_op(None, lambda x: torch.cummax(x, 0).values, lambda x: x.cummax(0), vals=[[1.0, math.nan, 3.0]])
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_argmin_pick_the_first_nan_as_torch(op):
+  check_op(None, lambda x: getattr(x, op)(), vals=[[1.0, math.nan, 3.0, math.nan]], any_int_width=True)
+  check_op(None, lambda x: getattr(x, op)(1), lambda x: getattr(x, op)(1),
+           vals=[[[1.0, 2.0, math.nan], [4.0, 0.0, 2.0]]], any_int_width=True)
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("dim,keepdim", [(0, False), (-1, True)])
+def test_argmax_argmin_of_a_0d_tensor_with_a_dim(op, dim, keepdim):
+  check_op(None, lambda x: getattr(x, op)(dim, keepdim=keepdim), lambda x: getattr(x, op)(dim, keepdim=keepdim),
+           vals=[3.5], any_int_width=True)
+  with pytest.raises(IndexError): getattr(Tensor(3.5), op)(1)
+
+# ---- softmax and log_softmax with dtype, logsumexp of unsigned ints ----
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float16", "int32"])
+def test_softmax_dtype_casts_the_input_first_as_torch(op, dtype):
+  out = check_op([(3, 5)], lambda x: getattr(x, op)(1, dtype=torch.float64),
+                 lambda x: getattr(x, op)(1, dtype=dtypes.float64), dtype=dtype, grad=False)
+  assert out[0].dtype is dtypes.float64
+  check_op([(3, 5)], lambda x: getattr(x, op)(0, dtype=torch.float32), lambda x: getattr(x, op)(0, dtype="float32"))
+
+def test_logsumexp_of_uint8_does_not_wrap():
+  check_op(None, lambda x: x.logsumexp(1), vals=[[[3, 200, 7], [0, 1, 255]]], dtype="uint8")
+
+# ---- std, var ----
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_std_gradient_at_a_constant_input_is_zero_as_torch(axis):
+  check_op(None, lambda x: x.std() if axis is None else x.std(axis), vals=[[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]])
+  check_op(None, lambda x: x.std(1), vals=[[[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]]])
+
+@pytest.mark.parametrize("correction", [0.5, 1.3, 2.5])
+def test_var_std_take_a_fractional_correction(correction):
+  check_op([(4, 3)], lambda x: x.var(0, correction=correction))
+  check_op([(4, 3)], lambda x: x.std(1, correction=correction))
+
+# ---- matmul in float16 ----
+
+def test_float16_matmul_multiplies_in_the_accumulator_dtype():
+  # NOTE: (1 + 2**-10)**2 rounded to half loses its 2**-20, which is the whole of the dot product here
+  a = np.array([[1 + 2**-10, -1.0]], np.float16)
+  b = np.array([[1 + 2**-10], [1 + 2**-9]], np.float16)
+  want = float(np.float64(a[0, 0]) * np.float64(b[0, 0]) - np.float64(b[1, 0]))
+  assert want == 2**-20
+  got = (Tensor(a) @ Tensor(b)).numpy()
+  assert got.dtype == np.float16 and got[0, 0] == np.float16(want)
+  assert torch.tensor(a).matmul(torch.tensor(b)).item() == got[0, 0]
+
+def test_float16_batched_matmul_matches_torch():
+  check_op([(4, 5, 10), (4, 10, 5)], torch.bmm, Tensor.matmul, dtype="float16", low=-9, high=9)
+
+# ---- tinygrad's keywords: dot/matmul dtype and reverse, topk sorted_ ----
+
+def test_matmul_dtype_accumulates_and_returns_in_it():
+  a = Tensor([[100, 100]], dtype=dtypes.int8)
+  b = Tensor([[2], [2]], dtype=dtypes.int8)
+  assert (a @ b).dtype is dtypes.int8 and (a @ b).item() == 400 - 512  # wraps in int8, as torch
+  out = a.matmul(b, dtype=dtypes.int32)
+  assert out.dtype is dtypes.int32 and out.item() == 400
+  assert a.dot(b, dtype="float32").dtype is dtypes.float32 and a.dot(b, dtype="float32").item() == 400.0
+
+def test_matmul_reverse_multiplies_from_the_left():
+  check_op([(2, 3), (4, 2)], lambda x, w: w @ x, lambda x, w: x.matmul(w, reverse=True))
+
+def test_topk_takes_tinygrads_sorted_keyword():
+  check_op([(3, 6)], lambda x: torch.topk(x, 2, 1, largest=False), lambda x: x.topk(2, 1, largest=False, sorted_=True),
+           any_int_width=True)
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_argmin_of_an_empty_axis_is_an_index_error(op):
+  check_raises(IndexError, lambda: getattr(torch.zeros(0, 3), op)(0), lambda: getattr(Tensor.zeros(0, 3), op)(0), "empty")
+  check_raises(IndexError, lambda: getattr(torch.zeros(0, 3), op)(), lambda: getattr(Tensor.zeros(0, 3), op)(), "empty")
+
+def test_var_is_accurate_when_the_spread_is_small_next_to_the_mean():
+  # NOTE: the float32 mean of 1e4 + 1e-3 * noise is off by more than the spread; the var must not carry that error
+  x = torch.randn(3, 10000, generator=torch.Generator().manual_seed(0)) * 1e-3 + 1e4
+  want = x.double().var(1).numpy()
+  got = Tensor(x.numpy()).var(1).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5)
+  assert (Tensor(np.full((2, 7), 0.1, np.float32)).std(1).numpy() == 0).all()
