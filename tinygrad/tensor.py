@@ -731,10 +731,11 @@ class Tensor(_CastSugar, MathTrait):
         base, e = base * base, e >> 1
       assert acc is not None
       if y > 0: return acc
+      if not dtypes.is_float(self.dtype): return self._int_pow_negative(self._const(y & 1, dtypes.bool))
       # NOTE: through the product the gradient at a zero base is 0 * inf; y * x**(y-1) is torch's (an infinity)
-      if not dtypes.is_float(self.dtype): return acc.reciprocal()
       return _with_gradient(acc.reciprocal(), (self,), lambda ctx, ret, x: (ctx * x.pow(y - 1) * y,))
     x, y = self._operands(y, "pow", reverse)
+    if dtypes.is_int(x.dtype): return x._int_pow(y)
     dt = least_upper_float(x.dtype)
     xf, yf = x.cast(dt), y.cast(dt)
     mag = (yf * xf.abs().log2()).exp2()
@@ -745,6 +746,22 @@ class Tensor(_CastSugar, MathTrait):
     ret = ((yf == 0) | (xf == 1)).where(1.0, ret)
     if not dtypes.is_float(x.dtype): return ret.round().cast(x.dtype)
     return _with_gradient(ret, (xf, yf), _pow_gradient)
+  def _int_pow(self, y: Tensor) -> Tensor:
+    """self ** y for int tensors of one dtype and shape: exact, by squaring over every bit of the exponent, so a result
+    that overflows wraps as C's (and torch's) integer multiply does; negative exponents as _int_pow_negative."""
+    signed = not dtypes.is_unsigned(y.dtype)
+    e = (y < 0).where(0, y) if signed else y
+    acc, base = self.ones_like(), self
+    for i in range(8 * y.dtype.itemsize - int(signed)):
+      acc = (e & (1 << i)).ne(0).where(acc * base, acc)
+      base = base * base
+    return (y < 0).where(self._int_pow_negative((y & 1).ne(0)), acc) if signed else acc
+  def _int_pow_negative(self, odd: Tensor) -> Tensor:
+    """self ** y for an int tensor and a negative int exponent y (odd: where y is odd): 1/self**|y| truncated, so 1 for
+    a base of 1, +-1 for -1 and 0 for every other base (0 too, as torch's tensor pow)."""
+    one, zero = self._const(1), self._const(0)
+    if dtypes.is_unsigned(self.dtype): return (self == 1).where(one, zero)
+    return (self == 1).where(one, (self == -1).where(odd.where(self._const(-1), one), zero))
 
   # NOTE: the other operators come from MathTrait through the named methods above; `//` is numpy's floor division
   # here, where the IR's (and MathTrait's) is C's truncating IDIV
@@ -780,14 +797,26 @@ class Tensor(_CastSugar, MathTrait):
     """tinygrad's name for bitwise_xor (`^`): int and bool tensors only, a TypeError on floats."""
     return self.bitwise_xor(y, reverse)
   def _shift(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+    """x << y or x >> y as torch: an amount out of [0, width) shifts every bit out (0, or the sign for >> of a signed
+    int), where the IR's SHL/SHR take it modulo the width."""
     # NOTE: the shift amount takes the shifted value's dtype (it does not promote it, as torch)
     if reverse: return self.ufix(y)._shift(op, self, name)
     if not dtypes.is_int(self.dtype): raise TypeError(f"{name}: shifts need an int tensor, got {self.dtype}")
     if isinstance(y, Tensor) and not dtypes.is_int(y.dtype):
       raise TypeError(f"{name}: the shift amount must be an int tensor, got {y.dtype}")
+    width = 8 * self.dtype.itemsize
+    # NOTE: a Python amount is checked here; out of range it is the shift by width - 1 of >>, or 0
+    if not isinstance(y, Tensor) and not 0 <= int(y) < width:
+      if op is Ops.SHR and not dtypes.is_unsigned(self.dtype): return self._shift(op, width - 1, name)
+      return self.const_like(0)._broadcast_to(self.shape)
     yy = y.cast(self.dtype) if isinstance(y, Tensor) else Tensor(_const_uop(int(y), self.dtype, self.device))
     x, yy = self._operands(yy, name)
-    return x._new(x.uop.alu(op, yy.uop), yy)
+    ret = x._new(x.uop.alu(op, yy.uop), yy)
+    if not isinstance(y, Tensor): return ret
+    # NOTE: the amount is compared in y's own dtype: cast to a narrower self it could wrap into range
+    out = (y < 0) | (y >= width) if not dtypes.is_unsigned(y.dtype) else y >= width
+    fill = x._shift(op, width - 1, name) if op is Ops.SHR and not dtypes.is_unsigned(x.dtype) else x.const_like(0)
+    return out.where(fill, ret)
   def lshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     return self._shift(Ops.SHL, y, "<<", reverse)
   def rshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
@@ -834,7 +863,19 @@ class Tensor(_CastSugar, MathTrait):
     # NOTE: 1 - 2*sin(x/2)**2, not sin(pi/2 - x): x/2 is exact, where pi/2 - x rounds away the low bits of a large x
     s = (self._float() * 0.5).sin()
     return 1 - 2 * s * s
-  def tan(self) -> Tensor: return self.sin() / self.cos()
+  def tan(self) -> Tensor:
+    """2 sin(x)**2 / sin(2x) (= sin(x)/cos(x)): near a pole cos(x) is small, and computed from x it keeps only an
+    absolute accuracy (relative 2e-4 at |tan x| ~ 6000), where sin(2x) is accurate relative to its size (2x is exact
+    and SIN reduces its argument). sin(x)/cos(x) where |x| < 1/2 (no pole, and no 0/0 at 0) and where 2x overflows.
+    The gradient is torch's, 1 + tan(x)**2."""
+    def f(x: Tensor) -> Tensor:
+      # NOTE: 2x overflows from 2**emax on (the top binade)
+      quot = (x.abs() < 0.5) | (x.abs() >= 2.0 ** (2 ** (dtypes.finfo(x.dtype)[0] - 1) - 1))
+      s = x.sin()
+      return quot.where(s / x.cos(), 2 * s * s / quot.where(1, x * 2).sin())
+    xf = self._float()
+    out = xf._in_float32(f)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * (1 + ret * ret),))
   def _horner(self, coeffs: Sequence[float]) -> Tensor:
     """coeffs[0] + x*(coeffs[1] + x*(...)), in self's dtype."""
     acc = self * coeffs[-1] + coeffs[-2]
@@ -946,9 +987,14 @@ class Tensor(_CastSugar, MathTrait):
     if not dtypes.is_float(self.dtype): return self
     t = self.trunc()
     return (self > t).where(t + 1, t)
-  def round(self) -> Tensor:
-    """Round half to even, as numpy."""
+  def round(self, decimals: int = 0) -> Tensor:
+    """Round half to even, as numpy; to `decimals` decimal places as torch does it (x * 10**decimals rounded, divided
+    back; a negative `decimals` rounds to tens, hundreds, ...), 16-bit floats through float32."""
     if not dtypes.is_float(self.dtype): return self
+    if decimals:
+      # NOTE: 10**-d is not exact in binary, so a negative d divides by 10**|d| where torch does (no extra rounding)
+      if decimals > 0: return self._in_float32(lambda x: (x * 10.0 ** decimals).round() / 10.0 ** decimals)
+      return self._in_float32(lambda x: (x / 10.0 ** -decimals).round() * 10.0 ** -decimals)
     t = self.trunc()
     frac, step = self - t, (self < 0).where(-1.0, 1.0).cast(self.dtype)
     t_odd = (t * 0.5).trunc() != t * 0.5
@@ -970,7 +1016,9 @@ class Tensor(_CastSugar, MathTrait):
   def relu(self) -> Tensor: return (self > 0).where(self, 0)
   def relu6(self) -> Tensor: return self.hardtanh(0, 6)
   def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """x clamped to [min_val, max_val]; the gradient is 1 strictly inside, 0 at and beyond the ends (as torch)."""
+    """x clamped to [min_val, max_val]; the gradient is 1 strictly inside, 0 at and beyond the ends (as torch). An int
+    tensor stays int, its bounds truncated toward zero (as torch)."""
+    if dtypes.is_int(self.dtype): min_val, max_val = int(min_val), int(max_val)
     return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
   def elu(self, alpha: float = 1.0) -> Tensor:
@@ -1015,12 +1063,16 @@ class Tensor(_CastSugar, MathTrait):
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def silu(self) -> Tensor: return self * self.sigmoid()
   def swish(self) -> Tensor: return self.silu()
-  def softplus(self, beta: float = 1.0) -> Tensor:
-    """log(1 + e**(beta x)) / beta as max(x, 0) + log1p(e**-|x|): exact at both ends, gradient sigmoid(beta x)."""
+  def softplus(self, beta: float = 1.0, threshold: float | None = None) -> Tensor:
+    """log(1 + e**(beta x)) / beta as max(x, 0) + log1p(e**-|x|): exact at both ends, gradient sigmoid(beta x). With a
+    threshold (torch's keyword), x itself (gradient 1) where beta x > threshold."""
     x = self._float() * beta
-    return (x.maximum(0) + (-x.abs()).exp().log1p()) * (1 / beta)
+    ret = (x.maximum(0) + (-x.abs()).exp().log1p()) * (1 / beta)
+    return ret if threshold is None else (x > threshold).where(self._float(), ret)
   def mish(self) -> Tensor: return self * self.softplus().tanh()
-  def square(self) -> Tensor: return self * self
+  def square(self) -> Tensor:
+    # NOTE: a bool squares as an int (torch), not as bool * bool (which is logical and)
+    return self.cast(dtypes.default_int).square() if self.dtype is dtypes.bool else self * self
   def clamp(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor:
     if min_ is None and max_ is None: raise ValueError("clamp: give at least one of min_ and max_")
     ret = self
