@@ -1008,8 +1008,8 @@ class Tensor(_CastSugar, MathTrait):
   def sign(self) -> Tensor:
     if self.dtype is dtypes.bool: return self
     if dtypes.is_unsigned(self.dtype): return (self > 0).cast(self.dtype)
-    ret = (self > 0).where(1, (self < 0).where(-1, 0)).cast(self.dtype)
-    return (self != self).where(self, ret) if dtypes.is_float(self.dtype) else ret
+    # NOTE: nan is neither > 0 nor < 0, so its sign is 0 (torch's; numpy's is nan)
+    return (self > 0).where(1, (self < 0).where(-1, 0)).cast(self.dtype)
   # ---- activations ----
   # NOTE: every branch of a where() gets an input that keeps it finite where it is not taken: the gradient of the
   # branch not taken is 0 * (its derivative), which is nan if that derivative overflowed
