@@ -674,16 +674,18 @@ class Tensor(_CastSugar, MathTrait):
     if x.dtype is dtypes.bool: raise TypeError("sub: subtracting bool tensors is not supported; use ^ or logical ops")
     return x + (-y)
   def div(self, y: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
-    """True division (ints promote to float); rounding_mode "trunc" or "floor" as torch."""
+    """True division (ints promote to float), the IEEE quotient (rounded once, as torch's); rounding_mode "trunc" or
+    "floor" as torch."""
     if rounding_mode == "floor": return self.floordiv(y, reverse)
     x, y = self._operands(y, "div", reverse)
-    if rounding_mode == "trunc":
-      return x.idiv(y) if dtypes.is_int(x.dtype) else (x * y.reciprocal()).trunc()
+    if rounding_mode == "trunc": return x.idiv(y) if dtypes.is_int(x.dtype) else x._fdiv(y).trunc()
     if rounding_mode is not None:
       raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     dt = least_upper_float(x.dtype)
-    x, y = x.cast(dt), y.cast(dt)
-    return x * y.reciprocal()
+    return x.cast(dt)._fdiv(y.cast(dt))
+  # NOTE: FDIV, not x * (1/y): the reciprocal rounds first, so the product can be an ulp off, and trunc or floor of a
+  # quotient that is an integer (7/7, 0.3/0.1) then falls to the one below
+  def _fdiv(self, y: Tensor) -> Tensor: return self._new(self.uop.alu(Ops.FDIV, y.uop), y)
   def _int_divmod(self, op: Ops, y: Tensor, divisor_nonzero: bool) -> Tensor:
     # NOTE: integer division by zero traps in C; like numpy, a zero divisor gives 0 instead of killing the process
     if divisor_nonzero: return self._new(self.uop.alu(op, y.uop), y)
@@ -700,7 +702,7 @@ class Tensor(_CastSugar, MathTrait):
     """Python's //: rounds toward minus infinity (floats: floor(x / y); ints: 0 where the divisor is 0, as numpy)."""
     nz = not reverse and isinstance(y, int) and y != 0
     x, y = self._operands(y, "floordiv", reverse)
-    if not dtypes.is_int(x.dtype): return x.div(y).floor()
+    if not dtypes.is_int(x.dtype): return x._floordiv_float(y)
     q = x._int_divmod(Ops.IDIV, y, nz)
     if dtypes.is_unsigned(x.dtype): return q
     # NOTE: C truncates; the floor is one less when the division is inexact and the operands have opposite signs
@@ -711,10 +713,50 @@ class Tensor(_CastSugar, MathTrait):
     """Python's %: the result takes the sign of the divisor (ints: 0 where the divisor is 0, as numpy)."""
     nz = not reverse and isinstance(y, int) and y != 0
     x, y = self._operands(y, "mod", reverse)
-    if not dtypes.is_int(x.dtype): return x - (x / y).floor() * y
+    if not dtypes.is_int(x.dtype):
+      # NOTE: the gradient is torch's: 1, and -(x // y)
+      xf, yf = x._float(), y._float()
+      r = xf._in_float32_binary(yf, lambda a, b: a._fmod_float(b)._fmod_to_remainder(b))
+      return _with_gradient(r, (xf, yf), lambda ctx, ret, a, b: (ctx, -ctx * a._floordiv_float(b)))
     r = x._int_divmod(Ops.MOD, y, nz)
     if dtypes.is_unsigned(x.dtype): return r
     return (r.ne(0) & ((r < 0) ^ (y < 0))).where(r + y, r)
+  def _in_float32_binary(self, y: Tensor, fn: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
+    """fn(self, y) for two float tensors of one dtype, 16-bit and 8-bit floats through float32 (as torch computes)."""
+    if self.dtype.itemsize >= 4: return fn(self, y)
+    return fn(self.cast(dtypes.float32), y.cast(dtypes.float32)).cast(self.dtype)
+  def _fmod_float(self, y: Tensor) -> Tensor:
+    """C's fmod(self, y) for float32/float64 tensors of one shape, exact (nan for y = 0 or an infinite self, self for
+    an infinite y). Each step takes q = trunc(r / y') times y' off r with one fused multiply-add, exactly (the result
+    is representable), where y' is y, or y * 2**k where r / y overflows: r stays x modulo y and loses mant - 1 bits
+    of quotient a step, so the steps cover the whole exponent range; a last step puts the sign of x back."""
+    e, m = dtypes.finfo(self.dtype)
+    bad = self.isinf() | self.isnan() | y.isnan() | (y == 0)
+    ay = (bad | y.isinf()).where(1.0, y.abs())
+    r = (bad | y.isinf()).where(0.0, self)
+    s = 2.0 ** (2 ** (e - 2))
+    for _ in range(math.ceil((2 ** e + m) / (m - 1))):
+      ys = (r / ay).isinf().where((r / (ay * s)).isinf().where(ay * s * s, ay * s), ay)
+      q = (r / ys).trunc()
+      r = r._new(q.neg().uop.alu(Ops.MULACC, ys.uop, r.uop), ys, r)
+    r = (r.ne(0) & ((r < 0) ^ (self < 0))).where(r + (self < 0).where(-ay, ay), r)
+    return bad.where(math.nan, y.isinf().where(self, r))
+  def _fmod_to_remainder(self, y: Tensor) -> Tensor:
+    """Python's x % y from m = fmod(x, y): m + y where m is nonzero and its sign differs from y's (exact: the true
+    result is representable)."""
+    return (self.ne(0) & ((self < 0) ^ (y < 0))).where(self + y, self)
+  def _floordiv_float(self, y: Tensor) -> Tensor:
+    """floor(x / y) as torch computes it for floats, from the exact fmod: (x - fmod) / y, one less where fmod and y
+    differ in sign, rounded to the nearest integer (so a quotient that rounds up to an integer, 1 // 0.1, is 9 not
+    10); x / y where y is 0 (16-bit floats through float32)."""
+    def f(a: Tensor, b: Tensor) -> Tensor:
+      m = a._fmod_float(b)
+      d = (a - m) / b
+      d = (m.ne(0) & ((b < 0) ^ (m < 0))).where(d - 1, d)
+      fl = d.floor()
+      fl = (d - fl > 0.5).where(fl + 1, fl)
+      return (b == 0).where(a / b, d.ne(0).where(fl, (a / b).signbit().where(-0.0, 0.0)))
+    return self._in_float32_binary(y, f)
   def pow(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     # NOTE: bools raise to a power as ints (torch)
     if self.dtype is dtypes.bool and ((isinstance(y, int) and not isinstance(y, bool)) or
