@@ -785,6 +785,8 @@ class Tensor(_CastSugar, MathTrait):
     y_int = yf.trunc() == yf
     y_odd = y_int & ((yf * 0.5).trunc() != yf * 0.5)
     ret = (xf < 0).where(y_int.where(y_odd.where(-mag, mag), xf._const(math.nan)), mag)
+    # NOTE: -0.0 to an odd integer power keeps its sign: -0.0 ** -1 is -inf, -0.0 ** 3 is -0.0 (IEEE pow, as torch)
+    ret = ((xf == 0) & y_odd & xf.signbit()).where(-mag, ret)
     ret = ((yf == 0) | (xf == 1)).where(1.0, ret)
     if not dtypes.is_float(x.dtype): return ret.round().cast(x.dtype)
     return _with_gradient(ret, (xf, yf), _pow_gradient)

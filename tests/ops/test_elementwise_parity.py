@@ -95,3 +95,31 @@ def test_softplus_threshold():
 
 def test_sign_of_nan_is_zero():
   check_op(None, torch.sign, Tensor.sign, vals=[[math.nan, -math.inf, math.inf, -0.0, 0.0, -2.0, 3.0]])
+
+# ---- division: the IEEE quotient, and % and // from an exact fmod ----
+
+def test_div_is_the_rounded_quotient():
+  # NOTE: x * (1/y) is an ulp off for these, and trunc/floor of the quotient then falls to the integer below
+  x = np.array([0.3, 7.0, 1.0, 49.0, -0.7, 1e-3], np.float32)
+  y = np.array([0.1, 7.0, 0.1, 7.0, 0.1, 1e-4], np.float32)
+  check_op(None, torch.div, Tensor.div, vals=[x, y], atol=0, rtol=0)
+  for mode in ("trunc", "floor"):
+    check_op(None, lambda a, b: torch.div(a, b, rounding_mode=mode), lambda a, b: a.div(b, rounding_mode=mode), vals=[x, y],
+             atol=0, rtol=0)
+
+def test_remainder_and_floor_divide_large_quotients_are_exact():
+  # NOTE: x - floor(x / y) * y loses everything once x / y passes 2**24; fmod is exact and so are torch's results here
+  x = np.array([-40.730602, 1e7, -3.3e6, 64.81915, -64.81915, 1.0, 5.5, -7.25, 0.0], np.float32)
+  y = np.array([7.1849594e-05, 0.37, -1e-3, -0.65796006, 0.65796006, 0.1, -2.0, 3.0, 3.0], np.float32)
+  check_op(None, torch.remainder, lambda a, b: a % b, vals=[x, y], atol=0, rtol=0, grad_atol=0, grad_rtol=0)
+  check_op(None, torch.floor_divide, lambda a, b: a // b, vals=[x, y], atol=0, rtol=0, grad=False)
+  check_op(None, torch.remainder, lambda a, b: a % b, vals=[[1.0, -1.0, math.inf, 2.0, math.nan], [math.inf, math.inf, 2.0, 0.0, 1.0]],
+           grad=False)
+
+def test_remainder_float16_computes_in_float32():
+  rng = np.random.default_rng(0)
+  x, y = rng.uniform(-100, 100, 64).astype(np.float16), rng.uniform(-10, 10, 64).astype(np.float16)
+  check_op(None, torch.remainder, lambda a, b: a % b, vals=[x, y], dtype="float16", atol=0, rtol=0, grad=False)
+
+def test_pow_negative_zero_base():
+  check_op(None, torch.pow, Tensor.pow, vals=[[-0.0, -0.0, -0.0, -0.0, 0.0, -0.0], [-1.0, 3.0, 2.0, 0.5, -1.0, -2.0]])
