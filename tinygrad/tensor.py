@@ -825,6 +825,13 @@ class Tensor(_CastSugar, MathTrait):
   # unlike UOp's, a Tensor's == and != build comparisons, as numpy's and torch's do
   def __eq__(self, y: Tensor | ConstType) -> Tensor: return self.eq(y)  # type: ignore[override]
   def __ne__(self, y: Tensor | ConstType) -> Tensor: return self.ne(y)  # type: ignore[override]
+  # NOTE: MathTrait's x <= y is not (x > y), which is True for a NaN: for floats it is (x < y) | (x == y), as torch's
+  def le(self, y: Tensor | ConstType) -> Tensor:
+    x, yy = self._operands(y, "<=")
+    return (x < yy) | (x == yy) if dtypes.is_float(x.dtype) else (x > yy).logical_not()
+  def ge(self, y: Tensor | ConstType) -> Tensor:
+    x, yy = self._operands(y, ">=")
+    return (x > yy) | (x == yy) if dtypes.is_float(x.dtype) else (x < yy).logical_not()
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._binop(Ops.CMPNE, True, "logical_not")
   def logical_and(self, y: Tensor) -> Tensor:
     return self.cast(dtypes.bool) & (y.cast(dtypes.bool) if isinstance(y, Tensor) else bool(y))
@@ -980,11 +987,16 @@ class Tensor(_CastSugar, MathTrait):
       return neg.where(-a, a)
     return self._in_float32(f)
   def asin(self) -> Tensor:
-    # NOTE: asin(x) = 2 atan(x / (1 + sqrt(1 - x*x))): no division by zero at |x| = 1, accurate near it
-    return self._in_float32(lambda x: (x / (((1 - x) * (1 + x)).sqrt() + 1)).atan() * 2)
+    # NOTE: asin(x) = 2 atan(x / (1 + sqrt(1 - x*x))): no division by zero at |x| = 1, accurate near it. The gradient
+    # is torch's, 1/sqrt((1 - x)(1 + x)) (inf at +-1, where the composed one is nan)
+    xf = self._float()
+    out = xf._in_float32(lambda x: (x / (((1 - x) * (1 + x)).sqrt() + 1)).atan() * 2)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * ((1 - x) * (1 + x)).rsqrt(),))
   def acos(self) -> Tensor:
     # NOTE: acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): accurate near 1, where pi/2 - asin(x) cancels
-    return self._in_float32(lambda x: ((1 - x) / (1 + x)).sqrt().atan() * 2)
+    xf = self._float()
+    out = xf._in_float32(lambda x: ((1 - x) / (1 + x)).sqrt().atan() * 2)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (-ctx * ((1 - x) * (1 + x)).rsqrt(),))
   def asinh(self) -> Tensor:
     def f(x: Tensor) -> Tensor:
       neg, ax = x._odd_fold()
@@ -999,14 +1011,20 @@ class Tensor(_CastSugar, MathTrait):
       huge = x > 4096
       xs = huge.where(2, x)
       # NOTE: log1p(t) with t = (x - 1) + sqrt((x - 1)(x + 1)) keeps its precision near 1, where acosh is small
-      return huge.where(huge.where(x, 2).log() + _LN2, ((xs - 1) + ((xs - 1) * (xs + 1)).sqrt()).log1p())
-    return self._in_float32(f)
+      a = huge.where(huge.where(x, 2).log() + _LN2, ((xs - 1) + ((xs - 1) * (xs + 1)).sqrt()).log1p())
+      # NOTE: below 1 the formula's log1p(-1) would give -inf; acosh is nan there
+      return (x < 1).where(math.nan, a)
+    # NOTE: torch's gradient 1/sqrt(x*x - 1): inf at +-1, where the composed one is nan
+    xf = self._float()
+    return _with_gradient(xf._in_float32(f), (xf,), lambda ctx, ret, x: (ctx * (x * x - 1).rsqrt(),))
   def atanh(self) -> Tensor:
     def f(x: Tensor) -> Tensor:
       neg, ax = x._odd_fold()
       a = (ax * 2 / (1 - ax)).log1p() * 0.5
       return neg.where(-a, a)
-    return self._in_float32(f)
+    # NOTE: torch's gradient 1/((1 - x)(1 + x)): inf at +-1 and 0 at +-inf, where the composed one is nan
+    xf = self._float()
+    return _with_gradient(xf._in_float32(f), (xf,), lambda ctx, ret, x: (ctx * ((1 - x) * (1 + x)).reciprocal(),))
   def erf(self) -> Tensor:
     """Polynomials fitted to erf(x)/x in x*x for |x| < 1 and to erfc(x)*exp(x*x) in 1/(1 + x/2) for 1 <= |x| <= 6
     (relative error below 1e-10); the gradient is exact, 2/sqrt(pi) * exp(-x*x)."""
@@ -1057,7 +1075,9 @@ class Tensor(_CastSugar, MathTrait):
   # ---- activations ----
   # NOTE: every branch of a where() gets an input that keeps it finite where it is not taken: the gradient of the
   # branch not taken is 0 * (its derivative), which is nan if that derivative overflowed
-  def relu(self) -> Tensor: return (self > 0).where(self, 0)
+  def relu(self) -> Tensor:
+    # NOTE: <= 0, not > 0: a NaN passes through with its gradient (torch's)
+    return (self <= 0).where(0, self)
   def relu6(self) -> Tensor: return self.hardtanh(0, 6)
   def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """x clamped to [min_val, max_val]; the gradient is 1 strictly inside, 0 at and beyond the ends (as torch). An int
@@ -1065,10 +1085,13 @@ class Tensor(_CastSugar, MathTrait):
     if dtypes.is_int(self.dtype): min_val, max_val = int(min_val), int(max_val)
     return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
+  # NOTE: elu and celu take the negative branch where x <= 0, so a NaN goes the identity's way, with its gradient
   def elu(self, alpha: float = 1.0) -> Tensor:
-    return (self > 0).where(self, (self > 0).where(0, self).expm1() * alpha)
+    neg = self <= 0
+    return neg.where(neg.where(self, 0).expm1() * alpha, self)
   def celu(self, alpha: float = 1.0) -> Tensor:
-    return (self > 0).where(self, ((self > 0).where(0, self) * (1 / alpha)).expm1() * alpha)
+    neg = self <= 0
+    return neg.where((neg.where(self, 0) * (1 / alpha)).expm1() * alpha, self)
   def selu(self) -> Tensor: return self.elu(_SELU_ALPHA) * _SELU_SCALE
   def sigmoid(self) -> Tensor:
     """1/(1 + e**-x) for x >= 0, e**x/(1 + e**x) below: e**-|x| never overflows, so values and gradients stay finite."""
@@ -1087,7 +1110,10 @@ class Tensor(_CastSugar, MathTrait):
   def hardswish(self) -> Tensor:
     """x * relu6(x + 3) / 6, with torch's gradient (x/3 + 1/2 strictly inside (-3, 3), 0 at -3, 1 at 3)."""
     x = self._float()
-    return (x <= -3).where(0, (x >= 3).where(x, x * (x + 3) * (1 / 6)))
+    lo, hi = x <= -3, x >= 3
+    # NOTE: the middle branch sees 0 where it is not taken, so its gradient stays finite at +-inf
+    xm = (lo | hi).where(0, x)
+    return lo.where(0, hi.where(x, xm * (xm + 3) * (1 / 6)))
   def softsign(self) -> Tensor: return self / (self.abs() + 1)
   def tanh(self) -> Tensor:
     """-expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no cancellation near 0, no overflow at large |x|."""

@@ -123,3 +123,23 @@ def test_remainder_float16_computes_in_float32():
 
 def test_pow_negative_zero_base():
   check_op(None, torch.pow, Tensor.pow, vals=[[-0.0, -0.0, -0.0, -0.0, 0.0, -0.0], [-1.0, 3.0, 2.0, 0.5, -1.0, -2.0]])
+
+# ---- NaN through comparisons and activations (torch's answers) ----
+
+def test_le_ge_with_nan_are_false():
+  vals = [[math.nan, 1.0, 2.0, -math.inf, math.inf, 0.5], [1.0, math.nan, 2.0, 1.0, math.inf, 0.5]]
+  for fn in (lambda a, b: a <= b, lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a > b):
+    check_op(None, fn, vals=vals, grad=False)
+  check_op(None, lambda a: a <= 1.0, vals=vals[:1], grad=False)
+  check_op(None, lambda a: a >= 1, vals=[[-3, 1, 4]], dtype="int32", grad=False)
+
+@pytest.mark.parametrize("name", ["relu", "relu6", "hardtanh", "hardsigmoid", "elu", "celu", "selu", "leaky_relu"])
+def test_activation_passes_nan(name):
+  fn = getattr(torch.nn.functional, name)
+  vals = [[math.nan, -2.0, -0.5, 0.5, 7.0]]
+  check_op(None, fn, getattr(Tensor, name), vals=vals, grad=name not in ("hardsigmoid",))
+
+@pytest.mark.parametrize("name,edge", [("asin", [-1.0, 1.0, 0.5]), ("acos", [-1.0, 1.0, 0.5]), ("atanh", [-1.0, 1.0, 0.5, math.inf]),
+                                       ("acosh", [1.0, -1.0, 2.0, -1e4])])
+def test_inverse_function_gradients_at_domain_edges(name, edge):
+  check_op(None, getattr(torch, name), getattr(Tensor, name), vals=[edge])
