@@ -696,16 +696,18 @@ class Tensor(_CastSugar, MathTrait):
     if x.dtype is dtypes.bool: raise TypeError("sub: subtracting bool tensors is not supported; use ^ or logical ops")
     return x + (-y)
   def div(self, y: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
-    """True division (ints promote to float); rounding_mode "trunc" or "floor" as torch."""
+    """True division (ints promote to float), the IEEE quotient (rounded once, as torch's); rounding_mode "trunc" or
+    "floor" as torch."""
     if rounding_mode == "floor": return self.floordiv(y, reverse)
     x, y = self._operands(y, "div", reverse)
-    if rounding_mode == "trunc":
-      return x.idiv(y) if dtypes.is_int(x.dtype) else (x * y.reciprocal()).trunc()
+    if rounding_mode == "trunc": return x.idiv(y) if dtypes.is_int(x.dtype) else x._fdiv(y).trunc()
     if rounding_mode is not None:
       raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     dt = least_upper_float(x.dtype)
-    x, y = x.cast(dt), y.cast(dt)
-    return x * y.reciprocal()
+    return x.cast(dt)._fdiv(y.cast(dt))
+  # NOTE: FDIV, not x * (1/y): the reciprocal rounds first, so the product can be an ulp off, and trunc or floor of a
+  # quotient that is an integer (7/7, 0.3/0.1) then falls to the one below
+  def _fdiv(self, y: Tensor) -> Tensor: return self._new(self.uop.alu(Ops.FDIV, y.uop), y)
   def _int_divmod(self, op: Ops, y: Tensor, divisor_nonzero: bool) -> Tensor:
     # NOTE: integer division by zero traps in C; like numpy, a zero divisor gives 0 instead of killing the process
     if divisor_nonzero: return self._new(self.uop.alu(op, y.uop), y)
@@ -722,7 +724,7 @@ class Tensor(_CastSugar, MathTrait):
     """Python's //: rounds toward minus infinity (floats: floor(x / y); ints: 0 where the divisor is 0, as numpy)."""
     nz = not reverse and isinstance(y, int) and y != 0
     x, y = self._operands(y, "floordiv", reverse)
-    if not dtypes.is_int(x.dtype): return x.div(y).floor()
+    if not dtypes.is_int(x.dtype): return x._floordiv_float(y)
     q = x._int_divmod(Ops.IDIV, y, nz)
     if dtypes.is_unsigned(x.dtype): return q
     # NOTE: C truncates; the floor is one less when the division is inexact and the operands have opposite signs
@@ -733,10 +735,50 @@ class Tensor(_CastSugar, MathTrait):
     """Python's %: the result takes the sign of the divisor (ints: 0 where the divisor is 0, as numpy)."""
     nz = not reverse and isinstance(y, int) and y != 0
     x, y = self._operands(y, "mod", reverse)
-    if not dtypes.is_int(x.dtype): return x - (x / y).floor() * y
+    if not dtypes.is_int(x.dtype):
+      # NOTE: the gradient is torch's: 1, and -(x // y)
+      xf, yf = x._float(), y._float()
+      r = xf._in_float32_binary(yf, lambda a, b: a._fmod_float(b)._fmod_to_remainder(b))
+      return _with_gradient(r, (xf, yf), lambda ctx, ret, a, b: (ctx, -ctx * a._floordiv_float(b)))
     r = x._int_divmod(Ops.MOD, y, nz)
     if dtypes.is_unsigned(x.dtype): return r
     return (r.ne(0) & ((r < 0) ^ (y < 0))).where(r + y, r)
+  def _in_float32_binary(self, y: Tensor, fn: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
+    """fn(self, y) for two float tensors of one dtype, 16-bit and 8-bit floats through float32 (as torch computes)."""
+    if self.dtype.itemsize >= 4: return fn(self, y)
+    return fn(self.cast(dtypes.float32), y.cast(dtypes.float32)).cast(self.dtype)
+  def _fmod_float(self, y: Tensor) -> Tensor:
+    """C's fmod(self, y) for float32/float64 tensors of one shape, exact (nan for y = 0 or an infinite self, self for
+    an infinite y). Each step takes q = trunc(r / y') times y' off r with one fused multiply-add, exactly (the result
+    is representable), where y' is y, or y * 2**k where r / y overflows: r stays x modulo y and loses mant - 1 bits
+    of quotient a step, so the steps cover the whole exponent range; a last step puts the sign of x back."""
+    e, m = dtypes.finfo(self.dtype)
+    bad = self.isinf() | self.isnan() | y.isnan() | (y == 0)
+    ay = (bad | y.isinf()).where(1.0, y.abs())
+    r = (bad | y.isinf()).where(0.0, self)
+    s = 2.0 ** (2 ** (e - 2))
+    for _ in range(math.ceil((2 ** e + m) / (m - 1))):
+      ys = (r / ay).isinf().where((r / (ay * s)).isinf().where(ay * s * s, ay * s), ay)
+      q = (r / ys).trunc()
+      r = r._new(q.neg().uop.alu(Ops.MULACC, ys.uop, r.uop), ys, r)
+    r = (r.ne(0) & ((r < 0) ^ (self < 0))).where(r + (self < 0).where(-ay, ay), r)
+    return bad.where(math.nan, y.isinf().where(self, r))
+  def _fmod_to_remainder(self, y: Tensor) -> Tensor:
+    """Python's x % y from m = fmod(x, y): m + y where m is nonzero and its sign differs from y's (exact: the true
+    result is representable)."""
+    return (self.ne(0) & ((self < 0) ^ (y < 0))).where(self + y, self)
+  def _floordiv_float(self, y: Tensor) -> Tensor:
+    """floor(x / y) as torch computes it for floats, from the exact fmod: (x - fmod) / y, one less where fmod and y
+    differ in sign, rounded to the nearest integer (so a quotient that rounds up to an integer, 1 // 0.1, is 9 not
+    10); x / y where y is 0 (16-bit floats through float32)."""
+    def f(a: Tensor, b: Tensor) -> Tensor:
+      m = a._fmod_float(b)
+      d = (a - m) / b
+      d = (m.ne(0) & ((b < 0) ^ (m < 0))).where(d - 1, d)
+      fl = d.floor()
+      fl = (d - fl > 0.5).where(fl + 1, fl)
+      return (b == 0).where(a / b, d.ne(0).where(fl, (a / b).signbit().where(-0.0, 0.0)))
+    return self._in_float32_binary(y, f)
   def pow(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     # NOTE: bools raise to a power as ints (torch)
     if self.dtype is dtypes.bool and ((isinstance(y, int) and not isinstance(y, bool)) or
@@ -753,10 +795,11 @@ class Tensor(_CastSugar, MathTrait):
         base, e = base * base, e >> 1
       assert acc is not None
       if y > 0: return acc
+      if not dtypes.is_float(self.dtype): return self._int_pow_negative(self._const(y & 1, dtypes.bool))
       # NOTE: through the product the gradient at a zero base is 0 * inf; y * x**(y-1) is torch's (an infinity)
-      if not dtypes.is_float(self.dtype): return acc.reciprocal()
       return _with_gradient(acc.reciprocal(), (self,), lambda ctx, ret, x: (ctx * x.pow(y - 1) * y,))
     x, y = self._operands(y, "pow", reverse)
+    if dtypes.is_int(x.dtype): return x._int_pow(y)
     dt = least_upper_float(x.dtype)
     xf, yf = x.cast(dt), y.cast(dt)
     mag = (yf * xf.abs().log2()).exp2()
@@ -764,9 +807,27 @@ class Tensor(_CastSugar, MathTrait):
     y_int = yf.trunc() == yf
     y_odd = y_int & ((yf * 0.5).trunc() != yf * 0.5)
     ret = (xf < 0).where(y_int.where(y_odd.where(-mag, mag), xf._const(math.nan)), mag)
+    # NOTE: -0.0 to an odd integer power keeps its sign: -0.0 ** -1 is -inf, -0.0 ** 3 is -0.0 (IEEE pow, as torch)
+    ret = ((xf == 0) & y_odd & xf.signbit()).where(-mag, ret)
     ret = ((yf == 0) | (xf == 1)).where(1.0, ret)
     if not dtypes.is_float(x.dtype): return ret.round().cast(x.dtype)
     return _with_gradient(ret, (xf, yf), _pow_gradient)
+  def _int_pow(self, y: Tensor) -> Tensor:
+    """self ** y for int tensors of one dtype and shape: exact, by squaring over every bit of the exponent, so a result
+    that overflows wraps as C's (and torch's) integer multiply does; negative exponents as _int_pow_negative."""
+    signed = not dtypes.is_unsigned(y.dtype)
+    e = (y < 0).where(0, y) if signed else y
+    acc, base = self.ones_like(), self
+    for i in range(8 * y.dtype.itemsize - int(signed)):
+      acc = (e & (1 << i)).ne(0).where(acc * base, acc)
+      base = base * base
+    return (y < 0).where(self._int_pow_negative((y & 1).ne(0)), acc) if signed else acc
+  def _int_pow_negative(self, odd: Tensor) -> Tensor:
+    """self ** y for an int tensor and a negative int exponent y (odd: where y is odd): 1/self**|y| truncated, so 1 for
+    a base of 1, +-1 for -1 and 0 for every other base (0 too, as torch's tensor pow)."""
+    one, zero = self._const(1), self._const(0)
+    if dtypes.is_unsigned(self.dtype): return (self == 1).where(one, zero)
+    return (self == 1).where(one, (self == -1).where(odd.where(self._const(-1), one), zero))
 
   # NOTE: the other operators come from MathTrait through the named methods above; `//` is numpy's floor division
   # here, where the IR's (and MathTrait's) is C's truncating IDIV
@@ -786,6 +847,13 @@ class Tensor(_CastSugar, MathTrait):
   # unlike UOp's, a Tensor's == and != build comparisons, as numpy's and torch's do
   def __eq__(self, y: Tensor | ConstType) -> Tensor: return self.eq(y)  # type: ignore[override]
   def __ne__(self, y: Tensor | ConstType) -> Tensor: return self.ne(y)  # type: ignore[override]
+  # NOTE: MathTrait's x <= y is not (x > y), which is True for a NaN: for floats it is (x < y) | (x == y), as torch's
+  def le(self, y: Tensor | ConstType) -> Tensor:
+    x, yy = self._operands(y, "<=")
+    return (x < yy) | (x == yy) if dtypes.is_float(x.dtype) else (x > yy).logical_not()
+  def ge(self, y: Tensor | ConstType) -> Tensor:
+    x, yy = self._operands(y, ">=")
+    return (x > yy) | (x == yy) if dtypes.is_float(x.dtype) else (x < yy).logical_not()
   def logical_not(self) -> Tensor: return self.cast(dtypes.bool)._binop(Ops.CMPNE, True, "logical_not")
   def logical_and(self, y: Tensor) -> Tensor:
     return self.cast(dtypes.bool) & (y.cast(dtypes.bool) if isinstance(y, Tensor) else bool(y))
@@ -802,14 +870,26 @@ class Tensor(_CastSugar, MathTrait):
     """tinygrad's name for bitwise_xor (`^`): int and bool tensors only, a TypeError on floats."""
     return self.bitwise_xor(y, reverse)
   def _shift(self, op: Ops, y: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+    """x << y or x >> y as torch: an amount out of [0, width) shifts every bit out (0, or the sign for >> of a signed
+    int), where the IR's SHL/SHR take it modulo the width."""
     # NOTE: the shift amount takes the shifted value's dtype (it does not promote it, as torch)
     if reverse: return self.ufix(y)._shift(op, self, name)
     if not dtypes.is_int(self.dtype): raise TypeError(f"{name}: shifts need an int tensor, got {self.dtype}")
     if isinstance(y, Tensor) and not dtypes.is_int(y.dtype):
       raise TypeError(f"{name}: the shift amount must be an int tensor, got {y.dtype}")
+    width = 8 * self.dtype.itemsize
+    # NOTE: a Python amount is checked here; out of range it is the shift by width - 1 of >>, or 0
+    if not isinstance(y, Tensor) and not 0 <= int(y) < width:
+      if op is Ops.SHR and not dtypes.is_unsigned(self.dtype): return self._shift(op, width - 1, name)
+      return self.const_like(0)._broadcast_to(self.shape)
     yy = y.cast(self.dtype) if isinstance(y, Tensor) else Tensor(_const_uop(int(y), self.dtype, self.device))
     x, yy = self._operands(yy, name)
-    return x._new(x.uop.alu(op, yy.uop), yy)
+    ret = x._new(x.uop.alu(op, yy.uop), yy)
+    if not isinstance(y, Tensor): return ret
+    # NOTE: the amount is compared in y's own dtype: cast to a narrower self it could wrap into range
+    out = (y < 0) | (y >= width) if not dtypes.is_unsigned(y.dtype) else y >= width
+    fill = x._shift(op, width - 1, name) if op is Ops.SHR and not dtypes.is_unsigned(x.dtype) else x.const_like(0)
+    return out.where(fill, ret)
   def lshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     return self._shift(Ops.SHL, y, "<<", reverse)
   def rshift(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
@@ -861,7 +941,19 @@ class Tensor(_CastSugar, MathTrait):
     # NOTE: 1 - 2*sin(x/2)**2, not sin(pi/2 - x): x/2 is exact, where pi/2 - x rounds away the low bits of a large x
     s = (self._float() * 0.5).sin()
     return 1 - 2 * s * s
-  def tan(self) -> Tensor: return self.sin() / self.cos()
+  def tan(self) -> Tensor:
+    """2 sin(x)**2 / sin(2x) (= sin(x)/cos(x)): near a pole cos(x) is small, and computed from x it keeps only an
+    absolute accuracy (relative 2e-4 at |tan x| ~ 6000), where sin(2x) is accurate relative to its size (2x is exact
+    and SIN reduces its argument). sin(x)/cos(x) where |x| < 1/2 (no pole, and no 0/0 at 0) and where 2x overflows.
+    The gradient is torch's, 1 + tan(x)**2."""
+    def f(x: Tensor) -> Tensor:
+      # NOTE: 2x overflows from 2**emax on (the top binade)
+      quot = (x.abs() < 0.5) | (x.abs() >= 2.0 ** (2 ** (dtypes.finfo(x.dtype)[0] - 1) - 1))
+      s = x.sin()
+      return quot.where(s / x.cos(), 2 * s * s / quot.where(1, x * 2).sin())
+    xf = self._float()
+    out = xf._in_float32(f)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * (1 + ret * ret),))
   def _horner(self, coeffs: Sequence[float]) -> Tensor:
     """coeffs[0] + x*(coeffs[1] + x*(...)), in self's dtype."""
     acc = self * coeffs[-1] + coeffs[-2]
@@ -922,11 +1014,16 @@ class Tensor(_CastSugar, MathTrait):
       return neg.where(-a, a)
     return self._in_float32(f)
   def asin(self) -> Tensor:
-    # NOTE: asin(x) = 2 atan(x / (1 + sqrt(1 - x*x))): no division by zero at |x| = 1, accurate near it
-    return self._in_float32(lambda x: (x / (((1 - x) * (1 + x)).sqrt() + 1)).atan() * 2)
+    # NOTE: asin(x) = 2 atan(x / (1 + sqrt(1 - x*x))): no division by zero at |x| = 1, accurate near it. The gradient
+    # is torch's, 1/sqrt((1 - x)(1 + x)) (inf at +-1, where the composed one is nan)
+    xf = self._float()
+    out = xf._in_float32(lambda x: (x / (((1 - x) * (1 + x)).sqrt() + 1)).atan() * 2)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (ctx * ((1 - x) * (1 + x)).rsqrt(),))
   def acos(self) -> Tensor:
     # NOTE: acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): accurate near 1, where pi/2 - asin(x) cancels
-    return self._in_float32(lambda x: ((1 - x) / (1 + x)).sqrt().atan() * 2)
+    xf = self._float()
+    out = xf._in_float32(lambda x: ((1 - x) / (1 + x)).sqrt().atan() * 2)
+    return _with_gradient(out, (xf,), lambda ctx, ret, x: (-ctx * ((1 - x) * (1 + x)).rsqrt(),))
   def asinh(self) -> Tensor:
     def f(x: Tensor) -> Tensor:
       neg, ax = x._odd_fold()
@@ -941,14 +1038,20 @@ class Tensor(_CastSugar, MathTrait):
       huge = x > 4096
       xs = huge.where(2, x)
       # NOTE: log1p(t) with t = (x - 1) + sqrt((x - 1)(x + 1)) keeps its precision near 1, where acosh is small
-      return huge.where(huge.where(x, 2).log() + _LN2, ((xs - 1) + ((xs - 1) * (xs + 1)).sqrt()).log1p())
-    return self._in_float32(f)
+      a = huge.where(huge.where(x, 2).log() + _LN2, ((xs - 1) + ((xs - 1) * (xs + 1)).sqrt()).log1p())
+      # NOTE: below 1 the formula's log1p(-1) would give -inf; acosh is nan there
+      return (x < 1).where(math.nan, a)
+    # NOTE: torch's gradient 1/sqrt(x*x - 1): inf at +-1, where the composed one is nan
+    xf = self._float()
+    return _with_gradient(xf._in_float32(f), (xf,), lambda ctx, ret, x: (ctx * (x * x - 1).rsqrt(),))
   def atanh(self) -> Tensor:
     def f(x: Tensor) -> Tensor:
       neg, ax = x._odd_fold()
       a = (ax * 2 / (1 - ax)).log1p() * 0.5
       return neg.where(-a, a)
-    return self._in_float32(f)
+    # NOTE: torch's gradient 1/((1 - x)(1 + x)): inf at +-1 and 0 at +-inf, where the composed one is nan
+    xf = self._float()
+    return _with_gradient(xf._in_float32(f), (xf,), lambda ctx, ret, x: (ctx * ((1 - x) * (1 + x)).reciprocal(),))
   def erf(self) -> Tensor:
     """Polynomials fitted to erf(x)/x in x*x for |x| < 1 and to erfc(x)*exp(x*x) in 1/(1 + x/2) for 1 <= |x| <= 6
     (relative error below 1e-10); the gradient is exact, 2/sqrt(pi) * exp(-x*x)."""
@@ -973,9 +1076,14 @@ class Tensor(_CastSugar, MathTrait):
     if not dtypes.is_float(self.dtype): return self
     t = self.trunc()
     return (self > t).where(t + 1, t)
-  def round(self) -> Tensor:
-    """Round half to even, as numpy."""
+  def round(self, decimals: int = 0) -> Tensor:
+    """Round half to even, as numpy; to `decimals` decimal places as torch does it (x * 10**decimals rounded, divided
+    back; a negative `decimals` rounds to tens, hundreds, ...), 16-bit floats through float32."""
     if not dtypes.is_float(self.dtype): return self
+    if decimals:
+      # NOTE: 10**-d is not exact in binary, so a negative d divides by 10**|d| where torch does (no extra rounding)
+      if decimals > 0: return self._in_float32(lambda x: (x * 10.0 ** decimals).round() / 10.0 ** decimals)
+      return self._in_float32(lambda x: (x / 10.0 ** -decimals).round() * 10.0 ** -decimals)
     t = self.trunc()
     frac, step = self - t, (self < 0).where(-1.0, 1.0).cast(self.dtype)
     t_odd = (t * 0.5).trunc() != t * 0.5
@@ -989,21 +1097,28 @@ class Tensor(_CastSugar, MathTrait):
   def sign(self) -> Tensor:
     if self.dtype is dtypes.bool: return self
     if dtypes.is_unsigned(self.dtype): return (self > 0).cast(self.dtype)
-    ret = (self > 0).where(1, (self < 0).where(-1, 0)).cast(self.dtype)
-    return (self != self).where(self, ret) if dtypes.is_float(self.dtype) else ret
+    # NOTE: nan is neither > 0 nor < 0, so its sign is 0 (torch's; numpy's is nan)
+    return (self > 0).where(1, (self < 0).where(-1, 0)).cast(self.dtype)
   # ---- activations ----
   # NOTE: every branch of a where() gets an input that keeps it finite where it is not taken: the gradient of the
   # branch not taken is 0 * (its derivative), which is nan if that derivative overflowed
-  def relu(self) -> Tensor: return (self > 0).where(self, 0)
+  def relu(self) -> Tensor:
+    # NOTE: <= 0, not > 0: a NaN passes through with its gradient (torch's)
+    return (self <= 0).where(0, self)
   def relu6(self) -> Tensor: return self.hardtanh(0, 6)
   def hardtanh(self, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """x clamped to [min_val, max_val]; the gradient is 1 strictly inside, 0 at and beyond the ends (as torch)."""
+    """x clamped to [min_val, max_val]; the gradient is 1 strictly inside, 0 at and beyond the ends (as torch). An int
+    tensor stays int, its bounds truncated toward zero (as torch)."""
+    if dtypes.is_int(self.dtype): min_val, max_val = int(min_val), int(max_val)
     return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
+  # NOTE: elu and celu take the negative branch where x <= 0, so a NaN goes the identity's way, with its gradient
   def elu(self, alpha: float = 1.0) -> Tensor:
-    return (self > 0).where(self, (self > 0).where(0, self).expm1() * alpha)
+    neg = self <= 0
+    return neg.where(neg.where(self, 0).expm1() * alpha, self)
   def celu(self, alpha: float = 1.0) -> Tensor:
-    return (self > 0).where(self, ((self > 0).where(0, self) * (1 / alpha)).expm1() * alpha)
+    neg = self <= 0
+    return neg.where((neg.where(self, 0) * (1 / alpha)).expm1() * alpha, self)
   def selu(self) -> Tensor: return self.elu(_SELU_ALPHA) * _SELU_SCALE
   def sigmoid(self) -> Tensor:
     """1/(1 + e**-x) for x >= 0, e**x/(1 + e**x) below: e**-|x| never overflows, so values and gradients stay finite."""
@@ -1022,7 +1137,10 @@ class Tensor(_CastSugar, MathTrait):
   def hardswish(self) -> Tensor:
     """x * relu6(x + 3) / 6, with torch's gradient (x/3 + 1/2 strictly inside (-3, 3), 0 at -3, 1 at 3)."""
     x = self._float()
-    return (x <= -3).where(0, (x >= 3).where(x, x * (x + 3) * (1 / 6)))
+    lo, hi = x <= -3, x >= 3
+    # NOTE: the middle branch sees 0 where it is not taken, so its gradient stays finite at +-inf
+    xm = (lo | hi).where(0, x)
+    return lo.where(0, hi.where(x, xm * (xm + 3) * (1 / 6)))
   def softsign(self) -> Tensor: return self / (self.abs() + 1)
   def tanh(self) -> Tensor:
     """-expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no cancellation near 0, no overflow at large |x|."""
@@ -1042,12 +1160,16 @@ class Tensor(_CastSugar, MathTrait):
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def silu(self) -> Tensor: return self * self.sigmoid()
   def swish(self) -> Tensor: return self.silu()
-  def softplus(self, beta: float = 1.0) -> Tensor:
-    """log(1 + e**(beta x)) / beta as max(x, 0) + log1p(e**-|x|): exact at both ends, gradient sigmoid(beta x)."""
+  def softplus(self, beta: float = 1.0, threshold: float | None = None) -> Tensor:
+    """log(1 + e**(beta x)) / beta as max(x, 0) + log1p(e**-|x|): exact at both ends, gradient sigmoid(beta x). With a
+    threshold (torch's keyword), x itself (gradient 1) where beta x > threshold."""
     x = self._float() * beta
-    return (x.maximum(0) + (-x.abs()).exp().log1p()) * (1 / beta)
+    ret = (x.maximum(0) + (-x.abs()).exp().log1p()) * (1 / beta)
+    return ret if threshold is None else (x > threshold).where(self._float(), ret)
   def mish(self) -> Tensor: return self * self.softplus().tanh()
-  def square(self) -> Tensor: return self * self
+  def square(self) -> Tensor:
+    # NOTE: a bool squares as an int (torch), not as bool * bool (which is logical and)
+    return self.cast(dtypes.default_int).square() if self.dtype is dtypes.bool else self * self
   def clamp(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor:
     if min_ is None and max_ is None: raise ValueError("clamp: give at least one of min_ and max_")
     ret = self

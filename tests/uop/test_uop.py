@@ -184,6 +184,14 @@ def test_a_float_comparison_keeps_the_answer_nan_gives(dt):
   # constants are never NaN unless they say so: their comparisons still fold
   assert simplify(UOp.const(d, 0.0).eq(UOp.const(d, 0.0))).arg is True
 
+def test_a_nan_constant_bounds_nothing():
+  # where(c, nan, x) < 0 is x < 0 where c is False: min/max with a NaN bound gave NaN bounds, and the comparison folded
+  from tinygrad.uop.symbolic import simplify
+  x = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(4), arg=0).index(UOp.const(dtypes.index, 0)).load()
+  w = (x < 2.0).where(UOp.const(dtypes.float32, math.nan), x)
+  assert simplify(w < 0.0).op is not Ops.CONST and simplify(w.ne(1.0)).op is not Ops.CONST
+  assert (x.ne(3.0).where(x, UOp.const(dtypes.float32, math.nan)) > 0.0).vmax is True
+
 def test_int32_overflow_bounds_fall_back_to_dtype():
   a = UOp.variable("ov_a", 0, 2**31 - 1, dtypes.int32)
   assert ((a + 1).vmin, (a + 1).vmax) == (-2**31, 2**31 - 1)

@@ -318,7 +318,9 @@ def _min_max(u: UOp) -> tuple[Any, Any]:
   op, src = u.op, u.src
   dmin, dmax = dtypes.min(u.dtype), dtypes.max(u.dtype)
   if u.dtype.count > 1 or isinstance(u.dtype, PtrDType) or u.dtype is dtypes.void: return dmin, dmax
-  if op is Ops.CONST: return (u.arg, u.arg) if not isinstance(u.arg, InvalidType) else (dmin, dmax)
+  # NOTE: a NaN constant bounds nothing (min/max with NaN are order-dependent): a where() with a NaN branch folded
+  # `where(c, nan, x) < 0` to False
+  if op is Ops.CONST: return (dmin, dmax) if isinstance(u.arg, InvalidType) or _any_nan(u.arg) else (u.arg, u.arg)
   if op is Ops.DEFINE_VAR: return u.arg[1], u.arg[2]
   if op is Ops.RANGE: return 0, max(0, src[0].vmax - 1)
   if op is Ops.SPECIAL: return 0, max(0, src[0].vmax - 1)
