@@ -2151,12 +2151,8 @@ class Tensor(_CastSugar, MathTrait):
     x = self * weight if weight.ndim == 1 else self.dot(weight)
     return x + bias if bias is not None else x
 
-  def _pad2d(self, padding: int | Sequence[int], n: int, value: ConstType = 0.0) -> Tensor:
-    if isinstance(padding, int): pairs = [(padding, padding)] * n
-    elif len(padding) == n: pairs = [(p, p) for p in padding]
-    elif len(padding) == 2 * n: pairs = [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
-    else: raise ValueError(f"padding {padding} does not fit {n} spatial axes")
-    return self.pad([(0, 0)] * (self.ndim - n) + pairs, value=value)
+  def _pad2d(self, padding: int | Sequence[int], n: int, value: ConstType = 0.0, op: str = "pad2d") -> Tensor:
+    return self.pad([(0, 0)] * (self.ndim - n) + Tensor._pool_pairs(padding, n, op), value=value)
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
              dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
     """Convolution (cross-correlation, as torch) of (N, Cin, *spatial) with (Cout, Cin/groups, *kernel)."""
@@ -2172,15 +2168,21 @@ class Tensor(_CastSugar, MathTrait):
     nsp = len(hw)
     unit = (1,) * nsp
     if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit:
-      out = _winograd_conv(self._pad2d(padding, nsp), weight, groups)
+      out = _winograd_conv(self._pad2d(padding, nsp, op="conv2d"), weight, groups)
       return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
-    x = self._pad2d(padding, nsp)._pool(tuple(hw), stride, dilation, op="conv2d")  # (N, Cin, *o, *k)
+    x = self._pad2d(padding, nsp, op="conv2d")._pool(tuple(hw), stride, dilation, op="conv2d")  # (N, Cin, *o, *k)
     oyx = x.shape[2:2 + nsp]
     rcout = cout // groups
     x = x.reshape(bs, groups, 1, cin_g, *oyx, *hw).expand(bs, groups, rcout, cin_g, *oyx, *hw)
     w = weight.reshape(1, groups, rcout, cin_g, *([1] * nsp), *hw)
     red = tuple([3] + [4 + nsp + j for j in range(nsp)])
-    out = (x * w).sum(red, keepdim=True).reshape(bs, cout, *oyx)
+    dt = least_upper_dtype(x.dtype, weight.dtype)
+    if dtypes.is_float(dt) and (acc := sum_acc_dtype(dt)).itemsize > dt.itemsize:
+      # NOTE: as dot: half/bfloat16/fp8 products in the float32 accumulator (exact there), rounded once, as torch's CPU
+      # kernels and tensor cores compute them (the tensor-core match takes REDUCE(MUL(CAST(a), CAST(b))))
+      out = (x.cast(acc) * w.cast(acc)).sum(red, keepdim=True, dtype=acc).cast(dt)
+    else: out = (x * w).sum(red, keepdim=True)
+    out = out.reshape(bs, cout, *oyx)
     return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
   def avg_pool2d(self, kernel_size: int | tuple[int, ...] = (2, 2), stride: int | tuple[int, ...] | None = None,
                  padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True,
@@ -2226,8 +2228,10 @@ class Tensor(_CastSugar, MathTrait):
   # ---- nn ops ----
   @staticmethod
   def _pool_pairs(padding: int | Sequence[int], n: int, op: str) -> list[tuple[int, int]]:
-    """(before, after) padding of n spatial axes from an int, n ints, or 2n ints in torch's flat order."""
+    """(before, after) padding of n spatial axes from an int, one int for every axis (an int or a 1-tuple, as torch),
+    n ints, or 2n ints in torch's flat order (last axis first)."""
     if isinstance(padding, int): return [(padding, padding)] * n
+    if len(padding) == 1: return [(padding[0], padding[0])] * n
     if len(padding) == n: return [(p, p) for p in padding]
     if len(padding) == 2 * n: return [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
     raise ValueError(f"{op}: padding {padding} does not fit {n} spatial axes")
@@ -2471,7 +2475,12 @@ class Tensor(_CastSugar, MathTrait):
       r = self.shape[-3] // key.shape[-3]
       key, value = key.repeat_interleave(r, -3), value.repeat_interleave(r, -3)
     ln, sn = self.shape[-2], key.shape[-2]
-    qk = self.matmul(key.transpose(-2, -1)) * (1 / math.sqrt(self.shape[-1]) if scale is None else scale)
+    out_dt, q = value.dtype, self
+    if dtypes.is_float(out_dt) and out_dt.itemsize < 4:
+      # NOTE: half/bfloat16 attention computed in float32 and rounded once, as torch's kernels do: the softmax of
+      # half-precision scores (each product rounded) moves the weights by far more than a half ulp
+      q, key, value = q.cast(dtypes.float32), key.cast(dtypes.float32), value.cast(dtypes.float32)
+    qk = q.matmul(key.transpose(-2, -1)) * (1 / math.sqrt(self.shape[-1]) if scale is None else scale)
     keep: Tensor | None = None
     if is_causal: keep = Tensor.ones(ln, sn, dtype=dtypes.bool, device=self.device).tril()
     if attn_mask is not None:
@@ -2484,7 +2493,7 @@ class Tensor(_CastSugar, MathTrait):
     w = e / (s == 0).where(1, s)
     if dropout_p >= 1: w = w * 0
     elif dropout_p > 0: w = (Tensor.rand(*w.shape, device=self.device) >= dropout_p).where(w, 0) * (1 / (1 - dropout_p))
-    return w.cast(value.dtype).matmul(value)
+    return w.cast(value.dtype).matmul(value).cast(out_dt)
   @staticmethod
   def einsum(formula: str | Tensor, *operands: Any, dtype: DType | None = None) -> Tensor:
     """Einstein summation as torch.einsum: letters a-zA-Z name axes, "..." the broadcast axes, a letter repeated in one
@@ -2642,8 +2651,12 @@ class Tensor(_CastSugar, MathTrait):
     if weight is not None: x = x * weight.reshape(shape)
     return x + bias.reshape(shape) if bias is not None else x
   def dropout(self, p: float = 0.5) -> Tensor:
+    """In training (Tensor.training), each element zeroed with probability p and the rest scaled by 1/(1-p): as torch,
+    the input times that mask (a NaN stays NaN), so p=1 gives self * 0."""
+    if not 0 <= p <= 1: raise ValueError(f"dropout: probability p must be between 0 and 1, got {p}")
     if not Tensor.training or p == 0: return self
-    return (Tensor.rand(*self.shape, device=self.device) >= p).where(self, 0) * (1 / (1 - p))
+    if p == 1: return self * 0
+    return self * (Tensor.rand(*self.shape, device=self.device) >= p).cast(self.dtype) * (1 / (1 - p))
   def embedding(self, weight: Tensor) -> Tensor:
     """Rows of `weight` (vocab, dim) picked by the int indices in self, via a one-hot matmul (so it has a gradient)."""
     if not dtypes.is_int(self.dtype): raise TypeError(f"embedding: indices must be an int tensor, got {self.dtype}")

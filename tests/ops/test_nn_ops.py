@@ -230,3 +230,34 @@ def test_einsum_sublist_form_matches_torch():
   check([(3, 4), (4, 5)], lambda a, b: torch.einsum(a, [0, 1], b, [1, 2], [0, 2]),
         lambda a, b: Tensor.einsum(a, [0, 1], b, [1, 2], [0, 2]))
   check([(2, 3, 4)], lambda a: torch.einsum(a, [Ellipsis, 30, 3]), lambda a: Tensor.einsum(a, [Ellipsis, 30, 3]))
+
+# ---- regressions found by torch's OpInfo samples (tests/ops/opinfo/nn.py) ----
+
+def test_pool_and_conv_one_tuple_padding_pads_every_axis():
+  # torch reads padding=(p,) as p on every spatial axis
+  check([(1, 2, 5, 5)], lambda x: F.avg_pool2d(x, (3, 3), 1, (1,)), lambda x: x.avg_pool2d((3, 3), 1, (1,)))
+  check([(1, 2, 5, 5)], lambda x: F.max_pool2d(x, (3, 3), 1, (1,)), lambda x: x.max_pool2d((3, 3), 1, padding=(1,)))
+  check([(1, 2, 5, 5), (3, 2, 3, 3)], lambda x, w: F.conv2d(x, w, padding=(1,)), lambda x, w: x.conv2d(w, padding=(1,)))
+
+def test_half_conv_sums_exact_products():
+  # inputs in [-9, 9] (torch's sample range): each half product rounded alone is off by up to 0.03; torch (and tensor
+  # cores) multiply in float32 and round the sum once
+  check([(2, 4, 6, 6), (8, 1, 3, 3)], lambda x, w: F.conv2d(x, w, groups=4), lambda x, w: x.conv2d(w, groups=4),
+        dtype="float16", low=-9, high=9, grad=False)
+
+def test_half_sdpa_matches_torch_at_large_scores():
+  check([(4, 4, 3, 8), (4, 4, 6, 8), (4, 4, 6, 8)], *_sdpa(), dtype="float16", low=-9, high=9, grad=False)
+
+def test_dropout_p_one_zeroes_and_bad_p_raises():
+  x = Tensor([1.0, float("nan"), -2.0])
+  with Tensor.train():
+    got = x.dropout(1.0).numpy()
+    assert np.array_equal(got[[0, 2]], [0.0, 0.0]) and np.isnan(got[1])  # input * 0, as torch (NaN stays NaN)
+    assert x.dropout(0.0).numpy()[0] == 1.0
+    for p in (-0.1, 1.5):
+      with pytest.raises(ValueError, match="between 0 and 1"): x.dropout(p)
+
+def test_group_norm_empty_batch():
+  from tinygrad import nn
+  out = nn.GroupNorm(1, 2)(Tensor.zeros(0, 2))
+  assert out.shape == (0, 2) and out.numpy().shape == (0, 2)

@@ -359,7 +359,9 @@ class GroupNorm:
       raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): input {x.shape} must be (N, "
                        f"{self.num_channels}, ...)")
     xf = x.cast(_stat_dtype(x))
-    out = xf.reshape(x.shape[0], self.num_groups, -1).layernorm(axis=-1, eps=self.eps).reshape(x.shape)
+    # NOTE: the group size spelled out, not -1: a batch of 0 leaves -1 undetermined
+    grouped = xf.reshape(x.shape[0], self.num_groups, prod(x.shape[1:]) // self.num_groups)
+    out = grouped.layernorm(axis=-1, eps=self.eps).reshape(x.shape)
     if self.weight is not None: out = out * self.weight.reshape(_channel_shape(x.ndim))
     if self.bias is not None: out = out + self.bias.reshape(_channel_shape(x.ndim))
     return out.cast(x.dtype)

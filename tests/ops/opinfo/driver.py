@@ -41,6 +41,8 @@ class Adapter:
   tol: dict[torch.dtype, float] = dataclasses.field(default_factory=dict)  # per output dtype: rtol = atol
   grad_tol: float = 1e-3
   torch_fn: Callable[..., Any] | None = None  # a different reference than OpInfo.op (e.g. torch's values only)
+  samples: int | None = None                  # at most this many samples (an OpInfo with hundreds of near-duplicates,
+                                              # a cartesian product of options): see spread(); the rest count as skipped
 
 def method(name: str, **rename: str) -> Callable[..., Any]:
   """Tensor.<name>, with torch's keyword names renamed to ours (`dim` goes to `axis` where the method takes axis)."""
@@ -128,12 +130,25 @@ def sample_str(s: Any) -> str:
     return repr(a)
   return f"input={d(s.input)} args={d(tuple(s.args))} kwargs={{{', '.join(f'{k}={d(v)}' for k, v in s.kwargs.items())}}}"
 
+def spread(n: int, cap: int | None) -> range:
+  """At most cap of n sample positions, every p-th for the least odd prime p >= n/cap: a list built as a cartesian
+  product of options (torch's pooling samples) is then not sampled in step with an option's period (every 30th of a
+  list alternating return_indices would take only one of its values)."""
+  if cap is None or n <= cap: return range(n)
+  p = max(3, -(-n // cap))
+  while any(p % d == 0 for d in range(2, int(p ** 0.5) + 1)): p += 1
+  return range(0, n, p)
+
 def run_op(opinfo: Any, ad: Adapter, dtype: torch.dtype) -> Result:
   res = Result()
   grad = ad.grad and dtype == torch.float32 and opinfo.supports_autograd
   torch.manual_seed(0)
   samples = list(opinfo.sample_inputs("cpu", dtype, requires_grad=grad))
+  keep = spread(len(samples), ad.samples)
   for n, s in enumerate(samples):
+    if n not in keep:
+      res.skipped[f"spread: {len(keep)} of {len(samples)} samples run (Adapter.samples)"] += 1
+      continue
     if ad.skip is not None and (why := ad.skip(s)) is not None:
       res.skipped[why] += 1
       continue
