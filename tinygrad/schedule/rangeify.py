@@ -187,7 +187,6 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   for u in topo:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY): realizes[u] = None
     if u.op is Ops.COPY and not _is_buffer_view(u.src[0]): realizes[u.src[0]] = None
-  _limit_fused_reads(topo, realizes)
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
   free: dict[UOp, bool] = {}
   def store(r: UOp) -> bool:
@@ -207,6 +206,8 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
       for r in dedup(_fused_reduces(root, realizes, _kernel_inputs(root))): users[r] = users.get(r, 0) + 1
     for r, n in users.items():
       if n > 1 and store(r): realizes[r] = None; changed = True
+    # NOTE: last, when the reduces the rules above store already cut the fused expressions short
+    if not changed: changed = _limit_fused_reads(topo, realizes)
   return {u: None for u in topo if u in realizes}
 
 # NOTE: the distinct reads (a buffer element at one index expression) one element of a fused expression may make before
@@ -232,13 +233,14 @@ def _fused_reads(topo: dict[UOp, None], realizes: dict[UOp, None]) -> tuple[dict
     elif len(reads[u]) > MAX_FUSED_READS and _fusable(u): return reads, u
   return reads, None
 
-def _limit_fused_reads(topo: dict[UOp, None], realizes: dict[UOp, None]) -> None:
-  """Store nodes until no fused expression reads more than MAX_FUSED_READS distinct (buffer, view path) pairs. Where one
-  does, the node stored is the biggest one it reads through a view (the previous stencil step's whole result, not
-  each of the slices of it), else the node itself."""
+def _limit_fused_reads(topo: dict[UOp, None], realizes: dict[UOp, None]) -> bool:
+  """Store nodes until no fused expression reads more than MAX_FUSED_READS distinct (buffer, view path) pairs; True if
+  it stored any. Where one does, the node stored is the biggest one it reads through a view (the previous stencil
+  step's whole result, not each of the slices of it), else the node itself."""
+  added = False
   while True:
     reads, over = _fused_reads(topo, realizes)
-    if over is None: return
+    if over is None: return added
     best: UOp | None = None
     seen: set[UOp] = set()
     todo = [over]
@@ -253,6 +255,7 @@ def _limit_fused_reads(topo: dict[UOp, None], realizes: dict[UOp, None]) -> None
         continue
       if x is over or x.op in GroupOp.Elementwise: todo.extend(x.src)
     realizes[over if best is None else best] = None
+    added = True
 
 NOT_CONST = (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.BIND, Ops.DEFINE_VAR, Ops.COPY, Ops.ASSIGN, Ops.CONTIGUOUS)
 
