@@ -38,7 +38,7 @@ def _tensor_dtype(dtype: DTypeLike) -> DType:
 def _to_np_dtype(dtype: DType) -> type:
   """The numpy type of `Tensor.numpy()` for a tensor of `dtype` (float32 for bfloat16 and the fp8s)."""
   return np.float32 if dtype in dtypes.fp8s or dtype is dtypes.bfloat16 else to_np_dtype(dtype)
-def _from_np_dtype(npdtype: Any) -> DType: return from_np_dtype(npdtype)
+_from_np_dtype = from_np_dtype
 
 def _canon_device(device: str | None) -> str:
   from tinygrad.device import Device
@@ -140,6 +140,11 @@ _WINO_BT = ((4, 0, -5, 0, 1, 0), (0, -4, -4, 1, 1, 0), (0, 4, -4, -1, 1, 0), (0,
 _WINO_G = ((1 / 4, 0, 0), (-1 / 6, -1 / 6, -1 / 6), (-1 / 6, 1 / 6, -1 / 6), (1 / 24, 1 / 12, 1 / 6),
            (1 / 24, -1 / 12, 1 / 6), (0, 0, 1))
 _WINO_AT = ((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1))
+
+def _exact_products_in(dt: DType, acc: DType) -> bool:
+  """Whether products of dt are taken in the accumulator acc: half/bfloat16/fp8 products are exact in float32 (as torch
+  and the tensor cores compute them), where multiplying in dt first would round every one before the sum."""
+  return dtypes.is_float(dt) and acc.itemsize > dt.itemsize
 
 def _winograd_apply(t: Tensor, m: tuple[tuple[float, ...], ...], n: int) -> Tensor:
   """The matrix m (r x c) applied along each of the last n axes of t (each c long, then r long): one small reduce with
@@ -250,7 +255,7 @@ class Tensor(_CastSugar, MathTrait):
     else:
       if isinstance(data, (list, tuple)):
         dt = dtype or dtypes.from_py(data)
-        npdt = np.float32 if dt in dtypes.fp8s or dt is dtypes.bfloat16 else to_np_dtype(dt)
+        npdt = _to_np_dtype(dt)
         arr: np.ndarray = np.array(data, dtype=npdt)
       elif isinstance(data, (np.ndarray, np.generic)):
         arr = np.asarray(data)
@@ -2128,10 +2133,8 @@ class Tensor(_CastSugar, MathTrait):
     a, b = xs._operands(wt, "matmul")
     dt = a.dtype
     acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(dt)
-    # NOTE: a half/bfloat16/fp8 product is exact in the float32 accumulator (as torch and the tensor cores compute it);
-    # multiplying in the narrow dtype first would round every product (K of them) before the sum. A dtype given is
-    # where the products are taken too (tinygrad's), and the result's dtype
-    if dtype is not None or (dtypes.is_float(dt) and acc.itemsize > dt.itemsize): a, b = a.cast(acc), b.cast(acc)
+    # NOTE: a dtype given is where the products are taken too (tinygrad's), and the result's dtype
+    if dtype is not None or _exact_products_in(dt, acc): a, b = a.cast(acc), b.cast(acc)
     out = (a * b).sum(-1, dtype=acc)
     # NOTE: unlike sum, matmul keeps the operands' dtype (ints wrap), as numpy and torch do
     if dtype is None: out = out.cast(dt)
@@ -2177,9 +2180,8 @@ class Tensor(_CastSugar, MathTrait):
     w = weight.reshape(1, groups, rcout, cin_g, *([1] * nsp), *hw)
     red = tuple([3] + [4 + nsp + j for j in range(nsp)])
     dt = least_upper_dtype(x.dtype, weight.dtype)
-    if dtypes.is_float(dt) and (acc := sum_acc_dtype(dt)).itemsize > dt.itemsize:
-      # NOTE: as dot: half/bfloat16/fp8 products in the float32 accumulator (exact there), rounded once, as torch's CPU
-      # kernels and tensor cores compute them (the tensor-core match takes REDUCE(MUL(CAST(a), CAST(b))))
+    if _exact_products_in(dt, acc := sum_acc_dtype(dt)):
+      # NOTE: the tensor-core match takes REDUCE(MUL(CAST(a), CAST(b))) too
       out = (x.cast(acc) * w.cast(acc)).sum(red, keepdim=True, dtype=acc).cast(dt)
     else: out = (x * w).sum(red, keepdim=True)
     out = out.reshape(bs, cout, *oyx)
