@@ -1,0 +1,225 @@
+"""OnnxRunner: an ONNX model run as Tensor ops.
+
+Values are Tensors (tensors), lists of Tensors (sequences) and None (an absent optional). An op that needs an input's
+values on the host (a Reshape's shape, a Slice's starts, a TopK's k) reads them with `Call.static`: values computed only
+from shapes and constants are cached per input signature, so a TinyJit capture (which cannot read the host) finds them
+there; anything else is realized (data-dependent shapes: NonZero, Compress, Loop trip counts)."""
+from __future__ import annotations
+import os
+from typing import Any, Callable, Sequence
+import numpy as np
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import DType, dtypes
+from tinygrad.nn.onnx.proto import OnnxError, Model, Graph, Node, Function, ValueInfo, load_model, tensor_to_numpy
+from tinygrad.nn.onnx.proto import type_name
+
+MIN_OPSET, MAX_OPSET = 1, 28  # the default domain's versions this runner knows (28: the newest onnx 1.23 defines)
+
+# onnx TensorProto.DataType -> our dtype
+DTYPES: dict[int, DType] = {1: dtypes.float32, 2: dtypes.uint8, 3: dtypes.int8, 4: dtypes.uint16, 5: dtypes.int16,
+                            6: dtypes.int32, 7: dtypes.int64, 9: dtypes.bool, 10: dtypes.float16, 11: dtypes.float64,
+                            12: dtypes.uint32, 13: dtypes.uint64, 16: dtypes.bfloat16, 17: dtypes.fp8e4m3,
+                            19: dtypes.fp8e5m2}
+ONNX_OF: dict[DType, int] = {v: k for k, v in DTYPES.items()}
+
+def to_dtype(code: int, where: str) -> DType:
+  if code not in DTYPES: raise OnnxError(f"{where}: data type {type_name(code)} is not supported")
+  return DTYPES[code]
+
+def numpy_to_tensor(arr: np.ndarray, code: int, where: str, device: str | None = None) -> Tensor:
+  dt = to_dtype(code, where)
+  if dt in (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2):
+    bits = arr if arr.dtype.kind == "u" else arr.view(np.uint16 if dt is dtypes.bfloat16 else np.uint8)
+    return Tensor._from_storage(np.ascontiguousarray(bits), dt, device)
+  return Tensor(np.ascontiguousarray(arr), device=device, dtype=dt)
+
+Value = Any  # Tensor | list[Tensor] | None
+
+class Call:
+  """One node being run: its inputs, attributes and opset, and access to host values and subgraphs."""
+  def __init__(self, runner: OnnxRunner, node: Node, inputs: list[Value], names: list[str], opset: int, scope: Scope):
+    self.runner, self.node, self.inputs, self.names, self.opset, self.scope = runner, node, inputs, names, opset, scope
+  def __len__(self) -> int: return len(self.inputs)
+  def attr(self, name: str, default: Any = None) -> Any: return self.node.attrs.get(name, default)
+  def has(self, i: int) -> bool: return i < len(self.inputs) and self.inputs[i] is not None
+  def t(self, i: int) -> Tensor:
+    if not self.has(i): raise self.error(f"input {i} is required")
+    v = self.inputs[i]
+    if not isinstance(v, Tensor): raise self.error(f"input {i} is a {type(v).__name__}, not a tensor")
+    return v
+  def opt(self, i: int) -> Tensor | None: return self.t(i) if self.has(i) else None
+  def static(self, i: int) -> list | None:
+    """The values of input i on the host (a nested list), None when the input is absent."""
+    if not self.has(i): return None
+    return self.scope.host(self.names[i], self.t(i))
+  def ints(self, i: int) -> list[int] | None:
+    v = self.static(i)
+    return None if v is None else [int(x) for x in np.array(v).reshape(-1)]
+  def error(self, what: str) -> OnnxError:
+    return OnnxError(f"{self.node.label()} at opset {self.opset}: {what}")
+  def subgraph(self, g: Graph, inputs: Sequence[Value]) -> list[Value]:
+    return self.runner.run_graph(g, list(inputs), self.scope, self.opset_map())
+  def opset_map(self) -> dict[str, int]: return self.scope.opsets
+
+class Scope:
+  """The values of one graph run (and, through `parent`, those of the graphs around it)."""
+  def __init__(self, runner: OnnxRunner, parent: Scope | None, opsets: dict[str, int]):
+    self.runner, self.parent, self.opsets = runner, parent, opsets
+    self.values: dict[str, Value] = {}
+    self.static_ok: dict[str, bool] = {}  # value -> computed from shapes and constants only
+  def get(self, name: str) -> Value:
+    s: Scope | None = self
+    while s is not None:
+      if name in s.values: return s.values[name]
+      s = s.parent
+    raise KeyError(name)
+  def is_static(self, name: str) -> bool:
+    s: Scope | None = self
+    while s is not None:
+      if name in s.static_ok: return s.static_ok[name]
+      s = s.parent
+    return False
+  def host(self, name: str, t: Tensor) -> list:
+    runner = self.runner
+    if name in runner._const_host: return runner._const_host[name]
+    static, key = self.is_static(name), (runner._signature, name)
+    if static and key in runner._host_cache: return runner._host_cache[key]
+    ret = t.numpy().tolist()
+    if static: runner._host_cache[key] = ret
+    return ret
+
+class OnnxRunner:
+  """Run an ONNX model: `OnnxRunner(path | bytes | uint8 Tensor)(feeds)` -> {output name: Tensor}.
+
+  feeds: {input name: numpy array | Tensor | list (a sequence) | None}, or keyword arguments. Named (symbolic) dims of
+  the inputs take the sizes of the feeds; a feed whose rank, fixed dims or dtype contradicts the model is an OnnxError."""
+  def __init__(self, model: str | os.PathLike | bytes | Tensor, device: str | None = None):
+    if isinstance(model, Tensor):
+      if model.dtype is not dtypes.uint8 or model.ndim != 1: raise OnnxError("OnnxRunner: a Tensor model must be 1-d uint8")
+      data, src, base = model.numpy().tobytes(), "<uint8 tensor>", None
+    elif isinstance(model, (bytes, bytearray, memoryview)): data, src, base = bytes(model), f"<{len(model)} bytes>", None
+    else:
+      path = os.fspath(model)
+      with open(path, "rb") as f: data = f.read()
+      src, base = path, os.path.dirname(os.path.abspath(path))
+    self.model: Model = load_model(data, src, base)
+    self.device = device
+    op_opset = self.model.opsets.get("")
+    if op_opset is not None and not MIN_OPSET <= op_opset <= MAX_OPSET:
+      raise OnnxError(f"{src}: the model imports opset {op_opset} of the default domain; this runner supports "
+                      f"{MIN_OPSET} to {MAX_OPSET}")
+    self._const_host: dict[str, list] = {}
+    self._host_cache: dict[Any, list] = {}
+    self._signature: Any = None
+    from tinygrad.nn.onnx.ops import check_graph
+    check_graph(self.model.graph, self.model.opsets, self.model.functions, src)
+    self.initializers: dict[str, Tensor] = {n: self._tensor(t, f"{src}: initializer")
+                                            for n, t in self.model.graph.initializers.items()}
+    for n, sp in self.model.graph.sparse_initializers.items():
+      self.initializers[n] = self.sparse_tensor(sp, f"{src}: sparse initializer")
+    init = set(self.initializers)
+    self.inputs: list[ValueInfo] = [v for v in self.model.graph.inputs if v.name not in init]
+    self.outputs: list[ValueInfo] = list(self.model.graph.outputs)
+
+  def _tensor(self, t: Any, where: str) -> Tensor:
+    arr, code = tensor_to_numpy(t, self.model.base_dir, where)
+    ret = numpy_to_tensor(arr, code, where, self.device)
+    # NOTE: small integer constants are kept on the host too: they are shapes, axes and indices ops read there
+    if t.name and arr.dtype.kind in "iub" and arr.size <= 64: self._const_host[t.name] = arr.tolist()
+    return ret
+  def tensor_of(self, t: Any, where: str) -> Tensor: return self._tensor(t, where)
+  def sparse_tensor(self, sp: Any, where: str) -> Tensor:
+    if sp.values is None or sp.indices is None: raise OnnxError(f"{where}: a sparse tensor needs values and indices")
+    vals, code = tensor_to_numpy(sp.values, self.model.base_dir, where)
+    idx, _ = tensor_to_numpy(sp.indices, self.model.base_dir, where)
+    dims = tuple(sp.dims)
+    if any(d < 0 for d in dims): raise OnnxError(f"{where}: negative dimension in {dims}")
+    n = int(np.prod(dims)) if dims else 1
+    if n > 16 * (vals.size + idx.size) + 1024:
+      raise OnnxError(f"{where}: a sparse tensor of shape {dims} is larger than its {vals.size} values justify")
+    flat = idx.reshape(-1).astype(np.int64) if idx.ndim == 1 else np.ravel_multi_index(idx.T.astype(np.int64), dims)
+    if vals.ndim != 1 or flat.size != vals.size or (flat.size and (flat.min() < 0 or flat.max() >= n)):
+      raise OnnxError(f"{where}: sparse indices {idx.shape} do not fit values {vals.shape} in shape {dims}")
+    dense = np.zeros(n, dtype=vals.dtype)
+    dense[flat] = vals
+    return numpy_to_tensor(dense.reshape(dims), code, where, self.device)
+
+  def __call__(self, feeds: dict[str, Any] | None = None, debug: bool = False, **kw: Any) -> dict[str, Value]:
+    feeds = {**(feeds or {}), **kw}
+    unknown = set(feeds) - {v.name for v in self.model.graph.inputs}
+    if unknown: raise OnnxError(f"{self.model.src}: feeds {sorted(unknown)} are not inputs of the model "
+                                f"(inputs: {[v.name for v in self.inputs]})")
+    args: list[Value] = []
+    for vi in self.model.graph.inputs:
+      if vi.name in feeds: args.append(self._feed(vi, feeds[vi.name]))
+      elif vi.name in self.initializers: args.append(self.initializers[vi.name])
+      elif vi.kind == "optional": args.append(None)
+      else: raise OnnxError(f"{self.model.src}: input {vi.name!r} has no feed")
+    self._signature = tuple(_sig(a) for a in args)
+    outs = self.run_graph(self.model.graph, args, None, self.model.opsets, top=True)
+    return {vi.name: o for vi, o in zip(self.outputs, outs)}
+
+  def _feed(self, vi: ValueInfo, v: Any) -> Value:
+    if v is None or isinstance(v, list) and vi.kind.startswith("sequence"): return self._seq_feed(vi, v)
+    if not isinstance(v, Tensor):
+      arr = np.asarray(v)
+      if arr.dtype == object or arr.dtype.kind in "USc": raise OnnxError(f"input {vi.name!r}: {arr.dtype} is not supported")
+      code = _numpy_code(arr)
+      v = numpy_to_tensor(arr, code, f"input {vi.name!r}", self.device)
+    if vi.kind == "tensor" and vi.elem and ONNX_OF.get(v.dtype) != vi.elem:
+      raise OnnxError(f"input {vi.name!r}: the model wants {type_name(vi.elem)}, the feed is {v.dtype}")
+    if vi.kind == "tensor" and vi.shape is not None:
+      if len(vi.shape) != v.ndim: raise OnnxError(f"input {vi.name!r}: the model wants rank {len(vi.shape)} "
+                                                  f"{vi.shape}, the feed has shape {v.shape}")
+      bad = [(d, s) for d, s in zip(vi.shape, v.shape) if isinstance(d, int) and d > 0 and d != s]
+      if bad: raise OnnxError(f"input {vi.name!r}: the model wants shape {vi.shape}, the feed has {v.shape}")
+    return v
+  def _seq_feed(self, vi: ValueInfo, v: Any) -> Value:
+    if v is None: return None
+    return [x if isinstance(x, Tensor) else numpy_to_tensor(np.asarray(x), _numpy_code(np.asarray(x)),
+                                                            f"input {vi.name!r}", self.device) for x in v]
+
+  def run_graph(self, g: Graph, args: list[Value], parent: Scope | None, opsets: dict[str, int],
+                top: bool = False) -> list[Value]:
+    from tinygrad.nn.onnx.ops import run_node
+    scope = Scope(self, parent, opsets)
+    if top:
+      for n, t in self.initializers.items(): scope.values[n], scope.static_ok[n] = t, True
+    else:
+      for n, t in g.initializers.items():
+        scope.values[n], scope.static_ok[n] = self._tensor(t, f"subgraph {g.name!r} initializer"), True
+    formal = [v for v in g.inputs if not (top and v.name in self.initializers and v.name not in
+                                           {x.name for x in self.inputs})] if not top else list(g.inputs)
+    if len(args) > len(formal):
+      raise OnnxError(f"graph {g.name!r}: {len(args)} inputs given, it takes {len(formal)}")
+    for vi, a in zip(formal, args):
+      scope.values[vi.name], scope.static_ok[vi.name] = a, vi.name in self.initializers and top
+    for n in g.nodes: run_node(self, scope, n)
+    try: return [scope.get(o.name) for o in g.outputs]
+    except KeyError as e: raise OnnxError(f"graph {g.name!r}: output {e.args[0]!r} is never computed") from None
+
+  def run_function(self, f: Function, call: Call) -> list[Value]:
+    from tinygrad.nn.onnx.ops import run_node
+    scope = Scope(self, None, {**call.scope.opsets, **f.opsets})
+    for name, v in zip(f.inputs, call.inputs): scope.values[name] = v
+    for name, v in zip(f.inputs, call.names): scope.static_ok[name] = call.scope.is_static(v) if v else False
+    attrs = {**f.attr_defaults, **{k: v for k, v in call.node.attrs.items()}}
+    for n in f.nodes:
+      bound = {k: attrs[r] for k, r in n.refs.items() if r in attrs}
+      run_node(self, scope, Node(n.op, n.domain, n.inputs, n.outputs, n.name, {**n.attrs, **bound}))
+    return [scope.values.get(o) for o in f.outputs]
+
+def _sig(a: Value) -> Any:
+  if isinstance(a, Tensor): return (a.shape, a.dtype)
+  if isinstance(a, list): return tuple(_sig(x) for x in a)
+  return None
+
+def _numpy_code(arr: np.ndarray) -> int:
+  name = arr.dtype.name
+  table = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
+           "float16": 10, "float64": 11, "uint32": 12, "uint64": 13, "bfloat16": 16, "float8_e4m3fn": 17,
+           "float8_e5m2": 19}
+  if name not in table: raise OnnxError(f"a feed of numpy dtype {name} is not supported")
+  return table[name]
+
+OpFn = Callable[[Call], Any]
