@@ -2,7 +2,7 @@
 the first opset whose semantics it implements. Versions differ inside a function by `c.opset` (attributes that became
 inputs, changed defaults); an op used at an opset below its first version is an OnnxError naming the node."""
 from __future__ import annotations
-import math
+import itertools, math
 from typing import Any, Callable, Sequence
 import numpy as np
 from tinygrad.tensor import Tensor
@@ -29,12 +29,15 @@ def check_graph(g: Graph, opsets: dict[str, int], functions: dict[tuple[str, str
       for sub in (v if isinstance(v, list) else [v]):
         if isinstance(sub, Graph): check_graph(sub, opsets, functions, src)
 
+DOMAINS = ("", "ai.onnx.preview.training", "ai.onnx.ml")
+
 def _lookup(n: Node, opsets: dict[str, int], src: str) -> tuple[int, Callable[[Call], Any]]:
-  if n.domain != "":
+  if n.domain not in DOMAINS:
     raise OnnxError(f"{src}: {n.label()}: domain {n.domain!r} (opset {opsets.get(n.domain)}) is not supported")
-  opset = opsets.get("", MAX_OPSET)
-  if n.op not in OPS: raise OnnxError(f"{src}: {n.label()}: unknown op {n.op!r} at opset {opset}")
-  since, fn = OPS[n.op]
+  opset = opsets.get(n.domain, MAX_OPSET if n.domain == "" else 1)
+  key = n.op if n.domain == "" else f"{n.domain}:{n.op}"
+  if key not in OPS: raise OnnxError(f"{src}: {n.label()}: unknown op {n.op!r} at opset {opset}")
+  since, fn = OPS[key]
   if opset < since:
     raise OnnxError(f"{src}: {n.label()}: op {n.op} at opset {opset} is not supported (this runner has it from opset "
                     f"{since})")
@@ -49,20 +52,20 @@ def run_node(runner: OnnxRunner, scope: Scope, n: Node) -> None:
     except KeyError: raise OnnxError(f"{runner.model.src}: {n.label()}: input {nm!r} is not defined before it") from None
   opset = scope.opsets.get(n.domain, MAX_OPSET)
   c = Call(runner, n, inputs, names, opset, scope)
-  if (f := runner.model.functions.get((n.domain, n.op))) is not None: outs: Any = runner.run_function(f, c)
+  if (f := runner.model.functions.get((n.domain, n.op))) is not None: outs: Any = tuple(runner.run_function(f, c))
   else:
     _, fn = _lookup(n, scope.opsets, runner.model.src)
     try: outs = fn(c)
     except OnnxError: raise
     except Exception as e:
       raise OnnxError(f"{runner.model.src}: {n.label()} at opset {opset}: {type(e).__name__}: {e}") from e
-  if not isinstance(outs, (tuple, list)) or (isinstance(outs, list) and n.op in _SEQ_OUT): outs = (outs,)
+  # NOTE: an op returns one value or a tuple of outputs; a list is one value (a sequence)
+  if not isinstance(outs, tuple): outs = (outs,)
   static = n.op not in _NOT_STATIC and all(scope.is_static(nm) for nm in names if nm) or n.op in ("Shape", "Size")
   for name, v in zip(n.outputs, outs):
     if not name: continue
     scope.values[name], scope.static_ok[name] = v, static and n.op not in _DATA_OPS
 
-_SEQ_OUT = {"SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SplitToSequence", "Optional"}
 _NOT_STATIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Bernoulli", "Multinomial",
                "Loop", "If", "Scan", "SequenceMap"}
 _DATA_OPS: set[str] = set()
@@ -127,16 +130,16 @@ def _pow(c: Call) -> Tensor:
   b = _legacy_bcast(c, a, b)
   if a.dtype is b.dtype: return a.pow(b)
   if dtypes.is_float(a.dtype): return a.pow(b.cast(a.dtype))
-  return a.cast(dtypes.float64).pow(b.cast(dtypes.float64)).cast(a.dtype)
+  # NOTE: an integer base with a float exponent: computed in float64, rounded back to the base's integer type
+  return a.cast(dtypes.float64).pow(b.cast(dtypes.float64)).round().cast(a.dtype)
 
 @op("Mod")
 def _mod(c: Call) -> Tensor:
   a, b = c.t(0), c.t(1)
-  if c.attr("fmod", 0) or dtypes.is_float(a.dtype):
-    # C fmod: the sign of the dividend
-    r = a.abs().mod(b.abs())
-    return (a < 0).where(-r, r) if dtypes.is_float(a.dtype) else (a < 0).where(-r, r).cast(a.dtype)
-  return a.mod(b)
+  if not c.attr("fmod", 0): return a.mod(b)
+  # C fmod: the remainder takes the sign of the dividend
+  r = a.abs().mod(b.abs())
+  return (a < 0).where(-r, r).cast(a.dtype)
 
 def _unary(fn: Callable[[Tensor], Tensor]) -> Callable[[Call], Tensor]: return lambda c: fn(c.t(0))
 
@@ -149,9 +152,12 @@ _UNARY: dict[str, Callable[[Tensor], Tensor]] = {
   "Sigmoid": lambda x: x.sigmoid(), "Tanh": lambda x: x.tanh(), "Relu": lambda x: x.relu(), "Erf": lambda x: x.erf(),
   "Sign": lambda x: x.sign(), "Softsign": lambda x: x.softsign(), "Softplus": lambda x: x.softplus(),
   "IsNaN": lambda x: x.isnan(), "Not": lambda x: x.logical_not(), "BitwiseNot": lambda x: x.bitwise_not(),
-  "Round": lambda x: x.round(), "Mish": lambda x: x * x.softplus().tanh(), "Identity": lambda x: x,
+  "Round": lambda x: x.round(), "Mish": lambda x: x * x.softplus().tanh(),
 }
 for _n, _f in _UNARY.items(): op(_n)(_unary(_f))
+
+@op("Identity")
+def _identity(c: Call) -> Any: return c.inputs[0]
 
 @op("IsInf")
 def _isinf(c: Call) -> Tensor:
@@ -241,11 +247,10 @@ def _cast_to(x: Tensor, dt: DType, saturate: bool = True) -> Tensor:
   if x.dtype is dt: return x
   if dt in (dtypes.fp8e4m3, dtypes.fp8e5m2) and dtypes.is_float(x.dtype):
     mx = float(dtypes.max(dt)) if dt is dtypes.fp8e4m3 else 57344.0
-    if saturate: x = x.isinf().where(x.sign() * mx, x).clip(-mx, mx) if dt is dtypes.fp8e4m3 else \
-      (x.abs() > mx).where(x.isinf().where(x, x.sign() * mx), x)
-    elif dt is dtypes.fp8e4m3: x = (x.abs() > 464.0).where(math.nan, x)
-  if dtypes.is_float(x.dtype) and (dtypes.is_int(dt) or dt is dtypes.bool) and dt is not dtypes.bool:
-    return x.cast(dt)
+    # saturate: anything beyond the largest finite value (infinities too) becomes it; NaN stays NaN. Without it,
+    # E4M3FN (no infinity) overflows to NaN past the rounding midpoint 464, E5M2 to infinity
+    if saturate: x = (x.abs() > mx).where(x.sign() * mx, x)
+    elif dt is dtypes.fp8e4m3: x = (x.abs() >= 464.0).where(math.nan, x)
   return x.cast(dt)
 
 @op("Cast")
@@ -305,7 +310,7 @@ def _eyelike(c: Call) -> Tensor:
 
 @op("Range", since=11)
 def _range(c: Call) -> Tensor:
-  start, limit, delta = (c.static(i) for i in range(3))
+  start, limit, delta = (c.scalar(i) for i in range(3))
   dt = c.t(0).dtype
   n = max(int(math.ceil((limit - start) / delta)), 0)
   return (Tensor.arange(n, device=c.t(0).device).cast(dt) * delta + start).cast(dt) if n else \
@@ -688,7 +693,7 @@ op("ArgMin")(lambda c: _argext(c, False))
 
 def _cum(c: Call, kind: str) -> Tensor:
   x = c.t(0)
-  ax = _axis(int(np.array(c.static(1)).reshape(-1)[0]), x.ndim)
+  ax = _axis(int(c.scalar(1)), x.ndim)
   if c.attr("reverse", 0): x = x.flip(ax)
   y = x.cumsum(ax) if kind == "sum" else x.cumprod(ax)
   if c.attr("exclusive", 0):
@@ -703,7 +708,7 @@ op("CumProd", since=26)(lambda c: _cum(c, "prod"))
 @op("TopK")
 def _topk(c: Call) -> tuple[Tensor, Tensor]:
   x = c.t(0)
-  k = c.attr("k") if c.opset < 10 else int(np.array(c.static(1)).reshape(-1)[0])
+  k = c.attr("k") if c.opset < 10 else int(c.scalar(1))
   ax = _axis(c.attr("axis", -1), x.ndim)
   largest = bool(c.attr("largest", 1))
   v, i = x.topk(k, dim=ax, largest=largest)
@@ -1096,7 +1101,7 @@ def _revseq(c: Call) -> Tensor:
 # ---- windows and spectral ----
 
 def _window(c: Call, a0: float, a1: float, a2: float = 0.0) -> Tensor:
-  size = int(np.array(c.static(0)).reshape(-1)[0])
+  size = int(c.scalar(0))
   dt = to_dtype(c.attr("output_datatype", 1), c.node.label())
   N = size if not c.attr("periodic", 1) else size + 1
   n = Tensor.arange(size, device=c.runner.device).cast(dtypes.float64)
@@ -1117,18 +1122,18 @@ def _seql(c: Call) -> Tensor: return Tensor(np.array(len(c.inputs[0]), np.int64)
 @op("SequenceAt", since=11)
 def _seqat(c: Call) -> Tensor:
   seq = c.inputs[0]
-  return seq[int(np.array(c.static(1)).reshape(-1)[0])]
+  return seq[int(c.scalar(1))]
 @op("SequenceInsert", since=11)
 def _seqins(c: Call) -> list:
   seq = list(c.inputs[0])
-  pos = int(np.array(c.static(2)).reshape(-1)[0]) if c.has(2) else len(seq)
+  pos = int(c.scalar(2)) if c.has(2) else len(seq)
   if pos < 0: pos += len(seq)
   seq.insert(pos, c.t(1))
   return seq
 @op("SequenceErase", since=11)
 def _seqerase(c: Call) -> list:
   seq = list(c.inputs[0])
-  pos = int(np.array(c.static(1)).reshape(-1)[0]) if c.has(1) else -1
+  pos = int(c.scalar(1)) if c.has(1) else -1
   del seq[pos]
   return seq
 @op("ConcatFromSequence", since=11)
@@ -1161,15 +1166,15 @@ def _optget(c: Call) -> Any:
 # ---- control flow ----
 
 @op("If")
-def _if(c: Call) -> list:
-  cond = bool(np.array(c.static(0)).reshape(-1)[0])
-  return c.subgraph(c.attr("then_branch") if cond else c.attr("else_branch"), [])
+def _if(c: Call) -> tuple:
+  cond = bool(c.scalar(0))
+  return tuple(c.subgraph(c.attr("then_branch") if cond else c.attr("else_branch"), []))
 
 @op("Loop")
-def _loop(c: Call) -> list:
+def _loop(c: Call) -> tuple:
   body: Graph = c.attr("body")
-  M = int(np.array(c.static(0)).reshape(-1)[0]) if c.has(0) else None
-  cond = bool(np.array(c.static(1)).reshape(-1)[0]) if c.has(1) else True
+  M = int(c.scalar(0)) if c.has(0) else None
+  cond = bool(c.scalar(1)) if c.has(1) else True
   state = list(c.inputs[2:])
   nstate = len(state)
   scans: list[list[Tensor]] = []
@@ -1190,10 +1195,10 @@ def _loop(c: Call) -> list:
     else:
       so = body.outputs[1 + nstate + j]
       res.append(Tensor.zeros(0, dtype=DTYPES.get(so.elem, dtypes.float32), device=c.runner.device))
-  return res
+  return tuple(res)
 
 @op("Scan", since=8)
-def _scan(c: Call) -> list:
+def _scan(c: Call) -> tuple:
   body: Graph = c.attr("body")
   ns = c.attr("num_scan_inputs")
   if c.opset < 9: raise c.error("Scan before opset 9 (with a sequence_lens input) is not supported")
@@ -1222,10 +1227,10 @@ def _scan(c: Call) -> list:
     a = _axis(out_axes[j], st.ndim)
     if a: st = st.permute(list(range(1, a + 1)) + [0] + list(range(a + 1, st.ndim)))
     res.append(st)
-  return res
+  return tuple(res)
 
 @op("SequenceMap", since=17)
-def _seqmap(c: Call) -> list:
+def _seqmap(c: Call) -> tuple:
   body: Graph = c.attr("body")
   seq = c.inputs[0]
   rest = c.inputs[1:]
@@ -1235,7 +1240,7 @@ def _seqmap(c: Call) -> list:
     args = [seq[i]] + [r[i] if isinstance(r, list) else r for r in rest]
     r = c.subgraph(body, args)
     for lst, v in zip(outs, r): lst.append(v)
-  return outs
+  return tuple(outs)
 
 # ---- quantization ----
 # NOTE: the arithmetic follows the ONNX definitions step by step (x / scale in the inputs' dtype, round half to even,
@@ -1427,15 +1432,15 @@ def _rnn(c: Call) -> tuple:
   ys, hs = [], []
   for d, rev in enumerate(_directions(c, ndir)):
     h, out = h0[d], [None] * T
-    wb, rb = bias[d, :H], bias[d, H:]
+    xw = x.matmul(w[d].T) + bias[d, :H] + bias[d, H:]
     for step in range(T):
       t = T - 1 - step if rev else step
-      g = x[t].matmul(w[d].T) + h.matmul(r[d].T) + wb + rb
+      g = xw[t] + h.matmul(r[d].T)
       if clip is not None: g = g.clip(-clip, clip)
       hn = acts[d](g)
       m = _step_mask(lens, t, B)
       out[t] = hn if m is None else m.where(hn, 0)
-      h = hn if m is None else m.where(hn, h)
+      h = (hn if m is None else m.where(hn, h)).contiguous()
     ys.append(out)
     hs.append(h)
   return _rnn_outputs(c, ys, hs, None, layout)
@@ -1464,7 +1469,7 @@ def _gru(c: Call) -> tuple:
       hn = (1 - z) * hh + z * h
       m = _step_mask(lens, t, B)
       out[t] = hn if m is None else m.where(hn, 0)
-      h = hn if m is None else m.where(hn, h)
+      h = (hn if m is None else m.where(hn, h)).contiguous()
     ys.append(out)
     hs.append(h)
   return _rnn_outputs(c, ys, hs, None, layout)
@@ -1483,11 +1488,12 @@ def _lstm(c: Call) -> tuple:
   for d, rev in enumerate(_directions(c, ndir)):
     f, g, hact = acts[3 * d], acts[3 * d + 1], acts[3 * d + 2]
     h, cell, out = h0[d], c0[d], [None] * T
-    bw, br = bias[d, :4 * H], bias[d, 4 * H:]
+    # the input projection of every step at once; only the recurrent part runs step by step
+    xw = x.matmul(w[d].T) + bias[d, :4 * H] + bias[d, 4 * H:]  # (T, B, 4H): i, o, f, c
     pi, po, pf = (p[d, :H], p[d, H:2 * H], p[d, 2 * H:]) if p is not None else (None, None, None)
     for step in range(T):
       t = T - 1 - step if rev else step
-      gates = x[t].matmul(w[d].T) + h.matmul(r[d].T) + bw + br  # (B, 4H): i, o, f, c
+      gates = xw[t] + h.matmul(r[d].T)
       gi, go, gf, gc = (gates[:, k * H:(k + 1) * H] for k in range(4))
       if pi is not None: gi, gf = gi + pi * cell, gf + pf * cell
       it = f(cl(gi))
@@ -1499,8 +1505,9 @@ def _lstm(c: Call) -> tuple:
       hn = ot * hact(cn)
       m = _step_mask(lens, t, B)
       out[t] = hn if m is None else m.where(hn, 0)
-      h = hn if m is None else m.where(hn, h)
-      cell = cn if m is None else m.where(cn, cell)
+      # NOTE: the state is stored each step: fused, every step would recompute the whole history
+      h = (hn if m is None else m.where(hn, h)).contiguous()
+      cell = (cn if m is None else m.where(cn, cell)).contiguous()
     ys.append(out)
     hs.append(h)
     cs.append(cell)
@@ -1510,17 +1517,19 @@ def _lstm(c: Call) -> tuple:
 # host from the sizes alone (never from the data), then one gather per tap ----
 
 def _coord(mode: str, o: int, n: int, m: int, scale: float, roi: tuple[float, float] | None) -> float:
+  # NOTE: the resized length in these formulas is n * scale, a float when scales are given (m when sizes are)
+  mf = n * scale
   if mode == "half_pixel": return (o + 0.5) / scale - 0.5
   if mode == "half_pixel_symmetric":
-    adj = m / (scale * n)
+    adj = m / mf
     return n / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
   if mode == "pytorch_half_pixel": return (o + 0.5) / scale - 0.5 if m > 1 else 0.0
-  if mode == "align_corners": return 0.0 if m == 1 else o * (n - 1) / (m - 1)
+  if mode == "align_corners": return 0.0 if m == 1 else o * (n - 1) / (mf - 1)
   if mode == "asymmetric": return o / scale
   if mode == "tf_crop_and_resize":
     assert roi is not None
     s, e = roi
-    return s * (n - 1) + o * (e - s) * (n - 1) / (m - 1) if m > 1 else 0.5 * (s + e) * (n - 1)
+    return s * (n - 1) + o * (e - s) * (n - 1) / (mf - 1) if m > 1 else 0.5 * (s + e) * (n - 1)
   raise OnnxError(f"Resize: coordinate_transformation_mode {mode!r} is not known")
 
 def _nearest(x: float, mode: str) -> int:
@@ -1742,3 +1751,363 @@ def _affine_grid(c: Call) -> Tensor:
   xs = lin(W).reshape(1, 1, W).expand(Dd, H, W)
   base = Tensor.stack(xs, ys, zs, Tensor.ones(Dd, H, W, dtype=theta.dtype, device=theta.device), dim=-1)
   return base.reshape(1, -1, 4).matmul(theta.transpose(1, 2)).reshape(N, Dd, H, W, 3)
+
+# ---- ai.onnx.preview.training: one optimizer step (inputs R, T, then the tensors in groups) ----
+
+def _groups(c: Call, k: int) -> tuple[Tensor, Tensor, list[list[Tensor]]]:
+  r, t = c.t(0), c.t(1)
+  rest = [c.t(i) for i in range(2, len(c))]
+  n = len(rest) // k
+  return r, t, [rest[j * n:(j + 1) * n] for j in range(k)]
+
+@op("ai.onnx.preview.training:Adagrad")
+def _adagrad(c: Call) -> tuple:
+  r, t, (xs, gs, hs) = _groups(c, 3)
+  decay, eps, norm = c.attr("decay_factor", 0.0), c.attr("epsilon", 0.0), c.attr("norm_coefficient", 0.0)
+  rr = r / (t.cast(r.dtype) * decay + 1)
+  xo, ho = [], []
+  for x, g, h in zip(xs, gs, hs):
+    gr = x * norm + g
+    hn = h + gr * gr
+    xo.append((x - rr * gr / (hn.sqrt() + eps)).cast(x.dtype))
+    ho.append(hn.cast(h.dtype))
+  return (*xo, *ho)
+
+@op("ai.onnx.preview.training:Momentum")
+def _momentum(c: Call) -> tuple:
+  r, t, (xs, gs, vs) = _groups(c, 3)
+  alpha, beta, norm = c.attr("alpha"), c.attr("beta"), c.attr("norm_coefficient")
+  nesterov = c.attr("mode", "standard") == "nesterov"
+  badj = (t > 0).where(beta, 1.0)
+  xo, vo = [], []
+  for x, g, v in zip(xs, gs, vs):
+    gr = x * norm + g
+    vn = v * alpha + gr * badj.cast(x.dtype)
+    xo.append((x - r * (gr + vn * alpha) if nesterov else x - r * vn).cast(x.dtype))
+    vo.append(vn.cast(v.dtype))
+  return (*xo, *vo)
+
+@op("ai.onnx.preview.training:Adam")
+def _adam(c: Call) -> tuple:
+  r, t, (xs, gs, vs, hs) = _groups(c, 4)
+  alpha, beta, eps = c.attr("alpha", 0.9), c.attr("beta", 0.999), c.attr("epsilon", 1e-6)
+  norm, post = c.attr("norm_coefficient", 0.0), c.attr("norm_coefficient_post", 0.0)
+  tf = t.cast(dtypes.float64)
+  radj = (t > 0).where(r.cast(dtypes.float64) * (1 - beta ** tf).sqrt() / (1 - alpha ** tf), r.cast(dtypes.float64))
+  xo, vo, ho = [], [], []
+  for x, g, v, h in zip(xs, gs, vs, hs):
+    gr = x * norm + g
+    vn = v * alpha + gr * (1 - alpha)
+    hn = h * beta + gr * gr * (1 - beta)
+    xn = x - radj.cast(x.dtype) * (vn / (hn.sqrt() + eps))
+    xo.append((xn * (1 - post)).cast(x.dtype))
+    vo.append(vn.cast(v.dtype))
+    ho.append(hn.cast(h.dtype))
+  return (*xo, *vo, *ho)
+
+# ---- ai.onnx.ml: the numeric ops ----
+
+@op("ai.onnx.ml:Binarizer")
+def _binarizer(c: Call) -> Tensor:
+  x = c.t(0)
+  return (x > c.attr("threshold", 0.0)).cast(x.dtype)
+
+@op("ai.onnx.ml:ArrayFeatureExtractor")
+def _afe(c: Call) -> Tensor:
+  x, idx = c.t(0), c.t(1)
+  return _gather_axis(x, x.ndim - 1, _wrap_index(idx.reshape(-1), x.shape[-1]))
+
+# ---- newer fused ops ----
+
+@op("SwiGLU", since=28)
+def _swiglu(c: Call) -> Tensor:
+  a, b = c.t(0), c.t(1)
+  return a * (a * c.attr("alpha", 1.0)).sigmoid() * b
+
+@op("CausalConvWithState", since=27)
+def _causal_conv(c: Call) -> tuple[Tensor, Tensor]:
+  x, w, bias, past = c.t(0), c.t(1), c.opt(2), c.opt(3)
+  B, C, L = x.shape
+  k = w.shape[-1]
+  if past is None: past = Tensor.zeros(B, C, k - 1, dtype=x.dtype, device=x.device)
+  full = past.cat(x, dim=2) if k > 1 else x
+  y = full.conv2d(w, bias, groups=C)
+  if c.attr("activation", "none") in ("silu", "swish"): y = y * y.sigmoid()
+  state = full.shrink([None, None, (full.shape[2] - (k - 1), full.shape[2])])
+  return y.cast(x.dtype), state
+
+@op("TensorScatter", since=24)
+def _tensor_scatter(c: Call) -> Tensor:
+  past, upd, wi = c.t(0), c.t(1), c.opt(2)
+  ax = _axis(c.attr("axis", -2), past.ndim)
+  M, S, B = past.shape[ax], upd.shape[ax], past.shape[0]
+  start = wi.cast(dtypes.int64) if wi is not None else Tensor.zeros(B, dtype=dtypes.int64, device=past.device)
+  # for every cache position m: which update position s lands there (m - start, wrapped in circular mode)
+  m = Tensor.arange(M, device=past.device).cast(dtypes.int64).reshape(1, M)
+  s = m - start.reshape(B, 1)
+  if c.attr("mode", "linear") == "circular": s = s.mod(M)
+  hit = (s >= 0) & (s < S)  # (B, M)
+  sidx = hit.where(s, 0)
+  shape = [B] + [1] * (past.ndim - 1)
+  shape[ax] = M
+  idx = sidx.reshape(shape).expand(*past.shape[:ax], M, *past.shape[ax + 1:])
+  gathered = upd.gather(ax, idx.shrink([(0, upd.shape[i]) if i != ax else None for i in range(past.ndim)])) \
+    if all(upd.shape[i] == past.shape[i] for i in range(past.ndim) if i != ax) else upd.gather(ax, idx)
+  return hit.reshape(shape).where(gathered, past)
+
+@op("LinearAttention", since=27)
+def _linear_attention(c: Call) -> tuple[Tensor, Tensor]:
+  q, k, v = c.t(0), c.t(1), c.t(2)
+  past, decay, beta = c.opt(3), c.opt(4), c.opt(5)
+  hq, hkv = c.attr("q_num_heads"), c.attr("kv_num_heads")
+  rule = c.attr("update_rule", "gated_delta")
+  B, T, _ = q.shape
+  dk, dv = q.shape[-1] // hq, v.shape[-1] // hkv
+  scale = c.attr("scale", 0.0) or 1 / math.sqrt(dk)
+  f32 = dtypes.float32 if q.dtype is not dtypes.float64 else q.dtype
+  qh = q.reshape(B, T, hq, dk).cast(f32)
+  kh, vh = k.reshape(B, T, hkv, dk).cast(f32), v.reshape(B, T, hkv, dv).cast(f32)
+  S = past.cast(f32) if past is not None else Tensor.zeros(B, hkv, dk, dv, dtype=f32, device=q.device)
+  rep = hq // hkv
+  outs = []
+  for t in range(T):
+    kt, vt = kh[:, t], vh[:, t]  # (B, hkv, dk), (B, hkv, dv)
+    if rule in ("gated", "gated_delta"):
+      assert decay is not None
+      g = decay[:, t].cast(f32)
+      g = g.reshape(B, hkv, dk, 1) if g.shape[-1] == hkv * dk else g.reshape(B, hkv, 1, 1)
+      S = S * g.exp()
+    if rule in ("delta", "gated_delta"):
+      assert beta is not None
+      bt = beta[:, t].cast(f32)
+      bt = bt.reshape(B, -1, 1).expand(B, hkv, 1) if bt.shape[-1] in (1, hkv) else bt.reshape(B, hkv, 1)
+      pred = (S * kt.reshape(B, hkv, dk, 1)).sum(2)  # S^T k: (B, hkv, dv)
+      S = S + kt.reshape(B, hkv, dk, 1) * ((vt - pred) * bt).reshape(B, hkv, 1, dv)
+    else: S = S + kt.reshape(B, hkv, dk, 1) * vt.reshape(B, hkv, 1, dv)
+    Sq = S.reshape(B, hkv, 1, dk, dv).expand(B, hkv, rep, dk, dv).reshape(B, hq, dk, dv)
+    outs.append((qh[:, t].reshape(B, hq, dk, 1) * Sq).sum(2) * scale)  # (B, hq, dv)
+  y = Tensor.stack(*outs, dim=1).reshape(B, T, hq * dv)
+  return y.cast(q.dtype), S.cast(past.dtype if past is not None else q.dtype)
+
+# ---- spectral ----
+
+@op("DFT", since=17)
+def _dft(c: Call) -> Tensor:
+  x = c.t(0)
+  if c.opset >= 20:
+    ax = int(c.scalar(2)) if c.has(2) else -2
+    n_len = int(c.scalar(1)) if c.has(1) else None
+  else: ax, n_len = c.attr("axis", 1), int(c.scalar(1)) if c.has(1) else None
+  ax = _axis(ax, x.ndim)
+  inverse, onesided = c.attr("inverse", 0), c.attr("onesided", 0)
+  xf = x.cast(dtypes.float64)
+  re, im = (xf[..., 0], xf[..., 1]) if x.shape[-1] == 2 else (xf[..., 0], None)
+  N = n_len or x.shape[ax]
+  def fit(t: Tensor) -> Tensor:
+    n = t.shape[ax]
+    if N < n: return t.shrink([(0, N) if i == ax else None for i in range(t.ndim)])
+    return t.pad([(0, N - n) if i == ax else (0, 0) for i in range(t.ndim)]) if N > n else t
+  re = fit(re).transpose(ax, -1)
+  im = fit(im).transpose(ax, -1) if im is not None else None
+  K = N // 2 + 1 if onesided else N
+  kn = np.outer(np.arange(N), np.arange(K)) * (2 * np.pi / N)
+  cos, sin = Tensor(np.cos(kn), device=x.device), Tensor(np.sin(kn), device=x.device)
+  sgn = 1.0 if inverse else -1.0
+  out_re = re.matmul(cos) - (im.matmul(sin) * sgn if im is not None else 0)
+  out_im = re.matmul(sin) * sgn + (im.matmul(cos) if im is not None else 0)
+  if inverse: out_re, out_im = out_re / N, out_im / N
+  out = Tensor.stack(out_re.transpose(ax, -1), out_im.transpose(ax, -1), dim=-1)
+  return out.cast(x.dtype)
+
+@op("Col2Im", since=18)
+def _col2im(c: Call) -> Tensor:
+  x, img, blk = c.t(0), c.ints(1), c.ints(2)
+  assert img is not None and blk is not None
+  n = len(img)
+  d, s = c.attr("dilations") or [1] * n, c.attr("strides") or [1] * n
+  p = c.attr("pads") or [0] * (2 * n)
+  N, CK, L = x.shape
+  C = CK // prod(blk)
+  padded = [img[i] + p[i] + p[i + n] for i in range(n)]
+  outs = [(padded[i] - d[i] * (blk[i] - 1) - 1) // s[i] + 1 for i in range(n)]
+  # col2im is the adjoint of the sliding-window view: the gradient of <windows(z), cols> with respect to z
+  z = Tensor.zeros(N, C, *padded, dtype=dtypes.float32, device=x.device, requires_grad=True)
+  win = z._pool(tuple(blk), tuple(s), tuple(d))  # (N, C, *outs, *blk)
+  cols = x.cast(dtypes.float32).reshape(N, C, *blk, *outs).permute(0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n))
+  g = (win * cols).sum().gradient(z)[0]
+  return g.shrink([None, None] + [(p[i], p[i] + img[i]) for i in range(n)]).cast(x.dtype)
+
+# ---- GridSample ----
+
+def _gs_unnormalize(g: Tensor, size: int, align: bool) -> Tensor:
+  return (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2
+
+def _gs_reflect(x: Tensor, lo: float, hi: float) -> Tensor:
+  rng = hi - lo
+  if rng <= 0: return x * 0 + lo
+  dx = (x - lo).abs()
+  flips = (dx / rng).floor()
+  extra = dx - flips * rng
+  even = (flips.mod(2) == 0)
+  return even.where(extra + lo, hi - extra)
+
+@op("GridSample", since=16)
+def _gridsample(c: Call) -> Tensor:
+  x, grid = c.t(0), c.t(1)
+  mode = {"bilinear": "linear", "bicubic": "cubic"}.get(c.attr("mode", "linear" if c.opset >= 20 else "bilinear"),
+                                                       c.attr("mode", "linear"))
+  pad, align = c.attr("padding_mode", "zeros"), bool(c.attr("align_corners", 0))
+  N, C = x.shape[:2]
+  sp = x.shape[2:]
+  nd = len(sp)
+  out_sp = grid.shape[1:-1]
+  P = prod(out_sp)
+  g = grid.cast(dtypes.float32).reshape(N, P, nd)
+  # grid's last axis is (x, y[, z]): the innermost spatial axis first
+  coords = []
+  for i in range(nd):
+    size = sp[nd - 1 - i]
+    u = _gs_unnormalize(g[..., i], size, align)
+    if pad == "border": u = u.clip(0, size - 1)
+    elif pad == "reflection":
+      u = _gs_reflect(u, 0, size - 1) if align else _gs_reflect(u, -0.5, size - 0.5).clip(0, size - 1)
+    coords.append(u)
+  coords = coords[::-1]  # now in spatial axis order
+  xf = x.cast(dtypes.float32).reshape(N, C, prod(sp))
+  def tap(idx: list[Tensor]) -> Tensor:
+    inside: Tensor | None = None
+    flat: Tensor | None = None
+    for i, (ii, size) in enumerate(zip(idx, sp)):
+      ok = (ii >= 0) & (ii < size)
+      inside = ok if inside is None else inside & ok
+      cl = ii.clip(0, size - 1).cast(dtypes.int64)
+      flat = cl if flat is None else flat * size + cl
+    assert flat is not None and inside is not None
+    v = xf.gather(2, flat.reshape(N, 1, P).expand(N, C, P))
+    return inside.reshape(N, 1, P).where(v, 0.0) if pad == "zeros" else v
+  if mode == "nearest":
+    out = tap([u.round() for u in coords])
+  else:
+    lo = [u.floor() for u in coords]
+    fr = [u - l for u, l in zip(coords, lo)]
+    offs = [0, 1] if mode == "linear" else [-1, 0, 1, 2]
+    def weights(f: Tensor) -> list[Tensor]:
+      if mode == "linear": return [1 - f, f]
+      a = -0.75
+      def k1(t: Tensor) -> Tensor: return ((a + 2) * t - (a + 3)) * t * t + 1
+      def k2(t: Tensor) -> Tensor: return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+      return [k2(f + 1), k1(f), k1(1 - f), k2(2 - f)]
+    ws = [weights(f) for f in fr]
+    out = None
+    for combo in itertools.product(range(len(offs)), repeat=nd):
+      idx = [lo[i] + offs[j] for i, j in enumerate(combo)]
+      if mode == "cubic" and pad == "border": idx = [ii.clip(0, sp[i] - 1) for i, ii in enumerate(idx)]
+      if mode == "cubic" and pad == "reflection":
+        idx = [(_gs_reflect(ii, 0, sp[i] - 1) if align else _gs_reflect(ii, -0.5, sp[i] - 0.5)).round()
+               for i, ii in enumerate(idx)]
+      w = None
+      for i, j in enumerate(combo): w = ws[i][j] if w is None else w * ws[i][j]
+      assert w is not None
+      term = tap(idx) * w.reshape(N, 1, P)
+      out = term if out is None else out + term
+  assert out is not None
+  return out.reshape(N, C, *out_sp).cast(x.dtype)
+
+# ---- data-dependent outputs: the count is read to the host, everything else stays Tensor ops ----
+
+def _select_slots(onehot_rank: Tensor, cnt: int, vals: Tensor) -> Tensor:
+  """out[s] = vals[i] where rank[i] == s (each slot hit once); onehot_rank: (n,) int ranks, -1 for not selected."""
+  n = onehot_rank.shape[0]
+  hit = onehot_rank.reshape(1, n) == Tensor.arange(cnt, device=vals.device).reshape(cnt, 1).cast(onehot_rank.dtype)
+  shape = (cnt, n) + (1,) * (vals.ndim - 1)
+  return hit.reshape(shape).where(vals.reshape(1, *vals.shape), _const(0, vals.dtype, vals)).sum(1).cast(vals.dtype)
+
+@op("Unique", since=11)
+def _unique(c: Call) -> tuple:
+  x = c.t(0)
+  ax = c.attr("axis")
+  srt = c.attr("sorted", 1)
+  xs = x.reshape(-1, 1) if ax is None else x.permute([_axis(ax, x.ndim)] + [i for i in range(x.ndim) if i != _axis(ax, x.ndim)])
+  n = xs.shape[0]
+  flat = xs.reshape(n, -1)
+  a, b = flat.reshape(n, 1, -1), flat.reshape(1, n, -1)
+  eq = (a == b).all(-1)  # (n, n): slice i equals slice j
+  earlier = Tensor.arange(n, device=x.device).reshape(1, n) < Tensor.arange(n, device=x.device).reshape(n, 1)
+  first = ((eq & earlier).any(1)).logical_not()  # no earlier equal slice
+  cnt = int(first.cast(dtypes.int32).sum().item())
+  if srt:
+    # lexicographic less-than of slices: the first differing element decides
+    m = flat.shape[1]
+    eqk, ltk = (a == b).cast(dtypes.int32), (a < b)
+    prefix = eqk.cumprod(2).pad([(0, 0), (0, 0), (1, 0)], value=1)[:, :, :m].cast(dtypes.bool) if m > 1 else \
+      Tensor.ones(n, n, 1, dtype=dtypes.bool, device=x.device)
+    less = (ltk & prefix).any(2)  # less[i, j]: slice i < slice j
+    rank_all = (less.transpose(0, 1) & first.reshape(1, n)).cast(dtypes.int32).sum(1)  # firsts smaller than slice i
+  else: rank_all = (first.cast(dtypes.int32).cumsum(0) - 1)
+  # a slice's slot is that of its first occurrence
+  firsts_idx = (eq & first.reshape(1, n)).cast(dtypes.int32) * Tensor.arange(n, device=x.device).reshape(1, n)
+  first_of = firsts_idx.sum(1)  # (n,): index of the first equal slice
+  slot = _take_rows(rank_all, first_of)
+  rank_first = first.where(rank_all, -1)
+  idx = _select_slots(rank_first, cnt, Tensor.arange(n, device=x.device).cast(dtypes.int64))
+  y = _select_slots(rank_first, cnt, xs)
+  counts = _select_slots(rank_first, cnt, eq.cast(dtypes.int64).sum(1))
+  if ax is not None:
+    a0 = _axis(ax, x.ndim)
+    y = y.permute(list(range(1, a0 + 1)) + [0] + list(range(a0 + 1, y.ndim)))
+  else: y = y.reshape(cnt)
+  return y, idx, slot.cast(dtypes.int64), counts
+
+@op("NonMaxSuppression", since=10)
+def _nms(c: Call) -> Tensor:
+  boxes, scores = c.t(0), c.t(1)
+  max_out = int(c.scalar(2)) if c.has(2) else 0
+  iou_thr = float(c.scalar(3)) if c.has(3) else 0.0
+  score_thr = float(c.scalar(4)) if c.has(4) else None
+  B, C, N = scores.shape
+  bx = boxes.cast(dtypes.float32)
+  if c.attr("center_point_box", 0):
+    xc, yc, w, h = bx[..., 0], bx[..., 1], bx[..., 2], bx[..., 3]
+    y1, x1, y2, x2 = yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2
+  else:
+    y1, x1, y2, x2 = (bx[..., 0].minimum(bx[..., 2]), bx[..., 1].minimum(bx[..., 3]),
+                      bx[..., 0].maximum(bx[..., 2]), bx[..., 1].maximum(bx[..., 3]))
+  area = (y2 - y1) * (x2 - x1)  # (B, N)
+  iy = (y2.reshape(B, N, 1).minimum(y2.reshape(B, 1, N)) - y1.reshape(B, N, 1).maximum(y1.reshape(B, 1, N))).maximum(0)
+  ix = (x2.reshape(B, N, 1).minimum(x2.reshape(B, 1, N)) - x1.reshape(B, N, 1).maximum(x1.reshape(B, 1, N))).maximum(0)
+  inter = iy * ix
+  union = area.reshape(B, N, 1) + area.reshape(B, 1, N) - inter
+  iou = (union > 0).where(inter / union, 0.0)  # (B, N, N)
+  sc = scores.cast(dtypes.float32)
+  # boxes by descending score (ties: lower index first)
+  order = sc.argsort(-1, descending=True).cast(dtypes.int64)  # (B, C, N)
+  kept = []
+  for k in range(N):
+    ik = order[..., k]  # (B, C)
+    s_k = sc.gather(2, ik.reshape(B, C, 1)).reshape(B, C)
+    ok = s_k > score_thr if score_thr is not None else Tensor.ones(B, C, dtype=dtypes.bool, device=sc.device)
+    iou_k = iou.reshape(B, 1, N, N).expand(B, C, N, N).gather(2, ik.reshape(B, C, 1, 1).expand(B, C, 1, N)).reshape(B, C, N)
+    for j, (ij, kj) in enumerate(kept):
+      ok = ok & (kj & (iou_k.gather(2, ij.reshape(B, C, 1)).reshape(B, C) > iou_thr)).logical_not()
+    if k >= max_out: ok = ok & False
+    n_prev = sum(kj.cast(dtypes.int32) for _, kj in kept) if kept else None
+    if n_prev is not None: ok = ok & (n_prev < max_out)
+    kept.append((ik, ok))
+  if not kept or max_out == 0: return Tensor.zeros(0, 3, dtype=dtypes.int64, device=sc.device)
+  keep = Tensor.stack(*[k for _, k in kept], dim=-1)  # (B, C, N) in score order
+  idxs = Tensor.stack(*[i for i, _ in kept], dim=-1)
+  flat_keep = keep.reshape(-1)
+  cnt = int(flat_keep.cast(dtypes.int32).sum().item())
+  rank = flat_keep.where(flat_keep.cast(dtypes.int32).cumsum(0) - 1, -1)
+  bb = Tensor.arange(B, device=sc.device).reshape(B, 1, 1).expand(B, C, N).reshape(-1).cast(dtypes.int64)
+  cc = Tensor.arange(C, device=sc.device).reshape(1, C, 1).expand(B, C, N).reshape(-1).cast(dtypes.int64)
+  trip = Tensor.stack(bb, cc, idxs.reshape(-1), dim=1)
+  return _select_slots(rank, cnt, trip)
+
+@op("ai.onnx.preview.training:Gradient")
+def _gradient(c: Call) -> tuple:
+  # the gradients of the graph value y with respect to the values xs, by our autograd over the lazy graph
+  xs = [c.scope.get(n) for n in c.attr("xs")]
+  y = c.scope.get(c.attr("y"))
+  grads = y.sum().gradient(*xs)
+  return tuple(g.cast(x.dtype) for g, x in zip(grads, xs))

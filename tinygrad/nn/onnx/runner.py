@@ -30,8 +30,8 @@ def numpy_to_tensor(arr: np.ndarray, code: int, where: str, device: str | None =
   dt = to_dtype(code, where)
   if dt in (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2):
     bits = arr if arr.dtype.kind == "u" else arr.view(np.uint16 if dt is dtypes.bfloat16 else np.uint8)
-    return Tensor._from_storage(np.ascontiguousarray(bits), dt, device)
-  return Tensor(np.ascontiguousarray(arr), device=device, dtype=dt)
+    return Tensor._from_storage(np.array(bits, order="C"), dt, device)
+  return Tensor(np.array(arr, order="C"), device=device, dtype=dt)
 
 Value = Any  # Tensor | list[Tensor] | None
 
@@ -52,6 +52,11 @@ class Call:
     """The values of input i on the host (a nested list), None when the input is absent."""
     if not self.has(i): return None
     return self.scope.host(self.names[i], self.t(i))
+  def scalar(self, i: int) -> Any:
+    """The single value of input i (a 0-d or one-element tensor) as a Python number."""
+    v = np.array(self.static(i)).reshape(-1)
+    if v.size != 1: raise self.error(f"input {i} must hold one value, it has {v.size}")
+    return v[0].item()
   def ints(self, i: int) -> list[int] | None:
     v = self.static(i)
     return None if v is None else [int(x) for x in np.array(v).reshape(-1)]
@@ -144,7 +149,7 @@ class OnnxRunner:
     dense[flat] = vals
     return numpy_to_tensor(dense.reshape(dims), code, where, self.device)
 
-  def __call__(self, feeds: dict[str, Any] | None = None, debug: bool = False, **kw: Any) -> dict[str, Value]:
+  def __call__(self, feeds: dict[str, Any] | None = None, realize: bool = True, **kw: Any) -> dict[str, Value]:
     feeds = {**(feeds or {}), **kw}
     unknown = set(feeds) - {v.name for v in self.model.graph.inputs}
     if unknown: raise OnnxError(f"{self.model.src}: feeds {sorted(unknown)} are not inputs of the model "
@@ -157,6 +162,9 @@ class OnnxRunner:
       else: raise OnnxError(f"{self.model.src}: input {vi.name!r} has no feed")
     self._signature = tuple(_sig(a) for a in args)
     outs = self.run_graph(self.model.graph, args, None, self.model.opsets, top=True)
+    # NOTE: the outputs are realized in one schedule: realized one by one, the graph they share would run once each
+    flat = [t for o in outs for t in (o if isinstance(o, list) else [o]) if isinstance(t, Tensor)]
+    if realize and flat: flat[0].realize(*flat[1:])
     return {vi.name: o for vi, o in zip(self.outputs, outs)}
 
   def _feed(self, vi: ValueInfo, v: Any) -> Value:
