@@ -51,7 +51,17 @@ def run_node(runner: OnnxRunner, scope: Scope, n: Node) -> None:
     try: inputs.append(scope.get(nm))
     except KeyError: raise OnnxError(f"{runner.model.src}: {n.label()}: input {nm!r} is not defined before it") from None
   opset = scope.opsets.get(n.domain, MAX_OPSET)
-  c = Call(runner, n, inputs, names, opset, scope)
+  # NOTE: a small node computed from shapes and constants only runs on the CPU (shape values are read on the host: a
+  # GPU round trip each, and impossible under COMPILE_ONLY); the others (weights folded from constants too) run on the
+  # runner's device
+  static = n.op not in _NOT_STATIC and all(scope.is_static(nm) for nm in names if nm) or n.op in ("Shape", "Size")
+  small = all(not isinstance(v, Tensor) or v.numel() <= HOST_NUMEL for v in inputs)
+  dev = runner.device
+  if dev is not None and dev.split(":")[0] != "CPU":
+    dev = "CPU" if static and small else dev
+    inputs = [runner.cpu_initializer(nm) if dev == "CPU" and runner.is_initializer(nm) else _to(v, dev)
+              for nm, v in zip(names, inputs)]
+  c = Call(runner, n, inputs, names, opset, scope, dev)
   if (f := runner.model.functions.get((n.domain, n.op))) is not None: outs: Any = tuple(runner.run_function(f, c))
   else:
     _, fn = _lookup(n, scope.opsets, runner.model.src)
@@ -61,14 +71,18 @@ def run_node(runner: OnnxRunner, scope: Scope, n: Node) -> None:
       raise OnnxError(f"{runner.model.src}: {n.label()} at opset {opset}: {type(e).__name__}: {e}") from e
   # NOTE: an op returns one value or a tuple of outputs; a list is one value (a sequence)
   if not isinstance(outs, tuple): outs = (outs,)
-  static = n.op not in _NOT_STATIC and all(scope.is_static(nm) for nm in names if nm) or n.op in ("Shape", "Size")
   for name, v in zip(n.outputs, outs):
     if not name: continue
-    scope.values[name], scope.static_ok[name] = v, static and n.op not in _DATA_OPS
+    scope.values[name], scope.static_ok[name] = v, static
+
+HOST_NUMEL = 4096  # a shape computation's tensors are this small; a constant folded from weights is not
+
+def _to(v: Any, dev: str) -> Any:
+  if isinstance(v, list): return [_to(x, dev) for x in v]
+  return v.to(dev) if isinstance(v, Tensor) and v.device != dev else v
 
 _NOT_STATIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Bernoulli", "Multinomial",
                "Loop", "If", "Scan", "SequenceMap"}
-_DATA_OPS: set[str] = set()
 
 # ---- helpers ----
 
@@ -271,7 +285,7 @@ def _constant(c: Call) -> Tensor:
   a = c.node.attrs
   if "value" in a: return c.runner.tensor_of(a["value"], c.node.label())
   if "sparse_value" in a: return c.runner.sparse_tensor(a["sparse_value"], c.node.label())
-  dev = c.runner.device
+  dev = c.device
   if "value_float" in a: return Tensor(np.array(a["value_float"], np.float32), device=dev)
   if "value_floats" in a: return Tensor(np.array(a["value_floats"], np.float32).reshape(-1), device=dev)
   if "value_int" in a: return Tensor(np.array(a["value_int"], np.int64), device=dev)
@@ -279,7 +293,7 @@ def _constant(c: Call) -> Tensor:
   raise c.error(f"Constant with attributes {sorted(a)} is not supported (string constants have no device dtype)")
 
 def _shape_tensor(vals: Sequence[int], c: Call) -> Tensor:
-  return Tensor(np.array(list(vals), dtype=np.int64).reshape(-1), device=c.runner.device)
+  return Tensor(np.array(list(vals), dtype=np.int64).reshape(-1), device=c.device)
 
 @op("Shape")
 def _shape(c: Call) -> Tensor:
@@ -289,13 +303,13 @@ def _shape(c: Call) -> Tensor:
   start, end = max(0, min(n, start + n if start < 0 else start)), max(0, min(n, end + n if end < 0 else end))
   return _shape_tensor(s[start:end], c)
 @op("Size")
-def _size(c: Call) -> Tensor: return Tensor(np.array(c.t(0).numel(), np.int64), device=c.runner.device)
+def _size(c: Call) -> Tensor: return Tensor(np.array(c.t(0).numel(), np.int64), device=c.device)
 
 @op("ConstantOfShape")
 def _cos(c: Call) -> Tensor:
   shape = c.ints(0)
   val = c.attr("value")
-  if val is None: return Tensor.zeros(*shape, dtype=dtypes.float32, device=c.runner.device)
+  if val is None: return Tensor.zeros(*shape, dtype=dtypes.float32, device=c.device)
   t = c.runner.tensor_of(val, c.node.label())
   return t.reshape(()).expand(tuple(shape)) if shape else t.reshape(())
 
@@ -1104,7 +1118,7 @@ def _window(c: Call, a0: float, a1: float, a2: float = 0.0) -> Tensor:
   size = int(c.scalar(0))
   dt = to_dtype(c.attr("output_datatype", 1), c.node.label())
   N = size if not c.attr("periodic", 1) else size + 1
-  n = Tensor.arange(size, device=c.runner.device).cast(dtypes.float64)
+  n = Tensor.arange(size, device=c.device).cast(dtypes.float64)
   w = a0 - (n * (2 * math.pi / (N - 1))).cos() * a1 + (n * (4 * math.pi / (N - 1))).cos() * a2
   return w.cast(dt)
 op("HannWindow", since=17)(lambda c: _window(c, 0.5, 0.5))
@@ -1118,7 +1132,7 @@ def _seqc(c: Call) -> list: return [c.t(i) for i in range(len(c))]
 @op("SequenceEmpty", since=11)
 def _seqe(c: Call) -> list: return []
 @op("SequenceLength", since=11)
-def _seql(c: Call) -> Tensor: return Tensor(np.array(len(c.inputs[0]), np.int64), device=c.runner.device)
+def _seql(c: Call) -> Tensor: return Tensor(np.array(len(c.inputs[0]), np.int64), device=c.device)
 @op("SequenceAt", since=11)
 def _seqat(c: Call) -> Tensor:
   seq = c.inputs[0]
@@ -1157,7 +1171,7 @@ def _s2s(c: Call) -> list:
 def _optional(c: Call) -> Any: return c.inputs[0] if c.inputs else None
 @op("OptionalHasElement", since=15)
 def _opthas(c: Call) -> Tensor:
-  return Tensor(np.array(bool(c.inputs) and c.inputs[0] is not None), device=c.runner.device)
+  return Tensor(np.array(bool(c.inputs) and c.inputs[0] is not None), device=c.device)
 @op("OptionalGetElement", since=15)
 def _optget(c: Call) -> Any:
   if c.inputs[0] is None: raise c.error("the optional has no element")
@@ -1180,7 +1194,7 @@ def _loop(c: Call) -> tuple:
   scans: list[list[Tensor]] = []
   i = 0
   while (M is None or i < M) and cond:
-    it = Tensor(np.array(i, np.int64), device=c.runner.device)
+    it = Tensor(np.array(i, np.int64), device=c.device)
     outs = c.subgraph(body, [it, Tensor(np.array(cond)), *state])
     cond_t, state, sc = outs[0], outs[1:1 + nstate], outs[1 + nstate:]
     if not scans: scans = [[] for _ in sc]
@@ -1194,7 +1208,7 @@ def _loop(c: Call) -> tuple:
     if j < len(scans) and scans[j]: res.append(Tensor.stack(*scans[j]))
     else:
       so = body.outputs[1 + nstate + j]
-      res.append(Tensor.zeros(0, dtype=DTYPES.get(so.elem, dtypes.float32), device=c.runner.device))
+      res.append(Tensor.zeros(0, dtype=DTYPES.get(so.elem, dtypes.float32), device=c.device))
   return tuple(res)
 
 @op("Scan", since=8)

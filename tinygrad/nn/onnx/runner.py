@@ -5,11 +5,12 @@ values on the host (a Reshape's shape, a Slice's starts, a TopK's k) reads them 
 from shapes and constants are cached per input signature, so a TinyJit capture (which cannot read the host) finds them
 there; anything else is realized (data-dependent shapes: NonZero, Compress, Loop trip counts)."""
 from __future__ import annotations
-import os
+import contextlib, os
 from typing import Any, Callable, Sequence
 import numpy as np
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import Context
 from tinygrad.nn.onnx.proto import OnnxError, Model, Graph, Node, Function, ValueInfo, load_model, tensor_to_numpy
 from tinygrad.nn.onnx.proto import type_name
 
@@ -37,8 +38,10 @@ Value = Any  # Tensor | list[Tensor] | None
 
 class Call:
   """One node being run: its inputs, attributes and opset, and access to host values and subgraphs."""
-  def __init__(self, runner: OnnxRunner, node: Node, inputs: list[Value], names: list[str], opset: int, scope: Scope):
+  def __init__(self, runner: OnnxRunner, node: Node, inputs: list[Value], names: list[str], opset: int, scope: Scope,
+               device: str | None = None):
     self.runner, self.node, self.inputs, self.names, self.opset, self.scope = runner, node, inputs, names, opset, scope
+    self.device = device  # where the op's own new tensors go
   def __len__(self) -> int: return len(self.inputs)
   def attr(self, name: str, default: Any = None) -> Any: return self.node.attrs.get(name, default)
   def has(self, i: int) -> bool: return i < len(self.inputs) and self.inputs[i] is not None
@@ -51,7 +54,11 @@ class Call:
   def static(self, i: int) -> list | None:
     """The values of input i on the host (a nested list), None when the input is absent."""
     if not self.has(i): return None
-    return self.scope.host(self.names[i], self.t(i))
+    self.t(i)
+    # NOTE: read where it was computed (a shape value on the CPU), not the copy moved to this op's device
+    name = self.names[i]
+    src = self.runner.cpu_initializer(name) if self.runner.is_initializer(name) else self.scope.get(name)
+    return self.scope.host(name, src)
   def scalar(self, i: int) -> Any:
     """The single value of input i (a 0-d or one-element tensor) as a Python number."""
     v = np.array(self.static(i)).reshape(-1)
@@ -89,7 +96,8 @@ class Scope:
     if name in runner._const_host: return runner._const_host[name]
     static, key = self.is_static(name), (runner._signature, name)
     if static and key in runner._host_cache: return runner._host_cache[key]
-    ret = t.numpy().tolist()
+    # NOTE: shape values are computed on the CPU even under COMPILE_ONLY=1, which compiles the model's device kernels
+    with Context(COMPILE_ONLY=0) if t.device.split(":")[0] == "CPU" else contextlib.nullcontext(): ret = t.numpy().tolist()
     if static: runner._host_cache[key] = ret
     return ret
 
@@ -114,6 +122,8 @@ class OnnxRunner:
       raise OnnxError(f"{src}: the model imports opset {op_opset} of the default domain; this runner supports "
                       f"{MIN_OPSET} to {MAX_OPSET}")
     self._const_host: dict[str, list] = {}
+    self._cpu_inits: dict[str, Tensor] = {}
+    self._fed: set[str] = set()
     self._host_cache: dict[Any, list] = {}
     self._signature: Any = None
     from tinygrad.nn.onnx.ops import check_graph
@@ -133,6 +143,15 @@ class OnnxRunner:
     if t.name and arr.dtype.kind in "iub" and arr.size <= 64: self._const_host[t.name] = arr.tolist()
     return ret
   def tensor_of(self, t: Any, where: str) -> Tensor: return self._tensor(t, where)
+  def is_initializer(self, name: str) -> bool: return name in self.initializers and name not in self._fed
+  def cpu_initializer(self, name: str) -> Tensor:
+    """An initializer decoded again onto the CPU, for shape computations when the model runs on another device."""
+    if name not in self._cpu_inits:
+      t = self.model.graph.initializers.get(name)
+      if t is None: return self.initializers[name].to("CPU")
+      arr, code = tensor_to_numpy(t, self.model.base_dir, f"{self.model.src}: initializer")
+      self._cpu_inits[name] = numpy_to_tensor(arr, code, f"initializer {name!r}", "CPU")
+    return self._cpu_inits[name]
   def sparse_tensor(self, sp: Any, where: str) -> Tensor:
     if sp.values is None or sp.indices is None: raise OnnxError(f"{where}: a sparse tensor needs values and indices")
     vals, code = tensor_to_numpy(sp.values, self.model.base_dir, where)
@@ -160,7 +179,7 @@ class OnnxRunner:
       elif vi.name in self.initializers: args.append(self.initializers[vi.name])
       elif vi.kind == "optional": args.append(None)
       else: raise OnnxError(f"{self.model.src}: input {vi.name!r} has no feed")
-    self._signature = tuple(_sig(a) for a in args)
+    self._signature, self._fed = tuple(_sig(a) for a in args), set(feeds)
     outs = self.run_graph(self.model.graph, args, None, self.model.opsets, top=True)
     # NOTE: the outputs are realized in one schedule: realized one by one, the graph they share would run once each
     flat = [t for o in outs for t in (o if isinstance(o, list) else [o]) if isinstance(t, Tensor)]
@@ -201,7 +220,7 @@ class OnnxRunner:
     if len(args) > len(formal):
       raise OnnxError(f"graph {g.name!r}: {len(args)} inputs given, it takes {len(formal)}")
     for vi, a in zip(formal, args):
-      scope.values[vi.name], scope.static_ok[vi.name] = a, vi.name in self.initializers and top
+      scope.values[vi.name], scope.static_ok[vi.name] = a, top and self.is_initializer(vi.name)
     for n in g.nodes: run_node(self, scope, n)
     try: return [scope.get(o.name) for o in g.outputs]
     except KeyError as e: raise OnnxError(f"graph {g.name!r}: output {e.args[0]!r} is never computed") from None
