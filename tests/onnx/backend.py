@@ -2,7 +2,6 @@
 runner's own protobuf reader is what reads it)."""
 from __future__ import annotations
 from typing import Any
-import numpy as np
 import ml_dtypes
 from onnx.backend.base import Backend, BackendRep
 from tinygrad import Tensor, dtypes

@@ -3,7 +3,6 @@ nothing is allocated beyond what the file's bytes justify. Models are built with
 import os, struct
 import numpy as np
 import pytest
-import onnx
 from onnx import helper, TensorProto, numpy_helper
 from tinygrad.nn.onnx import OnnxRunner, OnnxError, load_model
 

@@ -13,7 +13,8 @@ def _made_up_inputs(runner, given: dict[str, np.ndarray]) -> dict[str, np.ndarra
   rng, out = np.random.default_rng(0), dict(given)
   for vi in runner.inputs:
     if vi.name in out: continue
-    if vi.kind != "tensor" or vi.shape is None: raise SystemExit(f"input {vi.name!r} ({vi.kind or 'untyped'}): give it in --inputs")
+    if vi.kind != "tensor" or vi.shape is None:
+      raise SystemExit(f"input {vi.name!r} ({vi.kind or 'untyped'}): give it in --inputs")
     shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in vi.shape)
     dt = to_dtype(vi.elem, f"input {vi.name!r}") if vi.elem in DTYPES else None
     if dt is None: raise SystemExit(f"input {vi.name!r}: unsupported type {vi.elem}")

@@ -9,7 +9,7 @@ from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, flatten
 from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function
-from tinygrad.nn.onnx.runner import Call, Scope, OnnxRunner, DTYPES, ONNX_OF, to_dtype, MAX_OPSET
+from tinygrad.nn.onnx.runner import Call, Scope, OnnxRunner, DTYPES, to_dtype, MAX_OPSET
 
 OPS: dict[str, tuple[int, Callable[[Call], Any]]] = {}  # op -> (first opset implemented, function)
 
@@ -49,7 +49,8 @@ def run_node(runner: OnnxRunner, scope: Scope, n: Node) -> None:
   for nm in names:
     if not nm: inputs.append(None); continue
     try: inputs.append(scope.get(nm))
-    except KeyError: raise OnnxError(f"{runner.model.src}: {n.label()}: input {nm!r} is not defined before it") from None
+    except KeyError:
+      raise OnnxError(f"{runner.model.src}: {n.label()}: input {nm!r} is not defined before it") from None
   opset = scope.opsets.get(n.domain, MAX_OPSET)
   # NOTE: a small node computed from shapes and constants only runs on the CPU (shape values are read on the host: a
   # GPU round trip each, and impossible under COMPILE_ONLY); the others (weights folded from constants too) run on the
@@ -307,7 +308,7 @@ def _size(c: Call) -> Tensor: return Tensor(np.array(c.t(0).numel(), np.int64), 
 
 @op("ConstantOfShape")
 def _cos(c: Call) -> Tensor:
-  shape = c.ints(0)
+  shape = c.ints(0) or []
   val = c.attr("value")
   if val is None: return Tensor.zeros(*shape, dtype=dtypes.float32, device=c.device)
   t = c.runner.tensor_of(val, c.node.label())
@@ -335,7 +336,7 @@ def _range(c: Call) -> Tensor:
 @op("Reshape")
 def _reshape(c: Call) -> Tensor:
   x = c.t(0)
-  shape = list(c.attr("shape", [])) if c.opset < 5 else c.ints(1)
+  shape = list(c.attr("shape", [])) if c.opset < 5 else c.ints(1) or []
   allowzero = c.attr("allowzero", 0)
   shape = [x.shape[i] if s == 0 and not allowzero else s for i, s in enumerate(shape)]
   return x.reshape(shape)
@@ -424,7 +425,8 @@ def _take_strided(x: Tensor, a: int, start: int, step: int, cnt: int) -> Tensor:
   n = x.shape[a]
   x = x.pad([(0, cnt * step - n) if i == a else None for i in range(x.ndim)])
   x = x.reshape(x.shape[:a] + (cnt, step) + x.shape[a + 1:])
-  return x.shrink([(0, 1) if i == a + 1 else None for i in range(x.ndim)]).reshape(x.shape[:a] + (cnt,) + x.shape[a + 2:])
+  x = x.shrink([(0, 1) if i == a + 1 else None for i in range(x.ndim)])
+  return x.reshape(x.shape[:a] + (cnt,) + x.shape[a + 2:])
 
 @op("Slice")
 def _slice_op(c: Call) -> Tensor:
@@ -592,8 +594,8 @@ def _scatter_nd(c: Call) -> Tensor:
   if red == "add": v = hx.where(ue, _const(0, x.dtype, x)).sum(0).cast(x.dtype); return (xs + v).reshape(x.shape)
   if red == "mul": v = hx.where(ue, _const(1, x.dtype, x)).prod(0).cast(x.dtype); return (xs * v).reshape(x.shape)
   low, high = (dtypes.min(x.dtype), dtypes.max(x.dtype))
-  if red == "max": v = hx.where(ue, _const(low, x.dtype, x)).max(0); return any_hit.where(xs.maximum(v), xs).reshape(x.shape)
-  if red == "min": v = hx.where(ue, _const(high, x.dtype, x)).min(0); return any_hit.where(xs.minimum(v), xs).reshape(x.shape)
+  if red == "max": return any_hit.where(xs.maximum(hx.where(ue, _const(low, x.dtype, x)).max(0)), xs).reshape(x.shape)
+  if red == "min": return any_hit.where(xs.minimum(hx.where(ue, _const(high, x.dtype, x)).min(0)), xs).reshape(x.shape)
   raise c.error(f"reduction {red!r}")
 
 @op("OneHot", since=9)
@@ -760,7 +762,8 @@ def _gemm(c: Call) -> Tensor:
     y = y + (cc * beta if beta != 1.0 else cc)
   return y.cast(a.dtype)
 
-def _conv_pads(c: Call, spatial: Sequence[int], k: Sequence[int], s: Sequence[int], d: Sequence[int]) -> list[tuple[int, int]]:
+def _conv_pads(c: Call, spatial: Sequence[int], k: Sequence[int], s: Sequence[int],
+               d: Sequence[int]) -> list[tuple[int, int]]:
   n = len(spatial)
   auto = c.attr("auto_pad", "NOTSET")
   if auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -921,7 +924,8 @@ def _maxunpool(c: Call) -> Tensor:
   if c.has(2): outs = c.ints(2)[2:]  # type: ignore[index]
   else: outs = [(x.shape[2 + i] - 1) * s[i] + k[i] - p[i] - p[i + n] for i in range(n)]
   total = x.shape[0] * x.shape[1] * prod(outs)
-  flat = Tensor.zeros(total, dtype=x.dtype, device=x.device).scatter(0, idx.reshape(-1).cast(dtypes.int64), x.reshape(-1))
+  flat = Tensor.zeros(total, dtype=x.dtype, device=x.device)
+  flat = flat.scatter(0, idx.reshape(-1).cast(dtypes.int64), x.reshape(-1))
   return flat.reshape(x.shape[0], x.shape[1], *outs)
 
 # ---- normalization ----
@@ -1017,7 +1021,6 @@ def _lrn(c: Call) -> Tensor:
 
 def _nll(c: Call, logp: Tensor, tgt: Tensor, w: Tensor | None) -> Tensor:
   red, ign = c.attr("reduction", "mean"), c.attr("ignore_index")
-  C = logp.shape[1]
   tgt = tgt.cast(dtypes.int64)
   valid = tgt != ign if ign is not None else None
   t_safe = valid.where(tgt, 0) if valid is not None else tgt
@@ -1422,7 +1425,7 @@ def _rnn_common(c: Call, gates: int) -> tuple:
   if h0 is None: h0 = Tensor.zeros(ndir, B, H, dtype=x.dtype, device=x.device)
   return x, w, r, bias, lens, h0, T, B, ndir, H, layout
 
-def _rnn_outputs(c: Call, ys: list[list[Tensor]], hs: list[Tensor], cs: list[Tensor] | None, layout: int) -> tuple:
+def _rnn_outputs(c: Call, ys: list[list[Any]], hs: list[Tensor], cs: list[Tensor] | None, layout: int) -> tuple:
   y = Tensor.stack(*[Tensor.stack(*yd) for yd in ys], dim=1)  # (T, ndir, B, H)
   yh = Tensor.stack(*hs)
   yc = Tensor.stack(*cs) if cs is not None else None
@@ -1445,7 +1448,7 @@ def _rnn(c: Call) -> tuple:
   clip = c.attr("clip")
   ys, hs = [], []
   for d, rev in enumerate(_directions(c, ndir)):
-    h, out = h0[d], [None] * T
+    h, out = h0[d], list[Any]([None] * T)
     xw = x.matmul(w[d].T) + bias[d, :H] + bias[d, H:]
     for step in range(T):
       t = T - 1 - step if rev else step
@@ -1468,7 +1471,7 @@ def _gru(c: Call) -> tuple:
   ys, hs = [], []
   for d, rev in enumerate(_directions(c, ndir)):
     f, g = acts[2 * d], acts[2 * d + 1]
-    h, out = h0[d], [None] * T
+    h, out = h0[d], list[Any]([None] * T)
     wz, wr, wh = w[d, :H], w[d, H:2 * H], w[d, 2 * H:]
     rz, rr, rh = r[d, :H], r[d, H:2 * H], r[d, 2 * H:]
     bwz, bwr, bwh = bias[d, :H], bias[d, H:2 * H], bias[d, 2 * H:3 * H]
@@ -1501,7 +1504,7 @@ def _lstm(c: Call) -> tuple:
   ys, hs, cs = [], [], []
   for d, rev in enumerate(_directions(c, ndir)):
     f, g, hact = acts[3 * d], acts[3 * d + 1], acts[3 * d + 2]
-    h, cell, out = h0[d], c0[d], [None] * T
+    h, cell, out = h0[d], c0[d], list[Any]([None] * T)
     # the input projection of every step at once; only the recurrent part runs step by step
     xw = x.matmul(w[d].T) + bias[d, :4 * H] + bias[d, 4 * H:]  # (T, B, 4H): i, o, f, c
     pi, po, pf = (p[d, :H], p[d, H:2 * H], p[d, 2 * H:]) if p is not None else (None, None, None)
@@ -1562,7 +1565,8 @@ def _cubic(s: float, a: float) -> float:
 def _taps(c: Call, n: int, m: int, scale: float, roi: tuple[float, float] | None, upsample: bool) -> tuple:
   mode = c.attr("mode", "nearest")
   ctm = "asymmetric" if upsample or c.opset < 11 else c.attr("coordinate_transformation_mode", "half_pixel")
-  nmode = "floor" if upsample else c.attr("nearest_mode", "round_prefer_floor") if c.opset >= 11 else "round_prefer_floor"
+  nmode = "floor" if upsample else c.attr("nearest_mode", "round_prefer_floor") if c.opset >= 11 else \
+    "round_prefer_floor"
   a, excl = c.attr("cubic_coeff_a", -0.75), c.attr("exclude_outside", 0)
   anti = c.attr("antialias", 0) and scale < 1 and mode in ("linear", "cubic")
   taps: list[list[tuple[int, float]]] = []
@@ -1639,10 +1643,11 @@ def _resize(c: Call, upsample: bool) -> Tensor:
   ext = c.attr("extrapolation_value", 0.0)
   y = xf
   for i, (a, n, m, s) in enumerate(zip(axes, ins, outs, scl)):
-    if n == m and s == 1.0 and (roi is None or c.attr("coordinate_transformation_mode") != "tf_crop_and_resize"): continue
-    r = (roi[i], roi[i + len(axes)]) if roi is not None and len(roi) == 2 * len(axes) else \
+    crop = roi is not None and c.attr("coordinate_transformation_mode") == "tf_crop_and_resize"
+    if n == m and s == 1.0 and not crop: continue
+    span = (roi[i], roi[i + len(axes)]) if roi is not None and len(roi) == 2 * len(axes) else \
       (roi[a], roi[a + x.ndim]) if roi is not None else None
-    taps, valid = _taps(c, n, m, s, r, upsample)
+    taps, valid = _taps(c, n, m, s, span, upsample)
     y = _resize_axis(y, a, taps, valid, ext)
   return y if y.dtype is x.dtype else y.round().clip(dtypes.min(x.dtype), dtypes.max(x.dtype)).cast(x.dtype) \
     if c.attr("mode", "nearest") != "nearest" else y.cast(x.dtype)
@@ -2041,7 +2046,8 @@ def _unique(c: Call) -> tuple:
   x = c.t(0)
   ax = c.attr("axis")
   srt = c.attr("sorted", 1)
-  xs = x.reshape(-1, 1) if ax is None else x.permute([_axis(ax, x.ndim)] + [i for i in range(x.ndim) if i != _axis(ax, x.ndim)])
+  a0 = _axis(ax, x.ndim) if ax is not None else 0
+  xs = x.reshape(-1, 1) if ax is None else x.permute([a0] + [i for i in range(x.ndim) if i != a0])
   n = xs.shape[0]
   flat = xs.reshape(n, -1)
   a, b = flat.reshape(n, 1, -1), flat.reshape(1, n, -1)
@@ -2095,15 +2101,15 @@ def _nms(c: Call) -> Tensor:
   sc = scores.cast(dtypes.float32)
   # boxes by descending score (ties: lower index first)
   order = sc.argsort(-1, descending=True).cast(dtypes.int64)  # (B, C, N)
-  kept = []
+  kept: list[tuple[Tensor, Tensor]] = []
   for k in range(N):
     ik = order[..., k]  # (B, C)
     s_k = sc.gather(2, ik.reshape(B, C, 1)).reshape(B, C)
     ok = s_k > score_thr if score_thr is not None else Tensor.ones(B, C, dtype=dtypes.bool, device=sc.device)
-    iou_k = iou.reshape(B, 1, N, N).expand(B, C, N, N).gather(2, ik.reshape(B, C, 1, 1).expand(B, C, 1, N)).reshape(B, C, N)
+    iou_k = iou.reshape(B, 1, N, N).expand(B, C, N, N).gather(2, ik.reshape(B, C, 1, 1).expand(B, C, 1, N))
+    iou_k = iou_k.reshape(B, C, N)
     for j, (ij, kj) in enumerate(kept):
       ok = ok & (kj & (iou_k.gather(2, ij.reshape(B, C, 1)).reshape(B, C) > iou_thr)).logical_not()
-    if k >= max_out: ok = ok & False
     n_prev = sum(kj.cast(dtypes.int32) for _, kj in kept) if kept else None
     if n_prev is not None: ok = ok & (n_prev < max_out)
     kept.append((ik, ok))

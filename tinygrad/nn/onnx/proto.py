@@ -32,7 +32,8 @@ SCHEMA: dict[str, dict[int, F]] = {
                 4: ("op_type", "str", False), 7: ("domain", "str", False), 8: ("overload", "str", False),
                 5: ("attribute", "AttributeProto", True), 6: ("doc_string", "str", False)},
   "AttributeProto": {1: ("name", "str", False), 21: ("ref_attr_name", "str", False), 13: ("doc_string", "str", False),
-                     20: ("type", "int", False), 2: ("f", "f32", False), 3: ("i", "int", False), 4: ("s", "bytes", False),
+                     20: ("type", "int", False), 2: ("f", "f32", False), 3: ("i", "int", False),
+                     4: ("s", "bytes", False),
                      5: ("t", "TensorProto", False), 6: ("g", "GraphProto", False),
                      22: ("sparse_tensor", "SparseTensorProto", False), 14: ("tp", "TypeProto", False),
                      7: ("floats", "f32", True), 8: ("ints", "int", True), 9: ("strings", "bytes", True),
@@ -49,11 +50,13 @@ SCHEMA: dict[str, dict[int, F]] = {
   "TensorShapeProto": {1: ("dim", "TensorShapeProto.Dimension", True)},
   "TensorShapeProto.Dimension": {1: ("dim_value", "int", False), 2: ("dim_param", "str", False),
                                  3: ("denotation", "str", False)},
-  "TensorProto": {1: ("dims", "int", True), 2: ("data_type", "int", False), 3: ("segment", "TensorProto.Segment", False),
+  "TensorProto": {1: ("dims", "int", True), 2: ("data_type", "int", False),
+                  3: ("segment", "TensorProto.Segment", False),
                   4: ("float_data", "f32", True), 5: ("int32_data", "int", True), 6: ("string_data", "bytes", True),
                   7: ("int64_data", "int", True), 8: ("name", "str", False), 12: ("doc_string", "str", False),
                   9: ("raw_data", "bytes", False), 13: ("external_data", "StringStringEntryProto", True),
-                  14: ("data_location", "int", False), 10: ("double_data", "f64", True), 11: ("uint64_data", "uint", True)},
+                  14: ("data_location", "int", False), 10: ("double_data", "f64", True),
+                  11: ("uint64_data", "uint", True)},
   "TensorProto.Segment": {1: ("begin", "int", False), 2: ("end", "int", False)},
   "SparseTensorProto": {1: ("values", "TensorProto", False), 2: ("indices", "TensorProto", False),
                         3: ("dims", "int", True)},
@@ -62,12 +65,6 @@ SCHEMA: dict[str, dict[int, F]] = {
                     7: ("node", "NodeProto", True), 8: ("doc_string", "str", False),
                     9: ("opset_import", "OperatorSetIdProto", True), 10: ("domain", "str", False),
                     13: ("overload", "str", False)},
-  # the test-data files of the backend suite (tensor values, sequences, optionals)
-  "SequenceProto": {1: ("name", "str", False), 2: ("elem_type", "int", False), 3: ("tensor_values", "TensorProto", True),
-                    4: ("sparse_tensor_values", "SparseTensorProto", True), 5: ("sequence_values", "SequenceProto", True),
-                    7: ("optional_values", "OptionalProto", True)},
-  "OptionalProto": {1: ("name", "str", False), 2: ("elem_type", "int", False), 3: ("tensor_value", "TensorProto", False),
-                    5: ("sequence_value", "SequenceProto", False), 7: ("optional_value", "OptionalProto", False)},
 }
 _NUMERIC = {"int": 0, "uint": 0, "f32": 5, "f64": 1}  # kind -> the wire type of one unpacked element
 MAX_DEPTH = 64  # nesting of messages (a graph in an attribute of a node of a graph ...): Python's stack stays safe
@@ -76,11 +73,13 @@ class Msg:
   """A decoded message: attributes are its fields (defaults for absent ones), `_type` its message name, `_present` the
   names of the fields the bytes set."""
   def __init__(self, mtype: str):
-    self._type, self._present = mtype, set()
+    self._type, self._present = mtype, set[str]()
     for name, kind, rep in SCHEMA[mtype].values():
       setattr(self, name, [] if rep else None if kind in SCHEMA else b"" if kind == "bytes" else "" if kind == "str"
               else 0.0 if kind in ("f32", "f64") else 0)
   def has(self, name: str) -> bool: return name in self._present
+  # NOTE: the fields are set in __init__ from SCHEMA; this only tells mypy that they exist
+  def __getattr__(self, name: str) -> Any: raise AttributeError(f"{self._type} has no field {name!r}")
   def __repr__(self) -> str: return f"<{self._type} {sorted(self._present)}>"
 
 class _Reader:
@@ -105,6 +104,7 @@ class _Reader:
       if fno == 0: raise self.fail(path, "field number 0 is not valid protobuf")
       spec = schema.get(fno)
       fpath = path + ((spec[0] if spec else f"<field {fno}>"),)
+      val: Any
       if wt == 0: val, pos = self.varint(buf, pos, end, fpath)
       elif wt == 1 or wt == 5:
         n = 8 if wt == 1 else 4
@@ -112,7 +112,8 @@ class _Reader:
         val, pos = bytes(buf[pos:pos + n]), pos + n
       elif wt == 2:
         ln, pos = self.varint(buf, pos, end, fpath)
-        if ln > end - pos: raise self.fail(fpath, f"length {ln} runs past the end of its message ({end - pos} bytes left)")
+        if ln > end - pos:
+          raise self.fail(fpath, f"length {ln} runs past the end of its message ({end - pos} bytes left)")
         val, pos = (pos, pos + ln), pos + ln
       else: raise self.fail(fpath, f"wire type {wt} (groups or invalid) is not used by ONNX")
       if spec is None: continue  # NOTE: unknown fields (newer ONNX versions) are skipped, their bounds checked above
@@ -172,7 +173,8 @@ ONNX_TYPES: dict[int, tuple[str, str, str]] = {
   4: ("UINT16", "<u2", "int32_data"), 5: ("INT16", "<i2", "int32_data"), 6: ("INT32", "<i4", "int32_data"),
   7: ("INT64", "<i8", "int64_data"), 8: ("STRING", "O", "string_data"), 9: ("BOOL", "?", "int32_data"),
   10: ("FLOAT16", "<f2", "int32_data"), 11: ("DOUBLE", "<f8", "double_data"), 12: ("UINT32", "<u4", "uint64_data"),
-  13: ("UINT64", "<u8", "uint64_data"), 14: ("COMPLEX64", "<c8", "float_data"), 15: ("COMPLEX128", "<c16", "double_data"),
+  13: ("UINT64", "<u8", "uint64_data"), 14: ("COMPLEX64", "<c8", "float_data"),
+  15: ("COMPLEX128", "<c16", "double_data"),
   16: ("BFLOAT16", "<u2", "int32_data"), 17: ("FLOAT8E4M3FN", "u1", "int32_data"),
   18: ("FLOAT8E4M3FNUZ", "u1", "int32_data"), 19: ("FLOAT8E5M2", "u1", "int32_data"),
   20: ("FLOAT8E5M2FNUZ", "u1", "int32_data"), 21: ("UINT4", "u1", "int32_data"), 22: ("INT4", "u1", "int32_data"),
@@ -200,7 +202,8 @@ class Node:
   outputs: list[str]
   name: str
   attrs: dict[str, Any]
-  refs: dict[str, str] = field(default_factory=dict)  # attribute -> the calling node's attribute it refers to (functions)
+  # attribute -> the calling node's attribute it refers to (inside functions)
+  refs: dict[str, str] = field(default_factory=dict)
   def label(self) -> str: return f"node {self.name!r} ({self.domain + '.' if self.domain else ''}{self.op})"
 
 @dataclass
@@ -253,7 +256,8 @@ def value_info(v: Msg) -> ValueInfo:
 
 def _wrap(name: str, t: Msg) -> Msg:
   m = Msg("ValueInfoProto")
-  m.name, m.type = name, t
+  setattr(m, "name", name)
+  setattr(m, "type", t)
   return m
 
 ATTR_FIELDS = {1: "f", 2: "i", 3: "s", 4: "t", 5: "g", 6: "floats", 7: "ints", 8: "strings", 9: "tensors", 10: "graphs",
@@ -306,8 +310,8 @@ def function(f: Msg) -> Function:
   where = f"function {f.domain}.{f.name}"
   defaults = {a.name: attr_value(a, where) for a in f.attribute_proto}
   nodes = [node(n, i, where) for i, n in enumerate(f.node)]
-  return Function(f.name, _domain(f.domain), list(f.input), list(f.output), list(f.attribute) + list(defaults), defaults,
-                  nodes, {_domain(o.domain): o.version for o in f.opset_import})
+  return Function(f.name, _domain(f.domain), list(f.input), list(f.output), list(f.attribute) + list(defaults),
+                  defaults, nodes, {_domain(o.domain): o.version for o in f.opset_import})
 
 def load_model(data: bytes | memoryview, src: str = "<bytes>", base_dir: str | None = None) -> Model:
   m = parse_message(data, "ModelProto", src)
@@ -318,14 +322,14 @@ def load_model(data: bytes | memoryview, src: str = "<bytes>", base_dir: str | N
   if "" not in opsets and not m.opset_import: opsets[""] = 1
   try: g = graph(m.graph, "")
   except OnnxError as e: raise OnnxError(f"{src}: {e}") from None
-  funcs = {(f.domain, f.name): function(f) for f in (function(x) for x in m.functions)}
+  funcs = {(f.domain, f.name): f for f in (function(x) for x in m.functions)}
   return Model(m.ir_version, opsets, g, funcs, src, base_dir, m.producer_name)
 
 # ---- tensors: bytes of the file -> numpy storage ----
 
 def tensor_to_numpy(t: Msg, base_dir: str | None, where: str) -> tuple[np.ndarray, int]:
-  """The stored elements of a TensorProto as numpy (its shape; sub-byte types unpacked to one byte each, 16-bit and 8-bit
-  floats as their bit patterns), and its onnx data type code."""
+  """The stored elements of a TensorProto as numpy (its shape; sub-byte types unpacked to one byte each, 16-bit and
+  8-bit floats as their bit patterns), and its onnx data type code."""
   code, dims = t.data_type, tuple(t.dims)
   label = f"{where} tensor {t.name!r}" if t.name else f"{where} tensor"
   if code not in ONNX_TYPES: raise OnnxError(f"{label}: unknown data type {code}")

@@ -97,7 +97,8 @@ class Scope:
     static, key = self.is_static(name), (runner._signature, name)
     if static and key in runner._host_cache: return runner._host_cache[key]
     # NOTE: shape values are computed on the CPU even under COMPILE_ONLY=1, which compiles the model's device kernels
-    with Context(COMPILE_ONLY=0) if t.device.split(":")[0] == "CPU" else contextlib.nullcontext(): ret = t.numpy().tolist()
+    on_cpu = t.device.split(":")[0] == "CPU"
+    with Context(COMPILE_ONLY=0) if on_cpu else contextlib.nullcontext(): ret = t.numpy().tolist()
     if static: runner._host_cache[key] = ret
     return ret
 
@@ -105,12 +106,15 @@ class OnnxRunner:
   """Run an ONNX model: `OnnxRunner(path | bytes | uint8 Tensor)(feeds)` -> {output name: Tensor}.
 
   feeds: {input name: numpy array | Tensor | list (a sequence) | None}, or keyword arguments. Named (symbolic) dims of
-  the inputs take the sizes of the feeds; a feed whose rank, fixed dims or dtype contradicts the model is an OnnxError."""
+  the inputs take the sizes of the feeds; a feed whose rank, fixed dims or dtype contradicts the model is an
+  OnnxError."""
   def __init__(self, model: str | os.PathLike | bytes | Tensor, device: str | None = None):
     if isinstance(model, Tensor):
-      if model.dtype is not dtypes.uint8 or model.ndim != 1: raise OnnxError("OnnxRunner: a Tensor model must be 1-d uint8")
+      if model.dtype is not dtypes.uint8 or model.ndim != 1:
+        raise OnnxError("OnnxRunner: a Tensor model must be 1-d uint8")
       data, src, base = model.numpy().tobytes(), "<uint8 tensor>", None
-    elif isinstance(model, (bytes, bytearray, memoryview)): data, src, base = bytes(model), f"<{len(model)} bytes>", None
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+      data, src, base = bytes(model), f"<{len(model)} bytes>", None
     else:
       path = os.fspath(model)
       with open(path, "rb") as f: data = f.read()
@@ -190,7 +194,8 @@ class OnnxRunner:
     if v is None or isinstance(v, list) and vi.kind.startswith("sequence"): return self._seq_feed(vi, v)
     if not isinstance(v, Tensor):
       arr = np.asarray(v)
-      if arr.dtype == object or arr.dtype.kind in "USc": raise OnnxError(f"input {vi.name!r}: {arr.dtype} is not supported")
+      if arr.dtype == object or arr.dtype.kind in "USc":
+        raise OnnxError(f"input {vi.name!r}: {arr.dtype} is not supported")
       code = _numpy_code(arr)
       v = numpy_to_tensor(arr, code, f"input {vi.name!r}", self.device)
     if vi.kind == "tensor" and vi.elem and ONNX_OF.get(v.dtype) != vi.elem:
@@ -211,17 +216,16 @@ class OnnxRunner:
     from tinygrad.nn.onnx.ops import run_node
     scope = Scope(self, parent, opsets)
     if top:
-      for n, t in self.initializers.items(): scope.values[n], scope.static_ok[n] = t, True
+      for nm, t in self.initializers.items(): scope.values[nm], scope.static_ok[nm] = t, True
     else:
-      for n, t in g.initializers.items():
-        scope.values[n], scope.static_ok[n] = self._tensor(t, f"subgraph {g.name!r} initializer"), True
-    formal = [v for v in g.inputs if not (top and v.name in self.initializers and v.name not in
-                                           {x.name for x in self.inputs})] if not top else list(g.inputs)
+      for nm, tp in g.initializers.items():
+        scope.values[nm], scope.static_ok[nm] = self._tensor(tp, f"subgraph {g.name!r} initializer"), True
+    formal = list(g.inputs)
     if len(args) > len(formal):
       raise OnnxError(f"graph {g.name!r}: {len(args)} inputs given, it takes {len(formal)}")
     for vi, a in zip(formal, args):
       scope.values[vi.name], scope.static_ok[vi.name] = a, top and self.is_initializer(vi.name)
-    for n in g.nodes: run_node(self, scope, n)
+    for node in g.nodes: run_node(self, scope, node)
     try: return [scope.get(o.name) for o in g.outputs]
     except KeyError as e: raise OnnxError(f"graph {g.name!r}: output {e.args[0]!r} is never computed") from None
 
