@@ -3,7 +3,7 @@
 The protobuf is read here (tinygrad/nn/onnx/proto.py), never by the `onnx` package; ops are in ops.py; the CLI is
 `python -m tinygrad.nn.onnx MODEL.onnx`. docs/onnx.md lists what is supported."""
 from tinygrad.nn.onnx.proto import OnnxError, load_model
-from tinygrad.nn.onnx.runner import OnnxRunner, MIN_OPSET, MAX_OPSET
-import tinygrad.nn.onnx.ops  # noqa: F401  (registers the op table)
+from tinygrad.nn.onnx.call import MIN_OPSET, MAX_OPSET
+from tinygrad.nn.onnx.runner import OnnxRunner
 
 __all__ = ["OnnxRunner", "OnnxError", "load_model", "MIN_OPSET", "MAX_OPSET"]

@@ -8,7 +8,7 @@ import argparse, sys
 import numpy as np
 
 def _made_up_inputs(runner, given: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-  from tinygrad.nn.onnx.runner import DTYPES, to_dtype
+  from tinygrad.nn.onnx.call import DTYPES, to_dtype
   from tinygrad.dtype import dtypes, to_np_dtype
   rng, out = np.random.default_rng(0), dict(given)
   for vi in runner.inputs:
