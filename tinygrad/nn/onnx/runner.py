@@ -103,7 +103,8 @@ class OnnxRunner:
     return {vi.name: o for vi, o in zip(self.outputs, outs)}
 
   def _feed(self, vi: ValueInfo, v: Any) -> Value:
-    if v is None or isinstance(v, list) and vi.kind.startswith("sequence"): return self._seq_feed(vi, v)
+    if v is None or isinstance(v, list) and vi.kind.startswith(("sequence", "optional(sequence")):
+      return self._seq_feed(vi, v)
     if not isinstance(v, Tensor):
       arr = np.asarray(v)
       if arr.dtype == object or arr.dtype.kind in "USc":
