@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
-	test-nv test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
+	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,13 @@ test-python: $(STAMP)
 # host as C++ against the C backend, and tests/tensor on DEV=NV through a fake libcuda that runs host-built kernels
 test-nv: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv
+
+# the whole ONNX backend suite (node, simple, pytorch-converted, pytorch-operator; the default suite runs a hashed slice),
+# then the per-category pass table that docs/onnx.md quotes
+test-onnx: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/onnx
+onnx-report: $(STAMP)
+	$(PY) -m tests.onnx.backend_report --jobs $(JOBS)
 
 # on a GPU host: the NV backend with the host's python3 and numpy (no venv, no pip): the gpu-marked tests (tests/tensor
 # on DEV=NV), then bench/gpu_matmul.py against cuBLAS; see tests/nv/run_gpu.py
