@@ -2889,10 +2889,10 @@ class Tensor(_CastSugar, MathTrait):
     y = x - x.mean(axis, keepdim=True)
     return y * (y.square().mean(axis, keepdim=True) + eps).rsqrt()
   def batchnorm(self, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor,
-                axis: int | Sequence[int] = 1) -> Tensor:
-    """(x - mean) * invstd * weight + bias, the statistics along `axis` (the channels): one axis (1-d statistics) or
-    several (statistics shaped as those axes of x, in order)."""
-    axes = self._axes(axis)
+                axis: int | Sequence[int] = _AXIS_DEFAULT, *, dim: int | Sequence[int] | None = None) -> Tensor:
+    """(x - mean) * invstd * weight + bias, the statistics along `axis` (or dim; the channels, 1 by default): one axis
+    (1-d statistics) or several (statistics shaped as those axes of x, in order)."""
+    axes = self._axes(_axis_or_dim(axis, dim, "batchnorm", 1))
     shape = tuple(self.shape[k] if k in axes else 1 for k in range(self.ndim))
     x = (self - mean.reshape(shape)) * invstd.reshape(shape)
     if weight is not None: x = x * weight.reshape(shape)

@@ -182,6 +182,33 @@ def test_muon_matches_torch(kw):
     moved = np.abs(b - p).max()
     assert moved > 0.01 and np.abs(a - b).max() < 0.03 * moved, f"off by {np.abs(a - b).max()} of a move of {moved}"
 
+@pytest.mark.parametrize("kw", [dict(), dict(nesterov=False, weight_decay=0.2), dict(adjust_lr_fn="match_rms_adamw")])
+def test_muon_matches_torch_with_float32_newton_schulz(kw, monkeypatch):
+  # NOTE: the same three cases as above, with torch's own Muon step except that its Newton-Schulz iteration runs in
+  # float32 (its one bfloat16 cast made a float32 copy): then the only difference left is float32 rounding
+  p0 = [rand(3, 5, seed=0), rand(6, 4, seed=1)]
+  full = dict(lr=0.02, weight_decay=0.0)
+  full.update(kw)
+  ps = [torch.tensor(p, requires_grad=True) for p in p0]
+  opt = torch.optim.Muon(ps, **full)
+  ct = _quadratic(p0)
+  casts = []
+  def float32_copy(self, *a, **k):
+    casts.append(self.shape)
+    return self.float().clone()
+  for _ in range(STEPS):
+    opt.zero_grad()
+    sum(((p - torch.tensor(t, dtype=torch.float32)) ** 2 * torch.tensor(c, dtype=torch.float32)).sum()
+        for p, (c, t) in zip(ps, ct)).backward()
+    with monkeypatch.context() as m:
+      m.setattr(torch.Tensor, "bfloat16", float32_copy)
+      opt.step()
+  assert len(casts) == STEPS * len(ps), "torch's Newton-Schulz step casts to bfloat16 once per parameter and step"
+  got = _tiny_quadratic(lambda ps: Muon(ps, **full), p0)
+  for a, b, p in zip(got, [p.detach().numpy() for p in ps], p0):
+    assert np.abs(b - p).max() > 0.01
+    np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+
 def test_muon_rejects_vectors():
   with pytest.raises(ValueError, match=r"parameters \[\(1, \(4,\)\)\] have fewer than 2 axes"):
     Muon([Tensor.ones(2, 3, requires_grad=True), Tensor.ones(4, requires_grad=True)])

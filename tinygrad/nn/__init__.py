@@ -48,7 +48,8 @@ class Linear:
     self.bias = _uniform(out_features, bound=bound) if bias else None
   def __call__(self, x: Tensor) -> Tensor:
     if not x.shape or x.shape[-1] != self.in_features:
-      raise ValueError(f"Linear({self.in_features}, {self.out_features}): the last axis of the input {x.shape} must be "
+      raise ArgumentError(f"Linear({self.in_features}, {self.out_features}): the last axis of the input {x.shape} "
+                          "must be "
                        f"{self.in_features}")
     return x.linear(self.weight.T, self.bias)
 
@@ -60,7 +61,7 @@ class Embedding:
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
     if padding_idx is not None:
       if not -vocab_size <= padding_idx < vocab_size:
-        raise ValueError(f"Embedding({vocab_size}, {embed_size}): padding_idx {padding_idx} is out of range")
+        raise ArgumentError(f"Embedding({vocab_size}, {embed_size}): padding_idx {padding_idx} is out of range")
       padding_idx %= vocab_size
     self.padding_idx = padding_idx
     w = Tensor.randn(vocab_size, embed_size)
@@ -82,13 +83,15 @@ def _conv_pads(padding: int | Sequence[int] | str, kernel: tuple[int, ...], stri
   n = len(kernel)
   if isinstance(padding, str):
     if padding == "valid": return [(0, 0)] * n
-    if padding != "same": raise ValueError(f"{name}: invalid padding string {padding!r}, should be 'valid' or 'same'")
+    if padding != "same": raise ArgumentError(f"{name}: invalid padding string {padding!r}, should be 'valid' or "
+                                              "'same'")
     if any(s != 1 for s in stride):
-      raise ValueError(f"{name}: padding='same' is not supported for strided convolutions (stride {stride}); give the "
+      raise ArgumentError(f"{name}: padding='same' is not supported for strided convolutions (stride {stride}); "
+                          "give the "
                        "padding as numbers")
     return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
   pads = make_tuple(padding, n)
-  if len(pads) != n: raise ValueError(f"{name}: padding {padding} needs {n} values, one per spatial axis")
+  if len(pads) != n: raise ArgumentError(f"{name}: padding {padding} needs {n} values, one per spatial axis")
   return [(p, p) for p in pads]
 
 # torch's padding_mode -> Tensor.pad's mode
@@ -109,10 +112,10 @@ class _ConvNd:
              dilation: int | Sequence[int], groups: int, padding_mode: str) -> None:
     name = type(self).__name__
     if groups <= 0 or in_channels % groups or out_channels % groups:
-      raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must divide by groups "
+      raise ArgumentError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must divide by groups "
                        f"{groups}")
     if padding_mode not in _PAD_MODES:
-      raise ValueError(f"{name}: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
+      raise ArgumentError(f"{name}: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
     self.padding_mode = padding_mode
     self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
     self.kernel_size = self._tuple(kernel_size, "kernel_size")
@@ -120,13 +123,13 @@ class _ConvNd:
   def _tuple(self, v: int | Sequence[int], what: str) -> tuple[int, ...]:
     t = make_tuple(v, self.nsp)
     if len(t) != self.nsp or any(x <= 0 for x in t):
-      raise ValueError(f"{type(self).__name__}: {what} {v} must be a positive int or {self.nsp} positive ints")
+      raise ArgumentError(f"{type(self).__name__}: {what} {v} must be a positive int or {self.nsp} positive ints")
     return t
   def _batched(self, x: Tensor) -> tuple[Tensor, bool]:
     # NOTE: torch also takes an unbatched input (C, *spatial)
     if x.ndim == self.nsp + 1: return x.unsqueeze(0), True
     if x.ndim != self.nsp + 2:
-      raise ValueError(f"{type(self).__name__}: expected a {self.nsp + 2}-d (N, C, *spatial) or {self.nsp + 1}-d "
+      raise ArgumentError(f"{type(self).__name__}: expected a {self.nsp + 2}-d (N, C, *spatial) or {self.nsp + 1}-d "
                        f"input, got shape {x.shape}")
     return x, False
   def __call__(self, x: Tensor) -> Tensor:
@@ -150,17 +153,18 @@ class _ConvTransposeNd(_ConvNd):
                padding: IntOrSeq = 0, output_padding: IntOrSeq = 0, groups: int = 1, bias: bool = True,
                dilation: IntOrSeq = 1, padding_mode: str = "zeros"):
     name = type(self).__name__
-    if isinstance(padding, str): raise ValueError(f"{name}: padding must be numbers, got {padding!r}")
-    if padding_mode != "zeros": raise ValueError(f"{name}: only padding_mode 'zeros' is supported (as torch)")
+    if isinstance(padding, str): raise ArgumentError(f"{name}: padding must be numbers, got {padding!r}")
+    if padding_mode != "zeros": raise ArgumentError(f"{name}: only padding_mode 'zeros' is supported (as torch)")
     self._setup(in_channels, out_channels, kernel_size, stride, dilation, groups, padding_mode)
     self.padding = padding
     self.padding_t = make_tuple(padding, self.nsp)
     if len(self.padding_t) != self.nsp or any(p < 0 for p in self.padding_t):
-      raise ValueError(f"{name}: padding {padding} must be a non-negative int or {self.nsp} of them")
+      raise ArgumentError(f"{name}: padding {padding} must be a non-negative int or {self.nsp} of them")
     self.output_padding = make_tuple(output_padding, self.nsp)
     if len(self.output_padding) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in
                                                   zip(self.output_padding, self.stride, self.dilation)):
-      raise ValueError(f"{name}: output_padding {output_padding} must be >= 0 and smaller than stride {self.stride} or "
+      raise ArgumentError(f"{name}: output_padding {output_padding} must be >= 0 and smaller than stride "
+                          f"{self.stride} or "
                        f"dilation {self.dilation}")
     # NOTE: weight (in_channels, out_channels/groups, *k); torch takes the fan-in from its second axis
     bound = 1 / math.sqrt(out_channels // groups * prod(self.kernel_size))
@@ -173,14 +177,14 @@ class _ConvTransposeNd(_ConvNd):
             zip(x.shape[-self.nsp:], self.stride, self.padding_t, self.dilation, self.kernel_size)]
     ops = tuple(o - b for o, b in zip(size, base))
     if len(size) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in zip(ops, self.stride, self.dilation)):
-      raise ValueError(f"{type(self).__name__}: output_size {tuple(output_size)} is not reachable from input "
+      raise ArgumentError(f"{type(self).__name__}: output_size {tuple(output_size)} is not reachable from input "
                        f"{x.shape}: each spatial size must be base + output_padding with base {tuple(base)} and "
                        f"output_padding below stride {self.stride} or dilation {self.dilation}")
     return ops
   def __call__(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:  # type: ignore[override]
     x, unbatched = self._batched(x)
     if x.shape[1] != self.in_channels:
-      raise ValueError(f"{type(self).__name__}: input {x.shape} has {x.shape[1]} channels, the layer takes "
+      raise ArgumentError(f"{type(self).__name__}: input {x.shape} has {x.shape[1]} channels, the layer takes "
                        f"{self.in_channels}")
     out = x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
                              padding=self.padding_t, output_padding=self._output_padding(x, output_size))
@@ -241,15 +245,15 @@ class BatchNorm(_RunningStats):
   def __call__(self, x: Tensor) -> Tensor:
     name = type(self).__name__
     if self.ranks and x.ndim not in self.ranks:
-      raise ValueError(f"{name}: expected a {' or '.join(f'{r}-d' for r in self.ranks)} input, got shape {x.shape}")
+      raise ArgumentError(f"{name}: expected a {' or '.join(f'{r}-d' for r in self.ranks)} input, got shape {x.shape}")
     if x.ndim < 2 or x.shape[1] != self.num_features:
-      raise ValueError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, ...)")
+      raise ArgumentError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, ...)")
     axes = tuple(k for k in range(x.ndim) if k != 1)
     n = prod(x.shape[k] for k in axes)
     xf = x.cast(_stat_dtype(x))
     if Tensor.training or self.running_mean is None or self.running_var is None:
       if Tensor.training and n <= 1:
-        raise ValueError(f"{name}: expected more than 1 value per channel when training, got input {x.shape}")
+        raise ArgumentError(f"{name}: expected more than 1 value per channel when training, got input {x.shape}")
       mean = xf.mean(axes)
       var = (xf - mean.reshape(_channel_shape(x.ndim))).square().mean(axes)
       if Tensor.training and self.running_mean is not None: self._update_stats(mean, var * (n / max(n - 1, 1)))
@@ -286,7 +290,7 @@ class InstanceNorm(_RunningStats):
     unbatched = self.nsp > 0 and x.ndim == self.nsp + 1
     if unbatched: x = x.unsqueeze(0)
     if (self.nsp and x.ndim != self.nsp + 2) or x.ndim < 3 or x.shape[1] != self.num_features:
-      raise ValueError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, *spatial)"
+      raise ArgumentError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, *spatial)"
                        + (f" with {self.nsp} spatial axes (or unbatched)" if self.nsp else ""))
     axes = tuple(range(2, x.ndim))
     n = prod(x.shape[2:])
@@ -326,7 +330,7 @@ class LayerNorm:
   def __call__(self, x: Tensor) -> Tensor:
     nd = len(self.normalized_shape)
     if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
-      raise ValueError(f"LayerNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
+      raise ArgumentError(f"LayerNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
                        f"{self.normalized_shape}")
     out = x.cast(_stat_dtype(x)).layernorm(axis=tuple(range(-nd, 0)), eps=self.eps)
     if self.weight is not None: out = out * self.weight
@@ -340,7 +344,7 @@ class LayerNorm2d(LayerNorm):
     super().__init__(channels, eps, elementwise_affine, bias)
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.normalized_shape[0]:
-      raise ValueError(f"LayerNorm2d({self.normalized_shape[0]}): input {x.shape} must be (N, "
+      raise ArgumentError(f"LayerNorm2d({self.normalized_shape[0]}): input {x.shape} must be (N, "
                        f"{self.normalized_shape[0]}, ...)")
     out = x.cast(_stat_dtype(x)).layernorm(axis=1, eps=self.eps)
     if self.weight is not None: out = out * self.weight.reshape(_channel_shape(x.ndim))
@@ -352,13 +356,13 @@ class GroupNorm:
   per-channel scale and shift (affine)."""
   def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
     if num_groups <= 0 or num_channels % num_groups:
-      raise ValueError(f"GroupNorm: num_channels {num_channels} must divide by num_groups {num_groups}")
+      raise ArgumentError(f"GroupNorm: num_channels {num_channels} must divide by num_groups {num_groups}")
     self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
     self.weight = Tensor.ones(num_channels, requires_grad=True) if affine else None
     self.bias = Tensor.zeros(num_channels, requires_grad=True) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.num_channels:
-      raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): input {x.shape} must be (N, "
+      raise ArgumentError(f"GroupNorm({self.num_groups}, {self.num_channels}): input {x.shape} must be (N, "
                        f"{self.num_channels}, ...)")
     xf = x.cast(_stat_dtype(x))
     # NOTE: the group size spelled out, not -1: a batch of 0 leaves -1 undetermined
@@ -377,7 +381,7 @@ class RMSNorm:
   def __call__(self, x: Tensor) -> Tensor:
     nd = len(self.normalized_shape)
     if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
-      raise ValueError(f"RMSNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
+      raise ArgumentError(f"RMSNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
                        f"{self.normalized_shape}")
     eps = self.eps if self.eps is not None else 2.0 ** -dtypes.finfo(x.dtype)[1]
     xf = x.cast(_stat_dtype(x))
@@ -400,14 +404,14 @@ class LSTMCell:
     self.bias_hh = _uniform(4 * hidden_size, bound=bound) if bias else None
   def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
-      raise ValueError(f"LSTMCell({self.input_size}, {self.hidden_size}): input {x.shape} must be (N, "
+      raise ArgumentError(f"LSTMCell({self.input_size}, {self.hidden_size}): input {x.shape} must be (N, "
                        f"{self.input_size}) or ({self.input_size},)")
     unbatched = x.ndim == 1
     if unbatched: x = x.unsqueeze(0)
     if hc is None: h = c = Tensor.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
     else: h, c = (t.unsqueeze(0) if unbatched else t for t in hc)
     if h.shape != (x.shape[0], self.hidden_size) or c.shape != h.shape:
-      raise ValueError(f"LSTMCell: states {h.shape} and {c.shape} must be ({x.shape[0]}, {self.hidden_size})")
+      raise ArgumentError(f"LSTMCell: states {h.shape} and {c.shape} must be ({x.shape[0]}, {self.hidden_size})")
     gates = x.linear(self.weight_ih.T, self.bias_ih) + h.linear(self.weight_hh.T, self.bias_hh)
     i, f, g, o = gates.chunk(4, dim=1)
     c_new = f.sigmoid() * c + i.sigmoid() * g.tanh()
@@ -532,6 +536,9 @@ class PReLU:
 
 # ---- attention ----
 
+class AttentionHeadsError(ArgumentError, AssertionError):
+  """embed_dim that does not divide by num_heads: an ArgumentError, and the AssertionError torch raises."""
+
 class MultiheadAttention:
   """torch.nn.MultiheadAttention: in_proj_weight (3E, E) and in_proj_bias (3E,) (q/k/v_proj_weight when kdim or vdim
   differ from embed_dim), out_proj a Linear(E, E); bias_k/bias_v with add_bias_kv, a zero key/value with add_zero_attn.
@@ -544,7 +551,7 @@ class MultiheadAttention:
                add_zero_attn: bool = False, kdim: int | None = None, vdim: int | None = None,
                batch_first: bool = False):
     if num_heads <= 0 or embed_dim % num_heads:
-      raise ArgumentError(f"MultiheadAttention: embed_dim {embed_dim} must divide by num_heads {num_heads}")
+      raise AttentionHeadsError(f"MultiheadAttention: embed_dim {embed_dim} must divide by num_heads {num_heads}")
     self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
     self.kdim, self.vdim, self.add_zero_attn = kdim or embed_dim, vdim or embed_dim, add_zero_attn
     e = embed_dim
