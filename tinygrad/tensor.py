@@ -866,6 +866,9 @@ class Tensor(_CastSugar, MathTrait):
       if not dtypes.is_float(self.dtype): return self._int_pow_negative(self._const(y & 1, dtypes.bool))
       # NOTE: through the product the gradient at a zero base is 0 * inf; y * x**(y-1) is torch's (an infinity)
       return _with_gradient(acc.reciprocal(), (self,), lambda ctx, ret, x: (ctx * x.pow(y - 1) * y,))
+    # NOTE: as torch, x ** 0.5 is sqrt(x) and x ** -0.5 is rsqrt(x), so -0.0 gives -0.0 and -inf (IEEE pow gives +)
+    if not reverse and isinstance(y, float) and abs(y) == 0.5 and dtypes.is_float(self.dtype):
+      return self.sqrt() if y > 0 else self.rsqrt()
     x, y = self._operands(y, "pow", reverse)
     if dtypes.is_int(x.dtype): return x._int_pow(y)
     dt = least_upper_float(x.dtype)
@@ -1305,8 +1308,9 @@ class Tensor(_CastSugar, MathTrait):
     """The same elements in a new shape; one size may be -1 (inferred) and a None keeps the size of that axis."""
     s = argfix(shape, *args)
     if any(x is None for x in s):
-      if len(s) != self.ndim: raise ArgumentError(f"reshape: None keeps an axis' size, so {s} needs {self.ndim} "
-                                                  "entries")
+      if any(x is None and k >= self.ndim for k, x in enumerate(s)):
+        raise ArgumentError(f"reshape: a None keeps the size of the axis at its position, {s} has one past the "
+                            f"{self.ndim} axes of {self.shape}")
       s = tuple(self.shape[k] if x is None else x for k, x in enumerate(s))
     if sum(1 for x in s if x == -1) > 1: raise ArgumentError(f"reshape: at most one -1 in {s}")
     if -1 in s:
@@ -1490,8 +1494,8 @@ class Tensor(_CastSugar, MathTrait):
     assert ret is not None
     return ret
   @staticmethod
-  def stack(*ts: Tensor, dim: int = 0) -> Tensor:
-    tl = list(ts[0]) if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else list(ts)
+  def stack(*ts: Tensor | Sequence[Tensor], dim: int = 0) -> Tensor:
+    tl = cast(list[Tensor], list(ts[0]) if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else list(ts))
     if not tl: raise ArgumentError("stack: needs at least one tensor")
     return tl[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tl[1:]], dim=dim)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -2688,14 +2692,15 @@ class Tensor(_CastSugar, MathTrait):
     if any(o <= 0 for o in outs) or any(i <= 0 for i in self.shape[2:]):
       raise ArgumentError(f"interpolate: input spatial sizes {self.shape[2:]} and output sizes {tuple(outs)} must "
                           "be > 0")
-    # NOTE: int and bool inputs interpolate in float32 and round to the nearest integer, halves away from zero (torch's
-    # uint8 path; torch has no other int kernels)
-    x = self.cast(dtypes.float32) if modes[mode] is not None and not dtypes.is_float(self.dtype) else self
+    # NOTE: int and bool inputs interpolate in float32 one axis at a time, the last first, each pass rounded to the
+    # nearest integer (halves away from zero), as torch's separable uint8 kernels (torch has no other int kernels)
+    as_int = modes[mode] is not None and not dtypes.is_float(self.dtype)
+    x = self.cast(dtypes.float32) if as_int else self
     acc = dtypes.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.dtype
     x = x.cast(acc)
-    for k, (o, f) in enumerate(zip(outs, sfs)):
+    for k, (o, f) in reversed(list(enumerate(zip(outs, sfs)))) if as_int else enumerate(zip(outs, sfs)):
       x = x._resize_axis(2 + k, o, "linear" if modes[mode] is not None else mode, bool(align_corners), f)
-    if dtypes.is_float(x.dtype) and not dtypes.is_float(self.dtype): x = x.sign() * (x.abs() + 0.5).floor()
+      if as_int: x = x.sign() * (x.abs() + 0.5).floor()
     return x.cast(self.dtype)
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                    dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
@@ -3023,6 +3028,240 @@ class Tensor(_CastSugar, MathTrait):
       t.grad = g if t.grad is None else (t.grad + g)
     _backward_roots.add(self)
     return self
+
+  # ---- torch's names: aliases and small compositions of the ops above ----
+  def absolute(self) -> Tensor: return self.abs()
+  def negative(self) -> Tensor: return self.neg()
+  def positive(self) -> Tensor: return self
+  def multiply(self, y: Tensor | ConstType) -> Tensor: return self.mul(y)
+  def subtract(self, y: Tensor | ConstType,
+               alpha: ConstType = 1) -> Tensor: return self.sub(y * alpha if alpha != 1 else y)
+  def divide(self, y: Tensor | ConstType, rounding_mode: str | None = None) -> Tensor:
+    return self.div(y, rounding_mode=rounding_mode)
+  def true_divide(self, y: Tensor | ConstType) -> Tensor: return self.div(y)
+  def floor_divide(self, y: Tensor | ConstType) -> Tensor: return self.floordiv(y)
+  def remainder(self, y: Tensor | ConstType) -> Tensor: return self.mod(y)
+  def fmod(self, y: Tensor | ConstType) -> Tensor:
+    """C's fmod: the remainder of the division truncated toward zero, with the sign of self (torch.fmod); ints give 0
+    for a zero divisor, as numpy."""
+    nz = isinstance(y, int) and y != 0
+    x, yy = self._operands(y, "fmod")
+    if dtypes.is_int(x.dtype): return x._int_divmod(Ops.MOD, yy, nz)
+    xf, yf = x._float(), yy._float()
+    r = xf._in_float32_binary(yf, lambda a, b: a._fmod_float(b))
+    return _with_gradient(r, (xf, yf), lambda ctx, ret, a, b: (ctx, -ctx * (a / b).trunc()))
+  def greater(self, y: Tensor | ConstType) -> Tensor: return self > y
+  def greater_equal(self, y: Tensor | ConstType) -> Tensor: return self.ge(y)
+  def less(self, y: Tensor | ConstType) -> Tensor: return self < y
+  def less_equal(self, y: Tensor | ConstType) -> Tensor: return self.le(y)
+  def not_equal(self, y: Tensor | ConstType) -> Tensor: return self.ne(y)
+  def arcsin(self) -> Tensor: return self.asin()
+  def arccos(self) -> Tensor: return self.acos()
+  def arctan(self) -> Tensor: return self.atan()
+  def arcsinh(self) -> Tensor: return self.asinh()
+  def arccosh(self) -> Tensor: return self.acosh()
+  def arctanh(self) -> Tensor: return self.atanh()
+  def fix(self) -> Tensor: return self.trunc()
+  def sgn(self) -> Tensor: return self.sign()
+  def log10(self) -> Tensor: return self.log2() * (1 / math.log2(10))
+  def logaddexp2(self, other: Tensor | ConstType) -> Tensor:
+    """log2(2**self + 2**other) without overflow (torch.logaddexp2)."""
+    o = other if isinstance(other, Tensor) else self._scalar_operand(other, "logaddexp2")
+    return (self._float() * _LN2).logaddexp(o._float() * _LN2) / _LN2
+  def frac(self) -> Tensor: return self - self.trunc()
+  def deg2rad(self) -> Tensor: return self._float() * (math.pi / 180)
+  def rad2deg(self) -> Tensor: return self._float() * (180 / math.pi)
+  def hypot(self, other: Tensor | ConstType) -> Tensor:
+    """sqrt(self**2 + other**2), scaled by the larger magnitude so it neither overflows nor underflows early."""
+    x, y = self._operands(other, "hypot")
+    a, b = x._float().abs(), y._float().abs()
+    big, small = a.maximum(b), a.minimum(b)
+    safe = (big == 0).where(1.0, big)
+    r = big * (1 + (small / safe).square()).sqrt()
+    return (big.isinf()).where(math.inf, r)
+  def atan2(self, other: Tensor | ConstType) -> Tensor:
+    """The angle of the point (other, self) in (-pi, pi], as torch.atan2(self, other): signed zeros and infinities as
+    IEEE atan2."""
+    y, x = self._operands(other, "atan2")
+    y, x = y._float(), x._float()
+    a = (y / x).atan()
+    left = (x < 0) | ((x == 0) & x.signbit())
+    pi = y.signbit().where(-math.pi, math.pi)
+    r = left.where(a + pi, a)
+    r = ((x == 0) & (y == 0)).where(left.where(pi, y), r)
+    both_inf = y.isinf() & x.isinf()
+    return both_inf.where(y.sign() * (x > 0).where(math.pi / 4, 3 * math.pi / 4), r)
+  def arctan2(self, other: Tensor | ConstType) -> Tensor: return self.atan2(other)
+  def xlogy(self, other: Tensor | ConstType) -> Tensor:
+    """self * log(other), 0 where self is 0 (unless other is nan), as torch.xlogy."""
+    x, y = self._operands(other, "xlogy")
+    x, y = x._float(), y._float()
+    return ((x == 0) & y.isnan().logical_not()).where(0.0, x * y.log())
+  def logit(self, eps: float | None = None) -> Tensor:
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given (torch.logit)."""
+    p = self._float()
+    if eps is not None: p = p.clamp(eps, 1 - eps)
+    return (p / (1 - p)).log()
+  def sinc(self) -> Tensor:
+    """sin(pi x) / (pi x), 1 at 0 (torch.sinc)."""
+    x = self._float()
+    px = x * math.pi
+    return (x == 0).where(1.0, px.sin() / (x == 0).where(1.0, px))
+  def heaviside(self, values: Tensor | ConstType) -> Tensor:
+    """0 below zero, 1 above, `values` at zero (torch.heaviside)."""
+    x, v = self._operands(values, "heaviside")
+    return (x == 0).where(v, (x > 0).cast(x.dtype))
+  def float_power(self, exponent: Tensor | ConstType) -> Tensor:
+    """self ** exponent in float64 (torch.float_power)."""
+    e = exponent.cast(dtypes.float64) if isinstance(exponent, Tensor) else exponent
+    return self.cast(dtypes.float64).pow(e)
+  def isposinf(self) -> Tensor: return self.isinf(detect_negative=False)
+  def isneginf(self) -> Tensor: return self.isinf(detect_positive=False)
+  def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element isclose (realizes and reads one bool)."""
+    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+  def equal(self, other: Tensor) -> bool:
+    """Same shape and the same values (realizes and reads one bool; torch.equal)."""
+    return self.shape == other.shape and bool((self == other).all().item())
+  def addcmul(self, tensor1: Tensor, tensor2: Tensor, value: ConstType = 1) -> Tensor:
+    return self + tensor1 * tensor2 * value
+  def addcdiv(self, tensor1: Tensor, tensor2: Tensor, value: ConstType = 1) -> Tensor:
+    return self + tensor1 / tensor2 * value
+  def mm(self, mat2: Tensor) -> Tensor:
+    if self.ndim != 2 or mat2.ndim != 2: raise ShapeMismatchError(f"mm: needs two 2-d tensors, got {self.shape} and "
+                                                                  f"{mat2.shape}")
+    return self.matmul(mat2)
+  def bmm(self, mat2: Tensor) -> Tensor:
+    if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
+      raise ShapeMismatchError(f"bmm: needs two 3-d tensors with one batch size, got {self.shape} and {mat2.shape}")
+    return self.matmul(mat2)
+  def mv(self, vec: Tensor) -> Tensor:
+    if self.ndim != 2 or vec.ndim != 1: raise ShapeMismatchError(f"mv: needs a 2-d and a 1-d tensor, got "
+                                                                 f"{self.shape} and {vec.shape}")
+    return self.matmul(vec)
+  def inner(self, other: Tensor) -> Tensor:
+    """The sum over the last axes of self and other of their products, all pairs of the other axes (torch.inner)."""
+    if self.ndim == 0 or other.ndim == 0: return self * other
+    return self.matmul(other.transpose(-1, -2) if other.ndim > 1 else other)
+  def addmm(self, mat1: Tensor, mat2: Tensor, beta: ConstType = 1, alpha: ConstType = 1) -> Tensor:
+    """beta * self + alpha * (mat1 @ mat2) (torch.addmm)."""
+    return self * beta + mat1.mm(mat2) * alpha
+  def t(self) -> Tensor:
+    """The transpose of a tensor of at most 2 axes (torch.Tensor.t)."""
+    if self.ndim > 2: raise ShapeMismatchError(f"t: needs at most 2 dims, got shape {self.shape}; use transpose or mT")
+    return self.transpose(0, 1) if self.ndim == 2 else self
+  @property
+  def mT(self) -> Tensor: return self.transpose(-1, -2)
+  def swapaxes(self, axis0: int, axis1: int) -> Tensor: return self.transpose(axis0, axis1)
+  def swapdims(self, dim0: int, dim1: int) -> Tensor: return self.transpose(dim0, dim1)
+  def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """Axes source moved to positions destination, the others in their order (torch.movedim)."""
+    src = [self._axis(a) for a in make_tuple(source, 1)]
+    dst = [self._axis(a) for a in make_tuple(destination, 1)]
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+      raise ArgumentError(f"movedim: source {source} and destination {destination} must be as many distinct axes")
+    rest = iter([a for a in range(self.ndim) if a not in src])
+    where = dict(zip(dst, src))
+    return self.permute([where[k] if k in where else next(rest) for k in range(self.ndim)])
+  def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    return self.movedim(source, destination)
+  def ravel(self) -> Tensor: return self.flatten()
+  def tile(self, dims: Sequence[int]) -> Tensor:
+    """self repeated dims times along each axis; fewer dims than axes repeat the last ones (torch.tile)."""
+    d = tuple(dims)
+    return self.repeat((1,) * (self.ndim - len(d)) + d)
+  def narrow(self, dim: int, start: int, length: int) -> Tensor:
+    """length elements from start along dim (a view; torch.narrow)."""
+    d = self._axis(dim)
+    n = self.shape[d]
+    b = start + n if start < 0 else start
+    if not 0 <= b <= n or length < 0 or b + length > n:
+      raise ArgumentError(f"narrow: start {start} + length {length} does not fit axis {d} of size {n}")
+    return self.shrink([(b, b + length) if k == d else None for k in range(self.ndim)])
+  def select(self, dim: int, index: int) -> Tensor:
+    """The slice at index along dim, that axis removed (torch.select)."""
+    d = self._axis(dim)
+    n = self.shape[d]
+    if not -n <= index < n: raise IndexError(f"select: index {index} is out of range for axis {d} of size {n}")
+    return self.narrow(d, index % n, 1).squeeze(d)
+  def index_select(self, dim: int, index: Tensor) -> Tensor:
+    """The slices at the positions of the 1-d int tensor index along dim (torch.index_select)."""
+    if index.ndim > 1: raise ShapeMismatchError(f"index_select: index must be 1-d, got shape {index.shape}")
+    d = self._axis(dim)
+    return self[(slice(None),) * d + (index.reshape(-1),)]
+  def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+    """Every slice along dim, that axis removed (torch.unbind)."""
+    d = self._axis(dim)
+    return tuple(self.select(d, i) for i in range(self.shape[d]))
+  def tensor_split(self, indices_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """n nearly equal parts (the first n % size one longer), or the parts between the given indices "
+      "(torch.tensor_split)."""
+    d = self._axis(dim)
+    n = self.shape[d]
+    if isinstance(indices_or_sections, int):
+      k = indices_or_sections
+      if k <= 0: raise ArgumentError(f"tensor_split: the number of sections must be positive, got {k}")
+      cuts = [i * (n // k) + min(i, n % k) for i in range(1, k)]
+    else: cuts = [min(max(c + n if c < 0 else c, 0), n) for c in indices_or_sections]
+    bounds = list(zip([0, *cuts], [*cuts, n]))
+    return tuple(self.shrink([(b, max(b, e)) if j == d else None for j in range(self.ndim)]) for b, e in bounds)
+  def fliplr(self) -> Tensor: return self.flip(1)
+  def flipud(self) -> Tensor: return self.flip(0)
+  def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """Rotated by 90 degrees k times in the plane of dims, from the first axis toward the second (torch.rot90)."""
+    a, b = (self._axis(d) for d in dims)
+    if a == b: raise ArgumentError(f"rot90: dims {tuple(dims)} must be two different axes")
+    k %= 4
+    if k == 0: return self
+    if k == 2: return self.flip((a, b))
+    return self.flip(b).transpose(a, b) if k == 1 else self.transpose(a, b).flip(b)
+  def diff(self, n: int = 1, dim: int = -1, prepend: Tensor | None = None, append: Tensor | None = None) -> Tensor:
+    """The n-th forward difference along dim, after joining prepend and append (torch.diff); bools give xor."""
+    d = self._axis(dim)
+    x = Tensor.cat(*[t for t in (prepend, self, append) if t is not None], dim=d)
+    for _ in range(n):
+      m = x.shape[d]
+      hi, lo = x.narrow(d, 1, max(m - 1, 0)), x.narrow(d, 0, max(m - 1, 0))
+      x = hi ^ lo if x.dtype is dtypes.bool else hi - lo
+    return x
+  def cross(self, other: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along dim (the first axis of size 3 when None, as torch.cross did), broadcast."""
+    x, y = self._operands(other, "cross")
+    d = x._axis(dim) if dim is not None else next((k for k, s in enumerate(x.shape) if s == 3), -1)
+    if d < 0 or x.shape[d] != 3: raise ShapeMismatchError(f"cross: axis {dim} of {x.shape} must have size 3")
+    a0, a1, a2 = (x.select(d, i) for i in range(3))
+    b0, b1, b2 = (y.select(d, i) for i in range(3))
+    return Tensor.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim=d)
+  def norm(self, p: float | str | None = "fro", dim: int | Sequence[int] | None = None,
+           keepdim: bool = False) -> Tensor:
+    """The p-norm over dim (all elements when None): p a number (inf, -inf, 0 counts nonzeros) or 'fro' (2), as
+    torch.norm on vectors and flattened axes."""
+    x = self._float().abs()
+    q = 2.0 if p in ("fro", None) else p
+    if not isinstance(q, (int, float)): raise ArgumentError(f"norm: p must be a number or 'fro', got {p!r}")
+    if q == math.inf: return x.max(dim, keepdim)
+    if q == -math.inf: return x.min(dim, keepdim)
+    if q == 0: return (x != 0).sum(dim, keepdim).cast(x.dtype)
+    if q == 1: return x.sum(dim, keepdim)
+    if q == 2: return x.square().sum(dim, keepdim).sqrt()
+    return x.pow(q).sum(dim, keepdim).pow(1 / q)
+  def dist(self, other: Tensor, p: float = 2) -> Tensor: return (self - other).norm(p)
+  def dim(self) -> int: return self.ndim
+  def ndimension(self) -> int: return self.ndim
+  def nelement(self) -> int: return self.numel()
+  def reshape_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
+  def view_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
+  def type_as(self, other: Tensor) -> Tensor: return self.cast(other.dtype)
+  def new_zeros(self, *size: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.zeros(*size, dtype=dtype or self.dtype, device=self.device)
+  def new_ones(self, *size: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.ones(*size, dtype=dtype or self.dtype, device=self.device)
+  def new_full(self, size: Sequence[int], fill_value: ConstType, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.full(tuple(size), fill_value, dtype=dtype or self.dtype, device=self.device)
+  def new_empty(self, *size: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.empty(*size, dtype=dtype or self.dtype, device=self.device)
+  def new_tensor(self, data: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor(data, dtype=dtype or self.dtype, device=self.device)
 
   # ---- functional sugar ----
   def sequential(self, ll: list[Callable[[Tensor], Tensor]]) -> Tensor:
