@@ -3246,6 +3246,7 @@ class Tensor(_CastSugar, MathTrait):
     if q == 2: return x.square().sum(dim, keepdim).sqrt()
     return x.pow(q).sum(dim, keepdim).pow(1 / q)
   def dist(self, other: Tensor, p: float = 2) -> Tensor: return (self - other).norm(p)
+  def cpu(self) -> Tensor: return self.to("CPU")
   def dim(self) -> int: return self.ndim
   def ndimension(self) -> int: return self.ndim
   def nelement(self) -> int: return self.numel()

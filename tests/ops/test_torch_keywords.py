@@ -68,9 +68,9 @@ def test_dim_and_keepdim_keywords_match_torch(name):
   ref = ref or (lambda t, **kw: getattr(t, name)(**kw))
   x = X if name not in ("any", "all") else X > 0.3
   t, r = Tensor(x), torch.tensor(x)
-  for dim in (1, -1):
-    _same(ours(t, dim=dim), ref(r, dim=dim), f"{name}(dim={dim})")
-    if has_keepdim: _same(ours(t, dim=dim, keepdim=True), ref(r, dim=dim, keepdim=True), f"{name}(dim={dim}, keepdim)")
+  _same(ours(t, dim=-1), ref(r, dim=-1), f"{name}(dim=-1)")
+  if has_keepdim: _same(ours(t, dim=1, keepdim=True), ref(r, dim=1, keepdim=True), f"{name}(dim=1, keepdim=True)")
+  else: _same(ours(t, dim=1), ref(r, dim=1), f"{name}(dim=1)")
 
 def test_dim_with_axis_is_an_error_and_axis_keeps_tinygrad_results():
   t = Tensor(X)
