@@ -539,6 +539,7 @@ class Tensor(_CastSugar, MathTrait):
     steps = int(steps)
     if steps < 0: raise ArgumentError(f"linspace: steps must be >= 0, got {steps}")
     dt = _tensor_dtype(dtype or dtypes.default_float)
+    if dt is dtypes.bool: raise DTypeError("linspace: a bool dtype has no evenly spaced values (torch raises too)")
     if not dtypes.is_float(dt): start, stop = int(start), int(stop)
     if steps == 1: return Tensor.full((1,), start, device=device, dtype=dt, **kw)
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16, dtypes.float32) + dtypes.fp8s else dtypes.float64
@@ -999,7 +1000,7 @@ class Tensor(_CastSugar, MathTrait):
     dtype = _tensor_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize:
       raise ArgumentError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) and {dtype} ({dtype.itemsize} bytes) "
-                       "differ in size")
+                          "differ in size")
     return self if self.dtype is dtype else Tensor(self.uop.bitcast(dtype))
 
   # ---- elementwise: math (composed from EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC) ----
@@ -1182,6 +1183,7 @@ class Tensor(_CastSugar, MathTrait):
     tensor stays int, its bounds truncated toward zero (as torch)."""
     if dtypes.is_int(self.dtype): min_val, max_val = int(min_val), int(max_val)
     return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
+  def leakyrelu(self, neg_slope: float = 0.01) -> Tensor: return self.leaky_relu(neg_slope)
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
   # NOTE: elu and celu take the negative branch where x <= 0, so a NaN goes the identity's way, with its gradient
   def elu(self, alpha: float = 1.0) -> Tensor:
@@ -2109,17 +2111,21 @@ class Tensor(_CastSugar, MathTrait):
     ret = self._new(self.uop.r(op, axes)) if axes else self
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes))
   def sum(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False,
-          dtype: DTypeLike | None = None, *, dim: int | Sequence[int] | None = None) -> Tensor:
+          dtype: DTypeLike | None = None, *, dim: int | Sequence[int] | None = None,
+          acc_dtype: DTypeLike | None = None) -> Tensor:
     """The sum over axis (tinygrad) or dim (torch), all axes when neither is given; dtype (a DType or its name, e.g.
-    "float32") is the accumulator and the result's dtype."""
+    "float32"; acc_dtype is tinygrad's older name) is the accumulator and the result's dtype."""
     axis = _axis_or_dim(axis, dim, "sum")
+    if acc_dtype is not None: dtype = acc_dtype
     acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
     # NOTE: floats accumulate wide and come back in their own dtype; ints keep the wide accumulator (as numpy)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
   def prod(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False,
-           dtype: DTypeLike | None = None, *, dim: int | Sequence[int] | None = None) -> Tensor:
+           dtype: DTypeLike | None = None, *, dim: int | Sequence[int] | None = None,
+           acc_dtype: DTypeLike | None = None) -> Tensor:
     axis = _axis_or_dim(axis, dim, "prod")
+    if acc_dtype is not None: dtype = acc_dtype
     acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
@@ -2335,7 +2341,7 @@ class Tensor(_CastSugar, MathTrait):
     o1_ = [i - d * (k - 1) for i, k, d in zip(i_, k_, d_)]
     if any(o <= 0 for o in o1_):
       raise ArgumentError(f"{op}: kernel {k_} (dilation {d_}) does not fit the (padded) spatial size {i_} of the input "
-                       f"{self.shape}")
+                          f"{self.shape}")
     o_ = [(o1 - 1) // s + 1 for o1, s in zip(o1_, s_)]
     nn = [None] * len(noop)
     # NOTE: k copies of a row of length i, read with row length i+d, shift each copy by d: row j is x[j*d : j*d + o1]
@@ -2395,19 +2401,31 @@ class Tensor(_CastSugar, MathTrait):
 
   def _pad2d(self, padding: int | Sequence[int], n: int, value: ConstType = 0.0, op: str = "pad2d") -> Tensor:
     return self.pad([(0, 0)] * (self.ndim - n) + Tensor._pool_pairs(padding, n, op), value=value)
+  def pad2d(self, padding: Sequence[int], value: ConstType = 0.0) -> Tensor:
+    """Pad the last len(padding)//2 axes with torch's flat (left, right, top, bottom, ...) amounts (negative crops)."""
+    return self.pad(tuple(padding), value=value)
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
-             dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-    """Convolution (cross-correlation, as torch) of (N, Cin, *spatial) with (Cout, Cin/groups, *kernel)."""
+             dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] | str = 0) -> Tensor:
+    """Convolution (cross-correlation, as torch) of (N, Cin, *spatial) with (Cout, Cin/groups, *kernel). padding: an
+    int, one per spatial axis, torch's flat pairs, or 'valid' / 'same' (stride 1; the odd element after, as torch)."""
+    if isinstance(padding, str):
+      nsp_, dil_ = weight.ndim - 2, make_tuple(dilation, max(weight.ndim - 2, 1))
+      if padding not in ("valid", "same"): raise ArgumentError(f"conv2d: padding must be 'valid' or 'same', got "
+                                                               f"{padding!r}")
+      if padding == "same" and any(s != 1 for s in make_tuple(stride, max(nsp_, 1))):
+        raise ArgumentError(f"conv2d: padding='same' needs stride 1, got {stride}")
+      tot = [d * (k - 1) for k, d in zip(weight.shape[2:], dil_)] if padding == "same" else [0] * nsp_
+      x = self.pad([(0, 0), (0, 0)] + [(t // 2, t - t // 2) for t in tot])
+      return x.conv2d(weight, bias, groups, stride, dilation, 0)
     if self.ndim != weight.ndim or self.ndim < 3:
       raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims, at "
-                          "least 3 "
-                       "((N, Cin, *spatial) and (Cout, Cin/groups, *kernel))")
+                          "least 3 ((N, Cin, *spatial) and (Cout, Cin/groups, *kernel))")
     (bs, cin), hw = self.shape[:2], weight.shape[2:]
     cout, cin_g = weight.shape[:2]
     if self.ndim != weight.ndim or cin != cin_g * groups or cout % groups:
       raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} do not match with groups={groups} "
-                       f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
-                       "divide by groups)")
+                          f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
+                          "divide by groups)")
     nsp = len(hw)
     unit = (1,) * nsp
     if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit:
@@ -2928,7 +2946,7 @@ class Tensor(_CastSugar, MathTrait):
     want = self.shape[:c_ax] + self.shape[c_ax + 1:]
     if y.shape != want or not dtypes.is_int(y.dtype):
       raise ArgumentError(f"{name}: input {self.shape} needs integer class indices of shape {want} (classes on "
-                       f"axis {c_ax}), got {y.shape} {y.dtype}")
+                          f"axis {c_ax}), got {y.shape} {y.dtype}")
     along = [-1 if k == c_ax else 1 for k in range(self.ndim)]
     hit = y.unsqueeze(c_ax) == Tensor._arange_index(self.shape[c_ax], self.device).reshape(along)
     w = Tensor.ones(self.shape[c_ax], device=self.device, dtype=self.dtype) if weight is None else \
@@ -2953,7 +2971,7 @@ class Tensor(_CastSugar, MathTrait):
     probs = y.shape == self.shape and dtypes.is_float(y.dtype)
     if not probs and y.shape != want:
       raise ArgumentError(f"cross_entropy: logits {self.shape} need class indices of shape {want} or probabilities of "
-                       f"shape {self.shape}, got {y.shape} {y.dtype}")
+                          f"shape {self.shape}, got {y.shape} {y.dtype}")
     logp = self.log_softmax(c_ax)
     wlogp = logp if weight is None else logp * weight.reshape([-1 if k == c_ax else 1 for k in range(self.ndim)])
     if probs:

@@ -170,3 +170,19 @@ def test_host_predicates_and_constructors_match_torch():
   with pytest.raises(RuntimeError, match="narrow"): a.narrow(1, 3, 2)
   with pytest.raises(RuntimeError): torch.ones(2, 2, 2).t()
   with pytest.raises(RuntimeError, match="at most 2 dims"): Tensor.ones(2, 2, 2).t()
+
+def test_tinygrad_spellings_and_conv_padding_strings_match_torch():
+  x = np.random.default_rng(5).standard_normal((1, 2, 5, 6)).astype(np.float32)
+  w = np.random.default_rng(6).standard_normal((3, 2, 3, 2)).astype(np.float32)
+  for pad, kw in (("same", {}), ("same", {"dilation": (2, 1)}), ("valid", {"stride": 2})):
+    _eq(Tensor(x).conv2d(Tensor(w), padding=pad, **kw), F.conv2d(torch.tensor(x), torch.tensor(w), padding=pad, **kw),
+        atol=1e-5, what=f"conv2d padding={pad} {kw}")
+  with pytest.raises(RuntimeError): F.conv2d(torch.tensor(x), torch.tensor(w), padding="same", stride=2)
+  with pytest.raises(RuntimeError, match="needs stride 1"): Tensor(x).conv2d(Tensor(w), padding="same", stride=2)
+  _eq(Tensor(x).pad2d((1, 2, -1, 0), value=3.0), F.pad(torch.tensor(x), (1, 2, -1, 0), value=3.0), what="pad2d")
+  _eq(Tensor(A).leakyrelu(0.2), F.leaky_relu(torch.tensor(A), 0.2), what="leakyrelu")
+  _eq(Tensor([[1, 2], [3, 4]]).sum(acc_dtype=dtypes.float32), torch.tensor([[1, 2], [3, 4]]).sum(dtype=torch.float32),
+      what="sum(acc_dtype=)")
+  assert Tensor([1, 2], dtype=dtypes.int8).prod(acc_dtype="int64").dtype is dtypes.int64
+  with pytest.raises(RuntimeError): torch.linspace(5, 10, 3, dtype=torch.bool)
+  with pytest.raises(RuntimeError, match="bool"): Tensor.linspace(5, 10, 3, dtype="bool")

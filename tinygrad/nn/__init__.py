@@ -50,7 +50,7 @@ class Linear:
     if not x.shape or x.shape[-1] != self.in_features:
       raise ArgumentError(f"Linear({self.in_features}, {self.out_features}): the last axis of the input {x.shape} "
                           "must be "
-                       f"{self.in_features}")
+                          f"{self.in_features}")
     return x.linear(self.weight.T, self.bias)
 
 class Embedding:
@@ -88,7 +88,7 @@ def _conv_pads(padding: int | Sequence[int] | str, kernel: tuple[int, ...], stri
     if any(s != 1 for s in stride):
       raise ArgumentError(f"{name}: padding='same' is not supported for strided convolutions (stride {stride}); "
                           "give the "
-                       "padding as numbers")
+                          "padding as numbers")
     return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
   pads = make_tuple(padding, n)
   if len(pads) != n: raise ArgumentError(f"{name}: padding {padding} needs {n} values, one per spatial axis")
@@ -113,7 +113,7 @@ class _ConvNd:
     name = type(self).__name__
     if groups <= 0 or in_channels % groups or out_channels % groups:
       raise ArgumentError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must divide by groups "
-                       f"{groups}")
+                          f"{groups}")
     if padding_mode not in _PAD_MODES:
       raise ArgumentError(f"{name}: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
     self.padding_mode = padding_mode
@@ -130,7 +130,7 @@ class _ConvNd:
     if x.ndim == self.nsp + 1: return x.unsqueeze(0), True
     if x.ndim != self.nsp + 2:
       raise ArgumentError(f"{type(self).__name__}: expected a {self.nsp + 2}-d (N, C, *spatial) or {self.nsp + 1}-d "
-                       f"input, got shape {x.shape}")
+                          f"input, got shape {x.shape}")
     return x, False
   def __call__(self, x: Tensor) -> Tensor:
     x, unbatched = self._batched(x)
@@ -165,7 +165,7 @@ class _ConvTransposeNd(_ConvNd):
                                                   zip(self.output_padding, self.stride, self.dilation)):
       raise ArgumentError(f"{name}: output_padding {output_padding} must be >= 0 and smaller than stride "
                           f"{self.stride} or "
-                       f"dilation {self.dilation}")
+                          f"dilation {self.dilation}")
     # NOTE: weight (in_channels, out_channels/groups, *k); torch takes the fan-in from its second axis
     bound = 1 / math.sqrt(out_channels // groups * prod(self.kernel_size))
     self.weight = _uniform(in_channels, out_channels // groups, *self.kernel_size, bound=bound)
@@ -178,14 +178,14 @@ class _ConvTransposeNd(_ConvNd):
     ops = tuple(o - b for o, b in zip(size, base))
     if len(size) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in zip(ops, self.stride, self.dilation)):
       raise ArgumentError(f"{type(self).__name__}: output_size {tuple(output_size)} is not reachable from input "
-                       f"{x.shape}: each spatial size must be base + output_padding with base {tuple(base)} and "
-                       f"output_padding below stride {self.stride} or dilation {self.dilation}")
+                          f"{x.shape}: each spatial size must be base + output_padding with base {tuple(base)} and "
+                          f"output_padding below stride {self.stride} or dilation {self.dilation}")
     return ops
   def __call__(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:  # type: ignore[override]
     x, unbatched = self._batched(x)
     if x.shape[1] != self.in_channels:
       raise ArgumentError(f"{type(self).__name__}: input {x.shape} has {x.shape[1]} channels, the layer takes "
-                       f"{self.in_channels}")
+                          f"{self.in_channels}")
     out = x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
                              padding=self.padding_t, output_padding=self._output_padding(x, output_size))
     return out.squeeze(0) if unbatched else out
@@ -291,7 +291,7 @@ class InstanceNorm(_RunningStats):
     if unbatched: x = x.unsqueeze(0)
     if (self.nsp and x.ndim != self.nsp + 2) or x.ndim < 3 or x.shape[1] != self.num_features:
       raise ArgumentError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, *spatial)"
-                       + (f" with {self.nsp} spatial axes (or unbatched)" if self.nsp else ""))
+                          + (f" with {self.nsp} spatial axes (or unbatched)" if self.nsp else ""))
     axes = tuple(range(2, x.ndim))
     n = prod(x.shape[2:])
     xf = x.cast(_stat_dtype(x))
@@ -331,7 +331,7 @@ class LayerNorm:
     nd = len(self.normalized_shape)
     if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
       raise ArgumentError(f"LayerNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
-                       f"{self.normalized_shape}")
+                          f"{self.normalized_shape}")
     out = x.cast(_stat_dtype(x)).layernorm(axis=tuple(range(-nd, 0)), eps=self.eps)
     if self.weight is not None: out = out * self.weight
     if self.bias is not None: out = out + self.bias
@@ -345,7 +345,7 @@ class LayerNorm2d(LayerNorm):
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.normalized_shape[0]:
       raise ArgumentError(f"LayerNorm2d({self.normalized_shape[0]}): input {x.shape} must be (N, "
-                       f"{self.normalized_shape[0]}, ...)")
+                          f"{self.normalized_shape[0]}, ...)")
     out = x.cast(_stat_dtype(x)).layernorm(axis=1, eps=self.eps)
     if self.weight is not None: out = out * self.weight.reshape(_channel_shape(x.ndim))
     if self.bias is not None: out = out + self.bias.reshape(_channel_shape(x.ndim))
@@ -363,7 +363,7 @@ class GroupNorm:
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.num_channels:
       raise ArgumentError(f"GroupNorm({self.num_groups}, {self.num_channels}): input {x.shape} must be (N, "
-                       f"{self.num_channels}, ...)")
+                          f"{self.num_channels}, ...)")
     xf = x.cast(_stat_dtype(x))
     # NOTE: the group size spelled out, not -1: a batch of 0 leaves -1 undetermined
     grouped = xf.reshape(x.shape[0], self.num_groups, prod(x.shape[1:]) // self.num_groups)
@@ -382,7 +382,7 @@ class RMSNorm:
     nd = len(self.normalized_shape)
     if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
       raise ArgumentError(f"RMSNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
-                       f"{self.normalized_shape}")
+                          f"{self.normalized_shape}")
     eps = self.eps if self.eps is not None else 2.0 ** -dtypes.finfo(x.dtype)[1]
     xf = x.cast(_stat_dtype(x))
     out = xf * (xf.square().mean(tuple(range(-nd, 0)), keepdim=True) + eps).rsqrt()
@@ -405,7 +405,7 @@ class LSTMCell:
   def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
       raise ArgumentError(f"LSTMCell({self.input_size}, {self.hidden_size}): input {x.shape} must be (N, "
-                       f"{self.input_size}) or ({self.input_size},)")
+                          f"{self.input_size}) or ({self.input_size},)")
     unbatched = x.ndim == 1
     if unbatched: x = x.unsqueeze(0)
     if hc is None: h = c = Tensor.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)

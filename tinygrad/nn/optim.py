@@ -120,8 +120,8 @@ class OptimizerGroup:
       for p in o.params:
         if (j := owner.setdefault(id(p), i)) != i:
           raise ArgumentError(f"OptimizerGroup: a parameter of shape {p.shape} is in optimizers {j} "
-                           f"({type(optimizers[j]).__name__}) and {i} ({type(o).__name__}); it would be updated twice "
-                           "per step: give each parameter to one optimizer")
+                              f"({type(optimizers[j]).__name__}) and {i} ({type(o).__name__}); it would be updated "
+                              "twice per step: give each parameter to one optimizer")
     self.optimizers = list(optimizers)
     self.params = [p for o in self.optimizers for p in o.params]
     self.buffers = [b for o in self.optimizers for b in o.buffers]
@@ -140,7 +140,7 @@ class SGD(Optimizer):
                weight_decay: float = 0.0, nesterov: bool = False, dampening: float = 0.0):
     if nesterov and (momentum <= 0 or dampening != 0):
       raise ArgumentError(f"SGD: nesterov momentum needs momentum > 0 and dampening 0, got momentum {momentum} and "
-                       f"dampening {dampening}")
+                          f"dampening {dampening}")
     super().__init__(params, lr)
     self.momentum, self.wd, self.nesterov, self.dampening = momentum, weight_decay, nesterov, dampening
     self._mom = self._momentum_buffer(momentum) if momentum else None
@@ -277,7 +277,7 @@ class Muon(Optimizer):
     super().__init__(params, lr)
     if bad := [(i, p.shape) for i, p in enumerate(self.params) if p.ndim < 2]:
       raise ArgumentError(f"Muon: orthogonalizes matrices; parameters {bad} have fewer than 2 axes (give biases, norms "
-                       "and other vectors to AdamW)")
+                          "and other vectors to AdamW)")
     if adjust_lr_fn not in ("original", "match_rms_adamw"):
       raise ArgumentError(f"Muon: adjust_lr_fn must be 'original' or 'match_rms_adamw', got {adjust_lr_fn!r}")
     if ns_steps < 0 or len(ns_coefficients) != 3:
