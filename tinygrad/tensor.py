@@ -2254,6 +2254,8 @@ class Tensor(_CastSugar, MathTrait):
     """exp(x) / sum(exp(x)) along axis (or torch's dim; -1 when neither is given); with dtype the input is cast to it
     first (as torch), else to a float."""
     axis = _axis_or_dim(axis, dim, "softmax", -1)
+    if dtype is not None and not dtypes.is_float(_tensor_dtype(dtype)):
+      raise DTypeError(f"softmax: dtype must be a float type, got {dtype}")
     x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
     e = (x - x.max(axis, keepdim=True).detach()).exp()
     return e / e.sum(axis, keepdim=True)
@@ -2261,6 +2263,8 @@ class Tensor(_CastSugar, MathTrait):
     """x - logsumexp(x) along axis (or dim, -1 when neither is given); with dtype the input is cast to it first (as
     torch), else to a float."""
     axis = _axis_or_dim(axis, dim, "log_softmax", -1)
+    if dtype is not None and not dtypes.is_float(_tensor_dtype(dtype)):
+      raise DTypeError(f"log_softmax: dtype must be a float type, got {dtype}")
     x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
     x = x - x.max(axis, keepdim=True).detach()
     return x - x.exp().sum(axis, keepdim=True).log()
