@@ -1229,7 +1229,8 @@ class Tensor(_CastSugar, MathTrait):
     x = self._float()
     if approximate == "none": return x * ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
     if approximate != "tanh": raise ArgumentError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
-    return x * ((x + x * x * x * 0.044715) * (2 * math.sqrt(2 / math.pi))).sigmoid()
+    # NOTE: 16-bit floats in float32 (as torch): x**3 overflows a half at |x| > 40, and its gradient is then inf * 0
+    return x._in_float32(lambda v: v * ((v + v * v * v * 0.044715) * (2 * math.sqrt(2 / math.pi))).sigmoid())
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def silu(self) -> Tensor: return self * self.sigmoid()
   def swish(self) -> Tensor: return self.silu()

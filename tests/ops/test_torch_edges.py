@@ -73,6 +73,20 @@ def test_activations_at_extreme_inputs_have_no_nan(name):
   check_op(None, ref, lambda x: getattr(x, name)(), vals=vals,
            atol=1e-6, grad_atol=1e-6)
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_activations_at_extreme_inputs_in_16_bit_floats_have_no_nan(dt):
+  tdt = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dt]
+  for name in ("sigmoid", "logsigmoid", "softplus", "tanh", "silu", "gelu", "mish", "elu", "softsign", "erf"):
+    x = Tensor([-1000.0, -100.0, 0.0, 100.0, 1000.0], dtype=getattr(dtypes, dt), requires_grad=True)
+    y = getattr(x, name)()
+    g = y.gradient(x, gradient=Tensor.ones(5, dtype=y.dtype))[0]
+    r = torch.tensor([-1000.0, -100.0, 0.0, 100.0, 1000.0], dtype=tdt, requires_grad=True)
+    ry = TORCH_NAME[name](r) if name in TORCH_NAME else getattr(torch, name)(r)
+    ry.sum().backward()
+    assert not np.isnan(y.float().numpy()).any() and not np.isnan(g.float().numpy()).any(), name
+    np.testing.assert_allclose(y.float().numpy(), ry.float().detach().numpy(), atol=2e-2, rtol=2e-2, err_msg=name)
+    np.testing.assert_allclose(g.float().numpy(), r.grad.float().numpy(), atol=2e-2, rtol=2e-2, err_msg=name)
+
 def test_zero_to_negative_powers_is_inf_as_torch():
   for base in ([0.0, -0.0, 2.0], [0.0]):
     for e in (-1, -2, -0.5, -1.5, -3.0):
