@@ -2861,15 +2861,15 @@ class Tensor(_CastSugar, MathTrait):
     res = acc.permute([kept.index(c) for c in out]) if out else acc.reshape(())
     return res
   def var_mean(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1,
-               *, dim: int | Sequence[int] | None = None) -> tuple[Tensor, Tensor]:
+               *, dim: int | Sequence[int] | None = None, unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """(var, mean) over axis, as torch.var_mean."""
     axis = _axis_or_dim(axis, dim, "var_mean")
-    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+    return self.var(axis, keepdim, correction, unbiased=unbiased), self.mean(axis, keepdim)
   def std_mean(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1,
-               *, dim: int | Sequence[int] | None = None) -> tuple[Tensor, Tensor]:
+               *, dim: int | Sequence[int] | None = None, unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """(std, mean) over axis, as torch.std_mean."""
     axis = _axis_or_dim(axis, dim, "std_mean")
-    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+    return self.std(axis, keepdim, correction, unbiased=unbiased), self.mean(axis, keepdim)
   @staticmethod
   def _fans(shape: tuple[int, ...], op: str) -> tuple[int, int]:
     """torch's fans of a weight (out, in, *kernel): fan_in = in * prod(kernel), fan_out = out * prod(kernel)."""
