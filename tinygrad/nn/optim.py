@@ -23,11 +23,11 @@ def _value_buffer(value: float, shape: tuple[int, ...], dtype: DType, device: st
   # NOTE: from host memory, not a constant: writing it with assign is one copy kernel whatever the value
   return Tensor(np.full(shape, value), device=device, dtype=dtype)
 
-def _write_scalar(buf: Tensor, value: float | Tensor) -> None:
+def _write_scalar(buf: Tensor, value: float | Tensor, what: str) -> None:
   """Write value into the realized one-element buffer buf at once (a number from the host, no kernel to schedule), so
   a captured step that reads buf sees it."""
   if isinstance(value, Tensor):
-    if value.numel() != 1: raise ArgumentError(f"optimizer: a hyperparameter has one element, got shape {value.shape}")
+    if value.numel() != 1: raise ArgumentError(f"optimizer: {what} must have one element, got shape {value.shape}")
     buf.assign(value.reshape(buf.shape)).realize()
     return
   # NOTE: after any assign still queued for it
@@ -64,7 +64,7 @@ class Optimizer:
   @lr.setter
   def lr(self, value: float | Tensor) -> None:
     # NOTE: written into the same buffer, and at once, so a captured step (which reads that buffer) sees it
-    _write_scalar(self._lr, value)
+    _write_scalar(self._lr, value, "lr")
   def _lr_scalar(self) -> Tensor: return self._lr.reshape(())
   def _momentum_buffer(self, value: float) -> Tensor:
     return _value_buffer(float(value), (1,), dtypes.float32, self.params[0].device).realize()
@@ -152,7 +152,7 @@ class SGD(Optimizer):
   def set_momentum(self, value: float) -> None:
     if self._mom is None: raise ArgumentError("SGD: built without momentum (momentum=0): there is no momentum to set")
     self.momentum = float(value)
-    _write_scalar(self._mom, value)
+    _write_scalar(self._mom, value, "momentum")
   def _step(self) -> list[Tensor]:
     coef: Tensor | float = 1.0
     if self.t is not None:
@@ -217,7 +217,7 @@ class LAMB(Optimizer):
   def get_momentum(self) -> float | None: return self.b1
   def set_momentum(self, value: float) -> None:
     self.b1 = float(value)
-    _write_scalar(self._b1, value)
+    _write_scalar(self._b1, value, "b1")
   def _step(self) -> list[Tensor]:
     self.t.assign(self.t + 1)
     t, b1 = self.t.reshape(()), self._b1.reshape(())
@@ -290,7 +290,7 @@ class Muon(Optimizer):
   def get_momentum(self) -> float | None: return self.momentum
   def set_momentum(self, value: float) -> None:
     self.momentum = float(value)
-    _write_scalar(self._mom, value)
+    _write_scalar(self._mom, value, "momentum")
   def _scale(self, rows: int, cols: int) -> float:
     if self.adjust_lr_fn == "original": return math.sqrt(max(1.0, rows / cols))
     return 0.2 * math.sqrt(max(rows, cols))
