@@ -7,7 +7,7 @@ later ops read the buffer. `assign()` on a realized tensor builds `ASSIGN(buffer
 """
 from __future__ import annotations
 import math, weakref, functools, contextlib
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, NamedTuple, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -32,7 +32,7 @@ def _tensor_dtype(dtype: DTypeLike) -> DType:
   a pointer, which only exist inside kernels)."""
   dt = to_dtype(dtype)
   if isinstance(dt, PtrDType) or dt.count != 1 or dt in (dtypes.index, dtypes.void):
-    raise TypeError(f"a tensor cannot hold {dt}: use a scalar dtype such as dtypes.float32 or dtypes.int32")
+    raise DTypeError(f"a tensor cannot hold {dt}: use a scalar dtype such as dtypes.float32 or dtypes.int32")
   return dt
 
 def _to_np_dtype(dtype: DType) -> type:
@@ -86,12 +86,39 @@ def broadcast_shape(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[in
   for sizes in zip(*padded):
     big = {s for s in sizes if s != 1}
     if len(big) > 1:
-      raise ValueError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast (numpy rules)")
+      raise ShapeMismatchError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast (numpy "
+                               "rules)")
     out.append(big.pop() if big else 1)
   return tuple(out)
 
-class ShapeMismatchError(RuntimeError, ValueError):
+class ArgumentError(RuntimeError, ValueError):
+  """An argument value an op does not take (a bad mode, size, step or combination): a RuntimeError, as torch raises
+  for invalid arguments, and a ValueError, as numpy and Python raise."""
+
+class ShapeMismatchError(ArgumentError):
   """Operand shapes that do not fit an op: a RuntimeError, as torch raises, and a ValueError, as numpy does."""
+
+class DTypeError(NotImplementedError, TypeError):
+  """An op given a dtype it is not defined for (bitwise ops on floats, a float index): torch's NotImplementedError (a
+  RuntimeError), and the TypeError numpy and Python raise."""
+
+class UnsupportedError(NotImplementedError, ValueError):
+  """A mode or an input form an op does not implement (an unknown pad mode, interpolate of a 2-d input): torch's
+  NotImplementedError (a RuntimeError), and a ValueError."""
+
+class ValuesIndices(NamedTuple):
+  """(values, indices) of a reduction along one axis that also says where (torch's torch.return_types.max, sort, ...);
+  the indices are int32."""
+  values: Tensor
+  indices: Tensor
+
+_AXIS_DEFAULT: Any = object()
+
+def _axis_or_dim(axis: Any, dim: Any, op: str, default: Any = None) -> Any:
+  """tinygrad's `axis` or torch's `dim` keyword, whichever was given (both is an error)."""
+  if dim is None: return default if axis is _AXIS_DEFAULT else axis
+  if axis is not _AXIS_DEFAULT and axis is not None: raise ArgumentError(f"{op}: give axis or dim, not both")
+  return dim
 
 def _zero_of(dt: DType) -> ConstType: return False if dt is dtypes.bool else 0
 
@@ -105,9 +132,9 @@ def _check_alu_dtype(op: Ops, dt: DType, name: str) -> None:
   """Bit ops need ints or bools, shifts and C division ints: anything else is a TypeError (as torch), before a graph
   the spec rejects is built."""
   if op in (Ops.AND, Ops.OR, Ops.XOR) and not (dtypes.is_int(dt) or dt is dtypes.bool):
-    raise TypeError(f"{name}: bitwise ops need int or bool tensors, got {dt}")
+    raise DTypeError(f"{name}: bitwise ops need int or bool tensors, got {dt}")
   if op in (Ops.SHL, Ops.SHR, Ops.IDIV, Ops.MOD) and not dtypes.is_int(dt):
-    raise TypeError(f"{name}: needs int tensors, got {dt}")
+    raise DTypeError(f"{name}: needs int tensors, got {dt}")
 
 # ---- constants of the composed math ops ----
 _LN2 = math.log(2)
@@ -222,6 +249,25 @@ class _TrainingMode(contextlib.ContextDecorator):
     return self
   def __exit__(self, *exc: Any) -> None: Tensor.training = self.prev.pop()
 
+class _NoGrad:
+  """`Tensor.no_grad`: gradient tracking off for a `with Tensor.no_grad():` block (or `with Tensor.no_grad:`) or for
+  every call of a function decorated `@Tensor.no_grad()` (or `@Tensor.no_grad`), as torch.no_grad. Inside, ops on
+  tensors that require grad give tensors that do not, cut off from autograd (backward() reaches no tensor through
+  them). Blocks nest; `bool(Tensor.no_grad)` says whether one is active, so code that sets `Tensor.no_grad = True`
+  (tinygrad's flag) works too."""
+  def __init__(self) -> None: self.depth = 0
+  def __bool__(self) -> bool: return self.depth > 0
+  def __enter__(self) -> _NoGrad:
+    self.depth += 1
+    return self
+  def __exit__(self, *exc: Any) -> None: self.depth -= 1
+  def __call__(self, fn: Callable[..., Any] | None = None) -> Any:
+    if fn is None: return self
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+      with self: return fn(*args, **kwargs)
+    return wrapper
+
 class Tensor(_CastSugar, MathTrait):
   """A lazy n-d array: `.uop` is its tensor graph, `.requires_grad` marks it for backward(), `.grad` receives the
   gradient."""
@@ -229,6 +275,7 @@ class Tensor(_CastSugar, MathTrait):
   # NOTE: the training mode: dropout draws masks and BatchNorm uses batch statistics only while it is True, and an
   # optimizer's step() refuses to run without it. Set it directly, or for a block with Tensor.train() / Tensor.test()
   training: bool = False
+  no_grad: Any = _NoGrad()
   _seed: int = 0
   _rng_states: dict[str, Tensor] = {}
 
@@ -279,7 +326,21 @@ class Tensor(_CastSugar, MathTrait):
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
-  def __bool__(self) -> bool: raise TypeError("the truth value of a Tensor is ambiguous; use .item(), .any() or .all()")
+  # NOTE: the Python conversions realize a one-element tensor and read it, as torch's
+  def __bool__(self) -> bool:
+    if self.numel() != 1:
+      raise ArgumentError(f"the truth value of a Tensor of shape {self.shape} is ambiguous; use .any() or .all()")
+    return bool(self.item())
+  def __float__(self) -> float: return float(self._scalar_item("float"))
+  def __int__(self) -> int: return int(self._scalar_item("int"))
+  def __index__(self) -> int:
+    if not (dtypes.is_int(self.dtype) or self.dtype is dtypes.bool) or self.numel() != 1:
+      raise TypeError(f"only int tensors of one element can be an index, got {self.dtype} of shape {self.shape}")
+    return int(self.item())
+  def _scalar_item(self, op: str) -> ConstType:
+    if self.numel() != 1:
+      raise ArgumentError(f"{op}(): only a tensor of one element converts to a Python scalar, got shape {self.shape}")
+    return self.item()
 
   @property
   def shape(self) -> tuple[int, ...]: return cast(tuple[int, ...], self.uop.shape)
@@ -297,9 +358,11 @@ class Tensor(_CastSugar, MathTrait):
     return self.shape if dim is None else self.shape[self._axis(dim)]
 
   def _new(self, u: UOp, *others: Tensor) -> Tensor:
+    if not (self.requires_grad or any(o.requires_grad for o in others)): return Tensor(u)
+    # NOTE: under no_grad the result is detached, so a later backward() does not reach the inputs through it
+    if Tensor.no_grad: return Tensor(u.detach())
     ret = Tensor(u)
-    if self.requires_grad or any(o.requires_grad for o in others):
-      ret.requires_grad = ret._nonleaf = True
+    ret.requires_grad = ret._nonleaf = True
     return ret
 
   # ---- realize ----
@@ -351,7 +414,7 @@ class Tensor(_CastSugar, MathTrait):
   def tolist(self) -> Any: return self.numpy().tolist()
   def item(self) -> ConstType:
     if self.numel() != 1:
-      raise ValueError(f"item: only a tensor of one element has an item, this one has shape {self.shape}")
+      raise ArgumentError(f"item: only a tensor of one element has an item, this one has shape {self.shape}")
     return cast(ConstType, self.numpy().reshape(-1)[0].item())
   def data(self) -> np.ndarray: return self.numpy()
 
@@ -391,7 +454,7 @@ class Tensor(_CastSugar, MathTrait):
     return self
 
   def replace(self, x: Tensor) -> Tensor:
-    if x.shape != self.shape: raise ValueError(f"replace: shape {x.shape} != {self.shape}")
+    if x.shape != self.shape: raise ArgumentError(f"replace: shape {x.shape} != {self.shape}")
     self.uop = x.uop
     return self
 
@@ -448,9 +511,9 @@ class Tensor(_CastSugar, MathTrait):
   def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, device: str | None = None,
              dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
-    if step == 0: raise ValueError("arange: step must not be zero")
+    if step == 0: raise ArgumentError("arange: step must not be zero")
     if not all(math.isfinite(v) for v in (start, stop, step)):
-      raise ValueError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
+      raise ArgumentError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
     is_float = any(isinstance(v, float) for v in (start, stop, step))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
     n = max(0, math.ceil((stop - start) / step))
@@ -474,8 +537,9 @@ class Tensor(_CastSugar, MathTrait):
     stop are truncated first)."""
     if not isinstance(steps, (int, np.integer)): raise TypeError(f"linspace: steps must be an int, got {steps!r}")
     steps = int(steps)
-    if steps < 0: raise ValueError(f"linspace: steps must be >= 0, got {steps}")
+    if steps < 0: raise ArgumentError(f"linspace: steps must be >= 0, got {steps}")
     dt = _tensor_dtype(dtype or dtypes.default_float)
+    if dt is dtypes.bool: raise DTypeError("linspace: a bool dtype has no evenly spaced values (torch raises too)")
     if not dtypes.is_float(dt): start, stop = int(start), int(stop)
     if steps == 1: return Tensor.full((1,), start, device=device, dtype=dt, **kw)
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16, dtypes.float32) + dtypes.fp8s else dtypes.float64
@@ -529,7 +593,7 @@ class Tensor(_CastSugar, MathTrait):
     """Uniform in [0, 1): the top mantissa-many bits of a random uint32, scaled exactly (so never 1.0, in any float
     dtype)."""
     s, dt = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float)
-    if not dtypes.is_float(dt): raise TypeError(f"rand: dtype must be a float type, got {dt}")
+    if not dtypes.is_float(dt): raise DTypeError(f"rand: dtype must be a float type, got {dt}")
     if prod(s) == 0: return Tensor.zeros(s, device=device, dtype=dt, **kw)
     mbits = min(dtypes.finfo(dt)[1] + 1, 32)
     ct = dtypes.float64 if dt is dtypes.float64 else dtypes.float32
@@ -545,7 +609,7 @@ class Tensor(_CastSugar, MathTrait):
   @staticmethod
   def randint(*shape: Any, low: int = 0, high: int = 10, device: str | None = None, dtype: DTypeLike | None = None,
               **kw: Any) -> Tensor:
-    if high <= low: raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    if high <= low: raise ArgumentError(f"randint: high ({high}) must be greater than low ({low})")
     dt = _tensor_dtype(dtype or dtypes.int32)
     r = (Tensor.rand(*shape, device=device, dtype=dtypes.float64) * (high - low)).floor().cast(dtypes.int64)
     return Tensor((r.minimum(high - low - 1) + low).cast(dt).uop, **kw)
@@ -553,9 +617,9 @@ class Tensor(_CastSugar, MathTrait):
   def randperm(n: int, device: str | None = None, dtype: DTypeLike = dtypes.int32, **kw: Any) -> Tensor:
     """A random permutation of 0..n-1: the stable argsort of n uniform draws (ties, at one in 2^24 per pair, keep
     the lower index first, so the result is always a permutation)."""
-    if not isinstance(n, int) or n < 0: raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
+    if not isinstance(n, int) or n < 0: raise ArgumentError(f"randperm: n must be a non-negative int, got {n!r}")
     dt = _tensor_dtype(dtype)
-    if dtypes.is_float(dt) or dt is dtypes.bool: raise TypeError(f"randperm: dtype must be an int type, got {dt}")
+    if dtypes.is_float(dt) or dt is dtypes.bool: raise DTypeError(f"randperm: dtype must be an int type, got {dt}")
     if n == 0: return Tensor.zeros(0, device=device, dtype=dt, **kw)
     return Tensor(Tensor.rand(n, device=device).argsort().cast(dt).uop, **kw)
   def multinomial(self, num_samples: int = 1, replacement: bool = False) -> Tensor:
@@ -569,8 +633,8 @@ class Tensor(_CastSugar, MathTrait):
     in-range) indices."""
     if self.ndim not in (1, 2):
       raise ShapeMismatchError(f"multinomial: needs a 1-d or 2-d tensor of weights, got shape {self.shape}")
-    if not dtypes.is_float(self.dtype): raise TypeError(f"multinomial: weights must be floats, got {self.dtype}")
-    if num_samples < 1: raise ValueError(f"multinomial: num_samples must be at least 1, got {num_samples}")
+    if not dtypes.is_float(self.dtype): raise DTypeError(f"multinomial: weights must be floats, got {self.dtype}")
+    if num_samples < 1: raise ArgumentError(f"multinomial: num_samples must be at least 1, got {num_samples}")
     w = (self if self.ndim == 2 else self.reshape(1, -1)).cast(dtypes.float64 if self.dtype is dtypes.float64 else
                                                                dtypes.float32)
     rows, n = w.shape
@@ -623,7 +687,7 @@ class Tensor(_CastSugar, MathTrait):
   def _broadcast_to(self, shape: tuple[int, ...], op: str = "broadcast_to") -> Tensor:
     if self.shape == shape: return self
     if len(self.shape) > len(shape) or broadcast_shape(self.shape, shape, op=op) != shape:
-      raise ValueError(f"{op}: cannot broadcast shape {self.shape} to {shape}")
+      raise ShapeMismatchError(f"{op}: cannot broadcast shape {self.shape} to {shape}")
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape)
     return x._new(x.uop.expand(shape))
   def expand_as(self, x: Tensor) -> Tensor: return self._broadcast_to(x.shape)
@@ -654,7 +718,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self
     if reverse: x, y = y, x
     if x.device != y.device:
-      raise ValueError(f"{op}: operands are on different devices ({x.device} and {y.device}); move one with .to()")
+      raise ArgumentError(f"{op}: operands are on different devices ({x.device} and {y.device}); move one with .to()")
     if match_dtype and x.dtype is not y.dtype:
       dt = least_upper_dtype(x.dtype, y.dtype)
       x, y = x.cast(dt), y.cast(dt)
@@ -674,7 +738,7 @@ class Tensor(_CastSugar, MathTrait):
     SIN, SQRT, RECIPROCAL) promotes ints and bools to a float first; bit ops, shifts and integer division check the
     dtype (TypeError, as torch)."""
     if op is Ops.WHERE: return self.where(*src)
-    if len(src) > 1: raise ValueError(f"alu: {op} with {len(src) + 1} operands is not an elementwise tensor op")
+    if len(src) > 1: raise ArgumentError(f"alu: {op} with {len(src) + 1} operands is not an elementwise tensor op")
     if src: return self._binop(op, src[0], _OP_NAMES.get(op, op.name.lower()))
     x = self._float() if op in _FLOAT_MATH else self
     _check_alu_dtype(op, x.dtype, _OP_NAMES.get(op, op.name.lower()))
@@ -693,12 +757,12 @@ class Tensor(_CastSugar, MathTrait):
     return self._binop(Ops.MUL, y, "mul", reverse)
   def neg(self) -> Tensor:
     if self.dtype is dtypes.bool:
-      raise TypeError("neg: negating a bool tensor is not supported; use logical_not() or ~")
+      raise DTypeError("neg: negating a bool tensor is not supported; use logical_not() or ~")
     # NOTE: for unsigned ints, -x wraps as C does: x * (2**bits - 1)
     return self * (dtypes.max(self.dtype) if dtypes.is_unsigned(self.dtype) else -1)
   def sub(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     x, y = self._operands(y, "sub", reverse)
-    if x.dtype is dtypes.bool: raise TypeError("sub: subtracting bool tensors is not supported; use ^ or logical ops")
+    if x.dtype is dtypes.bool: raise DTypeError("sub: subtracting bool tensors is not supported; use ^ or logical ops")
     return x + (-y)
   def div(self, y: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
     """True division (ints promote to float), the IEEE quotient (rounded once, as torch's); rounding_mode "trunc" or
@@ -707,7 +771,7 @@ class Tensor(_CastSugar, MathTrait):
     x, y = self._operands(y, "div", reverse)
     if rounding_mode == "trunc": return x.idiv(y) if dtypes.is_int(x.dtype) else x._fdiv(y).trunc()
     if rounding_mode is not None:
-      raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+      raise ArgumentError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     dt = least_upper_float(x.dtype)
     return x.cast(dt)._fdiv(y.cast(dt))
   # NOTE: FDIV, not x * (1/y): the reciprocal rounds first, so the product can be an ulp off, and trunc or floor of a
@@ -723,7 +787,7 @@ class Tensor(_CastSugar, MathTrait):
     """C division: integer quotient truncated toward zero (0 where the divisor is 0)."""
     nz = not reverse and isinstance(y, int) and y != 0
     x, y = self._operands(y, "idiv", reverse)
-    if not dtypes.is_int(x.dtype): raise TypeError(f"idiv: integer division needs int tensors, got {x.dtype}")
+    if not dtypes.is_int(x.dtype): raise DTypeError(f"idiv: integer division needs int tensors, got {x.dtype}")
     return x._int_divmod(Ops.IDIV, y, nz)
   def floordiv(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
     """Python's //: rounds toward minus infinity (floats: floor(x / y); ints: 0 where the divisor is 0, as numpy)."""
@@ -803,6 +867,9 @@ class Tensor(_CastSugar, MathTrait):
       if not dtypes.is_float(self.dtype): return self._int_pow_negative(self._const(y & 1, dtypes.bool))
       # NOTE: through the product the gradient at a zero base is 0 * inf; y * x**(y-1) is torch's (an infinity)
       return _with_gradient(acc.reciprocal(), (self,), lambda ctx, ret, x: (ctx * x.pow(y - 1) * y,))
+    # NOTE: as torch, x ** 0.5 is sqrt(x) and x ** -0.5 is rsqrt(x), so -0.0 gives -0.0 and -inf (IEEE pow gives +)
+    if not reverse and isinstance(y, float) and abs(y) == 0.5 and dtypes.is_float(self.dtype):
+      return self.sqrt() if y > 0 else self.rsqrt()
     x, y = self._operands(y, "pow", reverse)
     if dtypes.is_int(x.dtype): return x._int_pow(y)
     dt = least_upper_float(x.dtype)
@@ -868,7 +935,7 @@ class Tensor(_CastSugar, MathTrait):
     return self.cast(dtypes.bool) ^ (y.cast(dtypes.bool) if isinstance(y, Tensor) else bool(y))
   def bitwise_not(self) -> Tensor:
     if self.dtype is dtypes.bool: return self.logical_not()
-    if not dtypes.is_int(self.dtype): raise TypeError(f"~: needs an int or bool tensor, got {self.dtype}")
+    if not dtypes.is_int(self.dtype): raise DTypeError(f"~: needs an int or bool tensor, got {self.dtype}")
     return self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ int(dtypes.max(self.dtype))
   def __invert__(self) -> Tensor: return self.bitwise_not()
   def xor(self, y: Tensor | ConstType, reverse: bool = False) -> Tensor:
@@ -879,9 +946,9 @@ class Tensor(_CastSugar, MathTrait):
     int), where the IR's SHL/SHR take it modulo the width."""
     # NOTE: the shift amount takes the shifted value's dtype (it does not promote it, as torch)
     if reverse: return self.ufix(y)._shift(op, self, name)
-    if not dtypes.is_int(self.dtype): raise TypeError(f"{name}: shifts need an int tensor, got {self.dtype}")
+    if not dtypes.is_int(self.dtype): raise DTypeError(f"{name}: shifts need an int tensor, got {self.dtype}")
     if isinstance(y, Tensor) and not dtypes.is_int(y.dtype):
-      raise TypeError(f"{name}: the shift amount must be an int tensor, got {y.dtype}")
+      raise DTypeError(f"{name}: the shift amount must be an int tensor, got {y.dtype}")
     width = 8 * self.dtype.itemsize
     # NOTE: a Python amount is checked here; out of range it is the shift by width - 1 of >>, or 0
     if not isinstance(y, Tensor) and not 0 <= int(y) < width:
@@ -914,7 +981,7 @@ class Tensor(_CastSugar, MathTrait):
     elif not isinstance(y, Tensor): y = Tensor(_const_uop(y, x._scalar_dtype(y), self.device))
     x, y = x._operands(y, "where")
     if self.device != x.device:
-      raise ValueError(f"where: the condition is on {self.device}, the values on {x.device}; move one with .to()")
+      raise ArgumentError(f"where: the condition is on {self.device}, the values on {x.device}; move one with .to()")
     c = self.cast(dtypes.bool)
     shape = broadcast_shape(c.shape, x.shape, op="where")
     c, x, y = c._broadcast_to(shape, "where"), x._broadcast_to(shape, "where"), y._broadcast_to(shape, "where")
@@ -932,8 +999,8 @@ class Tensor(_CastSugar, MathTrait):
   def bitcast(self, dtype: DTypeLike) -> Tensor:
     dtype = _tensor_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize:
-      raise ValueError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) and {dtype} ({dtype.itemsize} bytes) "
-                       "differ in size")
+      raise ArgumentError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) and {dtype} ({dtype.itemsize} bytes) "
+                          "differ in size")
     return self if self.dtype is dtype else Tensor(self.uop.bitcast(dtype))
 
   # ---- elementwise: math (composed from EXP2, LOG2, SIN, SQRT, RECIPROCAL, TRUNC) ----
@@ -1116,6 +1183,7 @@ class Tensor(_CastSugar, MathTrait):
     tensor stays int, its bounds truncated toward zero (as torch)."""
     if dtypes.is_int(self.dtype): min_val, max_val = int(min_val), int(max_val)
     return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
+  def leakyrelu(self, neg_slope: float = 0.01) -> Tensor: return self.leaky_relu(neg_slope)
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
   # NOTE: elu and celu take the negative branch where x <= 0, so a NaN goes the identity's way, with its gradient
   def elu(self, alpha: float = 1.0) -> Tensor:
@@ -1160,8 +1228,9 @@ class Tensor(_CastSugar, MathTrait):
     erf, torch's default."""
     x = self._float()
     if approximate == "none": return x * ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
-    if approximate != "tanh": raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
-    return x * ((x + x * x * x * 0.044715) * (2 * math.sqrt(2 / math.pi))).sigmoid()
+    if approximate != "tanh": raise ArgumentError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
+    # NOTE: 16-bit floats in float32 (as torch): x**3 overflows a half at |x| > 40, and its gradient is then inf * 0
+    return x._in_float32(lambda v: v * ((v + v * v * v * 0.044715) * (2 * math.sqrt(2 / math.pi))).sigmoid())
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def silu(self) -> Tensor: return self * self.sigmoid()
   def swish(self) -> Tensor: return self.silu()
@@ -1175,13 +1244,22 @@ class Tensor(_CastSugar, MathTrait):
   def square(self) -> Tensor:
     # NOTE: a bool squares as an int (torch), not as bool * bool (which is logical and)
     return self.cast(dtypes.default_int).square() if self.dtype is dtypes.bool else self * self
-  def clamp(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor:
-    if min_ is None and max_ is None: raise ValueError("clamp: give at least one of min_ and max_")
+  def clamp(self, min_: ConstType | Tensor | None = None, max_: ConstType | Tensor | None = None, *,
+            min: ConstType | Tensor | None = None, max: ConstType | Tensor | None = None) -> Tensor:
+    """Elements below min_ raised to it, above max_ lowered to it (scalars or tensors that broadcast); torch's keywords
+    min= and max= are the same bounds. A nan stays nan."""
+    if min is not None: min_ = min
+    if max is not None: max_ = max
+    if min_ is None and max_ is None: raise ArgumentError("clamp: give at least one of min and max")
     ret = self
     if min_ is not None: ret = (ret < min_).where(min_, ret)
     if max_ is not None: ret = (ret > max_).where(max_, ret)
     return ret
-  def clip(self, min_: ConstType | None = None, max_: ConstType | None = None) -> Tensor: return self.clamp(min_, max_)
+  def clip(self, min_: ConstType | Tensor | None = None, max_: ConstType | Tensor | None = None, *,
+           min: ConstType | Tensor | None = None, max: ConstType | Tensor | None = None) -> Tensor:
+    return self.clamp(min_, max_, min=min, max=max)
+  def clamp_min(self, min: ConstType | Tensor) -> Tensor: return self.clamp(min_=min)
+  def clamp_max(self, max: ConstType | Tensor) -> Tensor: return self.clamp(max_=max)
   def isnan(self) -> Tensor: return self != self
   def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
     if not dtypes.is_float(self.dtype): return self._const(False, dtypes.bool)
@@ -1230,15 +1308,21 @@ class Tensor(_CastSugar, MathTrait):
 
   # ---- movement ----
   def reshape(self, shape: Any, *args: int) -> Tensor:
+    """The same elements in a new shape; one size may be -1 (inferred) and a None keeps the size of that axis."""
     s = argfix(shape, *args)
-    if sum(1 for x in s if x == -1) > 1: raise ValueError(f"reshape: at most one -1 in {s}")
+    if any(x is None for x in s):
+      if any(x is None and k >= self.ndim for k, x in enumerate(s)):
+        raise ArgumentError(f"reshape: a None keeps the size of the axis at its position, {s} has one past the "
+                            f"{self.ndim} axes of {self.shape}")
+      s = tuple(self.shape[k] if x is None else x for k, x in enumerate(s))
+    if sum(1 for x in s if x == -1) > 1: raise ArgumentError(f"reshape: at most one -1 in {s}")
     if -1 in s:
       known = prod(x for x in s if x != -1)
-      if known == 0 or self.numel() % known: raise ValueError(f"reshape: cannot reshape {self.shape} to {s}")
+      if known == 0 or self.numel() % known: raise ArgumentError(f"reshape: cannot reshape {self.shape} to {s}")
       s = tuple(self.numel() // known if x == -1 else x for x in s)
-    if any(not isinstance(x, int) or x < 0 for x in s): raise ValueError(f"reshape: bad shape {s}")
+    if any(not isinstance(x, int) or x < 0 for x in s): raise ArgumentError(f"reshape: bad shape {s}")
     if prod(s) != self.numel():
-      raise ValueError(f"reshape: cannot reshape {self.shape} ({self.numel()} elements) to {s}")
+      raise ArgumentError(f"reshape: cannot reshape {self.shape} ({self.numel()} elements) to {s}")
     return self if s == self.shape else self._new(self.uop.reshape(s))
   def view(self, shape: Any, *args: int) -> Tensor: return self.reshape(shape, *args)
   def permute(self, order: Any, *args: int) -> Tensor:
@@ -1260,7 +1344,7 @@ class Tensor(_CastSugar, MathTrait):
     """einops-style reshape and transpose in one: `x.rearrange("b (h w) c -> b c h w", h=4)`. Each side lists axes by
     name; `(a b)` is one axis of size a*b, `...` the axes not named, `1` (or `()`) a size-1 axis. Both sides name the
     same axes; one unknown size per group is worked out from the shape, the others come from `sizes`."""
-    def bad(msg: str) -> ValueError: return ValueError(f"rearrange {formula!r}: {msg}")
+    def bad(msg: str) -> ArgumentError: return ArgumentError(f"rearrange {formula!r}: {msg}")
     def parse(side: str, where: str) -> list[list[str]]:
       groups: list[list[str]] = []
       cur: list[str] | None = None
@@ -1336,26 +1420,26 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(dim, self.ndim + 1)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
   def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
-    if len(arg) != self.ndim: raise ValueError(f"shrink: {len(arg)} ranges for the {self.ndim} axes of {self.shape}")
+    if len(arg) != self.ndim: raise ArgumentError(f"shrink: {len(arg)} ranges for the {self.ndim} axes of {self.shape}")
     a = tuple((0, s) if r is None else (int(r[0]), int(r[1])) for r, s in zip(arg, self.shape))
     if any(not 0 <= b <= e <= s for (b, e), s in zip(a, self.shape)):
-      raise ValueError(f"shrink: {a} does not fit shape {self.shape}")
+      raise ArgumentError(f"shrink: {a} does not fit shape {self.shape}")
     return self if a == tuple((0, s) for s in self.shape) else self._new(self.uop.shrink(a))
   def pad(self, padding: Sequence[Any], value: ConstType = 0.0, mode: str = "constant") -> Tensor:
     """Per-axis (before, after) pairs (None = no pad), or torch's flat form (last axis first). Negative amounts
     shrink. mode "constant" fills with value; "reflect", "replicate" and "circular" fill from the tensor's own edges,
     as torch (movement ops only)."""
     if mode not in ("constant", "reflect", "replicate", "circular"):
-      raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+      raise UnsupportedError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if mode != "constant" and value != 0:
-      raise ValueError(f"pad: a fill value only goes with mode 'constant', got value={value!r} with mode {mode!r}")
+      raise ArgumentError(f"pad: a fill value only goes with mode 'constant', got value={value!r} with mode {mode!r}")
     if all(isinstance(p, int) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim:
-        raise ValueError(f"pad: flat padding {tuple(padding)} for shape {self.shape}")
+        raise ArgumentError(f"pad: flat padding {tuple(padding)} for shape {self.shape}")
       flat = list(padding)
       pairs = [(0, 0)] * (self.ndim - len(flat) // 2) + [(flat[i], flat[i + 1]) for i in range(len(flat) - 2, -1, -2)]
     else: pairs = [(0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding]
-    if len(pairs) != self.ndim: raise ValueError(f"pad: {len(pairs)} pairs for the {self.ndim} axes of {self.shape}")
+    if len(pairs) != self.ndim: raise ArgumentError(f"pad: {len(pairs)} pairs for the {self.ndim} axes of {self.shape}")
     pos = tuple((max(b, 0), max(e, 0)) for b, e in pairs)
     if mode in ("reflect", "replicate") and any(p != (0, 0) for p in pos):
       # NOTE: as torch, reflect and replicate take the edges of the whole tensor, then negative amounts crop the result
@@ -1370,21 +1454,30 @@ class Tensor(_CastSugar, MathTrait):
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))
     # NOTE: the fill takes the tensor's dtype (as torch: an int tensor padded with 1.5 holds 1)
     return inside.where(ret, Tensor(_const_uop(value, self.dtype, self.device)))
-  def flip(self, axis: int | Sequence[int], *args: int) -> Tensor:
+  def flip(self, axis: int | Sequence[int] = _AXIS_DEFAULT, *args: int, dims: int | Sequence[int] | None = None,
+           dim: int | Sequence[int] | None = None) -> Tensor:
+    """Reverse the order along axis (one or several; torch's keyword is dims)."""
+    axis = _axis_or_dim(axis, dims if dims is not None else dim, "flip")
+    if axis is None: raise ArgumentError("flip: give the axes to flip")
     axl = [self._axis(a) for a in argfix(axis, *args)]
     if len(set(axl)) != len(axl): raise RuntimeError(f"flip: axis {argfix(axis, *args)} repeats an axis")
     ax = set(axl)
     return self._new(self.uop.flip(tuple(i in ax for i in range(self.ndim)))) if ax else self
   def repeat(self, repeats: Any, *args: int) -> Tensor:
     r = argfix(repeats, *args)
-    if len(r) < self.ndim: raise ValueError(f"repeat: {len(r)} repeats for the {self.ndim} axes of {self.shape}")
+    if len(r) < self.ndim: raise ArgumentError(f"repeat: {len(r)} repeats for the {self.ndim} axes of {self.shape}")
     base = (1,) * (len(r) - self.ndim) + self.shape
     x = self.reshape(base).reshape(flatten((1, s) for s in base)).expand(flatten(zip(r, base)))
     return x.reshape(tuple(a * b for a, b in zip(r, base)))
   def cat(self, *args: Tensor, dim: int = 0) -> Tensor:
     """Join tensors along dim; their dtypes promote together. As torch, a 1-d empty tensor (shape (0,)) joins any cat
     as nothing, whatever the others' rank."""
-    ts = [self, *args]
+    # NOTE: Tensor.cat([a, b]) (torch's form) passes the list as self
+    ts = [*self, *args] if isinstance(self, (list, tuple)) else [self, *args]
+    if not ts: raise ArgumentError("cat: needs at least one tensor")
+    if any(not isinstance(t, Tensor) for t in ts):
+      raise TypeError(f"cat: takes tensors, got {[type(t).__name__ for t in ts]}")
+    self = ts[0]
     if any(t.ndim == 0 for t in ts):
       raise ShapeMismatchError("cat: 0-d tensors cannot be concatenated; use Tensor.stack or reshape(1) first")
     dt = least_upper_dtype(*(t.dtype for t in ts))
@@ -1404,19 +1497,20 @@ class Tensor(_CastSugar, MathTrait):
     assert ret is not None
     return ret
   @staticmethod
-  def stack(*ts: Tensor, dim: int = 0) -> Tensor:
-    tl = list(ts[0]) if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else list(ts)
+  def stack(*ts: Tensor | Sequence[Tensor], dim: int = 0) -> Tensor:
+    tl = cast(list[Tensor], list(ts[0]) if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else list(ts))
+    if not tl: raise ArgumentError("stack: needs at least one tensor")
     return tl[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tl[1:]], dim=dim)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     d = self._axis(dim)
     n = self.shape[d]
     sz = [min(sizes, n - i) for i in range(0, n, sizes)] if isinstance(sizes, int) else list(sizes)
-    if isinstance(sizes, int) and sizes <= 0: raise ValueError(f"split: size must be positive, got {sizes}")
-    if sum(sz) != n: raise ValueError(f"split: sizes {sz} do not add up to {n} (axis {d} of {self.shape})")
+    if isinstance(sizes, int) and sizes <= 0: raise ArgumentError(f"split: size must be positive, got {sizes}")
+    if sum(sz) != n: raise ArgumentError(f"split: sizes {sz} do not add up to {n} (axis {d} of {self.shape})")
     offs = [sum(sz[:i]) for i in range(len(sz))]
     return tuple(self.shrink([(o, o + s) if i == d else None for i in range(self.ndim)]) for o, s in zip(offs, sz))
   def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    if chunks <= 0: raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    if chunks <= 0: raise ArgumentError(f"chunk: chunks must be positive, got {chunks}")
     n = self.shape[self._axis(dim)]
     return self.split(max(1, ceildiv(n, chunks)), dim) if n else (self,)
 
@@ -1633,7 +1727,7 @@ class Tensor(_CastSugar, MathTrait):
     result of its shape, and a 0-d input takes a 0-d or 1-d index (as a 1-element axis). Lazy: an index out of range
     selects nothing (a 0) rather than raising as torch does, which would need the index read back."""
     d = self._axis(dim)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"gather: index must be an int tensor, got {index.dtype}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"gather: index must be an int tensor, got {index.dtype}")
     # NOTE: the empty result is a view of self, so a gradient asked of self is its zeros
     if index.numel() == 0: return self.flatten().shrink([(0, 0)]).reshape(index.shape)
     if self.ndim == 0 and index.ndim <= 1: return self.reshape(1).gather(0, index.flatten()).reshape(index.shape)
@@ -1652,7 +1746,7 @@ class Tensor(_CastSugar, MathTrait):
     end, unlike gather's (as torch). Lazy, as gather."""
     if dim is None: return self.flatten().gather(0, indices.flatten())
     d = self._axis(dim)
-    if not dtypes.is_int(indices.dtype): raise TypeError(f"take_along_dim: indices must be ints, got {indices.dtype}")
+    if not dtypes.is_int(indices.dtype): raise DTypeError(f"take_along_dim: indices must be ints, got {indices.dtype}")
     if not dtypes.is_unsigned(indices.dtype):
       indices = (indices < 0).where(indices + (self.shape[d] if self.ndim else 1), indices)
     if indices.ndim != self.ndim:
@@ -1664,9 +1758,9 @@ class Tensor(_CastSugar, MathTrait):
   def one_hot(self, num_classes: int = -1) -> Tensor:
     """int32 one-hot vectors along a new last axis. num_classes=-1 takes max + 1 of the values, which only the data
     tells: it is read back to the host (one sync)."""
-    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot: needs int class indices, got {self.dtype}")
+    if not dtypes.is_int(self.dtype): raise DTypeError(f"one_hot: needs int class indices, got {self.dtype}")
     if num_classes == -1: num_classes = int(self.max().item()) + 1 if self.numel() else 0
-    if num_classes < 0: raise ValueError(f"one_hot: num_classes must be -1 or >= 0, got {num_classes}")
+    if num_classes < 0: raise ArgumentError(f"one_hot: num_classes must be -1 or >= 0, got {num_classes}")
     return (self.unsqueeze(-1) == Tensor._arange_index(num_classes, self.device)).cast(dtypes.int32)
 
   # ---- shape and indexing ----
@@ -1677,7 +1771,8 @@ class Tensor(_CastSugar, MathTrait):
     for d, (b, e) in enumerate(pads):
       if b == e == 0: continue
       n = x.shape[d]
-      limit = n - 1 if mode == "reflect" else n
+      # NOTE: as torch: reflect pads less than the axis size, circular at most the size, replicate any amount
+      limit = n - 1 if mode == "reflect" else n if mode == "circular" else max(b, e)
       if max(b, e) > limit or n == 0:
         raise ShapeMismatchError(f"pad: {mode} padding ({b}, {e}) of axis {d} needs amounts below {limit + 1} (the "
                                  f"axis has size {n}, shape {self.shape})")
@@ -1755,9 +1850,9 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(dim)
     n = self.shape[d]
     if isinstance(repeats, int):
-      if repeats < 0: raise ValueError(f"repeat_interleave: repeats must be >= 0, got {repeats}")
+      if repeats < 0: raise ArgumentError(f"repeat_interleave: repeats must be >= 0, got {repeats}")
       if output_size is not None and output_size != n * repeats:
-        raise ValueError(f"repeat_interleave: output_size {output_size} != {n} elements * {repeats} repeats")
+        raise ArgumentError(f"repeat_interleave: output_size {output_size} != {n} elements * {repeats} repeats")
       x = self.unsqueeze(d + 1)
       x = x.expand(*x.shape[:d + 1], repeats, *x.shape[d + 2:])
       return x.reshape(*self.shape[:d], n * repeats, *self.shape[d + 1:])
@@ -1765,10 +1860,10 @@ class Tensor(_CastSugar, MathTrait):
     if rt.ndim == 0 or rt.shape == (1,): return self.repeat_interleave(int(rt.item()), d, output_size)
     if rt.shape != (n,):
       raise ShapeMismatchError(f"repeat_interleave: {rt.shape} repeats for axis {d} of size {n} (shape {self.shape})")
-    if not dtypes.is_int(rt.dtype): raise TypeError(f"repeat_interleave: repeats must be ints, got {rt.dtype}")
+    if not dtypes.is_int(rt.dtype): raise DTypeError(f"repeat_interleave: repeats must be ints, got {rt.dtype}")
     if isinstance(repeats, Tensor): total = output_size if output_size is not None else int(rt.sum().item())
     elif output_size is not None and output_size != (total := sum(repeats)):
-      raise ValueError(f"repeat_interleave: output_size {output_size} != the sum {total} of repeats {list(repeats)}")
+      raise ArgumentError(f"repeat_interleave: output_size {output_size} != the sum {total} of repeats {list(repeats)}")
     else: total = sum(repeats)
     # output j reads element #{i : cumsum(repeats)[i] <= j}
     ends = rt.cast(dtypes.int32).cumsum()
@@ -1776,7 +1871,7 @@ class Tensor(_CastSugar, MathTrait):
     return self[(slice(None),) * d + (src,)]
   def meshgrid(self, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-d (or 0-d) tensors, "ij" (matrix) or "xy" (Cartesian: the first two axes swapped)."""
-    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if indexing not in ("ij", "xy"): raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     ts = [self, *args]
     if any(t.ndim > 1 for t in ts):
       raise ShapeMismatchError(f"meshgrid: needs 0-d or 1-d tensors, got shapes {[t.shape for t in ts]}")
@@ -1794,7 +1889,7 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return self.reshape(1).unfold(dimension, size, step).reshape(size)
     d = self._axis(dimension)
     n = self.shape[d]
-    if step <= 0: raise ValueError(f"unfold: step must be positive, got {step}")
+    if step <= 0: raise ArgumentError(f"unfold: step must be positive, got {step}")
     if not 0 <= size <= n:
       raise ShapeMismatchError(f"unfold: size {size} does not fit axis {d} of size {n} (shape {self.shape})")
     if size == 0:
@@ -1807,10 +1902,24 @@ class Tensor(_CastSugar, MathTrait):
       return Tensor.zeros(int(self.item() != 0), 0, dtype=dtypes.int32, device=self.device) if not as_tuple else ()
     cols = [Tensor(c.astype(np.int32), device=self.device) for c in np.nonzero(self.numpy())]
     return tuple(cols) if as_tuple else Tensor.stack(*cols, dim=1)
+  def unique(self, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+             dim: int | None = None) -> Any:
+    """The distinct values (dim None: of all elements, 1-d) or the distinct slices along dim, in ascending order, as
+    torch.unique; with return_inverse also where each element (slice) went, with return_counts how often each
+    occurs (both int32). Realizes self and works on the host: the output's size depends on the values. nan values
+    stay distinct (as torch). The result is sorted whether or not `sorted` is asked for (torch's CPU does the same)."""
+    a = self.numpy()
+    ax = None if dim is None else self._axis(dim)
+    vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=ax, equal_nan=False)
+    inv = inv.reshape(a.shape if ax is None else (a.shape[ax],))
+    out = Tensor(vals, device=self.device).cast(self.dtype)
+    extra = ([Tensor(inv.astype(np.int32), device=self.device)] if return_inverse else []) + \
+      ([Tensor(cnt.astype(np.int32), device=self.device)] if return_counts else [])
+    return (out, *extra) if extra else out
   def masked_select(self, mask: Tensor) -> Tensor:
     """The elements where mask (broadcast with self) is True, as a 1-d tensor in row-major order. Its length depends on
     the data: the mask is read back to the host (one sync); the gradient flows to the selected elements."""
-    if mask.dtype is not dtypes.bool: raise TypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
+    if mask.dtype is not dtypes.bool: raise DTypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
     shape = broadcast_shape(self.shape, mask.shape, op="masked_select")
     x, m = self._broadcast_to(shape, "masked_select"), mask._broadcast_to(shape, "masked_select")
     if not shape: return x.reshape(1)[m.reshape(1)]
@@ -1819,7 +1928,7 @@ class Tensor(_CastSugar, MathTrait):
     """Checked scatter operands: the axis, and index and src (cast to self's dtype) padded to self's shape outside it
     (pad index -1: it matches no position)."""
     d = self._axis(dim)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"{op}: index must be an int tensor, got {index.dtype}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"{op}: index must be an int tensor, got {index.dtype}")
     if index.ndim != self.ndim and not (index.ndim <= 1 and self.ndim <= 1):
       raise ShapeMismatchError(f"{op}: index {index.shape} and self {self.shape} need the same number of dims")
     index = index.reshape(index.shape if self.ndim else (index.numel(),))
@@ -1871,14 +1980,14 @@ class Tensor(_CastSugar, MathTrait):
       v = hit.where(vals, ident)
       red = v.prod(-1).cast(self.dtype) if reduce == "prod" else v.max(-1) if reduce == "amax" else v.min(-1)
       out = red if include_self else (cnt > 0).where(red, xl)
-    else: raise ValueError(f"{op}: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got {reduce!r}")
+    else: raise ArgumentError(f"{op}: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got {reduce!r}")
     return out.transpose(d, -1).reshape(self.shape)
   def scatter(self, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
     """torch.scatter: self with self[..index[..j..]..] = src[..j..] along dim (a scalar src fills). reduce "add" or
     "multiply" combines instead of replacing. Lazy (a one-hot compare of index with each position, so an index out of
     range writes nothing rather than raising as torch does); differentiable in self and src."""
     red = {None: None, "add": "sum", "multiply": "prod"}
-    if reduce not in red: raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    if reduce not in red: raise ArgumentError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
     return self._scatter(dim, index, src, red[reduce], True, "scatter")
   def scatter_reduce(self, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     """torch.scatter_reduce: the src values scattered onto each position along dim combine by reduce ("sum", "prod",
@@ -1912,31 +2021,89 @@ class Tensor(_CastSugar, MathTrait):
     vals = pick.where(self.unsqueeze(-2), _zero_of(self.dtype)).sum(-1).cast(self.dtype)
     pos = pick.where(Tensor._arange_index(n, self.device), 0).sum(-1).cast(dtypes.int32)
     return vals, pos
-  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+  def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> ValuesIndices:
     """(values, int32 indices) sorted along dim, ties in their original order (always stable) and nan last (first when
     descending), as torch. Built from a comparison count, not one kernel per element; the values have a gradient."""
-    if self.ndim == 0: return self, Tensor(_const_uop(0, dtypes.int32, self.device))
+    if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
     x = self.transpose(d, -1)
     vals, pos = x._take_ranked(x._sort_rank(descending), x.shape[-1])
-    return vals.transpose(d, -1), pos.transpose(d, -1)
+    return ValuesIndices(vals.transpose(d, -1), pos.transpose(d, -1))
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """int32 positions that sort self along dim (stable, as sort)."""
     return self.sort(dim, descending)[1]
   def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
-           sorted_: bool = True) -> tuple[Tensor, Tensor]:
+           sorted_: bool = True) -> ValuesIndices:
     """The k largest (or smallest) elements along dim and their int32 positions, in sorted order; among equal values
     the earlier position comes first (torch leaves the order of ties unspecified). sorted (torch's name) and sorted_
     (tinygrad's) are accepted; the result is sorted either way, which an unsorted request allows."""
     if self.ndim == 0:
-      if k != 1: raise RuntimeError(f"topk: k={k} is out of range for a 0-d tensor")
-      return self, Tensor(_const_uop(0, dtypes.int32, self.device))
+      if k != 1: raise ArgumentError(f"topk: k={k} is out of range for a 0-d tensor")
+      return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
     if not 0 <= k <= self.shape[d]:
-      raise RuntimeError(f"topk: k={k} is out of range for axis {d} of size {self.shape[d]} (shape {self.shape})")
+      raise ArgumentError(f"topk: k={k} is out of range for axis {d} of size {self.shape[d]} (shape {self.shape})")
     x = self.transpose(d, -1)
     vals, pos = x._take_ranked(x._sort_rank(largest), k)
-    return vals.transpose(d, -1), pos.transpose(d, -1)
+    return ValuesIndices(vals.transpose(d, -1), pos.transpose(d, -1))
+  def _ranked_at(self, dim: int, keepdim: bool, op: str, rank: Callable[[Tensor], Tensor]) -> ValuesIndices:
+    """The element of sorted rank rank(x) (a tensor of one rank per row, x the rows along the last axis) along dim and
+    its position: the building block of kthvalue, median and mode."""
+    if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
+    d = self._axis(dim)
+    if self.shape[d] == 0: raise IndexError(f"{op}: axis {d} of {self.shape} is empty: there is no element to return")
+    x = self.transpose(d, -1)
+    r = x._sort_rank(False)
+    pick = r == rank(x).unsqueeze(-1)
+    vals = pick.where(x, _zero_of(x.dtype)).sum(-1, keepdim=True).cast(x.dtype).transpose(d, -1)
+    pos = pick.where(Tensor._arange_index(x.shape[-1], x.device), 0).sum(-1, keepdim=True).cast(dtypes.int32)
+    pos = pos.transpose(d, -1)
+    return ValuesIndices(vals, pos) if keepdim else ValuesIndices(vals.squeeze(d), pos.squeeze(d))
+  def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """The k-th smallest element (k from 1) along dim and its int32 position, as torch.kthvalue (among equal values
+    the earlier position, where torch leaves it unspecified)."""
+    n = self.shape[self._axis(dim)] if self.ndim else 1
+    if not 1 <= k <= n: raise ArgumentError(f"kthvalue: k={k} is out of range for axis {dim} of size {n} (shape "
+                                            f"{self.shape})")
+    return self._ranked_at(dim, keepdim, "kthvalue", lambda x: x._const(k - 1, dtypes.int32)[..., 0])
+  def median(self, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Any:
+    """The lower median (element (n-1)//2 in sorted order), nan where the values hold a nan (as torch.median). axis
+    None is the median of all elements; with torch's `dim=` the result is (values, indices) as torch's, the indices
+    of a nan its first position."""
+    if dim is None and axis is None: return self.flatten().median(0)
+    d = self._axis(cast(int, axis if dim is None else dim))
+    if self.ndim == 0: res = self._ranked_at(d, keepdim, "median", lambda x: x)
+    else:
+      n = self.shape[d]
+      res = self._ranked_at(d, keepdim, "median", lambda x: x._const((n - 1) // 2, dtypes.int32)[..., 0])
+      if dtypes.is_float(self.dtype):
+        nan = self.isnan()
+        has, first = nan.any(d, keepdim), nan.argmax(d, keepdim)
+        res = ValuesIndices(has.where(math.nan, res.values), has.where(first, res.indices))
+    return res if dim is not None else res.values
+  def nanmedian(self, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Any:
+    """The lower median of the values that are not nan (nan where all are), as torch.nanmedian; dim= gives (values,
+    indices) as median."""
+    if dim is None and axis is None: return self.flatten().nanmedian(0)
+    d = self._axis(cast(int, axis if dim is None else dim))
+    if not dtypes.is_float(self.dtype) or self.ndim == 0: return self.median(axis, keepdim, dim=dim)
+    res = self._ranked_at(d, keepdim, "nanmedian",
+                          lambda x: ((x.isnan().logical_not().sum(-1).cast(dtypes.int32) - 1) // 2).maximum(0))
+    return res if dim is not None else res.values
+  def mode(self, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
+    """The most frequent value along dim (the smallest of the most frequent ones) and its last position, as
+    torch.mode; n*n compares in one reduce."""
+    if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
+    d = self._axis(dim)
+    if self.shape[d] == 0: raise IndexError(f"mode: axis {d} of {self.shape} is empty: there is no element to return")
+    cnt = (self.unsqueeze(d + 1) == self.unsqueeze(d)).sum(d + 1)  # cnt[i]: how often element i occurs
+    best = cnt == cnt.max(d, keepdim=True)
+    big = math.inf if dtypes.is_float(self.dtype) else dtypes.max(self.dtype)
+    vals = best.where(self, big).min(d, keepdim=True)
+    n = self.shape[d]
+    at = Tensor._arange_index(n, self.device).reshape((n,) + (1,) * (self.ndim - d - 1))
+    pos = (self == vals).where(at, -1).max(d, keepdim=True).cast(dtypes.int32)
+    return ValuesIndices(vals, pos) if keepdim else ValuesIndices(vals.squeeze(d), pos.squeeze(d))
 
   # ---- reductions ----
   def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
@@ -1944,14 +2111,22 @@ class Tensor(_CastSugar, MathTrait):
     # NOTE: a reduction over an empty axis is its identity (the kernel's reduce loop runs zero times)
     ret = self._new(self.uop.r(op, axes)) if axes else self
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes))
-  def sum(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-          dtype: DTypeLike | None = None) -> Tensor:
+  def sum(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False,
+          dtype: DTypeLike | None = None, *, dim: int | Sequence[int] | None = None,
+          acc_dtype: DTypeLike | None = None) -> Tensor:
+    """The sum over axis (tinygrad) or dim (torch), all axes when neither is given; dtype (a DType or its name, e.g.
+    "float32"; acc_dtype is tinygrad's older name) is the accumulator and the result's dtype."""
+    axis = _axis_or_dim(axis, dim, "sum")
+    if acc_dtype is not None: dtype = acc_dtype
     acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
     # NOTE: floats accumulate wide and come back in their own dtype; ints keep the wide accumulator (as numpy)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
-  def prod(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-           dtype: DTypeLike | None = None) -> Tensor:
+  def prod(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False,
+           dtype: DTypeLike | None = None, *, dim: int | Sequence[int] | None = None,
+           acc_dtype: DTypeLike | None = None) -> Tensor:
+    axis = _axis_or_dim(axis, dim, "prod")
+    if acc_dtype is not None: dtype = acc_dtype
     acc = _tensor_dtype(dtype) if dtype is not None else sum_acc_dtype(self.dtype)
     ret = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
     return ret.cast(self.dtype) if dtype is None and dtypes.is_float(self.dtype) else ret
@@ -1959,20 +2134,61 @@ class Tensor(_CastSugar, MathTrait):
     # an order-reversing bijection of the dtype: min(x) = inv(max(inv(x)))
     if dtypes.is_float(self.dtype): return -self
     return ~self
-  def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    return self._reduce(Ops.MAX, axis, keepdim)
-  def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    return self._inverse().max(axis, keepdim)._inverse()
-  def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+  def max(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, *,
+          dim: int | Sequence[int] | None = None) -> Any:
+    """The maximum over axis (a tensor), or with torch's `dim=` (one axis) torch's (values, indices), the indices the
+    first position of the maximum (a nan wins)."""
+    if dim is not None and axis is _AXIS_DEFAULT and isinstance(dim, int):
+      return ValuesIndices(self.max(dim, keepdim), self.argmax(dim, keepdim))
+    return self._reduce(Ops.MAX, _axis_or_dim(axis, dim, "max"), keepdim)
+  def min(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, *,
+          dim: int | Sequence[int] | None = None) -> Any:
+    """The minimum over axis; with `dim=` torch's (values, indices), as max."""
+    if dim is not None and axis is _AXIS_DEFAULT and isinstance(dim, int):
+      return ValuesIndices(self.min(dim, keepdim), self.argmin(dim, keepdim))
+    return self._inverse().max(_axis_or_dim(axis, dim, "min"), keepdim)._inverse()
+  def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """torch.amax: the maximum over dim (one axis or several), no indices."""
+    return self.max(dim, keepdim)
+  def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """torch.amin: the minimum over dim (one axis or several), no indices."""
+    return self.min(dim, keepdim)
+  def aminmax(self, *, dim: int | None = None, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """(min, max) over dim (all elements when None), as torch.aminmax."""
+    return self.min(dim, keepdim), self.max(dim, keepdim)
+  def nansum(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False,
+             dtype: DTypeLike | None = None,
+             *, dim: int | Sequence[int] | None = None) -> Tensor:
+    """The sum with nan counted as 0 (torch.nansum)."""
+    x = self.isnan().where(0, self) if dtypes.is_float(self.dtype) else self
+    return x.sum(_axis_or_dim(axis, dim, "nansum"), keepdim, dtype)
+  def nanmean(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, *,
+              dim: int | Sequence[int] | None = None) -> Tensor:
+    """The mean of the elements that are not nan (torch.nanmean): nan where there are none."""
+    axis = _axis_or_dim(axis, dim, "nanmean")
+    x = self._float()
+    ok = x.isnan().logical_not()
+    return ok.where(x, 0).sum(axis, keepdim) / ok.sum(axis, keepdim).cast(x.dtype)
+  def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
+    """How many elements are not zero over dim (all when None), int32 (torch's is int64)."""
+    return (self != 0).sum(dim).cast(dtypes.int32)
+  def mean(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, *,
+           dim: int | Sequence[int] | None = None) -> Tensor:
+    axis = _axis_or_dim(axis, dim, "mean")
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
     # NOTE: divided in the accumulator dtype, so a half sum that overflows stays out of it; a true division (not a
     # multiply by 1/n) so that the mean of equal elements is exactly that element (and their var exactly 0)
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
     return (s.alu(Ops.FDIV, n) if n else s * math.nan).cast(x.dtype)
-  def var(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: float = 1) -> Tensor:
+  def var(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1, *,
+          dim: int | Sequence[int] | None = None,
+          unbiased: bool | None = None) -> Tensor:
     """sum((x - mean)**2) / max(0, N - correction), as torch: N <= correction divides by zero (inf, or nan for 0/0).
-    The gradient is torch's, 2(x - mean)/(N - correction): +-inf at N == correction, finite below."""
+    The gradient is torch's, 2(x - mean)/(N - correction): +-inf at N == correction, finite below. torch's older
+    `unbiased` flag is correction 1 (True) or 0 (False)."""
+    axis = _axis_or_dim(axis, dim, "var")
+    if unbiased is not None: correction = int(unbiased)
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
     m = x.mean(axis, keepdim=True)
@@ -1992,16 +2208,20 @@ class Tensor(_CastSugar, MathTrait):
     # the value divides by 0, the gradient by the negative N - correction
     v = sq / float(n - correction)
     return (v - v.detach() + (sq / 0.0).detach()).cast(x.dtype)
-  def std(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, correction: float = 1) -> Tensor:
+  def std(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1, *,
+          dim: int | Sequence[int] | None = None,
+          unbiased: bool | None = None) -> Tensor:
     """sqrt(var), with torch's gradient 0 (not 0 * inf) where the std is 0 (all elements equal)."""
-    v = self.var(axis, keepdim, correction)
+    v = self.var(_axis_or_dim(axis, dim, "std"), keepdim, correction, unbiased=unbiased)
     zero = (v == 0).detach()
     return zero.where(0.0, zero.where(1.0, v).sqrt()).cast(v.dtype)
-  def any(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+  def any(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, *,
+          dim: int | Sequence[int] | None = None) -> Tensor:
     # NOTE: over an empty axis this is the max's identity, False
-    return self.cast(dtypes.bool).max(axis, keepdim)
-  def all(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    return self.logical_not().any(axis, keepdim).logical_not()
+    return self.cast(dtypes.bool).max(_axis_or_dim(axis, dim, "any"), keepdim)
+  def all(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, *,
+          dim: int | Sequence[int] | None = None) -> Tensor:
+    return self.logical_not().any(_axis_or_dim(axis, dim, "all"), keepdim).logical_not()
   def _argext(self, axis: int | None, keepdim: bool, largest: bool) -> Tensor:
     if axis is None: return self.flatten()._argext(0, False, largest).reshape((1,) * self.ndim if keepdim else ())
     a = self._axis(axis)
@@ -2018,22 +2238,34 @@ class Tensor(_CastSugar, MathTrait):
     eq = (x == m) | (x.isnan() & m.isnan()) if dtypes.is_float(x.dtype) else x == m
     hit = eq.where(rev, 0)
     return (n - hit.max(a, keepdim)).cast(dtypes.int32)
-  def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor: return self._argext(axis, keepdim, True)
-  def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor: return self._argext(axis, keepdim, False)
-  def logsumexp(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+  def argmax(self, axis: int | None = _AXIS_DEFAULT, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+    return self._argext(_axis_or_dim(axis, dim, "argmax"), keepdim, True)
+  def argmin(self, axis: int | None = _AXIS_DEFAULT, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
+    return self._argext(_axis_or_dim(axis, dim, "argmin"), keepdim, False)
+  def logsumexp(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, *,
+                dim: int | Sequence[int] | None = None) -> Tensor:
+    axis = _axis_or_dim(axis, dim, "logsumexp")
     # NOTE: in a float from the start: x - max in an unsigned dtype wraps around
     x = self._float()
     m = x.max(axis, keepdim=True).detach()
     m = m.isinf().where(0, m)
     ret = (x - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in self._axes(axis)))
-  def softmax(self, axis: int = -1, dtype: DTypeLike | None = None) -> Tensor:
-    """exp(x) / sum(exp(x)) along axis; with dtype the input is cast to it first (as torch), else to a float."""
+  def softmax(self, axis: int = _AXIS_DEFAULT, dtype: DTypeLike | None = None, *, dim: int | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along axis (or torch's dim; -1 when neither is given); with dtype the input is cast to it
+    first (as torch), else to a float."""
+    axis = _axis_or_dim(axis, dim, "softmax", -1)
+    if dtype is not None and not dtypes.is_float(_tensor_dtype(dtype)):
+      raise DTypeError(f"softmax: dtype must be a float type, got {dtype}")
     x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
     e = (x - x.max(axis, keepdim=True).detach()).exp()
     return e / e.sum(axis, keepdim=True)
-  def log_softmax(self, axis: int = -1, dtype: DTypeLike | None = None) -> Tensor:
-    """x - logsumexp(x) along axis; with dtype the input is cast to it first (as torch), else to a float."""
+  def log_softmax(self, axis: int = _AXIS_DEFAULT, dtype: DTypeLike | None = None, *, dim: int | None = None) -> Tensor:
+    """x - logsumexp(x) along axis (or dim, -1 when neither is given); with dtype the input is cast to it first (as
+    torch), else to a float."""
+    axis = _axis_or_dim(axis, dim, "log_softmax", -1)
+    if dtype is not None and not dtypes.is_float(_tensor_dtype(dtype)):
+      raise DTypeError(f"log_softmax: dtype must be a float type, got {dtype}")
     x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self._float()
     x = x - x.max(axis, keepdim=True).detach()
     return x - x.exp().sum(axis, keepdim=True).log()
@@ -2059,11 +2291,15 @@ class Tensor(_CastSugar, MathTrait):
     before = tot._cumulative(-1, op).unsqueeze(-1)
     out = inner + before if op == "sum" else inner * before if op == "prod" else inner.maximum(before)
     return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
-  def cumsum(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "sum")
-  def logcumsumexp(self, axis: int = 0) -> Tensor:
+  def cumsum(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None, dtype: DTypeLike | None = None) -> Tensor:
+    """The running sum along axis (or torch's dim; 0 when neither is given), in dtype when given."""
+    x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self
+    return x._cumulative(_axis_or_dim(axis, dim, "cumsum", 0), "sum")
+  def logcumsumexp(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None) -> Tensor:
     """log(cumsum(exp(x))) along axis, never through the exp of a large prefix: a logsumexp over each prefix window up
     to 2048 elements, above that a scan inside blocks of about sqrt(n) combined with a scan of the block totals by
     logaddexp."""
+    axis = _axis_or_dim(axis, dim, "logcumsumexp", 0)
     x = self._float()
     if x.ndim == 0: return x
     a = x._axis(axis)
@@ -2077,26 +2313,40 @@ class Tensor(_CastSugar, MathTrait):
     tot = inner[..., -1].shrink([None] * (x.ndim - 1) + [(0, nb - 1)]).pad(keep + [(1, 0)], value=-math.inf)
     out = inner.logaddexp(tot.logcumsumexp(-1).unsqueeze(-1))
     return out.reshape(*xt.shape[:-1], nb * b).shrink([None] * (x.ndim - 1) + [(0, n)]).transpose(a, -1)
-  def cumprod(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "prod")
-  def cummax(self, axis: int = 0) -> Tensor: return self._cumulative(axis, "max")
-  def cummin(self, axis: int = 0) -> Tensor:
-    """The running minimum along axis (the values of torch.cummin; as cummax, no indices)."""
-    return self._inverse()._cumulative(axis, "max")._inverse()
+  def cumprod(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None, dtype: DTypeLike | None = None) -> Tensor:
+    x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self
+    return x._cumulative(_axis_or_dim(axis, dim, "cumprod", 0), "prod")
+  def _cum_index(self, d: int, vals: Tensor) -> Tensor:
+    """The position torch.cummax/cummin gives with the running extremes vals along axis d: the last position up to
+    each one that holds the running value (a nan's, once one was seen)."""
+    if self.ndim == 0: return Tensor(_const_uop(0, dtypes.int32, self.device))
+    n = self.shape[d]
+    at = Tensor._arange_index(n, self.device).reshape((n,) + (1,) * (self.ndim - d - 1))
+    hit = (self == vals) | (self.isnan() & vals.isnan()) if dtypes.is_float(self.dtype) else self == vals
+    return hit.where(at, -1).cast(dtypes.int32)._cumulative(d, "max")
+  def cummax(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None) -> Any:
+    """The running maximum along axis (0 by default); with torch's `dim=`, torch's (values, indices)."""
+    vals = self._cumulative(_axis_or_dim(axis, dim, "cummax", 0), "max")
+    return vals if dim is None else ValuesIndices(vals, self._cum_index(self._axis(dim), vals))
+  def cummin(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None) -> Any:
+    """The running minimum along axis (0 by default); with torch's `dim=`, torch's (values, indices)."""
+    vals = self._inverse()._cumulative(_axis_or_dim(axis, dim, "cummin", 0), "max")._inverse()
+    return vals if dim is None else ValuesIndices(vals, self._cum_index(self._axis(dim), vals))
 
   # ---- windows, linear algebra, nn ----
   def _pool(self, k_: tuple[int, ...], stride: int | tuple[int, ...] = 1,
             dilation: int | tuple[int, ...] = 1, op: str = "pool") -> Tensor:
     """Sliding windows over the last len(k_) axes from movement ops only: (..., *i) -> (..., *o, *k)."""
     nk = len(k_)
-    if self.ndim < nk: raise ValueError(f"{op}: kernel {k_} has more axes than the input {self.shape}")
+    if self.ndim < nk: raise ArgumentError(f"{op}: kernel {k_} has more axes than the input {self.shape}")
     s_, d_ = make_tuple(stride, nk), make_tuple(dilation, nk)
     if any(v <= 0 for v in (*k_, *s_, *d_)):
-      raise ValueError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
+      raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
     noop, i_ = self.shape[:-nk], self.shape[-nk:]
     o1_ = [i - d * (k - 1) for i, k, d in zip(i_, k_, d_)]
     if any(o <= 0 for o in o1_):
-      raise ValueError(f"{op}: kernel {k_} (dilation {d_}) does not fit the (padded) spatial size {i_} of the input "
-                       f"{self.shape}")
+      raise ArgumentError(f"{op}: kernel {k_} (dilation {d_}) does not fit the (padded) spatial size {i_} of the input "
+                          f"{self.shape}")
     o_ = [(o1 - 1) // s + 1 for o1, s in zip(o1_, s_)]
     nn = [None] * len(noop)
     # NOTE: k copies of a row of length i, read with row length i+d, shift each copy by d: row j is x[j*d : j*d + o1]
@@ -2156,18 +2406,31 @@ class Tensor(_CastSugar, MathTrait):
 
   def _pad2d(self, padding: int | Sequence[int], n: int, value: ConstType = 0.0, op: str = "pad2d") -> Tensor:
     return self.pad([(0, 0)] * (self.ndim - n) + Tensor._pool_pairs(padding, n, op), value=value)
+  def pad2d(self, padding: Sequence[int], value: ConstType = 0.0) -> Tensor:
+    """Pad the last len(padding)//2 axes with torch's flat (left, right, top, bottom, ...) amounts (negative crops)."""
+    return self.pad(tuple(padding), value=value)
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
-             dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] = 0) -> Tensor:
-    """Convolution (cross-correlation, as torch) of (N, Cin, *spatial) with (Cout, Cin/groups, *kernel)."""
+             dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] | str = 0) -> Tensor:
+    """Convolution (cross-correlation, as torch) of (N, Cin, *spatial) with (Cout, Cin/groups, *kernel). padding: an
+    int, one per spatial axis, torch's flat pairs, or 'valid' / 'same' (stride 1; the odd element after, as torch)."""
+    if isinstance(padding, str):
+      nsp_, dil_ = weight.ndim - 2, make_tuple(dilation, max(weight.ndim - 2, 1))
+      if padding not in ("valid", "same"): raise ArgumentError(f"conv2d: padding must be 'valid' or 'same', got "
+                                                               f"{padding!r}")
+      if padding == "same" and any(s != 1 for s in make_tuple(stride, max(nsp_, 1))):
+        raise ArgumentError(f"conv2d: padding='same' needs stride 1, got {stride}")
+      tot = [d * (k - 1) for k, d in zip(weight.shape[2:], dil_)] if padding == "same" else [0] * nsp_
+      x = self.pad([(0, 0), (0, 0)] + [(t // 2, t - t // 2) for t in tot])
+      return x.conv2d(weight, bias, groups, stride, dilation, 0)
     if self.ndim != weight.ndim or self.ndim < 3:
-      raise ValueError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims, at least 3 "
-                       "((N, Cin, *spatial) and (Cout, Cin/groups, *kernel))")
+      raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims, at "
+                          "least 3 ((N, Cin, *spatial) and (Cout, Cin/groups, *kernel))")
     (bs, cin), hw = self.shape[:2], weight.shape[2:]
     cout, cin_g = weight.shape[:2]
     if self.ndim != weight.ndim or cin != cin_g * groups or cout % groups:
-      raise ValueError(f"conv2d: input {self.shape} and weight {weight.shape} do not match with groups={groups} "
-                       f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
-                       "divide by groups)")
+      raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} do not match with groups={groups} "
+                          f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
+                          "divide by groups)")
     nsp = len(hw)
     unit = (1,) * nsp
     if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit:
@@ -2236,7 +2499,7 @@ class Tensor(_CastSugar, MathTrait):
     if len(padding) == 1: return [(padding[0], padding[0])] * n
     if len(padding) == n: return [(p, p) for p in padding]
     if len(padding) == 2 * n: return [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
-    raise ValueError(f"{op}: padding {padding} does not fit {n} spatial axes")
+    raise ArgumentError(f"{op}: padding {padding} does not fit {n} spatial axes")
   def _pool_geometry(self, k_: tuple[int, ...], s_: tuple[int, ...], d_: tuple[int, ...], pads: list[tuple[int, int]],
                      ceil_mode: bool, op: str) -> tuple[list[int], list[tuple[int, int]]]:
     """Output sizes of a pooling window over the last len(k_) axes, and the padding that makes _pool produce exactly
@@ -2245,7 +2508,7 @@ class Tensor(_CastSugar, MathTrait):
     outs, full = [], []
     for i, k, s, dl, (b, a) in zip(self.shape[-len(k_):], k_, s_, d_, pads):
       if k <= 0 or s <= 0 or dl <= 0:
-        raise ValueError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
+        raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
       eff = dl * (k - 1) + 1
       # NOTE: torch's limit on its symmetric padding; the 2n-int form (any amounts per side) is ours and unchecked
       if a == b and a * 2 > eff:
@@ -2428,35 +2691,39 @@ class Tensor(_CastSugar, MathTrait):
     period (integer and simple ratios), else one reduce kernel per resized axis."""
     modes = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2, "trilinear": 3}
     if mode not in modes:
-      raise NotImplementedError(f"interpolate: mode {mode!r} is not supported, use one of {list(modes)}")
-    if self.ndim < 3: raise NotImplementedError(f"interpolate: needs an (N, C, *spatial) input, got shape {self.shape}")
+      raise UnsupportedError(f"interpolate: mode {mode!r} is not supported, use one of {list(modes)}")
+    if self.ndim < 3: raise UnsupportedError(f"interpolate: needs an (N, C, *spatial) input, got shape {self.shape}")
     n = self.ndim - 2
     if (want := modes[mode]) is not None and want != n and mode != "linear":
-      raise NotImplementedError(f"interpolate: got a {self.ndim}-d input, but {mode} mode needs {want + 2}-d input")
+      raise UnsupportedError(f"interpolate: got a {self.ndim}-d input, but {mode} mode needs {want + 2}-d input")
     if modes[mode] is None and align_corners is not None:
-      raise ValueError("interpolate: align_corners can only be set with the linear modes (linear, bilinear, trilinear)")
+      raise ArgumentError("interpolate: align_corners can only be set with the linear modes (linear, bilinear, "
+                          "trilinear)")
     if (size is None) == (scale_factor is None):
-      raise ValueError("interpolate: give exactly one of size and scale_factor")
+      raise ArgumentError("interpolate: give exactly one of size and scale_factor")
     if size is not None:
       outs = list(make_tuple(size, n)) if isinstance(size, int) else list(size)
-      if len(outs) != n: raise ValueError(f"interpolate: size {size} for {n} spatial axes of {self.shape}")
+      if len(outs) != n: raise ArgumentError(f"interpolate: size {size} for {n} spatial axes of {self.shape}")
       sfs: list[float | None] = [None] * n
     else:
       sf = [float(scale_factor)] * n if isinstance(scale_factor, (int, float)) else \
         [float(v) for v in cast(Sequence[float], scale_factor)]
       if len(sf) != n:
-        raise ValueError(f"interpolate: scale_factor {scale_factor} for {n} spatial axes of {self.shape}")
+        raise ArgumentError(f"interpolate: scale_factor {scale_factor} for {n} spatial axes of {self.shape}")
       outs = [int(math.floor(i * f)) for i, f in zip(self.shape[2:], sf)]
       sfs = [None if recompute_scale_factor else f for f in sf]
     if any(o <= 0 for o in outs) or any(i <= 0 for i in self.shape[2:]):
-      raise ValueError(f"interpolate: input spatial sizes {self.shape[2:]} and output sizes {tuple(outs)} must be > 0")
-    if modes[mode] is not None and not dtypes.is_float(self.dtype):
-      raise TypeError(f"interpolate: {mode} mode needs a float tensor, got {self.dtype}")
-    x = self._float() if modes[mode] is not None else self
+      raise ArgumentError(f"interpolate: input spatial sizes {self.shape[2:]} and output sizes {tuple(outs)} must "
+                          "be > 0")
+    # NOTE: int and bool inputs interpolate in float32 one axis at a time, the last first, each pass rounded to the
+    # nearest integer (halves away from zero), as torch's separable uint8 kernels (torch has no other int kernels)
+    as_int = modes[mode] is not None and not dtypes.is_float(self.dtype)
+    x = self.cast(dtypes.float32) if as_int else self
     acc = dtypes.float32 if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.dtype
     x = x.cast(acc)
-    for k, (o, f) in enumerate(zip(outs, sfs)):
+    for k, (o, f) in reversed(list(enumerate(zip(outs, sfs)))) if as_int else enumerate(zip(outs, sfs)):
       x = x._resize_axis(2 + k, o, "linear" if modes[mode] is not None else mode, bool(align_corners), f)
+      if as_int: x = x.sign() * (x.abs() + 0.5).floor()
     return x.cast(self.dtype)
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                    dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
@@ -2593,18 +2860,20 @@ class Tensor(_CastSugar, MathTrait):
     kept = [c for c in order if c in out]
     res = acc.permute([kept.index(c) for c in out]) if out else acc.reshape(())
     return res
-  def var_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-               correction: float = 1) -> tuple[Tensor, Tensor]:
+  def var_mean(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1,
+               *, dim: int | Sequence[int] | None = None, unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """(var, mean) over axis, as torch.var_mean."""
-    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
-  def std_mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False,
-               correction: float = 1) -> tuple[Tensor, Tensor]:
+    axis = _axis_or_dim(axis, dim, "var_mean")
+    return self.var(axis, keepdim, correction, unbiased=unbiased), self.mean(axis, keepdim)
+  def std_mean(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1,
+               *, dim: int | Sequence[int] | None = None, unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """(std, mean) over axis, as torch.std_mean."""
-    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+    axis = _axis_or_dim(axis, dim, "std_mean")
+    return self.std(axis, keepdim, correction, unbiased=unbiased), self.mean(axis, keepdim)
   @staticmethod
   def _fans(shape: tuple[int, ...], op: str) -> tuple[int, int]:
     """torch's fans of a weight (out, in, *kernel): fan_in = in * prod(kernel), fan_out = out * prod(kernel)."""
-    if len(shape) < 2: raise ValueError(f"{op}: fan in and fan out need a shape of at least 2 dims, got {shape}")
+    if len(shape) < 2: raise ArgumentError(f"{op}: fan in and fan out need a shape of at least 2 dims, got {shape}")
     rf = prod(shape[2:])
     return shape[1] * rf, shape[0] * rf
   @staticmethod
@@ -2613,7 +2882,7 @@ class Tensor(_CastSugar, MathTrait):
     gains = {"linear": 1.0, "conv1d": 1.0, "conv2d": 1.0, "conv3d": 1.0, "sigmoid": 1.0, "tanh": 5 / 3,
              "relu": math.sqrt(2.0), "leaky_relu": math.sqrt(2.0 / (1 + a * a)), "selu": 0.75}
     if nonlinearity not in gains:
-      raise ValueError(f"unsupported nonlinearity {nonlinearity!r}, use one of {list(gains)}")
+      raise ArgumentError(f"unsupported nonlinearity {nonlinearity!r}, use one of {list(gains)}")
     return gains[nonlinearity]
   @staticmethod
   def kaiming_normal(*shape: Any, a: float = 0.01, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
@@ -2621,7 +2890,7 @@ class Tensor(_CastSugar, MathTrait):
     """Normal with std gain / sqrt(fan) (torch.nn.init.kaiming_normal_; a is leaky_relu's negative slope)."""
     s = argfix(*shape)
     if mode not in ("fan_in", "fan_out"):
-      raise ValueError(f"kaiming_normal: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+      raise ArgumentError(f"kaiming_normal: mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan = Tensor._fans(s, "kaiming_normal")[0 if mode == "fan_in" else 1]
     return Tensor.normal(*s, mean=0.0, std=Tensor._gain(nonlinearity, a) / math.sqrt(fan), **kw)
   @staticmethod
@@ -2640,28 +2909,32 @@ class Tensor(_CastSugar, MathTrait):
     s = argfix(*shape)
     fi, fo = Tensor._fans(s, "xavier_normal")
     return Tensor.normal(*s, mean=0.0, std=gain * math.sqrt(2.0 / (fi + fo)), **kw)
-  def layernorm(self, axis: int | Sequence[int] = -1, eps: float = 1e-5) -> Tensor:
+  def layernorm(self, axis: int | Sequence[int] = _AXIS_DEFAULT, eps: float = 1e-5, *,
+                dim: int | Sequence[int] | None = None) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over axis (or dim; -1 when neither is given), no scale or shift."""
+    axis = _axis_or_dim(axis, dim, "layernorm", -1)
     x = self._float()
     y = x - x.mean(axis, keepdim=True)
     return y * (y.square().mean(axis, keepdim=True) + eps).rsqrt()
   def batchnorm(self, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor,
-                axis: int = 1) -> Tensor:
-    """(x - mean) * invstd * weight + bias, the 1-d statistics along `axis` (channels)."""
-    a = self._axis(axis)
-    shape = tuple(-1 if k == a else 1 for k in range(self.ndim))
+                axis: int | Sequence[int] = _AXIS_DEFAULT, *, dim: int | Sequence[int] | None = None) -> Tensor:
+    """(x - mean) * invstd * weight + bias, the statistics along `axis` (or dim; the channels, 1 by default): one axis
+    (1-d statistics) or several (statistics shaped as those axes of x, in order)."""
+    axes = self._axes(_axis_or_dim(axis, dim, "batchnorm", 1))
+    shape = tuple(self.shape[k] if k in axes else 1 for k in range(self.ndim))
     x = (self - mean.reshape(shape)) * invstd.reshape(shape)
     if weight is not None: x = x * weight.reshape(shape)
     return x + bias.reshape(shape) if bias is not None else x
   def dropout(self, p: float = 0.5) -> Tensor:
     """In training (Tensor.training), each element zeroed with probability p and the rest scaled by 1/(1-p): as torch,
     the input times that mask (a NaN stays NaN), so p=1 gives self * 0."""
-    if not 0 <= p <= 1: raise ValueError(f"dropout: probability p must be between 0 and 1, got {p}")
+    if not 0 <= p <= 1: raise ArgumentError(f"dropout: probability p must be between 0 and 1, got {p}")
     if not Tensor.training or p == 0: return self
     if p == 1: return self * 0
     return self * (Tensor.rand(*self.shape, device=self.device) >= p).cast(self.dtype) * (1 / (1 - p))
   def embedding(self, weight: Tensor) -> Tensor:
     """Rows of `weight` (vocab, dim) picked by the int indices in self, via a one-hot matmul (so it has a gradient)."""
-    if not dtypes.is_int(self.dtype): raise TypeError(f"embedding: indices must be an int tensor, got {self.dtype}")
+    if not dtypes.is_int(self.dtype): raise DTypeError(f"embedding: indices must be an int tensor, got {self.dtype}")
     oh = (self.unsqueeze(-1) == Tensor._arange_index(weight.shape[0], self.device)).cast(weight.dtype)
     return oh @ weight
   # ---- losses (torch's definitions; reduction "mean", "sum" or "none") ----
@@ -2670,15 +2943,15 @@ class Tensor(_CastSugar, MathTrait):
     if reduction == "none": return loss
     if reduction == "sum": return loss.sum()
     if reduction == "mean": return loss.mean() if divisor is None else loss.sum() / divisor
-    raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    raise ArgumentError(f"{name}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
   def _picked(self, y: Tensor, weight: Tensor | None, ignore_index: int, name: str) -> tuple[Tensor, Tensor]:
     """(-self[y] * w[y], w[y]) per target, 0 where y == ignore_index or out of range: self (N, C, d1, ...) or (C,)
     with the classes on axis 1 (0 for 1-d), y integer class indices (N, d1, ...) or ()."""
     c_ax = 1 if self.ndim >= 2 else 0
     want = self.shape[:c_ax] + self.shape[c_ax + 1:]
     if y.shape != want or not dtypes.is_int(y.dtype):
-      raise ValueError(f"{name}: input {self.shape} needs integer class indices of shape {want} (classes on "
-                       f"axis {c_ax}), got {y.shape} {y.dtype}")
+      raise ArgumentError(f"{name}: input {self.shape} needs integer class indices of shape {want} (classes on "
+                          f"axis {c_ax}), got {y.shape} {y.dtype}")
     along = [-1 if k == c_ax else 1 for k in range(self.ndim)]
     hit = y.unsqueeze(c_ax) == Tensor._arange_index(self.shape[c_ax], self.device).reshape(along)
     w = Tensor.ones(self.shape[c_ax], device=self.device, dtype=self.dtype) if weight is None else \
@@ -2702,8 +2975,8 @@ class Tensor(_CastSugar, MathTrait):
     ncls, want = self.shape[c_ax], self.shape[:c_ax] + self.shape[c_ax + 1:]
     probs = y.shape == self.shape and dtypes.is_float(y.dtype)
     if not probs and y.shape != want:
-      raise ValueError(f"cross_entropy: logits {self.shape} need class indices of shape {want} or probabilities of "
-                       f"shape {self.shape}, got {y.shape} {y.dtype}")
+      raise ArgumentError(f"cross_entropy: logits {self.shape} need class indices of shape {want} or probabilities of "
+                          f"shape {self.shape}, got {y.shape} {y.dtype}")
     logp = self.log_softmax(c_ax)
     wlogp = logp if weight is None else logp * weight.reshape([-1 if k == c_ax else 1 for k in range(self.ndim)])
     if probs:
@@ -2758,11 +3031,11 @@ class Tensor(_CastSugar, MathTrait):
     """d(self)/d(target) for each target; self must be a scalar unless `gradient` (d(loss)/d(self)) is given."""
     if gradient is None:
       if self.numel() != 1:
-        raise ValueError(f"gradient: implicit gradients need a scalar output, this one has shape {self.shape}")
-      if not dtypes.is_float(self.dtype): raise TypeError(f"gradient: needs a float output, got {self.dtype}")
+        raise ArgumentError(f"gradient: implicit gradients need a scalar output, this one has shape {self.shape}")
+      if not dtypes.is_float(self.dtype): raise DTypeError(f"gradient: needs a float output, got {self.dtype}")
       gradient = self.ones_like()
     if gradient.shape != self.shape:
-      raise ValueError(f"gradient: the output gradient {gradient.shape} must have shape {self.shape}")
+      raise ArgumentError(f"gradient: the output gradient {gradient.shape} must have shape {self.shape}")
     root, where = self._grad_graph()
     tu = [where.get(t.uop, t.uop) for t in targets]
     grads = compute_gradient(root, gradient.cast(self.dtype).uop, set(tu))
@@ -2778,6 +3051,241 @@ class Tensor(_CastSugar, MathTrait):
       t.grad = g if t.grad is None else (t.grad + g)
     _backward_roots.add(self)
     return self
+
+  # ---- torch's names: aliases and small compositions of the ops above ----
+  def absolute(self) -> Tensor: return self.abs()
+  def negative(self) -> Tensor: return self.neg()
+  def positive(self) -> Tensor: return self
+  def multiply(self, y: Tensor | ConstType) -> Tensor: return self.mul(y)
+  def subtract(self, y: Tensor | ConstType,
+               alpha: ConstType = 1) -> Tensor: return self.sub(y * alpha if alpha != 1 else y)
+  def divide(self, y: Tensor | ConstType, rounding_mode: str | None = None) -> Tensor:
+    return self.div(y, rounding_mode=rounding_mode)
+  def true_divide(self, y: Tensor | ConstType) -> Tensor: return self.div(y)
+  def floor_divide(self, y: Tensor | ConstType) -> Tensor: return self.floordiv(y)
+  def remainder(self, y: Tensor | ConstType) -> Tensor: return self.mod(y)
+  def fmod(self, y: Tensor | ConstType) -> Tensor:
+    """C's fmod: the remainder of the division truncated toward zero, with the sign of self (torch.fmod); ints give 0
+    for a zero divisor, as numpy."""
+    nz = isinstance(y, int) and y != 0
+    x, yy = self._operands(y, "fmod")
+    if dtypes.is_int(x.dtype): return x._int_divmod(Ops.MOD, yy, nz)
+    xf, yf = x._float(), yy._float()
+    r = xf._in_float32_binary(yf, lambda a, b: a._fmod_float(b))
+    return _with_gradient(r, (xf, yf), lambda ctx, ret, a, b: (ctx, -ctx * (a / b).trunc()))
+  def greater(self, y: Tensor | ConstType) -> Tensor: return self > y
+  def greater_equal(self, y: Tensor | ConstType) -> Tensor: return self.ge(y)
+  def less(self, y: Tensor | ConstType) -> Tensor: return self < y
+  def less_equal(self, y: Tensor | ConstType) -> Tensor: return self.le(y)
+  def not_equal(self, y: Tensor | ConstType) -> Tensor: return self.ne(y)
+  def arcsin(self) -> Tensor: return self.asin()
+  def arccos(self) -> Tensor: return self.acos()
+  def arctan(self) -> Tensor: return self.atan()
+  def arcsinh(self) -> Tensor: return self.asinh()
+  def arccosh(self) -> Tensor: return self.acosh()
+  def arctanh(self) -> Tensor: return self.atanh()
+  def fix(self) -> Tensor: return self.trunc()
+  def sgn(self) -> Tensor: return self.sign()
+  def log10(self) -> Tensor: return self.log2() * (1 / math.log2(10))
+  def logaddexp2(self, other: Tensor | ConstType) -> Tensor:
+    """log2(2**self + 2**other) without overflow (torch.logaddexp2)."""
+    o = other if isinstance(other, Tensor) else self._scalar_operand(other, "logaddexp2")
+    return (self._float() * _LN2).logaddexp(o._float() * _LN2) / _LN2
+  def frac(self) -> Tensor: return self - self.trunc()
+  def deg2rad(self) -> Tensor: return self._float() * (math.pi / 180)
+  def rad2deg(self) -> Tensor: return self._float() * (180 / math.pi)
+  def hypot(self, other: Tensor | ConstType) -> Tensor:
+    """sqrt(self**2 + other**2), scaled by the larger magnitude so it neither overflows nor underflows early."""
+    x, y = self._operands(other, "hypot")
+    a, b = x._float().abs(), y._float().abs()
+    big, small = a.maximum(b), a.minimum(b)
+    safe = (big == 0).where(1.0, big)
+    r = big * (1 + (small / safe).square()).sqrt()
+    return (big.isinf()).where(math.inf, r)
+  def atan2(self, other: Tensor | ConstType) -> Tensor:
+    """The angle of the point (other, self) in (-pi, pi], as torch.atan2(self, other): signed zeros and infinities as
+    IEEE atan2."""
+    y, x = self._operands(other, "atan2")
+    y, x = y._float(), x._float()
+    a = (y / x).atan()
+    left = (x < 0) | ((x == 0) & x.signbit())
+    pi = y.signbit().where(-math.pi, math.pi)
+    r = left.where(a + pi, a)
+    r = ((x == 0) & (y == 0)).where(left.where(pi, y), r)
+    both_inf = y.isinf() & x.isinf()
+    return both_inf.where(y.sign() * (x > 0).where(math.pi / 4, 3 * math.pi / 4), r)
+  def arctan2(self, other: Tensor | ConstType) -> Tensor: return self.atan2(other)
+  def xlogy(self, other: Tensor | ConstType) -> Tensor:
+    """self * log(other), 0 where self is 0 (unless other is nan), as torch.xlogy."""
+    x, y = self._operands(other, "xlogy")
+    x, y = x._float(), y._float()
+    return ((x == 0) & y.isnan().logical_not()).where(0.0, x * y.log())
+  def logit(self, eps: float | None = None) -> Tensor:
+    """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given (torch.logit)."""
+    p = self._float()
+    if eps is not None: p = p.clamp(eps, 1 - eps)
+    return (p / (1 - p)).log()
+  def sinc(self) -> Tensor:
+    """sin(pi x) / (pi x), 1 at 0 (torch.sinc)."""
+    x = self._float()
+    px = x * math.pi
+    return (x == 0).where(1.0, px.sin() / (x == 0).where(1.0, px))
+  def heaviside(self, values: Tensor | ConstType) -> Tensor:
+    """0 below zero, 1 above, `values` at zero (torch.heaviside)."""
+    x, v = self._operands(values, "heaviside")
+    return (x == 0).where(v, (x > 0).cast(x.dtype))
+  def float_power(self, exponent: Tensor | ConstType) -> Tensor:
+    """self ** exponent in float64 (torch.float_power)."""
+    e = exponent.cast(dtypes.float64) if isinstance(exponent, Tensor) else exponent
+    return self.cast(dtypes.float64).pow(e)
+  def isposinf(self) -> Tensor: return self.isinf(detect_negative=False)
+  def isneginf(self) -> Tensor: return self.isinf(detect_positive=False)
+  def allclose(self, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element isclose (realizes and reads one bool)."""
+    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+  def equal(self, other: Tensor) -> bool:
+    """Same shape and the same values (realizes and reads one bool; torch.equal)."""
+    return self.shape == other.shape and bool((self == other).all().item())
+  def addcmul(self, tensor1: Tensor, tensor2: Tensor, value: ConstType = 1) -> Tensor:
+    return self + tensor1 * tensor2 * value
+  def addcdiv(self, tensor1: Tensor, tensor2: Tensor, value: ConstType = 1) -> Tensor:
+    return self + tensor1 / tensor2 * value
+  def mm(self, mat2: Tensor) -> Tensor:
+    if self.ndim != 2 or mat2.ndim != 2: raise ShapeMismatchError(f"mm: needs two 2-d tensors, got {self.shape} and "
+                                                                  f"{mat2.shape}")
+    return self.matmul(mat2)
+  def bmm(self, mat2: Tensor) -> Tensor:
+    if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
+      raise ShapeMismatchError(f"bmm: needs two 3-d tensors with one batch size, got {self.shape} and {mat2.shape}")
+    return self.matmul(mat2)
+  def mv(self, vec: Tensor) -> Tensor:
+    if self.ndim != 2 or vec.ndim != 1: raise ShapeMismatchError(f"mv: needs a 2-d and a 1-d tensor, got "
+                                                                 f"{self.shape} and {vec.shape}")
+    return self.matmul(vec)
+  def inner(self, other: Tensor) -> Tensor:
+    """The sum over the last axes of self and other of their products, all pairs of the other axes (torch.inner)."""
+    if self.ndim == 0 or other.ndim == 0: return self * other
+    return self.matmul(other.transpose(-1, -2) if other.ndim > 1 else other)
+  def addmm(self, mat1: Tensor, mat2: Tensor, beta: ConstType = 1, alpha: ConstType = 1) -> Tensor:
+    """beta * self + alpha * (mat1 @ mat2) (torch.addmm)."""
+    return self * beta + mat1.mm(mat2) * alpha
+  def t(self) -> Tensor:
+    """The transpose of a tensor of at most 2 axes (torch.Tensor.t)."""
+    if self.ndim > 2: raise ShapeMismatchError(f"t: needs at most 2 dims, got shape {self.shape}; use transpose or mT")
+    return self.transpose(0, 1) if self.ndim == 2 else self
+  @property
+  def mT(self) -> Tensor: return self.transpose(-1, -2)
+  def swapaxes(self, axis0: int, axis1: int) -> Tensor: return self.transpose(axis0, axis1)
+  def swapdims(self, dim0: int, dim1: int) -> Tensor: return self.transpose(dim0, dim1)
+  def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """Axes source moved to positions destination, the others in their order (torch.movedim)."""
+    src = [self._axis(a) for a in make_tuple(source, 1)]
+    dst = [self._axis(a) for a in make_tuple(destination, 1)]
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+      raise ArgumentError(f"movedim: source {source} and destination {destination} must be as many distinct axes")
+    rest = iter([a for a in range(self.ndim) if a not in src])
+    where = dict(zip(dst, src))
+    return self.permute([where[k] if k in where else next(rest) for k in range(self.ndim)])
+  def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    return self.movedim(source, destination)
+  def ravel(self) -> Tensor: return self.flatten()
+  def tile(self, dims: Sequence[int]) -> Tensor:
+    """self repeated dims times along each axis; fewer dims than axes repeat the last ones (torch.tile)."""
+    d = tuple(dims)
+    return self.repeat((1,) * (self.ndim - len(d)) + d)
+  def narrow(self, dim: int, start: int, length: int) -> Tensor:
+    """length elements from start along dim (a view; torch.narrow)."""
+    d = self._axis(dim)
+    n = self.shape[d]
+    b = start + n if start < 0 else start
+    if not 0 <= b <= n or length < 0 or b + length > n:
+      raise ArgumentError(f"narrow: start {start} + length {length} does not fit axis {d} of size {n}")
+    return self.shrink([(b, b + length) if k == d else None for k in range(self.ndim)])
+  def select(self, dim: int, index: int) -> Tensor:
+    """The slice at index along dim, that axis removed (torch.select)."""
+    d = self._axis(dim)
+    n = self.shape[d]
+    if not -n <= index < n: raise IndexError(f"select: index {index} is out of range for axis {d} of size {n}")
+    return self.narrow(d, index % n, 1).squeeze(d)
+  def index_select(self, dim: int, index: Tensor) -> Tensor:
+    """The slices at the positions of the 1-d int tensor index along dim (torch.index_select)."""
+    if index.ndim > 1: raise ShapeMismatchError(f"index_select: index must be 1-d, got shape {index.shape}")
+    d = self._axis(dim)
+    return self[(slice(None),) * d + (index.reshape(-1),)]
+  def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+    """Every slice along dim, that axis removed (torch.unbind)."""
+    d = self._axis(dim)
+    return tuple(self.select(d, i) for i in range(self.shape[d]))
+  def tensor_split(self, indices_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """n nearly equal parts (the first n % size one longer), or the parts between the given indices "
+      "(torch.tensor_split)."""
+    d = self._axis(dim)
+    n = self.shape[d]
+    if isinstance(indices_or_sections, int):
+      k = indices_or_sections
+      if k <= 0: raise ArgumentError(f"tensor_split: the number of sections must be positive, got {k}")
+      cuts = [i * (n // k) + min(i, n % k) for i in range(1, k)]
+    else: cuts = [min(max(c + n if c < 0 else c, 0), n) for c in indices_or_sections]
+    bounds = list(zip([0, *cuts], [*cuts, n]))
+    return tuple(self.shrink([(b, max(b, e)) if j == d else None for j in range(self.ndim)]) for b, e in bounds)
+  def fliplr(self) -> Tensor: return self.flip(1)
+  def flipud(self) -> Tensor: return self.flip(0)
+  def rot90(self, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """Rotated by 90 degrees k times in the plane of dims, from the first axis toward the second (torch.rot90)."""
+    a, b = (self._axis(d) for d in dims)
+    if a == b: raise ArgumentError(f"rot90: dims {tuple(dims)} must be two different axes")
+    k %= 4
+    if k == 0: return self
+    if k == 2: return self.flip((a, b))
+    return self.flip(b).transpose(a, b) if k == 1 else self.transpose(a, b).flip(b)
+  def diff(self, n: int = 1, dim: int = -1, prepend: Tensor | None = None, append: Tensor | None = None) -> Tensor:
+    """The n-th forward difference along dim, after joining prepend and append (torch.diff); bools give xor."""
+    d = self._axis(dim)
+    x = Tensor.cat(*[t for t in (prepend, self, append) if t is not None], dim=d)
+    for _ in range(n):
+      m = x.shape[d]
+      hi, lo = x.narrow(d, 1, max(m - 1, 0)), x.narrow(d, 0, max(m - 1, 0))
+      x = hi ^ lo if x.dtype is dtypes.bool else hi - lo
+    return x
+  def cross(self, other: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along dim (the first axis of size 3 when None, as torch.cross did), broadcast."""
+    x, y = self._operands(other, "cross")
+    d = x._axis(dim) if dim is not None else next((k for k, s in enumerate(x.shape) if s == 3), -1)
+    if d < 0 or x.shape[d] != 3: raise ShapeMismatchError(f"cross: axis {dim} of {x.shape} must have size 3")
+    a0, a1, a2 = (x.select(d, i) for i in range(3))
+    b0, b1, b2 = (y.select(d, i) for i in range(3))
+    return Tensor.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim=d)
+  def norm(self, p: float | str | None = "fro", dim: int | Sequence[int] | None = None,
+           keepdim: bool = False) -> Tensor:
+    """The p-norm over dim (all elements when None): p a number (inf, -inf, 0 counts nonzeros) or 'fro' (2), as
+    torch.norm on vectors and flattened axes."""
+    x = self._float().abs()
+    q = 2.0 if p in ("fro", None) else p
+    if not isinstance(q, (int, float)): raise ArgumentError(f"norm: p must be a number or 'fro', got {p!r}")
+    if q == math.inf: return x.max(dim, keepdim)
+    if q == -math.inf: return x.min(dim, keepdim)
+    if q == 0: return (x != 0).sum(dim, keepdim).cast(x.dtype)
+    if q == 1: return x.sum(dim, keepdim)
+    if q == 2: return x.square().sum(dim, keepdim).sqrt()
+    return x.pow(q).sum(dim, keepdim).pow(1 / q)
+  def dist(self, other: Tensor, p: float = 2) -> Tensor: return (self - other).norm(p)
+  def cpu(self) -> Tensor: return self.to("CPU")
+  def dim(self) -> int: return self.ndim
+  def ndimension(self) -> int: return self.ndim
+  def nelement(self) -> int: return self.numel()
+  def reshape_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
+  def view_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
+  def type_as(self, other: Tensor) -> Tensor: return self.cast(other.dtype)
+  def new_zeros(self, *size: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.zeros(*size, dtype=dtype or self.dtype, device=self.device)
+  def new_ones(self, *size: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.ones(*size, dtype=dtype or self.dtype, device=self.device)
+  def new_full(self, size: Sequence[int], fill_value: ConstType, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.full(tuple(size), fill_value, dtype=dtype or self.dtype, device=self.device)
+  def new_empty(self, *size: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor.empty(*size, dtype=dtype or self.dtype, device=self.device)
+  def new_tensor(self, data: Any, dtype: DTypeLike | None = None) -> Tensor:
+    return Tensor(data, dtype=dtype or self.dtype, device=self.device)
 
   # ---- functional sugar ----
   def sequential(self, ll: list[Callable[[Tensor], Tensor]]) -> Tensor:

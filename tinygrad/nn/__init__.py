@@ -2,19 +2,21 @@
 and they compute what torch's layer of the same name computes:
 
   Linear, Embedding, Conv1d/2d/3d, ConvTranspose1d/2d/3d, BatchNorm (any rank; BatchNorm1d/2d/3d check it),
-  LayerNorm, LayerNorm2d, GroupNorm, InstanceNorm (any rank; InstanceNorm1d/2d/3d), RMSNorm, LSTMCell.
+  LayerNorm, LayerNorm2d, GroupNorm, InstanceNorm (any rank; InstanceNorm1d/2d/3d), RMSNorm, LSTMCell,
+  MultiheadAttention, Sequential, Dropout, Identity, Flatten, and the activations as modules (ReLU, GELU, SiLU, Tanh,
+  Sigmoid, ...).
 
 Parameters are plain Tensors held as attributes (`requires_grad=True`), so `nn.state.get_parameters(model)` finds
 them. Normalisations compute their statistics in float32 and give back the input's dtype. BatchNorm and dropout follow
 `Tensor.training` (see Tensor.train() / Tensor.test())."""
 from __future__ import annotations
 import math
-from typing import Sequence, Union
-from tinygrad.tensor import Tensor
+from typing import Any, Callable, Iterator, Sequence, Union
+from tinygrad.tensor import Tensor, ArgumentError, ShapeMismatchError
 from tinygrad.dtype import DType, dtypes
 from tinygrad.uop import Ops
 from tinygrad.helpers import prod, make_tuple
-from tinygrad.nn import optim, state  # noqa: F401
+from tinygrad.nn import optim, state, lr_scheduler  # noqa: F401
 
 IntOrSeq = Union[int, Sequence[int]]
 
@@ -46,8 +48,9 @@ class Linear:
     self.bias = _uniform(out_features, bound=bound) if bias else None
   def __call__(self, x: Tensor) -> Tensor:
     if not x.shape or x.shape[-1] != self.in_features:
-      raise ValueError(f"Linear({self.in_features}, {self.out_features}): the last axis of the input {x.shape} must be "
-                       f"{self.in_features}")
+      raise ArgumentError(f"Linear({self.in_features}, {self.out_features}): the last axis of the input {x.shape} "
+                          "must be "
+                          f"{self.in_features}")
     return x.linear(self.weight.T, self.bias)
 
 class Embedding:
@@ -58,7 +61,7 @@ class Embedding:
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
     if padding_idx is not None:
       if not -vocab_size <= padding_idx < vocab_size:
-        raise ValueError(f"Embedding({vocab_size}, {embed_size}): padding_idx {padding_idx} is out of range")
+        raise ArgumentError(f"Embedding({vocab_size}, {embed_size}): padding_idx {padding_idx} is out of range")
       padding_idx %= vocab_size
     self.padding_idx = padding_idx
     w = Tensor.randn(vocab_size, embed_size)
@@ -80,13 +83,15 @@ def _conv_pads(padding: int | Sequence[int] | str, kernel: tuple[int, ...], stri
   n = len(kernel)
   if isinstance(padding, str):
     if padding == "valid": return [(0, 0)] * n
-    if padding != "same": raise ValueError(f"{name}: invalid padding string {padding!r}, should be 'valid' or 'same'")
+    if padding != "same": raise ArgumentError(f"{name}: invalid padding string {padding!r}, should be 'valid' or "
+                                              "'same'")
     if any(s != 1 for s in stride):
-      raise ValueError(f"{name}: padding='same' is not supported for strided convolutions (stride {stride}); give the "
-                       "padding as numbers")
+      raise ArgumentError(f"{name}: padding='same' is not supported for strided convolutions (stride {stride}); "
+                          "give the "
+                          "padding as numbers")
     return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
   pads = make_tuple(padding, n)
-  if len(pads) != n: raise ValueError(f"{name}: padding {padding} needs {n} values, one per spatial axis")
+  if len(pads) != n: raise ArgumentError(f"{name}: padding {padding} needs {n} values, one per spatial axis")
   return [(p, p) for p in pads]
 
 # torch's padding_mode -> Tensor.pad's mode
@@ -107,10 +112,10 @@ class _ConvNd:
              dilation: int | Sequence[int], groups: int, padding_mode: str) -> None:
     name = type(self).__name__
     if groups <= 0 or in_channels % groups or out_channels % groups:
-      raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must divide by groups "
-                       f"{groups}")
+      raise ArgumentError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must divide by groups "
+                          f"{groups}")
     if padding_mode not in _PAD_MODES:
-      raise ValueError(f"{name}: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
+      raise ArgumentError(f"{name}: padding_mode must be one of {sorted(_PAD_MODES)}, got {padding_mode!r}")
     self.padding_mode = padding_mode
     self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
     self.kernel_size = self._tuple(kernel_size, "kernel_size")
@@ -118,14 +123,14 @@ class _ConvNd:
   def _tuple(self, v: int | Sequence[int], what: str) -> tuple[int, ...]:
     t = make_tuple(v, self.nsp)
     if len(t) != self.nsp or any(x <= 0 for x in t):
-      raise ValueError(f"{type(self).__name__}: {what} {v} must be a positive int or {self.nsp} positive ints")
+      raise ArgumentError(f"{type(self).__name__}: {what} {v} must be a positive int or {self.nsp} positive ints")
     return t
   def _batched(self, x: Tensor) -> tuple[Tensor, bool]:
     # NOTE: torch also takes an unbatched input (C, *spatial)
     if x.ndim == self.nsp + 1: return x.unsqueeze(0), True
     if x.ndim != self.nsp + 2:
-      raise ValueError(f"{type(self).__name__}: expected a {self.nsp + 2}-d (N, C, *spatial) or {self.nsp + 1}-d "
-                       f"input, got shape {x.shape}")
+      raise ArgumentError(f"{type(self).__name__}: expected a {self.nsp + 2}-d (N, C, *spatial) or {self.nsp + 1}-d "
+                          f"input, got shape {x.shape}")
     return x, False
   def __call__(self, x: Tensor) -> Tensor:
     x, unbatched = self._batched(x)
@@ -148,18 +153,19 @@ class _ConvTransposeNd(_ConvNd):
                padding: IntOrSeq = 0, output_padding: IntOrSeq = 0, groups: int = 1, bias: bool = True,
                dilation: IntOrSeq = 1, padding_mode: str = "zeros"):
     name = type(self).__name__
-    if isinstance(padding, str): raise ValueError(f"{name}: padding must be numbers, got {padding!r}")
-    if padding_mode != "zeros": raise ValueError(f"{name}: only padding_mode 'zeros' is supported (as torch)")
+    if isinstance(padding, str): raise ArgumentError(f"{name}: padding must be numbers, got {padding!r}")
+    if padding_mode != "zeros": raise ArgumentError(f"{name}: only padding_mode 'zeros' is supported (as torch)")
     self._setup(in_channels, out_channels, kernel_size, stride, dilation, groups, padding_mode)
     self.padding = padding
     self.padding_t = make_tuple(padding, self.nsp)
     if len(self.padding_t) != self.nsp or any(p < 0 for p in self.padding_t):
-      raise ValueError(f"{name}: padding {padding} must be a non-negative int or {self.nsp} of them")
+      raise ArgumentError(f"{name}: padding {padding} must be a non-negative int or {self.nsp} of them")
     self.output_padding = make_tuple(output_padding, self.nsp)
     if len(self.output_padding) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in
                                                   zip(self.output_padding, self.stride, self.dilation)):
-      raise ValueError(f"{name}: output_padding {output_padding} must be >= 0 and smaller than stride {self.stride} or "
-                       f"dilation {self.dilation}")
+      raise ArgumentError(f"{name}: output_padding {output_padding} must be >= 0 and smaller than stride "
+                          f"{self.stride} or "
+                          f"dilation {self.dilation}")
     # NOTE: weight (in_channels, out_channels/groups, *k); torch takes the fan-in from its second axis
     bound = 1 / math.sqrt(out_channels // groups * prod(self.kernel_size))
     self.weight = _uniform(in_channels, out_channels // groups, *self.kernel_size, bound=bound)
@@ -171,15 +177,15 @@ class _ConvTransposeNd(_ConvNd):
             zip(x.shape[-self.nsp:], self.stride, self.padding_t, self.dilation, self.kernel_size)]
     ops = tuple(o - b for o, b in zip(size, base))
     if len(size) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in zip(ops, self.stride, self.dilation)):
-      raise ValueError(f"{type(self).__name__}: output_size {tuple(output_size)} is not reachable from input "
-                       f"{x.shape}: each spatial size must be base + output_padding with base {tuple(base)} and "
-                       f"output_padding below stride {self.stride} or dilation {self.dilation}")
+      raise ArgumentError(f"{type(self).__name__}: output_size {tuple(output_size)} is not reachable from input "
+                          f"{x.shape}: each spatial size must be base + output_padding with base {tuple(base)} and "
+                          f"output_padding below stride {self.stride} or dilation {self.dilation}")
     return ops
   def __call__(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:  # type: ignore[override]
     x, unbatched = self._batched(x)
     if x.shape[1] != self.in_channels:
-      raise ValueError(f"{type(self).__name__}: input {x.shape} has {x.shape[1]} channels, the layer takes "
-                       f"{self.in_channels}")
+      raise ArgumentError(f"{type(self).__name__}: input {x.shape} has {x.shape[1]} channels, the layer takes "
+                          f"{self.in_channels}")
     out = x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation,
                              padding=self.padding_t, output_padding=self._output_padding(x, output_size))
     return out.squeeze(0) if unbatched else out
@@ -239,15 +245,15 @@ class BatchNorm(_RunningStats):
   def __call__(self, x: Tensor) -> Tensor:
     name = type(self).__name__
     if self.ranks and x.ndim not in self.ranks:
-      raise ValueError(f"{name}: expected a {' or '.join(f'{r}-d' for r in self.ranks)} input, got shape {x.shape}")
+      raise ArgumentError(f"{name}: expected a {' or '.join(f'{r}-d' for r in self.ranks)} input, got shape {x.shape}")
     if x.ndim < 2 or x.shape[1] != self.num_features:
-      raise ValueError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, ...)")
+      raise ArgumentError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, ...)")
     axes = tuple(k for k in range(x.ndim) if k != 1)
     n = prod(x.shape[k] for k in axes)
     xf = x.cast(_stat_dtype(x))
     if Tensor.training or self.running_mean is None or self.running_var is None:
       if Tensor.training and n <= 1:
-        raise ValueError(f"{name}: expected more than 1 value per channel when training, got input {x.shape}")
+        raise ArgumentError(f"{name}: expected more than 1 value per channel when training, got input {x.shape}")
       mean = xf.mean(axes)
       var = (xf - mean.reshape(_channel_shape(x.ndim))).square().mean(axes)
       if Tensor.training and self.running_mean is not None: self._update_stats(mean, var * (n / max(n - 1, 1)))
@@ -284,8 +290,8 @@ class InstanceNorm(_RunningStats):
     unbatched = self.nsp > 0 and x.ndim == self.nsp + 1
     if unbatched: x = x.unsqueeze(0)
     if (self.nsp and x.ndim != self.nsp + 2) or x.ndim < 3 or x.shape[1] != self.num_features:
-      raise ValueError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, *spatial)"
-                       + (f" with {self.nsp} spatial axes (or unbatched)" if self.nsp else ""))
+      raise ArgumentError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, *spatial)"
+                          + (f" with {self.nsp} spatial axes (or unbatched)" if self.nsp else ""))
     axes = tuple(range(2, x.ndim))
     n = prod(x.shape[2:])
     xf = x.cast(_stat_dtype(x))
@@ -324,8 +330,8 @@ class LayerNorm:
   def __call__(self, x: Tensor) -> Tensor:
     nd = len(self.normalized_shape)
     if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
-      raise ValueError(f"LayerNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
-                       f"{self.normalized_shape}")
+      raise ArgumentError(f"LayerNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
+                          f"{self.normalized_shape}")
     out = x.cast(_stat_dtype(x)).layernorm(axis=tuple(range(-nd, 0)), eps=self.eps)
     if self.weight is not None: out = out * self.weight
     if self.bias is not None: out = out + self.bias
@@ -338,8 +344,8 @@ class LayerNorm2d(LayerNorm):
     super().__init__(channels, eps, elementwise_affine, bias)
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.normalized_shape[0]:
-      raise ValueError(f"LayerNorm2d({self.normalized_shape[0]}): input {x.shape} must be (N, "
-                       f"{self.normalized_shape[0]}, ...)")
+      raise ArgumentError(f"LayerNorm2d({self.normalized_shape[0]}): input {x.shape} must be (N, "
+                          f"{self.normalized_shape[0]}, ...)")
     out = x.cast(_stat_dtype(x)).layernorm(axis=1, eps=self.eps)
     if self.weight is not None: out = out * self.weight.reshape(_channel_shape(x.ndim))
     if self.bias is not None: out = out + self.bias.reshape(_channel_shape(x.ndim))
@@ -350,14 +356,14 @@ class GroupNorm:
   per-channel scale and shift (affine)."""
   def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
     if num_groups <= 0 or num_channels % num_groups:
-      raise ValueError(f"GroupNorm: num_channels {num_channels} must divide by num_groups {num_groups}")
+      raise ArgumentError(f"GroupNorm: num_channels {num_channels} must divide by num_groups {num_groups}")
     self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
     self.weight = Tensor.ones(num_channels, requires_grad=True) if affine else None
     self.bias = Tensor.zeros(num_channels, requires_grad=True) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.num_channels:
-      raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): input {x.shape} must be (N, "
-                       f"{self.num_channels}, ...)")
+      raise ArgumentError(f"GroupNorm({self.num_groups}, {self.num_channels}): input {x.shape} must be (N, "
+                          f"{self.num_channels}, ...)")
     xf = x.cast(_stat_dtype(x))
     # NOTE: the group size spelled out, not -1: a batch of 0 leaves -1 undetermined
     grouped = xf.reshape(x.shape[0], self.num_groups, prod(x.shape[1:]) // self.num_groups)
@@ -375,8 +381,8 @@ class RMSNorm:
   def __call__(self, x: Tensor) -> Tensor:
     nd = len(self.normalized_shape)
     if x.shape[x.ndim - nd:] != self.normalized_shape or x.ndim < nd:
-      raise ValueError(f"RMSNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
-                       f"{self.normalized_shape}")
+      raise ArgumentError(f"RMSNorm({self.normalized_shape}): the last axes of the input {x.shape} must be "
+                          f"{self.normalized_shape}")
     eps = self.eps if self.eps is not None else 2.0 ** -dtypes.finfo(x.dtype)[1]
     xf = x.cast(_stat_dtype(x))
     out = xf * (xf.square().mean(tuple(range(-nd, 0)), keepdim=True) + eps).rsqrt()
@@ -398,21 +404,228 @@ class LSTMCell:
     self.bias_hh = _uniform(4 * hidden_size, bound=bound) if bias else None
   def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
-      raise ValueError(f"LSTMCell({self.input_size}, {self.hidden_size}): input {x.shape} must be (N, "
-                       f"{self.input_size}) or ({self.input_size},)")
+      raise ArgumentError(f"LSTMCell({self.input_size}, {self.hidden_size}): input {x.shape} must be (N, "
+                          f"{self.input_size}) or ({self.input_size},)")
     unbatched = x.ndim == 1
     if unbatched: x = x.unsqueeze(0)
     if hc is None: h = c = Tensor.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
     else: h, c = (t.unsqueeze(0) if unbatched else t for t in hc)
     if h.shape != (x.shape[0], self.hidden_size) or c.shape != h.shape:
-      raise ValueError(f"LSTMCell: states {h.shape} and {c.shape} must be ({x.shape[0]}, {self.hidden_size})")
+      raise ArgumentError(f"LSTMCell: states {h.shape} and {c.shape} must be ({x.shape[0]}, {self.hidden_size})")
     gates = x.linear(self.weight_ih.T, self.bias_ih) + h.linear(self.weight_hh.T, self.bias_hh)
     i, f, g, o = gates.chunk(4, dim=1)
     c_new = f.sigmoid() * c + i.sigmoid() * g.tanh()
     h_new = o.sigmoid() * c_new.tanh()
     return (h_new.squeeze(0), c_new.squeeze(0)) if unbatched else (h_new, c_new)
 
+# ---- containers, dropout and activations as modules ----
+
+class Sequential:
+  """Layers applied in order: `Sequential(a, b, c)` (named "0", "1", "2" in the state dict, as torch) or
+  `Sequential({"conv": a, "act": b})` (named by the keys). Any callable is a layer (a Tensor method too:
+  `Sequential(nn.Linear(4, 8), Tensor.relu)`). Indexing gives a layer (a slice a new Sequential), len() counts them."""
+  def __init__(self, *layers: Any):
+    items = list(layers[0].items()) if len(layers) == 1 and isinstance(layers[0], dict) else list(enumerate(layers))
+    for name, layer in items:
+      if not callable(layer): raise TypeError(f"Sequential: layer {name!r} is a {type(layer).__name__}, not callable")
+      setattr(self, str(name), layer)
+  def _layers(self) -> list[Any]: return list(vars(self).values())
+  def __call__(self, x: Tensor) -> Tensor: return x.sequential(self._layers())
+  def __len__(self) -> int: return len(vars(self))
+  def __iter__(self) -> Iterator[Any]: return iter(self._layers())
+  def __getitem__(self, i: int | slice) -> Any:
+    if isinstance(i, slice): return Sequential(dict(list(vars(self).items())[i]))
+    return self._layers()[i]
+  def append(self, layer: Any) -> Sequential:
+    setattr(self, str(len(self)), layer)
+    return self
+
+class Identity:
+  """Returns its input (torch.nn.Identity)."""
+  def __init__(self, *args: Any, **kwargs: Any): pass
+  def __call__(self, x: Tensor) -> Tensor: return x
+
+class Dropout:
+  """x.dropout(p) as a module: in training each element zeroed with probability p and the rest scaled by 1/(1-p),
+  outside training (Tensor.training False) the input as it is."""
+  def __init__(self, p: float = 0.5):
+    if not 0 <= p <= 1: raise ArgumentError(f"Dropout: probability p must be between 0 and 1, got {p}")
+    self.p = p
+  def __call__(self, x: Tensor) -> Tensor: return x.dropout(self.p)
+
+class Flatten:
+  """x.flatten(start_dim, end_dim) as a module (from axis 1 by default, as torch)."""
+  def __init__(self, start_dim: int = 1, end_dim: int = -1): self.start_dim, self.end_dim = start_dim, end_dim
+  def __call__(self, x: Tensor) -> Tensor: return x.flatten(self.start_dim, self.end_dim)
+
+class _Activation:
+  """An elementwise function as a module (torch.nn's activation classes): no parameters."""
+  fn: Callable[..., Tensor]
+  def __call__(self, x: Tensor) -> Tensor: return type(self).fn(x)
+
+class ReLU(_Activation):
+  fn = Tensor.relu
+class ReLU6(_Activation):
+  fn = Tensor.relu6
+class SiLU(_Activation):
+  fn = Tensor.silu
+class Sigmoid(_Activation):
+  fn = Tensor.sigmoid
+class Tanh(_Activation):
+  fn = Tensor.tanh
+class Mish(_Activation):
+  fn = Tensor.mish
+class Hardswish(_Activation):
+  fn = Tensor.hardswish
+class Hardsigmoid(_Activation):
+  fn = Tensor.hardsigmoid
+class Softsign(_Activation):
+  fn = Tensor.softsign
+class LogSigmoid(_Activation):
+  fn = Tensor.logsigmoid
+class SELU(_Activation):
+  fn = Tensor.selu
+
+class GELU:
+  """GELU as torch.nn.GELU: approximate 'none' (the erf form, torch's default) or 'tanh'."""
+  def __init__(self, approximate: str = "none"):
+    if approximate not in ("none", "tanh"):
+      raise ArgumentError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+    self.approximate = approximate
+  def __call__(self, x: Tensor) -> Tensor: return x.gelu(self.approximate)
+
+class LeakyReLU:
+  def __init__(self, negative_slope: float = 0.01): self.negative_slope = negative_slope
+  def __call__(self, x: Tensor) -> Tensor: return x.leaky_relu(self.negative_slope)
+
+class ELU:
+  def __init__(self, alpha: float = 1.0): self.alpha = alpha
+  def __call__(self, x: Tensor) -> Tensor: return x.elu(self.alpha)
+
+class CELU:
+  def __init__(self, alpha: float = 1.0): self.alpha = alpha
+  def __call__(self, x: Tensor) -> Tensor: return x.celu(self.alpha)
+
+class Hardtanh:
+  def __init__(self, min_val: float = -1.0, max_val: float = 1.0): self.min_val, self.max_val = min_val, max_val
+  def __call__(self, x: Tensor) -> Tensor: return x.hardtanh(self.min_val, self.max_val)
+
+class Softplus:
+  def __init__(self, beta: float = 1.0, threshold: float = 20.0): self.beta, self.threshold = beta, threshold
+  def __call__(self, x: Tensor) -> Tensor: return x.softplus(self.beta, self.threshold)
+
+class Softmax:
+  """x.softmax(dim) as a module; dim is required (torch's implicit choice is deprecated)."""
+  def __init__(self, dim: int): self.dim = dim
+  def __call__(self, x: Tensor) -> Tensor: return x.softmax(self.dim)
+
+class LogSoftmax:
+  def __init__(self, dim: int): self.dim = dim
+  def __call__(self, x: Tensor) -> Tensor: return x.log_softmax(self.dim)
+
+class PReLU:
+  """max(0, x) + weight * min(0, x) with a learned weight: one value, or one per channel (axis 1); init 0.25."""
+  def __init__(self, num_parameters: int = 1, init: float = 0.25):
+    self.weight = Tensor.full((num_parameters,), init, requires_grad=True)
+  def __call__(self, x: Tensor) -> Tensor:
+    n = self.weight.shape[0]
+    if n != 1 and (x.ndim < 2 or x.shape[1] != n):
+      raise ShapeMismatchError(f"PReLU({n}): input {x.shape} needs {n} channels on axis 1")
+    w = self.weight.reshape(_channel_shape(x.ndim)) if n != 1 and x.ndim > 1 else self.weight.reshape(())
+    return (x >= 0).where(x, x * w)
+
+# ---- attention ----
+
+class AttentionHeadsError(ArgumentError, AssertionError):
+  """embed_dim that does not divide by num_heads: an ArgumentError, and the AssertionError torch raises."""
+
+class MultiheadAttention:
+  """torch.nn.MultiheadAttention: in_proj_weight (3E, E) and in_proj_bias (3E,) (q/k/v_proj_weight when kdim or vdim
+  differ from embed_dim), out_proj a Linear(E, E); bias_k/bias_v with add_bias_kv, a zero key/value with add_zero_attn.
+  `mha(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None, average_attn_weights=True,
+  is_causal=False)` returns (output, weights): inputs (L, N, E) or with batch_first (N, L, E), or unbatched (L, E).
+  Masks as torch: a bool mask is True where attention is not allowed, a float mask is added to the scores;
+  attn_mask (L, S) or (N * num_heads, L, S), key_padding_mask (N, S). Weights (N, L, S) averaged over the heads, or
+  (N, num_heads, L, S); dropout (in training) applies to the weights, as torch's."""
+  def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True, add_bias_kv: bool = False,
+               add_zero_attn: bool = False, kdim: int | None = None, vdim: int | None = None,
+               batch_first: bool = False):
+    if num_heads <= 0 or embed_dim % num_heads:
+      raise AttentionHeadsError(f"MultiheadAttention: embed_dim {embed_dim} must divide by num_heads {num_heads}")
+    self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
+    self.kdim, self.vdim, self.add_zero_attn = kdim or embed_dim, vdim or embed_dim, add_zero_attn
+    e = embed_dim
+    self.in_proj_weight: Tensor | None = None
+    if self.kdim == e and self.vdim == e: self.in_proj_weight = Tensor.xavier_uniform(3 * e, e, requires_grad=True)
+    else:
+      self.q_proj_weight = Tensor.xavier_uniform(e, e, requires_grad=True)
+      self.k_proj_weight = Tensor.xavier_uniform(e, self.kdim, requires_grad=True)
+      self.v_proj_weight = Tensor.xavier_uniform(e, self.vdim, requires_grad=True)
+    self.in_proj_bias = Tensor.zeros(3 * e, requires_grad=True) if bias else None
+    self.out_proj = Linear(e, e, bias=bias)
+    if self.out_proj.bias is not None: self.out_proj.bias = Tensor.zeros(e, requires_grad=True)
+    self.bias_k = Tensor.xavier_normal(1, 1, e, requires_grad=True) if add_bias_kv else None
+    self.bias_v = Tensor.xavier_normal(1, 1, e, requires_grad=True) if add_bias_kv else None
+  def _project(self, q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    e = self.embed_dim
+    ws = self.in_proj_weight.chunk(3) if self.in_proj_weight is not None else \
+      (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+    bs = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None, None, None)
+    for x, w, want in ((q, ws[0], e), (k, ws[1], self.kdim), (v, ws[2], self.vdim)):
+      if x.shape[-1] != want: raise ShapeMismatchError(f"MultiheadAttention: input {x.shape} must end in {want}")
+    return q.linear(ws[0].T, bs[0]), k.linear(ws[1].T, bs[1]), v.linear(ws[2].T, bs[2])
+  @staticmethod
+  def _additive(mask: Tensor | None, dtype: Any) -> Tensor | None:
+    if mask is None: return None
+    return mask.where(-math.inf, 0.0).cast(dtype) if mask.dtype is dtypes.bool else mask.cast(dtype)
+  def __call__(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
+               need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+               is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    if is_causal and attn_mask is None:
+      raise ArgumentError("MultiheadAttention: is_causal is a hint that attn_mask is the causal mask; give attn_mask")
+    unbatched = query.ndim == 2
+    if unbatched: query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+    elif not self.batch_first: query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+    if query.ndim != 3 or key.ndim != 3 or value.ndim != 3 or key.shape[:2] != value.shape[:2]:
+      raise ShapeMismatchError(f"MultiheadAttention: query, key and value must be 3-d (or all 2-d) with matching key "
+                               f"and value, got {query.shape}, {key.shape}, {value.shape}")
+    n, tgt, h, e = query.shape[0], query.shape[1], self.num_heads, self.embed_dim
+    q, k, v = self._project(query, key, value)
+    kpm = self._additive(key_padding_mask, q.dtype)
+    am = self._additive(attn_mask, q.dtype)
+    if self.bias_k is not None and self.bias_v is not None:
+      k, v = k.cat(self.bias_k.expand(n, 1, e), dim=1), v.cat(self.bias_v.expand(n, 1, e), dim=1)
+      kpm = kpm.pad(((0, 0), (0, 1))) if kpm is not None else None
+      am = am.pad([(0, 0)] * (am.ndim - 1) + [(0, 1)]) if am is not None else None
+    if self.add_zero_attn:
+      k, v = k.pad(((0, 0), (0, 1), (0, 0))), v.pad(((0, 0), (0, 1), (0, 0)))
+      kpm = kpm.pad(((0, 0), (0, 1))) if kpm is not None else None
+      am = am.pad([(0, 0)] * (am.ndim - 1) + [(0, 1)]) if am is not None else None
+    src = k.shape[1]
+    q, k, v = (t.reshape(n, t.shape[1], h, e // h).transpose(1, 2) for t in (q, k, v))
+    scores = (q @ k.transpose(-1, -2)) * (1 / math.sqrt(e // h))
+    if am is not None:
+      if am.shape not in ((tgt, src), (n * h, tgt, src)):
+        raise ShapeMismatchError(f"MultiheadAttention: attn_mask of shape {am.shape} must be ({tgt}, {key.shape[1]}) "
+                                 f"or ({n * h}, {tgt}, {key.shape[1]})")
+      scores = scores + am.reshape(-1, h, tgt, src) if am.ndim == 3 else scores + am
+    if kpm is not None:
+      if kpm.shape != (n, src):
+        raise ShapeMismatchError(f"MultiheadAttention: key_padding_mask of shape {kpm.shape} must be ({n}, "
+                                 f"{key.shape[1]})")
+      scores = scores + kpm.reshape(n, 1, 1, src)
+    w = scores.softmax(-1).dropout(self.dropout)
+    out = (w @ v).transpose(1, 2).reshape(n, tgt, e)
+    out = self.out_proj(out)
+    if unbatched: out = out.squeeze(0)
+    elif not self.batch_first: out = out.transpose(0, 1)
+    if not need_weights: return out, None
+    wts = w.mean(1) if average_attn_weights else w
+    return out, wts.squeeze(0) if unbatched else wts
+
 __all__ = ["Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm",
            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LayerNorm2d", "GroupNorm", "RMSNorm",
-           "LSTMCell", "optim", "state"]
+           "LSTMCell", "MultiheadAttention", "Sequential", "Identity", "Dropout", "Flatten", "ReLU", "ReLU6", "SiLU",
+           "Sigmoid", "Tanh", "Mish", "Hardswish", "Hardsigmoid", "Softsign", "LogSigmoid", "SELU", "GELU", "LeakyReLU",
+           "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "PReLU", "optim", "state", "lr_scheduler"]

@@ -5,12 +5,14 @@ given twice (shared by two layers) is one parameter: its gradients from every us
 step.
 
 Everything a step reads that may change between steps lives in a buffer: the learning rate (`opt.lr`, a Tensor;
-`opt.lr = 0.01` or `opt.lr.assign(...)` writes it in place) and Adam's step count. So a TinyJit-captured step, which
-replays the same kernels, uses the current values. The other hyperparameters are constants of the kernels."""
+`opt.lr = 0.01` or `opt.lr.assign(...)` writes it in place), the momentum (SGD's and Muon's `momentum`, Adam's,
+AdamW's and LAMB's `b1`: `set_momentum()` writes it, as a learning-rate scheduler cycling it does) and Adam's step
+count. So a TinyJit-captured step, which replays the same kernels, uses the current values. The other
+hyperparameters are constants of the kernels."""
 from __future__ import annotations
 import math
 import numpy as np
-from tinygrad.tensor import Tensor, _base_buffer
+from tinygrad.tensor import Tensor, _base_buffer, ArgumentError
 from tinygrad.device import buffer_of
 from tinygrad.dtype import DType, dtypes, to_storage_np
 
@@ -20,6 +22,20 @@ def _zeros_buffer(like: Tensor, dtype: DType) -> Tensor:
 def _value_buffer(value: float, shape: tuple[int, ...], dtype: DType, device: str) -> Tensor:
   # NOTE: from host memory, not a constant: writing it with assign is one copy kernel whatever the value
   return Tensor(np.full(shape, value), device=device, dtype=dtype)
+
+def _write_scalar(buf: Tensor, value: float | Tensor, what: str) -> None:
+  """Write value into the realized one-element buffer buf at once (a number from the host, no kernel to schedule), so
+  a captured step that reads buf sees it."""
+  if isinstance(value, Tensor):
+    if value.numel() != 1: raise ArgumentError(f"optimizer: {what} must have one element, got shape {value.shape}")
+    buf.assign(value.reshape(buf.shape)).realize()
+    return
+  # NOTE: after any assign still queued for it
+  buf.realize()
+  base = _base_buffer(buf.uop)
+  assert base is not None, "a realized tensor reads a buffer"
+  data = np.ascontiguousarray(to_storage_np(np.full(buf.shape, float(value)), buf.dtype)).reshape(-1)
+  buffer_of(base).copyin(data.view(np.uint8).data)
 
 class TrainingModeError(RuntimeError, AssertionError):
   """step() outside training mode. Also an AssertionError, the type code written for tinygrad checks for."""
@@ -34,10 +50,10 @@ class Optimizer:
       if p.requires_grad is None: p.requires_grad = True
     # NOTE: by identity: a tensor listed twice would otherwise take two updates per step
     self.params = list({id(p): p for p in params if p.requires_grad}.values())
-    if not self.params: raise ValueError("optimizer: no parameter requires a gradient")
+    if not self.params: raise ArgumentError("optimizer: no parameter requires a gradient")
     dev = self.params[0].device
     lr_t = lr if isinstance(lr, Tensor) else _value_buffer(float(lr), (1,), dtypes.float32, dev)
-    if lr_t.numel() != 1: raise ValueError(f"optimizer: lr must have one element, got shape {lr_t.shape}")
+    if lr_t.numel() != 1: raise ArgumentError(f"optimizer: lr must have one element, got shape {lr_t.shape}")
     if not dtypes.is_float(lr_t.dtype): raise TypeError(f"optimizer: lr must be a float tensor, got {lr_t.dtype}")
     self._lr = lr_t.realize()
     self.buffers: list[Tensor] = []
@@ -48,17 +64,16 @@ class Optimizer:
   @lr.setter
   def lr(self, value: float | Tensor) -> None:
     # NOTE: written into the same buffer, and at once, so a captured step (which reads that buffer) sees it
-    if isinstance(value, Tensor):
-      if value.numel() != 1: raise ValueError(f"optimizer: lr must have one element, got shape {value.shape}")
-      self._lr.assign(value.reshape(self._lr.shape)).realize()
-      return
-    # a number goes straight into the buffer from the host (after any assign still queued for it): no kernel to schedule
-    self._lr.realize()
-    base = _base_buffer(self._lr.uop)
-    assert base is not None, "a realized tensor reads a buffer"
-    data = np.ascontiguousarray(to_storage_np(np.full(self._lr.shape, float(value)), self._lr.dtype)).reshape(-1)
-    buffer_of(base).copyin(data.view(np.uint8).data)
+    _write_scalar(self._lr, value, "lr")
   def _lr_scalar(self) -> Tensor: return self._lr.reshape(())
+  def _momentum_buffer(self, value: float) -> Tensor:
+    return _value_buffer(float(value), (1,), dtypes.float32, self.params[0].device).realize()
+  def get_momentum(self) -> float | None:
+    """The momentum a scheduler cycles (SGD's and Muon's momentum, Adam's b1), None where the optimizer has none."""
+    return None
+  def set_momentum(self, value: float) -> None:
+    """Write the momentum (see get_momentum) into its buffer, read by the next step (a captured one too)."""
+    raise ArgumentError(f"{type(self).__name__} has no momentum to set")
   def zero_grad(self) -> None:
     for p in self.params: p.grad = None
   def _grads(self) -> list[Tensor]:
@@ -97,16 +112,16 @@ class OptimizerGroup:
   parameter another one has already updated). A parameter may belong to only one of them. `group[i]` is the i-th
   optimizer (each keeps its own `lr`)."""
   def __init__(self, *optimizers: Optimizer):
-    if not optimizers: raise ValueError("OptimizerGroup: needs at least one optimizer")
+    if not optimizers: raise ArgumentError("OptimizerGroup: needs at least one optimizer")
     for o in optimizers:
       if not isinstance(o, Optimizer): raise TypeError(f"OptimizerGroup: takes optimizers, got a {type(o).__name__}")
     owner: dict[int, int] = {}
     for i, o in enumerate(optimizers):
       for p in o.params:
         if (j := owner.setdefault(id(p), i)) != i:
-          raise ValueError(f"OptimizerGroup: a parameter of shape {p.shape} is in optimizers {j} "
-                           f"({type(optimizers[j]).__name__}) and {i} ({type(o).__name__}); it would be updated twice "
-                           "per step: give each parameter to one optimizer")
+          raise ArgumentError(f"OptimizerGroup: a parameter of shape {p.shape} is in optimizers {j} "
+                              f"({type(optimizers[j]).__name__}) and {i} ({type(o).__name__}); it would be updated "
+                              "twice per step: give each parameter to one optimizer")
     self.optimizers = list(optimizers)
     self.params = [p for o in self.optimizers for p in o.params]
     self.buffers = [b for o in self.optimizers for b in o.buffers]
@@ -124,14 +139,20 @@ class SGD(Optimizer):
   def __init__(self, params: list[Tensor], lr: float | Tensor = 0.001, momentum: float = 0.0,
                weight_decay: float = 0.0, nesterov: bool = False, dampening: float = 0.0):
     if nesterov and (momentum <= 0 or dampening != 0):
-      raise ValueError(f"SGD: nesterov momentum needs momentum > 0 and dampening 0, got momentum {momentum} and "
-                       f"dampening {dampening}")
+      raise ArgumentError(f"SGD: nesterov momentum needs momentum > 0 and dampening 0, got momentum {momentum} and "
+                          f"dampening {dampening}")
     super().__init__(params, lr)
     self.momentum, self.wd, self.nesterov, self.dampening = momentum, weight_decay, nesterov, dampening
+    self._mom = self._momentum_buffer(momentum) if momentum else None
     self.b = [_zeros_buffer(p, p.dtype) for p in self.params] if momentum else []
     # NOTE: the first step's buffer is g undamped; with dampening a step count (a buffer, so a replay sees it) tells
     self.t = Tensor.zeros(1, device=self.params[0].device).contiguous().realize() if momentum and dampening else None
     self.buffers = list(self.b) + ([self.t] if self.t is not None else [])
+  def get_momentum(self) -> float | None: return self.momentum if self._mom is not None else None
+  def set_momentum(self, value: float) -> None:
+    if self._mom is None: raise ArgumentError("SGD: built without momentum (momentum=0): there is no momentum to set")
+    self.momentum = float(value)
+    _write_scalar(self._mom, value, "momentum")
   def _step(self) -> list[Tensor]:
     coef: Tensor | float = 1.0
     if self.t is not None:
@@ -139,9 +160,10 @@ class SGD(Optimizer):
       coef = (self.t.reshape(()) == 1).where(1.0, 1.0 - self.dampening)
     for i, (p, g) in enumerate(zip(self.params, self._grads())):
       g = g + p.detach() * self.wd if self.wd else g
-      if self.momentum:
-        self.b[i].assign(self.b[i] * self.momentum + g * coef)
-        g = g + self.b[i] * self.momentum if self.nesterov else self.b[i]
+      if self._mom is not None:
+        mom = self._mom.reshape(()).cast(p.dtype)
+        self.b[i].assign(self.b[i] * mom + g * coef)
+        g = g + self.b[i] * mom if self.nesterov else self.b[i]
       p.assign(p.detach() - g * self._lr_scalar())
     return self.params
 
@@ -156,8 +178,8 @@ class LARS(Optimizer):
   constant)."""
   def __init__(self, params: list[Tensor], lr: float | Tensor = 0.001, momentum: float = 0.9, weight_decay: float = 0.0,
                nesterov: bool = False, tcoef: float = 0.001):
-    if nesterov and momentum <= 0: raise ValueError(f"LARS: nesterov momentum needs momentum > 0, got {momentum}")
-    if tcoef <= 0: raise ValueError(f"LARS: the trust coefficient tcoef must be positive, got {tcoef}")
+    if nesterov and momentum <= 0: raise ArgumentError(f"LARS: nesterov momentum needs momentum > 0, got {momentum}")
+    if tcoef <= 0: raise ArgumentError(f"LARS: the trust coefficient tcoef must be positive, got {tcoef}")
     super().__init__(params, lr)
     self.momentum, self.wd, self.nesterov, self.tcoef = momentum, weight_decay, nesterov, tcoef
     self.v = [_zeros_buffer(p, dtypes.float32) for p in self.params] if momentum else []
@@ -186,22 +208,27 @@ class LAMB(Optimizer):
                eps: float = 1e-6, weight_decay: float = 0.0, adam: bool = False):
     super().__init__(params, lr)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    self._b1 = self._momentum_buffer(b1)
     self.l2 = 0.0  # NOTE: Adam's coupled weight decay (added to the gradient), 0 for LAMB and AdamW
     self.t = Tensor.zeros(1, device=self.params[0].device, dtype=dtypes.float32).contiguous().realize()
     self.m = [_zeros_buffer(p, dtypes.float32) for p in self.params]
     self.v = [_zeros_buffer(p, dtypes.float32) for p in self.params]
     self.buffers = [self.t, *self.m, *self.v]
+  def get_momentum(self) -> float | None: return self.b1
+  def set_momentum(self, value: float) -> None:
+    self.b1 = float(value)
+    _write_scalar(self._b1, value, "b1")
   def _step(self) -> list[Tensor]:
     self.t.assign(self.t + 1)
-    t = self.t.reshape(())
+    t, b1 = self.t.reshape(()), self._b1.reshape(())
     # NOTE: b**t as exp2(t * log2(b)): one rounding of t*log2(b) instead of t roundings of a running product
-    bc1, bc2 = 1 - (t * math.log2(self.b1)).exp2(), 1 - (t * math.log2(self.b2)).exp2()
+    bc1, bc2 = 1 - (t * b1.log2()).exp2(), 1 - (t * math.log2(self.b2)).exp2()
     lr = self._lr_scalar()
     for i, (p, g) in enumerate(zip(self.params, self._grads())):
       pf = p.detach().cast(dtypes.float32)
       g = g.cast(dtypes.float32)
       if self.l2: g = g + pf * self.l2
-      self.m[i].assign(self.m[i] * self.b1 + g * (1 - self.b1))
+      self.m[i].assign(self.m[i] * b1 + g * (1 - b1))
       self.v[i].assign(self.v[i] * self.b2 + g * g * (1 - self.b2))
       up = (self.m[i] / bc1) / ((self.v[i] / bc2).sqrt() + self.eps)
       if self.wd: up = up + pf * self.wd
@@ -249,16 +276,21 @@ class Muon(Optimizer):
                weight_decay: float = 0.0, eps: float = 1e-7, adjust_lr_fn: str = "original"):
     super().__init__(params, lr)
     if bad := [(i, p.shape) for i, p in enumerate(self.params) if p.ndim < 2]:
-      raise ValueError(f"Muon: orthogonalizes matrices; parameters {bad} have fewer than 2 axes (give biases, norms "
-                       "and other vectors to AdamW)")
+      raise ArgumentError(f"Muon: orthogonalizes matrices; parameters {bad} have fewer than 2 axes (give biases, norms "
+                          "and other vectors to AdamW)")
     if adjust_lr_fn not in ("original", "match_rms_adamw"):
-      raise ValueError(f"Muon: adjust_lr_fn must be 'original' or 'match_rms_adamw', got {adjust_lr_fn!r}")
+      raise ArgumentError(f"Muon: adjust_lr_fn must be 'original' or 'match_rms_adamw', got {adjust_lr_fn!r}")
     if ns_steps < 0 or len(ns_coefficients) != 3:
-      raise ValueError(f"Muon: ns_steps ({ns_steps}) must be >= 0 and ns_coefficients three numbers")
+      raise ArgumentError(f"Muon: ns_steps ({ns_steps}) must be >= 0 and ns_coefficients three numbers")
     self.momentum, self.nesterov, self.ns_steps, self.ns_coefficients = momentum, nesterov, ns_steps, ns_coefficients
     self.wd, self.eps, self.adjust_lr_fn = weight_decay, eps, adjust_lr_fn
+    self._mom = self._momentum_buffer(momentum)
     self.b = [_zeros_buffer(p, dtypes.float32) for p in self.params]
     self.buffers = list(self.b)
+  def get_momentum(self) -> float | None: return self.momentum
+  def set_momentum(self, value: float) -> None:
+    self.momentum = float(value)
+    _write_scalar(self._mom, value, "momentum")
   def _scale(self, rows: int, cols: int) -> float:
     if self.adjust_lr_fn == "original": return math.sqrt(max(1.0, rows / cols))
     return 0.2 * math.sqrt(max(rows, cols))
@@ -266,8 +298,9 @@ class Muon(Optimizer):
     lr = self._lr_scalar()
     for i, (p, g) in enumerate(zip(self.params, self._grads())):
       g = g.cast(dtypes.float32)
-      self.b[i].assign(self.b[i] * self.momentum + g)
-      u = g + self.b[i] * self.momentum if self.nesterov else self.b[i]
+      mom = self._mom.reshape(())
+      self.b[i].assign(self.b[i] * mom + g)
+      u = g + self.b[i] * mom if self.nesterov else self.b[i]
       rows = p.shape[0]
       cols = p.numel() // rows if rows else 0
       o = _newton_schulz(u.reshape(rows, cols), self.ns_steps, self.ns_coefficients, self.eps).reshape(p.shape)
