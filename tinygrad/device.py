@@ -8,7 +8,7 @@ import ctypes, importlib, itertools, weakref
 from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType, dtypes, to_np_dtype
-from tinygrad.helpers import DEV, CACHELEVEL, diskcache_get, diskcache_put, getenv, codegen_flags
+from tinygrad.helpers import DEV, CACHELEVEL, HOST_DEVICES, diskcache_get, diskcache_put, getenv, codegen_flags
 from tinygrad.uop import Ops
 from tinygrad.renderer import Renderer
 
@@ -46,8 +46,13 @@ class _Device:
 
   @staticmethod
   def canonicalize(name: str) -> str:
-    """"cpu" -> "CPU", "nv:1" -> "NV:1": the backend is upper case, an optional ":n" picks one device of it."""
+    """"cpu" -> "CPU", "nv:1" -> "NV:1", "CPU:0" -> "CPU": the backend is upper case, an optional ":n" picks one device
+    of it (device 0 is the backend's name alone)."""
+    if not isinstance(name, str):
+      raise TypeError(f"a device name is a str like 'CPU' or 'NV:1', got {name!r}; a tuple of names is a set of "
+                      "devices for Tensor.shard")
     base, _, num = name.partition(":")
+    if num.isdigit(): num = str(int(num))
     return base.upper() + (f":{num}" if num and num != "0" else "")
 
   def __getitem__(self, name: str) -> Compiled:
@@ -56,8 +61,14 @@ class _Device:
     return dev
 
   def _open(self, cname: str) -> Compiled:
-    base = cname.split(":")[0]
+    base, _, num = cname.partition(":")
     if not base.isidentifier(): raise DeviceOpenError(f"device {cname!r}: not a device name; known: {KNOWN_DEVICES}")
+    if num and not num.isdigit():
+      raise DeviceOpenError(f"device {cname!r}: the index after ':' must be a number (like {base}:1), got {num!r}")
+    # NOTE: the host backends have HOST_DEVICES devices each; the GPU backends check their index against the GPUs
+    if num and base in ("CPU", "PYTHON") and int(num) >= int(HOST_DEVICES.value):
+      raise DeviceOpenError(f"device {cname}: unknown device index {num}: HOST_DEVICES={HOST_DEVICES.value} opens "
+                            f"{base}:0..{base}:{int(HOST_DEVICES.value) - 1}; set HOST_DEVICES higher for more")
     modname = f"tinygrad.runtime.ops_{base.lower()}"
     try: mod = importlib.import_module(modname)
     except ModuleNotFoundError as e:

@@ -92,6 +92,18 @@ def _shrink_grad(ctx: UOp, ret: UOp) -> tuple[UOp]:
 def _cast_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None]:
   return (ctx.cast(ret.src[0].dtype),) if dtypes.is_float(ret.src[0].dtype) else (None,)
 
+def _multi_grad(ctx: UOp, ret: UOp) -> tuple[UOp | None, ...]:
+  """A tensor on several devices: each shard's gradient is its part of ctx, on its device (a replicated tensor's value
+  is its first shard's, so that shard takes it all)."""
+  axis, bounds, op = ret.arg
+  shape = ret.shape or ()
+  def part(i: int, s: UOp) -> UOp:
+    box = tuple(bounds[i] if k == axis else (0, n) for k, n in enumerate(shape)) if axis is not None else None
+    return UOp(Ops.COPY, ctx.dtype, (ctx.shrink(box) if box else ctx, UOp(Ops.DEVICE, arg=s.device)))
+  if op is not None: return (None,) * len(ret.src)
+  if axis is None: return (part(0, ret.src[0]),) + (None,) * (len(ret.src) - 1)
+  return tuple(part(i, s) for i, s in enumerate(ret.src))
+
 # each rule returns one gradient (or None: no gradient) per source of the node
 pm_gradient = PatternMatcher([
   (UPat(Ops.CAST, name="ret"), _cast_grad),
@@ -119,6 +131,7 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.DETACH), lambda: (None,)),
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx, _dev(ret.src[0]))), None)),
   (UPat(Ops.ASSIGN), lambda: (None, None)),
+  (UPat(Ops.MULTI, name="ret"), _multi_grad),
 ])
 
 # ---- custom rules for particular nodes ----

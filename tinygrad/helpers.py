@@ -80,6 +80,10 @@ REPLAY_TARGETS = ContextVar("REPLAY_TARGETS", "", "comma list of targets (NV, AM
 HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "",
                                  "comma list of 0-based GPU ids the NV and AMD backends may open")
 DEV = ContextVar("DEV", "", "default device (CPU, PYTHON, NV, AMD); NV=1 etc. also select one")
+HOST_DEVICES = ContextVar("HOST_DEVICES", 8, "how many CPU and PYTHON devices a process may open: CPU:0..N-1 and "
+                          "PYTHON:0..N-1 (CPU:0 is CPU), each with its own memory and threads")
+ALLREDUCE = ContextVar("ALLREDUCE", "", "allreduce of a multi-device tensor: naive (every device copies every "
+                       "partial) or ring (reduce-scatter, then allgather, in chunks); empty chooses by size")
 TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0,
                                "1 records per-pass, per-rule match counts and time; 2 prints them at exit")
 EMULATE = ContextVar("EMULATE", "", "PYTHON backend: emulate the limits of NV or AMD", codegen=True)
@@ -140,15 +144,23 @@ class GlobalCounters:
   """What ran since the last `reset()`: compiled kernels launched (`kernel_count`; a copy between devices is not a
   kernel), their FLOPs (`global_ops`) and bytes moved through global memory (`global_mem`, copies included) from the
   ProgramSpec estimates, and the seconds the kernels took (`time_sum_s`, summed only where a launch was timed:
-  DEBUG>=2). `run_schedule` and TinyJit replays count every launch."""
+  DEBUG>=2). Per device (the device of a kernel's output buffer): `device_kernels`, `device_ops`, `device_mem` (kernels
+  only); copies between devices: `copy_count`, `copy_bytes`. `run_schedule` and TinyJit replays count every launch."""
   kernel_count: int = 0
   global_ops: int = 0
   global_mem: int = 0
   time_sum_s: float = 0.0
+  device_kernels: dict[str, int] = {}
+  device_ops: dict[str, int] = {}
+  device_mem: dict[str, int] = {}
+  copy_count: int = 0
+  copy_bytes: int = 0
   @staticmethod
   def reset() -> None:
     GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem = 0, 0, 0
     GlobalCounters.time_sum_s = 0.0
+    GlobalCounters.device_kernels, GlobalCounters.device_ops, GlobalCounters.device_mem = {}, {}, {}
+    GlobalCounters.copy_count, GlobalCounters.copy_bytes = 0, 0
 
 # ---- small pure helpers ----
 

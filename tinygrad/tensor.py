@@ -17,10 +17,11 @@ from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten, WINO
 from tinygrad.gradient import compute_gradient, custom_gradient, substitute
+from tinygrad.schedule.multi import MultiDeviceError, is_multi_device, multi, split_bounds, check_layout, layout_of
 
 # ---- graph building helpers (UOp level) ----
 
-def _device_uop(device: str) -> UOp: return UOp(Ops.DEVICE, arg=device)
+def _device_uop(device: str | tuple[str, ...]) -> UOp: return UOp(Ops.DEVICE, arg=device)
 
 def _const_uop(val: ConstType, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
   """CONST with a DEVICE source (shape ()), broadcast to `shape` with reshape+expand as the tensor spec asks."""
@@ -40,14 +41,28 @@ def _to_np_dtype(dtype: DType) -> type:
   return np.float32 if dtype in dtypes.fp8s or dtype is dtypes.bfloat16 else to_np_dtype(dtype)
 _from_np_dtype = from_np_dtype
 
-def _canon_device(device: str | None) -> str:
+def _canon_device(device: str | tuple[str, ...] | list[str] | None) -> str:
   from tinygrad.device import Device
+  if isinstance(device, (tuple, list)): return cast(str, _canon_devices(device, "device"))
   return Device.DEFAULT if device is None else Device.canonicalize(device)
+
+def _canon_devices(devices: Any, op: str) -> tuple[str, ...]:
+  """A set of devices (for a tensor on several): a non-empty tuple of distinct device names, canonical."""
+  from tinygrad.device import Device
+  if isinstance(devices, str) or not isinstance(devices, (tuple, list)) or not devices:
+    raise MultiDeviceError(f"{op}: devices must be a non-empty tuple of device names like ('CPU:0', 'CPU:1'), got "
+                           f"{devices!r}")
+  devs = tuple(Device.canonicalize(d) for d in devices)
+  if len(set(devs)) != len(devs): raise MultiDeviceError(f"{op}: a device is named twice in {tuple(devices)}")
+  return devs
 
 def _buffer_uop(arr: np.ndarray, dtype: DType, device: str, raw: bool = False) -> UOp:
   """A BUFFER UOp holding a copy of `arr` (allocated and registered with tinygrad.device), reshaped to arr's shape.
-  With raw, arr already holds the storage (bfloat16/fp8 bit patterns)."""
+  With raw, arr already holds the storage (bfloat16/fp8 bit patterns). On a set of devices: a MULTI of such a buffer
+  on each device (replicated)."""
   from tinygrad.device import Buffer, set_buffer, next_unique
+  if is_multi_device(device):
+    return multi([_buffer_uop(arr, dtype, d, raw) for d in cast(tuple, device)], None, None)
   data = (np.ascontiguousarray(arr) if raw else np.ascontiguousarray(to_storage_np(arr, dtype))).reshape(-1)
   u = UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), _device_uop(device)), data.size)
   buf = Buffer(device, data.size, dtype).allocate()
@@ -55,17 +70,25 @@ def _buffer_uop(arr: np.ndarray, dtype: DType, device: str, raw: bool = False) -
   set_buffer(u, buf)
   return u.reshape(arr.shape)
 
-def _new_buffer_uop(size: int, dtype: DType, device: str) -> UOp:
+def _new_buffer_uop(size: int, dtype: DType, device: str, shape: tuple[int, ...] | None = None) -> UOp:
+  """A new (unallocated) BUFFER of `size` elements viewed in `shape` (default (size,)); on a set of devices a MULTI of
+  one per device (replicated)."""
   from tinygrad.device import next_unique
-  return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), _device_uop(device)), size)
+  if is_multi_device(device):
+    return multi([_new_buffer_uop(size, dtype, d, shape) for d in cast(tuple, device)], None, None)
+  u = UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), _device_uop(device)), size)
+  return u.reshape(shape or (size,))
 
 def _base_buffer(u: UOp) -> UOp | None:
-  """The BUFFER under a realized tensor's uop (BUFFER or RESHAPE(BUFFER)), else None."""
+  """The BUFFER under a realized tensor's uop (BUFFER or RESHAPE(BUFFER)), else None. A tensor on several devices is
+  realized when its uop is a MULTI of such buffers: that MULTI."""
   while u.op is Ops.RESHAPE: u = u.src[0]
+  if u.op is Ops.MULTI: return u if all(_base_buffer(s) is not None for s in u.src) else None
   return u if u.op in (Ops.BUFFER, Ops.BUFFER_VIEW) else None
 
 def _is_view_of_buffer(u: UOp) -> bool:
   while u.op in GroupOp.Movement: u = u.src[0]
+  if u.op is Ops.MULTI: return all(_is_view_of_buffer(s) for s in u.src)
   return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
 
 def _view_base(u: UOp) -> UOp:
@@ -76,6 +99,7 @@ def _is_writable_view(u: UOp) -> bool:
   """A view of a realized buffer where each element is one element of the buffer (no EXPAND): assigning to it writes
   through to the buffer, as a torch view does."""
   while u.op in GroupOp.Movement and u.op is not Ops.EXPAND: u = u.src[0]
+  if u.op is Ops.MULTI: return all(_is_writable_view(s) for s in u.src)
   return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
 
 def broadcast_shape(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
@@ -376,7 +400,7 @@ class Tensor(_CastSugar, MathTrait):
       if _base_buffer(t.uop) is not None: continue
       # NOTE: an empty tensor needs no kernel: it becomes an empty buffer at once
       if t.numel() == 0:
-        if apply: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device).reshape(t.shape)})
+        if apply: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device, t.shape)})
       else: todo.append(t)
     if not todo: return [], {}
     if apply: todo += _readers_of_overwritten(todo)
@@ -408,6 +432,7 @@ class Tensor(_CastSugar, MathTrait):
     self.realize()
     b = _base_buffer(self.uop)
     if b is None: raise RuntimeError(f"numpy: {self!r} did not realize to a buffer")
+    if b.op is Ops.MULTI: return _multi_numpy(b, self.dtype).reshape(self.shape)
     buf = buffer_of(b)
     if not buf.is_allocated(): buf.allocate()
     return from_storage_np(buf.numpy(), self.dtype).reshape(self.shape)
@@ -435,7 +460,7 @@ class Tensor(_CastSugar, MathTrait):
     if base.op in (Ops.BUFFER, Ops.BUFFER_VIEW):
       return self._new(UOp(Ops.COPY, self.dtype, (self.uop, _device_uop(self.device)), tag=tag))
     return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), tag=tag))
-  def to(self, device: str | None) -> Tensor:
+  def to(self, device: str | tuple[str, ...] | None) -> Tensor:
     dev = _canon_device(device)
     if dev == self.device: return self
     return self._new(UOp(Ops.COPY, self.dtype, (self.uop, _device_uop(dev))))
@@ -472,7 +497,7 @@ class Tensor(_CastSugar, MathTrait):
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     s, dt, dev = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float), _canon_device(device)
-    return Tensor(_new_buffer_uop(prod(s), dt, dev).reshape(s), **kw)
+    return Tensor(_new_buffer_uop(prod(s), dt, dev, s), **kw)
   @staticmethod
   def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None,
            dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
@@ -486,14 +511,16 @@ class Tensor(_CastSugar, MathTrait):
   def ones(*shape: Any, **kw: Any) -> Tensor:
     return Tensor.full(argfix(*shape), 1.0, **{"dtype": dtypes.default_float, **kw})
   def full_like(self, fill_value: ConstType, **kw: Any) -> Tensor:
-    return Tensor.full(self.shape, fill_value, **{"dtype": self.dtype, "device": self.device, **kw})
+    return self._like(Tensor.full(self.shape, fill_value, **{"dtype": self.dtype, "device": self.device, **kw}), kw)
   def zeros_like(self, **kw: Any) -> Tensor: return self.full_like(0, **kw)
   def ones_like(self, **kw: Any) -> Tensor: return self.full_like(1, **kw)
   def empty_like(self, **kw: Any) -> Tensor:
-    return Tensor.empty(self.shape, **{"dtype": self.dtype, "device": self.device, **kw})
+    return self._like(Tensor.empty(self.shape, **{"dtype": self.dtype, "device": self.device, **kw}), kw)
   def rand_like(self, **kw: Any) -> Tensor:
+    if (per_shard := self._draw_per_shard(Tensor.rand, kw)) is not None: return per_shard
     return Tensor.rand(self.shape, **{"dtype": self.dtype, "device": self.device, **kw})
   def randn_like(self, **kw: Any) -> Tensor:
+    if (per_shard := self._draw_per_shard(Tensor.randn, kw)) is not None: return per_shard
     return Tensor.randn(self.shape, **{"dtype": self.dtype, "device": self.device, **kw})
 
   @staticmethod
@@ -570,7 +597,10 @@ class Tensor(_CastSugar, MathTrait):
     Tensor._rng_states = {dev: Tensor._rng_start(dev) for dev in Tensor._rng_states}
   @staticmethod
   def _rng_start(dev: str) -> Tensor:
-    return Tensor(_buffer_uop(np.array([Tensor._seed & 0xFFFFFFFFFFFFFFFF, 0], dtype=np.uint64), dtypes.uint64, dev))
+    # NOTE: device n of a backend (CPU:n) draws its own stream, the key's high half xor n; device 0 has the seed's
+    n = int(dev.partition(":")[2] or 0)
+    key = (Tensor._seed ^ (n << 32)) & 0xFFFFFFFFFFFFFFFF
+    return Tensor(_buffer_uop(np.array([key, 0], dtype=np.uint64), dtypes.uint64, dev))
   @staticmethod
   def _rng_state(dev: str) -> Tensor:
     """The current generator state of `dev` (a realized uint64 [key, counter]), created from the seed on first use."""
@@ -578,8 +608,10 @@ class Tensor(_CastSugar, MathTrait):
     return st
   @staticmethod
   def _random_bits(n: int, device: str | None) -> Tensor:
-    """n uint32 values: low halves of threefry2x32(counter, key), counters consecutive across calls on a device."""
+    """n uint32 values: low halves of threefry2x32(counter, key), counters consecutive across calls on a device. On a
+    set of devices: drawn on the first and copied to the others (replicated: one tensor, the same numbers on each)."""
     dev = _canon_device(device)
+    if is_multi_device(dev): return Tensor._random_bits(n, cast(tuple, dev)[0]).to(dev)
     st = Tensor._rng_state(dev)
     key = st.shrink(((0, 1),)).expand(n)
     ctr = Tensor._arange_index(n, dev).cast(dtypes.uint64) + st.shrink(((1, 2),)).expand(n)
@@ -2931,7 +2963,7 @@ class Tensor(_CastSugar, MathTrait):
     if not 0 <= p <= 1: raise ArgumentError(f"dropout: probability p must be between 0 and 1, got {p}")
     if not Tensor.training or p == 0: return self
     if p == 1: return self * 0
-    return self * (Tensor.rand(*self.shape, device=self.device) >= p).cast(self.dtype) * (1 / (1 - p))
+    return self * (self.rand_like(dtype=dtypes.default_float) >= p).cast(self.dtype) * (1 / (1 - p))
   def embedding(self, weight: Tensor) -> Tensor:
     """Rows of `weight` (vocab, dim) picked by the int indices in self, via a one-hot matmul (so it has a gradient)."""
     if not dtypes.is_int(self.dtype): raise DTypeError(f"embedding: indices must be an int tensor, got {self.dtype}")
@@ -3293,6 +3325,75 @@ class Tensor(_CastSugar, MathTrait):
   def __iter__(self) -> Any:
     if not self.shape: raise TypeError("iteration over a 0-d tensor")
     return (self[i] for i in range(self.shape[0]))
+
+  # ---- several devices (tinygrad/schedule/multi.py; docs/multi.md) ----
+  def shard(self, devices: tuple[str, ...] | list[str], axis: int | None = None) -> Tensor:
+    """This tensor on several devices: split along `axis` into len(devices) parts as torch.tensor_split cuts them (the
+    first size % n parts one row longer; with fewer rows than devices the last parts are empty), device i holding
+    part i; or whole on every device (axis None: replicated). Ops on it run on every device at once; data moves only
+    where an op needs another device's part (docs/multi.md)."""
+    devs = _canon_devices(devices, "shard")
+    if axis is None: return self._place(devs, None, None)
+    if self.ndim == 0: raise MultiDeviceError(f"shard: a 0-d tensor has no axis {axis} to split; use axis=None")
+    a = self._axis(axis)
+    return self._place(devs, a, split_bounds(self.shape[a], len(devs)))
+  def shard_(self, devices: tuple[str, ...] | list[str], axis: int | None = None) -> Tensor:
+    """shard in place (a parameter keeps its identity for its optimizer and TinyJit); a realized tensor stays
+    realized, and its .grad is sharded the same way."""
+    return self._replace_with(self.shard(devices, axis), lambda g: g.shard(devices, axis))
+  def to_(self, device: str | tuple[str, ...] | None) -> Tensor:
+    """Move to `device` (one device, or a set: replicated) in place; a realized tensor stays realized, and its .grad
+    moves too."""
+    return self._replace_with(self.to(device), lambda g: g.to(device))
+  def _replace_with(self, new: Tensor, grad_fn: Callable[[Tensor], Tensor]) -> Tensor:
+    realized = _base_buffer(self.uop) is not None
+    self.uop = new.uop
+    if self.grad is not None: self.grad.uop = grad_fn(self.grad).uop
+    if realized: self.realize(*([self.grad] if self.grad is not None else []))
+    return self
+  def _place(self, devs: tuple[str, ...], axis: int | None, bounds: tuple[tuple[int, int], ...] | None) -> Tensor:
+    """This tensor laid out on devs, split on axis by bounds (None: replicated)."""
+    from tinygrad.device import Device
+    check_layout(self.shape, devs, axis, bounds, "shard")
+    # NOTE: each device opens now, so an unknown device index is an error here, not at the first realize
+    for d in devs: Device[d]  # noqa: B018
+    return self._new(UOp(Ops.COPY, self.dtype, (self.uop, _device_uop(devs)), None if axis is None else (axis, bounds)))
+  def _onto(self, other: Tensor) -> Tensor:
+    """self moved where `other` is: to its device, or onto its devices split as it is (each device gets its part)."""
+    if (lay := other._layout()) is None: return self.to(other.device)
+    return self._place(*lay)
+  def _layout(self) -> tuple[tuple[str, ...], int | None, tuple[tuple[int, int], ...] | None] | None:
+    """(devices, split axis or None, bounds) of a tensor on several devices, None on one device."""
+    return layout_of(self.uop)
+  def _like(self, t: Tensor, kw: dict[str, Any]) -> Tensor:
+    """t (made like self on self's devices) split as self is, unless a device was asked for."""
+    if "device" in kw or not is_multi_device(self.device) or (lay := self._layout()) is None or lay[1] is None: return t
+    return t._place(*lay)
+  def _draw_per_shard(self, draw: Callable[..., Tensor], kw: dict[str, Any]) -> Tensor | None:
+    """For a split tensor: random numbers in its layout, each device drawing its own part from its own stream (so no
+    copy, and different numbers on each part); None for a tensor on one device or replicated."""
+    if "device" in kw or not is_multi_device(self.device) or (lay := self._layout()) is None or lay[1] is None:
+      return None
+    devs, axis, bounds = lay
+    assert bounds is not None and axis is not None
+    dt = kw.get("dtype", self.dtype)
+    parts = [draw(*(b[1] - b[0] if k == axis else s for k, s in enumerate(self.shape)), device=d, dtype=dt)
+             for d, b in zip(devs, bounds)]
+    return Tensor(multi([p.uop for p in parts], axis, bounds), requires_grad=kw.get("requires_grad"))
+
+def _multi_numpy(m: UOp, dtype: DType) -> np.ndarray:
+  """The values of a realized tensor on several devices: each device's shard read back and put in its place."""
+  from tinygrad.device import buffer_of
+  axis, bounds, _ = m.arg
+  parts = []
+  for sh in m.src:
+    buf = buffer_of(cast(UOp, _base_buffer(sh)))
+    if not buf.is_allocated(): buf.allocate()
+    parts.append(from_storage_np(buf.numpy(), dtype).reshape(sh.shape))
+  if axis is None: return parts[0]
+  out = np.empty(cast(tuple, m.shape), dtype=parts[0].dtype)
+  for p, (b, e) in zip(parts, bounds): out[(slice(None),) * axis + (slice(b, e),)] = p
+  return out
 
 def _readers_of_overwritten(todo: list[Tensor]) -> list[Tensor]:
   """Live lazy tensors that read a buffer (or a pending ASSIGN to it) which this realize overwrites with an ASSIGN.

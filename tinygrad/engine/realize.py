@@ -13,6 +13,7 @@ from __future__ import annotations
 import time, contextlib
 from dataclasses import dataclass
 from typing import Any, Iterator
+from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.device import Device, Buffer
 from tinygrad.helpers import DEBUG, GlobalCounters, COMPILE_ONLY, BEAM, codegen_flags
@@ -57,20 +58,29 @@ class CompiledRunner(Runner):
     return et
 
 class CopyRunner(Runner):
-  """A copy between devices: bufs[0] <- bufs[1] through host memory (rangeify makes a COPY a flat copy kernel)."""
-  def __init__(self, nbytes: int):
-    self.display_name, self.mem = f"copy {nbytes:8d} bytes", nbytes
+  """A copy between devices (a transfer kernel, `is_transfer`): bufs[0] <- bufs[1] through host memory."""
+  def __init__(self, nbytes: int, src: str = "", dst: str = ""):
+    self.display_name, self.mem = f"copy {nbytes:8d} bytes {src}->{dst}", nbytes
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
     dest, src = bufs[0], bufs[1]
     st = time.perf_counter()
     dest.copyin(src.as_buffer())
     return time.perf_counter() - st if wait else None
 
-def _is_cross_device_copy(bufs: list[Buffer]) -> bool:
-  if len({b.device for b in bufs}) == 1: return False
-  if len(bufs) != 2 or bufs[0].nbytes != bufs[1].nbytes:
-    raise RuntimeError(f"a kernel cannot span devices: buffers on {[b.device for b in bufs]} (only a copy can)")
-  return True
+def is_transfer(ast: UOp) -> bool:
+  """A copy between devices: SINK(COPY(DEFINE_GLOBAL 0, DEFINE_GLOBAL 1), arg=(src device, dst device)), no codegen."""
+  return ast.op is Ops.SINK and len(ast.src) == 1 and ast.src[0].op is Ops.COPY
+
+def _is_cross_device_copy(ast: UOp, bufs: list[Buffer]) -> bool:
+  if is_transfer(ast):
+    if len(bufs) != 2 or bufs[0].nbytes != bufs[1].nbytes:
+      raise RuntimeError(f"a transfer copies one buffer into another of its size, got {bufs}")
+    return True
+  if len({b.device for b in bufs}) > 1:
+    raise RuntimeError(f"a kernel cannot span devices: buffers on {[b.device for b in bufs]} (only a transfer can)")
+  return False
+
+def _copy_runner(bufs: list[Buffer]) -> CopyRunner: return CopyRunner(bufs[0].nbytes, bufs[1].device, bufs[0].device)
 
 _runner_cache: dict[tuple[str, UOp, tuple[tuple[str, Any], ...]], Runner] = {}
 
@@ -109,6 +119,14 @@ def launch(runner: Runner, bufs: list[Buffer], var_vals: dict[str, int], wait: b
   GlobalCounters.kernel_count += isinstance(runner, CompiledRunner)
   GlobalCounters.global_ops += runner.ops
   GlobalCounters.global_mem += runner.mem
+  if isinstance(runner, CopyRunner):
+    GlobalCounters.copy_count += 1
+    GlobalCounters.copy_bytes += runner.mem
+  elif bufs:
+    dev = bufs[0].device
+    GlobalCounters.device_kernels[dev] = GlobalCounters.device_kernels.get(dev, 0) + 1
+    GlobalCounters.device_ops[dev] = GlobalCounters.device_ops.get(dev, 0) + runner.ops
+    GlobalCounters.device_mem[dev] = GlobalCounters.device_mem.get(dev, 0) + runner.mem
   if et is not None: GlobalCounters.time_sum_s += et
   if _captures:
     item = ExecItem(runner, tuple(bufs), dict(var_vals))
@@ -123,8 +141,8 @@ def _fmt_line(i: int, r: Runner, bufs: list[Buffer], et: float | None) -> str:
 
 def _compile_only_item(i: int, si: Any, bufs: list[Buffer], var_vals: dict[str, int]) -> Runner:
   """COMPILE_ONLY: compile the item's kernel (or do its copy where the source has values) and run nothing."""
-  if _is_cross_device_copy(bufs):
-    runner: Runner = CopyRunner(bufs[0].nbytes)
+  if _is_cross_device_copy(si.ast, bufs):
+    runner: Runner = _copy_runner(bufs)
     if (why := bufs[1].not_computed) is not None: bufs[0].mark_not_computed(why)
     else: runner(bufs, var_vals)
     return runner
@@ -148,7 +166,7 @@ def run_schedule(schedule: list[Any], var_vals: dict[str, int] | None = None) ->
       if COMPILE_ONLY:
         runner = _compile_only_item(i, si, bufs, vv)
         continue
-      runner = CopyRunner(bufs[0].nbytes) if _is_cross_device_copy(bufs) else get_runner(bufs[0].device, si.ast)
+      runner = _copy_runner(bufs) if _is_cross_device_copy(si.ast, bufs) else get_runner(bufs[0].device, si.ast)
       et = launch(runner, bufs, vv, wait=DEBUG >= 2)
     except Exception as e:
       name = runner.display_name if runner is not None else "kernel (while compiling)"
@@ -157,5 +175,5 @@ def run_schedule(schedule: list[Any], var_vals: dict[str, int] | None = None) ->
       raise RuntimeError(f"run_schedule: item {i} ({where}) failed: {type(e).__name__}: {e}") from e
     if DEBUG >= 2: print(_fmt_line(i, runner, bufs, et))
 
-__all__ = ["Runner", "CompiledRunner", "CopyRunner", "ExecItem", "get_runner", "launch", "capture_launches",
-           "is_capturing", "run_schedule"]
+__all__ = ["Runner", "CompiledRunner", "CopyRunner", "is_transfer", "ExecItem", "get_runner", "launch",
+           "capture_launches", "is_capturing", "run_schedule"]

@@ -117,7 +117,8 @@ def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, 
       for fn in hooks.kernel_ast: fn(k.arg)
     items.append(ScheduleItem(k.arg, tuple(buffer_of(real.buffer(_base(s))) for s in k.src), k.metadata))
   original = {c: o for o, c in names.items() if c in cbecomes}
-  becomes = {original[c]: real.view(v) for c, v in cbecomes.items()}
+  # NOTE: nodes the multi-device pass made (one per device) stand for no node of the caller's graph
+  becomes = {original[c]: real.view(v) for c, v in cbecomes.items() if c in original}
   # buffers the schedule creates and nobody outside holds may share memory
   held = {_base(s) for s in ksink.src} | {_base_of(v) for v in cbecomes.values()}
   intermediates = {buffer_of(real.buffer(_base(k.src[0]))) for k in kernels if _base(k.src[0]) not in held}

@@ -146,6 +146,10 @@ class AMDDevice(Compiled):
     _, _, num = device.partition(":")
     self.index = int(num or 0)
     self.compile_only = bool(COMPILE_ONLY.value)
+    # NOTE: no GPU to count under COMPILE_ONLY: HCQ_VISIBLE_DEVICES, when set, still says how many AMD:n there are
+    if self.compile_only and str(HCQ_VISIBLE_DEVICES.value).strip() and self.index >= len(ids := visible_devices()):
+      raise DeviceOpenError(f"{device}: unknown device index {self.index}: HCQ_VISIBLE_DEVICES="
+                            f"{HCQ_VISIBLE_DEVICES.value} makes {len(ids)} AMD device(s), AMD:0..AMD:{len(ids) - 1}")
     lib = None if self.compile_only else open_hip()
     if lib is None and not self.compile_only:
       raise DeviceOpenError("AMD: the HIP runtime (libamdhip64.so) was not found: install ROCm's HIP runtime to run on "

@@ -192,6 +192,10 @@ class NVDevice(Compiled):
     from tinygrad.renderer.cuda import NV_ARCHS
     ordinal = int(device.partition(":")[2] or 0)
     if COMPILE_ONLY:
+      # NOTE: no GPU to count: HCQ_VISIBLE_DEVICES, when set, still says how many NV:n there are
+      if HCQ_VISIBLE_DEVICES.value.strip() and ordinal >= len(ids := visible_devices(1 << 30)):
+        raise DeviceOpenError(f"{device}: unknown device index {ordinal}: HCQ_VISIBLE_DEVICES="
+                              f"{HCQ_VISIBLE_DEVICES.value} makes {len(ids)} NV device(s), NV:0..NV:{len(ids) - 1}")
       self.arch, self.capability = compile_only_arch(), (0, 0)
       compiler = NVCompiler(self.arch)
       self.limits = NV_ARCHS[self.arch]

@@ -31,8 +31,10 @@ from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, Metadata, identity_element
 from tinygrad.uop.symbolic import symbolic, split_sum, build_sum, split_uop
+from tinygrad.uop import hooks
 from tinygrad.dtype import dtypes, Invalid, PtrDType
 from tinygrad.helpers import prod, dedup
+from tinygrad.schedule.multi import has_multi, lower_multi, multi_becomes
 
 # ---- index math: UOp arithmetic; the symbolic rules simplify it where an index is split, and in each kernel ----
 
@@ -356,6 +358,7 @@ def store_realized(ctx: RangeifyContext, x: UOp) -> UOp:
   shape = shape_of(x)
   buf = ctx.new_buffer(x.dtype, prod(shape), x.device)
   if prod(shape) == 0: return buf.reshape(shape)
+  if x.op is Ops.COPY and x.src[0].device != x.device: return store_transfer(ctx, x, buf)
   value = x.src[0] if x.op in (Ops.CONTIGUOUS, Ops.COPY) else x
   # NOTE: a COPY is a flat copy (one range, one load, one store): the engine runs it as a buffer copy across devices
   kshape = (prod(shape),) if x.op is Ops.COPY else shape
@@ -366,6 +369,26 @@ def store_realized(ctx: RangeifyContext, x: UOp) -> UOp:
   st = tagged_store(ctx.dg(buf).index(linear_index(idx, kshape)), val, k).end(*ranges)
   return buf.after(st).reshape(shape)
 
+
+def transfer_ast(dtype: Any, size: int, src_device: str, dst_device: str) -> UOp:
+  """The AST of a copy between devices: SINK(COPY(DEFINE_GLOBAL 0 (on dst), DEFINE_GLOBAL 1 (on src))), the devices in
+  the COPY's arg; no codegen, the engine moves the bytes (docs/ir.md section 2)."""
+  dgs = tuple(UOp(Ops.DEFINE_GLOBAL, dtype.ptr(size), arg=i) for i in range(2))
+  return UOp.sink(UOp(Ops.COPY, dtypes.void, dgs, arg=(src_device, dst_device)))
+
+def store_transfer(ctx: RangeifyContext, x: UOp, buf: UOp) -> UOp:
+  """A COPY between devices -> its BUFFER after a transfer KERNEL that reads the whole source buffer (a source that is
+  not one, a strided view, is stored contiguous on its own device first)."""
+  src, shape = x.src[0], shape_of(x)
+  def whole(v: UOp) -> UOp:
+    while v.op is Ops.RESHAPE: v = v.src[0]
+    return v
+  view = whole(ctx.leaf(src) if src in ctx.realizes else src)
+  if view.op not in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.AFTER) or view.size != prod(shape) or view.dtype != x.dtype:
+    ctx.realizes[tmp := src.contiguous()] = None
+    view = whole(ctx.leaf(tmp))
+  kernel = UOp(Ops.KERNEL, dtypes.void, (buf, view), arg=transfer_ast(x.dtype, prod(shape), src.device, x.device))
+  return buf.after(kernel.set_metadata(x.metadata)).reshape(shape)
 
 # ---- pass: push indices ----
 
@@ -625,6 +648,12 @@ def rangeify(sink: UOp) -> tuple[UOp, dict[UOp, UOp], dict[UOp, int]]:
   replaces it once the kernels ran: its BUFFER reshaped to its shape (an ASSIGN becomes its target view). `var_vals`
   are the values of the BIND variables the kernels use. New buffers are BUFFER(LUNIQUE(n)), numbered after the
   LUNIQUE buffers of the input graph."""
+  # tensors on several devices: one graph per device, data moved only by COPY nodes (tinygrad/schedule/multi.py)
+  if has_multi(sink):
+    dsink, multis = lower_multi(sink)
+    for fn in hooks.device_graph: fn(dsink)
+    ksink, dbecomes, var_vals = rangeify(dsink)
+    return ksink, {**dbecomes, **multi_becomes(multis, dbecomes)}, var_vals
   # DETACH dropped, CONTIGUOUS of an already contiguous buffer dropped
   tmap = graph_rewrite_map(sink, pm_strip_tensor_graph, name="rangeify: strip tensor graph")
   tsink = tmap[sink]

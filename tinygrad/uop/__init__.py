@@ -21,6 +21,8 @@ class Ops(FastEnum):
   # ---- tensor graph: other ----
   CONTIGUOUS = auto(); DETACH = auto(); COPY = auto(); ASSIGN = auto(); REDUCE_AXIS = auto(); KERNEL = auto()
   BUFFERIZE = auto()
+  # ---- tensor graph: one tensor on several devices (tinygrad/schedule/multi.py) ----
+  MULTI = auto()
   # ---- kernel / program: definitions ----
   DEFINE_GLOBAL = auto(); DEFINE_LOCAL = auto(); DEFINE_REG = auto(); DEFINE_VAR = auto(); BIND = auto()
   SPECIAL = auto()

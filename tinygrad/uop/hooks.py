@@ -6,6 +6,8 @@ argument, so a checkpoint with nothing registered costs one attribute load and o
 Checkpoints, with the arguments each callback receives:
   uop_created(u)                        every new UOp, right after hash-consing created it
   tensor_graph(sink)                    the tensor graph handed to the scheduler
+  device_graph(sink)                    a tensor graph with tensors on several devices, lowered to one graph per device
+                                        (tinygrad/schedule/multi.py): every node on one device, transfers as COPYs
   kernel_graph(sink)                    the graph after rangeify: KERNEL nodes over BUFFERs
   kernel_ast(ast)                       each kernel's AST (a SINK) before codegen
   program(ast, uops, renderer)          each linearized program (the list after line_rewrite), BEAM candidates too
@@ -28,6 +30,7 @@ from typing import Any, Callable
 
 uop_created: list[Callable[..., Any]] = []
 tensor_graph: list[Callable[..., Any]] = []
+device_graph: list[Callable[..., Any]] = []
 kernel_graph: list[Callable[..., Any]] = []
 kernel_ast: list[Callable[..., Any]] = []
 program: list[Callable[..., Any]] = []
@@ -37,8 +40,8 @@ beam_candidate: list[Callable[..., Any]] = []
 rewrite_done: list[Callable[..., Any]] = []
 patched_rewrite: list[Callable[..., Any]] = []
 
-CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiling",
-                                "compiled", "beam_candidate", "rewrite_done", "patched_rewrite")
+CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "device_graph", "kernel_graph", "kernel_ast", "program",
+                                "compiling", "compiled", "beam_candidate", "rewrite_done", "patched_rewrite")
 
 def _list(name: str) -> list[Callable[..., Any]]:
   if name not in CHECKPOINTS: raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {CHECKPOINTS}")

@@ -248,8 +248,9 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def device(self) -> str | tuple[str, ...] | None:
     if self.op is Ops.DEVICE: return self.arg
     if self.op is Ops.BUFFER: return self.src[1].arg
-    # NOTE: a COPY lives on its target device, not on its source's
+    # NOTE: a COPY lives on its target device (or devices), not on its source's
     if self.op is Ops.COPY: return self.src[1].arg
+    if self.op is Ops.MULTI: return tuple(s.device for s in self.src)
     for s in self.src:
       if (d := s.device) is not None: return d
     return None
@@ -304,6 +305,7 @@ def _shape(u: UOp) -> tuple[int, ...] | None:
   if op is Ops.PAD: return None if (ps := u.src[0].shape) is None else tuple(s + b + e for s, (b, e) in zip(ps, u.arg))
   if op is Ops.SHRINK: return tuple(e - b for b, e in u.arg)
   if op is Ops.FLIP: return u.src[0].shape
+  if op is Ops.MULTI: return _multi_shape(u)
   if op is Ops.REDUCE_AXIS:
     return None if (ps := u.src[0].shape) is None else tuple(1 if i in u.arg[1] else s for i, s in enumerate(ps))
   if op in (Ops.DEFINE_VAR, Ops.BIND): return () if op is Ops.BIND or u.src else None
@@ -311,6 +313,14 @@ def _shape(u: UOp) -> tuple[int, ...] | None:
     for s in u.src[1:] if op is Ops.WHERE else u.src:
       if (sh := s.shape) is not None: return sh
   return None
+
+def _multi_shape(u: UOp) -> tuple[int, ...] | None:
+  """MULTI(*shards, arg=(axis, bounds, op)): the shards' shape, with the split axis as long as the bounds' union."""
+  if not u.src or (sh := u.src[0].shape) is None: return None
+  if not isinstance(u.arg, tuple) or len(u.arg) != 3 or u.arg[0] is None: return sh
+  axis, bounds = u.arg[0], u.arg[1]
+  if not isinstance(axis, int) or not 0 <= axis < len(sh) or not isinstance(bounds, tuple) or not bounds: return None
+  return tuple(max(e for _, e in bounds) if i == axis else s for i, s in enumerate(sh))
 
 # ---- value bounds ----
 
