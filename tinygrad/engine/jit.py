@@ -50,15 +50,21 @@ def _same_value(a: Any, b: Any) -> bool:
 
 @dataclass(frozen=True)
 class _TensorArg:
-  """What a tensor argument must be on every call (the tensor itself is not kept)."""
+  """What a tensor argument must be on every call (the tensor itself is not kept); on several devices, its layout."""
   shape: tuple[int, ...]
   dtype: DType
   device: str
+  layout: Any = None
 
-def _spec(v: Any) -> Any: return _TensorArg(v.shape, v.dtype, v.device) if isinstance(v, Tensor) else v
+def _spec(v: Any) -> Any:
+  if not isinstance(v, Tensor): return v
+  return _TensorArg(v.shape, v.dtype, v.device, v._layout() if isinstance(v.device, tuple) else None)
 
 def _describe(v: Any) -> str:
-  if isinstance(v, _TensorArg): return f"a Tensor {v.shape} {v.dtype} on {v.device}"
+  if isinstance(v, _TensorArg):
+    split = "" if v.layout is None else " replicated" if v.layout[1] is None else f" split on axis {v.layout[1]} " \
+      f"{v.layout[2]}"
+    return f"a Tensor {v.shape} {v.dtype} on {v.device}{split}"
   return repr(v) if isinstance(v, _PLAIN) else f"a {type(v).__name__} object (id {id(v):#x})"
 
 # ---- the capture ----
@@ -117,11 +123,15 @@ class CapturedJit:
     if not isinstance(v, Tensor): return v
     base = _base_buffer(v.uop)
     assert base is not None, f"{path} was realized"
-    buf = buffer_of(base)
-    if (s := slot_of.get(buf)) is not None: return _Out(None, s, v.shape)
-    if buf.base in base_slot:
-      raise JitError(f"TinyJit: {path} is a view into argument '{self.slot_names[base_slot[buf.base]]}'; return a "
-                     "contiguous copy (.contiguous()) instead")
+    bufs = _buffers_of(base)
+    slots = [slot_of.get(b) for b in bufs]
+    # NOTE: a returned argument (on several devices: every shard of it, in order) comes back as this call's argument
+    if slots[0] is not None and slots == list(range(slots[0], slots[0] + len(bufs))):
+      return _Out(None, slots[0], v.shape)
+    for buf in bufs:
+      if buf in slot_of or buf.base in base_slot:
+        raise JitError(f"TinyJit: {path} is a view into argument '{self.slot_names[base_slot[buf.base]]}'; return a "
+                       "contiguous copy (.contiguous()) instead")
     return _Out(v.uop, -1, v.shape)
 
   def _unowned(self, slot: int, b: Buffer) -> Buffer:
@@ -156,6 +166,23 @@ class CapturedJit:
                            f"{e}") from e
       if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et) + "  (jit)")
     return self.ret
+
+def _buffers_of(base: UOp) -> list[Buffer]:
+  """The buffers of a realized tensor's base: one, or one per device for a tensor on several devices."""
+  return [buffer_of(cast(UOp, _base_buffer(s))) for s in base.src] if base.op is Ops.MULTI else [buffer_of(base)]
+
+def _slots(tensors: list[Tensor], names: list[str]) -> tuple[list[Buffer], list[str], list[int]]:
+  """The capture's slots (buffers that change between calls) of these tensors: each tensor's buffer, or one per device
+  for a tensor on several; with their names and the index of the tensor each belongs to."""
+  bufs, snames, owner = [], [], []
+  for i, (t, n) in enumerate(zip(tensors, names)):
+    base = _base_buffer(t.uop)
+    assert base is not None, f"{n} was realized"
+    tb = _buffers_of(base)
+    bufs += [b.ensure_allocated() for b in tb]
+    snames += [n] if len(tb) == 1 else [f"{n} (on {b.device})" for b in tb]
+    owner += [i] * len(tb)
+  return bufs, snames, owner
 
 def _written(r: Runner) -> tuple[int, ...]:
   """The positions of a runner's buffers that it writes."""
@@ -270,15 +297,15 @@ class TinyJit(Generic[R]):
   def _capture(self, args: tuple[Any, ...], kwargs: dict[str, Any], named: list[tuple[str, Tensor]]) -> Any:
     # NOTE: every device the call may draw random numbers on gets its state before the capture, so the first state a
     # captured draw reads is a buffer that exists outside it (a replay swaps the current state in there)
-    for dev in {t.device for _, t in named} | {Device.DEFAULT}: Tensor._rng_state(dev)
+    devs = {d for _, t in named for d in (t.device if isinstance(t.device, tuple) else (t.device,))}
+    for dev in devs | {Device.DEFAULT}: Tensor._rng_state(dev)
     rng_before = dict(Tensor._rng_states)
     with capture_launches() as items:
       ret = self.fxn(*args, **kwargs)
       _realize_with_pending_assigns(self._outputs(ret))
       rng_devs = self._commit_rng(rng_before)
     slot_tensors = [t for _, t in named] + [Tensor._rng_state(d) for d in rng_devs]
-    slot_names = [p for p, _ in named] + [f"random state of {d}" for d in rng_devs]
-    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))) for t in slot_tensors]
+    slot_bufs, slot_names, _ = _slots(slot_tensors, [p for p, _ in named] + [f"random state of {d}" for d in rng_devs])
     self.captured = CapturedJit(items, slot_bufs, slot_names, ret)
     self._rng_devs = rng_devs
     if DEBUG >= 2:
@@ -304,13 +331,14 @@ class TinyJit(Generic[R]):
   def _replay(self, inputs: list[Tensor]) -> Any:
     assert self.captured is not None
     slot_tensors = inputs + [Tensor._rng_state(d) for d in self._rng_devs]
-    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))).ensure_allocated() for t in slot_tensors]
+    slot_bufs, _, owner = _slots(slot_tensors, [self.captured.slot_names[0]] * len(slot_tensors))
     ret = self.captured.replay(slot_bufs)
     self.cnt += 1
     def make(p: str, v: Any) -> Any:
       if not isinstance(v, _Out): return v
       if v.slot < 0: return Tensor(cast(UOp, v.uop))
-      return Tensor(cast(UOp, _base_buffer(slot_tensors[v.slot].uop)).reshape(v.shape))
+      base = cast(UOp, _base_buffer(slot_tensors[owner[v.slot]].uop))
+      return Tensor(base if base.op is Ops.MULTI else base.reshape(v.shape))
     return _map_leaves(ret, make, "return")
 
 __all__ = ["TinyJit", "CapturedJit", "JitError"]

@@ -261,6 +261,43 @@ class BatchNorm(_RunningStats):
     out = xf.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
     return out.cast(x.dtype)
 
+class UnsyncedBatchNorm(BatchNorm):
+  """BatchNorm for a batch split over num_devices devices (axis 0, as `x.shard(devices, 0)` splits it) where each
+  device normalises its part with the statistics of its part alone: nothing crosses devices (BatchNorm itself, on a
+  split batch, is synchronised: its batch mean over the split axis is an allreduce). The batch must divide evenly.
+  running_mean and running_var are (num_devices, C), row i the statistics of device i's part (shard them on axis 0 so
+  each device keeps its own row); weight and bias are shared (shard them replicated)."""
+  def __init__(self, num_features: int, num_devices: int, eps: float = 1e-5, momentum: float | None = 0.1,
+               affine: bool = True, track_running_stats: bool = True):
+    if not isinstance(num_devices, int) or num_devices < 1:
+      raise ArgumentError(f"UnsyncedBatchNorm: num_devices must be an int >= 1, got {num_devices!r}")
+    super().__init__(num_features, eps, momentum, affine, track_running_stats)
+    self.num_devices = num_devices
+    if track_running_stats:
+      self.running_mean = _buffer(Tensor.zeros(num_devices, num_features))
+      self.running_var = _buffer(Tensor.ones(num_devices, num_features))
+  def __call__(self, x: Tensor) -> Tensor:
+    nd, name = self.num_devices, type(self).__name__
+    if x.ndim < 2 or x.shape[1] != self.num_features:
+      raise ArgumentError(f"{name}({self.num_features}): input {x.shape} must be (N, {self.num_features}, ...)")
+    if x.shape[0] % nd: raise ArgumentError(f"{name}: a batch of {x.shape[0]} does not split evenly over {nd} devices")
+    # NOTE: (devices, batch per device, C, ...): on a batch split over the devices, row i is device i's own part
+    xg = x.cast(_stat_dtype(x)).reshape(nd, x.shape[0] // nd, *x.shape[1:])
+    axes = tuple(k for k in range(xg.ndim) if k not in (0, 2))
+    n = prod(xg.shape[k] for k in axes)
+    stat_shape = (nd, 1, self.num_features) + (1,) * (x.ndim - 2)
+    if Tensor.training or self.running_mean is None or self.running_var is None:
+      if Tensor.training and n <= 1:
+        raise ArgumentError(f"{name}: expected more than 1 value per channel and device when training, got {x.shape}")
+      mean = xg.mean(axes)
+      var = (xg - mean.reshape(stat_shape)).square().mean(axes)
+      if Tensor.training and self.running_mean is not None: self._update_stats(mean, var * (n / max(n - 1, 1)))
+    else: mean, var = self.running_mean, self.running_var
+    out = (xg - mean.reshape(stat_shape)) * (var + self.eps).rsqrt().reshape(stat_shape)
+    if self.weight is not None: out = out * self.weight.reshape(_channel_shape(xg.ndim, 2))
+    if self.bias is not None: out = out + self.bias.reshape(_channel_shape(xg.ndim, 2))
+    return out.reshape(x.shape).cast(x.dtype)
+
 class BatchNorm1d(BatchNorm):
   """BatchNorm over (N, C) or (N, C, L)."""
   ranks = (2, 3)
@@ -624,8 +661,9 @@ class MultiheadAttention:
     return out, wts.squeeze(0) if unbatched else wts
 
 __all__ = ["Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-           "ConvTranspose3d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm",
-           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LayerNorm2d", "GroupNorm", "RMSNorm",
-           "LSTMCell", "MultiheadAttention", "Sequential", "Identity", "Dropout", "Flatten", "ReLU", "ReLU6", "SiLU",
+           "ConvTranspose3d", "BatchNorm", "UnsyncedBatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "InstanceNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LayerNorm2d",
+           "GroupNorm", "RMSNorm", "LSTMCell", "MultiheadAttention", "Sequential", "Identity", "Dropout", "Flatten",
+           "ReLU", "ReLU6", "SiLU",
            "Sigmoid", "Tanh", "Mish", "Hardswish", "Hardsigmoid", "Softsign", "LogSigmoid", "SELU", "GELU", "LeakyReLU",
            "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "PReLU", "optim", "state", "lr_scheduler"]

@@ -15,9 +15,11 @@ import numpy as np
 from tinygrad.tensor import Tensor, _base_buffer, ArgumentError
 from tinygrad.device import buffer_of
 from tinygrad.dtype import DType, dtypes, to_storage_np
+from tinygrad.uop import Ops
 
 def _zeros_buffer(like: Tensor, dtype: DType) -> Tensor:
-  return Tensor.zeros(*like.shape, device=like.device, dtype=dtype).contiguous().realize()
+  # NOTE: zeros_like keeps a parameter's layout on several devices: its state is split as it is
+  return like.zeros_like(dtype=dtype).contiguous().realize()
 
 def _value_buffer(value: float, shape: tuple[int, ...], dtype: DType, device: str) -> Tensor:
   # NOTE: from host memory, not a constant: writing it with assign is one copy kernel whatever the value
@@ -35,7 +37,8 @@ def _write_scalar(buf: Tensor, value: float | Tensor, what: str) -> None:
   base = _base_buffer(buf.uop)
   assert base is not None, "a realized tensor reads a buffer"
   data = np.ascontiguousarray(to_storage_np(np.full(buf.shape, float(value)), buf.dtype)).reshape(-1)
-  buffer_of(base).copyin(data.view(np.uint8).data)
+  # NOTE: a one-element buffer on several devices is replicated: each device's copy is written
+  for b in (base.src if base.op is Ops.MULTI else (base,)): buffer_of(b).copyin(data.view(np.uint8).data)
 
 class TrainingModeError(RuntimeError, AssertionError):
   """step() outside training mode. Also an AssertionError, the type code written for tinygrad checks for."""

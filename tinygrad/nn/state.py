@@ -61,7 +61,8 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
       raise TypeError(f"load_state_dict: {k} is a {type(v).__name__} in the state dict, not a Tensor")
     if v.shape != t.shape:
       raise ValueError(f"load_state_dict: {k} has shape {v.shape} in the state dict but {t.shape} in the model")
-    t.assign(v.to(t.device).cast(t.dtype))
+    # NOTE: onto a tensor on several devices, each device gets only its part (split as the model's tensor is)
+    t.assign(v._onto(t).cast(t.dtype))
     if consume: del state_dict[k]
   if realize and own: Tensor.realize(*own.values())
 
@@ -78,6 +79,8 @@ def _raw(t: Tensor) -> bytes:
   """The bytes of t's buffer (bfloat16 and fp8 as their bit patterns), realized and contiguous."""
   from tinygrad.device import buffer_of
   from tinygrad.tensor import _base_buffer
+  # NOTE: a tensor on several devices is gathered onto its first device to be written out whole
+  if isinstance(t.device, tuple): t = t.to(t.device[0])
   t = t.realize()
   if _base_buffer(t.uop) is None: t = t.contiguous().realize()
   base = _base_buffer(t.uop)
