@@ -24,7 +24,17 @@ def no_invalid_src(x: UOp) -> bool | None:
 def sink_ok(x: UOp) -> bool:
   if x.arg is not None and type(x.arg).__name__ != "KernelInfo": return fail(f"kernel SINK arg {x.arg!r}")
   if all(s.op in (Ops.END, Ops.STORE, Ops.GROUP) for s in x.src): return True
-  return fail(f"kernel SINK sources must be END/STORE, got {[s.op for s in x.src]}")
+  if len(x.src) == 1 and x.src[0].op is Ops.COPY and x.arg is None: return True
+  return fail(f"kernel SINK sources must be END/STORE (or one transfer COPY), got {[s.op for s in x.src]}")
+
+def transfer_ok(x: UOp, o: UOp, i: UOp) -> bool:
+  """A transfer: COPY(DEFINE_GLOBAL 0 (written), DEFINE_GLOBAL 1 (read)) of one pointer dtype, arg = (source device,
+  destination device), two different device names."""
+  if x.dtype is not dtypes.void or (o.arg, i.arg) != (0, 1): return fail("transfer COPY(out global 0, in global 1)")
+  if o.dtype != i.dtype: return fail(f"transfer from {i.dtype} to {o.dtype}: one buffer type and size")
+  a = x.arg
+  if isinstance(a, tuple) and len(a) == 2 and all(isinstance(d, str) for d in a) and a[0] != a[1]: return True
+  return fail(f"transfer arg {a!r} must be (source device, destination device), two different names")
 
 def define_global_ok(x: UOp) -> bool:
   if not (isinstance(x.dtype, PtrDType) and x.dtype.addrspace is AddrSpace.GLOBAL and x.dtype.v == 1):
@@ -64,6 +74,8 @@ kernel_reject: list[Rule] = [
 
 kernel_rules: list[Rule] = [
   (UPat(Ops.SINK, dtypes.void, name="x"), sink_ok),
+  # a copy between devices: the engine moves the bytes, codegen never sees it
+  (UPat(Ops.COPY, src=(UPat(Ops.DEFINE_GLOBAL, name="o"), UPat(Ops.DEFINE_GLOBAL, name="i")), name="x"), transfer_ok),
   (UPat(Ops.DEFINE_GLOBAL, src=(), name="x"), define_global_ok),
   (UPat(Ops.DEFINE_VAR, dtypes.index, src=(), name="x"), var_ok),
   (UPat(Ops.RANGE, dtypes.index, src=(UPat(dtype=dtypes.index),), name="x"), range_arg_ok),

@@ -2,7 +2,8 @@
 `tinygrad.plugins` entry point `spec`; tinygrad itself never imports spec.
 
   SPEC=0  nothing is registered
-  SPEC=1  tensor_graph, kernel_graph -> tensor_spec; kernel_ast -> kernel_spec; program -> program_spec
+  SPEC=1  tensor_graph, kernel_graph -> tensor_spec; device_graph -> device_spec; kernel_ast -> kernel_spec;
+          program -> program_spec
           (+ validate_index of kernels and programs when IGNORE_OOB=0)
   SPEC=2  also uop_created -> full_spec on every new UOp, and the pyrender round trip of every verified sink
   SPEC=3  also the round trip of every new UOp (eval_pyrender(*pyrender_node(u)) is u)
@@ -19,7 +20,7 @@ from tinygrad.uop import Ops, GroupOp, hooks
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import SPEC, IGNORE_OOB, ContextVar
 from spec.verify import type_verify, SpecError, why_illegal
-from spec.tensor_spec import tensor_spec
+from spec.tensor_spec import tensor_spec, device_spec
 from spec.kernel_spec import kernel_spec
 from spec.program_spec import program_spec
 from spec.full_spec import full_spec
@@ -62,6 +63,11 @@ def _validate(graph: UOp | Sequence[UOp]) -> None:
 @_guarded
 def tensor_graph(sink: UOp) -> None:
   type_verify(sink, tensor_spec, "tensor")
+  _roundtrip(sink)
+
+@_guarded
+def device_graph(sink: UOp) -> None:
+  type_verify(sink, device_spec, "device graph (tensor)")
   _roundtrip(sink)
 
 @_guarded
@@ -114,8 +120,9 @@ def _check_created(u: UOp) -> None:
     why = f"eval_pyrender(*pyrender_node(u)) gave back {back!r}, not the same object"
     raise SpecError("round trip (at construction)", 0, u, why)
 
-BOUNDARIES: dict[str, Callable[..., None]] = {"tensor_graph": tensor_graph, "kernel_graph": kernel_graph,
-                                              "kernel_ast": kernel_ast, "program": program}
+BOUNDARIES: dict[str, Callable[..., None]] = {"tensor_graph": tensor_graph, "device_graph": device_graph,
+                                              "kernel_graph": kernel_graph, "kernel_ast": kernel_ast,
+                                              "program": program}
 
 def sync() -> None:
   """Register exactly the callbacks the current SPEC level needs, and unregister the rest."""

@@ -1,5 +1,7 @@
-"""tensor_spec: the lazy tensor graph, before and after rangeify (docs/ir.md section 1)."""
+"""tensor_spec: the lazy tensor graph, before and after rangeify (docs/ir.md section 1); device_spec: the graph of one
+device per node that a graph with tensors on several devices is lowered to before rangeify (docs/multi.md)."""
 from __future__ import annotations
+from typing import cast
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import dtypes
@@ -16,12 +18,70 @@ def ints(t: object, n: int | None = None) -> bool:
 def pairs(t: object, n: int) -> bool:
   return isinstance(t, tuple) and len(t) == n and all(isinstance(p, tuple) and ints(p, 2) for p in t)
 
+def one_device(x: UOp, srcs: tuple[UOp, ...]) -> None:
+  """Sources on one device or one set of devices (a source on none, a bound variable, goes anywhere)."""
+  devs = {d for d in (s.device for s in srcs) if d is not None}
+  if len(devs) > 1: fail(f"{x.op} of sources on different devices {sorted(map(str, devs))}: only a COPY moves data")
+
 def elementwise_ok(x: UOp) -> bool | None:
-  """Elementwise values are not index math, and their sources have one shape (the Tensor layer broadcasts explicitly);
-  None lets the shared dtype rules decide the rest."""
+  """Elementwise values are not index math, their sources have one shape (the Tensor layer broadcasts explicitly) and
+  one device; None lets the shared dtype rules decide the rest."""
   if has_index(x.dtype): return fail(f"{x.op} of {x.dtype}: index math is only for shape arguments in a tensor graph")
   shapes = [s.shape for s in x.src]
-  return None if all(s == shapes[0] for s in shapes) else fail(f"elementwise {x.op} of sources with shapes {shapes}")
+  if any(s != shapes[0] for s in shapes): return fail(f"elementwise {x.op} of sources with shapes {shapes}")
+  one_device(x, x.src)
+  return None
+
+def device_ok(x: UOp) -> bool:
+  """DEVICE arg: a device name, or a tuple of distinct names (a tensor on several devices)."""
+  a = x.arg
+  if isinstance(a, str): return True
+  if isinstance(a, tuple) and a and all(isinstance(d, str) for d in a) and len(set(a)) == len(a): return True
+  return fail(f"DEVICE arg {a!r} must be a device name or a non-empty tuple of distinct names")
+
+def split_ok(shape: tuple[int, ...], n: int, axis: object, bounds: object) -> bool:
+  """(axis, bounds) split `shape` over n devices: axis one of its axes, bounds n intervals (b, e) whose non-empty ones
+  tile [0, shape[axis])."""
+  if type(axis) is not int or not 0 <= axis < len(shape): return fail(f"split axis {axis!r} of a {len(shape)}-d tensor")
+  if not pairs(bounds, n): return fail(f"bounds {bounds!r} must be {n} intervals (b, e)")
+  ivs = cast(tuple[tuple[int, int], ...], bounds)
+  if any(b > e for b, e in ivs): return fail(f"bounds {bounds!r} must be {n} intervals (b, e) with b <= e")
+  pos = 0
+  for b, e in sorted(p for p in ivs if p[1] > p[0]):
+    if b != pos: return fail(f"bounds {bounds!r} do not tile axis {axis} (size {shape[axis]}): a gap or overlap at {b}")
+    pos = e
+  if pos != shape[axis] or any(e > shape[axis] for _, e in ivs):
+    return fail(f"bounds {bounds!r} do not tile axis {axis} of size {shape[axis]}")
+  return True
+
+def multi_ok(x: UOp) -> bool:
+  """MULTI(*shards, arg=(axis, bounds, op)): one shard per device, each on one device, distinct; replicated (axis None:
+  every shard the whole shape), split (shard i the rows bounds[i] of axis) or partial (op ADD/MUL/MAX, axis None)."""
+  if not (isinstance(x.arg, tuple) and len(x.arg) == 3): return fail(f"MULTI arg {x.arg!r} must be (axis, bounds, op)")
+  axis, bounds, op = x.arg
+  if not x.src: return fail("MULTI of no shard")
+  devs = [s.device for s in x.src]
+  if not all(isinstance(d, str) for d in devs) or len(set(devs)) != len(devs):
+    return fail(f"MULTI shards must each be on one device, all different: {devs}")
+  if any(s.dtype != x.dtype for s in x.src):
+    return fail(f"MULTI of {x.dtype} with shards of {[s.dtype for s in x.src]}")
+  if op not in (None, Ops.ADD, Ops.MUL, Ops.MAX): return fail(f"MULTI partial op {op!r} (ADD, MUL, MAX or None)")
+  shapes = [shape_of(s) for s in x.src]
+  if axis is None:
+    if bounds is not None: return fail(f"MULTI with bounds {bounds!r} and no split axis")
+    return all(sh == shapes[0] for sh in shapes) or fail(f"replicated MULTI of shards of shapes {shapes}")
+  if op is not None: return fail("a partial MULTI is not split (axis None)")
+  if not split_ok(shape_of(x), len(x.src), axis, bounds): return False
+  want = [tuple(e - b if k == axis else d for k, d in enumerate(shape_of(x))) for b, e in bounds]
+  return shapes == want or fail(f"MULTI shards of shapes {shapes}, bounds {bounds} on axis {axis} need {want}")
+
+def copy_ok(x: UOp, s: UOp, d: UOp) -> bool:
+  """COPY(x, DEVICE): to one device (arg None), or onto a set of devices, split (arg (axis, bounds)) or not (None)."""
+  if not (x.dtype == s.dtype != dtypes.void): return fail(f"COPY of {s.dtype} to {x.dtype}")
+  if x.arg is None: return True
+  if not isinstance(d.arg, tuple): return fail(f"COPY to one device {d.arg!r} with a split arg {x.arg!r}")
+  if not (isinstance(x.arg, tuple) and len(x.arg) == 2): return fail(f"COPY split arg {x.arg!r} must be (axis, bounds)")
+  return split_ok(shape_of(s), len(d.arg), *x.arg)
 
 def movement_ok(x: UOp, s: UOp) -> bool:
   if x.dtype != s.dtype: return fail(f"{x.op} changes the dtype from {s.dtype} to {x.dtype}")
@@ -59,8 +119,10 @@ def bind_ok(x: UOp, v: UOp, c: UOp) -> bool:
   return fail(f"BIND of {c.arg!r} ({c.dtype}) to {v.arg} ({v.dtype})")
 
 def assign_ok(x: UOp, t: UOp, v: UOp) -> bool:
-  if x.dtype == t.dtype == v.dtype and t.shape == v.shape: return True
-  return fail(f"ASSIGN of {v.dtype}{v.shape} to {t.dtype}{t.shape}")
+  if not (x.dtype == t.dtype == v.dtype and t.shape == v.shape):
+    return fail(f"ASSIGN of {v.dtype}{v.shape} to {t.dtype}{t.shape}")
+  one_device(x, x.src)
+  return True
 
 def kernel_ok(x: UOp) -> bool:
   """KERNEL(*buffers, arg=ast): one buffer per DEFINE_GLOBAL of the AST, numbered 0.. in src order."""
@@ -68,7 +130,13 @@ def kernel_ok(x: UOp) -> bool:
   if x.dtype is not dtypes.void or any(s.op not in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.AFTER) for s in x.src):
     return fail(f"KERNEL is void over BUFFER/BUFFER_VIEW/AFTER sources, got {[s.op for s in x.src]}")
   globs = sorted({u.arg for u in x.arg.toposort() if u.op is Ops.DEFINE_GLOBAL})
-  return globs == list(range(len(x.src))) or fail(f"KERNEL has {len(x.src)} buffers, its AST defines globals {globs}")
+  if globs != list(range(len(x.src))): return fail(f"KERNEL has {len(x.src)} buffers, its AST defines globals {globs}")
+  devs = [s.device for s in x.src]
+  # a transfer (SINK(COPY(out, in), arg=(src device, dst device))) is the one kernel between two devices
+  if len(x.arg.src) == 1 and x.arg.src[0].op is Ops.COPY:
+    if tuple(devs) == tuple(reversed(x.arg.src[0].arg)): return True
+    return fail(f"transfer {x.arg.src[0].arg} over buffers on {devs} (out, in)")
+  return len(set(devs)) <= 1 or fail(f"KERNEL over buffers on different devices {devs}: only a transfer spans two")
 
 def after_ok(x: UOp, b: UOp) -> bool:
   if x.dtype == b.dtype and len(x.src) >= 2 and all(k.op is Ops.KERNEL for k in x.src[1:]): return True
@@ -86,7 +154,7 @@ tensor_reject: list[Rule] = [
 ]
 
 tensor_rules: list[Rule] = [
-  (UPat(Ops.DEVICE, dtypes.void, src=(), name="x"), lambda x: isinstance(x.arg, str) or fail("DEVICE arg is a str")),
+  (UPat(Ops.DEVICE, dtypes.void, src=(), name="x"), device_ok),
   # UNIQUE(n): a buffer's identity in the process; LUNIQUE(i): its name in one scheduled graph (numbered 0.. there)
   (UPat((Ops.UNIQUE, Ops.LUNIQUE), dtypes.void, src=(), name="x"),
    lambda x: type(x.arg) is int or fail(f"{x.op} arg is an int")),
@@ -99,7 +167,9 @@ tensor_rules: list[Rule] = [
   (UPat(GroupOp.Movement, src=(UPat(name="s"),), name="x"), movement_ok),
   (UPat(Ops.REDUCE_AXIS, src=(UPat(name="s"),), name="x"), reduce_axis_ok),
   (UPat((Ops.CONTIGUOUS, Ops.DETACH), src=(UPat(name="s"),), name="x"), lambda x, s: x.dtype == s.dtype != dtypes.void),
-  (UPat(Ops.COPY, src=(UPat(name="s"), UPat(Ops.DEVICE)), name="x"), lambda x, s: x.dtype == s.dtype != dtypes.void),
+  (UPat(Ops.COPY, src=(UPat(name="s"), UPat(Ops.DEVICE, name="d")), name="x"), copy_ok),
+  # one tensor on several devices: a shard per device (docs/multi.md)
+  (UPat(Ops.MULTI, name="x"), multi_ok),
   (UPat(Ops.ASSIGN, src=(UPat(name="t"), UPat(name="v")), name="x"), assign_ok),
   (UPat(Ops.KERNEL, name="x"), kernel_ok),
   # AFTER(buffer, *kernels): the buffer once the kernels that write it ran
@@ -108,3 +178,12 @@ tensor_rules: list[Rule] = [
 ]
 
 tensor_spec = PatternMatcher(tensor_reject + tensor_rules + shared_rules)
+
+# the per-device graph: what tensor_spec allows, less what spans devices
+device_reject: list[Rule] = [
+  (UPat(Ops.MULTI, name="x"), lambda x: fail("MULTI in a per-device graph: the multi-device pass lowers every one")),
+  (UPat(Ops.DEVICE, name="x"), lambda x: fail(f"a set of devices {x.arg} in a per-device graph") if
+   isinstance(x.arg, tuple) else None),
+]
+
+device_spec = PatternMatcher(device_reject + tensor_reject + tensor_rules + shared_rules)

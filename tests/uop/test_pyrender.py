@@ -318,6 +318,7 @@ def example_of(op: Ops) -> UOp:
     Ops.DETACH: tb.detach(), Ops.COPY: UOp(Ops.COPY, dtypes.float, (tb, UOp(Ops.DEVICE, arg="PYTHON"))),
     Ops.ASSIGN: UOp(Ops.ASSIGN, dtypes.float, (tb, tb.contiguous())), Ops.REDUCE_AXIS: tb.reshape((4, 4)).r(Ops.MAX, (0,)),
     Ops.KERNEL: kernel_node(),
+    Ops.MULTI: UOp(Ops.MULTI, dtypes.float, (tb.shrink(((0, 8),)), UOp(Ops.COPY, dtypes.float, (tb.shrink(((8, 16),)), UOp(Ops.DEVICE, arg="CPU:1")))), (0, ((0, 8), (8, 16)), None)),
     Ops.BUFFERIZE: UOp(Ops.BUFFERIZE, dtypes.float, (g, r), AddrSpace.LOCAL),
     Ops.DEFINE_GLOBAL: buf, Ops.DEFINE_LOCAL: UOp(Ops.DEFINE_LOCAL, dtypes.float.ptr(8, AddrSpace.LOCAL), arg=0),
     Ops.DEFINE_REG: UOp(Ops.DEFINE_REG, dtypes.float.ptr(1, AddrSpace.REG), arg=0), Ops.DEFINE_VAR: a, Ops.BIND: a.bind(3),
