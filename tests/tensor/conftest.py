@@ -4,6 +4,10 @@ def pytest_addoption(parser):
   parser.addoption("--tensor-ref", action="store_true", default=False,
                    help="evaluate Tensor.numpy() with the numpy reference (fuzz.tensor_ref) instead of the compiler: separates "
                         "front-end bugs from scheduler/codegen bugs")
+  parser.addoption("--shard", default="",
+                   help="N:AXIS (AXIS a number, or none): run every test with its tensors on CPU:0..CPU:N-1, each tensor "
+                        "made from data split on AXIS (replicated when it has no such axis, or with none), every other "
+                        "tensor replicated; the numpy references stay as they are (tests/multi/test_sweep.py)")
 
 @pytest.fixture(autouse=True)
 def _tensor_ref(request, monkeypatch):
@@ -11,3 +15,11 @@ def _tensor_ref(request, monkeypatch):
   from tinygrad.tensor import Tensor
   from fuzz.tensor_ref import eval_tensor_graph
   monkeypatch.setattr(Tensor, "numpy", lambda self: eval_tensor_graph(self.uop))
+
+@pytest.fixture(autouse=True)
+def _sharded(request, monkeypatch):
+  if not (spec := request.config.getoption("--shard")): return
+  if request.node.get_closest_marker("single_device") is not None:
+    pytest.skip(f"single device: {request.node.get_closest_marker('single_device').args[0]}")
+  from tests.multi.sweep import shard_everything
+  shard_everything(monkeypatch, spec)
