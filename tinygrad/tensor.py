@@ -1700,6 +1700,7 @@ class Tensor(_CastSugar, MathTrait):
     if basic and (on_buffer or not (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad))):
       # NOTE: slices, ints, None and ... select a view of the buffer: write v through it (an ASSIGN), no one-hot
       if not on_buffer: self.realize()
+      if self._setitem_per_shard(entries, v): return
       view = self[indices]
       vt = v if isinstance(v, Tensor) else Tensor(v, device=self.device, dtype=self.dtype)
       view.assign(vt.cast(self.dtype)._broadcast_to(view.shape, "setitem")).realize()
@@ -1711,6 +1712,48 @@ class Tensor(_CastSugar, MathTrait):
       self.assign(mm.where(vt, self)).realize()
       return
     self.assign(self._index_write(indices, v, accumulate=False)).realize()
+  def _setitem_per_shard(self, entries: list[Any], v: Any) -> bool:
+    """A basic-index write into a realized tensor split over several devices, done on each device that holds some of
+    the selected rows (its part of v copied there); False for any other tensor (the graph writes through the view)."""
+    m = self.uop
+    if m.op is not Ops.MULTI or m.arg[0] is None or any(_base_buffer(sh) is None for sh in m.src): return False
+    axis, bounds = m.arg[0], m.arg[1]
+    if any(e is True or e is False for e in entries): return False
+    # the entries, one per axis of self (None adds an axis of the view), Ellipsis expanded
+    n_axes = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    if n_axes > self.ndim: raise IndexError(f"too many indices for a tensor of shape {self.shape}: {len(entries)}")
+    if Ellipsis in entries:
+      k = entries.index(Ellipsis)
+      entries = entries[:k] + [slice(None)] * (self.ndim - n_axes) + [e for e in entries[k + 1:] if e is not Ellipsis]
+    else: entries = entries + [slice(None)] * (self.ndim - n_axes)
+    dim, vdim, at = 0, 0, -1
+    for k, e in enumerate(entries):
+      if e is None: vdim += 1; continue
+      if dim == axis: at = k; break
+      dim, vdim = dim + 1, vdim + (0 if isinstance(e, int) else 1)
+    size, e = self.shape[axis], entries[at]
+    if isinstance(e, int):
+      if not -size <= e < size: raise IndexError(f"index {e} is out of bounds for axis {axis} with size {size}")
+      picked: list[int] = [e % size]
+    else: picked = list(range(*e.indices(size)))
+    view_shape = self[tuple(entries)].shape
+    vt = v if isinstance(v, Tensor) else Tensor(v, device=self.device, dtype=self.dtype)
+    vt = vt.cast(self.dtype)._broadcast_to(view_shape, "setitem")
+    # NOTE: the devices write one after another: a value that may read self is stored first
+    if isinstance(v, Tensor): vt = vt.clone().realize()
+    for sh, (b, end) in zip(m.src, bounds):
+      js = [j for j, p in enumerate(picked) if b <= p < end]
+      if not js: continue
+      local: Any = picked[js[0]] - b
+      part = vt
+      if not isinstance(e, int):
+        step = cast(slice, e).indices(size)[2]
+        stop = picked[js[-1]] - b + (1 if step > 0 else -1)
+        local = slice(local, None if stop < 0 else stop, step)
+        part = vt[(slice(None),) * vdim + (slice(js[0], js[-1] + 1),)]
+      shard = Tensor(sh)
+      shard[tuple(entries[:at] + [local] + entries[at + 1:])] = part.to(cast(str, sh.device))
+    return True
   def _leading_mask(self, entries: list[Any]) -> Tensor | None:
     """The bool mask tensor of an index that is one mask over the leading axes (x[mask] or x[mask, ...]), else None."""
     if entries and entries[-1] is Ellipsis: entries = entries[:-1]

@@ -105,7 +105,11 @@ def devices_of(m: UOp) -> tuple[str, ...]: return tuple(s.device for s in m.src)
 
 def copy_to(x: UOp, dev: str) -> UOp:
   """x on `dev`: x itself when it is there, else a COPY (the only way data moves between devices)."""
-  return x if x.device == dev else UOp(Ops.COPY, x.dtype, (x, _dev(dev)))
+  if x.device == dev: return x
+  # NOTE: a strided view is stored on its own device first, in a node of its own: the view itself may be an ASSIGN's
+  # target in the same graph, and the copy must read the values from before the write
+  src = x.contiguous() if _is_view(x) and not _is_base_view(x) else x
+  return UOp(Ops.COPY, x.dtype, (src, _dev(dev)))
 
 def const(v: Any, dtype: Any, dev: str, shape: tuple[int, ...]) -> UOp:
   c = UOp(Ops.CONST, dtype, (_dev(dev),), dtypes.as_const(v, dtype))
@@ -387,6 +391,11 @@ def lower_assign(x: UOp, t: UOp, v: UOp) -> UOp | None:
     return None
   devs = _check_devices(x, (t, v))
   axis, bounds, _ = t.arg
+  for ts in t.src:
+    if not _is_target(ts):
+      raise MultiDeviceError(f"ASSIGN to a view of a tensor on {devs} that no device holds as a view of its own buffer "
+                             f"({ts.op} on {ts.device}): the view moves rows between devices; assign to the whole "
+                             "tensor, or index it so that each device's rows stay whole")
   vs = _to_layout(resolve(v), devs, axis, bounds)
   return multi([_md(x, UOp(Ops.ASSIGN, x.dtype, (ts, vv))) for ts, vv in zip(t.src, vs)], axis, bounds)
 
@@ -408,6 +417,11 @@ def has_multi(sink: UOp) -> bool:
 
 def _is_base_view(u: UOp) -> bool:
   while u.op is Ops.RESHAPE: u = u.src[0]
+  return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
+
+def _is_target(u: UOp) -> bool:
+  """A node an ASSIGN can write through: a view (no expand) of a buffer, or of an earlier ASSIGN to one."""
+  while u.op in GroupOp.Movement and u.op is not Ops.EXPAND or u.op is Ops.ASSIGN: u = u.src[0]
   return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
 
 def _is_view(u: UOp) -> bool:

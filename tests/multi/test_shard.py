@@ -1,0 +1,200 @@
+"""Tensors on several devices (docs/multi.md): devices with an index, Tensor.shard/shard_/to_, ops following the
+sharding, reduces over the split axis, autograd, and the errors for bad input. References: numpy, torch."""
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, Device
+from tinygrad.device import DeviceOpenError
+from tinygrad.tensor import ArgumentError
+from tinygrad.helpers import Context, GlobalCounters
+from tinygrad.schedule.multi import MultiDeviceError, split_bounds
+
+D2, D3 = ("CPU:0", "CPU:1"), ("CPU:0", "CPU:1", "CPU:2")
+rng = np.random.default_rng(0)
+
+def data(*shape): return rng.standard_normal(shape).astype(np.float32)
+
+# ---- devices ----
+
+def test_indexed_cpu_devices_are_separate_devices_with_their_own_buffers():
+  assert Device.canonicalize("cpu:0") == "CPU" and Device.canonicalize("CPU:02") == "CPU:2"
+  a = Tensor([1.0, 2.0], device="CPU:1").realize()
+  b = Tensor([1.0, 2.0], device="CPU:2").realize()
+  assert a.device == "CPU:1" and b.device == "CPU:2"
+  assert Device["CPU:1"] is not Device["CPU:2"] and Device["CPU:1"] is not Device["CPU"]
+  np.testing.assert_equal((a.to("CPU:2") + b).numpy(), [2.0, 4.0])
+
+def test_unknown_device_index_is_a_clear_error():
+  with Context(HOST_DEVICES=3):
+    with pytest.raises(DeviceOpenError, match=r"CPU:5.*HOST_DEVICES=3"):
+      Tensor([1.0]).shard(("CPU:0", "CPU:5"))
+  with pytest.raises(DeviceOpenError, match="must be a number"):
+    Tensor([1.0], device="CPU:x").realize()
+
+def test_python_devices_with_emulate_run_the_gpu_kernels():
+  x = data(6, 5)
+  with Context(EMULATE="NV"):
+    t = Tensor(x, device="PYTHON").shard(("PYTHON:0", "PYTHON:1"), 0)
+    np.testing.assert_allclose((t * 2).sum(1).numpy(), (x * 2).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(t.sum(0).numpy(), x.sum(0), rtol=1e-5, atol=1e-6)
+
+# ---- shard ----
+
+@pytest.mark.parametrize("n,size", [(2, 8), (3, 7), (3, 2), (4, 10)])
+def test_split_bounds_match_torch_tensor_split(n, size):
+  parts = torch.tensor_split(torch.arange(size), n)
+  want = []
+  for p in parts:
+    start = want[-1][1] if want else 0
+    want.append((start, start + len(p)))
+  assert split_bounds(size, n) == tuple(want)
+
+@pytest.mark.parametrize("devs", [D2, D3])
+@pytest.mark.parametrize("shape,axis", [((6, 4), 0), ((7, 5), 0), ((5, 7), 1), ((3, 4, 5), 2), ((2, 3), 0), ((4, 3), None)])
+def test_shard_keeps_the_values_and_splits_like_tensor_split(devs, shape, axis):
+  x = data(*shape)
+  t = Tensor(x).shard(devs, axis)
+  assert t.device == tuple(Device.canonicalize(d) for d in devs) and t.shape == shape
+  np.testing.assert_equal(t.numpy(), x)
+  t.realize()
+  shards = t.uop.src
+  if axis is None: assert all(s.shape == shape for s in shards)
+  else:
+    sizes = [len(p) for p in torch.tensor_split(torch.arange(shape[axis]), len(devs))]
+    assert [s.shape[axis] for s in shards] == sizes
+
+@pytest.mark.parametrize("devs", [D2, D3])
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_elementwise_and_broadcast_follow_the_sharding(devs, axis):
+  x, y, z = data(7, 5), data(7, 5), data(1, 5)
+  tx, ty = Tensor(x).shard(devs, axis), Tensor(y).shard(devs, axis)
+  tz = Tensor(z).shard(devs, None)
+  out = ((tx * ty).exp2() - tz).maximum(tx) / 3.0
+  np.testing.assert_allclose(out.numpy(), np.maximum(np.exp2(x * y) - z, x) / 3.0, rtol=1e-5, atol=1e-6)
+  # operands split differently are brought to one layout
+  mixed = Tensor(x).shard(devs, 0) + Tensor(y).shard(devs, 1)
+  np.testing.assert_allclose(mixed.numpy(), x + y, rtol=1e-6)
+
+@pytest.mark.parametrize("devs", [D2, D3])
+@pytest.mark.parametrize("axis", [0, 1, None])
+@pytest.mark.parametrize("red", ["sum", "max", "min", "mean", "prod"])
+def test_reduces_on_every_axis(devs, axis, red):
+  x = data(7, 5) * 0.5 + 1.0
+  t = Tensor(x).shard(devs, axis)
+  for ax in (0, 1, None):
+    got, want = getattr(t, red)(ax).numpy(), getattr(torch.tensor(x), {"max": "amax", "min": "amin"}.get(red, red))
+    want = (want() if ax is None and red != "prod" else want(ax) if ax is not None else torch.prod(torch.tensor(x)))
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("devs", [D2, D3])
+def test_matmul_data_parallel_and_model_parallel(devs):
+  x, w = data(9, 6), data(6, 5)
+  want = x @ w
+  # batch split, weights replicated
+  np.testing.assert_allclose((Tensor(x).shard(devs, 0) @ Tensor(w).shard(devs)).numpy(), want, rtol=1e-5, atol=1e-5)
+  # weight split on its output axis: each device computes its columns
+  np.testing.assert_allclose((Tensor(x).shard(devs) @ Tensor(w).shard(devs, 1)).numpy(), want, rtol=1e-5, atol=1e-5)
+  # the contracted axis split on both: partial sums, allreduced
+  np.testing.assert_allclose((Tensor(x).shard(devs, 1) @ Tensor(w).shard(devs, 0)).numpy(), want, rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("devs", [D2, D3])
+def test_movement_ops_follow_the_sharding(devs):
+  x = data(6, 4, 5)
+  t = Tensor(x).shard(devs, 1)
+  np.testing.assert_equal(t.permute(2, 0, 1).numpy(), x.transpose(2, 0, 1))
+  np.testing.assert_equal(t.flip(1).numpy(), x[:, ::-1])
+  np.testing.assert_equal(t[1:5, 1:3].numpy(), x[1:5, 1:3])
+  np.testing.assert_equal(t.pad(((0, 0), (1, 2), (0, 0))).numpy(), np.pad(x, ((0, 0), (1, 2), (0, 0))))
+  np.testing.assert_equal(t.reshape(6, 20).numpy(), x.reshape(6, 20))
+  np.testing.assert_equal(t.reshape(24, 5).numpy(), x.reshape(24, 5))
+  np.testing.assert_equal(t[:, :, None].expand(6, 4, 3, 5).numpy(), np.broadcast_to(x[:, :, None], (6, 4, 3, 5)))
+  np.testing.assert_equal(t.cat(t, dim=1).numpy(), np.concatenate([x, x], 1))
+
+def test_a_reshape_that_keeps_rows_whole_stays_split_and_one_that_does_not_gathers_with_copies():
+  x = data(6, 4)
+  t = Tensor(x).shard(D2, 0).realize()
+  GlobalCounters.reset()
+  kept = t.reshape(2, 3, 4).contiguous().realize()
+  assert GlobalCounters.copy_count == 0 and kept.uop.op.name == "MULTI" and kept.uop.arg[:2] == (0, ((0, 1), (1, 2)))
+  np.testing.assert_equal(kept.numpy(), x.reshape(2, 3, 4))
+  t3 = Tensor(data(5, 2)).shard(D2, 0).realize()  # boundary at element 6 (rows 0..2): a reshape to (2, 5) cuts a row
+  GlobalCounters.reset()
+  r = t3.reshape(2, 5).contiguous().realize()
+  assert r.device == ("CPU", "CPU:1") and GlobalCounters.copy_count == 2  # the allgather: one COPY to each device
+  np.testing.assert_equal(r.numpy(), t3.numpy().reshape(2, 5))
+
+def test_autograd_follows_the_sharding():
+  x, w = data(8, 5), data(5, 3)
+  tx = Tensor(x, requires_grad=True)
+  tw = Tensor(w, requires_grad=True)
+  out = (tx.shard(D3, 0) @ tw.shard(D3)).relu().sum()
+  out.backward()
+  px, pw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  (px @ pw).relu().sum().backward()
+  np.testing.assert_allclose(tx.grad.numpy(), px.grad.numpy(), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(tw.grad.numpy(), pw.grad.numpy(), rtol=1e-5, atol=1e-6)
+  # a sharded leaf: its gradient is sharded the same way
+  sw = Tensor(w, requires_grad=True).shard_(D3, 1)
+  (Tensor(x).shard(D3) @ sw).square().mean().backward()
+  pw2 = torch.tensor(w, requires_grad=True)
+  (torch.tensor(x) @ pw2).square().mean().backward()
+  assert sw.grad.device == sw.device
+  np.testing.assert_allclose(sw.grad.numpy(), pw2.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+def test_shard_in_place_and_to_in_place_keep_identity_and_values():
+  x = data(6, 3)
+  t = Tensor(x).realize()
+  same = t.shard_(D2, 0)
+  assert same is t and t.device == ("CPU", "CPU:1")
+  np.testing.assert_equal(t.numpy(), x)
+  t.to_("CPU:2")
+  assert t.device == "CPU:2"
+  np.testing.assert_equal(t.numpy(), x)
+  t.to_(D3)
+  assert t.device == tuple(Device.canonicalize(d) for d in D3)
+  np.testing.assert_equal(t.numpy(), x)
+
+def test_setitem_on_a_sharded_tensor_writes_each_devices_rows():
+  x = np.arange(10, dtype=np.float32)
+  t = Tensor(x).shard(D3, 0).realize()
+  t[4] = 100.0
+  t[1:9:3] = Tensor([-1.0, -2.0, -3.0])
+  t[7:] = t[:3]  # reads rows that the write overwrites on another device
+  want = x.copy(); want[4] = 100; want[1:9:3] = [-1, -2, -3]; want[7:] = want[:3].copy()
+  np.testing.assert_equal(t.numpy(), want)
+  assert t.device == tuple(Device.canonicalize(d) for d in D3)
+
+def test_random_like_draws_differ_per_shard():
+  t = Tensor.zeros(8, 64).contiguous().shard(D2, 0)
+  r = t.rand_like().numpy()
+  assert r.shape == (8, 64) and not np.array_equal(r[:4], r[4:]) and ((0 <= r) & (r < 1)).all()
+  Tensor.training = True
+  try: d = Tensor.ones(8, 64).contiguous().shard(D2, 0).dropout(0.5).numpy()
+  finally: Tensor.training = False
+  assert set(np.unique(d)) <= {0.0, 2.0} and not np.array_equal(d[:4] == 0, d[4:] == 0)
+
+# ---- bad input ----
+
+def test_bad_input_is_a_clear_error():
+  x = Tensor(data(4, 4))
+  with pytest.raises(MultiDeviceError, match="non-empty tuple"): x.shard("CPU:1")
+  with pytest.raises(MultiDeviceError, match="named twice"): x.shard(("CPU:0", "CPU"))
+  with pytest.raises(IndexError): x.shard(D2, 2)
+  with pytest.raises(MultiDeviceError, match="0-d"): Tensor(1.0).shard(D2, 0)
+  with pytest.raises((MultiDeviceError, ArgumentError), match="different devices"):
+    (Tensor(data(4, 4)).shard(D2, 0) + Tensor(data(4, 4)).shard(("CPU:0", "CPU:2"), 0)).realize()
+  with pytest.raises((MultiDeviceError, ArgumentError), match="different devices"):
+    (Tensor(data(4, 4)).shard(D2, 0) + Tensor(data(4, 4), device="CPU:2")).realize()
+  # an assignment through a view whose rows cross devices is refused, not done through a gathered copy
+  t = Tensor(np.arange(6, dtype=np.float32)).shard(D2, 0).realize()
+  with pytest.raises(MultiDeviceError, match="ASSIGN to a view"):
+    t.reshape(3, 2)[1:].assign(Tensor.ones(2, 2).contiguous().shard(D2, 0)).realize()
+
+def test_an_axis_not_divisible_by_the_device_count_gives_uneven_shards():
+  x = data(5, 2)
+  t = Tensor(x).shard(D3, 0).realize()
+  assert [s.shape[0] for s in t.uop.src] == [2, 2, 1]
+  np.testing.assert_allclose(t.sum(0).numpy(), x.sum(0), rtol=1e-6)
+  e = Tensor(data(2, 3)).shard(D3, 0).realize()  # fewer rows than devices: the last shard is empty
+  assert [s.shape[0] for s in e.uop.src] == [1, 1, 0]
+  np.testing.assert_allclose((e * 2).sum().numpy(), e.numpy().sum() * 2, rtol=1e-6)
