@@ -120,11 +120,15 @@ def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, 
   # NOTE: nodes the multi-device pass made (one per device) stand for no node of the caller's graph
   becomes = {original[c]: real.view(v) for c, v in cbecomes.items() if c in original}
   # buffers the schedule creates and nobody outside holds may share memory
-  held = {_base(s) for s in ksink.src} | {_base_of(v) for v in cbecomes.values()}
+  held = {_base(s) for s in ksink.src} | {_base_of(b) for v in cbecomes.values() for b in _views_of(v)}
   intermediates = {buffer_of(real.buffer(_base(k.src[0]))) for k in kernels if _base(k.src[0]) not in held}
   if (remap := plan_memory(items, intermediates)):
     items = [ScheduleItem(it.ast, tuple(remap.get(b, b) for b in it.bufs), it.metadata) for it in items]
   return items, becomes, {v.arg[0]: val for v, val in var_vals.items()}
+
+def _views_of(v: UOp) -> tuple[UOp, ...]:
+  """The buffer views a node becomes: its shards for a tensor on several devices, else itself."""
+  return v.src if v.op is Ops.MULTI else (v,)
 
 def _base_of(view: UOp) -> UOp:
   while view.op not in (Ops.BUFFER, Ops.BUFFER_VIEW) and view.src: view = view.src[0]

@@ -640,24 +640,26 @@ pm_simplify_to_kernels = pm_simplify_kernels + pm_stores_to_kernels
 
 # ---- the driver ----
 
-def rangeify(sink: UOp) -> tuple[UOp, dict[UOp, UOp], dict[UOp, int]]:
+def rangeify(sink: UOp, first_new: int = 0) -> tuple[UOp, dict[UOp, UOp], dict[UOp, int]]:
   """Tensor graph SINK -> (kernel graph SINK, becomes, var_vals).
 
   The kernel graph is a SINK over the AFTER(buffer, KERNEL) nodes of the outputs (KERNEL srcs are BUFFERs or AFTERs,
   so a walk from the sink reaches every kernel). `becomes` maps each original sink output (and each ASSIGN) to what
   replaces it once the kernels ran: its BUFFER reshaped to its shape (an ASSIGN becomes its target view). `var_vals`
   are the values of the BIND variables the kernels use. New buffers are BUFFER(LUNIQUE(n)), numbered after the
-  LUNIQUE buffers of the input graph."""
+  LUNIQUE buffers of the input graph (and from first_new on)."""
   # tensors on several devices: one graph per device, data moved only by COPY nodes (tinygrad/schedule/multi.py)
   if has_multi(sink):
     dsink, multis = lower_multi(sink)
     for fn in hooks.device_graph: fn(dsink)
-    ksink, dbecomes, var_vals = rangeify(dsink)
+    # NOTE: new buffers are numbered after every buffer of the caller's graph, also those no device graph reads
+    named = 1 + max((u.arg for u in sink.toposort() if u.op is Ops.LUNIQUE), default=-1)
+    ksink, dbecomes, var_vals = rangeify(dsink, named)
     return ksink, {**dbecomes, **multi_becomes(multis, dbecomes)}, var_vals
   # DETACH dropped, CONTIGUOUS of an already contiguous buffer dropped
   tmap = graph_rewrite_map(sink, pm_strip_tensor_graph, name="rangeify: strip tensor graph")
   tsink = tmap[sink]
-  first_new = 1 + max((u.arg for u in tsink.toposort() if u.op is Ops.LUNIQUE), default=-1)
+  first_new = max(first_new, 1 + max((u.arg for u in tsink.toposort() if u.op is Ops.LUNIQUE), default=-1))
   ctx = RangeifyContext(find_realizes(tsink), next_buffer=first_new)
   # stores, index pushdown, simplification, KERNELs
   ksink = lower_kernels(tsink, ctx, to_kernels=True)
