@@ -116,6 +116,19 @@ def _reduce(u: UOp, x: np.ndarray) -> np.ndarray:
     return np.maximum.reduce(x, axis=axes, keepdims=True, initial=ident).astype(nd)
   raise NotImplementedError(f"eval_tensor_graph: REDUCE_AXIS with {op}")
 
+def _multi_value(u: UOp, s: list[np.ndarray]) -> np.ndarray:
+  """A tensor on several devices as the one tensor it stands for: the shards put in place along the split axis (a
+  replicated one: its first shard; a partial: op over the shards)."""
+  axis, bounds, op = u.arg
+  if op is not None:
+    fn = {Ops.ADD: np.add, Ops.MUL: np.multiply, Ops.MAX: np.maximum}[op]
+    acc = s[0]
+    for x in s[1:]: acc = fn(acc, x)
+    return _fit(acc, u.dtype)
+  if axis is None: return s[0]
+  order = sorted(range(len(s)), key=lambda i: bounds[i][0])
+  return np.concatenate([s[i] for i in order if bounds[i][1] > bounds[i][0]] or [s[0]], axis=axis)
+
 def _eval_node(u: UOp, s: list[np.ndarray]) -> np.ndarray:
   op = u.op
   if op is Ops.BUFFER: return _buffer_value(u)
@@ -130,6 +143,7 @@ def _eval_node(u: UOp, s: list[np.ndarray]) -> np.ndarray:
   if op is Ops.REDUCE_AXIS: return _reduce(u, s[0])
   if op in (Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY): return s[0]
   if op is Ops.ASSIGN: return s[1]
+  if op is Ops.MULTI: return _multi_value(u, s)
   if op is Ops.BIND: return np.array(u.src[1].arg)
   if op is Ops.CAST: return _cast(s[0], u.dtype)
   if op is Ops.BITCAST: return _from_bits(_bits(s[0], u.src[0].dtype), u.dtype)

@@ -17,7 +17,8 @@ from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
 from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten, WINO
 from tinygrad.gradient import compute_gradient, custom_gradient, substitute
-from tinygrad.schedule.multi import MultiDeviceError, is_multi_device, multi, split_bounds, check_layout, layout_of
+from tinygrad.schedule.multi import MultiDeviceError, check_assign_target, is_multi_device, multi, split_bounds
+from tinygrad.schedule.multi import check_layout, layout_of
 
 # ---- graph building helpers (UOp level) ----
 
@@ -474,6 +475,7 @@ class Tensor(_CastSugar, MathTrait):
     if _base_buffer(self.uop) is None and self.uop.op is not Ops.ASSIGN and not _is_writable_view(self.uop):
       self.uop = x.uop
       return self
+    check_assign_target(self.uop)
     self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop))
     self._graph = None
     return self

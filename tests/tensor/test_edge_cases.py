@@ -168,6 +168,7 @@ def test_conv_and_pool_errors_name_the_op():
 
 # ---- nn ----
 
+@pytest.mark.single_device("counts the nodes of the running mean's one buffer; on N devices it is a MULTI of N")
 def test_batchnorm_running_stats_follow_each_step():
   Tensor.manual_seed(0)
   conv, bn = nn.Conv2d(2, 3, 1), nn.BatchNorm(3)
@@ -246,6 +247,8 @@ def test_long_int_cumsum_and_grad():
   (t.cumsum(1) * Tensor(np.arange(2100, dtype=np.float32))).sum().backward()
   np.testing.assert_allclose(t.grad.numpy()[1], np.cumsum(np.arange(2100)[::-1])[::-1])
 
+@pytest.mark.single_device("writes through a reshape whose rows cross devices once its data is split, which a tensor "
+                            "on several devices refuses (docs/multi.md)")
 def test_setitem_with_slices_is_a_view_write_not_a_one_hot():
   x = Tensor.zeros(300_000).contiguous().realize()
   x[1:] = 1.0  # a one-hot select would be 300000 x 300000

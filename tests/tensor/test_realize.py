@@ -1,11 +1,13 @@
 """Laziness and realize: nothing runs before realize, realized tensors read their buffer, assign writes in place, and the
 numpy reference (fuzz.tensor_ref) agrees with the compiler on the graphs the front end builds."""
 import numpy as np
+import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop import Ops
 from fuzz.tensor_ref import eval_tensor_graph
 from tinygrad.tensor import _base_buffer
 
+@pytest.mark.single_device("counts the kernels of one device's schedule")
 def test_lazy_until_realize_then_buffer():
   a = Tensor([1.0, 2.0, 3.0])
   b = (a + 1) * 2
@@ -16,6 +18,7 @@ def test_lazy_until_realize_then_buffer():
   np.testing.assert_allclose(b.numpy(), [4.0, 6.0, 8.0])
   assert _base_buffer(b.uop) is not None, "after realize the tensor reads its output buffer"
 
+@pytest.mark.single_device("counts the kernels of one device's schedule")
 def test_schedule_then_numpy_computes_the_values():
   x = Tensor([[1.0, 2.0], [3.0, 4.0]])
   y = (x @ x).relu()

@@ -36,9 +36,10 @@ def _write_scalar(buf: Tensor, value: float | Tensor, what: str) -> None:
   buf.realize()
   base = _base_buffer(buf.uop)
   assert base is not None, "a realized tensor reads a buffer"
-  data = np.ascontiguousarray(to_storage_np(np.full(buf.shape, float(value)), buf.dtype)).reshape(-1)
-  # NOTE: a one-element buffer on several devices is replicated: each device's copy is written
-  for b in (base.src if base.op is Ops.MULTI else (base,)): buffer_of(b).copyin(data.view(np.uint8).data)
+  # NOTE: on several devices each shard is written (a one-element buffer split over them: the shards that hold it)
+  for b in (base.src if base.op is Ops.MULTI else (base,)):
+    data = np.ascontiguousarray(to_storage_np(np.full(b.shape, float(value)), buf.dtype)).reshape(-1)
+    buffer_of(_base_buffer(b) or b).copyin(data.view(np.uint8).data)
 
 class TrainingModeError(RuntimeError, AssertionError):
   """step() outside training mode. Also an AssertionError, the type code written for tinygrad checks for."""

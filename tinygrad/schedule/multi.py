@@ -384,6 +384,20 @@ def lower_copy(x: UOp, s: UOp, d: UOp) -> UOp | None:
   return multi([copy_to(s.shrink(_box(shape, axis, bounds[j] if bounds else None)) if shape else s, dv)
                 for j, dv in enumerate(devs)], axis, bounds)
 
+def _check_targets(t: UOp) -> None:
+  for ts in t.src:
+    if not _is_target(ts):
+      raise MultiDeviceError(f"ASSIGN to a view of a tensor on {devices_of(t)} that no device holds as a view of its "
+                             f"own buffer ({ts.op} on {ts.device}): the view moves rows between devices; assign to the "
+                             "whole tensor, or index it so that each device's rows stay whole")
+
+def check_assign_target(u: UOp) -> None:
+  """Raise MultiDeviceError (when the ASSIGN is made, not at the realize) unless every device can write its part of
+  the view u of a tensor on several devices through a view of its own buffer."""
+  if not is_multi_device(u.device) or u.op is Ops.MULTI: return
+  lu = graph_rewrite_map(UOp.sink(u), pm_multi, name="multi: assign target")[u]
+  if lu.op is Ops.MULTI: _check_targets(lu)
+
 def lower_assign(x: UOp, t: UOp, v: UOp) -> UOp | None:
   if t.op is not Ops.MULTI:
     if v.op is Ops.MULTI:
@@ -391,11 +405,7 @@ def lower_assign(x: UOp, t: UOp, v: UOp) -> UOp | None:
     return None
   devs = _check_devices(x, (t, v))
   axis, bounds, _ = t.arg
-  for ts in t.src:
-    if not _is_target(ts):
-      raise MultiDeviceError(f"ASSIGN to a view of a tensor on {devs} that no device holds as a view of its own buffer "
-                             f"({ts.op} on {ts.device}): the view moves rows between devices; assign to the whole "
-                             "tensor, or index it so that each device's rows stay whole")
+  _check_targets(t)
   vs = _to_layout(resolve(v), devs, axis, bounds)
   return multi([_md(x, UOp(Ops.ASSIGN, x.dtype, (ts, vv))) for ts, vv in zip(t.src, vs)], axis, bounds)
 
@@ -466,6 +476,7 @@ def layout_of(u: UOp) -> tuple[tuple[str, ...], int | None, Bounds | None] | Non
   axis, bounds, op = u.arg
   return devices_of(u), (None if op is not None else axis), (None if op is not None else bounds)
 
-__all__ = ["MultiDeviceError", "split_bounds", "check_layout", "local_shape", "lower_multi", "multi_becomes",
+__all__ = ["MultiDeviceError", "check_assign_target",
+           "split_bounds", "check_layout", "local_shape", "lower_multi", "multi_becomes",
            "layout_of", "allreduce", "reduce_scatter", "reshard", "gather", "allreduce_variant", "ring_reduce_scatter",
            "ring_allgather", "RING_MIN_BYTES", "is_multi_device", "multi"]
