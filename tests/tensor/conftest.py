@@ -8,6 +8,8 @@ def pytest_addoption(parser):
                    help="N:AXIS (AXIS a number, or none): run every test with its tensors on CPU:0..CPU:N-1, each tensor "
                         "made from data split on AXIS (replicated when it has no such axis, or with none), every other "
                         "tensor replicated; the numpy references stay as they are (tests/multi/test_sweep.py)")
+  parser.addoption("--shard-slice", action="store_true", default=False,
+                   help="with --shard: one case of each test (the first of its parameters), the slice make test runs")
 
 @pytest.fixture(autouse=True)
 def _tensor_ref(request, monkeypatch):
@@ -15,6 +17,16 @@ def _tensor_ref(request, monkeypatch):
   from tinygrad.tensor import Tensor
   from fuzz.tensor_ref import eval_tensor_graph
   monkeypatch.setattr(Tensor, "numpy", lambda self: eval_tensor_graph(self.uop))
+
+def pytest_collection_modifyitems(config, items):
+  if not (config.getoption("--shard") and config.getoption("--shard-slice")): return
+  seen, keep, drop = set(), [], []
+  for it in items:
+    key = (it.fspath, getattr(it, "originalname", it.name))
+    (drop if key in seen else keep).append(it)
+    seen.add(key)
+  config.hook.pytest_deselected(items=drop)
+  items[:] = keep
 
 @pytest.fixture(autouse=True)
 def _sharded(request, monkeypatch):
