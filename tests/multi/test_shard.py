@@ -75,7 +75,7 @@ def test_elementwise_and_broadcast_follow_the_sharding(devs, axis):
   mixed = Tensor(x).shard(devs, 0) + Tensor(y).shard(devs, 1)
   np.testing.assert_allclose(mixed.numpy(), x + y, rtol=1e-6)
 
-@pytest.mark.parametrize("devs", [D2, D3])
+@pytest.mark.parametrize("devs", [D3, pytest.param(D2, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("axis", [0, 1, None])
 @pytest.mark.parametrize("red", ["sum", "max", "min", "mean", "prod"])
 def test_reduces_on_every_axis(devs, axis, red):
