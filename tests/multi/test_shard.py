@@ -198,3 +198,30 @@ def test_an_axis_not_divisible_by_the_device_count_gives_uneven_shards():
   e = Tensor(data(2, 3)).shard(D3, 0).realize()  # fewer rows than devices: the last shard is empty
   assert [s.shape[0] for s in e.uop.src] == [1, 1, 0]
   np.testing.assert_allclose((e * 2).sum().numpy(), e.numpy().sum() * 2, rtol=1e-6)
+
+# ---- GPUs, compile-only ----
+
+@pytest.mark.parametrize("backend", ["NV", "AMD"])
+def test_compile_only_gpus_compile_every_per_device_kernel_and_plan_the_copies(backend):
+  from tinygrad.uop import hooks
+  from tinygrad.engine.realize import is_transfer
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.uop.ops import UOp
+  devs = tuple(Device.canonicalize(f"{backend}:{i}") for i in range(3))
+  with Context(COMPILE_ONLY=1):
+    x = Tensor(np.ones((6, 8), np.float32), device=devs[0]).shard(devs, 0)
+    w = Tensor(np.ones((8, 4), np.float32), device=devs[0]).shard(devs)
+    out = (x @ w).sum(0).relu()
+    sched = create_schedule(UOp.sink(out.uop))
+    kernel_devs = {si.bufs[0].device for si in sched if not is_transfer(si.ast)}
+    transfers = [si for si in sched if is_transfer(si.ast)]
+    assert kernel_devs == set(devs)  # every device runs its own kernels
+    assert transfers and all(si.bufs[0].device != si.bufs[1].device for si in transfers)
+    compiled = []
+    fn = hooks.register("compiled", lambda ast, spec, renderer: compiled.append(renderer))
+    try: out.realize()
+    finally: hooks.unregister("compiled", fn)
+    assert compiled, "COMPILE_ONLY compiled no program"
+  with Context(COMPILE_ONLY=1, HCQ_VISIBLE_DEVICES="0,1"):
+    with pytest.raises(DeviceOpenError, match=f"{backend}:3: unknown device index 3"):
+      Tensor([1.0]).shard((f"{backend}:0", f"{backend}:3"))
