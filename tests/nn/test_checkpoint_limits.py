@@ -44,3 +44,72 @@ def test_torch_load_keeps_a_shared_tensor_shared(tmp_path):
   got = torch_load(tmp_path / "tied.pth")
   assert got["a"] is got["b"] and got["both"][0] is got["a"] and got["both"][1] is got["a"]
   assert got["a"].tolist() == [0, 1, 2, 3, 4, 5]
+
+# ---- size limits: declared sizes checked against the file, data copied once, views kept as views ----
+
+_LOAD = {"torch": "from tinygrad.nn.state import torch_load as load\n",
+         "safetensors": "from tinygrad.nn.state import safe_load as load\n",
+         "gguf": "from tinygrad.nn.state import gguf_load as load\n"}
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a zip of deflated zeros is read whole, then copied about 5 times")
+def test_torch_load_zip_bomb_copies_its_data_once(tmp_path):
+  nbytes = 96 * MB
+  fn = H.zip_bomb(tmp_path / "bomb.pth", nbytes)
+  assert fn.stat().st_size < nbytes // 500
+  r = run_capped(_LOAD["torch"] + "w = load(PATH)['w']\nresult = [w.shape[0], w[-3:].tolist()]", fn, mem_mb=1024,
+                 seconds=60)
+  assert r.status == "ok" and r.result == [nbytes // 4, [0.0, 0.0, 0.0]], str(r)
+  assert _within(r.peak, nbytes), f"peak {r.peak / MB:.0f} MiB for {nbytes / MB:.0f} MiB of data"
+
+@pytest.mark.xfail(strict=True, reason="issue 22: no max_bytes limit")
+def test_torch_load_zip_bomb_stops_at_max_bytes(tmp_path):
+  fn = H.zip_bomb(tmp_path / "bomb.pth", 96 * MB)
+  r = run_capped(_LOAD["torch"] + "load(PATH, max_bytes=32 << 20)", fn, mem_mb=1024, seconds=60)
+  assert r.status == "error" and r.error_type == "CheckpointError", str(r)
+  assert "max_bytes" in r.message and "bomb.pth" in r.message and "storage '0'" in r.message, r.message
+  assert r.peak < 48 * MB, f"peak {r.peak / MB:.0f} MiB before refusing a storage over a 32 MiB limit"
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a stride-0 view of one element is allocated at its full 40 GB")
+def test_torch_load_stride0_view_is_an_expanded_tensor(tmp_path):
+  fn = H.stride0_view(tmp_path / "stride0.pth", numel=10**10)
+  assert fn.stat().st_size < 300
+  r = run_capped(_LOAD["torch"] + "w = load(PATH)['w']\nresult = [w.shape[0], w[:3].tolist(), w[-1].item()]", fn,
+                 mem_mb=512, seconds=60)
+  assert r.status == "ok" and r.result == [10**10, [2.5, 2.5, 2.5], 2.5], str(r)
+  assert r.peak < 64 * MB
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a legacy storage's element count is read before it is checked")
+def test_torch_load_legacy_storage_count_is_checked_against_the_file(tmp_path):
+  payload = H.pickle_dict({"w": H.rebuild_v2(H.storage_pid("0", 4, legacy=True), 0, (4,), (1,))})
+  fn = H.legacy_file(tmp_path / "count.pth", payload, {"0": bytes(16)}, counts={"0": 1 << 40})
+  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=512, seconds=30)
+  assert r.status == "error" and r.error_type == "CheckpointError", str(r)
+  assert "count.pth" in r.message and "storage '0'" in r.message and str(1 << 40) in r.message, r.message
+  assert r.peak < 64 * MB
+
+@pytest.mark.xfail(strict=True, reason="issue 22: safe_load('/dev/zero') reads until MemoryError")
+def test_safe_load_of_dev_zero_is_refused():
+  r = run_capped(_LOAD["safetensors"] + "load(PATH)", "/dev/zero", mem_mb=512, seconds=30)
+  assert r.status == "error" and r.error_type == "CheckpointError" and "/dev/zero" in r.message, str(r)
+  assert r.peak < 64 * MB
+
+_PLAIN = {"torch": H.torch_zip_f32, "safetensors": H.safetensors_f32, "gguf": H.gguf_f32}
+
+@pytest.mark.xfail(strict=True, reason="issue 22: plain files are copied 3 (gguf), 4 (safetensors), 5 (torch) times")
+@pytest.mark.parametrize("fmt", list(_PLAIN))
+def test_plain_file_loads_with_one_copy(tmp_path, fmt):
+  numel = 16 * MB
+  fn = _PLAIN[fmt](tmp_path / f"plain.{fmt}", numel)
+  r = run_capped(_LOAD[fmt] + "r = load(PATH)\nw = (r[1] if isinstance(r, tuple) else r)['w']\n"
+                 "result = [w.shape, w[-2:].tolist()]", fn, mem_mb=1024, seconds=60)
+  assert r.status == "ok" and r.result == [[numel], [0.0, 0.0]], str(r)
+  assert _within(r.peak, 4 * numel), f"peak {r.peak / MB:.0f} MiB for {4 * numel / MB:.0f} MiB of data"
+
+@pytest.mark.xfail(strict=True, reason="issue 22: no max_bytes limit")
+@pytest.mark.parametrize("fmt", list(_PLAIN))
+def test_max_bytes_names_itself(tmp_path, fmt):
+  from tinygrad.nn.state import CheckpointError, safe_load, torch_load, gguf_load
+  fn = _PLAIN[fmt](tmp_path / f"small.{fmt}", 1024)
+  load = {"torch": torch_load, "safetensors": safe_load, "gguf": gguf_load}[fmt]
+  with pytest.raises(CheckpointError, match=rf"small\.{fmt}: .*over max_bytes=1000"): load(fn, max_bytes=1000)
+  assert load(fn, max_bytes=4096) is not None
