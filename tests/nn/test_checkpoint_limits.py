@@ -113,3 +113,72 @@ def test_max_bytes_names_itself(tmp_path, fmt):
   load = {"torch": torch_load, "safetensors": safe_load, "gguf": gguf_load}[fmt]
   with pytest.raises(CheckpointError, match=rf"small\.{fmt}: .*over max_bytes=1000"): load(fn, max_bytes=1000)
   assert load(fn, max_bytes=4096) is not None
+
+# ---- format rules: the safetensors header limit, BOOL bytes, GGUF alignment, offsets, dims and nesting ----
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a header claim over the format's 100 MB limit is read whole")
+def test_safe_load_header_over_100_mb_is_refused_before_reading(tmp_path):
+  fn = H.huge_header_claim(tmp_path / "claim.safetensors", 200_000_000)
+  r = run_capped(_LOAD["safetensors"] + "load(PATH)", fn, mem_mb=128, seconds=30)
+  assert r.status == "error" and r.error_type == "CheckpointError", str(r)
+  assert "claim.safetensors" in r.message and "200000000" in r.message and "100000000" in r.message, r.message
+  assert r.peak < 16 * MB
+
+@pytest.mark.xfail(strict=True, reason="issue 22: BOOL bytes 02 and ff load as True but sum as 2 and 255")
+def test_safe_load_bool_bytes_other_than_0_1_are_refused(tmp_path):
+  from tinygrad.nn.state import CheckpointError, safe_load
+  fn = H.bool_bytes(tmp_path / "bool.safetensors", b"\x00\x01\x02\xff")
+  with pytest.raises(CheckpointError, match=r"bool\.safetensors: tensor 'b' \(BOOL\) has byte 0x02 at element 2"):
+    safe_load(fn)
+  assert safe_load(H.bool_bytes(tmp_path / "ok.safetensors", b"\x00\x01\x01\x00"))["b"].sum().item() == 2
+
+@pytest.mark.xfail(strict=True, reason="issue 22: torch bool storages with bytes other than 0/1 load unchecked")
+def test_torch_load_bool_bytes_other_than_0_1_are_refused(tmp_path):
+  from tinygrad.nn.state import CheckpointError, torch_load
+  pkl = H.pickle_dict({"m": H.rebuild_v2(H.storage_pid("0", 4, "BoolStorage"), 0, (4,), (1,))})
+  with pytest.raises(CheckpointError, match=r"bool\.pth: storage '0' \(bool\) has byte 0xff at element 3"):
+    torch_load(H.torch_zip(tmp_path / "bool.pth", pkl, {"0": b"\x00\x01\x01\xff"}))
+  assert torch_load(H.torch_zip(tmp_path / "ok.pth", pkl, {"0": b"\x00\x01\x01\x00"}))["m"].tolist() == \
+    [False, True, True, False]
+
+def _gguf_load(raw: bytes):
+  from tinygrad.nn.state import gguf_load
+  return gguf_load(raw)
+
+@pytest.mark.xfail(strict=True, reason="issue 22: GGUF tensors whose data overlap load as aliases")
+@pytest.mark.parametrize("second_offset", [0, 32])
+def test_gguf_overlapping_tensor_data_is_refused(second_offset):
+  import numpy as np
+  from tinygrad.nn.state import CheckpointError
+  raw = H.gguf_file(tensors=[("a", (16,), 0, 0), ("b", (8,), 0, second_offset)], data=np.zeros(24, np.float32).tobytes())
+  with pytest.raises(CheckpointError, match=rf"tensor 'b' \(bytes \[{second_offset}, {second_offset + 32}\) of the data "
+                                            r"section\) overlaps tensor 'a' \(bytes \[0, 64\)\)"):
+    _gguf_load(raw)
+
+@pytest.mark.xfail(strict=True, reason="issue 22: GGUF arrays nested 5,000 deep raise RecursionError")
+def test_gguf_deeply_nested_array_is_a_checkpoint_error():
+  from tinygrad.nn.state import CheckpointError
+  with pytest.raises(CheckpointError, match=r"key 'deep' nests arrays deeper than 16"): _gguf_load(H.gguf_deep_array(5000))
+  assert _gguf_load(H.gguf_deep_array(16))[0]["deep"] == [[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]
+
+@pytest.mark.xfail(strict=True, reason="issue 22: an alignment past the end of the file is reported as a truncated tensor")
+def test_gguf_alignment_past_the_end_is_named():
+  import struct
+  import numpy as np
+  from tinygrad.nn.state import CheckpointError
+  kv = H._gstr("general.alignment") + struct.pack("<II", 4, 2**31)
+  raw = H.gguf_file(kv, 1, [("w", (2,), 0, 0)], np.ones(2, np.float32).tobytes())
+  with pytest.raises(CheckpointError, match=r"general\.alignment 2147483648 puts the data section at offset 2147483648, "
+                                            r"past the end of the \d+-byte file"):
+    _gguf_load(raw)
+  kv64 = H._gstr("general.alignment") + struct.pack("<IQ", 10, 32)
+  with pytest.raises(CheckpointError, match=r"general\.alignment is a UINT64; GGUF stores it as a UINT32"):
+    _gguf_load(H.gguf_file(kv64, 1, [("w", (2,), 0, 0)], np.ones(2, np.float32).tobytes()))
+
+@pytest.mark.xfail(strict=True, reason="issue 22: GGUF dims above int64 or more than ggml's 4 load as they are")
+@pytest.mark.parametrize("dims,match", [((0, 2**64 - 1), r"tensor 'w' has dims \[0, 18446744073709551615\]: a dim "
+                                                           r"over 2\*\*63 - 1"),
+                                        ((1,) * 5, r"tensor 'w' has 5 dims; ggml allows at most 4")])
+def test_gguf_dims_are_bounded(dims, match):
+  from tinygrad.nn.state import CheckpointError
+  with pytest.raises(CheckpointError, match=match): _gguf_load(H.gguf_file(tensors=[("w", dims, 0, 0)], data=bytes(4)))
