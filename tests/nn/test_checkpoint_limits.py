@@ -182,3 +182,91 @@ def test_gguf_alignment_past_the_end_is_named():
 def test_gguf_dims_are_bounded(dims, match):
   from tinygrad.nn.state import CheckpointError
   with pytest.raises(CheckpointError, match=match): _gguf_load(H.gguf_file(tensors=[("w", dims, 0, 0)], data=bytes(4)))
+
+# ---- every failure is a CheckpointError naming the file, the tensor or key, and the rule ----
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a pickle nested 100,000 deep raises RecursionError")
+def test_torch_load_deep_pickle_is_a_checkpoint_error(tmp_path):
+  from tinygrad.nn.state import CheckpointError, torch_load
+  with pytest.raises(CheckpointError, match=r"deep\.pth: checkpoint(\[0\]){10,}.* nests deeper than 64 levels"):
+    torch_load(H.deep_pickle(tmp_path / "deep.pth", 100_000))
+  assert torch_load(H.deep_pickle(tmp_path / "ok.pth", 60)) is not None
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a safetensors header nested 100,000 deep raises RecursionError")
+def test_safe_load_deep_json_header_is_a_checkpoint_error(tmp_path):
+  from tinygrad.nn.state import CheckpointError, safe_load
+  with pytest.raises(CheckpointError, match=r"deep\.safetensors: the header is not JSON .*nest"):
+    safe_load(H.deep_json_header(tmp_path / "deep.safetensors", 100_000))
+
+_BAD_ENTRIES = [
+  ({"dtype": "F32", "shape": [1], "data_offsets": 4}, r"tensor 'a': data_offsets must be \[begin, end\], got 4"),
+  ({"dtype": "F32", "shape": None, "data_offsets": [0, 4]}, r"tensor 'a': shape must be a list of ints >= 0, got None"),
+  ({"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}, r"tensor 'a': shape must be a list of ints >= 0, got "
+                                                                r"\[true\]"),
+  ({"dtype": "F32", "shape": [1.0], "data_offsets": [0, 4]}, r"tensor 'a': shape must be a list of ints >= 0"),
+  ({"dtype": ["F32"], "shape": [1], "data_offsets": [0, 4]}, r"tensor 'a' has unsupported dtype \['F32'\]"),
+  ({"dtype": "F32", "shape": [1], "data_offsets": [0, 2, 4]}, r"tensor 'a': data_offsets must be \[begin, end\]"),
+  ({"dtype": "F32", "shape": [1], "data_offsets": ["0", "4"]}, r"tensor 'a': data_offsets must be \[begin, end\]"),
+]
+
+@pytest.mark.xfail(strict=True, reason="issue 22: malformed safetensors entries raise TypeError/ValueError from inside")
+@pytest.mark.parametrize("entry,match", _BAD_ENTRIES, ids=[m[:40] for _, m in _BAD_ENTRIES])
+def test_safe_load_malformed_entry_is_a_checkpoint_error(tmp_path, entry, match):
+  from tinygrad.nn.state import CheckpointError, safe_load
+  fn = H.safetensors_file(tmp_path / "bad.safetensors", {"a": entry}, bytes(4))
+  with pytest.raises(CheckpointError, match=r"safe_load: .*bad\.safetensors: " + match): safe_load(fn)
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a __metadata__ that is not a dict of str raises TypeError")
+def test_safe_load_metadata_of_the_wrong_type_is_a_checkpoint_error(tmp_path):
+  from tinygrad.nn.state import CheckpointError, safe_load, safe_load_metadata
+  fn = H.safetensors_file(tmp_path / "meta.safetensors", {"__metadata__": [1, 2]})
+  with pytest.raises(CheckpointError, match=r"meta\.safetensors: __metadata__ must map str to str, got \[1, 2\]"):
+    safe_load_metadata(fn)
+  with pytest.raises(CheckpointError, match=r"meta\.safetensors: __metadata__ must map str to str"): safe_load(fn)
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a truncated zip .pth is reported as 'persistent IDs in protocol 0'")
+def test_torch_load_truncated_zip_says_so(tmp_path):
+  import torch
+  from tinygrad.nn.state import CheckpointError, torch_load
+  torch.save({"w": torch.ones(1000)}, tmp_path / "full.pth")
+  with pytest.raises(CheckpointError, match=r"cut\.pth: a zip archive .*no end of central directory.*truncated") as e:
+    torch_load(H.truncated_zip(tmp_path / "cut.pth", tmp_path / "full.pth"))
+  assert "persistent" not in str(e.value)
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a storage view past its storage's end reads 'past the -96 elements'")
+def test_torch_load_storage_view_past_the_end_names_the_view(tmp_path):
+  from tinygrad.nn.state import CheckpointError, torch_load
+  with pytest.raises(CheckpointError, match=r"view\.pth: storage view '0v' \(elements \[100, 104\)\) does not fit "
+                                            r"storage '0' of 4 elements") as e:
+    torch_load(H.storage_view_past_end(tmp_path / "view.pth"))
+  assert "-96" not in str(e.value)
+
+class _Model:
+  def __init__(self):
+    from tinygrad import Tensor
+    self.a = Tensor.zeros(2, 3).contiguous().realize()
+    self.layers = [Tensor.zeros(4).contiguous().realize()]
+
+@pytest.mark.xfail(strict=True, reason="issue 22: load_state_dict raises KeyError/TypeError/ValueError")
+def test_load_state_dict_errors_are_checkpoint_errors_naming_the_key():
+  from tinygrad import Tensor
+  from tinygrad.nn.state import CheckpointError, load_state_dict
+  m = _Model()
+  with pytest.raises(CheckpointError, match=r"missing keys \['layers\.0'\], unexpected keys \['b'\]"):
+    load_state_dict(m, {"a": Tensor.ones(2, 3), "b": Tensor.ones(1)})
+  with pytest.raises(CheckpointError, match=r"^load_state_dict: key 'layers\.0' is a list in the state dict, not a "
+                                            r"Tensor$"):
+    load_state_dict(m, {"a": Tensor.ones(2, 3), "layers.0": [1.0] * 4})
+  with pytest.raises(CheckpointError, match=r"^load_state_dict: key 'layers\.0': the model expects shape \(4,\), the "
+                                            r"state dict has \(5,\)$"):
+    load_state_dict(m, {"a": Tensor.ones(2, 3), "layers.0": Tensor.ones(5)})
+  with pytest.raises(CheckpointError, match=r"the state dict is a list, not a dict"): load_state_dict(m, [])
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a shape mismatch in a later key leaves the earlier keys loaded")
+def test_load_state_dict_checks_every_key_before_writing_any():
+  from tinygrad import Tensor
+  from tinygrad.nn.state import CheckpointError, load_state_dict
+  m = _Model()
+  with pytest.raises(CheckpointError, match=r"key 'layers\.0': the model expects shape \(4,\), the state dict has \(3,\)"):
+    load_state_dict(m, {"a": Tensor.ones(2, 3), "layers.0": Tensor.ones(3)})
+  assert m.a.tolist() == [[0.0] * 3] * 2, "nothing is written when one key does not fit"
