@@ -270,3 +270,33 @@ def test_load_state_dict_checks_every_key_before_writing_any():
   with pytest.raises(CheckpointError, match=r"key 'layers\.0': the model expects shape \(4,\), the state dict has \(3,\)"):
     load_state_dict(m, {"a": Tensor.ones(2, 3), "layers.0": Tensor.ones(3)})
   assert m.a.tolist() == [[0.0] * 3] * 2, "nothing is written when one key does not fit"
+
+# ---- shapes whose element count or byte size overflows int64 are refused where they are made ----
+
+@pytest.mark.xfail(strict=True, reason="issue 22: Tensor.ones(2**64).numel() is 2**64")
+@pytest.mark.parametrize("make,shape", [
+  (lambda T: T.ones(2**64), (2**64,)),
+  (lambda T: T.ones(2**63, dtype="int8"), (2**63,)),
+  (lambda T: T.empty(2**61, dtype="float64"), (2**61,)),
+  (lambda T: T.zeros(2**32, 2**32), (2**32, 2**32)),
+  (lambda T: T.ones(2**32, 1).expand(2**32, 2**32), (2**32, 2**32)),
+  (lambda T: T.ones(1).expand(2**63), (2**63,)),
+  (lambda T: T.ones(2**62).pad(((0, 2**62),)), (2**63,)),
+  (lambda T: T.full((2**31, 2**31, 2), 1.0), (2**31, 2**31, 2)),
+], ids=["ones_2^64", "ones_int8_2^63", "empty_float64_2^61", "zeros_2^32x2^32", "expand_2^32x2^32", "expand_2^63",
+        "pad_2^63", "full_2^63"])
+def test_shape_overflowing_int64_is_refused_at_construction(make, shape):
+  import re
+  from tinygrad import Tensor
+  from tinygrad.tensor import ShapeMismatchError
+  with pytest.raises(ShapeMismatchError, match=re.escape(f"shape {shape} ") + r".*2\*\*63 - 1"): make(Tensor)
+
+def test_shape_up_to_int64_is_kept():
+  from tinygrad import Tensor, dtypes
+  assert Tensor.ones(2**62, dtype=dtypes.int8).numel() == 2**62
+  assert Tensor.ones(1).expand(2**60).shape == (2**60,)
+
+@pytest.mark.xfail(strict=True, reason="issue 22: Tensor.ones(2**63).sum() runs practically forever")
+def test_sum_of_2_pow_63_ones_is_refused_not_run():
+  r = run_capped("from tinygrad import Tensor\nTensor.ones(2**63).sum().item()", "", mem_mb=1024, seconds=30)
+  assert r.status == "error" and r.error_type == "ShapeMismatchError" and "2**63 - 1" in r.message, str(r)
