@@ -93,6 +93,18 @@ def test_safe_load_of_dev_zero_is_refused():
   assert r.status == "error" and r.error_type == "CheckpointError" and "/dev/zero" in r.message, str(r)
   assert r.peak < 64 * MB
 
+@pytest.mark.xfail(strict=True, reason="issue 22: a pickle's declared byte-string length is allocated before it is read")
+@pytest.mark.parametrize("container", ["zip", "legacy"])
+def test_torch_load_pickle_string_lengths_are_checked_before_allocating(tmp_path, container):
+  import pickle, struct
+  claim = 2 << 30
+  payload = b"\x80\x04" + pickle.BINBYTES8 + struct.pack("<Q", claim) + b"tiny" + pickle.STOP
+  fn = (H.torch_zip if container == "zip" else H.legacy_file)(tmp_path / "claim.pth", payload)
+  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=4096, seconds=30)
+  assert r.status == "error" and r.error_type == "CheckpointError", str(r)
+  assert "claim.pth" in r.message and str(claim) in r.message, r.message
+  assert r.peak < 64 * MB, f"peak {r.peak / MB:.0f} MiB for a {fn.stat().st_size}-byte file"
+
 _PLAIN = {"torch": H.torch_zip_f32, "safetensors": H.safetensors_f32, "gguf": H.gguf_f32}
 
 @pytest.mark.xfail(strict=True, reason="issue 22: plain files are copied 3 (gguf), 4 (safetensors), 5 (torch) times")
@@ -298,3 +310,22 @@ def test_shape_up_to_int64_is_kept():
 def test_sum_of_2_pow_63_ones_is_refused_not_run():
   r = run_capped("from tinygrad import Tensor\nTensor.ones(2**63).sum().item()", "", mem_mb=1024, seconds=30)
   assert r.status == "error" and r.error_type == "ShapeMismatchError" and "2**63 - 1" in r.message, str(r)
+
+@pytest.mark.xfail(strict=True, reason="issue 22: BUILD in a pickle rewrites the loader's own allow-listed objects")
+@pytest.mark.parametrize("target,state", [
+  (("torch", "FloatStorage"), "dict"), (("torch._utils", "_rebuild_tensor_v2"), "slots")], ids=["storage", "function"])
+def test_torch_load_pickle_cannot_change_the_allow_list(tmp_path, target, state):
+  import pickle
+  import torch
+  from tinygrad import dtypes
+  from tinygrad.nn.state import CheckpointError, torch_load
+  # BUILD on an allow-listed global: {"dtype": torch.int8} into its __dict__, or (None, {"__defaults__": ...}) by setattr
+  attrs = pickle.EMPTY_DICT + H._str("dtype") + H._global("torch", "int8") + pickle.SETITEM
+  if state == "slots":
+    attrs = H._tuple(pickle.NONE, pickle.EMPTY_DICT + H._str("__defaults__") + H._tuple(pickle.NEWTRUE) + pickle.SETITEM)
+  pkl = H.PROTO + H._global(*target) + attrs + pickle.BUILD + pickle.POP + pickle.EMPTY_DICT + pickle.STOP
+  with pytest.raises(CheckpointError, match=rf"poison\.pth: .*{target[1]}"):
+    torch_load(H.torch_zip(tmp_path / "poison.pth", pkl))
+  torch.save({"w": torch.ones(2)}, tmp_path / "after.pth")
+  w = torch_load(tmp_path / "after.pth")["w"]
+  assert w.dtype is dtypes.float32 and w.tolist() == [1.0, 1.0]
