@@ -6,9 +6,9 @@ the pickle with a restricted unpickler: the only globals it resolves are torch's
 and dtype names and `collections.OrderedDict`, each mapped to an implementation of ours that builds plain data; any
 other global (a class, `os.system`, ...) stops the load with a CheckpointError naming it before anything is called."""
 from __future__ import annotations
-import collections, io, json, mmap, os, pickle, struct, sys, tarfile, zipfile
+import collections, contextlib, io, json, mmap, os, pickle, pickletools, stat, struct, sys, zipfile
 from dataclasses import dataclass
-from typing import Any, Callable, Union, cast
+from typing import Any, Callable, Iterator, Union, cast
 import numpy as np
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes, to_np_dtype
@@ -17,7 +17,98 @@ from tinygrad.helpers import prod, atomic_write
 PathLike = Union[str, "os.PathLike[str]"]
 
 class CheckpointError(ValueError):
-  """A checkpoint that cannot be read safely or faithfully; the message names the file and what was wrong."""
+  """A checkpoint that cannot be read safely or faithfully; the message names the loader, the file, the tensor or key,
+  and the rule the file broke."""
+
+# ---- reading untrusted files within limits ----
+
+_INT64_MAX = 2**63 - 1
+# the most bytes one storage is read through at a time (a decompressed chunk lives only until it is copied)
+_CHUNK = 1 << 22
+
+def _half_physical_memory() -> int:
+  try: return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+  except (AttributeError, ValueError, OSError): return 8 << 30
+
+class _Limit:
+  """max_bytes: the bytes of tensor data one load may allocate. Every allocation takes from it before it happens."""
+  def __init__(self, loader: str, name: str, limit: int | None, default: int, why: str):
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+      raise CheckpointError(f"{loader}: {name}: max_bytes must be an int >= 0 or None, got {limit!r}")
+    self.loader, self.name, self.used = loader, name, 0
+    self.limit, self.why = (default, why) if limit is None else (limit, "given")
+  def take(self, n: int, what: str) -> None:
+    if self.used + n > self.limit:
+      raise CheckpointError(f"{self.loader}: {self.name}: {what} needs {n} bytes, over max_bytes={self.limit} "
+                            f"({self.why}; {self.used} bytes loaded before it): pass a larger max_bytes if the file is "
+                            "trusted")
+    self.used += n
+
+@dataclass
+class _Source:
+  """A checkpoint's bytes: a regular file (size from the file system) or bytes the caller gave; `name` is how errors
+  name it."""
+  f: Any
+  size: int
+  name: str
+  @contextlib.contextmanager
+  def mapped(self) -> Iterator[memoryview]:
+    """The whole file as a read-only memoryview (mapped, not read)."""
+    if isinstance(self.f, io.BytesIO):
+      with self.f.getbuffer() as mv: yield mv
+      return
+    if self.size == 0:
+      yield memoryview(b"")
+      return
+    mm = mmap.mmap(self.f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+      with memoryview(mm) as mv: yield mv
+    finally:
+      # NOTE: an error raised while a numpy view of the mapping is alive (its traceback holds it) must not be masked
+      with contextlib.suppress(BufferError): mm.close()
+
+@contextlib.contextmanager
+def _open_source(src: Any, loader: str) -> Iterator[_Source]:
+  """src (a path, or the file's bytes) opened for reading. A path must name a regular file: a device or a pipe has no
+  size to check the file's claims against (read it into bytes first)."""
+  if isinstance(src, (bytes, bytearray, memoryview)):
+    yield _Source(io.BytesIO(src), len(src) if not isinstance(src, memoryview) else src.nbytes, f"<{len(src)} bytes>")
+    return
+  try: name = os.fspath(src)
+  except TypeError as e: raise CheckpointError(f"{loader}: {src!r} is neither a path nor bytes") from e
+  try: f = open(name, "rb")
+  except OSError as e: raise CheckpointError(f"{loader}: {name}: cannot be opened ({e})") from e
+  with f:
+    st = os.fstat(f.fileno())
+    if not stat.S_ISREG(st.st_mode):
+      raise CheckpointError(f"{loader}: {name}: not a regular file (a device, pipe or socket has no size to check the "
+                            "checkpoint's claims against); read it into bytes and pass those")
+    yield _Source(f, st.st_size, os.fspath(name))
+
+def _filled_buffer(n: int, dtype: DType, device: str | None, fill: Callable[[memoryview], None]) -> Tensor:
+  """A realized 1-d tensor of n elements of dtype on device whose bytes `fill` writes: straight into the buffer where
+  the device's memory is the host's (one copy from the file), else through one host staging copy."""
+  from tinygrad.device import buffer_of
+  from tinygrad.tensor import _new_buffer_uop, _canon_device
+  u = _new_buffer_uop(n, dtype, _canon_device(device))
+  buf = buffer_of(u).ensure_allocated()
+  if n == 0: return Tensor(u)
+  if hasattr(buf.allocator, "_as_buffer"): fill(buf.as_buffer(allow_zero_copy=True))
+  else:
+    stage = memoryview(bytearray(buf.nbytes))
+    fill(stage)
+    buf.copyin(stage)
+  return Tensor(u)
+
+def _check_bools(mv: memoryview, what: Callable[[int, int], str]) -> None:
+  """A bool is stored as one byte, 0 or 1; any other byte is refused (what(byte, element) says where)."""
+  arr = np.frombuffer(mv, dtype=np.uint8)
+  if arr.size and int(arr.max()) > 1:
+    i = int(np.argmax(arr > 1))
+    raise CheckpointError(f"{what(int(arr[i]), i)}: a bool is stored as the byte 0 or 1")
+
+def _byteswap(mv: memoryview, itemsize: int) -> None:
+  if itemsize > 1: np.frombuffer(mv, dtype=np.dtype(f"u{itemsize}")).byteswap(inplace=True)
 
 # ---- state dicts ----
 
@@ -161,49 +252,78 @@ _TORCH_DTYPES: dict[str, DType] = {
   "float8_e5m2": dtypes.fp8e5m2, "int64": dtypes.int64, "long": dtypes.int64, "int32": dtypes.int32,
   "int": dtypes.int32, "int16": dtypes.int16, "short": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
   "uint16": dtypes.uint16, "uint32": dtypes.uint32, "uint64": dtypes.uint64, "bool": dtypes.bool}
+# a checkpoint is a few levels of dicts and lists; deeper nesting is refused before Python's recursion limit
+_MAX_DEPTH = 64
 
-@dataclass(frozen=True)
-class _StorageType:
+class _Refused(Exception):
+  """Raised inside the unpickler by our callbacks; _unpickle turns it into a CheckpointError naming the file."""
+
+class _Sealed:
+  """The objects the unpickler hands out (allow-listed globals, storages, tensors) are frozen, and a BUILD opcode on one
+  (the pickle asking to set its state) is refused: a file must not change the loader's own objects."""
+  def __setstate__(self, state: Any) -> None:
+    raise _Refused(f"the pickle sets the state of {self!r} (a BUILD opcode on it); refused")
+
+@dataclass(frozen=True, repr=False)
+class _StorageType(_Sealed):
   """What `torch.FloatStorage` (etc.) resolves to: only a name and an element dtype (None: bytes)."""
   name: str
   dtype: DType | None
+  def __repr__(self) -> str: return f"torch.{self.name}"
 
-@dataclass(frozen=True)
-class _DTypeName:
+@dataclass(frozen=True, repr=False)
+class _DTypeName(_Sealed):
   """What `torch.float16` (etc.) resolves to."""
   name: str
   dtype: DType
+  def __repr__(self) -> str: return f"torch.{self.name}"
 
-class _Storage:
-  """One storage of the checkpoint: raw bytes (filled in after the pickle for the legacy format) of `dtype`."""
-  __slots__ = ("key", "dtype", "numel", "data", "root", "byte_offset")
-  def __init__(self, key: str, dtype: DType | None, numel: int, root: _Storage | None = None, byte_offset: int = 0):
-    self.key, self.dtype, self.numel = key, dtype, numel
-    self.data: bytes | None = None
-    self.root, self.byte_offset = root, byte_offset
+@dataclass(frozen=True, repr=False)
+class _Allowed(_Sealed):
+  """An allow-listed function of the pickle's (torch._utils._rebuild_tensor_v2, ...), mapped to ours."""
+  name: str
+  fn: Callable[..., Any]
+  def __call__(self, *args: Any) -> Any: return self.fn(*args)
+  def __repr__(self) -> str: return self.name
 
-@dataclass(frozen=True)
-class _LoadedTensor:
+@dataclass(frozen=True, repr=False)
+class _Storage(_Sealed):
+  """A storage the pickle refers to: `numel` elements of `dtype` (None: bytes); a legacy storage view is `numel`
+  elements starting `byte_offset` bytes into its root."""
+  key: str
+  dtype: DType | None
+  numel: int
+  root: _Storage | None = None
+  byte_offset: int = 0
+  @property
+  def nbytes(self) -> int: return self.numel * (self.dtype.itemsize if self.dtype is not None else 1)
+  def __repr__(self) -> str: return f"storage {self.key!r}"
+
+@dataclass(frozen=True, repr=False)
+class _LoadedTensor(_Sealed):
   """A tensor as the pickle describes it: a strided view of a storage; made into a Tensor after the pickle is read."""
   storage: _Storage
   dtype: DType
   offset: int
   size: tuple[int, ...]
   stride: tuple[int, ...]
+  def __repr__(self) -> str: return f"a tensor of {self.storage!r}"
 
 def _check_ints(v: Any, what: str) -> tuple[int, ...]:
-  if not isinstance(v, (tuple, list)) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-    raise CheckpointError(f"{what} must be a tuple of ints, got {v!r}")
+  if not isinstance(v, (tuple, list)) or not all(type(x) is int and 0 <= x <= _INT64_MAX for x in v):
+    raise _Refused(f"{what} must be a tuple of ints in [0, 2**63 - 1], got {v!r}")
   return tuple(v)
 
 def _rebuild(storage: Any, offset: Any, size: Any, stride: Any, dtype: DType | None = None) -> _LoadedTensor:
-  if not isinstance(storage, _Storage): raise CheckpointError(f"a tensor's storage is a {type(storage).__name__}")
+  if type(storage) is not _Storage: raise _Refused(f"a tensor's storage is a {type(storage).__name__}")
   dt = dtype or storage.dtype
-  if dt is None: raise CheckpointError(f"storage {storage.key} holds bytes but the tensor names no dtype")
+  if dt is None: raise _Refused(f"{storage!r} holds bytes but the tensor names no dtype")
   size_t, stride_t = _check_ints(size, "a tensor's size"), _check_ints(stride, "a tensor's stride")
-  if not isinstance(offset, int) or offset < 0 or len(size_t) != len(stride_t) or any(s < 0 for s in size_t + stride_t):
-    raise CheckpointError(f"a tensor of storage {storage.key} has offset {offset!r}, size {size_t} and stride "
-                          f"{stride_t}: need a non-negative offset and one non-negative stride per axis")
+  if type(offset) is not int or not 0 <= offset <= _INT64_MAX or len(size_t) != len(stride_t):
+    raise _Refused(f"a tensor of {storage!r} has offset {offset!r}, size {size_t} and stride {stride_t}: need an "
+                   "offset in [0, 2**63 - 1] and one stride per axis")
+  if prod(size_t) * dt.itemsize > _INT64_MAX:
+    raise _Refused(f"a tensor of {storage!r} has size {size_t}: its byte size overflows int64")
   return _LoadedTensor(storage, dt, offset, size_t, stride_t)
 
 def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any) -> _LoadedTensor:
@@ -213,31 +333,32 @@ def _rebuild_tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requir
   return _rebuild(storage, offset, size, stride)
 def _rebuild_tensor_v3(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any, backward_hooks: Any,
                        dtype: Any, metadata: Any = None) -> _LoadedTensor:
-  if not isinstance(dtype, _DTypeName): raise CheckpointError(f"_rebuild_tensor_v3 names dtype {dtype!r}")
+  if type(dtype) is not _DTypeName: raise _Refused(f"_rebuild_tensor_v3 names dtype {dtype!r}")
   return _rebuild(storage, offset, size, stride, dtype.dtype)
 def _rebuild_parameter(data: Any, requires_grad: Any = False, backward_hooks: Any = None,
                        state: Any = None) -> _LoadedTensor:
-  if not isinstance(data, _LoadedTensor): raise CheckpointError(f"a Parameter wraps a {type(data).__name__}")
+  if type(data) is not _LoadedTensor: raise _Refused(f"a Parameter wraps a {type(data).__name__}")
   return data
 def _codecs_encode(s: Any, encoding: Any = "utf-8") -> bytes:
   # NOTE: how protocol 2 pickles bytes (Python 2 compatibility): _codecs.encode(text, "latin1")
-  if not isinstance(s, str) or encoding not in ("latin1", "latin-1", "utf-8", "utf8"):
-    raise CheckpointError(f"_codecs.encode({type(s).__name__}, {encoding!r}) is not how a pickle spells bytes")
+  if type(s) is not str or encoding not in ("latin1", "latin-1", "utf-8", "utf8"):
+    raise _Refused(f"_codecs.encode({type(s).__name__}, {encoding!r}) is not how a pickle spells bytes")
   return s.encode(encoding)
 
 _SAFE_GLOBALS: dict[tuple[str, str], Any] = {
-  ("torch._utils", "_rebuild_tensor"): _rebuild_tensor, ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-  ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
-  ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-  ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
-  ("collections", "OrderedDict"): collections.OrderedDict, ("_codecs", "encode"): _codecs_encode,
+  **{("torch._utils", f.__name__): _Allowed(f"torch._utils.{f.__name__}", f)
+     for f in (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter)},
+  ("torch._utils", "_rebuild_parameter_with_state"): _Allowed("torch._utils._rebuild_parameter_with_state",
+                                                              _rebuild_parameter),
+  ("collections", "OrderedDict"): collections.OrderedDict, ("_codecs", "encode"): _Allowed("_codecs.encode",
+                                                                                           _codecs_encode),
   ("torch.storage", "UntypedStorage"): _StorageType("UntypedStorage", None),
   **{("torch", n): _StorageType(n, d) for n, d in _TORCH_STORAGES.items()},
   **{("torch", n): _DTypeName(n, d) for n, d in _TORCH_DTYPES.items()}}
 
 class _RestrictedUnpickler(pickle.Unpickler):
   """Resolves only _SAFE_GLOBALS; persistent ids (torch's storages) go to `storage`."""
-  def __init__(self, f: Any, fn: PathLike, storage: Callable[[tuple[Any, ...]], _Storage] | None):
+  def __init__(self, f: Any, fn: str, storage: Callable[[tuple[Any, ...]], _Storage] | None):
     super().__init__(f)
     self.fn, self.storage = fn, storage
   def find_class(self, module: str, name: str) -> Any:
@@ -246,126 +367,328 @@ class _RestrictedUnpickler(pickle.Unpickler):
                           "dict, a list, a tuple or a number; refused (nothing from the file was run). Save a "
                           "state_dict (torch.save(model.state_dict(), ...)) rather than objects")
   def persistent_load(self, pid: Any) -> Any:
-    if self.storage is None or not isinstance(pid, tuple) or not pid or pid[0] != "storage":
-      raise CheckpointError(f"torch_load: {self.fn}: unexpected persistent id {pid!r} (only torch storages are read)")
+    if self.storage is None or type(pid) is not tuple or not pid or pid[0] != "storage":
+      raise _Refused(f"unexpected persistent id {pid!r} (only torch storages are read)")
     return self.storage(pid)
 
-def _check_pid(pid: tuple[Any, ...], fn: PathLike) -> tuple[_StorageType, str, int]:
-  if len(pid) < 5 or not isinstance(pid[1], _StorageType) or not isinstance(pid[2], str) or not isinstance(pid[4], int):
-    raise CheckpointError(f"torch_load: {fn}: a storage reference {pid!r} is not (storage, type, key, location, numel)")
+def _check_pid(pid: tuple[Any, ...]) -> tuple[_StorageType, str, int]:
+  if len(pid) < 5 or type(pid[1]) is not _StorageType or type(pid[2]) is not str or type(pid[4]) is not int or \
+     not 0 <= pid[4] <= _INT64_MAX:
+    raise _Refused(f"a storage reference {pid!r} is not (storage, type, key, location, numel)")
   return pid[1], pid[2], pid[4]
 
-def _unpickle(f: Any, fn: PathLike, storage: Callable[[tuple[Any, ...]], _Storage] | None) -> Any:
+def _scan_pickle(f: Any, fn: str, end: int) -> None:
+  """Walk the pickle's opcodes without building anything: every length it declares (a string, bytes, a frame) must fit
+  in what is left of the file. The C unpickler allocates a declared length before reading it, so a 12-byte pickle can
+  ask for gigabytes."""
+  start = f.tell()
+  try:
+    for op, arg, pos in pickletools.genops(f):
+      if op.name == "FRAME" and arg > end - f.tell():
+        raise CheckpointError(f"torch_load: {fn}: the pickle declares a frame of {arg} bytes at offset {pos}, but only "
+                              f"{end - f.tell()} bytes remain")
+  except ValueError as e:
+    raise CheckpointError(f"torch_load: {fn}: the pickle is cut short or malformed ({e})") from e
+  f.seek(start)
+
+def _unpickle(f: Any, fn: str, storage: Callable[[tuple[Any, ...]], _Storage] | None, end: int) -> Any:
+  """The next pickle of f (which ends at `end`: a file object given to the unpickler must not read past it)."""
+  _scan_pickle(f, fn, end)
   try: return _RestrictedUnpickler(f, fn, storage).load()
   except CheckpointError: raise
+  except _Refused as e: raise CheckpointError(f"torch_load: {fn}: {e}") from None
   except Exception as e:
     raise CheckpointError(f"torch_load: {fn}: not a readable checkpoint pickle ({type(e).__name__}: {e})") from e
 
-def _to_tensor(t: _LoadedTensor, swap: bool, device: str | None, fn: PathLike) -> Tensor:
-  st, off = t.storage, t.storage.byte_offset
-  while st.root is not None: st = st.root
-  if st.data is None: raise CheckpointError(f"torch_load: {fn}: storage {st.key} has no data")
-  npdt = np.dtype(to_np_dtype(t.dtype))
-  n_avail = (len(st.data) - off) // t.dtype.itemsize
-  if prod(t.size) and t.offset + sum((s - 1) * d for s, d in zip(t.size, t.stride)) >= n_avail:
-    raise CheckpointError(f"torch_load: {fn}: a tensor of shape {t.size} (offset {t.offset}, stride {t.stride}) reads "
-                          f"past the {n_avail} elements of storage {st.key}")
-  flat = np.frombuffer(st.data, dtype=npdt, count=max(n_avail, 0), offset=off)
-  if swap: flat = flat.byteswap()
-  view = np.lib.stride_tricks.as_strided(flat[t.offset:], shape=t.size, strides=[s * npdt.itemsize for s in t.stride])
-  return Tensor._from_storage(np.array(view, order="C"), t.dtype, device)  # NOTE: keeps 0-d as 0-d
+class _Bounded:
+  """A file object that never reads past `end` (a pickle's declared lengths are checked against what remains)."""
+  def __init__(self, f: Any, end: int): self.f, self.end = f, end
+  def remaining(self) -> int: return max(self.end - self.f.tell(), 0)
+  def read(self, n: int = -1) -> bytes: return self.f.read(self.remaining() if n < 0 else min(n, self.remaining()))
+  def readline(self) -> bytes: return self.f.readline(self.remaining())
+  def readinto(self, b: Any) -> int:
+    with memoryview(b) as mv: return self.f.readinto(mv[:self.remaining()])
+  def tell(self) -> int: return self.f.tell()
+  def seek(self, pos: int, whence: int = 0) -> int: return self.f.seek(pos, whence)
+
+def _window(t: Tensor, n: int, s: int, w: int) -> Tensor:
+  """(..., m) -> (..., n, w) with out[..., i, j] = t[..., i*s + j], for m >= (n-1)*s + w: a reshape when rows do not
+  overlap (s >= w), else n copies side by side, read on a diagonal (expand, no allocation)."""
+  lead, m = t.shape[:-1], t.shape[-1]
+  keep = tuple((0, d) for d in lead)
+  if s >= w:
+    t = t.pad(((0, 0),) * len(lead) + ((0, n * s - m),)) if m < n * s else t.shrink(keep + ((0, n * s),))
+    return t.reshape(*lead, n, s).shrink(keep + ((0, n), (0, w)))
+  t = t.reshape(*lead, 1, m).expand(*lead, n, m).reshape(*lead, n * m).pad(((0, 0),) * len(lead) + ((0, n * s),))
+  return t.reshape(*lead, n, m + s).shrink(keep + ((0, n), (0, w)))
+
+def _strided_view(base: Tensor, offset: int, size: tuple[int, ...], stride: tuple[int, ...]) -> Tensor:
+  """The view (offset, size, stride) of the 1-d tensor base, built from movement ops: stride-0 axes are an expand, the
+  others windows taken largest stride first. Nothing is allocated; the caller checked the view lies inside base."""
+  if prod(size) == 0: return Tensor.empty(*size, dtype=base.dtype, device=base.device)
+  axes = sorted((d for d in range(len(size)) if size[d] != 1 and stride[d] != 0), key=lambda d: -stride[d])
+  extent = 1 + sum((size[d] - 1) * stride[d] for d in axes)
+  t = base if (offset, extent) == (0, base.shape[0]) else base.shrink(((offset, offset + extent),))
+  for d in axes:
+    w = extent - (size[d] - 1) * stride[d]
+    t, extent = _window(t, size[d], stride[d], w), w
+  t = t.reshape(tuple(size[d] for d in axes))
+  t = t.permute(tuple(sorted(range(len(axes)), key=lambda i: axes[i]))) if axes else t
+  return Tensor(t.reshape(tuple(size[d] if d in axes else 1 for d in range(len(size)))).expand(size).uop)
+
+class _Storages:
+  """The storages' data, each read once into one buffer and shared by every view. A storage's buffer takes the dtype
+  of the first tensor that asks; another dtype of the same size is a bitcast of it."""
+  def __init__(self, fn: str, device: str | None, swap: bool, limit: _Limit):
+    self.fn, self.device, self.swap, self.limit = fn, device, swap, limit
+    self.buffers: dict[str, Tensor] = {}
+  def read(self, st: _Storage, out: memoryview) -> None: raise NotImplementedError
+  def fill(self, st: _Storage, dtype: DType, out: memoryview) -> None:
+    self.read(st, out)
+    if self.swap: _byteswap(out, dtype.itemsize)
+    if dtype is dtypes.bool:
+      _check_bools(out, lambda b, i: f"torch_load: {self.fn}: {st!r} (bool) has byte 0x{b:02x} at element {i}")
+  def get(self, st: _Storage, dtype: DType) -> Tensor:
+    if (buf := self.buffers.get(st.key)) is None:
+      if st.nbytes % dtype.itemsize:
+        raise CheckpointError(f"torch_load: {self.fn}: {st!r} holds {st.nbytes} bytes, not a whole number of {dtype} "
+                              "elements")
+      self.limit.take(st.nbytes, repr(st))
+      buf = self.buffers[st.key] = _filled_buffer(st.nbytes // dtype.itemsize, dtype, self.device,
+                                                  lambda out: self.fill(st, dtype, out))
+    if buf.dtype is dtype: return buf
+    if buf.dtype.itemsize != dtype.itemsize or dtype is dtypes.bool:
+      raise CheckpointError(f"torch_load: {self.fn}: {st!r} is read as {buf.dtype} and as {dtype}: a storage shared by "
+                            "tensors of different element sizes (or read as bool) is not supported")
+    return buf.bitcast(dtype)
+
+def _to_tensor(t: _LoadedTensor, storages: _Storages, path: str) -> Tensor:
+  st, isz = t.storage, t.dtype.itemsize
+  root = st.root if st.root is not None else st
+  if st.byte_offset % isz:
+    raise CheckpointError(f"torch_load: {storages.fn}: {path}: {st!r} starts {st.byte_offset} bytes into {root!r}, not "
+                          f"on a {t.dtype} element")
+  avail, n = st.nbytes // isz, prod(t.size)
+  if n and t.offset + sum((s - 1) * d for s, d in zip(t.size, t.stride)) >= avail:
+    raise CheckpointError(f"torch_load: {storages.fn}: {path}: a tensor of shape {t.size} (offset {t.offset}, stride "
+                          f"{t.stride}) reads past the {avail} elements of {st!r}")
+  if n == 0: return Tensor.empty(*t.size, dtype=t.dtype, device=storages.device)
+  return _strided_view(storages.get(root, t.dtype), st.byte_offset // isz + t.offset, t.size, t.stride)
 
 _PLAIN = (str, bytes, int, float, bool, complex, type(None))
 
-def _materialize(obj: Any, swap: bool, device: str | None, fn: PathLike, path: str = "checkpoint") -> Any:
+def _materialize(obj: Any, storages: _Storages, memo: dict[int, tuple[Any, Any]], path: str = "checkpoint",
+                 depth: int = 0) -> Any:
   """Tensors for _LoadedTensor, the same containers for dicts/lists/tuples, plain values as they are; anything else
-  (a set, a storage on its own, a dtype) is an error naming where it is. Types are compared exactly and dict items read
-  with dict.items, so nothing an object could have overridden is called."""
-  if type(obj) is _LoadedTensor: return _to_tensor(obj, swap, device, fn)
+  (a set, a storage on its own, a dtype) is an error naming where it is. An object the pickle shares (its memo) is
+  converted once and shared in the result, so `x = [x, x]` nested 60 deep costs 60 steps, not 2**60. Types are
+  compared exactly and dict items read with dict.items, so nothing an object could have overridden is called."""
   if type(obj) in _PLAIN: return obj
-  if type(obj) in (dict, collections.OrderedDict):
-    out = type(obj)()
+  if (hit := memo.get(id(obj))) is not None: return hit[1]
+  if depth > _MAX_DEPTH:
+    raise CheckpointError(f"torch_load: {storages.fn}: {path} nests deeper than {_MAX_DEPTH} levels (a checkpoint is a "
+                          "few levels of dicts and lists)")
+  out: Any
+  if type(obj) is _LoadedTensor: out = _to_tensor(obj, storages, path)
+  elif type(obj) in (dict, collections.OrderedDict):
+    out = memo.setdefault(id(obj), (obj, type(obj)()))[1]
     for k, v in dict.items(obj):
-      if type(k) not in _PLAIN: raise CheckpointError(f"torch_load: {fn}: {path} has a key of type {type(k).__name__}")
-      out[k] = _materialize(v, swap, device, fn, f"{path}[{k!r}]")
-    return out
-  if type(obj) in (list, tuple):
-    items = [_materialize(v, swap, device, fn, f"{path}[{i}]") for i, v in enumerate(obj)]
-    return items if type(obj) is list else tuple(items)
-  raise CheckpointError(f"torch_load: {fn}: {path} is a {type(obj).__name__}, not a tensor, dict, list, tuple or plain "
-                        "value")
+      if type(k) not in _PLAIN:
+        raise CheckpointError(f"torch_load: {storages.fn}: {path} has a key of type {type(k).__name__}")
+      out[k] = _materialize(v, storages, memo, f"{path}[{k!r}]", depth + 1)
+  elif type(obj) is list:
+    out = memo.setdefault(id(obj), (obj, []))[1]
+    out.extend(_materialize(v, storages, memo, f"{path}[{i}]", depth + 1) for i, v in enumerate(obj))
+  elif type(obj) is tuple:
+    out = tuple(_materialize(v, storages, memo, f"{path}[{i}]", depth + 1) for i, v in enumerate(obj))
+  else:
+    raise CheckpointError(f"torch_load: {storages.fn}: {path} is a {type(obj).__name__}, not a tensor, dict, list, "
+                          "tuple or plain value")
+  memo[id(obj)] = (obj, out)
+  return out
 
-def _load_zip(fn: PathLike, device: str | None) -> Any:
-  with zipfile.ZipFile(fn) as z:
-    names = set(z.namelist())
+class _ZipStorages(_Storages):
+  """Storages of a zip checkpoint: member <prefix>data/<key>, stored or deflated."""
+  def __init__(self, z: zipfile.ZipFile, prefix: str, size: int, fn: str, device: str | None, swap: bool,
+               limit: _Limit):
+    super().__init__(fn, device, swap, limit)
+    self.z, self.prefix, self.size = z, prefix, size
+  def read(self, st: _Storage, out: memoryview) -> None:
+    info = _zip_member(self.z, f"{self.prefix}data/{st.key}", self.size, self.fn, repr(st))
+    if info.file_size != st.nbytes:
+      raise CheckpointError(f"torch_load: {self.fn}: {st!r} is {info.file_size} bytes in the archive but its reference "
+                            f"says {st.numel} elements of {st.dtype or 'bytes'} ({st.nbytes} bytes)")
+    _read_member(self.z, info, out, self.fn, repr(st))
+
+# deflate emits at most 258 bytes per 2 bits of a compressed block: no entry decompresses to more than 1032x its size
+_DEFLATE_MAX_RATIO = 1032
+
+def _zip_member(z: zipfile.ZipFile, name: str, size: int, fn: str, what: str) -> zipfile.ZipInfo:
+  """The entry `name`, after checking what it declares against the archive: inside the file, stored or deflated, not
+  encrypted, and no larger than its compressed bytes can expand to."""
+  try: info = z.getinfo(name)
+  except KeyError: raise CheckpointError(f"torch_load: {fn}: {what} has no {name} in the archive") from None
+  where = f"torch_load: {fn}: {what} ({name})"
+  if info.flag_bits & 1: raise CheckpointError(f"{where} is encrypted")
+  if info.header_offset + info.compress_size > size:
+    raise CheckpointError(f"{where} declares {info.compress_size} bytes at offset {info.header_offset}, past the end "
+                          f"of the {size}-byte file: truncated")
+  if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+    raise CheckpointError(f"{where} is stored (not compressed) but declares {info.file_size} bytes in "
+                          f"{info.compress_size}")
+  if info.compress_type == zipfile.ZIP_DEFLATED and info.file_size > _DEFLATE_MAX_RATIO * info.compress_size + 1024:
+    raise CheckpointError(f"{where} declares {info.file_size} bytes from {info.compress_size} deflated ones, more "
+                          f"than deflate can produce ({_DEFLATE_MAX_RATIO}x)")
+  if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+    raise CheckpointError(f"{where} uses zip compression method {info.compress_type}; torch.save stores entries and "
+                          "only stored or deflated ones are read")
+  return info
+
+def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, out: memoryview, fn: str, what: str) -> None:
+  """Decompress the entry into out, a chunk at a time, counting the bytes it actually produces: it must give exactly
+  len(out) of them (its CRC is checked at the end)."""
+  got, more = 0, b""
+  try:
+    with z.open(info) as f:
+      while got < len(out) and (chunk := f.read(min(_CHUNK, len(out) - got))):
+        out[got:got + len(chunk)] = chunk
+        got += len(chunk)
+      more = f.read(1)
+  except Exception as e:
+    raise CheckpointError(f"torch_load: {fn}: {what} ({info.filename}) cannot be read ({type(e).__name__}: {e})") from e
+  if got != len(out) or more:
+    raise CheckpointError(f"torch_load: {fn}: {what} ({info.filename}) decompresses to {'more than ' if more else ''}"
+                          f"{got} bytes, not the {len(out)} its entry declares")
+
+def _read_small(z: zipfile.ZipFile, name: str, size: int, fn: str, what: str, limit: int) -> bytes:
+  info = _zip_member(z, name, size, fn, what)
+  if info.file_size > limit:
+    raise CheckpointError(f"torch_load: {fn}: {what} ({name}) is {info.file_size} bytes, over its limit of {limit}")
+  out = memoryview(bytearray(info.file_size))
+  _read_member(z, info, out, fn, what)
+  return out.tobytes()
+
+def _load_zip(src: _Source, device: str | None, max_bytes: int | None) -> Any:
+  try: z = zipfile.ZipFile(src.f)
+  except Exception as e:
+    raise CheckpointError(f"torch_load: {src.name}: a zip archive whose directory cannot be read ({type(e).__name__}: "
+                          f"{e}): truncated or damaged") from e
+  with z:
+    names = z.namelist()
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
     if len(pkl) != 1:
-      raise CheckpointError(f"torch_load: {fn}: a zip checkpoint holds one <name>/data.pkl, found {sorted(pkl)} (a "
-                            "TorchScript archive is not a checkpoint)")
+      raise CheckpointError(f"torch_load: {src.name}: a zip checkpoint holds one <name>/data.pkl, found {sorted(pkl)} "
+                            "(a TorchScript archive is not a checkpoint)")
     prefix = pkl[0][:-len("data.pkl")]
-    order = z.read(prefix + "byteorder").decode().strip() if prefix + "byteorder" in names else "little"
-    if order not in ("little", "big"): raise CheckpointError(f"torch_load: {fn}: byteorder {order!r}")
-    storages: dict[str, _Storage] = {}
+    compressed = any(i.compress_type != zipfile.ZIP_STORED for i in z.infolist())
+    default = max(src.size, _half_physical_memory()) if compressed else src.size
+    limit = _Limit("torch_load", src.name, max_bytes, default, "the default for compressed entries: half the physical "
+                   "memory" if compressed else "the default: the file's size")
+    order = "little"
+    if prefix + "byteorder" in names:
+      order = _read_small(z, prefix + "byteorder", src.size, src.name, "the byteorder", 16).decode(errors="replace")
+      if order.strip() not in ("little", "big"):
+        raise CheckpointError(f"torch_load: {src.name}: byteorder {order!r} is neither 'little' nor 'big'")
+    raw = _read_small(z, pkl[0], src.size, src.name, "the pickle", limit.limit)
+    storages = _ZipStorages(z, prefix, src.size, src.name, device, order.strip() != sys.byteorder, limit)
+    seen: dict[str, _Storage] = {}
     def storage(pid: tuple[Any, ...]) -> _Storage:
-      stype, key, numel = _check_pid(pid, fn)
-      if key not in storages:
-        if (member := f"{prefix}data/{key}") not in names:
-          raise CheckpointError(f"torch_load: {fn}: storage {key!r} has no {member} in the archive")
-        nbytes = numel * (stype.dtype.itemsize if stype.dtype is not None else 1)
-        if (size := z.getinfo(member).file_size) != nbytes:
-          raise CheckpointError(f"torch_load: {fn}: storage {key!r} is {size} bytes in the archive but its reference "
-                                f"says {numel} elements of {stype.name} ({nbytes} bytes)")
-        storages[key] = _Storage(key, stype.dtype, numel)
-        storages[key].data = z.read(member)
-      return storages[key]
-    obj = _unpickle(io.BytesIO(z.read(pkl[0])), fn, storage)
-  return _materialize(obj, order != sys.byteorder, device, fn)
+      stype, key, numel = _check_pid(pid)
+      st = seen.setdefault(key, _Storage(key, stype.dtype, numel))
+      if (st.dtype, st.numel) != (stype.dtype, numel):
+        raise _Refused(f"{st!r} is referenced as {numel} elements of {stype!r} and as {st.numel} of {st.dtype}")
+      return st
+    obj = _unpickle(io.BytesIO(raw), src.name, storage, len(raw))
+    return _materialize(obj, storages, {})
 
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 
-def _load_legacy(fn: PathLike, device: str | None) -> Any:
+class _LegacyStorages(_Storages):
+  """Storages of torch's legacy format: after the pickles, each storage's element count and bytes in file order; the
+  positions are noted in one pass and a storage is read when a tensor first needs it."""
+  def __init__(self, f: _Bounded, fn: str, device: str | None, swap: bool, limit: _Limit):
+    super().__init__(fn, device, swap, limit)
+    self.f, self.at = f, cast(dict[str, int], {})
+  def read(self, st: _Storage, out: memoryview) -> None:
+    self.f.seek(self.at[st.key])
+    if self.f.readinto(out) != len(out): raise CheckpointError(f"torch_load: {self.fn}: {st!r} is cut short")
+
+def _load_legacy(src: _Source, device: str | None, max_bytes: int | None) -> Any:
   """torch's pre-1.6 format: pickles of the magic number, the protocol version, system info, the object, the storage
   keys; then each storage as an int64 element count and its bytes."""
-  with open(fn, "rb") as f:
-    if _unpickle(f, fn, None) != _LEGACY_MAGIC:
-      raise CheckpointError(f"torch_load: {fn}: neither a zip checkpoint nor torch's legacy format (bad magic number)")
-    version, info = _unpickle(f, fn, None), _unpickle(f, fn, None)
-    if version != 1001 or not isinstance(info, dict):
-      raise CheckpointError(f"torch_load: {fn}: legacy format version {version!r} is not supported (1001 is)")
-    little = info.get("little_endian", True)
-    roots: dict[str, _Storage] = {}
-    def storage(pid: tuple[Any, ...]) -> _Storage:
-      stype, key, numel = _check_pid(pid, fn)
-      root = roots.setdefault(key, _Storage(key, stype.dtype, numel))
-      view = pid[5] if len(pid) > 5 else None
-      if view is None: return root
-      if not (isinstance(view, tuple) and len(view) == 3 and isinstance(view[1], int) and isinstance(view[2], int)):
-        raise CheckpointError(f"torch_load: {fn}: storage view {view!r} is not (key, offset, size)")
-      return _Storage(str(view[0]), stype.dtype, view[2], root, view[1] * (stype.dtype.itemsize if stype.dtype else 1))
-    obj = _unpickle(f, fn, storage)
-    keys = _unpickle(f, fn, None)
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-      raise CheckpointError(f"torch_load: {fn}: the storage key list is {type(keys).__name__}, not a list of str")
-    for k in keys:
-      head = f.read(8)
-      if len(head) != 8: raise CheckpointError(f"torch_load: {fn}: the file ends before storage {k}")
-      n = struct.unpack("<q" if little else ">q", head)[0]
-      st = roots.get(k)
-      size = n * (st.dtype.itemsize if st is not None and st.dtype is not None else 1)
-      data = f.read(size)
-      if len(data) != size: raise CheckpointError(f"torch_load: {fn}: storage {k} is cut short")
-      if st is not None: st.data = data
-  return _materialize(obj, little != (sys.byteorder == "little"), device, fn)
+  f, fn = _Bounded(src.f, src.size), src.name
+  if _unpickle(f, fn, None, src.size) != _LEGACY_MAGIC:
+    raise CheckpointError(f"torch_load: {fn}: neither a zip checkpoint nor torch's legacy format (bad magic number)")
+  version, info = _unpickle(f, fn, None, src.size), _unpickle(f, fn, None, src.size)
+  if version != 1001 or type(info) is not dict:
+    raise CheckpointError(f"torch_load: {fn}: legacy format version {version!r} is not supported (1001 is)")
+  little = info.get("little_endian", True) is not False
+  roots: dict[str, _Storage] = {}
+  views: dict[str, _Storage] = {}
+  def storage(pid: tuple[Any, ...]) -> _Storage:
+    stype, key, numel = _check_pid(pid)
+    root = roots.setdefault(key, _Storage(key, stype.dtype, numel))
+    if (root.dtype, root.numel) != (stype.dtype, numel):
+      raise _Refused(f"{root!r} is referenced as {numel} elements of {stype!r} and as {root.numel} of {root.dtype}")
+    view = pid[5] if len(pid) > 5 else None
+    if view is None: return root
+    if type(view) is not tuple or len(view) != 3 or type(view[1]) is not int or type(view[2]) is not int:
+      raise _Refused(f"storage view {view!r} is not (key, offset, size)")
+    vkey, off, n = str(view[0]), view[1], view[2]
+    if off < 0 or n < 0 or off + n > numel:
+      raise _Refused(f"storage view {vkey!r} (elements [{off}, {off + n})) does not fit {root!r} of {numel} elements")
+    isz = stype.dtype.itemsize if stype.dtype is not None else 1
+    return views.setdefault(f"{key}/{vkey}/{off}/{n}", _Storage(vkey, stype.dtype, n, root, off * isz))
+  obj = _unpickle(f, fn, storage, src.size)
+  keys = _unpickle(f, fn, None, src.size)
+  if type(keys) is not list or not all(type(k) is str for k in keys) or len(set(keys)) != len(keys):
+    raise CheckpointError(f"torch_load: {fn}: the storage key list is {type(keys).__name__}, not a list of distinct "
+                          "str")
+  storages = _LegacyStorages(f, fn, device, little != (sys.byteorder == "little"),
+                             _Limit("torch_load", fn, max_bytes, src.size, "the default: the file's size"))
+  for k in keys:
+    head = f.read(8)
+    if len(head) != 8: raise CheckpointError(f"torch_load: {fn}: the file ends before storage {k!r}")
+    n = struct.unpack("<q" if little else ">q", head)[0]
+    st = roots.get(k)
+    nbytes = n * (st.dtype.itemsize if st is not None and st.dtype is not None else 1)
+    if n < 0 or nbytes > f.remaining():
+      raise CheckpointError(f"torch_load: {fn}: storage {k!r} declares {n} elements ({nbytes} bytes) but "
+                            f"{f.remaining()} bytes of the file remain: truncated or corrupt")
+    if st is not None and n != st.numel:
+      raise CheckpointError(f"torch_load: {fn}: {st!r} holds {n} elements but the pickle refers to {st.numel}")
+    storages.at[k] = f.tell()
+    f.seek(nbytes, 1)
+  if (missing := sorted(set(roots) - set(storages.at))):
+    raise CheckpointError(f"torch_load: {fn}: the pickle refers to storages {missing} the file holds no data for")
+  return _materialize(obj, storages, {})
 
-def torch_load(fn: PathLike, device: str | None = None) -> Any:
-  """Read a torch checkpoint (torch.save's zip format, or its legacy format) into the same structure with Tensors for
-  torch tensors (views, strides and storage offsets kept; every dtype tinygrad has), on `device`. Accepts dicts,
-  OrderedDicts, lists, tuples and plain values; anything else, and any pickle that would call a function other than
-  torch's tensor rebuilders, is a CheckpointError naming it, raised before anything runs."""
-  if zipfile.is_zipfile(fn): return _load_zip(fn, device)
-  if tarfile.is_tarfile(fn):
-    raise CheckpointError(f"torch_load: {fn}: torch's old tar checkpoint format is not supported; re-save it")
-  return _load_legacy(fn, device)
+def torch_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int | None = None) -> Any:
+  """Read a torch checkpoint (torch.save's zip format, or its legacy format; a path or the file's bytes) into the same
+  structure with Tensors for torch tensors, on `device`. Each storage is read once into one buffer and every tensor is
+  a view of it (strides, offsets and stride-0 expands kept, nothing copied); a tensor the pickle shares is one Tensor.
+  Accepts dicts, OrderedDicts, lists, tuples and plain values; anything else, and any pickle that would call a
+  function other than torch's tensor rebuilders, is a CheckpointError naming it, raised before anything runs.
+  max_bytes bounds the storage bytes allocated (default: the file's size, or half the physical memory when the
+  archive has compressed entries); every failure is a CheckpointError naming the file, the storage or key, and the
+  rule broken."""
+  with _open_source(fn, "torch_load") as src:
+    head = src.f.read(512)
+    src.f.seek(0)
+    if head[:4] == b"PK\x03\x04" or zipfile.is_zipfile(src.f):
+      src.f.seek(0)
+      if not zipfile.is_zipfile(src.f):
+        raise CheckpointError(f"torch_load: {src.name}: a zip archive (it starts with PK) with no end of central "
+                              "directory record: truncated or damaged")
+      src.f.seek(0)
+      return _load_zip(src, device, max_bytes)
+    src.f.seek(0)
+    if head[257:262] == b"ustar":
+      raise CheckpointError(f"torch_load: {src.name}: torch's old tar checkpoint format is not supported; re-save it")
+    if head[:1] != pickle.PROTO:
+      raise CheckpointError(f"torch_load: {src.name}: neither a zip checkpoint (PK) nor torch's legacy format (a "
+                            f"pickle): the file starts with {head[:8]!r}")
+    return _load_legacy(src, device, max_bytes)
 
 # ---- GGUF: llama.cpp's checkpoints (a header of typed key-values and tensor infos, then aligned tensor data) ----
 
