@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Union, cast
 import numpy as np
 from tinygrad.tensor import Tensor
-from tinygrad.dtype import DType, dtypes, to_np_dtype
+from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, atomic_write
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -47,32 +47,29 @@ class _Limit:
 @dataclass
 class _Source:
   """A checkpoint's bytes: a regular file (size from the file system) or bytes the caller gave; `name` is how errors
-  name it."""
+  name it. Data is read straight into its destination (no mapping, no intermediate copy)."""
   f: Any
   size: int
   name: str
-  @contextlib.contextmanager
-  def mapped(self) -> Iterator[memoryview]:
-    """The whole file as a read-only memoryview (mapped, not read)."""
-    if isinstance(self.f, io.BytesIO):
-      with self.f.getbuffer() as mv: yield mv
-      return
-    if self.size == 0:
-      yield memoryview(b"")
-      return
-    mm = mmap.mmap(self.f.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-      with memoryview(mm) as mv: yield mv
-    finally:
-      # NOTE: an error raised while a numpy view of the mapping is alive (its traceback holds it) must not be masked
-      with contextlib.suppress(BufferError): mm.close()
+  loader: str
+  def read(self, pos: int, n: int) -> bytes:
+    """n bytes at pos, which the caller checked lie inside the file."""
+    self.f.seek(pos)
+    if len(ret := self.f.read(n)) != n: raise CheckpointError(f"{self.loader}: {self.name}: changed while being read")
+    return ret
+  def readinto(self, pos: int, out: memoryview) -> None:
+    self.f.seek(pos)
+    got = 0
+    while got < len(out) and (k := self.f.readinto(out[got:])): got += k
+    if got != len(out): raise CheckpointError(f"{self.loader}: {self.name}: changed while being read")
 
 @contextlib.contextmanager
 def _open_source(src: Any, loader: str) -> Iterator[_Source]:
   """src (a path, or the file's bytes) opened for reading. A path must name a regular file: a device or a pipe has no
   size to check the file's claims against (read it into bytes first)."""
   if isinstance(src, (bytes, bytearray, memoryview)):
-    yield _Source(io.BytesIO(src), len(src) if not isinstance(src, memoryview) else src.nbytes, f"<{len(src)} bytes>")
+    n = src.nbytes if isinstance(src, memoryview) else len(src)
+    yield _Source(io.BytesIO(src), n, f"<{n} bytes>", loader)
     return
   try: name = os.fspath(src)
   except TypeError as e: raise CheckpointError(f"{loader}: {src!r} is neither a path nor bytes") from e
@@ -83,7 +80,7 @@ def _open_source(src: Any, loader: str) -> Iterator[_Source]:
     if not stat.S_ISREG(st.st_mode):
       raise CheckpointError(f"{loader}: {name}: not a regular file (a device, pipe or socket has no size to check the "
                             "checkpoint's claims against); read it into bytes and pass those")
-    yield _Source(f, st.st_size, os.fspath(name))
+    yield _Source(f, st.st_size, os.fspath(name), loader)
 
 def _filled_buffer(n: int, dtype: DType, device: str | None, fill: Callable[[memoryview], None]) -> Tensor:
   """A realized 1-d tensor of n elements of dtype on device whose bytes `fill` writes: straight into the buffer where
@@ -197,46 +194,98 @@ def safe_save(tensors: dict[str, Tensor], fn: PathLike, metadata: dict[str, str]
   hj += b" " * (-len(hj) % 8)
   atomic_write(os.fspath(fn), b"".join([struct.pack("<Q", len(hj)), hj, *blobs]))
 
-def _safe_header(raw: bytes, fn: PathLike) -> tuple[dict[str, Any], int]:
-  if len(raw) < 8: raise CheckpointError(f"safe_load: {fn}: {len(raw)} bytes is too short for a safetensors file")
-  n = struct.unpack("<Q", raw[:8])[0]
-  if 8 + n > len(raw): raise CheckpointError(f"safe_load: {fn}: header of {n} bytes runs past the end of the file")
-  try: header = json.loads(raw[8:8 + n])
-  except ValueError as e: raise CheckpointError(f"safe_load: {fn}: the header is not JSON ({e})") from e
-  if not isinstance(header, dict): raise CheckpointError(f"safe_load: {fn}: the header is not a JSON object")
+# the format's own limit on the header (safetensors refuses longer ones)
+_SAFE_HEADER_MAX = 100_000_000
+
+def _safe_header(src: _Source) -> tuple[dict[str, Any], int]:
+  """The JSON header of a safetensors file and where its data starts; the header's claimed size is checked against
+  the format's limit and the file before a byte of it is read."""
+  name = src.name
+  if src.size < 8: raise CheckpointError(f"safe_load: {name}: {src.size} bytes is too short for a safetensors file")
+  n = struct.unpack("<Q", src.read(0, 8))[0]
+  if n > _SAFE_HEADER_MAX:
+    raise CheckpointError(f"safe_load: {name}: the header claims {n} bytes, over the format's limit of "
+                          f"{_SAFE_HEADER_MAX} bytes")
+  if 8 + n > src.size: raise CheckpointError(f"safe_load: {name}: header of {n} bytes runs past the end of the file")
+  try: header = json.loads(src.read(8, n))
+  except RecursionError as e:
+    raise CheckpointError(f"safe_load: {name}: the header is not JSON a reader can take: it nests deeper than "
+                          "Python's JSON parser allows") from e
+  except ValueError as e: raise CheckpointError(f"safe_load: {name}: the header is not JSON ({e})") from e
+  if not isinstance(header, dict): raise CheckpointError(f"safe_load: {name}: the header is not a JSON object")
+  meta = header.get("__metadata__", {})
+  if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+    raise CheckpointError(f"safe_load: {name}: __metadata__ must map str to str, got {_short(meta)}")
   return header, 8 + n
 
-def safe_load_metadata(fn: PathLike) -> dict[str, str]:
-  """The `__metadata__` of a safetensors file ({} when it has none)."""
-  with open(fn, "rb") as f: raw = f.read()
-  return dict(_safe_header(raw, fn)[0].get("__metadata__") or {})
+def _short(v: Any) -> str:
+  r = repr(v)
+  return r if len(r) <= 200 else r[:200] + "..."
 
-def safe_load(fn: PathLike, device: str | None = None) -> dict[str, Tensor]:
-  """The tensors of a safetensors file, in file order, on `device` (default: the default device). Every entry is
-  checked: a known dtype, offsets inside the file and a byte count that matches dtype and shape."""
-  with open(fn, "rb") as f: raw = f.read()
-  header, start = _safe_header(raw, fn)
-  ret: dict[str, Tensor] = {}
-  for k, info in header.items():
-    if k == "__metadata__": continue
-    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
-      raise CheckpointError(f"safe_load: {fn}: tensor {k!r} needs dtype, shape and data_offsets, got {info!r}")
-    if info["dtype"] not in SAFE_DTYPES:
-      raise CheckpointError(f"safe_load: {fn}: tensor {k!r} has unsupported dtype {info['dtype']!r} (known: "
-                            f"{', '.join(SAFE_DTYPES)})")
-    dt, shape, (s, e) = SAFE_DTYPES[info["dtype"]], tuple(info["shape"]), info["data_offsets"]
-    if not all(isinstance(d, int) and d >= 0 for d in shape):
-      raise CheckpointError(f"safe_load: {fn}: tensor {k!r} has a bad shape {info['shape']!r}")
-    if not (isinstance(s, int) and isinstance(e, int) and 0 <= s <= e <= len(raw) - start):
-      raise CheckpointError(f"safe_load: {fn}: tensor {k!r} has data_offsets {[s, e]} outside the {len(raw) - start} "
-                            "data bytes")
-    if e - s != prod(shape) * dt.itemsize:
-      raise CheckpointError(f"safe_load: {fn}: tensor {k!r} has {e - s} bytes for shape {list(shape)} of "
-                            f"{info['dtype']} ({prod(shape) * dt.itemsize} expected)")
-    bits: np.ndarray = np.frombuffer(raw, dtype=np.dtype(to_np_dtype(dt)).newbyteorder("<"), count=prod(shape),
-                                     offset=start + s)
-    ret[k] = Tensor._from_storage(bits.reshape(shape), dt, device)
-  return ret
+@dataclass(frozen=True)
+class _SafeEntry:
+  name: str
+  dtype: DType
+  shape: tuple[int, ...]
+  begin: int
+  end: int
+
+def _safe_entry(name: str, k: str, info: Any, nbytes: int) -> _SafeEntry:
+  """One header entry, every field checked: a known dtype, a shape of ints >= 0 (each at most 2**63 - 1), offsets
+  [begin, end] inside the data and a byte count that matches dtype and shape."""
+  where = f"safe_load: {name}: tensor {k!r}"
+  if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+    raise CheckpointError(f"{where} needs dtype, shape and data_offsets, got {_short(info)}")
+  dt_name, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+  if not isinstance(dt_name, str) or dt_name not in SAFE_DTYPES:
+    raise CheckpointError(f"{where} has unsupported dtype {_short(dt_name)} (known: {', '.join(SAFE_DTYPES)})")
+  if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+    raise CheckpointError(f"{where}: shape must be a list of ints >= 0, got {_short(shape)}")
+  if any(d > _INT64_MAX for d in shape): raise CheckpointError(f"{where} has shape {shape}: a dim over 2**63 - 1")
+  if not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets):
+    raise CheckpointError(f"{where}: data_offsets must be [begin, end], got {_short(offsets)}")
+  (s, e), dt = offsets, SAFE_DTYPES[dt_name]
+  if not 0 <= s <= e <= nbytes:
+    raise CheckpointError(f"{where} has data_offsets {[s, e]} outside the {nbytes} data bytes")
+  if e - s != prod(shape) * dt.itemsize:
+    raise CheckpointError(f"{where} has {e - s} bytes for shape {shape} of {dt_name} ({prod(shape) * dt.itemsize} "
+                          "expected)")
+  return _SafeEntry(k, dt, tuple(shape), s, e)
+
+def _check_disjoint(entries: list[_SafeEntry], name: str) -> None:
+  """No two tensors share bytes: a file cannot make its data count twice (so the data loaded is at most the file)."""
+  spans = sorted((e for e in entries if e.end > e.begin), key=lambda e: e.begin)
+  for a, b in zip(spans, spans[1:]):
+    if b.begin < a.end:
+      raise CheckpointError(f"safe_load: {name}: tensor {b.name!r} (data bytes [{b.begin}, {b.end})) overlaps tensor "
+                            f"{a.name!r} (data bytes [{a.begin}, {a.end}))")
+
+def safe_load_metadata(fn: PathLike | bytes) -> dict[str, str]:
+  """The `__metadata__` of a safetensors file ({} when it has none)."""
+  with _open_source(fn, "safe_load") as src: return dict(_safe_header(src)[0].get("__metadata__", {}))
+
+def safe_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int | None = None) -> dict[str, Tensor]:
+  """The tensors of a safetensors file (a path or the file's bytes), in file order, on `device` (default: the default
+  device). The header is at most 100 MB (the format's limit) and every entry is checked (see _safe_entry); no two
+  tensors may share bytes; BOOL bytes must be 0 or 1. Each tensor's bytes are read once, straight into its buffer.
+  max_bytes bounds the data loaded (default: the file's size). Every failure is a CheckpointError naming the file, the
+  tensor and the rule."""
+  with _open_source(fn, "safe_load") as src:
+    header, start = _safe_header(src)
+    entries = [_safe_entry(src.name, k, v, src.size - start) for k, v in header.items() if k != "__metadata__"]
+    _check_disjoint(entries, src.name)
+    limit = _Limit("safe_load", src.name, max_bytes, src.size, "the default: the file's size")
+    ret: dict[str, Tensor] = {}
+    for e in entries:
+      limit.take(e.end - e.begin, f"tensor {e.name!r}")
+      def fill(out: memoryview, e: _SafeEntry = e) -> None:
+        src.readinto(start + e.begin, out)
+        if sys.byteorder == "big": _byteswap(out, e.dtype.itemsize)
+        if e.dtype is dtypes.bool:
+          _check_bools(out, lambda b, i: f"safe_load: {src.name}: tensor {e.name!r} (BOOL) has byte 0x{b:02x} at "
+                                         f"element {i}")
+      ret[e.name] = _filled_buffer(prod(e.shape), e.dtype, device, fill).reshape(e.shape)
+    return ret
 
 # ---- torch checkpoints ----
 
