@@ -98,9 +98,7 @@ def test_torch_load_pickle_string_lengths_are_checked_before_allocating(tmp_path
 
 _PLAIN = {"torch": H.torch_zip_f32, "safetensors": H.safetensors_f32, "gguf": H.gguf_f32}
 
-@pytest.mark.parametrize("fmt", [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=r)) if r is not None else f
-                                 for f, r in {"torch": None, "safetensors": None,
-                                              "gguf": "issue 22: copied 3 times"}.items()])
+@pytest.mark.parametrize("fmt", list(_PLAIN))
 def test_plain_file_loads_with_one_copy(tmp_path, fmt):
   numel = 16 * MB
   fn = _PLAIN[fmt](tmp_path / f"plain.{fmt}", numel)
@@ -109,8 +107,7 @@ def test_plain_file_loads_with_one_copy(tmp_path, fmt):
   assert r.status == "ok" and r.result == [[numel], [0.0, 0.0]], str(r)
   assert _within(r.peak, 4 * numel), f"peak {r.peak / MB:.0f} MiB for {4 * numel / MB:.0f} MiB of data"
 
-@pytest.mark.parametrize("fmt", ["torch", "safetensors"] + [pytest.param(f, marks=pytest.mark.xfail(
-  strict=True, reason="issue 22: no max_bytes limit")) for f in ("gguf",)])
+@pytest.mark.parametrize("fmt", list(_PLAIN))
 def test_max_bytes_names_itself(tmp_path, fmt):
   from tinygrad.nn.state import CheckpointError, safe_load, torch_load, gguf_load
   fn = _PLAIN[fmt](tmp_path / f"small.{fmt}", 1024)
@@ -172,7 +169,6 @@ def _gguf_load(raw: bytes):
   from tinygrad.nn.state import gguf_load
   return gguf_load(raw)
 
-@pytest.mark.xfail(strict=True, reason="issue 22: GGUF tensors whose data overlap load as aliases")
 @pytest.mark.parametrize("second_offset", [0, 32])
 def test_gguf_overlapping_tensor_data_is_refused(second_offset):
   import numpy as np
@@ -182,13 +178,11 @@ def test_gguf_overlapping_tensor_data_is_refused(second_offset):
                                             r"section\) overlaps tensor 'a' \(bytes \[0, 64\)\)"):
     _gguf_load(raw)
 
-@pytest.mark.xfail(strict=True, reason="issue 22: GGUF arrays nested 5,000 deep raise RecursionError")
 def test_gguf_deeply_nested_array_is_a_checkpoint_error():
   from tinygrad.nn.state import CheckpointError
   with pytest.raises(CheckpointError, match=r"key 'deep' nests arrays deeper than 16"): _gguf_load(H.gguf_deep_array(5000))
   assert _gguf_load(H.gguf_deep_array(16))[0]["deep"] == [[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]
 
-@pytest.mark.xfail(strict=True, reason="issue 22: an alignment past the end of the file is reported as a truncated tensor")
 def test_gguf_alignment_past_the_end_is_named():
   import struct
   import numpy as np
@@ -202,7 +196,6 @@ def test_gguf_alignment_past_the_end_is_named():
   with pytest.raises(CheckpointError, match=r"general\.alignment is a UINT64; GGUF stores it as a UINT32"):
     _gguf_load(H.gguf_file(kv64, 1, [("w", (2,), 0, 0)], np.ones(2, np.float32).tobytes()))
 
-@pytest.mark.xfail(strict=True, reason="issue 22: GGUF dims above int64 or more than ggml's 4 load as they are")
 @pytest.mark.parametrize("dims,match", [((0, 2**64 - 1), r"tensor 'w' has dims \[0, 18446744073709551615\]: a dim "
                                                            r"over 2\*\*63 - 1"),
                                         ((1,) * 5, r"tensor 'w' has 5 dims; ggml allows at most 4")])

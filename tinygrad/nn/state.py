@@ -6,7 +6,7 @@ the pickle with a restricted unpickler: the only globals it resolves are torch's
 and dtype names and `collections.OrderedDict`, each mapped to an implementation of ours that builds plain data; any
 other global (a class, `os.system`, ...) stops the load with a CheckpointError naming it before anything is called."""
 from __future__ import annotations
-import collections, contextlib, io, json, mmap, os, pickle, pickletools, stat, struct, sys, zipfile
+import collections, contextlib, io, json, os, pickle, pickletools, stat, struct, sys, zipfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Union, cast
 import numpy as np
@@ -932,13 +932,20 @@ def ggml_data_to_tensor(t: Tensor, n: int, ggml_type: int) -> Tensor:
     return raw.bitcast(out_dtype)
   return _DEQUANT[ggml_type](b).reshape(n)
 
+# GGUF value type names (for messages); 8 is a string, 9 an array
+_GGUF_TYPE_NAMES = {0: "UINT8", 1: "INT8", 2: "UINT16", 3: "INT16", 4: "UINT32", 5: "INT32", 6: "FLOAT32", 7: "BOOL",
+                    8: "STRING", 9: "ARRAY", 10: "UINT64", 11: "INT64", 12: "FLOAT64"}
+# arrays of arrays nest at most this deep (ggml's own writers nest none); deeper is refused before Python's recursion
+_GGUF_MAX_NESTING = 16
+# ggml tensors have at most 4 dims (GGML_MAX_DIMS)
+_GGML_MAX_DIMS = 4
+
 class _GGUFReader:
-  """A cursor over a GGUF file's header, reading from bytes or, in chunks as the header needs them, from a uint8
-  tensor (so a tensor source copies only the header to the host). Every read checks the file's size first."""
-  def __init__(self, src: bytes | mmap.mmap | Tensor, where: str):
-    self.src, self.where, self.pos = src, where, 0
-    self.buf: bytes | mmap.mmap = b"" if isinstance(src, Tensor) else src
-    self.size = src.numel() if isinstance(src, Tensor) else len(src)
+  """A cursor over a GGUF file's header, reading the bytes it needs in growing chunks from a file (or bytes) or from a
+  uint8 tensor (so only the header reaches the host). Every read checks the file's size first."""
+  def __init__(self, src: _Source | Tensor, where: str):
+    self.src, self.where, self.pos, self.buf = src, where, 0, b""
+    self.size = src.numel() if isinstance(src, Tensor) else src.size
 
   def need(self, n: int, what: str) -> None:
     if self.pos + n > self.size:
@@ -948,9 +955,10 @@ class _GGUFReader:
   def take(self, n: int, what: str) -> bytes:
     self.need(n, what)
     if self.pos + n > len(self.buf):
-      assert isinstance(self.src, Tensor) and isinstance(self.buf, bytes), "a bytes or mmap source holds the whole file"
       end = min(self.size, max(self.pos + n, 2 * len(self.buf), 1 << 20))
-      self.buf += self.src[len(self.buf):end].numpy().tobytes()
+      src = self.src
+      self.buf += src[len(self.buf):end].numpy().tobytes() if isinstance(src, Tensor) else \
+        src.read(len(self.buf), end - len(self.buf))
     self.pos += n
     return self.buf[self.pos - n:self.pos]
 
@@ -962,12 +970,14 @@ class _GGUFReader:
     try: return raw.decode("utf-8")
     except UnicodeDecodeError as e: raise CheckpointError(f"gguf_load: {self.where}: {what} is not UTF-8 ({e})") from e
 
-  def value(self, vtype: int, what: str) -> Any:
+  def value(self, vtype: int, what: str, depth: int = 0) -> Any:
     if vtype in _GGUF_SCALARS: return self.scalar(_GGUF_SCALARS[vtype], what)
     if vtype == _GGUF_STRING: return self.string(what)
     if vtype != _GGUF_ARRAY:
       raise CheckpointError(f"gguf_load: {self.where}: {what} has value type {vtype}, which GGUF does not define "
                             f"(0-12)")
+    if depth >= _GGUF_MAX_NESTING:
+      raise CheckpointError(f"gguf_load: {self.where}: {what} nests arrays deeper than {_GGUF_MAX_NESTING} levels")
     etype, count = self.scalar("I", what), self.scalar("Q", what)
     if etype not in _GGUF_SCALARS and etype not in (_GGUF_STRING, _GGUF_ARRAY):
       raise CheckpointError(f"gguf_load: {self.where}: {what} is an array of value type {etype}, which GGUF does not "
@@ -978,64 +988,72 @@ class _GGUFReader:
     # NOTE: a string or array element takes at least 8 bytes: a count larger than that allows is a corrupt file, caught
     # before a loop of that length starts
     self.need(count * 8, what)
-    return [self.value(etype, f"{what}[{i}]") for i in range(count)]
+    return [self.value(etype, what, depth + 1) for _ in range(count)]
 
-def _gguf_source(src: Any) -> tuple[bytes | mmap.mmap | Tensor, str]:
+@contextlib.contextmanager
+def _gguf_source(src: Any) -> Iterator[tuple[_Source | Tensor, str]]:
   if isinstance(src, Tensor):
     if src.dtype is not dtypes.uint8:
       raise TypeError(f"gguf_load: the file's bytes must be a uint8 tensor, got {src.dtype}")
-    return src.reshape(-1), f"<uint8 tensor of {src.numel()} bytes>"
-  if isinstance(src, (bytes, bytearray, memoryview)): return bytes(src), f"<{len(src)} bytes>"
-  # NOTE: a path is mapped, not read: the header is parsed from the mapping and the data copied to the device from it,
-  # so a multi-GB model is not also held as a bytes object
-  with open(src, "rb") as f:
-    if os.fstat(f.fileno()).st_size == 0: return b"", os.fspath(src)
-    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), os.fspath(src)
+    yield src.reshape(-1), f"<uint8 tensor of {src.numel()} bytes>"
+    return
+  # NOTE: a path is read as the header needs it, and its data section read once, straight into the device buffer
+  with _open_source(src, "gguf_load") as s: yield s, s.name
 
-def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None) -> tuple[dict[str, Any], dict[str, Tensor]]:
+def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None,
+              max_bytes: int | None = None) -> tuple[dict[str, Any], dict[str, Tensor]]:
   """Read a GGUF file (versions 2 and 3, little-endian): returns (metadata, tensors), both in file order. src is the
   file's bytes as a uint8 tensor (`Tensor(np.fromfile(fn, np.uint8))`: only the header is copied to the host; our
-  Tensor takes no path), or a path or bytes (read, and the data section copied to `device` once). Metadata maps each
-  key to a Python value (int, float, bool, str, or a list of them, nested for arrays of arrays). Each tensor is a lazy
-  view of the data dequantized on the device (ggml_data_to_tensor: the types, their dtypes, one kernel each), shaped
-  row-major: GGUF lists dims fastest first, so dims [4096, 11008] load as shape (11008, 4096). A bad magic or version,
-  a truncated header, an unknown key-value type, a duplicate key or tensor name, a bad general.alignment, an
-  unsupported tensor type, a first dim that is not whole blocks, a misaligned offset or data past the end of the file
-  is a CheckpointError naming the file, the key or tensor and what was wrong. Nothing in the file is executed."""
-  source, where = _gguf_source(src)
-  if isinstance(source, Tensor) and device is not None:
+  Tensor takes no path), or a path or bytes (the header read as needed, and the data section read once, straight into
+  one buffer on `device`; max_bytes bounds it, default the file's size). Metadata maps each key to a Python value (int,
+  float, bool, str, or a list of them, nested for arrays of arrays). Each tensor is a lazy view of the data
+  dequantized on the device (ggml_data_to_tensor: the types, their dtypes, one kernel each), shaped row-major: GGUF
+  lists dims fastest first, so dims [4096, 11008] load as shape (11008, 4096). A bad magic or version, a truncated
+  header, an unknown key-value type, arrays nested over 16 deep, a duplicate key or tensor name, a general.alignment
+  that is not a UINT32 power of two or that puts the data past the end, an unsupported tensor type, more than 4 dims
+  or a dim over 2**63 - 1, a first dim that is not whole blocks, a misaligned offset, tensors whose data overlap or
+  data past the end of the file is a CheckpointError naming the file, the key or tensor and what was wrong. Nothing
+  in the file is executed."""
+  if isinstance(src, Tensor) and device is not None:
     raise ValueError(f"gguf_load: device={device!r} is for a path or bytes; a tensor source loads on its own device "
-                     f"({source.device}): move it first with .to()")
-  r = _GGUFReader(source, where)
-  kv, infos = _gguf_header(r)
-  align = kv.get("general.alignment", 32)
-  if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align & (align - 1):
-    raise CheckpointError(f"gguf_load: {where}: general.alignment is {align!r}, not a positive power of two")
-  data_start = r.pos + -r.pos % align
-  data, base = (source, data_start) if isinstance(source, Tensor) else (None, 0)
-  tensors: dict[str, Tensor] = {}
-  for name, (dims, ggml_type, off) in infos.items():
-    n, nbytes = _gguf_tensor_size(where, name, dims, ggml_type)
-    if off % align: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has offset {off}, not a multiple of "
-                                          f"the alignment {align}")
-    if nbytes and data_start + off + nbytes > r.size:
-      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({ggml_type_name(ggml_type)}, dims {list(dims)}, "
-                            f"{nbytes} bytes at data offset {off}) runs past the end of the {r.size}-byte file: "
-                            "truncated")
-    if nbytes == 0:
-      # NOTE: a zero-element tensor reads no bytes, so its offset may point past the end (no padding after the header)
-      raw = Tensor.empty(0, dtype=dtypes.uint8, device=source.device if isinstance(source, Tensor) else device)
+                     f"({src.device}): move it first with .to()")
+  with _gguf_source(src) as (source, where):
+    r = _GGUFReader(source, where)
+    kv, types, infos = _gguf_header(r)
+    align = kv.get("general.alignment", 32)
+    if "general.alignment" in types and types["general.alignment"] != 4 and type(align) is int:
+      raise CheckpointError(f"gguf_load: {where}: general.alignment is a {_GGUF_TYPE_NAMES[types['general.alignment']]}"
+                            "; GGUF stores it as a UINT32")
+    if type(align) is not int or align <= 0 or align & (align - 1):
+      raise CheckpointError(f"gguf_load: {where}: general.alignment is {align!r}, not a positive power of two")
+    data_start = r.pos + -r.pos % align
+    spans = _gguf_spans(where, infos, align)
+    data_len = max((off + n for _, off, n, _ in spans), default=0)
+    if data_len and data_start > r.size:
+      raise CheckpointError(f"gguf_load: {where}: general.alignment {align} puts the data section at offset "
+                            f"{data_start}, past the end of the {r.size}-byte file")
+    for name, off, nbytes, (dims, ggml_type) in spans:
+      if data_start + off + nbytes > r.size:
+        raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({ggml_type_name(ggml_type)}, dims {list(dims)}, "
+                              f"{nbytes} bytes at data offset {off}) runs past the end of the {r.size}-byte file: "
+                              "truncated")
+    if isinstance(source, Tensor): data, base = source, data_start
     else:
-      if data is None:
-        assert not isinstance(source, Tensor)
-        # NOTE: only the data section goes to the device; offsets below are then relative to it
-        data, base = Tensor(np.frombuffer(source, dtype=np.uint8, offset=data_start), device=device), 0
-      raw = data[base + off:base + off + nbytes]
-    tensors[name] = ggml_data_to_tensor(raw, n, ggml_type).reshape(dims[::-1])
-  return kv, tensors
+      limit = _Limit("gguf_load", where, max_bytes, source.size, "the default: the file's size")
+      limit.take(data_len, "the data section")
+      # NOTE: only the data section goes to the device; offsets below are then relative to it
+      data, base = _filled_buffer(data_len, dtypes.uint8, device, lambda out: source.readinto(data_start, out)), 0
+    tensors: dict[str, Tensor] = {}
+    for name, (dims, ggml_type, off) in infos.items():
+      n, nbytes = prod(dims), _gguf_nbytes(dims, ggml_type)
+      # NOTE: a zero-element tensor reads no bytes, so its offset may point past the end (no padding after the header)
+      raw = data[base + off:base + off + nbytes] if nbytes else Tensor.empty(0, dtype=dtypes.uint8, device=data.device)
+      tensors[name] = ggml_data_to_tensor(raw, n, ggml_type).reshape(dims[::-1])
+    return kv, tensors
 
-def _gguf_header(r: _GGUFReader) -> tuple[dict[str, Any], dict[str, tuple[tuple[int, ...], int, int]]]:
-  """The key-values and the tensor infos (dims fastest first, ggml type, data offset) of a GGUF file, in file order."""
+def _gguf_header(r: _GGUFReader) -> tuple[dict[str, Any], dict[str, int], dict[str, tuple[tuple[int, ...], int, int]]]:
+  """The key-values, their value types and the tensor infos (dims fastest first, ggml type, data offset) of a GGUF
+  file, in file order."""
   if (magic := r.take(4, "the magic")) != b"GGUF":
     raise CheckpointError(f"gguf_load: {r.where}: not a GGUF file (starts with {magic!r}, GGUF files with b'GGUF')")
   version = r.scalar("I", "the version")
@@ -1050,31 +1068,56 @@ def _gguf_header(r: _GGUFReader) -> tuple[dict[str, Any], dict[str, tuple[tuple[
     raise CheckpointError(f"gguf_load: {r.where}: the header claims {n_tensors} tensors and {n_kv} key-values, more "
                           f"than a {r.size}-byte file can hold")
   kv: dict[str, Any] = {}
+  types: dict[str, int] = {}
   for i in range(n_kv):
     key = r.string(f"the key of key-value {i}")
     if key in kv: raise CheckpointError(f"gguf_load: {r.where}: key {key!r} appears twice")
-    kv[key] = r.value(r.scalar("I", f"the value type of key {key!r}"), f"key {key!r}")
+    types[key] = r.scalar("I", f"the value type of key {key!r}")
+    kv[key] = r.value(types[key], f"key {key!r}")
   infos: dict[str, tuple[tuple[int, ...], int, int]] = {}
   for i in range(n_tensors):
     name = r.string(f"the name of tensor info {i}")
     if name in infos: raise CheckpointError(f"gguf_load: {r.where}: tensor {name!r} appears twice")
     n_dims = r.scalar("I", f"the dim count of tensor {name!r}")
-    r.need(n_dims * 8, f"the dims of tensor {name!r}")
+    if n_dims > _GGML_MAX_DIMS:
+      raise CheckpointError(f"gguf_load: {r.where}: tensor {name!r} has {n_dims} dims; ggml allows at most "
+                            f"{_GGML_MAX_DIMS}")
     dims = tuple(r.scalar("Q", f"the dims of tensor {name!r}") for _ in range(n_dims))
     infos[name] = (dims, r.scalar("I", f"the type of tensor {name!r}"), r.scalar("Q", f"the offset of tensor {name!r}"))
-  return kv, infos
+  return kv, types, infos
 
-def _gguf_tensor_size(where: str, name: str, dims: tuple[int, ...], ggml_type: int) -> tuple[int, int]:
-  """(elements, bytes) of a tensor info, after checking its type is loaded here and its rows are whole blocks."""
-  if ggml_type not in GGML_TYPES:
-    raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has ggml type {ggml_type} "
-                          f"({ggml_type_name(ggml_type)}), which is not supported (supported: "
-                          f"{', '.join(v[0] for v in GGML_TYPES.values())})")
-  tname, block, block_bytes = GGML_TYPES[ggml_type]
-  if (dims[0] if dims else 1) % block:
-    raise CheckpointError(f"gguf_load: {where}: tensor {name!r} of {tname} has dims {list(dims)}: the first "
-                          f"(fastest) dim must be a multiple of the {block}-element block")
-  return prod(dims), prod(dims) // block * block_bytes
+def _gguf_nbytes(dims: tuple[int, ...], ggml_type: int) -> int:
+  _, block, block_bytes = GGML_TYPES[ggml_type]
+  return prod(dims) // block * block_bytes
+
+def _gguf_spans(where: str, infos: dict[str, tuple[tuple[int, ...], int, int]],
+                align: int) -> list[tuple[str, int, int, tuple[tuple[int, ...], int]]]:
+  """(name, data offset, bytes, (dims, type)) of every tensor that holds data, in offset order, after checking each
+  info (a type loaded here, dims within int64, rows of whole blocks, an aligned offset) and that no two overlap."""
+  spans = []
+  for name, (dims, ggml_type, off) in infos.items():
+    if ggml_type not in GGML_TYPES:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has ggml type {ggml_type} "
+                            f"({ggml_type_name(ggml_type)}), which is not supported (supported: "
+                            f"{', '.join(v[0] for v in GGML_TYPES.values())})")
+    tname, block, block_bytes = GGML_TYPES[ggml_type]
+    if any(d > _INT64_MAX for d in dims):
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has dims {list(dims)}: a dim over 2**63 - 1")
+    if (nbytes := prod(dims) * block_bytes // block) > _INT64_MAX:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has dims {list(dims)}: its {nbytes} bytes overflow "
+                            "int64")
+    if (dims[0] if dims else 1) % block:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} of {tname} has dims {list(dims)}: the first "
+                            f"(fastest) dim must be a multiple of the {block}-element block")
+    if off % align: raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has offset {off}, not a multiple of "
+                                          f"the alignment {align}")
+    if (nbytes := _gguf_nbytes(dims, ggml_type)): spans.append((name, off, nbytes, (dims, ggml_type)))
+  spans.sort(key=lambda t: t[1])
+  for (a, a_off, a_n, _), (b, b_off, b_n, _) in zip(spans, spans[1:]):
+    if b_off < a_off + a_n:
+      raise CheckpointError(f"gguf_load: {where}: tensor {b!r} (bytes [{b_off}, {b_off + b_n}) of the data section) "
+                            f"overlaps tensor {a!r} (bytes [{a_off}, {a_off + a_n}))")
+  return spans
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata",
            "torch_load", "CheckpointError", "SAFE_DTYPES",
