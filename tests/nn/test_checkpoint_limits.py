@@ -261,7 +261,6 @@ class _Model:
     self.a = Tensor.zeros(2, 3).contiguous().realize()
     self.layers = [Tensor.zeros(4).contiguous().realize()]
 
-@pytest.mark.xfail(strict=True, reason="issue 22: load_state_dict raises KeyError/TypeError/ValueError")
 def test_load_state_dict_errors_are_checkpoint_errors_naming_the_key():
   from tinygrad import Tensor
   from tinygrad.nn.state import CheckpointError, load_state_dict
@@ -276,7 +275,6 @@ def test_load_state_dict_errors_are_checkpoint_errors_naming_the_key():
     load_state_dict(m, {"a": Tensor.ones(2, 3), "layers.0": Tensor.ones(5)})
   with pytest.raises(CheckpointError, match=r"the state dict is a list, not a dict"): load_state_dict(m, [])
 
-@pytest.mark.xfail(strict=True, reason="issue 22: a shape mismatch in a later key leaves the earlier keys loaded")
 def test_load_state_dict_checks_every_key_before_writing_any():
   from tinygrad import Tensor
   from tinygrad.nn.state import CheckpointError, load_state_dict

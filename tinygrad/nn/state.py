@@ -130,26 +130,41 @@ def get_parameters(obj: Any) -> list[Tensor]:
   """The distinct tensors of obj (see get_state_dict), in attribute order: a shared tensor comes once."""
   return list({id(t): t for t in get_state_dict(obj).values()}.values())
 
+class StateDictMismatch(CheckpointError, KeyError):
+  """load_state_dict with strict=True: keys the model has and the state dict lacks, or the other way round. Also a
+  KeyError (what it was before it was a CheckpointError)."""
+  def __str__(self) -> str: return str(self.args[0]) if self.args else ""
+
+def _keys(ks: list[str], most: int = 50) -> str:
+  return repr(ks) if len(ks) <= most else f"{ks[:most]!r} and {len(ks) - most} more"
+
 def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, realize: bool = True,
                     consume: bool = False) -> None:
   """Copy each tensor of state_dict into the model's tensor of the same name (in place, cast to the model's dtype,
-  moved to its device). strict: a key the model has and the state dict lacks, or the other way round, is a KeyError
-  naming every such key. A shape mismatch is a ValueError naming the key and both shapes (also when not strict).
-  consume: delete each loaded key from state_dict (frees memory as it goes)."""
+  moved to its device). Every key is checked before anything is written, so a failed load leaves the model as it was.
+  strict: keys the model has and the state dict lacks, or the other way round, are a StateDictMismatch (a
+  CheckpointError and a KeyError) naming them all. A value that is not a Tensor, or a shape that differs from the
+  model's, is a CheckpointError with one line per such key: the key, the shape the model expects and the one found
+  (also when not strict). consume: delete each loaded key from state_dict (frees memory as it goes)."""
+  if not isinstance(state_dict, dict):
+    raise CheckpointError(f"load_state_dict: the state dict is a {type(state_dict).__name__}, not a dict")
   own = get_state_dict(model)
   if strict:
-    missing, extra = sorted(set(own) - set(state_dict)), sorted(set(state_dict) - set(own))
+    missing, extra = sorted(set(own) - set(state_dict)), sorted(set(state_dict) - set(own), key=str)
     if missing or extra:
-      raise KeyError(f"load_state_dict: the state dict does not match the model: missing keys {missing}, unexpected "
-                     f"keys {extra} (pass strict=False to load the keys both have)")
+      raise StateDictMismatch(f"load_state_dict: the state dict does not match the model: missing keys "
+                              f"{_keys(missing)}, unexpected keys {_keys(extra)} (pass strict=False to load the keys "
+                              "both have)")
+  bad = []
   for k, t in own.items():
     if k not in state_dict: continue
-    v = state_dict[k]
-    if not isinstance(v, Tensor):
-      raise TypeError(f"load_state_dict: {k} is a {type(v).__name__} in the state dict, not a Tensor")
-    if v.shape != t.shape:
-      raise ValueError(f"load_state_dict: {k} has shape {v.shape} in the state dict but {t.shape} in the model")
-    t.assign(v.to(t.device).cast(t.dtype))
+    if not isinstance(v := state_dict[k], Tensor):
+      bad.append(f"key {k!r} is a {type(v).__name__} in the state dict, not a Tensor")
+    elif v.shape != t.shape: bad.append(f"key {k!r}: the model expects shape {t.shape}, the state dict has {v.shape}")
+  if bad: raise CheckpointError("\n".join(f"load_state_dict: {b}" for b in bad))
+  for k, t in own.items():
+    if k not in state_dict: continue
+    t.assign(state_dict[k].to(t.device).cast(t.dtype))
     if consume: del state_dict[k]
   if realize and own: Tensor.realize(*own.values())
 
@@ -1120,5 +1135,5 @@ def _gguf_spans(where: str, infos: dict[str, tuple[tuple[int, ...], int, int]],
   return spans
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata",
-           "torch_load", "CheckpointError", "SAFE_DTYPES",
+           "torch_load", "CheckpointError", "StateDictMismatch", "SAFE_DTYPES",
            "gguf_load", "ggml_data_to_tensor", "ggml_type_name", "GGML_TYPES"]
