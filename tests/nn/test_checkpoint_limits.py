@@ -274,6 +274,10 @@ def test_load_state_dict_errors_are_checkpoint_errors_naming_the_key():
                                             r"state dict has \(5,\)$"):
     load_state_dict(m, {"a": Tensor.ones(2, 3), "layers.0": Tensor.ones(5)})
   with pytest.raises(CheckpointError, match=r"the state dict is a list, not a dict"): load_state_dict(m, [])
+  # torch raises RuntimeError for a state dict that does not fit; ours are that too
+  with pytest.raises(RuntimeError, match=r"key 'layers\.0': the model expects shape \(4,\)"):
+    load_state_dict(m, {"a": Tensor.ones(2, 3), "layers.0": Tensor.ones(5)})
+  with pytest.raises(RuntimeError, match="missing keys"): load_state_dict(m, {"a": Tensor.ones(2, 3)})
 
 def test_load_state_dict_checks_every_key_before_writing_any():
   from tinygrad import Tensor

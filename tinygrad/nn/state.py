@@ -130,7 +130,11 @@ def get_parameters(obj: Any) -> list[Tensor]:
   """The distinct tensors of obj (see get_state_dict), in attribute order: a shared tensor comes once."""
   return list({id(t): t for t in get_state_dict(obj).values()}.values())
 
-class StateDictMismatch(CheckpointError, KeyError):
+class StateDictError(CheckpointError, RuntimeError):
+  """A state dict that does not fit the model: a CheckpointError, and a RuntimeError as torch's load_state_dict
+  raises."""
+
+class StateDictMismatch(StateDictError, KeyError):
   """load_state_dict with strict=True: keys the model has and the state dict lacks, or the other way round. Also a
   KeyError (what it was before it was a CheckpointError)."""
   def __str__(self) -> str: return str(self.args[0]) if self.args else ""
@@ -142,12 +146,13 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
                     consume: bool = False) -> None:
   """Copy each tensor of state_dict into the model's tensor of the same name (in place, cast to the model's dtype,
   moved to its device). Every key is checked before anything is written, so a failed load leaves the model as it was.
-  strict: keys the model has and the state dict lacks, or the other way round, are a StateDictMismatch (a
-  CheckpointError and a KeyError) naming them all. A value that is not a Tensor, or a shape that differs from the
-  model's, is a CheckpointError with one line per such key: the key, the shape the model expects and the one found
-  (also when not strict). consume: delete each loaded key from state_dict (frees memory as it goes)."""
+  strict: keys the model has and the state dict lacks, or the other way round, are a StateDictMismatch (also a
+  KeyError) naming them all. A value that is not a Tensor, or a shape that differs from the model's, is a
+  StateDictError with one line per such key: the key, the shape the model expects and the one found (also when not
+  strict). Both are CheckpointErrors and RuntimeErrors (torch's type). consume: delete each loaded key from
+  state_dict (frees memory as it goes)."""
   if not isinstance(state_dict, dict):
-    raise CheckpointError(f"load_state_dict: the state dict is a {type(state_dict).__name__}, not a dict")
+    raise StateDictError(f"load_state_dict: the state dict is a {type(state_dict).__name__}, not a dict")
   own = get_state_dict(model)
   if strict:
     missing, extra = sorted(set(own) - set(state_dict)), sorted(set(state_dict) - set(own), key=str)
@@ -161,7 +166,7 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
     if not isinstance(v := state_dict[k], Tensor):
       bad.append(f"key {k!r} is a {type(v).__name__} in the state dict, not a Tensor")
     elif v.shape != t.shape: bad.append(f"key {k!r}: the model expects shape {t.shape}, the state dict has {v.shape}")
-  if bad: raise CheckpointError("\n".join(f"load_state_dict: {b}" for b in bad))
+  if bad: raise StateDictError("\n".join(f"load_state_dict: {b}" for b in bad))
   for k, t in own.items():
     if k not in state_dict: continue
     t.assign(state_dict[k].to(t.device).cast(t.dtype))
@@ -1135,5 +1140,5 @@ def _gguf_spans(where: str, infos: dict[str, tuple[tuple[int, ...], int, int]],
   return spans
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata",
-           "torch_load", "CheckpointError", "StateDictMismatch", "SAFE_DTYPES",
+           "torch_load", "CheckpointError", "StateDictError", "StateDictMismatch", "SAFE_DTYPES",
            "gguf_load", "ggml_data_to_tensor", "ggml_type_name", "GGML_TYPES"]
