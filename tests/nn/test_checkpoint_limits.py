@@ -335,8 +335,6 @@ def test_torch_load_pickle_cannot_change_the_allow_list(tmp_path, target, state)
 
 # ---- found by the atheris targets (fuzz/targets/load_*_target.py) ----
 
-@pytest.mark.xfail(strict=True, reason="load_torch fuzz target: zipfile.is_zipfile raises BadZipFile on a multi-disk "
-                                       "zip64 end record")
 def test_torch_load_multi_disk_zip_is_a_checkpoint_error(tmp_path):
   import torch
   from tinygrad.nn.state import CheckpointError, torch_load

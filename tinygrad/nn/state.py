@@ -732,6 +732,13 @@ def _load_legacy(src: _Source, device: str | None, max_bytes: int | None) -> Any
     raise CheckpointError(f"torch_load: {fn}: the pickle refers to storages {missing} the file holds no data for")
   return _materialize(obj, storages, {})
 
+def _has_zip_end(f: Any) -> bool:
+  """Whether the file ends with a zip end-of-central-directory record (one zipfile refuses, e.g. a multi-disk
+  archive, counts: opening it then says why)."""
+  try: return zipfile.is_zipfile(f)
+  except Exception: return True
+  finally: f.seek(0)
+
 def torch_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int | None = None) -> Any:
   """Read a torch checkpoint (torch.save's zip format, or its legacy format; a path or the file's bytes) into the same
   structure with Tensors for torch tensors, on `device`. Each storage is read once into one buffer and every tensor is
@@ -744,9 +751,8 @@ def torch_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int |
   with _open_source(fn, "torch_load") as src:
     head = src.f.read(512)
     src.f.seek(0)
-    if head[:4] == b"PK\x03\x04" or zipfile.is_zipfile(src.f):
-      src.f.seek(0)
-      if not zipfile.is_zipfile(src.f):
+    if head[:4] == b"PK\x03\x04" or _has_zip_end(src.f):
+      if not _has_zip_end(src.f):
         raise CheckpointError(f"torch_load: {src.name}: a zip archive (it starts with PK) with no end of central "
                               "directory record: truncated or damaged")
       src.f.seek(0)
