@@ -5,7 +5,7 @@ Each builder writes one file and returns its path. Pickles are spelled with raw 
 exactly the structure named, with no help from torch's pickler; zip archives follow torch.save's layout
 (`archive/data.pkl`, `archive/data/<key>`, `archive/byteorder`)."""
 from __future__ import annotations
-import json, pathlib, pickle, struct, zipfile
+import json, pathlib, pickle, struct, zipfile, zlib
 
 # ---- pickle opcodes (protocol 2) ----
 
@@ -127,6 +127,43 @@ def multi_disk_zip(fn: pathlib.Path, src: pathlib.Path) -> pathlib.Path:
   assert at >= 0, "torch.save writes a zip64 end record"
   raw[at + 16:at + 20] = struct.pack("<I", 2)
   fn.write_bytes(bytes(raw))
+  return fn
+
+def _local_header(name: str, method: int, crc: int, csize: int, usize: int) -> bytes:
+  return struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, method, 0, 0, crc, csize, usize, len(name), 0) + name.encode()
+
+def _central(name: str, method: int, crc: int, csize: int, usize: int, offset: int) -> bytes:
+  return struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, method, 0, 0, crc, csize, usize, len(name), 0,
+                     0, 0, 0, 0, offset) + name.encode()
+
+def overlapping_zip(fn: pathlib.Path, nbytes: int = 64 << 20) -> pathlib.Path:
+  """A zip checkpoint whose two deflated storages share one compressed stream (a quoted overlap): storage '0' is a
+  stored deflate block quoting storage '1''s local header, followed by storage '1''s own stream, so the archive's
+  `nbytes` of zeros are declared (and decompressed) twice from one copy of the compressed data."""
+  zeros = bytes(1 << 20)
+  comp, crc1 = zlib.compressobj(9, zlib.DEFLATED, -15), 0
+  body = b""
+  for i in range(0, nbytes, len(zeros)):
+    chunk = zeros[:min(len(zeros), nbytes - i)]
+    body, crc1 = body + comp.compress(chunk), zlib.crc32(chunk, crc1)
+  body += comp.flush()
+  lh1 = _local_header("archive/data/1", 8, crc1, len(body), nbytes)
+  quoted = b"\x00" + struct.pack("<HH", len(lh1), 0xFFFF ^ len(lh1)) + lh1 + body
+  crc0 = zlib.crc32(zeros[:0], zlib.crc32(lh1))
+  for i in range(0, nbytes, len(zeros)): crc0 = zlib.crc32(zeros[:min(len(zeros), nbytes - i)], crc0)
+  n0, n1 = (len(lh1) + nbytes) // 4, nbytes // 4
+  assert len(lh1) % 4 == 0
+  pkl = pickle_dict({"a": rebuild_v2(storage_pid("0", n0), 0, (n0,), (1,)),
+                     "b": rebuild_v2(storage_pid("1", n1), 0, (n1,), (1,))})
+  out, cd = b"", b""
+  for name, method, crc, data, usize in [("archive/data.pkl", 0, zlib.crc32(pkl), pkl, len(pkl)),
+                                         ("archive/data/0", 8, crc0, quoted, len(lh1) + nbytes)]:
+    cd += _central(name, method, crc, len(data), usize, len(out))
+    out += _local_header(name, method, crc, len(data), usize) + data
+  at1 = len(out) - len(body) - len(lh1)
+  cd += _central("archive/data/1", 8, crc1, len(body), nbytes, at1)
+  eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 3, 3, len(cd), len(out), 0)
+  fn.write_bytes(out + cd + eocd)
   return fn
 
 # ---- safetensors ----
