@@ -342,8 +342,6 @@ def test_torch_load_multi_disk_zip_is_a_checkpoint_error(tmp_path):
   with pytest.raises(CheckpointError, match=r"disks\.pth: a zip archive whose directory cannot be read .*multiple disks"):
     torch_load(H.multi_disk_zip(tmp_path / "disks.pth", tmp_path / "ok.pth"))
 
-@pytest.mark.xfail(strict=True, reason="issue 22: zip entries whose compressed bytes overlap each decompress the shared "
-                                       "stream (a quoted-overlap bomb); the default limit of half the memory allows it")
 def test_torch_load_overlapping_zip_entries_are_refused(tmp_path):
   fn = H.overlapping_zip(tmp_path / "overlap.pth", 64 * MB)
   assert fn.stat().st_size < 100_000

@@ -613,6 +613,16 @@ def _zip_member(z: zipfile.ZipFile, name: str, size: int, fn: str, what: str) ->
                           "only stored or deflated ones are read")
   return info
 
+def _check_disjoint_members(z: zipfile.ZipFile, fn: str) -> None:
+  """No entry's bytes (its local header and compressed data) may lie inside another's: overlapping entries decompress
+  one stream many times (a quoted-overlap bomb), and torch.save never writes them."""
+  spans = sorted((i.header_offset, i.header_offset + 30 + len(i.filename.encode()) + i.compress_size, i.filename)
+                 for i in z.infolist())
+  for (_, a_end, a), (b_at, _, b) in zip(spans, spans[1:]):
+    if b_at < a_end:
+      raise CheckpointError(f"torch_load: {fn}: zip entry {b} (at offset {b_at}) overlaps entry {a} (which runs to "
+                            f"{a_end}): entries that share bytes are refused")
+
 def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, out: memoryview, fn: str, what: str) -> None:
   """Decompress the entry into out, a chunk at a time, counting the bytes it actually produces: it must give exactly
   len(out) of them (its CRC is checked at the end)."""
@@ -649,6 +659,7 @@ def _load_zip(src: _Source, device: str | None, max_bytes: int | None) -> Any:
       raise CheckpointError(f"torch_load: {src.name}: a zip checkpoint holds one <name>/data.pkl, found {sorted(pkl)} "
                             "(a TorchScript archive is not a checkpoint)")
     prefix = pkl[0][:-len("data.pkl")]
+    _check_disjoint_members(z, src.name)
     compressed = any(i.compress_type != zipfile.ZIP_STORED for i in z.infolist())
     default = max(src.size, _half_physical_memory()) if compressed else src.size
     limit = _Limit("torch_load", src.name, max_bytes, default, "the default for compressed entries: half the physical "
