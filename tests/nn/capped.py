@@ -52,7 +52,8 @@ class Capped:
 def run_capped(snippet: str, path: Any, mem_mb: int = 1024, seconds: float = 30, env: dict[str, str] | None = None,
                pythonpath: str = REPO) -> Capped:
   """Run `snippet` in a child with at most `mem_mb` MiB more address space and `seconds` of wall time."""
-  cenv = {**os.environ, "PYTHONPATH": pythonpath, **(env or {})}
+  # NOTE: kernels (reading back a few elements) run on the PYTHON interpreter: no C compiler in the capped child
+  cenv = {**os.environ, "PYTHONPATH": pythonpath, "DEV": "PYTHON", **(env or {})}
   try:
     p = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(mem_mb)], input=snippet, capture_output=True,
                        text=True, timeout=seconds, env=cenv, cwd=pythonpath)
