@@ -350,7 +350,6 @@ def test_torch_load_overlapping_zip_entries_are_refused(tmp_path):
   assert "overlap.pth" in r.message and "archive/data/1" in r.message and "overlaps" in r.message, r.message
   assert r.peak < 32 * MB, f"peak {r.peak / MB:.0f} MiB before refusing"
 
-@pytest.mark.xfail(strict=True, reason="a named pipe passed as the checkpoint blocks in open() until something writes")
 @pytest.mark.parametrize("fmt", list(_LOAD))
 def test_named_pipe_is_refused_without_blocking(tmp_path, fmt):
   import os

@@ -73,13 +73,17 @@ def _open_source(src: Any, loader: str) -> Iterator[_Source]:
     return
   try: name = os.fspath(src)
   except TypeError as e: raise CheckpointError(f"{loader}: {src!r} is neither a path nor bytes") from e
-  try: f = open(name, "rb")
+  def refuse() -> CheckpointError:
+    return CheckpointError(f"{loader}: {name}: not a regular file (a device, pipe or socket has no size to check the "
+                           "checkpoint's claims against); read it into bytes and pass those")
+  try:
+    # NOTE: checked before opening too: opening a named pipe blocks until something writes to it
+    if not stat.S_ISREG(os.stat(name).st_mode): raise refuse()
+    f = open(name, "rb")
   except OSError as e: raise CheckpointError(f"{loader}: {name}: cannot be opened ({e})") from e
   with f:
     st = os.fstat(f.fileno())
-    if not stat.S_ISREG(st.st_mode):
-      raise CheckpointError(f"{loader}: {name}: not a regular file (a device, pipe or socket has no size to check the "
-                            "checkpoint's claims against); read it into bytes and pass those")
+    if not stat.S_ISREG(st.st_mode): raise refuse()
     yield _Source(f, st.st_size, os.fspath(name), loader)
 
 def _filled_buffer(n: int, dtype: DType, device: str | None, fill: Callable[[memoryview], None]) -> Tensor:
