@@ -59,7 +59,8 @@ def main() -> None:
       dt = time.perf_counter() - t0
       outcome = "loaded" if r.status == "ok" else r.error_type if r.status == "error" else f"{r.status} at the cap"
       size = fn.stat().st_size if fn.is_file() else 0
-      ratio = f"{r.peak / data:.2f}" if data and r.status == "ok" else "-"
+      # NOTE: a ratio only where the data is big enough for it to mean copies (not a few objects' overhead)
+      ratio = f"{r.peak / data:.2f}" if data >= 1 << 20 and r.status == "ok" else "-"
       print(f"{name:44} {size:>10} {str(outcome)[:28]:>28} {r.peak / 2**20:>9.1f} {ratio:>9} {dt:>6.1f}")
       if r.status == "error" and os.environ.get("VERBOSE"): print(f"    {r.message[:300]}")
 
