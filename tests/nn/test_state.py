@@ -287,3 +287,25 @@ def test_torch_load_big_endian_zip(tmp_path):
     for n, b in members.items(): z.writestr(n, b)
   got = torch_load(fn)
   for k, v in ref.items(): np.testing.assert_array_equal(got[k].numpy(), v.float().numpy() if k == "h" else v.numpy())
+
+def test_torch_load_random_strided_views_match_torch(tmp_path):
+  # views of one storage with random sizes, strides (0, overlapping, gapped, any order) and offsets, as torch.save
+  # keeps them; each loads as movement ops on the one storage buffer and must read what torch reads
+  rng = np.random.default_rng(7)
+  base = torch.arange(600, dtype=torch.float32)
+  views = {}
+  for i in range(40):
+    nd = int(rng.integers(0, 4))
+    size = [int(rng.integers(1, 6)) for _ in range(nd)]
+    stride = [int(rng.choice([0, 1, 2, 3, 5, 7, 12, 30, 41])) for _ in range(nd)]
+    span = sum((s - 1) * d for s, d in zip(size, stride))
+    views[f"v{i}"] = base.as_strided(size, stride, int(rng.integers(0, 600 - span)))
+  views.update(window=base.as_strided((4, 3), (1, 1), 5), bcast_mid=base.as_strided((2, 4, 3), (7, 0, 2), 1),
+               gapped_t=base.as_strided((3, 4), (1, 50), 10), scalar=base.as_strided((), (), 599))
+  torch.save(views, fn := tmp_path / "views.pth")
+  got = torch_load(fn, device="PYTHON")
+  from tinygrad.tensor import _view_base
+  assert len({id(_view_base(t.uop)) for t in got.values()}) == 1, "every view reads the one storage buffer"
+  for k, v in views.items():
+    assert got[k].shape == tuple(v.shape), k
+    np.testing.assert_array_equal(got[k].numpy(), v.numpy(), err_msg=f"{k}: size {tuple(v.shape)} stride {v.stride()}")
