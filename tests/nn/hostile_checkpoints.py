@@ -78,8 +78,8 @@ def shared_storage_views(fn: pathlib.Path, n_views: int = 4096, numel: int = 1 <
   tensors, each a full view of it."""
   import numpy as np
   views = pickle.EMPTY_LIST + pickle.MARK
-  views += rebuild_v2(storage_pid("0", numel, memo=1), 0, (numel,), (1,))
-  for _ in range(n_views - 1): views += rebuild_v2(_get(1) + pickle.BINPERSID, 0, (numel,), (1,))
+  views += rebuild_v2(storage_pid("0", numel, memo=0), 0, (numel,), (1,))
+  for _ in range(n_views - 1): views += rebuild_v2(_get(0) + pickle.BINPERSID, 0, (numel,), (1,))
   data = np.arange(numel, dtype="<f4").tobytes() if fill == "arange" else bytes(4 * numel)
   return torch_zip(fn, PROTO + views + pickle.APPENDS + pickle.STOP, {"0": data})
 

@@ -18,7 +18,7 @@ def test_torch_load_shared_nested_lists_load_in_linear_time(tmp_path):
   r = run_capped("from tinygrad.nn.state import torch_load\n"
                  "x, depth = torch_load(PATH), 0\n"
                  "while x:\n  assert x[0] is x[1]\n  x, depth = x[0], depth + 1\n"
-                 "result = depth", fn, mem_mb=512, seconds=20)
+                 "result = depth", fn, mem_mb=512, seconds=60)
   assert r.status == "ok" and r.result == 60, str(r)
 
 def test_torch_load_materializes_a_shared_storage_once(tmp_path):
@@ -28,7 +28,7 @@ def test_torch_load_materializes_a_shared_storage_once(tmp_path):
                  "from tinygrad.tensor import _view_base\n"
                  "ts = torch_load(PATH)\n"
                  "result = [len(ts), len({id(_view_base(t.uop)) for t in ts}), ts[4095][-2:].tolist()]",
-                 fn, mem_mb=1024, seconds=30)
+                 fn, mem_mb=1024, seconds=90)
   assert r.status == "ok", str(r)
   assert r.result == [4096, 1, [numel - 2, numel - 1]], "4096 views of one storage, all on one buffer"
   assert _within(r.peak, 4 * numel), f"peak {r.peak / MB:.0f} MiB for one 4 MiB storage"
@@ -75,13 +75,13 @@ def test_torch_load_stride0_view_is_an_expanded_tensor(tmp_path):
 def test_torch_load_legacy_storage_count_is_checked_against_the_file(tmp_path):
   payload = H.pickle_dict({"w": H.rebuild_v2(H.storage_pid("0", 4, legacy=True), 0, (4,), (1,))})
   fn = H.legacy_file(tmp_path / "count.pth", payload, {"0": bytes(16)}, counts={"0": 1 << 40})
-  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=512, seconds=30)
+  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=512, seconds=90)
   assert r.status == "error" and r.error_type == "CheckpointError", str(r)
   assert "count.pth" in r.message and "storage '0'" in r.message and str(1 << 40) in r.message, r.message
   assert r.peak < 64 * MB
 
 def test_safe_load_of_dev_zero_is_refused():
-  r = run_capped(_LOAD["safetensors"] + "load(PATH)", "/dev/zero", mem_mb=512, seconds=30)
+  r = run_capped(_LOAD["safetensors"] + "load(PATH)", "/dev/zero", mem_mb=512, seconds=90)
   assert r.status == "error" and r.error_type == "CheckpointError" and "/dev/zero" in r.message, str(r)
   assert r.peak < 64 * MB
 
@@ -91,7 +91,7 @@ def test_torch_load_pickle_string_lengths_are_checked_before_allocating(tmp_path
   claim = 2 << 30
   payload = b"\x80\x04" + pickle.BINBYTES8 + struct.pack("<Q", claim) + b"tiny" + pickle.STOP
   fn = (H.torch_zip if container == "zip" else H.legacy_file)(tmp_path / "claim.pth", payload)
-  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=4096, seconds=30)
+  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=4096, seconds=90)
   assert r.status == "error" and r.error_type == "CheckpointError", str(r)
   assert "claim.pth" in r.message and str(claim) in r.message, r.message
   assert r.peak < 64 * MB, f"peak {r.peak / MB:.0f} MiB for a {fn.stat().st_size}-byte file"
@@ -119,7 +119,7 @@ def test_max_bytes_names_itself(tmp_path, fmt):
 
 def test_safe_load_header_over_100_mb_is_refused_before_reading(tmp_path):
   fn = H.huge_header_claim(tmp_path / "claim.safetensors", 200_000_000)
-  r = run_capped(_LOAD["safetensors"] + "load(PATH)", fn, mem_mb=128, seconds=30)
+  r = run_capped(_LOAD["safetensors"] + "load(PATH)", fn, mem_mb=128, seconds=90)
   assert r.status == "error" and r.error_type == "CheckpointError", str(r)
   assert "claim.safetensors" in r.message and "200000000" in r.message and "100000000" in r.message, r.message
   assert r.peak < 16 * MB
@@ -312,7 +312,7 @@ def test_shape_up_to_int64_is_kept():
   assert Tensor.ones(1).expand(2**60).shape == (2**60,)
 
 def test_sum_of_2_pow_63_ones_is_refused_not_run():
-  r = run_capped("from tinygrad import Tensor\nTensor.ones(2**63).sum().item()", "", mem_mb=1024, seconds=30)
+  r = run_capped("from tinygrad import Tensor\nTensor.ones(2**63).sum().item()", "", mem_mb=1024, seconds=90)
   assert r.status == "error" and r.error_type == "ShapeMismatchError" and "2**63 - 1" in r.message, str(r)
 
 @pytest.mark.parametrize("target,state", [
@@ -354,17 +354,15 @@ def test_torch_load_overlapping_zip_entries_are_refused(tmp_path):
 def test_named_pipe_is_refused_without_blocking(tmp_path, fmt):
   import os
   os.mkfifo(fifo := tmp_path / "pipe")
-  r = run_capped(_LOAD[fmt] + "load(PATH)", fifo, mem_mb=512, seconds=20)
+  r = run_capped(_LOAD[fmt] + "load(PATH)", fifo, mem_mb=512, seconds=60)
   assert r.status == "error" and r.error_type == "CheckpointError" and "not a regular file" in r.message, str(r)
 
-@pytest.mark.xfail(strict=True, reason="a pickle's LONG_BINPUT to memo index 2**27 makes the C unpickler size (and zero) "
-                                       "a 2 GiB memo from a 10-byte pickle")
 @pytest.mark.parametrize("container", ["zip", "legacy"])
 def test_torch_load_pickle_memo_index_far_ahead_is_refused(tmp_path, container):
   import pickle, struct
   payload = H.PROTO + pickle.NONE + pickle.LONG_BINPUT + struct.pack("<I", 1 << 27) + pickle.STOP
   fn = (H.torch_zip if container == "zip" else H.legacy_file)(tmp_path / "memo.pth", payload)
-  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=4096, seconds=30)
+  r = run_capped(_LOAD["torch"] + "load(PATH)", fn, mem_mb=4096, seconds=90)
   assert r.status == "error" and r.error_type == "CheckpointError", str(r)
   assert "memo.pth" in r.message and str(1 << 27) in r.message and "memo" in r.message, r.message
   assert r.peak < 64 * MB, f"peak {r.peak / MB:.0f} MiB for a {fn.stat().st_size}-byte file"

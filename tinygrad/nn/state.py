@@ -452,14 +452,22 @@ def _check_pid(pid: tuple[Any, ...]) -> tuple[_StorageType, str, int]:
 
 def _scan_pickle(f: Any, fn: str, end: int) -> None:
   """Walk the pickle's opcodes without building anything: every length it declares (a string, bytes, a frame) must fit
-  in what is left of the file. The C unpickler allocates a declared length before reading it, so a 12-byte pickle can
-  ask for gigabytes."""
-  start = f.tell()
+  in what is left of the file, and every memo index it stores to must be the next one or one already used. The C
+  unpickler allocates a declared length before reading it and sizes its memo to the largest index, so a 10-byte
+  pickle could ask for gigabytes."""
+  start, memo = f.tell(), 0
   try:
     for op, arg, pos in pickletools.genops(f):
       if op.name == "FRAME" and arg > end - f.tell():
         raise CheckpointError(f"torch_load: {fn}: the pickle declares a frame of {arg} bytes at offset {pos}, but only "
                               f"{end - f.tell()} bytes remain")
+      if op.name in ("PUT", "BINPUT", "LONG_BINPUT"):
+        if arg > memo:
+          raise CheckpointError(f"torch_load: {fn}: the pickle stores to memo index {arg} at offset {pos} after {memo} "
+                                "stores (a pickler numbers them in order)")
+        memo = max(memo, arg + 1)
+      elif op.name == "MEMOIZE": memo += 1
+  except CheckpointError: raise
   except ValueError as e:
     raise CheckpointError(f"torch_load: {fn}: the pickle is cut short or malformed ({e})") from e
   f.seek(start)
