@@ -309,3 +309,9 @@ def test_torch_load_random_strided_views_match_torch(tmp_path):
   for k, v in views.items():
     assert got[k].shape == tuple(v.shape), k
     np.testing.assert_array_equal(got[k].numpy(), v.numpy(), err_msg=f"{k}: size {tuple(v.shape)} stride {v.stride()}")
+
+@pytest.mark.parametrize("proto", [1, 2, 4])
+def test_torch_load_legacy_format_of_any_pickle_protocol(tmp_path, proto):
+  torch.save({"w": torch.arange(3.0)}, fn := tmp_path / "p.pth", _use_new_zipfile_serialization=False,
+             pickle_protocol=proto)
+  assert torch_load(fn)["w"].tolist() == [0.0, 1.0, 2.0]

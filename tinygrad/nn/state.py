@@ -783,7 +783,7 @@ def torch_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int |
     src.f.seek(0)
     if head[257:262] == b"ustar":
       raise CheckpointError(f"torch_load: {src.name}: torch's old tar checkpoint format is not supported; re-save it")
-    if head[:1] != pickle.PROTO:
+    if head[:1] != pickle.PROTO and not head.startswith(pickle.dumps(_LEGACY_MAGIC, 0)):
       raise CheckpointError(f"torch_load: {src.name}: neither a zip checkpoint (PK) nor torch's legacy format (a "
                             f"pickle): the file starts with {head[:8]!r}")
     return _load_legacy(src, device, max_bytes)
