@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
+.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
 
 $(STAMP): pyproject.toml
@@ -32,6 +32,7 @@ test: $(STAMP)
 	$(MAKE) test-amd-sweep
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv/test_sweep.py
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
+	$(MAKE) fuzz-loaders
 
 # the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1) instead of C
 test-llvm: $(STAMP)
@@ -115,6 +116,13 @@ FUZZ_MINUTES ?= 60
 fuzz-nightly: $(STAMP)
 	$(PY) -m fuzz run --minutes $(FUZZ_MINUTES) --backends cpu,llvm,python,nv,amd --jobs $(JOBS) --out fuzz_out
 	$(PY) -m fuzz report fuzz_out
+
+# the checkpoint readers (safe_load, torch_load, gguf_load) under atheris, FUZZ_LOADER_SECONDS each, in parallel, from
+# their seeds (fuzz/targets/load_common.py: what counts as a finding); a finding fails the target, its input and
+# traceback in fuzz_out/loaders/. In make test at 30 s; the nightly workflow runs them longer
+FUZZ_LOADER_SECONDS ?= 30
+fuzz-loaders: $(STAMP)
+	$(PY) fuzz/targets/load_common.py --seconds $(FUZZ_LOADER_SECONDS) --out fuzz_out/loaders $(FUZZ_LOADER_ARGS)
 
 # the mutation score (fuzz/mutants.py) and rules hit guided vs unguided (fuzz/guidance.py); slow: minutes each
 fuzz-mutants: $(STAMP)
