@@ -37,6 +37,7 @@ class Outcome:
   old: str = ""        # the text the report diffs side by side (source, or kernel ASTs)
   new: str = ""
   seconds: float = 0.0
+  outputs: str = ""    # a changed kernel's run: "differ", "agree" or "not run"
 
 @dataclass
 class Report:
@@ -151,12 +152,6 @@ def _emulate(target: str, renderer: Any) -> str:
   name = str(getattr(getattr(renderer, "target", None), "name", "PYTHON"))
   return "" if name == "PYTHON" else name
 
-Program = tuple[str, str, list[UOp]]  # name, source, linear program
-
-def _run_native(target: str, old: Program, new: Program) -> compare.RunResult | None:
-  """Both programs run natively when the target is the host's (CPU, CPU_LLVM), else None."""
-  return compare.run_both_native(target, old, new) if target in compare.NATIVE else None
-
 def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
   name = body["name"]
   out = Outcome(rid, "kernel", name, "", "", old=body["src"])
@@ -186,8 +181,12 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
     out.cls, out.detail = "unchanged", ""
     return out
   if p.src != body["src"] and isinstance(old_c := body.get("compile"), dict) and out.target in COMPILE_TARGETS:
-    # NOTE: the captured program was compiled with the target's toolchain: the new one is too
-    try: new_c = compile_only(out.target, renderer.identity, p.src)
+    # NOTE: the captured program was compiled with the target's toolchain: the new one is too (never the recorded one)
+    try:
+      if (bad := compare.unsafe_string(p.name, list(p.uops))) is not None:
+        raise ValueError(f"the program holds the string {bad[:60]!r}, which is not a plain identifier")
+      sys.audit("replay.compile", out.target, p.src)
+      new_c = compile_only(out.target, renderer.identity, p.src)
     except Exception as e: new_c = {"ok": None, "error": f"{type(e).__name__}: {e}"}
     if new_c["ok"] is None: note += f" (the new source was not compiled for {out.target}: {new_c['error'][:200]})"
     elif old_c.get("ok") and not new_c["ok"]:
@@ -199,28 +198,28 @@ def diff_kernel(rid: int, body: dict[str, Any], fresh: bool) -> Outcome:
     elif not new_c["ok"]: note += f" (neither source compiles for {out.target})"
   new_uops = list(p.uops)
   if p.name != name: note += f" (named {p.name} now)"
+  old, new = (name, body["src"], old_uops), (p.name, p.src, new_uops)
   if compare.uops_rename_equal(old_uops, new_uops):
     if compare.source_rename_equal(body["src"], p.src):
       out.cls, out.detail = "renamed", "the same program up to names" + note
       return out
-    # NOTE: the same linear program rendered to other text: the renderer changed, and nothing proves its text right
-    run = _run_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops))
-    how = f"run: {run.detail}" if run is not None else "nothing was run: the PYTHON interpreter runs the linear " \
-      "program, which did not change" + (f"; natively: {compare.native_skip}" if out.target in compare.NATIVE else "")
-    out.cls, out.detail = "changed", f"the linear program is the same, the rendered source is not: a renderer change " \
-      f"({how}){note}"
+    # NOTE: the same linear program rendered to other text: the renderer changed, and nothing proves its text right.
+    # Only a native run of the new source shows it: interpreting the new linear program runs the old one again
+    out.cls = "changed"
+    if out.target in compare.NATIVE: run = compare.run_both(ast, old, new, out.target, _emulate(out.target, renderer))
+    else: run = compare.RunResult("not run", "nothing was run: the PYTHON interpreter runs the linear program, which "
+                                             "did not change")
+    out.outputs, out.detail = run.outputs, f"the linear program is the same, the rendered source is not: a renderer " \
+      f"change (run: {run.detail}){note}"
     return out
   proof = compare.prove_same(old_uops, new_uops)
   if proof.verdict == "proved":
     out.cls, out.detail = "same semantics", proof.detail + note
     return out
-  run = _run_native(out.target, (name, body["src"], old_uops), (p.name, p.src, new_uops))
-  if run is None:
-    run = compare.run_both(old_uops, new_uops, name, _emulate(out.target, renderer))
-    if out.target in compare.NATIVE: note += f" (run on PYTHON: natively {compare.native_skip})"
+  run = compare.run_both(ast, old, new, out.target, _emulate(out.target, renderer))
   how = {"structure": "the programs differ in structure", "differs": "z3 found index math that differs",
          "unknown": "z3 did not prove the index math equal"}[proof.verdict]
-  out.cls, out.detail = "changed", f"{how}: {proof.detail}; run: {run.detail}{note}"
+  out.cls, out.outputs, out.detail = "changed", run.outputs, f"{how}: {proof.detail}; run: {run.detail}{note}"
   return out
 
 # ---- one schedule ----

@@ -60,12 +60,13 @@ def recorded_texts(db: str) -> set[str]:
 @contextlib.contextmanager
 def watching(db: str, markers: set[str] | tuple[str, ...] = ()) -> Iterator[_Watch]:
   """Armed for the block: every recorded text of `db` (and any string of `markers`) must not reach a compiler, a
-  dlopen, a subprocess or Python's compile/exec. The caller asserts `w.events == []` after the block."""
+  dlopen, a subprocess or Python's compile/exec. The caller asserts `w.events == []` after the block. A watch inside
+  another (a test diffing a copy of its database) suspends the outer one."""
   global _watch, _added
   if not _added:
     sys.addaudithook(_hook)
     _added = True
-  w = _Watch(recorded_texts(db), set(markers))
+  w, outer = _Watch(recorded_texts(db), set(markers)), _watch
   _watch = w
   try: yield w
-  finally: _watch = None
+  finally: _watch = outer
