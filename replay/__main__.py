@@ -1,6 +1,6 @@
 """`python -m replay capture|diff|runs`: see replay/__init__.py and docs/replay.md."""
 from __future__ import annotations
-import argparse, importlib.metadata, os, pathlib, subprocess, sys, time
+import argparse, importlib.metadata, os, pathlib, sqlite3, subprocess, sys, time
 from tinygrad.helpers import atomic_write
 from replay.db import DB, default_path, git_commit, new_run_id
 from replay.targets import TARGETS
@@ -45,9 +45,8 @@ def diff(args: argparse.Namespace) -> int:
   try:
     rep = run_diff(args.db, args.against, fresh=args.fresh_opts, target=args.target, limit=args.limit,
                    progress=sys.stderr)
-  except (FileNotFoundError, LookupError, ValueError, RuntimeError) as e:
-    print(f"replay diff: {e}", file=sys.stderr)
-    return 2
+  except (FileNotFoundError, LookupError, ValueError, RuntimeError, sqlite3.Error) as e:
+    return _cannot_read("diff", args.db, e)
   print(rep.summary())
   if args.html:
     atomic_write(args.html, render_html(rep))
@@ -59,12 +58,22 @@ def diff(args: argparse.Namespace) -> int:
     return 1
   return 0
 
+def _cannot_read(cmd: str, path: str | None, e: BaseException) -> int:
+  """Exit status 2 (the database or run could not be read), with one line on stderr."""
+  msg = " ".join(str(e).split())
+  if isinstance(e, sqlite3.Error): msg = f"replay database {path or default_path()} cannot be read: {msg}"
+  print(f"replay {cmd}: {msg}", file=sys.stderr)
+  return 2
+
 def runs(args: argparse.Namespace) -> int:
-  db = DB(args.db or default_path(), create=False)
-  for r in db.runs():
-    print(f"{r.run_id}  commit {r.git_commit[:12]}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(r.started))}  "
-          f"{db.count(r.run_id, 'kernel')} kernels, {db.count(r.run_id, 'schedule')} schedules  targets {r.targets}  "
-          f"{r.argv[:100]}")
+  try:
+    db = DB(args.db or default_path(), create=False)
+    lines = [f"{r.run_id}  commit {r.git_commit[:12]}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(r.started))}  "
+             f"{db.count(r.run_id, 'kernel')} kernels, {db.count(r.run_id, 'schedule')} schedules  targets "
+             f"{r.targets}  {r.argv[:100]}" for r in db.runs()]
+  except (FileNotFoundError, ValueError, RuntimeError, OverflowError, OSError, sqlite3.Error) as e:
+    return _cannot_read("runs", args.db, e)
+  for line in lines: print(line)
   return 0
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import Context, ContextVar
-from replay.db import DB, RecordError, parse_record, default_path
+from replay.db import DB, KINDS, RecordError, parse_record, default_path
 from replay.targets import IncompatibleRecord, parse_identity, target_renderer, TARGETS, COMPILE_TARGETS, compile_only
 from replay import compare
 
@@ -268,7 +268,7 @@ def diff(db_path: str | None = None, against: str | None = None, fresh: bool = F
   mode = "fresh opts (the opts are chosen again)" if fresh else "captured opts (each kernel with the opts it had)"
   rows = list(db.rows(run.run_id))
   if target is not None:
-    def for_target(r: tuple[int, str, str, str]) -> bool:
+    def for_target(r: tuple[int, Any, Any, Any]) -> bool:
       return r[1] != "kernel" or _target_of_text(r[3]) == target
     rows = [r for r in rows if for_target(r)]
     if not any(r[1] == "kernel" for r in rows):
@@ -287,14 +287,14 @@ def diff(db_path: str | None = None, against: str | None = None, fresh: bool = F
   db.close()
   return rep
 
-def _diff_one(rep: Report, i: int, n: int, rid: int, kind: str, ihash: str, text: str, fresh: bool,
+def _diff_one(rep: Report, i: int, n: int, rid: int, kind: Any, ihash: Any, text: Any, fresh: bool,
               progress: TextIO | None, on_outcome: Callable[[Outcome], None] | None) -> None:
   t0 = time.perf_counter()
   try:
     body = parse_record(rid, kind, ihash, text)
     if isinstance(c := body.get("compile"), dict) and c.get("ok") is False: rep.not_compiling += 1
     o = diff_kernel(rid, body, fresh) if kind == "kernel" else diff_schedule(rid, body)
-  except RecordError as e: o = Outcome(rid, kind, f"record {rid}", "bad record", str(e))
+  except RecordError as e: o = Outcome(rid, kind if kind in KINDS else "kernel", f"record {rid}", "bad record", str(e))
   except Exception as e:  # NOTE: one kernel's trouble never ends the run; it is a failure the report shows
     o = Outcome(rid, kind, f"record {rid}", "failed", f"replay could not compare it: {type(e).__name__}: {e}",
                 new="".join(traceback.format_exception(e)[-8:]))
@@ -305,7 +305,7 @@ def _diff_one(rep: Report, i: int, n: int, rid: int, kind: str, ihash: str, text
     counts = {c: k for c, k in rep.counts("kernel").items() if k}
     print(f"[{i + 1}/{n}] {o.kind} {o.name}: {o.cls}   so far {counts}", file=progress, flush=True)
 
-def _target_of_text(text: str) -> str:
+def _target_of_text(text: Any) -> str:
   import json
   try: return parse_identity(str(json.loads(text).get("renderer", "")))[0]
-  except (ValueError, AttributeError, IncompatibleRecord): return "?"
+  except (ValueError, TypeError, AttributeError, RecursionError, IncompatibleRecord): return "?"

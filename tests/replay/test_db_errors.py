@@ -32,7 +32,7 @@ def _corrupt(base, tmp_path, name, edit):
   p.write_bytes(bytes(edit(data)))
   return p
 
-@pytest.mark.xfail(strict=True, reason="issue 22: an unreadable replay database is a sqlite traceback and exit 1")
+
 def test_unreadable_databases_are_one_line_and_exit_2(base, tmp_path, capsys):
   text = tmp_path / "notes.txt"
   text.write_text("this is not a database\n" * 200)
@@ -57,7 +57,7 @@ def test_unreadable_databases_are_one_line_and_exit_2(base, tmp_path, capsys):
   assert "not a replay database" in _one_line_error(capsys, other)
   assert other.read_bytes() == before and not os.path.exists(str(other) + "-wal")
 
-@pytest.mark.xfail(strict=True, reason="issue 22: a run row of the wrong types stops the diff with a raw error")
+
 def test_malformed_rows_are_bad_records_or_one_line_errors(base, tmp_path, capsys):
   copy = copy_db(base, tmp_path / "rows.db")
   conn = sqlite3.connect(copy)
