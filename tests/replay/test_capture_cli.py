@@ -32,7 +32,6 @@ while True:
   time.sleep(0.05)
 """
 
-@pytest.mark.xfail(strict=True, reason="issue 22: killing the capture leaves the command running and writing")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_capture_ends_the_command_and_its_children(tmp_path, sig):
   db = tmp_path / "k.db"
@@ -60,7 +59,6 @@ def test_a_signal_to_the_capture_ends_the_command_and_its_children(tmp_path, sig
       for pid in map(int, (tmp_path / "pids").read_text().split()):
         if _alive(pid): os.kill(pid, signal.SIGKILL)
 
-@pytest.mark.xfail(strict=True, reason="issue 22: --run of an existing run silently appends under the old run's commit")
 def test_a_run_id_in_use_is_refused_and_the_command_not_run(tmp_path):
   db, mark = tmp_path / "r.db", tmp_path / "ran"
   cmd = [sys.executable, "-m", "replay", "capture", "--run", "same", "--", sys.executable, "-c",
