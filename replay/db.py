@@ -35,7 +35,7 @@ FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 
 # fields a body may have (older records lack them), with their JSON type
-OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {"kernel": {"compile": dict}, "schedule": {}}
+OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {"kernel": {"compile": dict, "chosen": bool}, "schedule": {}}
 
 class DBError(RuntimeError):
   """The replay database cannot be read: not an sqlite file, truncated or corrupt, another program's sqlite file, or one
