@@ -97,17 +97,20 @@ def diff(args: argparse.Namespace) -> int:
   from replay.diff import diff as run_diff
   from replay.report import render_html
   try:
-    rep = run_diff(args.db, args.against, fresh=args.fresh_opts, target=args.target, limit=args.limit,
-                   progress=sys.stderr)
+    mode = "fresh" if args.fresh_opts else "captured" if args.captured_opts else "both"
+    rep = run_diff(args.db, args.against, mode=mode, target=args.target, limit=args.limit, progress=sys.stderr)
   except (FileNotFoundError, LookupError, ValueError, RuntimeError, sqlite3.Error) as e:
     return _cannot_read("diff", args.db, e)
   print(rep.summary())
   if args.html:
-    atomic_write(args.html, render_html(rep))
+    # NOTE: readable by the group and others: CI uploads the report as an artifact
+    atomic_write(args.html, render_html(rep), mode=0o644)
     print(f"HTML report: {args.html}")
   if args.assert_no_change and not rep.all_ok():
     bad = sum(o.cls not in ("unchanged", "renamed") for o in rep.outcomes)
+    opts = sum(o.opts in ("changed", "failed") for o in rep.outcomes)
     print(f"replay diff: --assert-no-change: {bad} record(s) are neither unchanged nor renamed"
+          + (f", {opts} get other opts from the heuristics (or those failed)" if opts else "")
           + (f", {len(rep.capture_errors)} capture errors" if rep.capture_errors else ""), file=sys.stderr)
     return 1
   return 0
@@ -143,10 +146,15 @@ def main(argv: list[str] | None = None) -> int:
   d = sub.add_parser("diff", help="recompile every record of a run with the code checked out now and classify it")
   d.add_argument("--db", default=None, help=db_help)
   d.add_argument("--against", default=None, help="the run to diff against (default: the latest)")
-  d.add_argument("--assert-no-change", action="store_true", help="exit 1 when anything is not unchanged or renamed")
+  d.add_argument("--assert-no-change", action="store_true", help="exit 1 when anything is not unchanged or renamed, "
+                 "or the heuristics give a kernel other opts now")
   d.add_argument("--html", default=None, help="write a self-contained HTML report here")
   d.add_argument("--target", default=None, choices=sorted(TARGETS), help="diff the programs captured for this target")
-  d.add_argument("--fresh-opts", action="store_true", help="choose the opts again instead of the captured ones")
+  opts = d.add_mutually_exclusive_group()
+  opts.add_argument("--fresh-opts", action="store_true", help="only choose the opts again (heuristics, or BEAM where "
+                    "the record was captured with it) instead of replaying the captured ones")
+  opts.add_argument("--captured-opts", action="store_true", help="only replay the captured opts (the default also "
+                    "re-runs the heuristics and shows the kernels that get other opts now)")
   d.add_argument("--limit", type=int, default=None, help="diff only the first N records (the report says so)")
   r = sub.add_parser("runs", help="list the runs in the database")
   r.add_argument("--db", default=None, help=db_help)

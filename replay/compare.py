@@ -269,9 +269,10 @@ def random_inputs(uops: Sequence[UOp], seed: int) -> dict[int, np.ndarray]:
   return ret
 
 def boundary_inputs(uops: Sequence[UOp], seed: int, ints: bool) -> dict[int, np.ndarray]:
-  """Half the elements of every float buffer are special values of its dtype (0, -0, +-inf, NaN, the largest finite
-  value, the smallest normal and subnormal, +-1), the rest as `random_inputs`; with `ints`, int buffers likewise get
-  their extremes (0, +-1, the smallest and largest value), else small non-negative values (they may be indices)."""
+  """Every float buffer holds the special values of its dtype (0, -0, +-inf, NaN, the largest finite value, the
+  smallest normal and subnormal, +-1) each once first (as many as fit, in a random order), then half its other elements
+  are special values too, the rest as `random_inputs`; with `ints`, int buffers likewise get their extremes (0, +-1, the
+  smallest and largest value), else small non-negative values (they may be indices)."""
   from fuzz.budget import FLOAT_FORMAT
   from tinygrad.dtype import to_storage_np
   rng = np.random.default_rng(seed)
@@ -280,18 +281,23 @@ def boundary_inputs(uops: Sequence[UOp], seed: int, ints: bool) -> dict[int, np.
     base, n = pt.base.scalar(), max(int(pt.size), 1)
     npdt = np.dtype(to_np_dtype(base))
     pick = rng.random(n) < 0.5
+    def mix(special: np.ndarray, rest: np.ndarray) -> np.ndarray:
+      out = np.where(pick, special[rng.integers(0, len(special), n)], rest)
+      k = min(n, len(special))
+      out[:k] = special[rng.permutation(len(special))[:k]]
+      return out
     if dtypes.is_float(base) and base in FLOAT_FORMAT:
       mant, emin, maxf = FLOAT_FORMAT[base]
       special = np.array([0.0, -0.0, math.inf, -math.inf, math.nan, maxf, -maxf, 2.0 ** emin, -2.0 ** emin,
                           2.0 ** (emin - mant), 1.0, -1.0])
       vals = from_storage(ret[num], base).astype(np.float64)
       with np.errstate(all="ignore"):
-        ret[num] = to_storage_np(np.where(pick, special[rng.integers(0, len(special), n)], vals), base)
+        ret[num] = to_storage_np(mix(special, vals), base)
     elif ints and npdt.kind in "iu":
       ii = np.iinfo(cast(Any, npdt))
       special = np.array([0, 1, int(ii.max), int(ii.min), int(ii.max) - 1] + ([-1] if npdt.kind == "i" else []),
                          dtype=npdt)
-      ret[num] = np.where(pick, special[rng.integers(0, len(special), n)], ret[num]).astype(npdt)
+      ret[num] = mix(special, ret[num]).astype(npdt)
   return ret
 
 def from_storage(a: np.ndarray, dt: Any) -> np.ndarray:
