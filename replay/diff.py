@@ -277,7 +277,9 @@ def diff_kernel(rid: int, body: dict[str, Any], mode: str | bool = "both") -> Ou
     from tinygrad.uop.pyrender import pyrender
     out.cls, out.detail = "failed", f"{type(e).__name__}: {e}"
     out.new = "".join(traceback.format_exception(e)[-6:]) + "\n" + pyrender(ast)
-  else: _classify(out, body, ast, old_uops, p, renderer)
+  else:
+    # NOTE: under the record's flags: its NV_ARCH/AMD_ARCH decide what an emulating PYTHON run interprets it as
+    with Context(**flags): _classify(out, body, ast, old_uops, p, renderer)
   if mode == "both" and prepared is not None: _heuristics_again(out, body, ast, prepared, old_uops, flags, opts)
   return out
 
@@ -357,8 +359,9 @@ def _heuristics_again(out: Outcome, body: dict[str, Any], ast: UOp, prepared: UO
     out.opts = "same"
     return
   out.opts, out.opts_old, out.opts_new, out.opts_src = "changed", _opts_text(opts), _opts_text(q.applied_opts), q.src
-  run = compare.run_both(ast, (body["name"], body["src"], old_uops), (q.name, q.src, list(q.uops)), out.target,
-                         _emulate(out.target, renderer))
+  with Context(**flags):
+    run = compare.run_both(ast, (body["name"], body["src"], old_uops), (q.name, q.src, list(q.uops)), out.target,
+                           _emulate(out.target, renderer))
   unknown = "" if "chosen" in body else " (captured before records said whether opts were chosen or given)"
   out.opts_outputs, out.opts_detail = run.outputs, run.detail + unknown
 

@@ -115,7 +115,9 @@ def test_input_sets_have_random_and_boundary_values_of_the_captured_shapes():
   assert len(sets) == 4 and all(set(s.bufs) == set(compare._globals(uops)) for s in sets)
   sizes = {k: int(v.size) for k, v in compare._globals(uops).items()}
   assert all({k: a.size for k, a in s.bufs.items()} == sizes for s in sets)
-  inp = sets[2].bufs[1]
+  assert [s.name.split(" (")[0] for s in sets] == ["random inputs, seed 0", "boundary floats", "boundary floats and ints",
+                                                   "random inputs, seed 1"]
+  inp = sets[1].bufs[1]
   f = np.finfo(np.float32)
   for v in (np.inf, -np.inf, f.max, -f.max, f.tiny):
     assert (inp == v).any(), v
@@ -124,7 +126,7 @@ def test_input_sets_have_random_and_boundary_values_of_the_captured_shapes():
   idx = [u for u in compare.input_sets([u.replace(dtype=dtypes.int32.ptr(8)) if u.op is Ops.DEFINE_GLOBAL and u.arg == 1
                                         else u for u in uops])]
   i32 = np.iinfo(np.int32)
-  assert idx[2].bufs[1].max() < 4 and (idx[3].bufs[1] == i32.max).any() and (idx[3].bufs[1] == i32.min).any()
+  assert idx[1].bufs[1].max() < 4 and (idx[2].bufs[1] == i32.max).any() and (idx[2].bufs[1] == i32.min).any()
 
 def test_records_of_one_kernel_are_grouped_and_the_summary_leads_with_distinct_kernels(tmp_path, monkeypatch):
   # the same kernels compiled under two flag settings: two records each, one kernel each
@@ -162,3 +164,12 @@ def test_html_report_is_readable_by_the_group_and_written_whole(base, tmp_path, 
   assert stat.S_IMODE(html.stat().st_mode) == 0o644 and html.read_text().endswith("</html>")
   assert [p.name for p in html.parent.iterdir()] == ["r.html"]
   assert "HTML report" in capsys.readouterr().out
+
+def test_a_big_kernel_runs_on_as_many_input_sets_as_the_step_bound_allows(monkeypatch):
+  ast, uops = _sum_kernel()
+  p = ("k", "", uops)
+  n = compare.steps(uops, 1)
+  assert compare.run_both(ast, p, p, "PYTHON", "").detail.startswith("outputs agree exactly on 4 input set(s)")
+  monkeypatch.setattr(compare, "KERNEL_STEPS", 2 * n)
+  r = compare.run_both(ast, p, p, "PYTHON", "")
+  assert r.outputs == "agree" and "on 2 input set(s)" in r.detail and "2 input set(s) not run" in r.detail, r
