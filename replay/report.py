@@ -25,14 +25,14 @@ def render_html(rep: Report, max_lines: int = 4000) -> str:
          + (f"; target <b>{e(rep.target)}</b>" if rep.target else "") + "</p>"]
   if rep.limit is not None and rep.limit < rep.total:
     out.append(f"<p><b>LIMITED: only the first {rep.limit} of {rep.total} records were diffed.</b></p>")
-  tables = [("kernel", KERNEL_CLASSES, rep.counts("kernel")),
-            ("changed kernel's outputs", OUTPUTS, rep.output_counts()),
-            ("schedule", SCHEDULE_CLASSES, rep.counts("schedule"))]
+  tables = [("kernels", KERNEL_CLASSES, rep.counts("kernel")),
+            ("the changed kernels' outputs", OUTPUTS, rep.output_counts()),
+            ("schedules", SCHEDULE_CLASSES, rep.counts("schedule"))]
   if rep.mode_key == "both":
     tables.insert(2, ("opts, the heuristics re-run", tuple(OPTS_CLASSES.values()),
                       {OPTS_CLASSES[k]: v for k, v in rep.opts_counts().items()}))
-  for kind, classes, c in tables:
-    out.append(f"<h2>{e(kind)}s</h2><table border=1 cellpadding=4><tr>" + "".join(f"<th>{e(k)}</th>" for k in classes)
+  for title, classes, c in tables:
+    out.append(f"<h2>{e(title)}</h2><table border=1 cellpadding=4><tr>" + "".join(f"<th>{e(k)}</th>" for k in classes)
                + "</tr><tr>" + "".join(f"<td>{c[k]}</td>" for k in classes) + "</tr></table>")
   if rep.capture_errors:
     out.append(f"<h2>capture errors ({len(rep.capture_errors)})</h2><ul>" +
