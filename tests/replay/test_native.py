@@ -4,7 +4,7 @@ import pytest
 from tinygrad import Tensor
 from tinygrad.codegen import get_program
 from tinygrad.helpers import Context
-from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
 from replay import compare
 from replay.targets import target_renderer
 from tests.replay.helpers import kernels
@@ -33,7 +33,7 @@ def test_a_program_holding_a_string_that_is_no_identifier_is_not_compiled():
   # a variable's name is written into the C source as it is: one that is not an identifier would be code
   ast, p = _program("CPU", Tensor.arange(6).float() + 1)
   assert compare.unsafe_string(p[0], p[2]) is None
-  evil = [*p[2][:-1], p[2][0].replace(op=Ops.DEFINE_VAR, arg=("n){}int y(", 1, 4), src=()), p[2][-1]]
+  evil = [*p[2][:-1], UOp.variable("n){}int y(", 1, 4), p[2][-1]]
   assert compare.unsafe_string(p[0], evil) == "n){}int y("
   assert compare.unsafe_string("E_6; x", p[2]) == "E_6; x"
   assert compare.run_native("CPU", (p[0], p[1] + "\n#error never compiled", evil), compare.input_sets(p[2]), [0]) is None
