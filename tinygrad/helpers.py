@@ -205,13 +205,15 @@ def timed(label: str, enabled: bool = True) -> Iterator[None]:
 
 # ---- atomic files ----
 
-def atomic_write(path: str, data: bytes | str) -> None:
-  """Write to a temporary file beside `path` and rename it, so a reader never sees a half-written file."""
+def atomic_write(path: str, data: bytes | str, mode: int | None = None) -> None:
+  """Write to a temporary file beside `path` and rename it, so a reader never sees a half-written file. The file is
+  private (0600, mkstemp's) unless `mode` (e.g. 0o644) is given."""
   d = os.path.dirname(os.path.abspath(path))
   os.makedirs(d, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
   try:
     with os.fdopen(fd, "wb") as f: f.write(data.encode() if isinstance(data, str) else data)
+    if mode is not None: os.chmod(tmp, mode)
     os.replace(tmp, path)
   except BaseException:
     with contextlib.suppress(FileNotFoundError): os.unlink(tmp)
