@@ -1,5 +1,5 @@
 """helpers: env flags (ContextVar, Context as context manager and decorator, getenv), and C-style cdiv/cmod."""
-import math
+import math, os, subprocess, sys
 from fractions import Fraction
 import pytest
 from tinygrad.helpers import Context, ContextVar, getenv, cdiv, cmod, DEBUG, SPEC, BEAM
@@ -66,3 +66,42 @@ def test_cdiv_cmod_truncate_like_c():
   assert cdiv(-big, 2) == -(big // 2) and cmod(-big, 2) == -1
   # the IR's meaning of division by zero (docs/ir.md, Semantics): x/0 = 0, x%0 = x
   assert cdiv(7, 0) == 0 and cmod(-7, 0) == -7
+
+# ---- flag values are validated at import (issue 22) ----
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+def _import_with(env: dict[str, str]) -> subprocess.CompletedProcess:
+  base = {k: v for k, v in os.environ.items() if k not in ("SPEC", "BEAM", "DEBUG", "CPU_LLVM", "DEVECTORIZE", "CPU_THREADS",
+                                                           "CPU", "PYTHON", "NV", "AMD", "DEV")}
+  return subprocess.run([sys.executable, "-c", "import tinygrad; from tinygrad import Device; print(Device.DEFAULT)"],
+                        env={**base, "PYTHONPATH": ROOT, **env}, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+BAD_FLAGS = [("SPEC", "abc"), ("BEAM", "abc"), ("DEBUG", "x"), ("CPU_LLVM", "abc"), ("SPEC", "9"), ("SPEC", "-1"),
+             ("BEAM", "-1"), ("DEVECTORIZE", "7"), ("CPU_THREADS", "-3")]
+
+@pytest.mark.xfail(strict=True, reason="issue 22: bad flag values fail without the flag's name, or pass silently")
+@pytest.mark.parametrize("flag,value", BAD_FLAGS)
+def test_bad_flag_value_is_refused_at_import_with_name_value_and_allowed(flag, value):
+  res = _import_with({flag: value})
+  last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ""
+  assert res.returncode != 0, res.stdout
+  assert "FlagError" in last and flag in last and repr(value) in last and "allowed" in last, res.stderr
+
+@pytest.mark.xfail(strict=True, reason="issue 22: CPU=1 PYTHON=1 silently picks one device")
+def test_two_device_shorthands_are_refused_naming_both():
+  res = _import_with({"CPU": "1", "PYTHON": "1"})
+  last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ""
+  assert res.returncode != 0 and "CPU" in last and "PYTHON" in last, res.stdout + res.stderr
+
+@pytest.mark.xfail(strict=True, reason="issue 22: flags have no declared type and range")
+def test_every_declared_flag_has_a_type_and_range_and_refuses_values_outside_it():
+  from tinygrad.helpers import FlagError
+  for key, cv in ContextVar._registry.items():
+    if key.startswith("TG_TEST_"): continue
+    assert cv.allowed is not None, key
+    assert cv.parse(str(cv.default) if not isinstance(cv.default, str) else cv.default) == cv.default, key
+    for bad in cv.allowed.bad_samples():
+      with pytest.raises(FlagError) as ei: cv.parse(bad)
+      msg = str(ei.value)
+      assert key in msg and repr(bad) in msg and "allowed" in msg, msg
