@@ -8,7 +8,7 @@ import ctypes, importlib, itertools, weakref
 from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType, dtypes, to_np_dtype
-from tinygrad.helpers import DEV, DEVICES, DEVICE_SHORTHAND, CACHELEVEL, diskcache_get, diskcache_put, codegen_flags
+from tinygrad.helpers import DEV, DEVICES, device_shorthand, CACHELEVEL, diskcache_get, diskcache_put, codegen_flags
 from tinygrad.uop import Ops
 from tinygrad.renderer import Renderer
 
@@ -79,7 +79,7 @@ class _Device:
     if self._default is not None: return self._default
     if DEV.value: return self.canonicalize(DEV.value)
     # NOTE: NV=1, AMD=1, PYTHON=1 and CPU=1 are the short forms of DEV= (helpers checks them at import)
-    return DEVICE_SHORTHAND or "CPU"
+    return device_shorthand() or "CPU"
   @DEFAULT.setter
   def DEFAULT(self, name: str | None) -> None: self._default = None if name is None else self.canonicalize(name)
 
