@@ -60,14 +60,24 @@ def _repro_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--setup", default=None, help="module:function to call first (the file's own setup is never run)")
   p.add_argument("--timeout", type=float, default=300.0)
 
+# `fuzz repro` of a file that is not a readable reproducer (malformed, an env it may not set, a graph outside the
+# grammar, no case): neither 0 nor 1, which `git bisect run` reads as good and bad, nor 125 (skip: the file is the same
+# at every commit, so all would be skipped); 128 and above abort the bisection, with this one line as the reason
+EXIT_BAD_REPRODUCER = 128
+
 def _repro_run(a: argparse.Namespace) -> int:
-  """Exit status 1 when the finding still reproduces (the bug is there), 0 when it does not (git bisect run)."""
+  """Exit status 1 when the finding still reproduces (the bug is there), 0 when it does not (git bisect run), 128 when
+  the file is not a readable reproducer."""
   from fuzz.campaign import replay
-  from fuzz.findings import read_reproducer
-  f = read_reproducer(a.file)
-  if f.setup and not a.setup:
-    print(f"note: the finding was found with --setup {f.setup}; pass --setup to replay it under the same patch")
-  res = replay(a.file, a.backends.split(",") if a.backends else None, a.setup, a.timeout)
+  from fuzz.findings import read_reproducer, ReproducerError
+  try:
+    f = read_reproducer(a.file)
+    if f.setup and not a.setup:
+      print(f"note: the finding was found with --setup {f.setup}; pass --setup to replay it under the same patch")
+    res = replay(a.file, a.backends.split(",") if a.backends else None, a.setup, a.timeout)
+  except ReproducerError as e:
+    print(f"fuzz repro: bad reproducer (exit {EXIT_BAD_REPRODUCER}): {e}", file=sys.stderr)
+    return EXIT_BAD_REPRODUCER
   print(res)
   return 1 if res.reproduced else 0
 
@@ -75,8 +85,11 @@ def _report_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("dir", help="a campaign directory")
 
 def _report_run(a: argparse.Namespace) -> int:
-  from fuzz.report import write_report
-  html, md = write_report(a.dir)
+  from fuzz.report import write_report, ReportError
+  try: html, md = write_report(a.dir)
+  except ReportError as e:
+    print(f"fuzz report: {e}", file=sys.stderr)
+    return 2
   print(f"wrote {html} and {md}")
   return 0
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, asdict
 from typing import Any, Sequence
 from tinygrad.helpers import atomic_write
 from fuzz.backends import BACKENDS, DEFAULT_BACKENDS, Failure, REPO
-from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, now
+from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, read_case, now
 from fuzz.reduce import Reduction
 from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_key
 from fuzz.levels import DirectedLevels
@@ -499,8 +499,11 @@ class ReplayResult:
 def replay(path: str, backends: Sequence[str] | None = None, setup: str | None = None,
            timeout: float = 300.0) -> ReplayResult:
   """Check a reproducer's case again, in a worker process (a crash or hang is an answer); reproduced when the same
-  signature comes back. The file's flags (SPEC, IGNORE_OOB, ...) are applied; its `setup` is not run unless passed."""
+  signature comes back. The file's flags (SPEC, IGNORE_OOB and the codegen flags, checked by read_reproducer) are
+  applied; its `setup` is not run unless passed. ReproducerError when the file holds no readable case (read here
+  first, without running anything)."""
   f = read_reproducer(path)
+  read_case(path, f)
   sig = f.signature
   # NOTE: files written before the campaign kept only real backends may name a checker (z3, generator, ...)
   names = list(backends) if backends else [b for b in f.backends if b in BACKENDS]
