@@ -285,3 +285,66 @@ def test_line_reader_agrees_when_env_binds_names(monkeypatch, name):
   fast, general = _read_both(monkeypatch, _program_text(), env)
   if isinstance(general, str): assert fast == general
   else: assert isinstance(fast, list) and all(x is y for x, y in zip(fast, general))
+
+# ---- limits are checked while reading (issue 22) ----
+
+def _peak_bytes(fn) -> tuple[int, object]:
+  """(peak traced bytes, what fn returned or raised) while fn runs."""
+  import tracemalloc
+  tracemalloc.start()
+  try:
+    try: out: object = fn()
+    except PyrenderSyntaxError as e: out = e
+    return tracemalloc.get_traced_memory()[1], out
+  finally: tracemalloc.stop()
+
+# each about 1 MB on one line; the tree of a parser that reads first and checks after is ~300x the text
+BIG_LINES = {
+  "long_tuple_arg": "ast = UOp(Ops.SINK, dtypes.void, (), (" + "1, " * 350_000 + "))",
+  "long_tuple_of_floats": "ast = UOp(Ops.SINK, dtypes.void, (), (" + "1.5, " * 200_000 + "))",
+  "long_call": "c0 = UOp.variable('a', 0, 1)\nast = UOp(Ops.SINK, dtypes.void, (" + "c0, " * 250_000 + "))",
+  "long_sink": "c0 = UOp.variable('a', 0, 1)\nast = UOp.sink(" + "c0, " * 250_000 + "c0)",
+  "long_list": "c0 = UOp.variable('a', 0, 1)\nast = [" + "c0, " * 250_000 + "c0]",
+  "many_operators": "c0 = UOp.variable('a', 0, 1)\nast = c0" + " + c0" * 200_000,
+}
+# the same size, refused early already (the limit is hit at the first tokens, or the text is one token)
+BIG_TOKENS = {
+  "deep_parens": "ast = " + "(" * 500_000 + ")" * 500_000,
+  "unterminated_string": "ast = UOp.variable('" + "a" * 1_000_000,
+  "long_name": "ast = " + "a" * 1_000_000,
+  "long_number": "ast = UOp.const(dtypes.index, " + "9" * 1_000_000 + ")",
+  "long_string": "ast = UOp.variable('" + "a" * 1_000_000 + "', 0, 1)",
+  "many_unary": "ast = UOp.const(dtypes.index, " + "-" * 1_000_000 + "1)",
+}
+
+def _read_in_proportion(text: str) -> None:
+  peak, out = _peak_bytes(lambda: eval_pyrender(text))
+  # NOTE: what may stay is the graph itself (a tuple arg of its elements, a SINK of its sources): a few bytes per
+  # character; a parse tree of the line would be hundreds
+  assert peak <= 8 * len(text) + (4 << 20), (peak, len(text), str(out)[:200])
+
+@pytest.mark.xfail(strict=True, reason="issue 22: the parser builds the whole tree of a line before any limit is checked")
+@pytest.mark.parametrize("name", sorted(BIG_LINES))
+def test_a_huge_line_is_read_in_memory_proportional_to_its_size(name): _read_in_proportion(BIG_LINES[name])
+
+@pytest.mark.parametrize("name", sorted(BIG_TOKENS))
+def test_a_huge_token_or_nesting_is_refused_in_memory_proportional_to_its_size(name):
+  _read_in_proportion(BIG_TOKENS[name])
+
+@pytest.mark.xfail(strict=True, reason="issue 22: a literal its dtype cannot hold wraps (2**128 as int64 is 0)")
+@pytest.mark.parametrize("text", [
+  f"ast = UOp.const(dtypes.int64, {2**128})", f"c0 = UOp.const(dtypes.int64, {2**63})\nast = c0",
+  "ast = UOp.const(dtypes.uint8, 256)", "ast = UOp.const(dtypes.int8, -129)", "ast = UOp.const(dtypes.uint32, -1)",
+  "ast = UOp.const(dtypes.bool, 2)", "ast = UOp.const(dtypes.half, 1e10)", "ast = UOp.const(dtypes.float, 1e39)",
+  "ast = UOp.const(dtypes.int32, 1.5)", "ast = UOp.const(dtypes.fp8e4m3, 1000.0)",
+  "ast = UOp.const(dtypes.int8.vec(2), (1, 300))", f"ast = UOp(Ops.CONST, dtypes.int64, arg={2**100})",
+  "ast = UOp.variable('a', 0, 300, dtype=dtypes.int8)"])
+def test_a_literal_its_dtype_cannot_hold_is_an_error(text):
+  with pytest.raises(PyrenderSyntaxError, match="cannot hold"): eval_pyrender(text)
+
+def test_literals_their_dtypes_hold_are_read():
+  for dt, v in [(dtypes.int64, 2**63 - 1), (dtypes.int64, -2**63), (dtypes.uint8, 255), (dtypes.bool, True),
+                (dtypes.half, 65504.0), (dtypes.float, float("inf")), (dtypes.float, float("nan")), (dtypes.half, 0.1),
+                (dtypes.fp8e4m3, 448.0), (dtypes.float, -0.0), (dtypes.index, 2**100)]:
+    u = UOp.const(dt, v)
+    assert eval_pyrender(pyrender(u)) is u, (dt, v)
