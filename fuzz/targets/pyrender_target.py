@@ -112,12 +112,12 @@ def main(argv: list[str]) -> None:
     from spec.roundtrip import eval_pyrender, PyrenderSyntaxError, _load_lazy_classes
     _load_lazy_classes()
   corpus = next((a for a in lib[1:] if not a.startswith("-") and os.path.isdir(a)), None)
-  fresh = corpus is not None and not os.listdir(corpus)
+  fresh = corpus if corpus is not None and not os.listdir(corpus) else None
   for s in seeds():
     try: eval_pyrender(s.decode())
     except PyrenderSyntaxError: pass
-    if fresh:
-      with open(os.path.join(corpus, hashlib.sha1(s).hexdigest()), "wb") as f: f.write(s)
+    if fresh is not None:
+      with open(os.path.join(fresh, hashlib.sha1(s).hexdigest()), "wb") as f: f.write(s)
   cap = _address_space() + memory_mb * 2**20
   resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
   if not any(a.startswith("-rss_limit_mb=") for a in lib): lib.append(f"-rss_limit_mb={memory_mb + 1024}")
