@@ -30,7 +30,8 @@ from dataclasses import dataclass, field, asdict
 from typing import Any, Sequence
 from tinygrad.helpers import atomic_write
 from fuzz.backends import BACKENDS, DEFAULT_BACKENDS, Failure, REPO
-from fuzz.findings import Signature, Finding, write_finding, load_findings, read_reproducer, read_case, now
+from fuzz.findings import (Signature, Finding, write_finding, load_findings, read_reproducer, read_case, replay_flags,
+                           now)
 from fuzz.reduce import Reduction
 from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_key
 from fuzz.levels import DirectedLevels
@@ -56,6 +57,9 @@ class CampaignConfig:
   setup: str | None = None        # module:function called in every worker first (planted bugs)
   max_cases: int | None = None    # stop after this many cases (tests)
   max_jobs_per_worker: int = 100
+  # a worker's resident memory cap (MB): one past it is killed and its case is a resource finding; None: the physical
+  # memory shared by the workers and the parent (default_memory_mb)
+  memory_mb: int | None = None
   progress: bool = True
   mutate: float = 0.5             # share of inputs mutated from the corpus (when it has entries)
   # kernel and symbolic levels: a share of the fresh inputs (a bandit between 20% and 80% over which kind reaches new
@@ -75,19 +79,31 @@ class CampaignSummary:
   hangs: int = 0
   restarts: int = 0
   directed: int = 0               # cases built by a generator directed at a rule (fresh directed ones and mutations)
+  losses: int = 0                 # workers killed from outside (SIGKILL) whose case then ran alone without it
   backends: dict[str, str] = field(default_factory=dict)
   missing: dict[str, str] = field(default_factory=dict)
   def __str__(self) -> str:
     rate = self.cases / self.seconds if self.seconds else 0.0
     lines = [f"{self.cases} cases in {self.seconds:.0f}s ({rate:.1f}/s), rules matched {self.rules_matched} of "
              f"{self.rules_tried} tried, corpus {self.corpus}, {len(self.findings)} findings, {self.crashes} crashes, "
-             f"{self.hangs} hangs, {self.restarts} worker restarts, {self.directed} directed cases"]
+             f"{self.hangs} hangs, {self.restarts} worker restarts, {self.losses} worker losses (killed from outside, "
+             f"not again when the case was rerun), {self.directed} directed cases"]
     lines += [f"  not run: {n}: {why}" for n, why in self.missing.items()]
     for f in sorted(self.findings.values(), key=lambda f: -f.count):
       lines.append(f"  [{f.signature.id}] x{f.count} {f.signature} (size {f.original_size} -> {f.size})")
     return "\n".join(lines)
 
 # ---- worker processes ----
+
+def default_memory_mb(jobs: int) -> int:
+  """A worker's memory cap: the physical memory shared by the workers and the parent."""
+  return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / (jobs + 1) / 2**20)
+
+def resident_mb(pid: int) -> float:
+  """The resident memory of a live process (MB), 0 when it cannot be read."""
+  try:
+    with open(f"/proc/{pid}/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+  except (OSError, ValueError, IndexError): return 0.0
 
 def worker_env(cfg: CampaignConfig) -> dict[str, str]:
   env = dict(os.environ)
@@ -108,6 +124,7 @@ class Worker:
     self.note: tuple[int, str, str] | None = None
     self.info: dict[str, Any] = {}
     self.pending: dict[str, Any] | None = None  # a job to send once this worker is ready (its predecessor's)
+    self.peak_mb = 0.0  # the most resident memory seen (polled while busy, and the kernel's count when it is reaped)
   @property
   def fd(self) -> int:
     assert self.proc.stdout is not None
@@ -144,8 +161,16 @@ class Worker:
         if f is not None: f.close()
       except OSError: pass
     self.logf.close()
+  def reap(self) -> int:
+    """Wait for the process to end; its exit status (negative: the signal), and its peak memory into peak_mb."""
+    try:
+      _, status, ru = os.wait4(self.proc.pid, 0)
+      self.proc.returncode = os.waitstatus_to_exitcode(status)
+      self.peak_mb = max(self.peak_mb, ru.ru_maxrss / 1024)
+    except ChildProcessError: pass
+    return self.proc.wait()
   def death(self) -> str:
-    rc = self.proc.wait()
+    rc = self.reap()
     if rc < 0:
       try: return f"crash:{signal.Signals(-rc).name}"
       except ValueError: return f"crash:signal {-rc}"
@@ -153,12 +178,14 @@ class Worker:
 
 class WorkerPool:
   """Worker processes checking cases of one level on some backends; restarts any that die. `step_timeout` seconds
-  without a message from a busy worker kill it as hung."""
+  without a message from a busy worker kill it as hung; a busy worker resident past `memory_mb` is killed too."""
   def __init__(self, n: int, level: str, backends: Sequence[str], env: dict[str, str], logdir: str,
-               setup: str | None = None, max_jobs: int = 100, step_timeout: float = 120.0, bounds: bool = False):
+               setup: str | None = None, max_jobs: int = 100, step_timeout: float = 120.0, bounds: bool = False,
+               memory_mb: int | None = None):
     self.config = {"level": level, "backends": list(backends), "setup": setup, "max_jobs": max_jobs,
                    "validate_bounds": bounds}
     self.env, self.logdir, self.step_timeout = env, logdir, step_timeout
+    self.memory_mb = memory_mb if memory_mb is not None else default_memory_mb(n)
     os.makedirs(logdir, exist_ok=True)
     self.sel = selectors.DefaultSelector()
     self.workers: list[Worker] = []
@@ -191,7 +218,8 @@ class WorkerPool:
     w.send(job)
 
   def poll(self, timeout: float) -> list[tuple[Worker, str, Any]]:
-    """Events: (worker, "result", msg), (worker, "died", (job, note, why)), (worker, "hung", (job, note))."""
+    """Events: (worker, "result", msg), (worker, "died", (job, note, why, peak MB)), (worker, "hung", (job, note)),
+    (worker, "memory", (job, note, peak MB)): killed past the memory cap."""
     events: list[tuple[Worker, str, Any]] = []
     for key, _ in self.sel.select(timeout):
       w: Worker = key.data
@@ -218,9 +246,15 @@ class WorkerPool:
         why = w.death()
         job, note = w.job, w.note
         self.restart(w, kill=False)
-        events.append((w, "died", (job, note, why)))
+        events.append((w, "died", (job, note, why, w.peak_mb)))
     t = time.monotonic()
     for w in list(self.workers):
+      if w.job is not None and (mb := resident_mb(w.proc.pid)) > self.memory_mb:
+        job, note = w.job, w.note
+        self.restart(w, kill=True)
+        events.append((w, "memory", (job, note, mb)))
+        continue
+      if w.job is not None: w.peak_mb = max(w.peak_mb, mb)
       if w.job is not None and t - w.last_beat > self.step_timeout:
         job, note = w.job, w.note
         self.restart(w, kill=True)
@@ -276,6 +310,7 @@ class Campaign:
     self.matched: set[str] = set()
     self.tried: set[str] = set()
     self.reductions: dict[str, Reduction] = {}
+    self.reruns: list[dict[str, Any]] = []  # jobs whose worker was killed from outside, to run again (worker_died)
     self.timeline: list[dict[str, Any]] = []
     self.per_backend: dict[str, int] = {}
     self.env = worker_env(cfg)
@@ -316,7 +351,7 @@ class Campaign:
     # runs on no backend
     bks = sorted({x.backend for x in fs} & set(BACKENDS)) if sig.backend != "all" else list(self.pool.describe)
     f = Finding(sig, state, state, fs[0].message, bks, size, size, 1, t, t, data.hex(), self.cfg.seed,
-                env={k: self.env[k] for k in ("SPEC", "IGNORE_OOB") if k in self.env} | dict(self.cfg.env),
+                env={k: self.env[k] for k in replay_flags() if k in self.env},
                 setup=self.cfg.setup)
     self.findings[sig.id] = f
     write_finding(self.dirs["findings"], f)
@@ -332,7 +367,40 @@ class Campaign:
     if r.message: f.message = r.message
     write_finding(self.dirs["findings"], f)
 
-  def crash_failure(self, job: dict[str, Any], note: tuple[int, str, str] | None, kind: str) -> None:
+  def worker_died(self, job: dict[str, Any], note: tuple[int, str, str] | None, why: str, peak_mb: float) -> None:
+    """A worker that died on `job`. A SIGKILL came from outside (the parent's kills are hangs and memory): near the
+    memory cap it is a resource finding; otherwise the case runs again alone, and only a kill that recurs there is a
+    resource finding (a real blow-up, the kernel's OOM killer); one that does not recur is a worker loss, counted."""
+    if why != "crash:SIGKILL": return self.crash_failure(job, note, why)
+    item, backend, stage = note if note is not None else (0, "worker", "start")
+    cap = self.pool.memory_mb
+    if peak_mb >= 0.9 * cap:
+      return self.crash_failure(job, note, "resource:memory", f"the worker was killed (SIGKILL) in {stage} on "
+                                f"{backend} at {peak_mb:.0f} MB resident, near the memory cap of {cap} MB: a resource "
+                                "blow-up")
+    if job.get("_rerun"):
+      return self.crash_failure(job, note, "resource:SIGKILL", f"the worker was killed (SIGKILL) in {stage} on "
+                                f"{backend} again when the case was run alone (peak {peak_mb:.0f} MB): a resource "
+                                "blow-up")
+    self.reruns.append(self.rerun_job(job, item))
+
+  def memory_failure(self, job: dict[str, Any], note: tuple[int, str, str] | None, mb: float) -> None:
+    _, backend, stage = note if note is not None else (0, "worker", "start")
+    self.crash_failure(job, note, "resource:memory", f"the worker passed the memory cap of {self.pool.memory_mb} MB "
+                       f"({mb:.0f} MB resident) in {stage} on {backend}, and was killed: a resource blow-up")
+
+  def rerun_job(self, job: dict[str, Any], item: int) -> dict[str, Any]:
+    """`job` again, marked as a rerun: a reduction's whole batch, or the one fuzz case that was running."""
+    if job.get("_reduce") is not None:
+      return {**{k: v for k, v in job.items() if k != "job"}, "_rerun": True}
+    data = job["_inputs"][item] if item < len(job["_inputs"]) else b""
+    out = {"op": "check", "inputs": [data.hex()], "_inputs": [data], "_rerun": True,
+           "_directed": [job["_directed"][item] if item < len(job["_directed"]) else False]}
+    if job.get("tags"): out["tags"] = [job["tags"][item] if item < len(job["tags"]) else None]
+    return out
+
+  def crash_failure(self, job: dict[str, Any], note: tuple[int, str, str] | None, kind: str,
+                    message: str | None = None) -> None:
     item, backend, stage = note if note is not None else (0, "worker", "start")
     if job.get("_reduce") is not None:
       self.answer_reduction(job, [], crashed=(item, Signature(self.cfg.level, stage, kind, "", backend)))
@@ -345,8 +413,8 @@ class Campaign:
     except Exception: state, size = None, 0
     self.summary.crashes += kind.startswith("crash")
     self.summary.hangs += kind == "hang"
-    f = Failure(stage, kind, "", backend, f"the worker {'hung' if kind == 'hang' else 'died'} ({kind}) in {stage} "
-                f"on {backend}")
+    f = Failure(stage, kind, "", backend, message or f"the worker {'hung' if kind == 'hang' else 'died'} ({kind}) in "
+                f"{stage} on {backend}")
     self.record(Signature(self.cfg.level, stage, kind, "", backend), [f], state, size, data if tag is None else b"")
 
   # ---- reductions ----
@@ -389,6 +457,8 @@ class Campaign:
 
   # ---- the loop ----
   def handle_result(self, job: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    # NOTE: a rerun that came back: the kill it follows did not recur, a worker loss
+    self.summary.losses += bool(job.get("_rerun"))
     if job.get("_reduce") is not None:
       self.answer_reduction(job, results)
       return
@@ -441,13 +511,14 @@ class Campaign:
             "missing": self.pool.missing, "final": final, "cases": s.cases, "seconds": round(s.seconds, 2),
             "rules_matched": sorted(self.matched), "rules_tried": len(self.tried), "corpus": s.corpus,
             "crashes": s.crashes, "hangs": s.hangs, "restarts": self.pool.restarts, "directed": s.directed,
+            "losses": s.losses, "memory_mb": self.pool.memory_mb,
             "findings_by_backend": self.per_backend}
     atomic_write(os.path.join(self.cfg.out, "campaign.json"), json.dumps(meta, indent=1) + "\n")
 
   def run(self) -> CampaignSummary:
     cfg = self.cfg
     self.pool = WorkerPool(cfg.jobs, cfg.level, cfg.backends, self.env, self.dirs["logs"], cfg.setup,
-                           cfg.max_jobs_per_worker, cfg.step_timeout, cfg.bounds)
+                           cfg.max_jobs_per_worker, cfg.step_timeout, cfg.bounds, cfg.memory_mb)
     try:
       self.pool.wait_ready()
       s = self.summary
@@ -461,16 +532,19 @@ class Campaign:
         t = time.monotonic()
         fuzzing = t < deadline and (cfg.max_cases is None or s.cases < cfg.max_cases)
         busy = any(w.job is not None for w in self.pool.workers)
-        if not fuzzing and not busy and (not self.reductions or t > deadline + cfg.reduce_grace): break
+        if not fuzzing and not busy and not self.reruns and (not self.reductions or t > deadline + cfg.reduce_grace):
+          break
         for w in self.pool.idle():
-          job = self.reduce_job() if (self.reductions and (t < deadline + cfg.reduce_grace)) else None
+          job = self.reruns.pop(0) if self.reruns else None
+          if job is None and self.reductions and t < deadline + cfg.reduce_grace: job = self.reduce_job()
           if job is None and fuzzing: job = self.fuzz_job()
           if job is None: break
           self.pool.submit(w, job)
         for w, kind, what in self.pool.poll(0.2):
           if kind == "result": self.handle_result(*what)
-          elif kind == "died" and what[0] is not None: self.crash_failure(what[0], what[1], what[2])
+          elif kind == "died" and what[0] is not None: self.worker_died(*what)
           elif kind == "hung" and what[0] is not None: self.crash_failure(what[0], what[1], "hang")
+          elif kind == "memory" and what[0] is not None: self.memory_failure(*what)
         if time.monotonic() - last > 5.0:
           last = time.monotonic()
           self.progress(start)
@@ -497,11 +571,12 @@ class ReplayResult:
     return "\n".join([head, *[f"  got {g}" for g in self.got], *[f"  {m[:2000]}" for m in self.messages]])
 
 def replay(path: str, backends: Sequence[str] | None = None, setup: str | None = None,
-           timeout: float = 300.0) -> ReplayResult:
+           timeout: float = 300.0, memory_mb: int | None = None) -> ReplayResult:
   """Check a reproducer's case again, in a worker process (a crash or hang is an answer); reproduced when the same
   signature comes back. The file's flags (SPEC, IGNORE_OOB and the codegen flags, checked by read_reproducer) are
   applied; its `setup` is not run unless passed. ReproducerError when the file holds no readable case (read here
-  first, without running anything)."""
+  first, without running anything). The case runs alone: a SIGKILL of its worker is `resource:SIGKILL`, passing
+  `memory_mb` (default: default_memory_mb(1)) is `resource:memory`."""
   f = read_reproducer(path)
   read_case(path, f)
   sig = f.signature
@@ -513,7 +588,7 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
   cfg.bounds = f.env.get("IGNORE_OOB", "1") == "0"
   import tempfile
   with tempfile.TemporaryDirectory(prefix="fuzz-repro-") as logs:
-    pool = WorkerPool(1, sig.level, names, worker_env(cfg), logs, setup, 0, timeout, cfg.bounds)
+    pool = WorkerPool(1, sig.level, names, worker_env(cfg), logs, setup, 0, timeout, cfg.bounds, memory_mb)
     try:
       pool.wait_ready()
       pool.submit(pool.workers[0], {"op": "check_state", "states": [f.state], "backends": names})
@@ -530,7 +605,8 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
           msgs = [x.message for x in fs]
         else:
           item, backend, stage = what[1] if what[1] is not None else (0, "worker", "start")
-          kind_s = "hang" if kind == "hung" else what[2]
+          kind_s = {"hung": "hang", "memory": "resource:memory"}.get(kind) or \
+            ("resource:SIGKILL" if what[2] == "crash:SIGKILL" else what[2])
           got, msgs = [Signature(sig.level, stage, kind_s, "", backend)], [f"the worker {kind} in {stage} on {backend}"]
         break
     finally: pool.close()

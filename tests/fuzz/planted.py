@@ -59,10 +59,10 @@ def _buffer_dtypes(ast) -> set:
 
 def killed_and_hogging_workers() -> None:
   """Three ways a worker is lost, at the start of a kernel's checks (KernelLevel.prepare), each remembered by files in
-  FUZZ_TEST_MARKER_DIR: the campaign's first case is killed from outside (SIGKILL) once, a kill that does not recur;
-  the first kernel with a bool buffer is killed whenever it is checked, a kill that recurs; the first with a float64
+  FUZZ_TEST_MARKER_DIR, a kill from outside (SIGKILL) or a blow-up:
+  the first kernel with a bool buffer is killed whenever it is checked, a kill that recurs; the first with a 64-bit
   buffer (and no bool one) takes 2 GB of memory whenever it is checked, written so it is resident, and holds it (a
-  blow-up past a small memory cap)."""
+  blow-up past a small memory cap); the first with neither is killed once (the first time it is checked)."""
   import hashlib, os, signal, time
   from tinygrad.dtype import dtypes
   from tinygrad.uop.pyrender import pyrender
@@ -76,11 +76,12 @@ def killed_and_hogging_workers() -> None:
     with open(path) as f: return f.read() == key
   def prepare(self, case):
     dts, key = _buffer_dtypes(case.ast), hashlib.sha1(pyrender(case.ast).encode()).hexdigest()
-    if not os.path.exists(os.path.join(d, "killed-once")):
+    wide = dts & {dtypes.float64, dtypes.int64, dtypes.uint64}
+    if not wide and dtypes.bool not in dts and not os.path.exists(os.path.join(d, "killed-once")):
       open(os.path.join(d, "killed-once"), "w").close()
       os.kill(os.getpid(), signal.SIGKILL)
     if dtypes.bool in dts and chosen("killed-always", key): os.kill(os.getpid(), signal.SIGKILL)
-    if dtypes.float64 in dts and dtypes.bool not in dts and chosen("hog", key):
+    if wide and dtypes.bool not in dts and chosen("hog", key):
       hog = b"x" * (2 << 30)
       time.sleep(30)
       del hog
