@@ -39,13 +39,17 @@ from fuzz.levels import DirectedLevels
 # bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
 FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
 
+# every level, in the order a campaign takes its first jobs; which kind of change each catches: docs/fuzz.md
+LEVEL_NAMES = ("symbolic", "kernel", "tensor")
+
 @dataclass
 class CampaignConfig:
   out: str
   minutes: float = 1.0
   backends: tuple[str, ...] = DEFAULT_BACKENDS
   jobs: int = 1
-  level: str = "kernel"
+  # the levels fuzzed, each an equal share of the workers' time (Campaign.pick_level)
+  levels: tuple[str, ...] = LEVEL_NAMES
   seed: int = 0
   batch: int = 16
   step_timeout: float = 120.0     # seconds a worker may go without announcing a step before it counts as hung
@@ -82,15 +86,22 @@ class CampaignSummary:
   losses: int = 0                 # workers killed from outside (SIGKILL) whose case then ran alone without it
   backends: dict[str, str] = field(default_factory=dict)
   missing: dict[str, str] = field(default_factory=dict)
+  levels: dict[str, tuple[int, float]] = field(default_factory=dict)  # level -> (cases, worker-seconds)
+  out: str = ""                   # the campaign directory (its findings/ and the report)
   def __str__(self) -> str:
     rate = self.cases / self.seconds if self.seconds else 0.0
-    lines = [f"{self.cases} cases in {self.seconds:.0f}s ({rate:.1f}/s), rules matched {self.rules_matched} of "
-             f"{self.rules_tried} tried, corpus {self.corpus}, {len(self.findings)} findings, {self.crashes} crashes, "
-             f"{self.hangs} hangs, {self.restarts} worker restarts, {self.losses} worker losses (killed from outside, "
-             f"not again when the case was rerun), {self.directed} directed cases"]
+    lines = [f"{self.cases} cases in {self.seconds:.0f}s ({rate:.1f}/s), rewrite rules matched {self.rules_matched} "
+             f"of {self.rules_tried} tried, corpus {self.corpus}, {len(self.findings)} findings, {self.crashes} "
+             f"crashes, {self.hangs} hangs, {self.restarts} worker restarts, {self.losses} worker losses (killed from "
+             f"outside, not again when the case was rerun), {self.directed} directed cases"]
+    if len(self.levels) > 1:
+      lines.append("  levels: " + ", ".join(f"{n} {c} cases in {t:.0f} worker-s" for n, (c, t) in self.levels.items()))
     lines += [f"  not run: {n}: {why}" for n, why in self.missing.items()]
+    fdir = os.path.join(self.out, "findings")
     for f in sorted(self.findings.values(), key=lambda f: -f.count):
-      lines.append(f"  [{f.signature.id}] x{f.count} {f.signature} (size {f.original_size} -> {f.size})")
+      lines.append(f"  [{f.signature.id}] x{f.count} {f.signature} (size {f.original_size} -> {f.size}): "
+                   f"{os.path.join(fdir, f.signature.id + '.json')}")
+    if self.out: lines.append(f"report: python -m fuzz report {self.out}")
     return "\n".join(lines)
 
 # ---- worker processes ----
@@ -177,12 +188,13 @@ class Worker:
     return f"crash:exit {rc}"
 
 class WorkerPool:
-  """Worker processes checking cases of one level on some backends; restarts any that die. `step_timeout` seconds
-  without a message from a busy worker kill it as hung; a busy worker resident past `memory_mb` is killed too."""
-  def __init__(self, n: int, level: str, backends: Sequence[str], env: dict[str, str], logdir: str,
+  """Worker processes checking cases of some levels (each job names its level) on some backends; restarts any that
+  die. `step_timeout` seconds without a message from a busy worker kill it as hung; a busy worker resident past
+  `memory_mb` is killed too."""
+  def __init__(self, n: int, levels: Sequence[str], backends: Sequence[str], env: dict[str, str], logdir: str,
                setup: str | None = None, max_jobs: int = 100, step_timeout: float = 120.0, bounds: bool = False,
                memory_mb: int | None = None):
-    self.config = {"level": level, "backends": list(backends), "setup": setup, "max_jobs": max_jobs,
+    self.config = {"levels": list(levels), "backends": list(backends), "setup": setup, "max_jobs": max_jobs,
                    "validate_bounds": bounds}
     self.env, self.logdir, self.step_timeout = env, logdir, step_timeout
     self.memory_mb = memory_mb if memory_mb is not None else default_memory_mb(n)
@@ -213,7 +225,7 @@ class WorkerPool:
   def idle(self) -> list[Worker]: return [w for w in self.workers if w.ready and w.job is None]
 
   def submit(self, w: Worker, job: dict[str, Any]) -> None:
-    job["job"] = self.next_job
+    job["job"], job["_t0"] = self.next_job, time.monotonic()
     self.next_job += 1
     w.send(job)
 
@@ -290,23 +302,40 @@ def signatures_of(level: str, failures: list[Failure], checked: Sequence[str]) -
 
 # ---- the campaign ----
 
-class Campaign:
-  def __init__(self, cfg: CampaignConfig):
+class LevelRun:
+  """What a campaign keeps per level: its input scheduler and corpus directory, its director (kernel, symbolic), the
+  rules its cases tried and hit (by key), and the worker-seconds its jobs took (its time slice, Campaign.pick_level)."""
+  def __init__(self, name: str, cfg: CampaignConfig, corpus_dir: str, rng: random.Random):
     from fuzz.levels import LEVELS
-    self.cfg, self.rng = cfg, random.Random(cfg.seed)
-    self.level = LEVELS[cfg.level]()
-    self.dirs = {k: os.path.join(cfg.out, k) for k in ("corpus", "findings", "logs")}
-    self.corpus_dir = os.path.join(self.dirs["corpus"], cfg.level)
-    for d in (*self.dirs.values(), self.corpus_dir): os.makedirs(d, exist_ok=True)
+    self.name, self.corpus_dir = name, corpus_dir
+    self.level = LEVELS[name]()
+    os.makedirs(corpus_dir, exist_ok=True)
     # NOTE: the workers report every rule each case made match and how often (its features, as the guided targets
     # count them); the fresh share is fixed by cfg.mutate
     share = 1.0 - cfg.mutate
-    self.sched = Scheduler(FRESH_BYTES.get(cfg.level, 1024), recorder_marks(self.level.from_chooser), self.rng,
+    self.sched = Scheduler(FRESH_BYTES.get(name, 1024), recorder_marks(self.level.from_chooser), rng,
                            fresh_min=share, fresh_max=share)
-    for name in sorted(os.listdir(self.corpus_dir)):
-      with open(os.path.join(self.corpus_dir, name), "rb") as fh: self.sched.add(fh.read())
-    self.findings = {k: f for k, f in load_findings(self.dirs["findings"]).items() if f.signature.level == cfg.level}
-    self.summary = CampaignSummary(findings=self.findings)
+    for f in sorted(os.listdir(corpus_dir)):
+      with open(os.path.join(corpus_dir, f), "rb") as fh: self.sched.add(fh.read())
+    # directed inputs: the rules tried and matched by their hit key
+    self.tried_keys: set[str] = set()
+    self.hit_keys: set[str] = set()
+    # a case tagged with a rule (a directed input) is built with that rule's level, in the workers and here alike
+    self.directed = DirectedLevels(self.level, cfg.bounds)
+    self.director: Director | None = None
+    if name in ("kernel", "symbolic") and cfg.directed:
+      self.director = Director(self.directed.ops(), random.Random(rng.random()))
+    self.seconds, self.cases = 0.0, 0
+
+class Campaign:
+  def __init__(self, cfg: CampaignConfig):
+    self.cfg, self.rng = cfg, random.Random(cfg.seed)
+    self.dirs = {k: os.path.join(cfg.out, k) for k in ("corpus", "findings", "logs")}
+    for d in self.dirs.values(): os.makedirs(d, exist_ok=True)
+    self.runs = {lv: LevelRun(lv, cfg, os.path.join(self.dirs["corpus"], lv), self.rng) for lv in cfg.levels}
+    self.findings = {k: f for k, f in load_findings(self.dirs["findings"]).items() if f.signature.level in self.runs}
+    self.summary = CampaignSummary(findings=self.findings, out=cfg.out)
+    # the rules matched and tried, as 'pass::rule', over every level
     self.matched: set[str] = set()
     self.tried: set[str] = set()
     self.reductions: dict[str, Reduction] = {}
@@ -314,29 +343,30 @@ class Campaign:
     self.timeline: list[dict[str, Any]] = []
     self.per_backend: dict[str, int] = {}
     self.env = worker_env(cfg)
-    # directed inputs: the rules tried and matched by their hit key (self.tried/self.matched hold 'pass::rule')
-    self.director: Director | None = None
-    self.tried_keys: set[str] = set()
-    self.hit_keys: set[str] = set()
-    # a case tagged with a rule (a directed input) is built with that rule's level, in the workers and here alike
-    self.directed = DirectedLevels(self.level, cfg.bounds)
-    if cfg.level in ("kernel", "symbolic") and cfg.directed:
-      self.director = Director(self.directed.ops(), random.Random(self.rng.random()))
 
   # ---- inputs ----
-  def next_input(self) -> tuple[bytes, str | None, bool]:
+  def pick_level(self) -> LevelRun:
+    """The level whose jobs have taken the least worker time so far (finished, and in flight until now): each level
+    gets an equal slice of the campaign's time, whatever its cases cost."""
+    now = time.monotonic()
+    spent = {n: r.seconds for n, r in self.runs.items()}
+    for w in self.pool.workers:
+      if w.job is not None and w.job.get("level") in spent: spent[w.job["level"]] += now - w.job.get("_t0", now)
+    return self.runs[min(spent, key=lambda n: (spent[n], n))]
+
+  def next_input(self, run: LevelRun) -> tuple[bytes, str | None, bool]:
     """(bytes, the rule its generator is directed at or None, whether this input is a fresh directed one): a
     mutation is built as its seed was; a fresh input, one time in director.share(), is directed."""
-    data = self.sched.next()
-    if self.director is None: return data, None, False
-    if (parent := self.sched.origin(data)) is not None: return data, parent.tag, False
-    if self.rng.random() < self.director.share() and (aim := self.director.pick(self.tried_keys, self.hit_keys)):
+    data = run.sched.next()
+    if run.director is None: return data, None, False
+    if (parent := run.sched.origin(data)) is not None: return data, parent.tag, False
+    if self.rng.random() < run.director.share() and (aim := run.director.pick(run.tried_keys, run.hit_keys)):
       return data, aim[0], True
     return data, None, False
 
-  def add_corpus(self, data: bytes) -> None:
+  def add_corpus(self, run: LevelRun, data: bytes) -> None:
     import hashlib
-    path = os.path.join(self.corpus_dir, hashlib.sha1(data).hexdigest()[:16] + ".bin")
+    path = os.path.join(run.corpus_dir, hashlib.sha1(data).hexdigest()[:16] + ".bin")
     if not os.path.exists(path): atomic_write(path, data)
 
   # ---- findings ----
@@ -356,14 +386,16 @@ class Campaign:
     self.findings[sig.id] = f
     write_finding(self.dirs["findings"], f)
     if self.cfg.reduce and "error" not in state:
-      try: case = self.level.from_state(state)
+      level = self.runs[sig.level].level
+      try: case = level.from_state(state)
       except Exception: return
-      self.reductions[sig.id] = Reduction(self.level, case, self.level.valid, self.cfg.reduce_checks)
+      self.reductions[sig.id] = Reduction(level, case, level.valid, self.cfg.reduce_checks)
 
   def finish_reduction(self, sid: str) -> None:
     r = self.reductions.pop(sid)
     f = self.findings[sid]
-    f.state, f.size, f.reduced = self.level.state(r.current), self.level.size(r.current), True
+    level = self.runs[f.signature.level].level
+    f.state, f.size, f.reduced = level.state(r.current), level.size(r.current), True
     if r.message: f.message = r.message
     write_finding(self.dirs["findings"], f)
 
@@ -394,7 +426,7 @@ class Campaign:
     if job.get("_reduce") is not None:
       return {**{k: v for k, v in job.items() if k != "job"}, "_rerun": True}
     data = job["_inputs"][item] if item < len(job["_inputs"]) else b""
-    out = {"op": "check", "inputs": [data.hex()], "_inputs": [data], "_rerun": True,
+    out = {"op": "check", "level": job["level"], "inputs": [data.hex()], "_inputs": [data], "_rerun": True,
            "_directed": [job["_directed"][item] if item < len(job["_directed"]) else False]}
     if job.get("tags"): out["tags"] = [job["tags"][item] if item < len(job["tags"]) else None]
     return out
@@ -402,20 +434,22 @@ class Campaign:
   def crash_failure(self, job: dict[str, Any], note: tuple[int, str, str] | None, kind: str,
                     message: str | None = None) -> None:
     item, backend, stage = note if note is not None else (0, "worker", "start")
+    run = self.runs[job["level"]]
     if job.get("_reduce") is not None:
-      self.answer_reduction(job, [], crashed=(item, Signature(self.cfg.level, stage, kind, "", backend)))
+      self.answer_reduction(job, [], crashed=(item, Signature(run.name, stage, kind, "", backend)))
       return
+    run.seconds += time.monotonic() - job.get("_t0", time.monotonic())
     data = job["_inputs"][item] if item < len(job["_inputs"]) else b""
     tag = job["tags"][item] if item < len(job.get("tags", ())) else None
     try:
-      case = self.directed.get(tag).generate(data)
-      state, size = self.level.state(case), self.level.size(case)
+      case = run.directed.get(tag).generate(data)
+      state, size = run.level.state(case), run.level.size(case)
     except Exception: state, size = None, 0
     self.summary.crashes += kind.startswith("crash")
     self.summary.hangs += kind == "hang"
     f = Failure(stage, kind, "", backend, message or f"the worker {'hung' if kind == 'hang' else 'died'} ({kind}) in "
                 f"{stage} on {backend}")
-    self.record(Signature(self.cfg.level, stage, kind, "", backend), [f], state, size, data if tag is None else b"")
+    self.record(Signature(run.name, stage, kind, "", backend), [f], state, size, data if tag is None else b"")
 
   # ---- reductions ----
   def reduce_job(self) -> dict[str, Any] | None:
@@ -426,11 +460,12 @@ class Campaign:
         self.finish_reduction(sid)
         continue
       r.busy = True
-      b = self.findings[sid].signature.backend
+      sig = self.findings[sid].signature
+      b = sig.backend
       # NOTE: a failure of every backend needs every backend again; one of a device, that device; the others none
       names = None if b == "all" else [b] if b in self.pool.describe else []
-      return {"op": "check_state", "states": [self.level.state(c) for c in batch], "backends": names,
-              "_reduce": sid, "_batch": batch}
+      return {"op": "check_state", "level": sig.level, "states": [r.level.state(c) for c in batch],
+              "backends": names, "_reduce": sid, "_batch": batch}
     return None
 
   def checked(self, job: dict[str, Any]) -> list[str]:
@@ -446,7 +481,7 @@ class Campaign:
     ok, msgs = [], []
     for i, res in enumerate(results):
       fs = [Failure(**d) for d in res["failures"]]
-      hit = [g for s, g in signatures_of(self.cfg.level, fs, self.checked(job)) if s == want]
+      hit = [g for s, g in signatures_of(want.level, fs, self.checked(job)) if s == want]
       ok.append(bool(hit))
       msgs.append(hit[0][0].message if hit else "")
     if crashed is not None:
@@ -462,45 +497,54 @@ class Campaign:
     if job.get("_reduce") is not None:
       self.answer_reduction(job, results)
       return
+    run = self.runs[job["level"]]
+    run.seconds += time.monotonic() - job.get("_t0", time.monotonic())
     checked = list(self.pool.describe)
     tags = job.get("tags") or [None] * len(job["_inputs"])
     for data, tag, fresh, res in zip(job["_inputs"], tags, job["_directed"], results):
       self.summary.cases += 1
+      run.cases += 1
       self.summary.directed += tag is not None
       self.matched |= set(res["rules"])
       self.tried |= set(res["attempted"])
       keys = set(res["hits"])
-      if self.director is not None and self.sched.origin(data) is None:
-        self.director.note(fresh, bool(keys - self.hit_keys))
-      self.hit_keys |= keys
-      self.tried_keys |= {rule_key(r.split("::", 1)[-1]) for r in res["attempted"]}
-      if self.sched.feedback(data, res["hits"], res["used"], tag=tag) and tag is None:
-        self.add_corpus(data[:max(res["used"], 1)])
+      if run.director is not None and run.sched.origin(data) is None:
+        run.director.note(fresh, bool(keys - run.hit_keys))
+      run.hit_keys |= keys
+      run.tried_keys |= {rule_key(r.split("::", 1)[-1]) for r in res["attempted"]}
+      if run.sched.feedback(data, res["hits"], res["used"], tag=tag) and tag is None:
+        self.add_corpus(run, data[:max(res["used"], 1)])
       fs = [Failure(**d) for d in res["failures"]]
       # NOTE: a directed case's bytes build another case under the plain generator: its state is the reproducer
       kept = data[:max(res["used"], 1)] if tag is None else b""
-      for sig, group in signatures_of(self.cfg.level, fs, checked):
+      for sig, group in signatures_of(run.name, fs, checked):
         self.per_backend[sig.backend] = self.per_backend.get(sig.backend, 0) + 1
         self.record(sig, group, res["state"], res["size"], kept)
 
   def fuzz_job(self) -> dict[str, Any]:
-    picks = [self.next_input() for _ in range(self.cfg.batch)]
-    job = {"op": "check", "inputs": [d.hex() for d, _, _ in picks], "_inputs": [d for d, _, _ in picks],
-           "_directed": [f for _, _, f in picks]}
+    run = self.pick_level()
+    picks = [self.next_input(run) for _ in range(self.cfg.batch)]
+    job = {"op": "check", "level": run.name, "inputs": [d.hex() for d, _, _ in picks],
+           "_inputs": [d for d, _, _ in picks], "_directed": [f for _, _, f in picks]}
     if any(t is not None for _, t, _ in picks): job["tags"] = [t for _, t, _ in picks]
     return job
 
   def progress(self, start: float, final: bool = False) -> None:
     el = time.monotonic() - start
     s = self.summary
-    s.seconds, s.rules_matched, s.rules_tried, s.corpus = el, len(self.matched), len(self.tried), len(self.sched.corpus)
+    s.seconds, s.rules_matched, s.rules_tried = el, len(self.matched), len(self.tried)
+    s.corpus = sum(len(r.sched.corpus) for r in self.runs.values())
+    s.levels = {n: (r.cases, round(r.seconds, 1)) for n, r in self.runs.items()}
     per = ", ".join(f"{b} {n}" for b, n in sorted(self.per_backend.items()))
-    line = (f"[{int(el) // 60:02d}:{int(el) % 60:02d}] {s.cases} cases ({s.cases / max(el, 1e-9):.1f}/s), rules "
-            f"{s.rules_matched}/{s.rules_tried}, corpus {s.corpus}, findings {len(self.findings)}"
-            f"{f' ({per})' if per else ''}, reducing {len(self.reductions)}, restarts {self.pool.restarts}")
+    lv = ", ".join(f"{n} {c}" for n, (c, _) in s.levels.items()) if len(s.levels) > 1 else ""
+    line = (f"[{int(el) // 60:02d}:{int(el) % 60:02d}] {s.cases} cases ({s.cases / max(el, 1e-9):.1f}/s"
+            f"{f'; {lv}' if lv else ''}), rewrite rules matched {s.rules_matched} of {s.rules_tried} tried, corpus "
+            f"{s.corpus}, findings {len(self.findings)}{f' ({per})' if per else ''}, reducing {len(self.reductions)}, "
+            f"worker restarts {self.pool.restarts}")
     self.timeline.append({"t": round(el, 2), "cases": s.cases, "rules": s.rules_matched, "tried": s.rules_tried,
                           "corpus": s.corpus, "findings": len(self.findings), "crashes": s.crashes,
-                          "hangs": s.hangs, "restarts": self.pool.restarts})
+                          "hangs": s.hangs, "restarts": self.pool.restarts,
+                          "levels": {n: c for n, (c, _) in s.levels.items()}})
     if self.cfg.progress: print(line, file=sys.stderr, flush=True)
     atomic_write(os.path.join(self.cfg.out, "stats.json"), json.dumps(self.timeline) + "\n")
     self.write_meta(final)
@@ -511,13 +555,13 @@ class Campaign:
             "missing": self.pool.missing, "final": final, "cases": s.cases, "seconds": round(s.seconds, 2),
             "rules_matched": sorted(self.matched), "rules_tried": len(self.tried), "corpus": s.corpus,
             "crashes": s.crashes, "hangs": s.hangs, "restarts": self.pool.restarts, "directed": s.directed,
-            "losses": s.losses, "memory_mb": self.pool.memory_mb,
-            "findings_by_backend": self.per_backend}
+            "losses": s.losses, "memory_mb": self.pool.memory_mb, "findings_by_backend": self.per_backend,
+            "levels": {n: {"cases": c, "seconds": t} for n, (c, t) in s.levels.items()}}
     atomic_write(os.path.join(self.cfg.out, "campaign.json"), json.dumps(meta, indent=1) + "\n")
 
   def run(self) -> CampaignSummary:
     cfg = self.cfg
-    self.pool = WorkerPool(cfg.jobs, cfg.level, cfg.backends, self.env, self.dirs["logs"], cfg.setup,
+    self.pool = WorkerPool(cfg.jobs, cfg.levels, cfg.backends, self.env, self.dirs["logs"], cfg.setup,
                            cfg.max_jobs_per_worker, cfg.step_timeout, cfg.bounds, cfg.memory_mb)
     try:
       self.pool.wait_ready()
@@ -582,16 +626,16 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
   sig = f.signature
   # NOTE: files written before the campaign kept only real backends may name a checker (z3, generator, ...)
   names = list(backends) if backends else [b for b in f.backends if b in BACKENDS]
-  cfg = CampaignConfig(out="", level=sig.level, backends=tuple(names), setup=setup, progress=False,
+  cfg = CampaignConfig(out="", levels=(sig.level,), backends=tuple(names), setup=setup, progress=False,
                        env={k: v for k, v in f.env.items() if k not in ("SPEC", "IGNORE_OOB")})
   cfg.spec = int(f.env.get("SPEC", "2"))
   cfg.bounds = f.env.get("IGNORE_OOB", "1") == "0"
   import tempfile
   with tempfile.TemporaryDirectory(prefix="fuzz-repro-") as logs:
-    pool = WorkerPool(1, sig.level, names, worker_env(cfg), logs, setup, 0, timeout, cfg.bounds, memory_mb)
+    pool = WorkerPool(1, [sig.level], names, worker_env(cfg), logs, setup, 0, timeout, cfg.bounds, memory_mb)
     try:
       pool.wait_ready()
-      pool.submit(pool.workers[0], {"op": "check_state", "states": [f.state], "backends": names})
+      pool.submit(pool.workers[0], {"op": "check_state", "level": sig.level, "states": [f.state], "backends": names})
       got: list[Signature] = []
       msgs: list[str] = []
       end = time.monotonic() + timeout + 60
@@ -613,4 +657,4 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
   return ReplayResult(sig in got, sig, got, msgs)
 
 __all__ = ["CampaignConfig", "CampaignSummary", "run_campaign", "Campaign", "WorkerPool", "replay", "ReplayResult",
-           "signatures_of"]
+           "LEVEL_NAMES", "signatures_of", "default_memory_mb"]

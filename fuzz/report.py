@@ -88,6 +88,14 @@ def rules_by_pass(rules: list[str]) -> dict[str, list[str]]:
 def replay_command(path: str, f: Finding) -> str:
   return f"python -m fuzz repro {path}" + (f" --setup {f.setup}" if f.setup else "")
 
+def _levels(meta: dict[str, Any]) -> str:
+  """The levels fuzzed, each with its cases and worker-seconds where the record has them."""
+  cfg, per = meta.get("config", {}), meta.get("levels", {})
+  names = cfg.get("levels") or ([cfg["level"]] if "level" in cfg else [])
+  if not isinstance(names, list): return "?"
+  return ", ".join(f"{n} ({per[n].get('cases', '?')} cases, {per[n].get('seconds', '?')} worker-s)"
+                   if isinstance(per.get(n), dict) else str(n) for n in names) or "?"
+
 def _findings_sorted(findings: dict[str, Finding]) -> list[Finding]:
   return sorted(findings.values(), key=lambda f: (-f.count, f.first_seen))
 
@@ -102,7 +110,7 @@ def _md_line(text: str) -> str: return " ".join(text.split())
 def render_markdown(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], findings: dict[str, Finding]) -> str:
   cfg = meta.get("config", {})
   lines = [f"# Fuzz campaign {d}", "",
-           f"level `{cfg.get('level', '?')}`, seed {cfg.get('seed', '?')}, {cfg.get('jobs', '?')} worker(s), "
+           f"levels {_levels(meta)}, seed {cfg.get('seed', '?')}, {cfg.get('jobs', '?')} worker(s), "
            f"{cfg.get('minutes', '?')} min, SPEC={cfg.get('spec', '?')}"
            f"{', bounds proved' if cfg.get('bounds') else ''}",
            "", "## Backends", ""]
@@ -153,7 +161,7 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
   secs = meta.get("seconds", 0) or 0
   parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fuzz campaign {e(d)}</title>"
            f"<style>{CSS}</style></head><body><h1>Fuzz campaign <code>{e(d)}</code></h1>",
-           f"<p>level <b>{e(str(cfg.get('level', '?')))}</b>, seed {e(str(cfg.get('seed', '?')))}, "
+           f"<p>levels <b>{e(_levels(meta))}</b>, seed {e(str(cfg.get('seed', '?')))}, "
            f"{e(str(cfg.get('jobs', '?')))} worker(s), {e(str(cfg.get('minutes', '?')))} min, "
            f"SPEC={e(str(cfg.get('spec', '?')))}</p><h2>Backends</h2><ul>"]
   parts += [f"<li>{e(desc)}</li>" for desc in meta.get("backends", {}).values()]

@@ -14,7 +14,7 @@ def lost(tmp_path_factory):
   marks.mkdir()
   cfg = CampaignConfig(out=str(d / "camp"), minutes=10, backends=("python",), jobs=1, setup=SETUP, progress=False,
                        spec=1, batch=4, max_cases=16, reduce=False, env={"FUZZ_TEST_MARKER_DIR": str(marks)},
-                       memory_mb=1200)
+                       memory_mb=1200, levels=("kernel",))
   return cfg, run_campaign(cfg)
 
 def test_a_kill_that_does_not_recur_is_a_worker_loss_not_a_finding(lost):
