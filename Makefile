@@ -118,6 +118,11 @@ fuzz-nightly: $(STAMP)
 	$(PY) -m fuzz run --minutes $(FUZZ_MINUTES) --backends cpu,llvm,python,nv,amd --jobs $(JOBS) --out fuzz_out
 	$(PY) -m fuzz report fuzz_out
 
+# a plain `python -m fuzz run --minutes 2` per level and campaign seed (0, 1, 2) with a bug only that level can show
+# planted (tests/fuzz/planted_levels.py): each must be found, and replay with the bug and not without; slow (~40 min)
+fuzz-planted: $(STAMP)
+	$(PY) -m tests.fuzz.planted_levels --minutes 2 --seeds 0,1,2
+
 # the mutation score (fuzz/mutants.py) and rules hit guided vs unguided (fuzz/guidance.py); slow: minutes each
 fuzz-mutants: $(STAMP)
 	$(PY) -m fuzz mutants --seconds 60

@@ -38,6 +38,8 @@ from fuzz.levels import DirectedLevels
 
 # bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
 FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
+# worker-seconds a fuzz job aims at (Campaign.batch_size)
+JOB_SECONDS = 15.0
 
 # every level, in the order a campaign takes its first jobs; which kind of change each catches: docs/fuzz.md
 LEVEL_NAMES = ("symbolic", "kernel", "tensor")
@@ -325,7 +327,7 @@ class LevelRun:
     self.director: Director | None = None
     if name in ("kernel", "symbolic") and cfg.directed:
       self.director = Director(self.directed.ops(), random.Random(rng.random()))
-    self.seconds, self.cases = 0.0, 0
+    self.seconds, self.cases, self.jobs = 0.0, 0, 0
 
 class Campaign:
   def __init__(self, cfg: CampaignConfig):
@@ -343,6 +345,7 @@ class Campaign:
     self.timeline: list[dict[str, Any]] = []
     self.per_backend: dict[str, int] = {}
     self.env = worker_env(cfg)
+    self.started = time.time()  # when fuzzing began (wall clock, as findings' first_seen)
 
   # ---- inputs ----
   def pick_level(self) -> LevelRun:
@@ -499,7 +502,7 @@ class Campaign:
       return
     run = self.runs[job["level"]]
     run.seconds += time.monotonic() - job.get("_t0", time.monotonic())
-    checked = list(self.pool.describe)
+    checked = self.checked(job)
     tags = job.get("tags") or [None] * len(job["_inputs"])
     for data, tag, fresh, res in zip(job["_inputs"], tags, job["_directed"], results):
       self.summary.cases += 1
@@ -523,11 +526,23 @@ class Campaign:
 
   def fuzz_job(self) -> dict[str, Any]:
     run = self.pick_level()
-    picks = [self.next_input(run) for _ in range(self.cfg.batch)]
+    picks = [self.next_input(run) for _ in range(self.batch_size(run))]
     job = {"op": "check", "level": run.name, "inputs": [d.hex() for d, _, _ in picks],
            "_inputs": [d for d, _, _ in picks], "_directed": [f for _, _, f in picks]}
+    # NOTE: a tensor program is checked on one backend, each in turn: its front end and scheduler are the same on
+    # every backend (the kernel level checks every backend's codegen on each case), and a case costs ~1/n as much
+    if run.name == "tensor" and len(self.pool.describe) > 1:
+      names = sorted(self.pool.describe)
+      job["backends"] = [names[run.jobs % len(names)]]
+    run.jobs += 1
     if any(t is not None for _, t, _ in picks): job["tags"] = [t for _, t, _ in picks]
     return job
+
+  def batch_size(self, run: LevelRun) -> int:
+    """Cases in a job of `run`'s level: --batch, fewer where a case is slow, so that a job takes about JOB_SECONDS
+    (the levels' time slices stay even, and the campaign stops near its deadline); 2 until a job of the level ended."""
+    if not run.cases: return min(self.cfg.batch, 2)
+    return max(1, min(self.cfg.batch, round(JOB_SECONDS * run.cases / max(run.seconds, 1e-3))))
 
   def progress(self, start: float, final: bool = False) -> None:
     el = time.monotonic() - start
@@ -551,8 +566,9 @@ class Campaign:
 
   def write_meta(self, final: bool) -> None:
     s = self.summary
-    meta = {"config": {k: v for k, v in asdict(self.cfg).items()}, "backends": self.pool.describe,
-            "missing": self.pool.missing, "final": final, "cases": s.cases, "seconds": round(s.seconds, 2),
+    meta = {"config": {k: v for k, v in asdict(self.cfg).items()}, "started": self.started,
+            "backends": self.pool.describe, "missing": self.pool.missing, "final": final, "cases": s.cases,
+            "seconds": round(s.seconds, 2),
             "rules_matched": sorted(self.matched), "rules_tried": len(self.tried), "corpus": s.corpus,
             "crashes": s.crashes, "hangs": s.hangs, "restarts": self.pool.restarts, "directed": s.directed,
             "losses": s.losses, "memory_mb": self.pool.memory_mb, "findings_by_backend": self.per_backend,
@@ -570,7 +586,7 @@ class Campaign:
       if cfg.progress:
         for n, d in s.backends.items(): print(f"backend {d}", file=sys.stderr)
         for n, why in s.missing.items(): print(f"backend {n}: NOT RUN: {why}", file=sys.stderr)
-      start = time.monotonic()
+      start, self.started = time.monotonic(), time.time()
       deadline, last = start + cfg.minutes * 60, 0.0
       while True:
         t = time.monotonic()

@@ -27,6 +27,21 @@ def roll_one_further() -> None:
   orig = Tensor.roll
   Tensor.roll = lambda self, shifts, dims=None: orig(self, shifts + 1 if isinstance(shifts, int) else shifts, dims)  # type: ignore
 
+def c_lt_as_le() -> None:
+  """The C renderer prints CMPLT `a < b` as `a <= b` (a renderer change: C kernels' comparisons are off at equality;
+  the CPU backend shows it, the symbolic level cannot)."""
+  from tinygrad.renderer.cstyle import CRenderer
+  CRenderer.code_for_op = {**CRenderer.code_for_op, Ops.CMPLT: lambda a, b, dt: f"({a}<={b})"}
+
+def cat_pieces_reversed() -> None:
+  """Tensor.cat joins its pieces in reverse order (a front-end change: only programs through the Tensor API show it)."""
+  from tinygrad import Tensor
+  orig = Tensor.cat
+  def cat(self, *args, dim=0):
+    ts = [self, *args]
+    return orig(ts[-1], *ts[-2::-1], dim=dim)
+  Tensor.cat = cat  # type: ignore[method-assign]
+
 def _bool_buffer(uops) -> bool:
   from tinygrad.dtype import dtypes
   return any(u.op is Ops.DEFINE_GLOBAL and u.dtype.base is dtypes.bool for u in uops)
