@@ -1,6 +1,9 @@
-"""Fuzz campaigns: `python -m fuzz run --minutes N --backends cpu,llvm,python,nv,amd --jobs J --out DIR`.
+"""Fuzz campaigns: `python -m fuzz run --minutes N [--levels symbolic,kernel,tensor] [--backends ...] --out DIR`.
 
 The parent process hands batches of inputs to J worker processes (fuzz/worker.py) and collects what they find:
+
+  levels    every level by default, each an equal share of the workers' time: the next job goes to the level whose
+            jobs took the fewest worker-seconds (pick_level), and a job aims at JOB_SECONDS (batch_size)
 
   inputs    bytes from the persistent corpus in DIR/corpus/<level>/, mutated at the generator's choice boundaries
             and picked by the rarity of what they reached (fuzz/scheduler.py), or fresh random bytes; a generator
@@ -13,11 +16,14 @@ The parent process hands batches of inputs to J worker processes (fuzz/worker.py
             of the plain generator, which rebuilds other cases from them).
   findings  every Failure a worker reports, and every worker that dies (a crash: the signal) or stops announcing
             progress for `step_timeout` seconds (a hang: killed), is a finding under its Signature (fuzz/findings.py);
-            the worker is restarted and the campaign goes on. The case of a new signature is written at once as a
-            reproducer (DIR/findings/<id>.json) and then reduced (fuzz/reduce.py), its candidates checked in the
-            workers too, so a crashing candidate is an answer and not the end; the reduced case replaces the original
-            in the file. The same signature found again only counts.
-  progress  one line every few seconds: cases, rate, rules matched / tried, corpus, findings per backend, reductions.
+            the worker is restarted and the campaign goes on. A SIGKILL (from outside: the OOM killer, a user) is a
+            resource finding near the memory cap or when it recurs on the case run alone, else a worker loss
+            (worker_died); a worker resident past the memory cap is killed, a resource finding. The case of a new
+            signature is written at once as a reproducer (DIR/findings/<id>.json) and then reduced (fuzz/reduce.py),
+            its candidates checked in the workers too, so a crashing candidate is an answer and not the end; the
+            reduced case replaces the original in the file. The same signature found again only counts.
+  progress  one line every few seconds: cases (per level), rate, rewrite rules matched of those tried, corpus,
+            findings per backend, reductions, worker restarts.
   record    DIR/campaign.json (configuration, backends and why any is unavailable, totals) and DIR/stats.json (a
             sample every few seconds), both rewritten atomically; `python -m fuzz report DIR` renders them.
 
