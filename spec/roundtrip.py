@@ -203,6 +203,8 @@ class _Lexer:
         return ("name", m.group("name"), self.line, self._indent(start))
       if kind == "num":
         start = m.start("num")
+        if self.pos - start > MAX_TOKEN:
+          raise self.err("int literal", f"is larger than 2**128 ({self.pos - start} digits)")
         return ("num", self._number(m.group("num")), self.line, self._indent(start))
       if kind == "nl":
         self.line += 1
@@ -212,6 +214,9 @@ class _Lexer:
         return ("nl", None, self.line - 1, None)
       if kind == "str":
         line, indent = self.line, self._indent(m.start("str"))
+        # NOTE: the length is checked before the token is copied out of the text
+        if self.pos - m.start("str") > _MAX_STR_SOURCE:
+          raise self.err("string literal", f"is longer than {MAX_STR} characters", line)
         return ("str", self._string(m.group("str"), line), line, indent)
       if kind == "skip":
         if m.group("skip")[0] == "\\": self.line += 1
@@ -239,7 +244,6 @@ class _Lexer:
 
   def _string(self, tok: str, line: int) -> str:
     self.line += tok.count("\n") + tok.count("\r") - tok.count("\r\n")
-    if len(tok) > _MAX_STR_SOURCE: raise self.err("string literal", f"is longer than {MAX_STR} characters", line)
     q = min(i for i in (tok.find("'"), tok.find('"')) if i >= 0)
     prefix, body = tok[:q].lower(), tok[q:]
     if "b" in prefix: raise self.err("bytes literal", "is not allowed", line)
