@@ -52,3 +52,14 @@ def test_each_forbidden_effect_of_a_read_is_a_finding(tmp_path):
   assert out["real"] == "ok"
   # the hook stops the write itself, not only reports it
   assert out["files"] == "[]", out["files"]
+
+def test_the_target_runs_in_make_test_nightly_and_in_clusterfuzzlite():
+  with open(os.path.join(REPO, "Makefile")) as f: mk = f.read()
+  test_rule = mk[mk.index("\ntest:"):].split("\n\n")[0]
+  parser_rule = mk[mk.index("\nfuzz-parser:"):].split("\n\n")[0]
+  assert "$(MAKE) fuzz-parser" in test_rule and "PARSER_SECONDS ?= 30" in mk
+  assert "fuzz/targets/pyrender_target.py -max_total_time=$(PARSER_SECONDS)" in parser_rule
+  with open(os.path.join(REPO, ".github", "workflows", "fuzz-nightly.yml")) as f: wf = f.read()
+  assert "make fuzz-parser PARSER_SECONDS=1200" in wf
+  with open(os.path.join(REPO, ".clusterfuzzlite", "build.sh")) as f: build = f.read()
+  assert "fuzz/targets/pyrender_target.py" in build and "pyrender_target.dict" in build
