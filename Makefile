@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders bench clean durations \
+.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
 
 $(STAMP): pyproject.toml
@@ -22,8 +22,9 @@ demo: $(STAMP)
 
 # the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's LLVM path and on PYTHON emulating
 # NV (the CUDA renderer's exact programs, tensor cores included); every tests/tensor kernel rendered as CUDA, compiled
-# for sm_90 by NVRTC + ptxas and run on the host against C; then the whole suite at SPEC=2 with the z3 bounds proof on
-# (IGNORE_OOB=0), on every core. The AMD sweeps run a slice here (tests/amd, tests/codegen/test_emulate.py).
+# for sm_90 by NVRTC + ptxas and run on the host against C; the pyrender reader fuzzed for 30 s (fuzz-parser); then the
+# whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core; the checkpoint readers fuzzed for 30 s each
+# (fuzz-loaders). The AMD sweeps run a slice here (tests/amd, tests/codegen/test_emulate.py).
 test: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 	$(MAKE) test-llvm
@@ -31,6 +32,7 @@ test: $(STAMP)
 	$(MAKE) test-emulate-amd
 	$(MAKE) test-amd-sweep
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv/test_sweep.py
+	$(MAKE) fuzz-parser
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
 	$(MAKE) fuzz-loaders
 
@@ -110,6 +112,14 @@ types: $(STAMP)
 fuzz-smoke: $(STAMP)
 	$(PY) -m fuzz symbolic --seconds 30
 
+# the pyrender reader (spec.roundtrip.eval_pyrender) under atheris for PARSER_SECONDS on a fresh corpus of printed
+# graphs (fuzz/targets/pyrender_target.py: a memory and a time cap, an audit hook on writes, processes and code); any
+# finding fails the target, its input kept as crash-<sha1> here. In make test (30 s); the nightly workflow runs longer
+PARSER_SECONDS ?= 30
+fuzz-parser: $(STAMP)
+	d=$$(mktemp -d) && $(PY) fuzz/targets/pyrender_target.py -max_total_time=$(PARSER_SECONDS) -seed=1 \
+		-print_final_stats=1 $$d; rc=$$?; rm -rf $$d; exit $$rc
+
 # the nightly campaign (.github/workflows/fuzz-nightly.yml): an hour over every backend, its findings reduced, then
 # the report (fuzz_out/report.html, report.md); a backend without its toolchain is named in the log
 FUZZ_MINUTES ?= 60
@@ -123,6 +133,11 @@ fuzz-nightly: $(STAMP)
 FUZZ_LOADER_SECONDS ?= 30
 fuzz-loaders: $(STAMP)
 	$(PY) fuzz/targets/load_common.py --seconds $(FUZZ_LOADER_SECONDS) --out fuzz_out/loaders $(FUZZ_LOADER_ARGS)
+
+# a plain `python -m fuzz run --minutes 2` per level and campaign seed (0, 1, 2) with a bug only that level can show
+# planted (tests/fuzz/planted_levels.py): each must be found, and replay with the bug and not without; slow (~40 min)
+fuzz-planted: $(STAMP)
+	$(PY) -m tests.fuzz.planted_levels --minutes 2 --seeds 0,1,2
 
 # the mutation score (fuzz/mutants.py) and rules hit guided vs unguided (fuzz/guidance.py); slow: minutes each
 fuzz-mutants: $(STAMP)
