@@ -154,10 +154,11 @@ def test_the_bounds_proof_catches_a_wrong_merge(monkeypatch):
 
 # ---- the grid: axes over a dimension's limit ----
 
-def elementwise(*shape, pre_typed=False):
+def elementwise(*shape, pre_typed=False, types=()):
   n = prod(shape)
   out, a = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(n), arg=0), UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(n), arg=1)
-  rs = [UOp.range(s, i, AxisType.GLOBAL if pre_typed else AxisType.LOOP) for i, s in enumerate(shape)]
+  types = types or [AxisType.GLOBAL if pre_typed else AxisType.LOOP] * len(shape)
+  rs = [UOp.range(s, i, t) for i, (s, t) in enumerate(zip(shape, types))]
   idx = UOp.const(dtypes.index, 0)
   for r, s in zip(rs, shape): idx = idx * s + r
   return UOp.sink(out.index(idx).store(a.index(idx).load() + 1.0).end(*rs))
@@ -183,3 +184,14 @@ def test_pre_typed_global_axes_compute_on_python():
     got, p = run_on_python(elementwise(*shape, pre_typed=True), [], [np.zeros_like(x), x])
   np.testing.assert_array_equal(got, x + 1.0)
   assert len([k for k in _specials(p) if k.startswith("gidx")]) == 3
+
+def test_pre_typed_local_axes_over_the_workgroup_run_as_loops():
+  # 4 x 16 x 64 threads asked for by the AST itself (no opt checked them): the outer LOCAL runs as a loop in each
+  # thread, the rest fit the 1024 threads of a block
+  shape, types = (3, 4, 16, 64), (AxisType.GLOBAL, AxisType.LOCAL, AxisType.LOCAL, AxisType.LOCAL)
+  x = np.random.default_rng(2).standard_normal(prod(shape)).astype(np.float32)
+  with Context(EMULATE="NV", IGNORE_OOB=0):
+    got, p = run_on_python(elementwise(*shape, types=types), [], [np.zeros_like(x), x])
+  np.testing.assert_array_equal(got, x + 1.0)
+  lids = {k: v for k, v in _specials(p).items() if k.startswith("lidx")}
+  assert prod(lids.values()) == 16 * 64 and all(v <= m for v, m in zip(lids.values(), (1024, 1024, 64)))

@@ -58,16 +58,18 @@ class GridCtx:
     for e, n in reversed(self.locals): lid = lid * n + (subs or {}).get(e, e)
     return lid
 
-def _place(axes: list[UOp], limits: tuple[int, ...] | None, kind: str, movable: set[AxisType]) -> dict[UOp, UOp]:
+def _place(axes: list[UOp], limits: tuple[int, ...] | None, kind: str, movable: set[AxisType],
+           total: int | None = None) -> dict[UOp, UOp]:
   """Grid axes (innermost first) -> their index expressions over the launch dimensions `{kind}0..` (grid.py plans
-  where each goes). Where no plan fits, the outermost axes of a `movable` AxisType become loops until one does."""
+  where each goes), at most `total` threads in all. Where no plan fits, the outermost axes of a `movable` AxisType
+  become loops until one does."""
   axes, ret = list(axes), {}
-  while (plan := plan_for(axes, limits)) is None:
+  while (plan := plan_for(axes, limits)) is None or (total is not None and prod(r.src[0].vmax for r in axes) > total):
     out = next((r for r in reversed(axes) if r.arg[-1] in movable), None)
     if out is None:
       sizes = [int(r.src[0].vmax) for r in axes]
       raise ValueError(f"grid lowering: {kind} axes of sizes {sizes} (innermost first) fit no launch dimensions of "
-                       f"limits {limits}; the opts asked for more than the target has")
+                       f"limits {limits} (at most {total} threads); the opts asked for more than the target has")
     axes.remove(out)
     ret[out] = _retype(out, AxisType.LOOP)
   return {**ret, **dict(zip(axes, plan_specials(axes, plan, kind)))}
@@ -82,7 +84,7 @@ def grid_specials(sink: UOp, renderer: Renderer) -> GridCtx:
   if has_grid:
     # NOTE: a GLOBAL or LOCAL axis that fits nowhere runs as a loop in each thread; WARP lanes and a group reduce cannot
     ret.update(_place(gl, renderer.global_max, "gidx", {AxisType.GLOBAL}))
-    ret.update(_place(lc, renderer.local_max, "lidx", {AxisType.LOCAL}))
+    ret.update(_place(lc, renderer.local_max, "lidx", {AxisType.LOCAL}, renderer.local_max_total))
   for r in rngs:
     at = r.arg[-1]
     if r in ret: continue
