@@ -49,15 +49,15 @@ def _partitions(n: int, k: int) -> list[tuple[int, ...]]:
   """Every split of n items into k consecutive nonempty groups, as group lengths."""
   return [tuple(b - a for a, b in zip((0, *cuts), (*cuts, n))) for cuts in itertools.combinations(range(1, n), k - 1)]
 
+def _cut(digits: list[Digit], lens: tuple[int, ...]) -> Plan:
+  return tuple(tuple(digits[sum(lens[:i]):sum(lens[:i + 1])]) for i in range(len(lens)))
+
 def _group(digits: list[Digit], limits: tuple[int, ...]) -> Plan | None:
   """Consecutive digits into at most len(limits) dimensions, each within its limit: the most dimensions, then the inner
   dimensions with the fewest digits (the outer axes merge first)."""
-  for k in range(min(len(digits), len(limits)), 0, -1):
-    for lens in _partitions(len(digits), k):
-      dims, at = [], 0
-      for n in lens: dims.append(tuple(digits[at:at + n])); at += n
-      if all(prod(d.size for d in dim) <= m for dim, m in zip(dims, limits)): return tuple(dims)
-  return None
+  plans = (_cut(digits, lens) for k in range(min(len(digits), len(limits)), 0, -1)
+           for lens in _partitions(len(digits), k))
+  return next((p for p in plans if all(prod(d.size for d in dim) <= m for dim, m in zip(p, limits))), None)
 
 def _split(d: Digit) -> tuple[Digit, Digit] | None:
   """A digit as two (inner, outer), the inner factor the largest divisor at most its square root; None for a prime."""
@@ -102,12 +102,7 @@ def plan_specials(axes: list[UOp], plan: Plan, kind: str) -> list[UOp]:
       if k < len(dim) - 1: v = v % d.size
       terms[d.axis].append(v * d.weight if d.weight > 1 else v)
       stride *= d.size
-  ret = []
-  for t in terms:
-    e = t[0]
-    for x in t[1:]: e = e + x
-    ret.append(e)
-  return ret
+  return [sum(t[1:], t[0]) for t in terms]
 
 __all__ = ["Digit", "Plan", "launch_axes", "plan_launch", "plan_for", "plan_specials", "grid_plan", "identity_plan",
            "is_identity", "GLOBAL_TYPES", "LOCAL_TYPES"]
