@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
-	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
+	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
+	test-ops-targets test-gpu-sweep
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +62,23 @@ test-emulate-amd: $(STAMP)
 	for a in AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
 	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor || exit 1; \
 	done
+
+# the OpInfo harness (tests/ops/opinfo, against torch) on each emulated GPU (the NV and AMD renderers' exact programs on
+# the PYTHON interpreter) and on the CPU's LLVM path, then every conv2d regression shape of issue 31 on every arch and
+# emulation (make test runs a slice of both: tests/ops/test_opinfo_targets.py, tests/codegen/test_conv_gpu_targets.py)
+test-ops-targets: $(STAMP)
+	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/ops/test_opinfo.py
+	for a in NV AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
+	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/ops/test_opinfo.py || exit 1; \
+	done
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/codegen/test_conv_gpu_targets.py
+
+# random conv/conv_transpose/pool/matmul/reduce/scan programs, forward and backward, each kernel compiled for sm_80/89/90
+# and gfx942/1100/1201 with the default heuristics, as COMPILE_ONLY=1 does (tests/codegen/gpu_sweep.py; make test runs
+# a slice: tests/codegen/test_gpu_sweep.py)
+GPU_SWEEP_PROGRAMS ?= 2000
+test-gpu-sweep: $(STAMP)
+	$(PY) -m tests.codegen.gpu_sweep --programs $(GPU_SWEEP_PROGRAMS) --jobs $(JOBS)
 
 test-python: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor

@@ -102,3 +102,26 @@ def killed_and_hogging_workers() -> None:
       del hog
     return orig(self, case)
   KernelLevel.prepare = prepare  # type: ignore[method-assign]
+
+def no_grid_merge() -> None:
+  """The lowering gives each grid axis a launch dimension of its own and never merges or splits them (as before issue
+  31): a kernel with more local axes than workgroup dimensions (or an axis over its dimension's limit) fails to compile,
+  while the opts still accept what a merge would fit."""
+  import tinygrad.codegen.lowerer as lowerer
+  from tinygrad.codegen.grid import identity_plan
+  def plan_for(axes, limits):
+    if limits is None: return None
+    sizes = [int(r.src[0].vmax) for r in axes]
+    if (plan := identity_plan(sizes, limits)) is None:
+      raise ValueError(f"grid lowering: axes of sizes {sizes} do not each fit a launch dimension of {limits}; merge them")
+    return plan
+  lowerer.plan_for = plan_for
+
+def issue31() -> None:
+  """Issue 31 as it was: no merge in the lowering (no_grid_merge), and GPU heuristics that give every output axis a
+  LOCAL while the thread budget lasts, without counting the workgroup dimension a group reduce holds."""
+  from tinygrad.uop import AxisType
+  import tinygrad.codegen.heuristic as heuristic
+  no_grid_merge()
+  heuristic._Builder.try_local = heuristic._Builder.try_opt  # type: ignore[method-assign]
+  heuristic.LOCAL_TYPES = (AxisType.LOCAL, AxisType.WARP)
