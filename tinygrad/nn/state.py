@@ -462,7 +462,7 @@ def _scan_pickle(f: Any, fn: str, end: int) -> None:
         raise CheckpointError(f"torch_load: {fn}: the pickle declares a frame of {arg} bytes at offset {pos}, but only "
                               f"{end - f.tell()} bytes remain")
       if op.name in ("PUT", "BINPUT", "LONG_BINPUT"):
-        if (idx := int(arg)) > memo:
+        if (idx := int(arg or 0)) > memo:
           raise CheckpointError(f"torch_load: {fn}: the pickle stores to memo index {idx} at offset {pos} after {memo} "
                                 "stores (a pickler numbers them in order)")
         memo = max(memo, idx + 1)
