@@ -93,7 +93,10 @@ def validate_index(graph_or_list: UOp | Sequence[UOp]) -> None:
 
 def _prove(todo: list[tuple[int, UOp, tuple[UOp, ...], Access]]) -> None:
   # NOTE: z3 loads in ~0.2 s; imported here so that loading the spec plugin stays cheap
-  import z3
+  try: import z3
+  except ImportError as e:
+    raise ImportError("IGNORE_OOB=0 proves every memory access with z3, which is not installed: pip install z3-solver "
+                      "(the project's `fuzz` and `testing` extras have it), or leave IGNORE_OOB at 1") from e
   from spec import smt
   tr, solver = smt.Translator(model_floats=False), z3.Solver()
   solver.set("timeout", 10_000)
