@@ -25,6 +25,7 @@ _proved: weakref.WeakSet[UOp] = weakref.WeakSet()
 # NOTE: z3's Python API shares one context between threads and is not thread-safe (BEAM compiles candidates on a
 # thread pool, each compile validating its program): a proof, its terms and their release all happen under this lock
 _z3_lock = threading.RLock()
+PROOF_RLIMIT = 60_000_000
 
 class Access(NamedTuple):
   buf: UOp          # the DEFINE_GLOBAL/LOCAL/REG under the INDEX (through AFTERs)
@@ -99,7 +100,9 @@ def _prove(todo: list[tuple[int, UOp, tuple[UOp, ...], Access]]) -> None:
                       "(the project's `fuzz` and `testing` extras have it), or leave IGNORE_OOB at 1") from e
   from spec import smt
   tr, solver = smt.Translator(model_floats=False), z3.Solver()
-  solver.set("timeout", 10_000)
+  # NOTE: the budget is z3's deterministic resource count, not wall time, so a proof holds or fails the same way on a
+  # loaded machine (the heaviest proof in the suite, an int64 cumsum's index under EMULATE=NV, takes ~10.4M)
+  solver.set("rlimit", PROOF_RLIMIT)
   for pos, u, ifs, a in todo:
     gates = a.gates + list(ifs)
     # NOTE: a masked access checks each element under its own lane of the gates (a scalar gate reads its one value)
