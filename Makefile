@@ -1,24 +1,43 @@
 # The two set-up commands on a fresh machine are `make demo` and `make test`; each creates .venv and installs what it needs.
+# `make demo` installs the core package only (numpy: ~100 MB); `make test` installs every extra (~2.4 GB: torch, the
+# NVIDIA toolchain, llvmlite and zig, z3, atheris); other targets install the extras they use. pip prints what it
+# fetches as it goes (no -q): the full install takes a few minutes on a fresh machine.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+EXTRA := $(VENV)/.installed-
+# NOTE: pytest-xdist workers for the suite; CI's machines have 2 cores (`make test JOBS=8` on a bigger one)
 JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
 	test-ops-targets test-gpu-sweep
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[testing,lint,nv,llvm,fuzz]'
-	touch $(STAMP)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# one extra at a time (make fuzz-smoke installs `fuzz`, make lint `lint`); `core` is the package alone
+$(EXTRA)%: pyproject.toml | $(PY)
+	@echo "installing tinygrad-harness[$*] into $(VENV)"
+	$(PY) -m pip install -e '.[$*]'
+	touch $@
+$(EXTRA)core: pyproject.toml | $(PY)
+	@echo "installing tinygrad-harness (numpy only) into $(VENV)"
+	$(PY) -m pip install -e .
+	touch $@
+
+# everything the suite needs
+$(STAMP): pyproject.toml | $(PY)
+	@echo "installing tinygrad-harness with every extra into $(VENV) (~2.4 GB: torch, the NVIDIA toolchain, llvmlite, zig)"
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e '.[testing,lint,nv,llvm,fuzz]'
+	touch $(STAMP) $(EXTRA)core $(EXTRA)testing $(EXTRA)lint $(EXTRA)nv $(EXTRA)llvm $(EXTRA)fuzz
 
 # the virtual environment alone (CI jobs that run its tools from more than one checkout)
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(EXTRA)core
 	SPEC=2 $(PY) examples/mlp.py
 
 # the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's LLVM path and on PYTHON emulating
@@ -111,23 +130,30 @@ test-semantics-sweep: $(STAMP)
 test-deep-chains: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/schedule/test_deep_graphs.py
 
-# one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2
+# one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2 [PYTEST_ARGS='-x -k conv'] [JOBS=2]. It names
+# every failure and the 25 slowest tests, and stops itself after SHARD_TIMEOUT seconds (below CI's job limit) so a shard
+# that runs long still prints where it was
 SPLITS ?= 2
 GROUP ?= 1
+SHARD_TIMEOUT ?= 1500
+PYTEST_ARGS ?=
 test-shard: $(STAMP)
-	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -q -p no:cacheprovider --splits $(SPLITS) --group $(GROUP) --durations-path .test_durations
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -rfE --durations=25 \
+	  --session-timeout $(SHARD_TIMEOUT) --splits $(SPLITS) --group $(GROUP) --durations-path .test_durations $(PYTEST_ARGS)
 
+# refresh .test_durations from a whole run (docs/testing.md): tests that no longer exist are dropped
 durations: $(STAMP)
-	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -q -p no:cacheprovider --store-durations --durations-path .test_durations
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider --store-durations --clean-durations \
+	  --durations-path .test_durations
 
-lint: $(STAMP)
+lint: $(EXTRA)lint
 	$(VENV)/bin/ruff check .
 
 types: $(STAMP)
 	$(VENV)/bin/mypy tinygrad fuzz
 	$(VENV)/bin/mypy --strict --follow-imports=silent spec replay
 
-fuzz-smoke: $(STAMP)
+fuzz-smoke: $(EXTRA)fuzz
 	$(PY) -m fuzz symbolic --seconds 30
 
 # the pyrender reader (spec.roundtrip.eval_pyrender) under atheris for PARSER_SECONDS on a fresh corpus of printed
