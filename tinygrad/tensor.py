@@ -12,6 +12,8 @@ import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.mathtraits import MathTrait
+from tinygrad.uop.sint import sint, all_concrete, ssimplify, sym_prod, sym_eq, sym_le, vmax, vmin, bound_value
+from tinygrad.uop.sint import render_shape, render_sint, variables, shape_eq
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
 from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
@@ -22,7 +24,7 @@ from tinygrad.gradient import compute_gradient, custom_gradient, substitute
 
 def _device_uop(device: str) -> UOp: return UOp(Ops.DEVICE, arg=device)
 
-def _const_uop(val: ConstType, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
+def _const_uop(val: ConstType, dtype: DType, device: str, shape: tuple[sint, ...] = ()) -> UOp:
   """CONST with a DEVICE source (shape ()), broadcast to `shape` with reshape+expand as the tensor spec asks."""
   c = UOp(Ops.CONST, dtype, (_device_uop(device),), dtypes.as_const(val, dtype))
   return c.reshape((1,) * len(shape)).expand(shape) if shape else c
@@ -78,17 +80,21 @@ def _is_writable_view(u: UOp) -> bool:
   while u.op in GroupOp.Movement and u.op is not Ops.EXPAND: u = u.src[0]
   return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
 
-def broadcast_shape(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
-  """numpy broadcasting: align right, size-1 axes stretch; anything else is an error naming every shape and the op."""
+def broadcast_shape(*shapes: tuple[sint, ...], op: str = "broadcast") -> tuple[sint, ...]:
+  """numpy broadcasting: align right, size-1 axes stretch; anything else is an error naming every shape and the op.
+  A symbolic size broadcasts only with 1 and with sizes provably equal to it."""
   nd = max((len(s) for s in shapes), default=0)
   padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
-  out = []
+  out: list[sint] = []
   for sizes in zip(*padded):
-    big = {s for s in sizes if s != 1}
+    big: list[sint] = []
+    for sz in sizes:
+      if (isinstance(sz, UOp) or sz != 1) and not any(sym_eq(sz, b) for b in big): big.append(sz)
     if len(big) > 1:
-      raise ShapeMismatchError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast (numpy "
-                               "rules)")
-    out.append(big.pop() if big else 1)
+      shown = " and ".join(render_shape(s) for s in shapes)
+      raise ShapeMismatchError(f"{op}: shapes {shown} do not broadcast (numpy rules"
+                               f"{'; symbolic sizes must be provably equal' if not all_concrete(big) else ''})")
+    out.append(big[0] if big else 1)
   return tuple(out)
 
 class ArgumentError(RuntimeError, ValueError):
@@ -121,6 +127,29 @@ def _axis_or_dim(axis: Any, dim: Any, op: str, default: Any = None) -> Any:
   return dim
 
 def _zero_of(dt: DType) -> ConstType: return False if dt is dtypes.bool else 0
+
+def _bound_or(x: sint) -> Any: return v if (v := bound_value(x)) is not None else render_sint(x)
+
+def _size_ok(x: Any) -> bool:
+  """A size a shape may hold: an int >= 0, or an index UOp whose variables are all bound and whose least value >= 0."""
+  if isinstance(x, UOp):
+    return x.dtype is dtypes.index and x.vmin >= 0 and all(v.op is Ops.BIND for v in variables(x))
+  return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+def _is_int(x: Any, v: int) -> bool: return not isinstance(x, UOp) and x == v
+
+def _sym_arg(x: Any, op: str) -> sint:
+  """A size or offset argument: an int, or an index UOp of bound variables (simplified)."""
+  if not isinstance(x, UOp): return int(x)
+  if x.dtype is not dtypes.index or any(v.op is not Ops.BIND for v in variables(x)):
+    raise ArgumentError(f"{op}: a symbolic argument must be an index UOp of bound variables (Variable(...).bind(n)), "
+                        f"got {x!r}")
+  return ssimplify(x)
+
+def _max_shape(shape: tuple[sint, ...]) -> tuple[int, ...]: return tuple(vmax(x) for x in shape)
+def _shrink_to(t: Tensor, shape: tuple[sint, ...]) -> Tensor:
+  """A tensor of the maximum of a symbolic shape, viewed at that shape (its prefix along every axis)."""
+  return t if all_concrete(shape) else t._new(t.uop.shrink(tuple((0, x) for x in shape)))
 
 # ops Tensor.alu computes in a float dtype (ints and bools promote first, as torch)
 _FLOAT_MATH = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL}
@@ -322,10 +351,13 @@ class Tensor(_CastSugar, MathTrait):
 
   def __hash__(self) -> int: return id(self)
   def __repr__(self) -> str:
-    return f"<Tensor {self.shape} {self.dtype} on {self.device}{' grad' if self.requires_grad else ''}>"
+    shape = self.shape if all_concrete(self.shape) else render_shape(self.shape)
+    return f"<Tensor {shape} {self.dtype} on {self.device}{' grad' if self.requires_grad else ''}>"
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
-    return self.shape[0]
+    if isinstance(n := self.shape[0], UOp):
+      raise TypeError(f"len() of a tensor of symbolic shape {render_shape(self.shape)}: use t.shape[0]")
+    return n
   # NOTE: the Python conversions realize a one-element tensor and read it, as torch's
   def __bool__(self) -> bool:
     if self.numel() != 1:
@@ -343,18 +375,20 @@ class Tensor(_CastSugar, MathTrait):
     return self.item()
 
   @property
-  def shape(self) -> tuple[int, ...]: return cast(tuple[int, ...], self.uop.shape)
+  def shape(self) -> tuple[sint, ...]:
+    """The sizes of the axes: ints, and index UOps of bound variables where an axis is symbolic (docs/symbolic.md)."""
+    return cast(tuple[sint, ...], self.uop.shape)
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
   def device(self) -> str: return cast(str, self.uop.device)
   @property
   def ndim(self) -> int: return len(self.shape)
-  def numel(self) -> int: return int(prod(self.shape))
+  def numel(self) -> sint: return int(prod(self.shape)) if all_concrete(self.shape) else sym_prod(self.shape)
   def element_size(self) -> int: return self.dtype.itemsize
-  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def nbytes(self) -> sint: return ssimplify(self.numel() * self.dtype.itemsize)
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
-  def size(self, dim: int | None = None) -> int | tuple[int, ...]:
+  def size(self, dim: int | None = None) -> sint | tuple[sint, ...]:
     return self.shape if dim is None else self.shape[self._axis(dim)]
 
   def _new(self, u: UOp, *others: Tensor) -> Tensor:
@@ -375,7 +409,7 @@ class Tensor(_CastSugar, MathTrait):
     for t in dict.fromkeys((self, *others)):
       if _base_buffer(t.uop) is not None: continue
       # NOTE: an empty tensor needs no kernel: it becomes an empty buffer at once
-      if t.numel() == 0:
+      if all_concrete(t.shape) and t.numel() == 0:
         if apply: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device).reshape(t.shape)})
       else: todo.append(t)
     if not todo: return [], {}
@@ -402,6 +436,7 @@ class Tensor(_CastSugar, MathTrait):
     """A copy of the values as a numpy array (bfloat16 and fp8 come back as float32)."""
     from tinygrad.device import buffer_of
     from tinygrad.engine.realize import is_capturing
+    self._need_concrete("numpy()/item()/tolist()")
     if is_capturing():
       raise RuntimeError(f"numpy()/item()/tolist() of {self!r} inside a function TinyJit is capturing: a replay does "
                          "not run the function, so it cannot read values on the host; return the tensor instead")
@@ -417,6 +452,12 @@ class Tensor(_CastSugar, MathTrait):
       raise ArgumentError(f"item: only a tensor of one element has an item, this one has shape {self.shape}")
     return cast(ConstType, self.numpy().reshape(-1)[0].item())
   def data(self) -> np.ndarray: return self.numpy()
+  def _need_concrete(self, op: str) -> None:
+    if all_concrete(self.shape): return
+    sym = ", ".join(render_sint(x) for x in self.shape if isinstance(x, UOp))
+    conc = tuple(vmax(x) if not isinstance(x, UOp) else _bound_or(x) for x in self.shape)
+    raise ArgumentError(f"{op} of a tensor of symbolic shape {render_shape(self.shape)} needs concrete sizes "
+                        f"(symbolic: {sym}); reshape it to the bound sizes first, e.g. .reshape{conc}")
 
   def contiguous(self) -> Tensor: return self._new(self.uop.contiguous(), )
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
@@ -464,19 +505,24 @@ class Tensor(_CastSugar, MathTrait):
     """A tensor whose buffer holds `bits` as they are (the storage of dtype: bit patterns for bfloat16 and fp8)."""
     return Tensor(_buffer_uop(bits, dtype, _canon_device(device), raw=True))
   @staticmethod
-  def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+  def _shape_arg(shape: tuple[Any, ...]) -> tuple[sint, ...]:
     s = argfix(*shape)
-    if not all(isinstance(x, int) and x >= 0 for x in s):
-      raise ShapeMismatchError(f"shape must be non-negative ints, got {s}")
-    return s
+    if not all(_size_ok(x) for x in s):
+      raise ShapeMismatchError(f"shape must be non-negative ints (or index UOps of bound variables, "
+                               f"Variable(...).bind(n)), got {s}")
+    return tuple(ssimplify(x) for x in s)
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    """An uninitialized tensor. Of a symbolic shape: a buffer of the shape's maximum, viewed at the shape."""
     s, dt, dev = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float), _canon_device(device)
+    if not all_concrete(s):
+      buf = _new_buffer_uop(prod(_max_shape(s)), dt, dev)
+      return Tensor(buf.shrink(((0, sym_prod(s)),)).reshape(s), **kw)
     return Tensor(_new_buffer_uop(prod(s), dt, dev).reshape(s), **kw)
   @staticmethod
   def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None,
            dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
-    s = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
+    s = Tensor._shape_arg((shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     return Tensor(_const_uop(fill_value, dt, _canon_device(device), s), **kw)
   @staticmethod
@@ -512,6 +558,8 @@ class Tensor(_CastSugar, MathTrait):
              dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ArgumentError("arange: step must not be zero")
+    if isinstance(stop, UOp) or isinstance(start, UOp) or isinstance(step, UOp):
+      return Tensor._arange_symbolic(start, stop, step, device, dtype, **kw)
     if not all(math.isfinite(v) for v in (start, stop, step)):
       raise ArgumentError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
     is_float = any(isinstance(v, float) for v in (start, stop, step))
@@ -529,6 +577,19 @@ class Tensor(_CastSugar, MathTrait):
     acc = dt if dt in (dtypes.int32, dtypes.int64) else dtypes.int64 if dt.itemsize >= 4 else dtypes.int32
     v = Tensor._arange_index(n, device).cast(acc) * step + start
     return Tensor(v.cast(dt).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
+  @staticmethod
+  def _arange_symbolic(start: Any, stop: Any, step: Any, device: str | None, dtype: DTypeLike | None,
+                       **kw: Any) -> Tensor:
+    """arange to a symbolic stop: the arange to the stop's maximum, viewed at the symbolic length."""
+    if isinstance(start, UOp) or isinstance(step, UOp) or not isinstance(start, int) or not isinstance(step, int) or \
+       step <= 0 or not _size_ok(stop):
+      raise ArgumentError(f"arange: a symbolic stop needs int start and a positive int step, got start={start!r}, "
+                          f"stop={render_sint(stop)}, step={step!r}")
+    n = ssimplify((stop - start + step - 1) // step)
+    if vmin(n) < 0:
+      raise ArgumentError(f"arange: {render_sint(stop)} can be below start {start} for some value of its variables")
+    full = Tensor.arange(start, start + vmax(n) * step, step, device=device, dtype=dtype)
+    return Tensor(_shrink_to(full, (n,)).uop, **kw)
   @staticmethod
   def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DTypeLike | None = None,
                **kw: Any) -> Tensor:
@@ -594,6 +655,9 @@ class Tensor(_CastSugar, MathTrait):
     dtype)."""
     s, dt = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise DTypeError(f"rand: dtype must be a float type, got {dt}")
+    # NOTE: a symbolic shape draws its maximum and is viewed at its binding, so every binding draws as many numbers
+    if not all_concrete(s):
+      return Tensor(_shrink_to(Tensor.rand(_max_shape(s), device=device, dtype=dt), s).uop, **kw)
     if prod(s) == 0: return Tensor.zeros(s, device=device, dtype=dt, **kw)
     mbits = min(dtypes.finfo(dt)[1] + 1, 32)
     ct = dtypes.float64 if dt is dtypes.float64 else dtypes.float32
@@ -684,10 +748,10 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return ()
     return tuple(sorted(ax))
 
-  def _broadcast_to(self, shape: tuple[int, ...], op: str = "broadcast_to") -> Tensor:
+  def _broadcast_to(self, shape: tuple[sint, ...], op: str = "broadcast_to") -> Tensor:
     if self.shape == shape: return self
-    if len(self.shape) > len(shape) or broadcast_shape(self.shape, shape, op=op) != shape:
-      raise ShapeMismatchError(f"{op}: cannot broadcast shape {self.shape} to {shape}")
+    if len(self.shape) > len(shape) or not shape_eq(broadcast_shape(self.shape, shape, op=op), shape):
+      raise ShapeMismatchError(f"{op}: cannot broadcast shape {render_shape(self.shape)} to {render_shape(shape)}")
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape)
     return x._new(x.uop.expand(shape))
   def expand_as(self, x: Tensor) -> Tensor: return self._broadcast_to(x.shape)
@@ -1315,6 +1379,7 @@ class Tensor(_CastSugar, MathTrait):
         raise ArgumentError(f"reshape: a None keeps the size of the axis at its position, {s} has one past the "
                             f"{self.ndim} axes of {self.shape}")
       s = tuple(self.shape[k] if x is None else x for k, x in enumerate(s))
+    if not all_concrete(s + self.shape): return self._reshape_symbolic(s)
     if sum(1 for x in s if x == -1) > 1: raise ArgumentError(f"reshape: at most one -1 in {s}")
     if -1 in s:
       known = prod(x for x in s if x != -1)
@@ -1324,6 +1389,22 @@ class Tensor(_CastSugar, MathTrait):
     if prod(s) != self.numel():
       raise ArgumentError(f"reshape: cannot reshape {self.shape} ({self.numel()} elements) to {s}")
     return self if s == self.shape else self._new(self.uop.reshape(s))
+  def _reshape_symbolic(self, s: tuple[Any, ...]) -> Tensor:
+    """reshape where a size is symbolic: equal sizes for every value of the variables, or, between a concrete and a
+    symbolic shape, at the bindings (a tensor of the bound size given a symbolic shape: a TinyJit input of varying
+    batch, docs/symbolic.md)."""
+    if sum(1 for x in s if _is_int(x, -1)) > 1: raise ArgumentError(f"reshape: at most one -1 in {render_shape(s)}")
+    if any(_is_int(x, -1) for x in s):
+      known = sym_prod(x for x in s if not _is_int(x, -1))
+      inferred = ssimplify(self.numel() // known) if isinstance(known, UOp) or known != 0 else 0
+      if not sym_eq(ssimplify(inferred * known), self.numel()):
+        raise ArgumentError(f"reshape: cannot infer the -1 of {render_shape(s)} from {render_shape(self.shape)}")
+      s = tuple(inferred if _is_int(x, -1) else x for x in s)
+    if not all(_size_ok(x) for x in s): raise ArgumentError(f"reshape: bad shape {render_shape(s)}")
+    s = tuple(ssimplify(x) for x in s)
+    try: u = self.uop.reshape(s)
+    except ValueError as e: raise ArgumentError(str(e)) from None
+    return self if u is self.uop else self._new(u)
   def view(self, shape: Any, *args: int) -> Tensor: return self.reshape(shape, *args)
   def permute(self, order: Any, *args: int) -> Tensor:
     o = tuple(self._axis(a) for a in argfix(order, *args))
@@ -1419,9 +1500,16 @@ class Tensor(_CastSugar, MathTrait):
   def unsqueeze(self, dim: int) -> Tensor:
     d = self._axis(dim, self.ndim + 1)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
-  def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+  def shrink(self, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
+    """Keep [begin, end) of each axis (None: all of it). A symbolic bound must stay inside the axis for every value of
+    its variables."""
     if len(arg) != self.ndim: raise ArgumentError(f"shrink: {len(arg)} ranges for the {self.ndim} axes of {self.shape}")
-    a = tuple((0, s) if r is None else (int(r[0]), int(r[1])) for r, s in zip(arg, self.shape))
+    a = tuple((0, s) if r is None else (_sym_arg(r[0], "shrink"), _sym_arg(r[1], "shrink"))
+              for r, s in zip(arg, self.shape))
+    if not all_concrete(flatten(a) + list(self.shape)):
+      try: u = self.uop.shrink(a)
+      except ValueError as e: raise ArgumentError(str(e)) from None
+      return self if u is self.uop else self._new(u)
     if any(not 0 <= b <= e <= s for (b, e), s in zip(a, self.shape)):
       raise ArgumentError(f"shrink: {a} does not fit shape {self.shape}")
     return self if a == tuple((0, s) for s in self.shape) else self._new(self.uop.shrink(a))
@@ -1433,13 +1521,14 @@ class Tensor(_CastSugar, MathTrait):
       raise UnsupportedError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if mode != "constant" and value != 0:
       raise ArgumentError(f"pad: a fill value only goes with mode 'constant', got value={value!r} with mode {mode!r}")
-    if all(isinstance(p, int) for p in padding):
+    if all(isinstance(p, (int, UOp)) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim:
         raise ArgumentError(f"pad: flat padding {tuple(padding)} for shape {self.shape}")
-      flat = list(padding)
+      flat = [_sym_arg(p, "pad") for p in padding]
       pairs = [(0, 0)] * (self.ndim - len(flat) // 2) + [(flat[i], flat[i + 1]) for i in range(len(flat) - 2, -1, -2)]
-    else: pairs = [(0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding]
+    else: pairs = [(0, 0) if p is None else (_sym_arg(p[0], "pad"), _sym_arg(p[1], "pad")) for p in padding]
     if len(pairs) != self.ndim: raise ArgumentError(f"pad: {len(pairs)} pairs for the {self.ndim} axes of {self.shape}")
+    if not all_concrete(flatten(pairs)): return self._pad_symbolic(pairs, value, mode)
     pos = tuple((max(b, 0), max(e, 0)) for b, e in pairs)
     if mode in ("reflect", "replicate") and any(p != (0, 0) for p in pos):
       # NOTE: as torch, reflect and replicate take the edges of the whole tensor, then negative amounts crop the result
@@ -1453,6 +1542,18 @@ class Tensor(_CastSugar, MathTrait):
     if value == 0: return ret
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))
     # NOTE: the fill takes the tensor's dtype (as torch: an int tensor padded with 1.5 holds 1)
+    return inside.where(ret, Tensor(_const_uop(value, self.dtype, self.device)))
+  def _pad_symbolic(self, pairs: list[tuple[sint, sint]], value: ConstType, mode: str) -> Tensor:
+    """pad by symbolic amounts: "constant" mode, amounts >= 0 for every value of their variables."""
+    if mode != "constant":
+      raise UnsupportedError(f"pad: symbolic amounts {render_shape(tuple(flatten(pairs)))} need mode 'constant'")
+    if any(vmin(x) < 0 for x in flatten(pairs)):
+      raise ArgumentError(f"pad: symbolic amounts {render_shape(tuple(flatten(pairs)))} must be >= 0 for every value "
+                          "of their variables (shrink for a crop)")
+    pos = tuple(pairs)
+    ret = self._new(self.uop.pad(pos))
+    if value == 0: return ret
+    inside = Tensor(_const_uop(True, dtypes.bool, self.device, self.shape).pad(pos))
     return inside.where(ret, Tensor(_const_uop(value, self.dtype, self.device)))
   def flip(self, axis: int | Sequence[int] = _AXIS_DEFAULT, *args: int, dims: int | Sequence[int] | None = None,
            dim: int | Sequence[int] | None = None) -> Tensor:
@@ -1486,8 +1587,9 @@ class Tensor(_CastSugar, MathTrait):
     if x.shape == (0,): return x.cast(dt)
     d = x._axis(dim)
     for t in ts[1:]:
-      if t.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != d):
-        raise ShapeMismatchError(f"cat: shapes {x.shape} and {t.shape} differ outside axis {d}")
+      if t.ndim != x.ndim or any(not sym_eq(a, b) for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != d):
+        raise ShapeMismatchError(f"cat: shapes {render_shape(x.shape)} and {render_shape(t.shape)} differ outside axis "
+                                 f"{d}")
     ts = [t.cast(dt) for t in ts]
     total, off, ret = sum(t.shape[d] for t in ts), 0, None
     for t in ts:
@@ -1526,6 +1628,7 @@ class Tensor(_CastSugar, MathTrait):
     return [self._index_entry(i) for i in raw]
   def _index_entry(self, i: Any) -> Any:
     if i is None or i is Ellipsis or isinstance(i, (slice, bool)): return i
+    if isinstance(i, UOp): return _sym_arg(i, "index")
     if isinstance(i, np.bool_): return bool(i)
     if isinstance(i, (int, np.integer)): return int(i)
     if isinstance(i, Tensor):
@@ -1606,7 +1709,13 @@ class Tensor(_CastSugar, MathTrait):
         new_shape.append(1)
         continue
       n = self.shape[d]
-      if isinstance(i, slice):
+      if isinstance(i, slice) and any(isinstance(v, UOp) for v in (i.start, i.stop, i.step, n)):
+        b, e = self._sym_slice(i, n, d)
+        shrinks.append((b, e)); flips.append(False); strides.append(1); new_shape.append(ssimplify(e - b))
+      elif isinstance(i, UOp):
+        if has_adv: raise IndexError(f"a symbolic index ({render_sint(i)}) next to index arrays is not supported")
+        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
+      elif isinstance(i, slice):
         start, stop, step = i.indices(n)
         cnt = len(range(start, stop, step))
         if cnt == 0: shrinks.append((0, 0)); flips.append(False); strides.append(1)
@@ -1633,6 +1742,22 @@ class Tensor(_CastSugar, MathTrait):
     x = x.reshape(tuple(new_shape))
     return x._advanced_index(adv) if adv else x
 
+  def _sym_slice(self, i: slice, n: sint, d: int) -> tuple[sint, sint]:
+    """A slice of axis d (size n) where a bound or the size is symbolic: step 1, bounds inside the axis for every value
+    of the variables (a negative int counts from the end, as in Python; nothing is clipped)."""
+    if i.step not in (None, 1):
+      raise IndexError(f"a slice with a symbolic bound or axis takes step 1, got {i} on axis {d} of "
+                       f"{render_shape(self.shape)}")
+    def bound(v: Any, default: sint) -> sint:
+      if v is None: return default
+      v = _sym_arg(v, "index")
+      return ssimplify(n + v) if not isinstance(v, UOp) and v < 0 else v
+    b, e = bound(i.start, 0), bound(i.stop, n)
+    if not (vmin(b) >= 0 and sym_le(b, e) and sym_le(e, n)):
+      raise IndexError(f"slice [{render_sint(b)}:{render_sint(e)}] of axis {d} (size {render_sint(n)}) of "
+                       f"{render_shape(self.shape)} does not stay inside the axis for every value of its variables "
+                       "(symbolic slices are not clipped)")
+    return b, e
   def _advanced_index(self, adv: list[tuple[int, Tensor, int]]) -> Tensor:
     """numpy advanced indexing by one-hot compare and sum: the index tensors broadcast together; their dims replace the
     indexed axes in place when those are adjacent, else they go first."""
@@ -2176,11 +2301,31 @@ class Tensor(_CastSugar, MathTrait):
            dim: int | Sequence[int] | None = None) -> Tensor:
     axis = _axis_or_dim(axis, dim, "mean")
     x = self._float()
-    n = prod(self.shape[a] for a in self._axes(axis))
+    n = self._count(axis)
     # NOTE: divided in the accumulator dtype, so a half sum that overflows stays out of it; a true division (not a
     # multiply by 1/n) so that the mean of equal elements is exactly that element (and their var exactly 0)
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
+    if isinstance(n, UOp): return s.alu(Ops.FDIV, Tensor._sint_value(n, s.dtype, s.device)).cast(x.dtype)
     return (s.alu(Ops.FDIV, n) if n else s * math.nan).cast(x.dtype)
+  def _count(self, axis: Any) -> sint:
+    """How many elements a reduction over axis takes (symbolic where an axis is)."""
+    return sym_prod(self.shape[a] for a in self._axes(axis))
+  @staticmethod
+  def _sint_value(x: sint, dtype: DType, device: str) -> Tensor:
+    """The value of a size at its variables' bindings as a 0-d tensor: the bound variables are inputs of the kernel
+    (a replay with other bindings computes with the new values)."""
+    if not isinstance(x, UOp): return Tensor(_const_uop(x, dtype, device))
+    if x.op is Ops.CONST: return Tensor(_const_uop(x.arg, dtype, device))
+    if x.op is Ops.BIND:
+      # NOTE: the ADD of a device constant gives the variable's value a device (a BIND is not on any)
+      val = UOp(Ops.ADD, dtypes.int32, (_const_uop(0, dtypes.int32, device), x.cast(dtypes.int32)))
+      return Tensor(val).cast(dtype)
+    # NOTE: sizes are >= 0, where truncating and flooring division agree
+    ops = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.IDIV: Tensor.idiv, Ops.MOD: Tensor.mod,
+           Ops.MAX: Tensor.maximum}
+    if x.op not in ops: raise ArgumentError(f"the value of the size {render_sint(x)} cannot be computed as a tensor")
+    a, b = (Tensor._sint_value(s, dtypes.int32, device) for s in x.src)
+    return ops[x.op](a, b).cast(dtype)
   def var(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1, *,
           dim: int | Sequence[int] | None = None,
           unbiased: bool | None = None) -> Tensor:
@@ -2190,7 +2335,8 @@ class Tensor(_CastSugar, MathTrait):
     axis = _axis_or_dim(axis, dim, "var")
     if unbiased is not None: correction = int(unbiased)
     x = self._float()
-    n = prod(self.shape[a] for a in self._axes(axis))
+    n = self._count(axis)
+    if isinstance(n, UOp): return x._var_symbolic(axis, keepdim, correction, n)
     m = x.mean(axis, keepdim=True)
     # NOTE: with the divisor at 0 or below, through the mean the gradient would be inf - inf; analytically the mean's
     # part is 0, so it is left out
@@ -2208,6 +2354,15 @@ class Tensor(_CastSugar, MathTrait):
     # the value divides by 0, the gradient by the negative N - correction
     v = sq / float(n - correction)
     return (v - v.detach() + (sq / 0.0).detach()).cast(x.dtype)
+  def _var_symbolic(self, axis: Any, keepdim: bool, correction: float, n: UOp) -> Tensor:
+    """var over a symbolic count n: the corrected two-pass form divided by max(0, n - correction), as torch (a count at
+    or below the correction divides by 0: inf, or nan for 0/0)."""
+    acc = sum_acc_dtype(self.dtype)
+    d = self - self.mean(axis, keepdim=True)
+    nt = Tensor._sint_value(n, acc, self.device)
+    sq = d.square().sum(axis, keepdim, dtype=acc) - d.sum(axis, keepdim, dtype=acc).square().alu(Ops.FDIV, nt)
+    sq = (sq < 0).detach().where(0.0, sq)
+    return sq.alu(Ops.FDIV, (nt - correction).maximum(0)).cast(self.dtype)
   def std(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1, *,
           dim: int | Sequence[int] | None = None,
           unbiased: bool | None = None) -> Tensor:
@@ -2277,6 +2432,7 @@ class Tensor(_CastSugar, MathTrait):
     n = self.shape[a]
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     ident: ConstType = {"sum": 0, "prod": 1}.get(op, low)
+    if isinstance(n, UOp): return self._cumulative_symbolic(a, op, n, ident)
     if n == 0:
       return self if op == "max" or dtypes.is_float(self.dtype) else self.cast(sum_acc_dtype(self.dtype))
     x, keep = self.transpose(a, -1), [(0, 0)] * (self.ndim - 1)
@@ -2291,6 +2447,13 @@ class Tensor(_CastSugar, MathTrait):
     before = tot._cumulative(-1, op).unsqueeze(-1)
     out = inner + before if op == "sum" else inner * before if op == "prod" else inner.maximum(before)
     return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
+  def _cumulative_symbolic(self, a: int, op: str, n: UOp, ident: ConstType) -> Tensor:
+    """The scan along a symbolic axis: element i reduces the elements j <= i of the axis (n*n work, as the window)."""
+    x = self.transpose(a, -1)
+    idx = Tensor.arange(n, device=self.device, dtype=dtypes.int32)
+    keep = idx.reshape(n, 1) >= idx.reshape(1, n)
+    win = keep.where(x.unsqueeze(-2), ident)
+    return getattr(win, op)(-1).transpose(a, -1)
   def cumsum(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None, dtype: DTypeLike | None = None) -> Tensor:
     """The running sum along axis (or torch's dim; 0 when neither is given), in dtype when given."""
     x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self
@@ -2371,9 +2534,10 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0 or w.ndim == 0:
       raise ShapeMismatchError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
     x, ww = self, w
-    if x.shape[-1] != (ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
-      raise ShapeMismatchError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} "
-                               f"and {ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
+    if not sym_eq(x.shape[-1], ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
+      inner = ww.shape[-2] if ww.ndim > 1 else ww.shape[0]
+      raise ShapeMismatchError(f"matmul: shapes {render_shape(self.shape)} and {render_shape(w.shape)} do not match "
+                               f"(inner sizes {render_sint(x.shape[-1])} and {render_sint(inner)})")
     if x.ndim > 2 or ww.ndim > 2:
       try: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
       except ValueError as e: raise ShapeMismatchError(str(e)) from None

@@ -14,6 +14,7 @@ from tinygrad.uop.ops import UOp, Metadata
 from tinygrad.uop import hooks
 from tinygrad.device import Buffer, buffer_of, next_unique
 from tinygrad.schedule.rangeify import rangeify
+from tinygrad.schedule.unbind import unbind_graph, bind_view
 from tinygrad.schedule.memory import plan_memory
 
 @dataclass(frozen=True)
@@ -106,18 +107,24 @@ def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, 
   csink = names[sink]
   if hooks.tensor_graph:
     for fn in hooks.tensor_graph: fn(csink)
-  ksink, cbecomes, var_vals = rangeify(csink)
+  # NOTE: the bound variables of symbolic sizes become the kernels' variables, so the kernels serve every binding
+  usink, unbound, size_vals, aliases = unbind_graph(csink)
+  ksink, cbecomes, var_vals = rangeify(usink)
+  for var, val in size_vals.items():
+    if var_vals.setdefault(var, val) != val:
+      raise ValueError(f"schedule: variable {var.arg[0]!r} is bound to both {val} and {var_vals[var]}")
   if hooks.kernel_graph:
     for fn in hooks.kernel_graph: fn(ksink)
   kernels = order_kernels(ksink)
   real = RealBuffers(names)
+  for wide, buf in aliases.items(): real.real[wide] = real.real[buf]
   items: list[ScheduleItem] = []
   for k in kernels:
     if hooks.kernel_ast and k.arg.op is Ops.SINK:
       for fn in hooks.kernel_ast: fn(k.arg)
     items.append(ScheduleItem(k.arg, tuple(buffer_of(real.buffer(_base(s))) for s in k.src), k.metadata))
-  original = {c: o for o, c in names.items() if c in cbecomes}
-  becomes = {original[c]: real.view(v) for c, v in cbecomes.items()}
+  original = {unbound.get(c, c): o for o, c in names.items() if unbound.get(c, c) in cbecomes}
+  becomes = {original[c]: bind_view(real.view(v), size_vals) for c, v in cbecomes.items()}
   # buffers the schedule creates and nobody outside holds may share memory
   held = {_base(s) for s in ksink.src} | {_base_of(v) for v in cbecomes.values()}
   intermediates = {buffer_of(real.buffer(_base(k.src[0]))) for k in kernels if _base(k.src[0]) not in held}
