@@ -62,8 +62,14 @@ def _new_buffer_uop(size: int, dtype: DType, device: str) -> UOp:
   return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), _device_uop(device)), size)
 
 def _base_buffer(u: UOp) -> UOp | None:
-  """The BUFFER under a realized tensor's uop (BUFFER or RESHAPE(BUFFER)), else None."""
+  """The BUFFER under a realized tensor's uop (BUFFER or RESHAPE(BUFFER); of a symbolic size, the RESHAPE of the
+  prefix SHRINK(BUFFER, ((0, n),)) of a buffer of the maximum size), else None."""
+  top = u
   while u.op is Ops.RESHAPE: u = u.src[0]
+  # NOTE: a concrete view of such a prefix (its reshape to the bound sizes) is not the buffer: it is read by a kernel
+  if u.op is Ops.SHRINK and len(u.arg) == 1 and _is_int(u.arg[0][0], 0) and isinstance(u.arg[0][1], UOp) and \
+     not all_concrete(top.shape or ()):
+    u = u.src[0]
   return u if u.op in (Ops.BUFFER, Ops.BUFFER_VIEW) else None
 
 def _is_view_of_buffer(u: UOp) -> bool:
