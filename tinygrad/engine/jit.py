@@ -16,6 +16,7 @@ import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.sint import sint, binds_of, unbind_sint, bind_sint, render_shape, graph_binds, substitute_sizes
+from tinygrad.uop.sint import variables
 from tinygrad.dtype import DType
 from tinygrad.device import Device, Buffer, buffer_of
 from tinygrad.helpers import DEBUG
@@ -78,7 +79,9 @@ def _call_vals(leaves: list[tuple[str, Any]]) -> dict[str, int]:
   return ret
 
 def _describe(v: Any) -> str:
-  if isinstance(v, _TensorArg): return f"a Tensor {render_shape(v.shape)} {v.dtype} on {v.device}"
+  if isinstance(v, _TensorArg):
+    bounds = "".join(f", {u.arg[0]} in [{u.arg[1]}, {u.arg[2]}]" for u in variables(v.shape))
+    return f"a Tensor {render_shape(v.shape)} {v.dtype} on {v.device}{bounds}"
   if isinstance(v, UOp) and v.op is Ops.DEFINE_VAR: return f"variable {v.arg[0]!r} in [{v.arg[1]}, {v.arg[2]}]"
   return repr(v) if isinstance(v, _PLAIN) else f"a {type(v).__name__} object (id {id(v):#x})"
 
@@ -103,7 +106,7 @@ class _Out:
   """A returned tensor: a view `uop` of a captured buffer, or (slot >= 0) the buffer of input `slot` in `shape`."""
   uop: UOp | None
   slot: int
-  shape: tuple[int, ...]
+  shape: tuple[sint, ...]
 
 class CapturedJit:
   """The launches of one captured call and how to rebuild its return value. Slots are the buffers that change between

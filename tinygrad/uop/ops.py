@@ -129,6 +129,10 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return self
 
   # ---- constructors ----
+  def _binary(self, op: Ops, x: Any, reverse: bool = False) -> Any:
+    # NOTE: an operand of another MathTrait (a Tensor) takes the operator: `pos + t` is the Tensor's reflected add
+    if isinstance(x, MathTrait) and not isinstance(x, UOp): return NotImplemented
+    return super()._binary(op, x, reverse)
   def alu(self, op: Ops, *src: UOp) -> UOp:
     out_dtype = (self, *src)[-1].dtype
     if op in GroupOp.Comparison: out_dtype = dtypes.bool.vec(out_dtype.count) if out_dtype.count > 1 else dtypes.bool
