@@ -143,6 +143,10 @@ def _size_ok(x: Any) -> bool:
   return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 def _is_int(x: Any, v: int) -> bool: return not isinstance(x, UOp) and x == v
+def _int(x: sint, op: str) -> int:
+  """A size an op needs concrete (a loop count, a kernel size, a split on the host); a symbolic one raises."""
+  if not isinstance(x, UOp): return x
+  raise ArgumentError(f"{op} needs a concrete size, got the symbolic size {render_sint(x)} (docs/symbolic.md)")
 
 def _sym_arg(x: Any, op: str) -> sint:
   """A size or offset argument: an int, or an index UOp of bound variables (simplified)."""
@@ -214,15 +218,16 @@ def _winograd_apply(t: Tensor, m: tuple[tuple[float, ...], ...], n: int) -> Tens
   k: np.ndarray = np.array(m, dtype=np.float64)
   for _ in range(n - 1): k = np.kron(k, np.array(m, dtype=np.float64))
   r, c = len(m), len(m[0])
-  lead = t.shape[:t.ndim - n]
+  lead = t.int_shape("conv2d")[:t.ndim - n]
   km = Tensor(k.astype(np.float32), device=t.device)
   return (t.reshape(*lead, 1, c ** n) * km).sum(-1).reshape(*lead, *(r,) * n)
 
 def _winograd_conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
   """Stride-1, undilated correlation of the (already padded) x (N, Cin, *spatial) with weight (Cout, Cin/groups, 3, ...)
   by F(4, 3) on every spatial axis; the transforms and the per-tile products in float32, the result in x's dtype."""
-  nsp, bs, sp = weight.ndim - 2, x.shape[0], x.shape[2:]
-  cout, cin_g = weight.shape[:2]
+  xs = x.int_shape("conv2d")
+  nsp, bs, sp = weight.ndim - 2, xs[0], xs[2:]
+  cout, cin_g = weight.int_shape("conv2d")[:2]
   out_sp = tuple(s - 2 for s in sp)
   tiles = tuple(ceildiv(o, 4) for o in out_sp)
   f = dtypes.float32
@@ -442,7 +447,7 @@ class Tensor(_CastSugar, MathTrait):
     """A copy of the values as a numpy array (bfloat16 and fp8 come back as float32)."""
     from tinygrad.device import buffer_of
     from tinygrad.engine.realize import is_capturing
-    self._need_concrete("numpy()/item()/tolist()")
+    shape = self.int_shape("numpy()/item()/tolist()")
     if is_capturing():
       raise RuntimeError(f"numpy()/item()/tolist() of {self!r} inside a function TinyJit is capturing: a replay does "
                          "not run the function, so it cannot read values on the host; return the tensor instead")
@@ -451,15 +456,16 @@ class Tensor(_CastSugar, MathTrait):
     if b is None: raise RuntimeError(f"numpy: {self!r} did not realize to a buffer")
     buf = buffer_of(b)
     if not buf.is_allocated(): buf.allocate()
-    return from_storage_np(buf.numpy(), self.dtype).reshape(self.shape)
+    return from_storage_np(buf.numpy(), self.dtype).reshape(shape)
   def tolist(self) -> Any: return self.numpy().tolist()
   def item(self) -> ConstType:
     if self.numel() != 1:
       raise ArgumentError(f"item: only a tensor of one element has an item, this one has shape {self.shape}")
     return cast(ConstType, self.numpy().reshape(-1)[0].item())
   def data(self) -> np.ndarray: return self.numpy()
-  def _need_concrete(self, op: str) -> None:
-    if all_concrete(self.shape): return
+  def int_shape(self, op: str) -> tuple[int, ...]:
+    """The shape, for an op that needs concrete sizes; a symbolic size raises naming `op` and the bound sizes."""
+    if all_concrete(self.shape): return cast(tuple[int, ...], self.shape)
     sym = ", ".join(render_sint(x) for x in self.shape if isinstance(x, UOp))
     conc = tuple(vmax(x) if not isinstance(x, UOp) else _bound_or(x) for x in self.shape)
     raise ArgumentError(f"{op} of a tensor of symbolic shape {render_shape(self.shape)} needs concrete sizes "
@@ -526,7 +532,7 @@ class Tensor(_CastSugar, MathTrait):
       return Tensor(buf.shrink(((0, sym_prod(s)),)).reshape(s), **kw)
     return Tensor(_new_buffer_uop(prod(s), dt, dev).reshape(s), **kw)
   @staticmethod
-  def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None,
+  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None,
            dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     s = Tensor._shape_arg((shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
@@ -549,10 +555,11 @@ class Tensor(_CastSugar, MathTrait):
     return Tensor.randn(self.shape, **{"dtype": self.dtype, "device": self.device, **kw})
 
   @staticmethod
-  def _arange_index(n: int, device: str | None) -> Tensor:
+  def _arange_index(n: sint, device: str | None) -> Tensor:
     """int32 0..n-1 from constants only: a cumsum of ones for n <= 1024, above that a 2-d split i = a*b + c of two
     smaller ones. The scheduler folds the cumsum's window sum to a closed form (rangeify.fold_int_sum), so it costs no
     loop and fuses into its consumers."""
+    if isinstance(n, UOp): return _shrink_to(Tensor._arange_index(vmax(n), device), (n,))
     if n == 0: return Tensor.zeros(0, dtype=dtypes.int32, device=device)
     if n <= 1024: return Tensor.ones(n, device=device, dtype=dtypes.int32).cumsum() - 1
     b = math.isqrt(n - 1) + 1
@@ -560,7 +567,7 @@ class Tensor(_CastSugar, MathTrait):
     hi = Tensor._arange_index(a, device) * b
     return (hi.reshape(a, 1) + Tensor._arange_index(b, device).reshape(1, b)).flatten().shrink(((0, n),))
   @staticmethod
-  def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, device: str | None = None,
+  def arange(start: sint | float, stop: sint | float | None = None, step: int | float = 1, device: str | None = None,
              dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ArgumentError("arange: step must not be zero")
@@ -707,7 +714,7 @@ class Tensor(_CastSugar, MathTrait):
     if num_samples < 1: raise ArgumentError(f"multinomial: num_samples must be at least 1, got {num_samples}")
     w = (self if self.ndim == 2 else self.reshape(1, -1)).cast(dtypes.float64 if self.dtype is dtypes.float64 else
                                                                dtypes.float32)
-    rows, n = w.shape
+    rows, n = w.int_shape("multinomial")
     if n == 0: raise ShapeMismatchError(f"multinomial: no categories to draw from (weights of shape {self.shape})")
     if not replacement and num_samples > n:
       raise ShapeMismatchError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} "
@@ -778,6 +785,10 @@ class Tensor(_CastSugar, MathTrait):
   def _scalar_operand(self, y: Any, op: str) -> Tensor:
     """A Python (or numpy) scalar as a 0-d constant of the dtype it takes next to self (see _scalar_dtype)."""
     if isinstance(y, np.generic) and y.ndim == 0: y = y.item()
+    # NOTE: a symbolic int (an index UOp of bound variables) is its value at the binding, a kernel input
+    if isinstance(y, UOp):
+      dt = self.dtype if dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype) else dtypes.default_int
+      return Tensor._sint_value(_sym_arg(y, op), dt, self.device)
     if not isinstance(y, (bool, int, float)):
       raise TypeError(f"{op}: unsupported operand type {type(y).__name__} (use a Tensor or a Python scalar)")
     return Tensor(_const_uop(y, self._scalar_dtype(y), self.device))
@@ -1377,7 +1388,7 @@ class Tensor(_CastSugar, MathTrait):
   def lerp(self, end: Tensor, weight: Tensor | ConstType) -> Tensor: return self + (end - self) * weight
 
   # ---- movement ----
-  def reshape(self, shape: Any, *args: int) -> Tensor:
+  def reshape(self, shape: Any, *args: sint) -> Tensor:
     """The same elements in a new shape; one size may be -1 (inferred) and a None keeps the size of that axis."""
     s = argfix(shape, *args)
     if any(x is None for x in s):
@@ -1465,7 +1476,7 @@ class Tensor(_CastSugar, MathTrait):
     ell = [f"...{i}" for i in range(n_ell)]
     size: dict[str, int] = dict(sizes)
     flat_lhs: list[str] = []
-    dims = iter(self.shape)
+    dims = iter(self.int_shape("rearrange"))
     for g in lhs:
       if g == ["..."]:
         for e in ell: size[e] = next(dims)
@@ -1485,7 +1496,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self.reshape(tuple(size[n] for n in flat_lhs)).permute(tuple(flat_lhs.index(n) for n in flat_rhs))
     out = [d for g in rhs for d in ([size[e] for e in ell] if g == ["..."] else [prod(size[n] for n in expand(g))])]
     return x.reshape(tuple(out))
-  def expand(self, shape: Any, *args: int) -> Tensor:
+  def expand(self, shape: Any, *args: sint) -> Tensor:
     s = argfix(shape, *args)
     nd = len(s)
     base = (1,) * (nd - self.ndim) + self.shape
@@ -1535,7 +1546,7 @@ class Tensor(_CastSugar, MathTrait):
     else: pairs = [(0, 0) if p is None else (_sym_arg(p[0], "pad"), _sym_arg(p[1], "pad")) for p in padding]
     if len(pairs) != self.ndim: raise ArgumentError(f"pad: {len(pairs)} pairs for the {self.ndim} axes of {self.shape}")
     if not all_concrete(flatten(pairs)): return self._pad_symbolic(pairs, value, mode)
-    pos = tuple((max(b, 0), max(e, 0)) for b, e in pairs)
+    pos = tuple((max(b, 0), max(e, 0)) for b, e in cast(list[tuple[int, int]], pairs))
     if mode in ("reflect", "replicate") and any(p != (0, 0) for p in pos):
       # NOTE: as torch, reflect and replicate take the edges of the whole tensor, then negative amounts crop the result
       # (circular crops first, then wraps the cropped tensor)
@@ -1597,7 +1608,7 @@ class Tensor(_CastSugar, MathTrait):
         raise ShapeMismatchError(f"cat: shapes {render_shape(x.shape)} and {render_shape(t.shape)} differ outside axis "
                                  f"{d}")
     ts = [t.cast(dt) for t in ts]
-    total, off, ret = sum(t.shape[d] for t in ts), 0, None
+    total, off, ret = sum(t.shape[d] for t in ts), cast(sint, 0), None
     for t in ts:
       p = t.pad([(off, total - off - t.shape[d]) if i == d else (0, 0) for i in range(x.ndim)])
       ret = p if ret is None else (ret | p if dt is dtypes.bool else ret + p)
@@ -1611,7 +1622,7 @@ class Tensor(_CastSugar, MathTrait):
     return tl[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tl[1:]], dim=dim)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     d = self._axis(dim)
-    n = self.shape[d]
+    n = _int(self.shape[d], "split")
     sz = [min(sizes, n - i) for i in range(0, n, sizes)] if isinstance(sizes, int) else list(sizes)
     if isinstance(sizes, int) and sizes <= 0: raise ArgumentError(f"split: size must be positive, got {sizes}")
     if sum(sz) != n: raise ArgumentError(f"split: sizes {sz} do not add up to {n} (axis {d} of {self.shape})")
@@ -1619,7 +1630,7 @@ class Tensor(_CastSugar, MathTrait):
     return tuple(self.shrink([(o, o + s) if i == d else None for i in range(self.ndim)]) for o, s in zip(offs, sz))
   def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0: raise ArgumentError(f"chunk: chunks must be positive, got {chunks}")
-    n = self.shape[self._axis(dim)]
+    n = _int(self.shape[self._axis(dim)], "chunk")
     return self.split(max(1, ceildiv(n, chunks)), dim) if n else (self,)
 
   # ---- indexing ----
@@ -1664,11 +1675,18 @@ class Tensor(_CastSugar, MathTrait):
     if i is None or i is Ellipsis or isinstance(i, bool): return 0
     if isinstance(i, (Tensor, np.ndarray)) and i.dtype in (dtypes.bool, np.bool_): return i.ndim
     return 1
-  def _index_tensor(self, i: Any, n: int, d: int) -> Tensor:
+  def _index_tensor(self, i: Any, n: sint, d: int) -> Tensor:
     """An int index (Python int, numpy array or tensor) into axis d of size n as an int tensor. Host values are checked
     against the size here; a tensor's values are not known before it runs (an out-of-range one selects nothing)."""
     if isinstance(i, Tensor): return i
     arr = np.asarray(i, dtype=np.int64)
+    if isinstance(n, UOp):
+      # NOTE: the kernel serves every binding: a host index must be in range at the axis' least size
+      if arr.size and (arr.min() < 0 or arr.max() >= vmin(n)):
+        raise IndexError(f"index {arr.min() if arr.min() < 0 else arr.max()} into axis {d} of symbolic size "
+                         f"{render_sint(n)}: a host index must be in [0, {vmin(n)}) for every value of the variables")
+      return Tensor(_const_uop(int(arr), dtypes.int32, self.device)) if arr.ndim == 0 else \
+        Tensor(arr.astype(np.int32), device=self.device)
     if arr.size and (arr.min() < -n or arr.max() >= n):
       bad = int(arr.min()) if arr.min() < -n else int(arr.max())
       raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n} (shape {self.shape})")
@@ -1705,7 +1723,11 @@ class Tensor(_CastSugar, MathTrait):
         d += self._index_consumes(i)
     has_adv = any(isinstance(i, (Tensor, np.ndarray, bool)) for i in flat)
     # basic indexing: shrink, flip and stride per axis
-    shrinks, flips, strides, new_shape, adv = [], [], [], [], []
+    shrinks: list[tuple[sint, sint]] = []
+    flips: list[bool] = []
+    strides: list[int] = []
+    new_shape: list[sint] = []
+    adv: list[tuple[int, Tensor, sint]] = []
     d = 0
     for i in flat:
       if i is None: new_shape.append(1); continue
@@ -1716,23 +1738,26 @@ class Tensor(_CastSugar, MathTrait):
         continue
       n = self.shape[d]
       if isinstance(i, slice) and any(isinstance(v, UOp) for v in (i.start, i.stop, i.step, n)):
-        b, e = self._sym_slice(i, n, d)
-        shrinks.append((b, e)); flips.append(False); strides.append(1); new_shape.append(ssimplify(e - b))
+        lo, hi = self._sym_slice(i, n, d)
+        shrinks.append((lo, hi)); flips.append(False); strides.append(1); new_shape.append(ssimplify(hi - lo))
       elif isinstance(i, UOp):
         if has_adv: raise IndexError(f"a symbolic index ({render_sint(i)}) next to index arrays is not supported")
         shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
       elif isinstance(i, slice):
-        start, stop, step = i.indices(n)
+        start, stop, step = i.indices(cast(int, n))
         cnt = len(range(start, stop, step))
         if cnt == 0: shrinks.append((0, 0)); flips.append(False); strides.append(1)
         elif step > 0: shrinks.append((start, start + (cnt - 1) * step + 1)); flips.append(False); strides.append(step)
         else: shrinks.append((start + (cnt - 1) * step, start + 1)); flips.append(True); strides.append(-step)
         new_shape.append(cnt)
       elif isinstance(i, int) and not has_adv:
-        if not -n <= i < n:
-          raise IndexError(f"index {i} is out of bounds for axis {d} with size {n} (shape {self.shape})")
-        i = i + n if i < 0 else i
-        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
+        # NOTE: on a symbolic axis the index must be in range for every value of the variables
+        if not (vmin(n) > i if i >= 0 else vmin(n) >= -i):
+          least = f" (its least value {vmin(n)}: a kernel serves every binding)" if isinstance(n, UOp) else ""
+          raise IndexError(f"index {i} is out of bounds for axis {d} with size {render_sint(n)}{least} (shape "
+                           f"{render_shape(self.shape)})")
+        at: sint = i + n if i < 0 else i
+        shrinks.append((at, at + 1)); flips.append(False); strides.append(1)
       else:
         # NOTE: next to index arrays, ints are index arrays too (numpy), which decides where the result dims go (torch
         # selects by the ints first, which differs where an int sits across a slice from the arrays: x[1, :, a, b])
@@ -1741,10 +1766,11 @@ class Tensor(_CastSugar, MathTrait):
       d += 1
     x = self.shrink(shrinks).flip([k for k, f in enumerate(flips) if f])
     if any(s > 1 for s in strides):
-      sizes = x.shape
-      x = x.pad([(0, ceildiv(m, s) * s - m) for m, s in zip(sizes, strides)])
-      x = x.reshape(flatten((ceildiv(m, s), s) for m, s in zip(sizes, strides)))
-      x = x.shrink(flatten(((0, ceildiv(m, s)), (0, 1)) for m, s in zip(sizes, strides)))
+      # NOTE: a step other than 1 is on a concrete axis (a symbolic slice has step 1)
+      cells = [m if s == 1 else ceildiv(_int(m, "a strided slice"), s) for m, s in zip(x.shape, strides)]
+      x = x.pad([(0, 0) if s == 1 else (0, c * s - m) for c, m, s in zip(cells, x.shape, strides)])
+      x = x.reshape(flatten((c, s) for c, s in zip(cells, strides)))
+      x = x.shrink(flatten(((0, c), (0, 1)) for c in cells))
     x = x.reshape(tuple(new_shape))
     return x._advanced_index(adv) if adv else x
 
@@ -1764,7 +1790,7 @@ class Tensor(_CastSugar, MathTrait):
                        f"{render_shape(self.shape)} does not stay inside the axis for every value of its variables "
                        "(symbolic slices are not clipped)")
     return b, e
-  def _advanced_index(self, adv: list[tuple[int, Tensor, int]]) -> Tensor:
+  def _advanced_index(self, adv: list[tuple[int, Tensor, sint]]) -> Tensor:
     """numpy advanced indexing by one-hot compare and sum: the index tensors broadcast together; their dims replace the
     indexed axes in place when those are adjacent, else they go first."""
     dims = [a[0] for a in adv]
@@ -1775,7 +1801,7 @@ class Tensor(_CastSugar, MathTrait):
     rshape, nshape = tuple(self.shape[k] for k in rest), tuple(self.shape[k] for k in dims)
     mask: Tensor | None = None
     for j, (i, n) in enumerate(zip(idxs, nshape)):
-      one = [1] * len(nshape)
+      one: list[sint] = [1] * len(nshape)
       one[j] = n
       ar = Tensor._arange_index(n, self.device).reshape((1,) * len(bshape) + tuple(one))
       m = i._broadcast_to(bshape, "index").cast(dtypes.int32).reshape(bshape + (1,) * len(nshape)) == ar
@@ -1901,7 +1927,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self
     for d, (b, e) in enumerate(pads):
       if b == e == 0: continue
-      n = x.shape[d]
+      n = _int(x.shape[d], f"pad mode {mode!r}")
       # NOTE: as torch: reflect pads less than the axis size, circular at most the size, replicate any amount
       limit = n - 1 if mode == "reflect" else n if mode == "circular" else max(b, e)
       if max(b, e) > limit or n == 0:
@@ -1965,7 +1991,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self
     for s, dim in zip(sh, ds):
       d = x._axis(dim)
-      n = x.shape[d]
+      n = _int(x.shape[d], "roll")
       if n == 0 or s % n == 0: continue
       s %= n
       def part(b: int, e: int) -> Tensor: return x.shrink([(b, e) if k == d else None for k in range(x.ndim)])
@@ -2158,7 +2184,7 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
     x = self.transpose(d, -1)
-    vals, pos = x._take_ranked(x._sort_rank(descending), x.shape[-1])
+    vals, pos = x._take_ranked(x._sort_rank(descending), _int(x.shape[-1], "sort"))
     return ValuesIndices(vals.transpose(d, -1), pos.transpose(d, -1))
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """int32 positions that sort self along dim (stable, as sort)."""
@@ -2205,7 +2231,7 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(cast(int, axis if dim is None else dim))
     if self.ndim == 0: res = self._ranked_at(d, keepdim, "median", lambda x: x)
     else:
-      n = self.shape[d]
+      n = _int(self.shape[d], "median")
       res = self._ranked_at(d, keepdim, "median", lambda x: x._const((n - 1) // 2, dtypes.int32)[..., 0])
       if dtypes.is_float(self.dtype):
         nan = self.isnan()
@@ -2327,8 +2353,8 @@ class Tensor(_CastSugar, MathTrait):
       val = UOp(Ops.ADD, dtypes.int32, (_const_uop(0, dtypes.int32, device), x.cast(dtypes.int32)))
       return Tensor(val).cast(dtype)
     # NOTE: sizes are >= 0, where truncating and flooring division agree
-    ops = {Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.IDIV: Tensor.idiv, Ops.MOD: Tensor.mod,
-           Ops.MAX: Tensor.maximum}
+    ops: dict[Ops, Callable[[Tensor, Tensor], Tensor]] = {
+      Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.IDIV: Tensor.idiv, Ops.MOD: Tensor.mod, Ops.MAX: Tensor.maximum}
     if x.op not in ops: raise ArgumentError(f"the value of the size {render_sint(x)} cannot be computed as a tensor")
     a, b = (Tensor._sint_value(s, dtypes.int32, device) for s in x.src)
     return ops[x.op](a, b).cast(dtype)
@@ -2390,15 +2416,17 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return Tensor(_const_uop(0, dtypes.int32, self.device))
     n = self.shape[a]
     # NOTE: IndexError, as torch raises it: an empty axis has no position to return
-    if n == 0: raise IndexError(f"argmax/argmin: axis {a} of {self.shape} is empty: there is no position to return")
+    if _is_int(n, 0):
+      raise IndexError(f"argmax/argmin: axis {a} of {self.shape} is empty: there is no position to return")
     x = self if largest else self._inverse()
     m = x.max(a, keepdim=True)
     # NOTE: the first position wins: weight hits by n - position and take the largest weight
-    rev = (n - Tensor._arange_index(n, self.device)).reshape((n,) + (1,) * (self.ndim - a - 1))
+    rev = (Tensor._sint_value(n, dtypes.int32, self.device) - Tensor._arange_index(n, self.device))
+    rev = rev.reshape((n,) + (1,) * (self.ndim - a - 1))
     # a nan is both the max and the min (it propagates through them): its first position wins, as torch
     eq = (x == m) | (x.isnan() & m.isnan()) if dtypes.is_float(x.dtype) else x == m
     hit = eq.where(rev, 0)
-    return (n - hit.max(a, keepdim)).cast(dtypes.int32)
+    return (Tensor._sint_value(n, dtypes.int32, self.device) - hit.max(a, keepdim)).cast(dtypes.int32)
   def argmax(self, axis: int | None = _AXIS_DEFAULT, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
     return self._argext(_axis_or_dim(axis, dim, "argmax"), keepdim, True)
   def argmin(self, axis: int | None = _AXIS_DEFAULT, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
@@ -2472,7 +2500,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self._float()
     if x.ndim == 0: return x
     a = x._axis(axis)
-    n = x.shape[a]
+    n = _int(x.shape[a], "logcumsumexp")
     if n == 0: return x
     xt, keep = x.transpose(a, -1), [(0, 0)] * (x.ndim - 1)
     if n <= 2048: return xt.pad(keep + [(n - 1, 0)], value=-math.inf)._pool((n,)).logsumexp(-1).transpose(a, -1)
@@ -2511,7 +2539,7 @@ class Tensor(_CastSugar, MathTrait):
     s_, d_ = make_tuple(stride, nk), make_tuple(dilation, nk)
     if any(v <= 0 for v in (*k_, *s_, *d_)):
       raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
-    noop, i_ = self.shape[:-nk], self.shape[-nk:]
+    noop, i_ = self.shape[:-nk], self.int_shape(op)[-nk:]
     o1_ = [i - d * (k - 1) for i, k, d in zip(i_, k_, d_)]
     if any(o <= 0 for o in o1_):
       raise ArgumentError(f"{op}: kernel {k_} (dilation {d_}) does not fit the (padded) spatial size {i_} of the input "
@@ -2595,8 +2623,8 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim != weight.ndim or self.ndim < 3:
       raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims, at "
                           "least 3 ((N, Cin, *spatial) and (Cout, Cin/groups, *kernel))")
-    (bs, cin), hw = self.shape[:2], weight.shape[2:]
-    cout, cin_g = weight.shape[:2]
+    (bs, cin), hw = self.shape[:2], weight.int_shape("conv2d")[2:]
+    cout, cin_g = weight.int_shape("conv2d")[:2]
     if self.ndim != weight.ndim or cin != cin_g * groups or cout % groups:
       raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} do not match with groups={groups} "
                           f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
@@ -2676,7 +2704,7 @@ class Tensor(_CastSugar, MathTrait):
     them: ceil_mode adds windows that start inside the input or its left padding (torch's rule) by padding the end."""
     if self.ndim < len(k_): raise ShapeMismatchError(f"{op}: kernel {k_} has more axes than the input {self.shape}")
     outs, full = [], []
-    for i, k, s, dl, (b, a) in zip(self.shape[-len(k_):], k_, s_, d_, pads):
+    for i, k, s, dl, (b, a) in zip(self.int_shape(op)[-len(k_):], k_, s_, d_, pads):
       if k <= 0 or s <= 0 or dl <= 0:
         raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
       eff = dl * (k - 1) + 1
@@ -2714,7 +2742,7 @@ class Tensor(_CastSugar, MathTrait):
     pads = Tensor._pool_pairs(padding, n, "max_unpool2d")
     if indices.shape != self.shape:
       raise ShapeMismatchError(f"max_unpool2d: indices {indices.shape} must have the shape of the input {self.shape}")
-    sp = [(o - 1) * s - b - a + k for o, s, k, (b, a) in zip(self.shape[-n:], s_, k_, pads)]
+    sp = [(o - 1) * s - b - a + k for o, s, k, (b, a) in zip(self.int_shape("max_unpool2d")[-n:], s_, k_, pads)]
     if output_size is not None: sp = list(output_size)[-n:]
     lead = self.shape[:-n]
     flat = Tensor.zeros(*lead, prod(sp), dtype=self.dtype, device=self.device)
@@ -2773,7 +2801,7 @@ class Tensor(_CastSugar, MathTrait):
     """self resized along axis ax to `out` elements with torch's source-index rule for mode. When the sources repeat
     with a short period (src[o + q] = src[o] + p, as integer and simple rational scales give) the result is q strided
     views of self (movement ops, fused into one kernel); otherwise a (out, n) weight matrix is summed against self."""
-    n = self.shape[ax]
+    n = _int(self.shape[ax], "interpolate")
     # NOTE: the source positions in torch's arithmetic (float32, float64 for float64 input), computed on the host
     f32: Any = np.float64 if self.dtype is dtypes.float64 else np.float32
     o: Any = np.arange(out)
@@ -2838,7 +2866,7 @@ class Tensor(_CastSugar, MathTrait):
   def _resize_matrix(self, ax: int, out: int, mode: str, align_corners: bool, scale: float) -> Tensor:
     """The general resize: per output, the source index (and weight) from arange constants in float32, as torch
     computes it, and a sum over the axis (one reduce kernel per resized axis)."""
-    n = self.shape[ax]
+    n = _int(self.shape[ax], "interpolate")
     o = Tensor._arange_index(out, self.device).cast(dtypes.float32)
     i = Tensor._arange_index(n, self.device).reshape(1, n)
     x = self.transpose(ax, -1).unsqueeze(-2)  # (..., 1, n)
@@ -2880,7 +2908,7 @@ class Tensor(_CastSugar, MathTrait):
         [float(v) for v in cast(Sequence[float], scale_factor)]
       if len(sf) != n:
         raise ArgumentError(f"interpolate: scale_factor {scale_factor} for {n} spatial axes of {self.shape}")
-      outs = [int(math.floor(i * f)) for i, f in zip(self.shape[2:], sf)]
+      outs = [int(math.floor(i * f)) for i, f in zip(self.int_shape("interpolate")[2:], sf)]
       sfs = [None if recompute_scale_factor else f for f in sf]
     if any(o <= 0 for o in outs) or any(i <= 0 for i in self.shape[2:]):
       raise ArgumentError(f"interpolate: input spatial sizes {self.shape[2:]} and output sizes {tuple(outs)} must "
@@ -2911,7 +2939,7 @@ class Tensor(_CastSugar, MathTrait):
       if self.shape[-3] % key.shape[-3]:
         raise ShapeMismatchError(f"scaled_dot_product_attention: {self.shape[-3]} query heads do not divide by "
                                  f"{key.shape[-3]} key/value heads")
-      r = self.shape[-3] // key.shape[-3]
+      r = _int(self.shape[-3], "grouped-query attention") // _int(key.shape[-3], "grouped-query attention")
       key, value = key.repeat_interleave(r, -3), value.repeat_interleave(r, -3)
     ln, sn = self.shape[-2], key.shape[-2]
     out_dt, q = value.dtype, self
@@ -2919,7 +2947,8 @@ class Tensor(_CastSugar, MathTrait):
       # NOTE: half/bfloat16 attention computed in float32 and rounded once, as torch's kernels do: the softmax of
       # half-precision scores (each product rounded) moves the weights by far more than a half ulp
       q, key, value = q.cast(dtypes.float32), key.cast(dtypes.float32), value.cast(dtypes.float32)
-    qk = q.matmul(key.transpose(-2, -1)) * (1 / math.sqrt(self.shape[-1]) if scale is None else scale)
+    head = _int(self.shape[-1], "scaled_dot_product_attention")
+    qk = q.matmul(key.transpose(-2, -1)) * (1 / math.sqrt(head) if scale is None else scale)
     keep: Tensor | None = None
     if is_causal: keep = Tensor.ones(ln, sn, dtype=dtypes.bool, device=self.device).tril()
     if attn_mask is not None:
@@ -3001,7 +3030,7 @@ class Tensor(_CastSugar, MathTrait):
     # one size per label: equal, or 1 (broadcast)
     size: dict[str | int, int] = {}
     for k, (lb, x) in enumerate(zip(labels, xs)):
-      for c, s in zip(lb, x.shape):
+      for c, s in zip(lb, x.int_shape("einsum")):
         if size.get(c, 1) not in (1, s) and s != 1:
           what = f"subscript {c}" if isinstance(c, str) else "an ellipsis axis"
           raise RuntimeError(f"einsum: {what} has size {s} for operand {k} (shape {x.shape}), which does not broadcast "
@@ -3374,7 +3403,7 @@ class Tensor(_CastSugar, MathTrait):
   def select(self, dim: int, index: int) -> Tensor:
     """The slice at index along dim, that axis removed (torch.select)."""
     d = self._axis(dim)
-    n = self.shape[d]
+    n = _int(self.shape[d], "select")
     if not -n <= index < n: raise IndexError(f"select: index {index} is out of range for axis {d} of size {n}")
     return self.narrow(d, index % n, 1).squeeze(d)
   def index_select(self, dim: int, index: Tensor) -> Tensor:
@@ -3385,7 +3414,7 @@ class Tensor(_CastSugar, MathTrait):
   def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
     """Every slice along dim, that axis removed (torch.unbind)."""
     d = self._axis(dim)
-    return tuple(self.select(d, i) for i in range(self.shape[d]))
+    return tuple(self.select(d, i) for i in range(_int(self.shape[d], "unbind")))
   def tensor_split(self, indices_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """n nearly equal parts (the first n % size one longer), or the parts between the given indices "
       "(torch.tensor_split)."""
@@ -3413,7 +3442,7 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(dim)
     x = Tensor.cat(*[t for t in (prepend, self, append) if t is not None], dim=d)
     for _ in range(n):
-      m = x.shape[d]
+      m = _int(x.shape[d], "diff")
       hi, lo = x.narrow(d, 1, max(m - 1, 0)), x.narrow(d, 0, max(m - 1, 0))
       x = hi ^ lo if x.dtype is dtypes.bool else hi - lo
     return x
@@ -3442,7 +3471,7 @@ class Tensor(_CastSugar, MathTrait):
   def cpu(self) -> Tensor: return self.to("CPU")
   def dim(self) -> int: return self.ndim
   def ndimension(self) -> int: return self.ndim
-  def nelement(self) -> int: return self.numel()
+  def nelement(self) -> sint: return self.numel()
   def reshape_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
   def view_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
   def type_as(self, other: Tensor) -> Tensor: return self.cast(other.dtype)
@@ -3462,7 +3491,7 @@ class Tensor(_CastSugar, MathTrait):
     return functools.reduce(lambda x, f: f(x), ll, self)
   def __iter__(self) -> Any:
     if not self.shape: raise TypeError("iteration over a 0-d tensor")
-    return (self[i] for i in range(self.shape[0]))
+    return (self[i] for i in range(len(self)))
 
 def _readers_of_overwritten(todo: list[Tensor]) -> list[Tensor]:
   """Live lazy tensors that read a buffer (or a pending ASSIGN to it) which this realize overwrites with an ASSIGN.

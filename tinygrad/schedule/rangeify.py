@@ -103,7 +103,9 @@ def _symbolic_groups(out_ax: list[int], out_shape: tuple[sint, ...], in_ax: list
   groups: list[tuple[list[int], list[int]]] = []
   oi = ii = 0
   while oi < len(out_ax) or ii < len(in_ax):
-    og, ig, found = [], [], False
+    og: list[int] = []
+    ig: list[int] = []
+    found = False
     for o in range(oi, len(out_ax)):
       og.append(out_ax[o])
       op_ = sym_prod(out_shape[a] for a in og)
