@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
+.PHONY: demo test test-symbolic test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
 
 $(STAMP): pyproject.toml
@@ -89,6 +89,10 @@ test-semantics-sweep: $(STAMP)
 # 10,000-op lazy chains through codegen and the C compiler (the default suite checks them through the scheduler)
 test-deep-chains: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/schedule/test_deep_graphs.py
+
+# every symbolic-shape op of tests/tensor/test_symbolic.py at three bindings (the default suite runs a slice at two)
+test-symbolic: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/tensor/test_symbolic.py
 
 # one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2
 SPLITS ?= 2
