@@ -1,29 +1,50 @@
 # The two set-up commands on a fresh machine are `make demo` and `make test`; each creates .venv and installs what it needs.
+# `make demo` installs the core package only (numpy: ~100 MB); `make test` installs every extra (~2.4 GB: torch, the
+# NVIDIA toolchain, llvmlite and zig, z3, atheris); other targets install the extras they use. pip prints what it
+# fetches as it goes (no -q): the full install takes a few minutes on a fresh machine.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+EXTRA := $(VENV)/.installed-
+# NOTE: pytest-xdist workers for the suite; CI's machines have 2 cores (`make test JOBS=8` on a bigger one)
 JOBS ?= 2
 
-.PHONY: demo test test-symbolic test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare bench clean durations \
-	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install
+.PHONY: demo test test-symbolic test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
+	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
+	test-ops-targets test-gpu-sweep
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[testing,lint,nv,llvm,fuzz]'
-	touch $(STAMP)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# one extra at a time (make fuzz-smoke installs `fuzz`, make lint `lint`); `core` is the package alone
+$(EXTRA)%: pyproject.toml | $(PY)
+	@echo "installing tinygrad-harness[$*] into $(VENV)"
+	$(PY) -m pip install -e '.[$*]'
+	touch $@
+$(EXTRA)core: pyproject.toml | $(PY)
+	@echo "installing tinygrad-harness (numpy only) into $(VENV)"
+	$(PY) -m pip install -e .
+	touch $@
+
+# everything the suite needs
+$(STAMP): pyproject.toml | $(PY)
+	@echo "installing tinygrad-harness with every extra into $(VENV) (~2.4 GB: torch, the NVIDIA toolchain, llvmlite, zig)"
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e '.[testing,lint,nv,llvm,fuzz]'
+	touch $(STAMP) $(EXTRA)core $(EXTRA)testing $(EXTRA)lint $(EXTRA)nv $(EXTRA)llvm $(EXTRA)fuzz
 
 # the virtual environment alone (CI jobs that run its tools from more than one checkout)
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(EXTRA)core
 	SPEC=2 $(PY) examples/mlp.py
 
 # the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's LLVM path and on PYTHON emulating
 # NV (the CUDA renderer's exact programs, tensor cores included); every tests/tensor kernel rendered as CUDA, compiled
-# for sm_90 by NVRTC + ptxas and run on the host against C; then the whole suite at SPEC=2 with the z3 bounds proof on
-# (IGNORE_OOB=0), on every core. The AMD sweeps run a slice here (tests/amd, tests/codegen/test_emulate.py).
+# for sm_90 by NVRTC + ptxas and run on the host against C; the pyrender reader fuzzed for 30 s (fuzz-parser); then the
+# whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core; the checkpoint readers fuzzed for 30 s each
+# (fuzz-loaders). The AMD sweeps run a slice here (tests/amd, tests/codegen/test_emulate.py).
 test: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 	$(MAKE) test-llvm
@@ -31,7 +52,9 @@ test: $(STAMP)
 	$(MAKE) test-emulate-amd
 	$(MAKE) test-amd-sweep
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv/test_sweep.py
+	$(MAKE) fuzz-parser
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
+	$(MAKE) fuzz-loaders
 
 # the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1) instead of C
 test-llvm: $(STAMP)
@@ -58,6 +81,23 @@ test-emulate-amd: $(STAMP)
 	for a in AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
 	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor || exit 1; \
 	done
+
+# the OpInfo harness (tests/ops/opinfo, against torch) on each emulated GPU (the NV and AMD renderers' exact programs on
+# the PYTHON interpreter) and on the CPU's LLVM path, then every conv2d regression shape of issue 31 on every arch and
+# emulation (make test runs a slice of both: tests/ops/test_opinfo_targets.py, tests/codegen/test_conv_gpu_targets.py)
+test-ops-targets: $(STAMP)
+	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/ops/test_opinfo.py
+	for a in NV AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
+	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/ops/test_opinfo.py || exit 1; \
+	done
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/codegen/test_conv_gpu_targets.py
+
+# random conv/conv_transpose/pool/matmul/reduce/scan programs, forward and backward, each kernel compiled for sm_80/89/90
+# and gfx942/1100/1201 with the default heuristics, as COMPILE_ONLY=1 does (tests/codegen/gpu_sweep.py; make test runs
+# a slice: tests/codegen/test_gpu_sweep.py)
+GPU_SWEEP_PROGRAMS ?= 2000
+test-gpu-sweep: $(STAMP)
+	$(PY) -m tests.codegen.gpu_sweep --programs $(GPU_SWEEP_PROGRAMS) --jobs $(JOBS)
 
 test-python: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
@@ -94,24 +134,39 @@ test-deep-chains: $(STAMP)
 test-symbolic: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/tensor/test_symbolic.py
 
-# one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2
+# one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2 [PYTEST_ARGS='-x -k conv'] [JOBS=2]. It names
+# every failure and the 25 slowest tests, and stops itself after SHARD_TIMEOUT seconds (below CI's job limit) so a shard
+# that runs long still prints where it was
 SPLITS ?= 2
 GROUP ?= 1
+SHARD_TIMEOUT ?= 1500
+PYTEST_ARGS ?=
 test-shard: $(STAMP)
-	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -q -p no:cacheprovider --splits $(SPLITS) --group $(GROUP) --durations-path .test_durations
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -rfE --durations=25 \
+	  --session-timeout $(SHARD_TIMEOUT) --splits $(SPLITS) --group $(GROUP) --durations-path .test_durations $(PYTEST_ARGS)
 
+# refresh .test_durations from a whole run (docs/testing.md): tests that no longer exist are dropped
 durations: $(STAMP)
-	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -q -p no:cacheprovider --store-durations --durations-path .test_durations
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider --store-durations --clean-durations \
+	  --durations-path .test_durations
 
-lint: $(STAMP)
+lint: $(EXTRA)lint
 	$(VENV)/bin/ruff check .
 
 types: $(STAMP)
 	$(VENV)/bin/mypy tinygrad fuzz
 	$(VENV)/bin/mypy --strict --follow-imports=silent spec replay
 
-fuzz-smoke: $(STAMP)
+fuzz-smoke: $(EXTRA)fuzz
 	$(PY) -m fuzz symbolic --seconds 30
+
+# the pyrender reader (spec.roundtrip.eval_pyrender) under atheris for PARSER_SECONDS on a fresh corpus of printed
+# graphs (fuzz/targets/pyrender_target.py: a memory and a time cap, an audit hook on writes, processes and code); any
+# finding fails the target, its input kept as crash-<sha1> here. In make test (30 s); the nightly workflow runs longer
+PARSER_SECONDS ?= 30
+fuzz-parser: $(STAMP)
+	d=$$(mktemp -d) && $(PY) fuzz/targets/pyrender_target.py -max_total_time=$(PARSER_SECONDS) -seed=1 \
+		-print_final_stats=1 $$d; rc=$$?; rm -rf $$d; exit $$rc
 
 # the nightly campaign (.github/workflows/fuzz-nightly.yml): an hour over every backend, its findings reduced, then
 # the report (fuzz_out/report.html, report.md); a backend without its toolchain is named in the log
@@ -119,6 +174,18 @@ FUZZ_MINUTES ?= 60
 fuzz-nightly: $(STAMP)
 	$(PY) -m fuzz run --minutes $(FUZZ_MINUTES) --backends cpu,llvm,python,nv,amd --jobs $(JOBS) --out fuzz_out
 	$(PY) -m fuzz report fuzz_out
+
+# the checkpoint readers (safe_load, torch_load, gguf_load) under atheris, FUZZ_LOADER_SECONDS each, in parallel, from
+# their seeds (fuzz/targets/load_common.py: what counts as a finding); a finding fails the target, its input and
+# traceback in fuzz_out/loaders/. In make test at 30 s; the nightly workflow runs them longer
+FUZZ_LOADER_SECONDS ?= 30
+fuzz-loaders: $(STAMP)
+	$(PY) fuzz/targets/load_common.py --seconds $(FUZZ_LOADER_SECONDS) --out fuzz_out/loaders $(FUZZ_LOADER_ARGS)
+
+# a plain `python -m fuzz run --minutes 2` per level and campaign seed (0, 1, 2) with a bug only that level can show
+# planted (tests/fuzz/planted_levels.py): each must be found, and replay with the bug and not without; slow (~40 min)
+fuzz-planted: $(STAMP)
+	$(PY) -m tests.fuzz.planted_levels --minutes 2 --seeds 0,1,2
 
 # the mutation score (fuzz/mutants.py) and rules hit guided vs unguided (fuzz/guidance.py); slow: minutes each
 fuzz-mutants: $(STAMP)

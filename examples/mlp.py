@@ -7,7 +7,7 @@ and, when the spec plugin is loaded and exposes its counters, how many UOps it v
 import sys, time
 import numpy as np
 from tinygrad import Tensor, nn, hooks
-from tinygrad.helpers import getenv
+from tinygrad.helpers import getenv, IGNORE_OOB
 from tinygrad.nn.optim import Adam
 from tinygrad.nn.state import get_parameters
 
@@ -50,9 +50,12 @@ def main() -> int:
   stats = getattr(plugin, "stats", None) if plugin is not None else None
   if stats is not None:
     print(f"spec (SPEC={plugin.level()}): {stats['uops_at_construction']} UOps verified against full_spec at "
-          "construction, "
-          f"{stats['boundary_graphs']} graphs verified at stage boundaries, {stats['round_trips']} round trips, "
-          f"{stats['index_proofs']} z3 index proofs")
+          f"construction, {stats['boundary_graphs']} graphs verified at stage boundaries, {stats['round_trips']} "
+          "round trips")
+    if IGNORE_OOB.value:
+      print("z3 bounds proofs: off (IGNORE_OOB=1, the default; IGNORE_OOB=0 proves every load and store of every "
+            "kernel in bounds, with z3-solver installed)")
+    else: print(f"z3 bounds proofs: every load and store proved in bounds in {stats['index_proofs']} kernels")
   else: print("spec: the plugin exposes no counters (spec.plugin.stats)")
   if not losses[-1] < losses[0] * 0.7:
     print("loss did not fall enough", file=sys.stderr)

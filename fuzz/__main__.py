@@ -1,7 +1,8 @@
 """`python -m fuzz <subcommand> [options]`. Each subcommand registers a parser builder and a runner in SUBCOMMANDS."""
 from __future__ import annotations
-import argparse, sys
-from typing import Callable
+import argparse, os, sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 def _symbolic_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--seconds", type=float, default=None, help="stop after this many seconds (default 30 without -n)")
@@ -21,53 +22,115 @@ def _symbolic_run(a: argparse.Namespace) -> int:
   print(summ)
   return 1 if summ.failures else 0
 
+# ---- argument types: a bad value is a usage error (exit 2) before any worker starts ----
+
+def _names(kind: str, known: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+  def parse(text: str) -> tuple[str, ...]:
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names: raise argparse.ArgumentTypeError(f"no {kind} given; {kind} are {', '.join(known)}")
+    if (bad := [x for x in names if x not in known]):
+      raise argparse.ArgumentTypeError(f"unknown {kind} {', '.join(map(repr, bad))}; {kind} are {', '.join(known)}")
+    return names
+  return parse
+
+def _number(typ: type, lo: float, hi: float | None = None) -> Callable[[str], Any]:
+  def parse(text: str) -> Any:
+    try: v = typ(text)
+    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if typ is int else 'a number'}")
+    if v < lo or (hi is not None and v > hi):
+      raise argparse.ArgumentTypeError(f"{text} is outside {lo}..{'' if hi is None else hi}")
+    return v
+  return parse
+
+def _setup(text: str) -> str:
+  """module:function, the function found (the module is imported here; its function is called in the workers)."""
+  import importlib
+  mod, _, fn = text.partition(":")
+  if not mod or not fn: raise argparse.ArgumentTypeError(f"{text!r} is not module:function")
+  try: m = importlib.import_module(mod)
+  except ImportError as e: raise argparse.ArgumentTypeError(f"cannot import {mod!r}: {e}") from None
+  if not callable(getattr(m, fn, None)): raise argparse.ArgumentTypeError(f"{mod} has no function {fn!r}")
+  return text
+
+def _backends() -> Callable[[str], tuple[str, ...]]:
+  from fuzz.backends import BACKENDS
+  return _names("backends", tuple(BACKENDS))
+
 def _run_args(p: argparse.ArgumentParser) -> None:
   from fuzz.backends import BACKENDS, DEFAULT_BACKENDS
-  p.add_argument("--minutes", type=float, default=1.0, help="how long to fuzz (then reductions get --reduce-grace)")
-  p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
-                 help=f"comma list of {', '.join(BACKENDS)} (default: {','.join(DEFAULT_BACKENDS)})")
-  p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes")
-  p.add_argument("--out", required=True, help="campaign directory: corpus/, findings/, logs/, stats.json")
-  p.add_argument("--level", default="kernel", choices=["kernel", "tensor", "symbolic"])
-  p.add_argument("--seed", type=int, default=0)
-  p.add_argument("--batch", type=int, default=16, help="cases per worker job (one shared object per batch on cpu)")
-  p.add_argument("--step-timeout", type=float, default=120.0, help="seconds without progress before a worker is hung")
+  from fuzz.campaign import LEVEL_NAMES
+  p.add_argument("--minutes", type=_number(float, 0.0), default=1.0,
+                 help="how long to fuzz (then reductions get --reduce-grace)")
+  p.add_argument("--levels", type=_names("levels", LEVEL_NAMES), default=",".join(LEVEL_NAMES), metavar="LIST",
+                 help=f"comma list of {', '.join(LEVEL_NAMES)}: each gets an equal share of the workers' time "
+                      "(docs/fuzz.md says which kind of change each level catches)")
+  p.add_argument("--backends", type=_backends(), default=",".join(DEFAULT_BACKENDS), metavar="LIST",
+                 help=f"comma list of {', '.join(BACKENDS)}")
+  p.add_argument("--jobs", "-j", type=_number(int, 1), default=os.cpu_count() or 1,
+                 help="worker processes (this machine's cores by default)")
+  p.add_argument("--out", default="fuzz_out", help="campaign directory: corpus/, findings/, logs/, stats.json; a "
+                 "campaign on an existing one continues it")
+  p.add_argument("--seed", type=int, default=0, help="the campaign's random seed (inputs, mutations, directed aims)")
+  p.add_argument("--batch", type=_number(int, 1), default=16, help="cases per worker job (one shared object per batch "
+                 "on cpu)")
+  p.add_argument("--step-timeout", type=_number(float, 1.0), default=120.0,
+                 help="seconds without progress before a worker is hung")
+  p.add_argument("--memory-mb", type=_number(int, 256), default=None,
+                 help="a worker's resident memory cap, past it the case is a resource finding (default: the physical "
+                      "memory shared by the workers and the parent)")
   p.add_argument("--no-reduce", action="store_true", help="write findings as found, without reducing them")
-  p.add_argument("--reduce-checks", type=int, default=300, help="candidate checks per finding")
-  p.add_argument("--reduce-grace", type=float, default=120.0, help="seconds after the deadline to finish reductions")
-  p.add_argument("--spec", type=int, default=2, help="SPEC level of the workers")
+  p.add_argument("--reduce-checks", type=_number(int, 0), default=300, help="candidate checks per finding")
+  p.add_argument("--reduce-grace", type=_number(float, 0.0), default=120.0,
+                 help="seconds after the deadline to finish reductions")
+  p.add_argument("--spec", type=int, choices=range(4), default=2, help="SPEC level of the workers")
   p.add_argument("--bounds", action="store_true", help="z3-prove every access in bounds (IGNORE_OOB=0): slower")
-  p.add_argument("--setup", default=None, help="module:function each worker calls first (planted-bug experiments)")
-  p.add_argument("--max-cases", type=int, default=None, help="stop after this many cases")
-  p.add_argument("--mutate", type=float, default=0.5, help="share of inputs mutated from the corpus (0: fresh only)")
+  p.add_argument("--setup", type=_setup, default=None,
+                 help="module:function each worker calls first (planted-bug experiments)")
+  p.add_argument("--max-cases", type=_number(int, 1), default=None, help="stop after this many cases")
+  p.add_argument("--mutate", type=_number(float, 0.0, 1.0), default=0.5,
+                 help="share of inputs mutated from the corpus (0: fresh only)")
   p.add_argument("--no-directed", action="store_true", help="kernel and symbolic levels: no inputs directed at "
                  "rules not matched yet (fuzz/scheduler.py Director)")
 
 def _run_run(a: argparse.Namespace) -> int:
   from fuzz.campaign import CampaignConfig, run_campaign
-  cfg = CampaignConfig(out=a.out, minutes=a.minutes, backends=tuple(b for b in a.backends.split(",") if b),
-                       jobs=a.jobs, level=a.level, seed=a.seed, batch=a.batch, step_timeout=a.step_timeout,
-                       reduce=not a.no_reduce, reduce_checks=a.reduce_checks, reduce_grace=a.reduce_grace,
-                       spec=a.spec, bounds=a.bounds, setup=a.setup, max_cases=a.max_cases, mutate=a.mutate,
-                       directed=not a.no_directed)
+  cfg = CampaignConfig(out=a.out, minutes=a.minutes, backends=a.backends, jobs=a.jobs, levels=a.levels, seed=a.seed,
+                       batch=a.batch, step_timeout=a.step_timeout, reduce=not a.no_reduce,
+                       reduce_checks=a.reduce_checks, reduce_grace=a.reduce_grace, spec=a.spec, bounds=a.bounds,
+                       setup=a.setup, max_cases=a.max_cases, mutate=a.mutate, directed=not a.no_directed,
+                       memory_mb=a.memory_mb)
   summ = run_campaign(cfg)
   print(summ)
   return 0
 
 def _repro_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("file", help="a finding (DIR/findings/<id>.json)")
-  p.add_argument("--backends", default=None, help="comma list (default: the finding's)")
-  p.add_argument("--setup", default=None, help="module:function to call first (the file's own setup is never run)")
-  p.add_argument("--timeout", type=float, default=300.0)
+  p.add_argument("--backends", type=_backends(), default=None, metavar="LIST",
+                 help="comma list (default: the finding's)")
+  p.add_argument("--setup", type=_setup, default=None,
+                 help="module:function to call first (the file's own setup is never run)")
+  p.add_argument("--timeout", type=_number(float, 1.0), default=300.0, help="seconds the case may take")
+  p.add_argument("--memory-mb", type=_number(int, 256), default=None,
+                 help="the worker's resident memory cap (default: half the physical memory)")
+
+# `fuzz repro` of a file that is not a readable reproducer (malformed, an env it may not set, a graph outside the
+# grammar, no case): neither 0 nor 1, which `git bisect run` reads as good and bad, nor 125 (skip: the file is the same
+# at every commit, so all would be skipped); 128 and above abort the bisection, with this one line as the reason
+EXIT_BAD_REPRODUCER = 128
 
 def _repro_run(a: argparse.Namespace) -> int:
-  """Exit status 1 when the finding still reproduces (the bug is there), 0 when it does not (git bisect run)."""
+  """Exit status 1 when the finding still reproduces (the bug is there), 0 when it does not (git bisect run), 128 when
+  the file is not a readable reproducer."""
   from fuzz.campaign import replay
-  from fuzz.findings import read_reproducer
-  f = read_reproducer(a.file)
-  if f.setup and not a.setup:
-    print(f"note: the finding was found with --setup {f.setup}; pass --setup to replay it under the same patch")
-  res = replay(a.file, a.backends.split(",") if a.backends else None, a.setup, a.timeout)
+  from fuzz.findings import read_reproducer, ReproducerError
+  try:
+    f = read_reproducer(a.file)
+    if f.setup and not a.setup:
+      print(f"note: the finding was found with --setup {f.setup}; pass --setup to replay it under the same patch")
+    res = replay(a.file, a.backends, a.setup, a.timeout, a.memory_mb)
+  except ReproducerError as e:
+    print(f"fuzz repro: bad reproducer (exit {EXIT_BAD_REPRODUCER}): {e}", file=sys.stderr)
+    return EXIT_BAD_REPRODUCER
   print(res)
   return 1 if res.reproduced else 0
 
@@ -75,8 +138,11 @@ def _report_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("dir", help="a campaign directory")
 
 def _report_run(a: argparse.Namespace) -> int:
-  from fuzz.report import write_report
-  html, md = write_report(a.dir)
+  from fuzz.report import write_report, ReportError
+  try: html, md = write_report(a.dir)
+  except ReportError as e:
+    print(f"fuzz report: {e}", file=sys.stderr)
+    return 2
   print(f"wrote {html} and {md}")
   return 0
 
@@ -94,7 +160,6 @@ def _ledger_run(a: argparse.Namespace) -> int:
   for p in problems: print("LEDGER:", p)
   return 1 if problems else 0
 
-# name -> (help, add arguments, run); a new subcommand is one more entry here
 def _compare_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--levels", default="symbolic,kernel", help="comma list of symbolic, kernel")
   p.add_argument("--seconds", type=float, default=600.0, help="per mode (both modes run side by side)")
@@ -139,22 +204,57 @@ def _mutants_run(a: argparse.Namespace) -> int:
   if a.json: atomic_write(a.json, json.dumps(s, indent=1))
   return 0
 
-SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {
-  "symbolic": ("prove simplify() sound on random index expressions with z3", _symbolic_args, _symbolic_run),
-  "run": ("a campaign: worker processes, corpus, findings reduced to reproducers", _run_args, _run_run),
-  "repro": ("replay one finding; exit 1 if it still reproduces, 0 if not", _repro_args, _repro_run),
-  "report": ("write DIR/report.html and DIR/report.md for a campaign", _report_args, _report_run),
-  "compare": ("rules hit, guided vs unguided, side by side (fuzz/targets/)", _compare_args, _compare_run),
-  "mutants": ("mutation score: which planted bugs each level finds, guided vs unguided", _mutants_args, _mutants_run),
-  "ledger": ("the z3 certificate of every rewrite rule (fuzz/ledger.json): check it, or --update it", _ledger_args,
-             _ledger_run),
+@dataclass(frozen=True)
+class Subcommand:
+  help: str         # one line in `python -m fuzz --help`
+  description: str  # the subcommand's own --help
+  add_args: Callable[[argparse.ArgumentParser], None]
+  run: Callable[[argparse.Namespace], int]
+
+# name -> its parser and runner; a new subcommand is one more entry here
+SUBCOMMANDS: dict[str, Subcommand] = {
+  "symbolic": Subcommand("prove simplify() sound on random index expressions with z3",
+                         "Random index expressions over variables and ranges are simplified by simplify() and proved "
+                         "equal to the original by z3. Exit status 1 when a rewrite is unsound.",
+                         _symbolic_args, _symbolic_run),
+  "run": Subcommand("a campaign: worker processes, corpus, findings reduced to reproducers",
+                    "A fuzz campaign. Worker processes check generated cases of every level (symbolic index "
+                    "expressions, kernel ASTs, tensor programs; each level an equal share of the workers' time) "
+                    "against the specs and the reference semantics on every backend. Findings are deduplicated by "
+                    "signature, reduced, and written as reproducers in OUT/findings/. A progress line every 5 s; at "
+                    "the end a summary with each finding's file and the report command. See docs/fuzz.md.",
+                    _run_args, _run_run),
+  "repro": Subcommand("replay one finding; exit 1 if it still reproduces, 0 if not, 128 if the file is not one",
+                      "Replay one finding in a worker process, under the flags it recorded (only the flags that "
+                      "change codegen, and SPEC, IGNORE_OOB). Exit status: 0 not reproduced (what `git bisect run` "
+                      "reads as good), 1 reproduced (bad), 128 the file is not a readable reproducer (aborts the "
+                      "bisection), 2 bad usage.", _repro_args, _repro_run),
+  "report": Subcommand("write DIR/report.html and DIR/report.md for a campaign",
+                       "Write DIR/report.html (one self-contained page: inline CSS and SVG, no scripts) and "
+                       "DIR/report.md for a campaign directory: the configuration and backends, totals, rate and "
+                       "rules over time, findings per backend, every finding with its message (the counterexample), "
+                       "reduced case and replay command, and rule-hit coverage. Exit status 2 when DIR, its "
+                       "campaign.json or its stats.json cannot be read.", _report_args, _report_run),
+  "compare": Subcommand("rules hit, guided vs unguided, side by side (fuzz/targets/)",
+                        "Rewrite rules hit over time by each mode of a level's atheris target (fuzz/targets/), run "
+                        "side by side; each mode's failing inputs are kept as reduced reproducers.",
+                        _compare_args, _compare_run),
+  "mutants": Subcommand("mutation score: which planted bugs each level finds, guided vs unguided",
+                        "The mutation score: each planted bug of fuzz/mutants.py, each level and mode, within a fixed "
+                        "time; a kill fails with the mutant and passes without it.", _mutants_args, _mutants_run),
+  "ledger": Subcommand("the z3 certificate of every rewrite rule (fuzz/ledger.json): check it, or --update it",
+                       "The z3 certificate of every symbolic rewrite rule (fuzz/ledger.json): proved, "
+                       "counterexample, or not expressible. Exit status 1 when the ledger is stale.",
+                       _ledger_args, _ledger_run),
 }
 
 def main(argv: list[str] | None = None) -> int:
-  ap = argparse.ArgumentParser(prog="python -m fuzz", description="fuzzers of the tinygrad harness")
+  ap = argparse.ArgumentParser(prog="python -m fuzz", description="fuzzers of the tinygrad harness (docs/fuzz.md)")
   sub = ap.add_subparsers(dest="cmd", required=True)
-  for name, (hlp, add_args, _) in SUBCOMMANDS.items(): add_args(sub.add_parser(name, help=hlp))
+  for name, sc in SUBCOMMANDS.items():
+    sc.add_args(sub.add_parser(name, help=sc.help, description=sc.description,
+                               formatter_class=argparse.ArgumentDefaultsHelpFormatter))
   a = ap.parse_args(argv)
-  return SUBCOMMANDS[a.cmd][2](a)
+  return SUBCOMMANDS[a.cmd].run(a)
 
 if __name__ == "__main__": sys.exit(main())

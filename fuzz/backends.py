@@ -20,11 +20,13 @@ compiled code) or hangs is attributed to the kernel and the step it was in.
   nvgpu   a real NV GPU (the driver must open one): compiled and run on the device
 
 `unavailable()` says why a backend cannot run here (a missing toolchain), or None; a campaign names each such backend
-with its reason and does not run it. Tensor programs run through the public API on `tensor_device()` where the
-backend has a device that computes (cpu, llvm, python, nvgpu); the others check the program's scheduled kernels.
+with its reason and does not run it. Tensor programs run through the public API on `tensor_device()` under
+`tensor_context()`: cpu, llvm, python, nvgpu on their devices, nv and amd on the PYTHON device emulating their target
+(EMULATE=NV, AMD_GFX942/1100/1201 turning per program); nv and amd (and a backend without a device) also check the
+program's scheduled kernels as the kernel level does.
 """
 from __future__ import annotations
-import ctypes, functools, os, tempfile, traceback
+import contextlib, ctypes, functools, os, tempfile, traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 import numpy as np
@@ -150,6 +152,12 @@ class Backend:
   def describe(self) -> str: return self.name
   def renderer(self, item: KernelItem) -> Any: raise NotImplementedError
   def tensor_device(self) -> str | None: return None
+  def tensor_context(self, key: int) -> Any:
+    """What a tensor program on `tensor_device()` runs under (an emulation; `key` turns an arch per case)."""
+    return contextlib.nullcontext()
+  def checks_scheduled(self) -> bool:
+    """Whether the tensor level checks a program's scheduled kernels here, as at the kernel level."""
+    return self.tensor_device() is None
 
   def lower(self, item: KernelItem, i: int) -> Any:
     from tinygrad.codegen import get_program
@@ -369,6 +377,13 @@ class NVBackend(Backend):
     from tinygrad.renderer.cuda import CUDARenderer
     return CUDARenderer(self._compiler.arch)
   def renderer(self, item: KernelItem) -> Any: return self._renderer
+  # NOTE: tensor programs run on the PYTHON device emulating NV (its renderer's exact programs); their kernels are also
+  # compiled here and run on the host shim, as at the kernel level
+  def tensor_device(self) -> str | None: return "PYTHON"
+  def tensor_context(self, key: int) -> Any:
+    from tinygrad.helpers import Context
+    return Context(EMULATE="NV", NV_ARCH=self._compiler.arch)
+  def checks_scheduled(self) -> bool: return True
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
     from tinygrad.runtime.support.cuda_host import HostLibrary, build_host_library, host_refusal
     out: dict[int, Any] = {}
@@ -425,6 +440,12 @@ class AMDBackend(Backend):
     return AMDLLVMRenderer(arch)
   # NOTE: the arch turns with the kernel's seed, so a reproducer gets the same arch again
   def renderer(self, item: KernelItem) -> Any: return self._renderer(AMD_ARCH_CYCLE[item.seed % len(AMD_ARCH_CYCLE)])
+  # NOTE: tensor programs run on the PYTHON device emulating one arch per program (turning with its length)
+  def tensor_device(self) -> str | None: return "PYTHON"
+  def tensor_context(self, key: int) -> Any:
+    from tinygrad.helpers import Context
+    return Context(EMULATE=f"AMD_{AMD_ARCH_CYCLE[key % len(AMD_ARCH_CYCLE)].upper()}")
+  def checks_scheduled(self) -> bool: return True
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
     out: dict[int, Any] = {}
     for i, p in progs.items():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib, glob, json, os, random, subprocess, sys, tempfile, time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
-from fuzz.campaign import Campaign, CampaignConfig
+from fuzz.campaign import Campaign, CampaignConfig, LevelRun
 
 TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
 MODES = ("guided", "unguided")
@@ -129,14 +129,15 @@ class InputsCampaign(Campaign):
   def __init__(self, cfg: CampaignConfig, inputs: list[bytes], states: Sequence[dict[str, Any]] = ()):
     super().__init__(cfg)
     self.inputs, self.states, self.not_again = inputs, list(states), 0
-  def next_input(self) -> tuple[bytes, str | None, bool]:
+  def next_input(self, run: LevelRun) -> tuple[bytes, str | None, bool]:
     return (self.inputs.pop(0) if self.inputs else b""), None, False
   def fuzz_job(self) -> dict[str, Any]:
     if self.inputs or not self.states: return super().fuzz_job()
     states, self.states = self.states, []
     n = len(states)
-    return {"op": "check_state", "states": states, "backends": None, "_inputs": [b""] * n, "_directed": [False] * n}
-  def add_corpus(self, data: bytes) -> None: pass
+    return {"op": "check_state", "level": self.cfg.levels[0], "states": states, "backends": None,
+            "_inputs": [b""] * n, "_directed": [False] * n}
+  def add_corpus(self, run: LevelRun, data: bytes) -> None: pass
   def handle_result(self, job: dict[str, Any], results: list[dict[str, Any]]) -> None:
     if job.get("_reduce") is None: self.not_again += sum(not r["failures"] for r in results)
     super().handle_result(job, results)
@@ -150,7 +151,7 @@ def keep_findings(level: str, inputs: Sequence[bytes], out: str, backends: str =
   signature, count, sizes, path) and how many did not fail again."""
   if not inputs and not states: return {"findings": [], "not_again": 0}
   # NOTE: the batches go out at the start, so a minute is enough; the reductions then have reduce_grace seconds
-  cfg = CampaignConfig(out=out, minutes=1.0, backends=tuple(b for b in backends.split(",") if b), level=level,
+  cfg = CampaignConfig(out=out, minutes=1.0, backends=tuple(b for b in backends.split(",") if b), levels=(level,),
                        batch=max(1, len(inputs)), max_cases=len(inputs) + len(states), setup=setup, progress=False,
                        directed=False, reduce_checks=reduce_checks, reduce_grace=reduce_seconds)
   camp = InputsCampaign(cfg, list(inputs), states)

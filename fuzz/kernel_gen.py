@@ -17,7 +17,7 @@ axes each index with a coordinate in [0, extent), or masked where it might not b
 (IGNORE_OOB=0) holds too. Buffers are numbered outputs first; range ids 0.. in order of creation.
 """
 from __future__ import annotations
-import dataclasses, math
+import dataclasses, functools, math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 from tinygrad.uop import Ops, AxisType
@@ -63,7 +63,8 @@ class KernelConfig:
   p_window: float = 0.15      # a shifted coordinate that is a sum of two ranges (a convolution's window)
   p_sum_mask: float = 0.3     # a masked store whose condition compares a sum of ranges (a triangular mask)
   p_repeat: float = 0.02      # an operand that is the one before it (x*x, x-x, c ? a : a): one node used twice
-  p_opts: float = 0.7         # candidate opts (else the target's heuristics choose)
+  p_opts: float = 0.7         # random candidate opts (random_opts)
+  p_gpu_opts: float = 0.9     # of the rest: a GPU target's default opts (gpu_opts), else None (each target's own)
   # rewrite-rule patterns (UPats) an expression is built from one time in 1/p_pattern (`instance`): a directed
   # config's, for a rule the plain generator's shapes do not reach
   patterns: tuple[Any, ...] = ()
@@ -411,6 +412,54 @@ class _KernelBuilder:
       stores.append(st.end(*rs) if rs else st)
     return UOp.sink(*stores), dict(self.var_vals)
 
+# the GPU targets whose default opts (their heuristics') a case may carry to every backend
+GPU_ARCHS = ("sm_90", "gfx942", "gfx1100", "gfx1201")
+
+@functools.lru_cache(maxsize=None)
+def _gpu_renderer(arch: str) -> Any:
+  from tinygrad.renderer.cuda import CUDARenderer
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  return CUDARenderer(arch) if arch.startswith("sm_") else AMDLLVMRenderer(arch)
+
+def gpu_opts(ch: Chooser, ast: UOp) -> tuple[Any, ...]:
+  """Candidate opts: what the default heuristics of a GPU target (NV sm_90 or an AMD arch, drawn) choose for this
+  kernel; two times in three with their workgroup replaced by more local axes (`grid_stress_opts`). Every backend
+  keeps those that fit it: the PYTHON interpreter runs a GPU's opts with values checked, NV and AMD get each other's."""
+  from tinygrad.codegen.program import prepare_kernel
+  from tinygrad.codegen.heuristic import hand_coded_optimizations
+  from tinygrad.codegen.opt import apply_opts, OptOps
+  ren, prepared = _gpu_renderer(ch.choice(GPU_ARCHS)), prepare_kernel(ast)
+  opts = list(hand_coded_optimizations(prepared, ren))
+  if not ch.integer(0, 2): return tuple(opts)
+  # NOTE: the heuristics' own workgroup (their LOCALs come last) is replaced, and one time in two their upcasts of
+  # output axes go too: both use up the output axes
+  drop = (OptOps.LOCAL,) if ch.integer(0, 1) else (OptOps.LOCAL, OptOps.UPCAST)
+  base = [o for o in opts if o.op not in drop]
+  return tuple(base + grid_stress_opts(ch, apply_opts(prepared, base, ren)))
+
+def grid_stress_opts(ch: Chooser, ast: UOp) -> list[Any]:
+  """For a kernel with some opts applied: a group reduce (two times in three) and LOCALs on every output axis, innermost
+  first, one per prime factor of its size (at most three): more local axes than a workgroup's three dimensions wherever
+  the sizes allow (the lowering merges them), as BEAM or a user may ask."""
+  from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size
+  opts = []
+  reds = [i for i, r in enumerate(reduce_axes(ast)) if (axis_size(r) or 0) >= 4]
+  if reds and ch.integer(0, 2):
+    red = ch.choice(reds)
+    size = axis_size(reduce_axes(ast)[red]) or 0
+    if (amts := [a for a in (2, 4, 8, 16) if size % a == 0 and size > a]):
+      opts.append(Opt(ch.choice([OptOps.GROUP, OptOps.GROUPTOP]), red, ch.choice(amts)))
+  # NOTE: innermost first, so a LOCAL over a whole axis (which retypes it) does not renumber the axes still to come;
+  # a split keeps its axis (smaller), so the next LOCAL on it adds one more local axis
+  for i, r in reversed(list(enumerate(output_axes(ast)))):
+    size, n = axis_size(r) or 0, 0
+    while size >= 2 and n < 3:
+      f = next(d for d in range(2, size + 1) if size % d == 0)
+      if f > 64: break
+      opts.append(Opt(OptOps.LOCAL, i, 0 if f == size else f))
+      size, n = size // f, n + 1
+  return opts
+
 def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
   """Candidate opts for a kernel: each target keeps those that fit it, in order (see fuzz.backends.fit_opts)."""
   from tinygrad.codegen.opt import Opt, OptOps
@@ -464,8 +513,11 @@ def build_kernel(ch: Chooser, cfg: KernelConfig | None = None) -> KernelCase:
   cfg = cfg or KernelConfig()
   b = _KernelBuilder(ch, cfg)
   ast, var_vals = b.build()
-  opts = random_opts(ch, ast) if b.coin(cfg.p_opts) else None
-  return KernelCase(ast, var_vals, opts, ch.integer(0, 2**31 - 1))
+  # NOTE: a case without random opts draws its input seed first: its data does not depend on the GPU opts drawn after
+  if b.coin(cfg.p_opts): return KernelCase(ast, var_vals, random_opts(ch, ast), ch.integer(0, 2**31 - 1))
+  seed = ch.integer(0, 2**31 - 1)
+  return KernelCase(ast, var_vals, gpu_opts(ch, ast) if b.coin(cfg.p_gpu_opts) else None, seed)
 
 __all__ = ["ALL_DTYPES", "EDGE_SIZES", "TILE_SIZES", "KernelConfig", "KernelCase", "build_kernel", "random_opts",
+           "gpu_opts", "grid_stress_opts", "GPU_ARCHS",
            "OP_NAMES", "directed_config"]

@@ -12,7 +12,8 @@ kernel:   a kernel AST (fuzz/kernel_gen.py) checked against kernel_spec, the pyr
 symbolic: an index expression (fuzz.strategies.build_index_expression) that z3 proves simplify() keeps
           (fuzz/symbolic.py).
 tensor:   a program through the public Tensor API (fuzz/tensor_programs.py) against numpy, values and dtypes, on every
-          backend that has a device computing values; backends without one check the program's scheduled kernels.
+          backend that has a device computing values (nv and amd: the PYTHON device emulating their target); nv, amd
+          and backends without a device check the program's scheduled kernels.
 """
 from __future__ import annotations
 import json
@@ -267,12 +268,13 @@ class TensorLevel(Level):
             note: Note = _no_note) -> list[list[Failure]]:
     from fuzz.tensor_programs import check_program, ProgramMismatch
     out: list[list[Failure]] = [[] for _ in cases]
-    kernel_backends = {n: b for n, b in backends.items() if b.tensor_device() is None}
+    kernel_backends = {n: b for n, b in backends.items() if b.checks_scheduled()}
     for i, c in enumerate(cases):
       for name, b in backends.items():
         if (dev := b.tensor_device()) is None: continue
         note(i, name, "tensor")
-        try: check_program(c.program, [dev])
+        try:
+          with b.tensor_context(len(c.data)): check_program(c.program, [dev])
         except ProgramMismatch as e:
           cause = e.__cause__
           if cause is not None: out[i].append(failure_from(cause, "tensor-run", name))

@@ -9,6 +9,7 @@ guided (the scheduler of fuzz/scheduler.py) vs unguided; fuzz/targets/common.py 
   wrong_gate           fold_where_invalid_nest: c ? (c2 ? x : Invalid) : Invalid keeps only the inner gate c2
   dropped_cast         promote_emulated: an operand that is a float32 result cast to bfloat16/fp8 is used without
                        that cast (the intermediate rounding to the emulated dtype is dropped; dtypes stay consistent)
+  mod_mod_any          fold_mod_mod: (x%a)%b folds to x%b even where b does not divide a (a missing side condition)
 
 Swapping a rule's function rebuilds every PatternMatcher that holds it (the module tables and any matcher made from
 them with `+`), so the change is in exactly one rule wherever that rule is used."""
@@ -58,6 +59,11 @@ def _cmp_sum_ignoring_wrap(cmp: UOp, x: UOp, c: UOp) -> UOp | None:
 
 def _drop_outer_gate(c: UOp, c2: UOp, x: UOp) -> UOp: return c2.where(x, UOp.invalid())
 
+def _mod_mod_any(x: UOp, a: UOp, b: UOp) -> UOp | None:
+  # NOTE: the planted slip: the rule's side condition, b divides a, is gone
+  if not sym.is_scalar_int(x.dtype) or not sym._positive_consts(a, b): return None
+  return x % int(b.arg)
+
 def _promote_without_rounding(a: UOp) -> UOp | None:
   if a.op is Ops.WHERE or not any(x.dtype.scalar() in dec.EMULATED for x in (a, *a.src)): return None
   f = dtypes.float32
@@ -92,6 +98,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in [
   Mutant("unsigned_wrap", "unsigned wrap", sym.fold_cmp_sum, lambda: _cmp_sum_ignoring_wrap),
   Mutant("wrong_gate", "wrong gate", sym.fold_where_invalid_nest, lambda: _drop_outer_gate),
   Mutant("dropped_cast", "dropped cast", dec.promote_emulated, lambda: _promote_without_rounding),
+  Mutant("mod_mod_any", "missing side condition", sym.fold_mod_mod, lambda: _mod_mod_any),
 ]}
 
 def apply_mutant(name: str) -> Mutant:
@@ -108,5 +115,6 @@ def negative_sign_slip() -> None: apply_mutant("negative_sign_slip")
 def unsigned_wrap() -> None: apply_mutant("unsigned_wrap")
 def wrong_gate() -> None: apply_mutant("wrong_gate")
 def dropped_cast() -> None: apply_mutant("dropped_cast")
+def mod_mod_any() -> None: apply_mutant("mod_mod_any")
 
 __all__ = ["MUTANTS", "Mutant", "apply_mutant", "swap_rule", "with_globals", *MUTANTS]

@@ -7,15 +7,52 @@ worker restarts); the rate, rule coverage and findings over time (stats.json); f
 rule-hit coverage (TRACK_MATCH_STATS: rules that matched at least once, per rewrite pass, of those that were tried).
 """
 from __future__ import annotations
-import html, json, os, time
-from typing import Any
+import html, json, os, re, time
+from typing import Any, Callable
 from tinygrad.helpers import atomic_write
 from fuzz.findings import load_findings, Finding
 
-def _load(path: str, default: Any) -> Any:
+class ReportError(ValueError):
+  """A campaign directory the report cannot read: names the file and what is wrong, in one line."""
+
+_NUM = (int, float)
+# the fields of campaign.json and of each stats.json sample the report reads, and their types
+META_FIELDS: dict[str, type | tuple[type, ...]] = {
+  "config": dict, "backends": dict, "missing": dict, "seconds": _NUM, "cases": int, "rules_matched": list,
+  "rules_tried": int, "corpus": int, "crashes": int, "hangs": int, "restarts": int, "losses": int}
+SAMPLE_FIELDS: dict[str, type | tuple[type, ...]] = {"t": _NUM, "cases": int, "rules": int, "findings": int}
+
+def _is(v: Any, t: type | tuple[type, ...]) -> bool:
+  # NOTE: JSON's true and false read as bools, which Python counts as ints
+  return isinstance(v, t) and not (type(v) is bool and t is not bool)
+
+def _why_meta(d: Any) -> str | None:
+  if not isinstance(d, dict): return f"must be an object, not {type(d).__name__}"
+  for k, t in META_FIELDS.items():
+    if k in d and not _is(d[k], t):
+      return f"{k} must be {getattr(t, '__name__', 'a number')}, not {type(d[k]).__name__}"
+  for k in ("backends", "missing"):
+    if not all(isinstance(x, str) for x in d.get(k, {}).values()): return f"{k} must map names to text"
+  if not all(isinstance(x, str) for x in d.get("rules_matched", [])): return "rules_matched must be a list of names"
+  return None
+
+def _why_timeline(d: Any) -> str | None:
+  if not isinstance(d, list): return f"must be a list of samples, not {type(d).__name__}"
+  for i, smp in enumerate(d):
+    if not isinstance(smp, dict): return f"sample {i} must be an object, not {type(smp).__name__}"
+    for k, t in SAMPLE_FIELDS.items():
+      if not _is(smp.get(k), t): return f"sample {i}: {k} must be {getattr(t, '__name__', 'a number')}"
+  return None
+
+def _load(path: str, default: Any, why: Callable[[Any], str | None]) -> Any:
+  """The JSON in `path` (`default` when there is no such file); ReportError when it is not what `why` accepts."""
+  if not os.path.exists(path): return default
   try:
-    with open(path) as f: return json.load(f)
-  except (OSError, json.JSONDecodeError): return default
+    with open(path, encoding="utf-8") as f: d = json.load(f)
+  except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    raise ReportError(f"{path}: not readable JSON: {type(e).__name__}: {e}") from None
+  if (problem := why(d)) is not None: raise ReportError(f"{path}: not a campaign record: {problem}")
+  return d
 
 def _when(t: float) -> str: return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "?"
 
@@ -51,13 +88,29 @@ def rules_by_pass(rules: list[str]) -> dict[str, list[str]]:
 def replay_command(path: str, f: Finding) -> str:
   return f"python -m fuzz repro {path}" + (f" --setup {f.setup}" if f.setup else "")
 
+def _levels(meta: dict[str, Any]) -> str:
+  """The levels fuzzed, each with its cases and worker-seconds where the record has them."""
+  cfg, per = meta.get("config", {}), meta.get("levels", {})
+  names = cfg.get("levels") or ([cfg["level"]] if "level" in cfg else [])
+  if not isinstance(names, list): return "?"
+  return ", ".join(f"{n} ({per[n].get('cases', '?')} cases, {per[n].get('seconds', '?')} worker-s)"
+                   if isinstance(per.get(n), dict) else str(n) for n in names) or "?"
+
 def _findings_sorted(findings: dict[str, Finding]) -> list[Finding]:
   return sorted(findings.values(), key=lambda f: (-f.count, f.first_seen))
+
+def _fenced(text: str, lang: str) -> list[str]:
+  """`text` as a markdown code block whose fence is longer than any run of backticks in it."""
+  runs = [len(r) for r in re.findall(r"`+", text)]
+  fence = "`" * max(3, max(runs, default=0) + 1)
+  return [fence + lang, text, fence]
+
+def _md_line(text: str) -> str: return " ".join(text.split())
 
 def render_markdown(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], findings: dict[str, Finding]) -> str:
   cfg = meta.get("config", {})
   lines = [f"# Fuzz campaign {d}", "",
-           f"level `{cfg.get('level', '?')}`, seed {cfg.get('seed', '?')}, {cfg.get('jobs', '?')} worker(s), "
+           f"levels {_levels(meta)}, seed {cfg.get('seed', '?')}, {cfg.get('jobs', '?')} worker(s), "
            f"{cfg.get('minutes', '?')} min, SPEC={cfg.get('spec', '?')}"
            f"{', bounds proved' if cfg.get('bounds') else ''}",
            "", "## Backends", ""]
@@ -84,11 +137,15 @@ def render_markdown(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]]
   lines += ["", f"## Findings ({len(findings)})", ""]
   for f in _findings_sorted(findings):
     path = os.path.join(d, "findings", f"{f.signature.id}.json")
+    case = str(f.state.get("graph") or f.state.get("program") or json.dumps(f.state))[:4000]
+    # NOTE: the message holds the oracle's counterexample (the first differing element, the z3 model): all of it, as
+    # the HTML page shows it
     lines += [f"### `{f.signature.id}` {f.signature} (x{f.count})", "",
               f"first seen {_when(f.first_seen)}, last {_when(f.last_seen)}; size {f.original_size} -> {f.size}"
-              f"{'' if f.reduced else ' (not reduced)'}; `{replay_command(path, f)}`", "", "```",
-              f.message.splitlines()[0][:300] if f.message else "", "```", "", "```python",
-              str(f.state.get("graph") or f.state.get("program") or json.dumps(f.state))[:4000], "```", ""]
+              f"{'' if f.reduced else ' (not reduced)'}; `{replay_command(path, f)}`", "",
+              *_fenced(f.message[:3000], ""), "", *_fenced(case, "python"), ""]
+  if (skipped := meta.get("skipped")):
+    lines += [f"## Finding files skipped ({len(skipped)})", "", *[f"- {_md_line(x)}" for x in skipped], ""]
   lines += ["## Rule-hit coverage", ""]
   for p, rs in sorted(rules_by_pass(meta.get("rules_matched", [])).items()):
     lines.append(f"- `{p}`: {len(rs)} rules matched")
@@ -104,7 +161,7 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
   secs = meta.get("seconds", 0) or 0
   parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fuzz campaign {e(d)}</title>"
            f"<style>{CSS}</style></head><body><h1>Fuzz campaign <code>{e(d)}</code></h1>",
-           f"<p>level <b>{e(str(cfg.get('level', '?')))}</b>, seed {e(str(cfg.get('seed', '?')))}, "
+           f"<p>levels <b>{e(_levels(meta))}</b>, seed {e(str(cfg.get('seed', '?')))}, "
            f"{e(str(cfg.get('jobs', '?')))} worker(s), {e(str(cfg.get('minutes', '?')))} min, "
            f"SPEC={e(str(cfg.get('spec', '?')))}</p><h2>Backends</h2><ul>"]
   parts += [f"<li>{e(desc)}</li>" for desc in meta.get("backends", {}).values()]
@@ -135,6 +192,10 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
                  f"&rarr; {f.size}{'' if f.reduced else ' (not reduced)'}; replay: "
                  f"<code>{e(replay_command(path, f))}</code></p><pre>{e(f.message[:3000])}</pre>"
                  f"<details open><summary>reduced case</summary><pre>{e(case[:20000])}</pre></details>")
+  if (skipped := meta.get("skipped")):
+    parts.append(f"<h2>Finding files skipped ({len(skipped)})</h2><ul>")
+    parts += [f"<li class='bad'>{e(x)}</li>" for x in skipped]
+    parts.append("</ul>")
   parts.append("<h2>Rule-hit coverage</h2><p>Rules that matched at least once (TRACK_MATCH_STATS), per rewrite pass, "
                f"of {e(str(meta.get('rules_tried', 0)))} rules tried.</p><table><tr><th>pass</th><th>matched</th>"
                "<th>rules</th></tr>")
@@ -145,14 +206,17 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
   return "".join(parts) + "\n"
 
 def write_report(d: str) -> tuple[str, str]:
-  """Write DIR/report.html and DIR/report.md (atomically); returns their paths."""
-  if not os.path.isdir(d): raise FileNotFoundError(f"{d} is not a campaign directory")
-  meta = _load(os.path.join(d, "campaign.json"), {})
-  timeline = _load(os.path.join(d, "stats.json"), [])
-  findings = load_findings(os.path.join(d, "findings"))
+  """Write DIR/report.html and DIR/report.md (atomically); returns their paths. ReportError when DIR, its
+  campaign.json or its stats.json cannot be read; a finding file that is not a reproducer is skipped and listed."""
+  if not os.path.isdir(d): raise ReportError(f"{d}: not a campaign directory (no such directory)")
+  meta = _load(os.path.join(d, "campaign.json"), {}, _why_meta)
+  timeline = _load(os.path.join(d, "stats.json"), [], _why_timeline)
+  skipped: list[str] = []
+  findings = load_findings(os.path.join(d, "findings"), skipped)
+  meta = {**meta, "skipped": skipped}
   h, m = os.path.join(d, "report.html"), os.path.join(d, "report.md")
   atomic_write(h, render_html(d, meta, timeline, findings))
   atomic_write(m, render_markdown(d, meta, timeline, findings))
   return h, m
 
-__all__ = ["write_report", "render_html", "render_markdown", "svg_chart"]
+__all__ = ["write_report", "render_html", "render_markdown", "svg_chart", "ReportError"]

@@ -4,9 +4,9 @@ It checks cases in its own process so that a crash (a segfault in compiled code)
 parent (fuzz/campaign.py) sees its pipe close or its time run out, records a finding for the case and step the worker
 last announced, and starts a new worker.
 
-Config (argv[1]): {"level": name, "backends": [names], "setup": "module:function" or null, "max_jobs": n,
-"validate_bounds": bool}. The `setup` hook is imported and called once at start (planted-bug experiments patch the
-compiler there); it comes from the campaign's command line, never from a reproducer file.
+Config (argv[1]): {"levels": [names] (or "level": name), "backends": [names], "setup": "module:function" or null,
+"max_jobs": n, "validate_bounds": bool}. The `setup` hook is imported and called once at start (planted-bug
+experiments patch the compiler there); it comes from the campaign's command line, never from a reproducer file.
 
 To the parent (on the original stdout; the worker's own stdout is redirected to stderr, so stray prints cannot break
 the protocol):
@@ -18,9 +18,10 @@ the protocol):
   ("rules"/"attempted": 'pass::rule' names new to this worker process; "hits": every match during the case's steps,
   by rule key (fuzz/scheduler.py rule_key): the scheduler's features)
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
-From the parent (stdin): {"job": id, "op": "check", "inputs": [hex bytes], "tags": [rule or null] (optional: the
-rule each input's generator is directed at, fuzz/levels.py DirectedLevels)} or {"job": id, "op":
-"check_state", "states": [level states], "backends": [names] or null}.
+From the parent (stdin): {"job": id, "op": "check", "level": name, "inputs": [hex bytes], "tags": [rule or null]
+(optional: the rule each input's generator is directed at, fuzz/levels.py DirectedLevels)} or {"job": id, "op":
+"check_state", "level": name, "states": [level states], "backends": [names] or null}. A job without "level" is of
+the first level of the config.
 """
 from __future__ import annotations
 import dataclasses, gc, importlib, json, os, sys, traceback
@@ -88,8 +89,9 @@ def main(argv: list[str]) -> int:
   from fuzz.levels import LEVELS, KernelLevel, DirectedLevels
   from fuzz.backends import open_backends, Failure, failure_from
   from fuzz.strategies import BytesChooser
-  level = KernelLevel(validate_bounds=bool(cfg.get("validate_bounds"))) if cfg["level"] == "kernel" else \
-    LEVELS[cfg["level"]]()
+  bounds = bool(cfg.get("validate_bounds"))
+  level_names = cfg.get("levels") or [cfg["level"]]
+  levels = {n: KernelLevel(validate_bounds=bounds) if n == "kernel" else LEVELS[n]() for n in level_names}
   backends, missing = open_backends(cfg["backends"])
   # NOTE: what is alive now (the imported modules, the rule tables, the toolchains) lives as long as the worker, so it
   # leaves the collector's generations: full collections walked all of it again and again (~10% of a case's CPU time).
@@ -103,10 +105,12 @@ def main(argv: list[str]) -> int:
   cov = Coverage()
   jobs = 0
   # NOTE: the parent's Campaign builds a tagged input with the same levels (fuzz/levels.py DirectedLevels)
-  directed = DirectedLevels(level, bool(cfg.get("validate_bounds")))
+  directed = {n: DirectedLevels(lv, bounds) for n, lv in levels.items()}
   for line in sys.stdin:
     job = json.loads(line)
     jid = job["job"]
+    name = job.get("level", level_names[0])
+    level = levels[name]
     cases: list[Any] = []
     fails: dict[int, list[Failure]] = {}
     used: list[int] = []
@@ -115,7 +119,7 @@ def main(argv: list[str]) -> int:
       for i, h in enumerate(job["inputs"]):
         cov.at(i)
         ch = BytesChooser(bytes.fromhex(h))
-        try: cases.append(directed.get(tags[i]).from_chooser(ch))
+        try: cases.append(directed[name].get(tags[i]).from_chooser(ch))
         except Exception as e:
           cases.append(None)
           fails[i] = [failure_from(e, "generate", "generator")]

@@ -33,7 +33,8 @@ class _State:
     self.run_id = ""
     self.targets: list[str] = []
     self.pending: list[tuple[UOp, int]] = []  # the tensor graph whose kernel graph is not out yet, and `patches` then
-    self.compiling: list[tuple[int, int]] = []  # (id of the AST, `patches`) of each get_program under way
+    # (id of the AST, `patches`, whether the caller gave the opts) of each get_program under way
+    self.compiling: list[tuple[int, int, bool]] = []
     self.patches = 0  # rewrites run so far with a patched matcher (the `patched_rewrite` checkpoint)
     self.last_patch = ""
     self.no_toolchain: set[str] = set()  # targets whose compile-only toolchain is not installed here
@@ -121,9 +122,9 @@ def on_patched_rewrite(where: str) -> None:
   state.patches += 1
   state.last_patch = where
 
-def on_compiling(ast: UOp, renderer: Any) -> None:
+def on_compiling(ast: UOp, renderer: Any, opts: Any = None) -> None:
   # NOTE: a compile that raised never fires `compiled`: its mark stays until an enclosing compile ends (bounded)
-  state.compiling.append((id(ast), state.patches))
+  state.compiling.append((id(ast), state.patches, opts is not None))
   if len(state.compiling) > 64: del state.compiling[0]
 
 # ---- tinygrad code a test replaced (a module function or a method) ----
@@ -187,16 +188,17 @@ class _Namespaces:
 
 namespaces = _Namespaces()
 
-def _patched_since(ast: UOp) -> str | None:
-  """The patched rewrite that ran since get_program started on `ast` (the last one), else None."""
+def _compile_mark(ast: UOp) -> tuple[str | None, bool | None]:
+  """(the patched rewrite that ran since get_program started on `ast` (the last one) or None, whether its caller gave
+  the opts: None when the compile has no mark)."""
   # NOTE: no mark (the capture started inside the compile): judge by whether any patched rewrite ran at all
-  start = 0
+  start, given = 0, None
   while state.compiling:
-    aid, n = state.compiling.pop()
+    aid, n, g = state.compiling.pop()
     if aid == id(ast):
-      start = n
+      start, given = n, g
       break
-  return state.last_patch if state.patches > start else None
+  return (state.last_patch if state.patches > start else None), given
 
 def _skip(key: str, what: str) -> None:
   try: _db().add_skip(state.run_id, key)
@@ -204,13 +206,15 @@ def _skip(key: str, what: str) -> None:
 
 def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
   why = None if replayable(renderer) else "cannot be rebuilt from its identity"
-  rule = _patched_since(ast)
+  rule, given = _compile_mark(ast)
   if why is None and (where := patched(renderer)) is not None: why = f"patched: {where}"
   if why is None and rule is not None: why = f"patched rule: {rule}"
   if why is None and (code := namespaces.patched()) is not None: why = f"patched code: {code}"
   if why is not None: return _skip(f"{p.renderer} ({why})", f"kernel {getattr(p, 'name', '?')}")
   try:
     body = kernel_body(ast, p)
+    # NOTE: whether get_program chose the opts (its caller gave none): the diff re-chooses only those
+    if given is not None: body["chosen"] = not given
     if state.fanning and (t := target_of(p.renderer)) in COMPILE_TARGETS and (res := _compile(t, p)) is not None:
       body["compile"] = res
     if _db().add_record(state.run_id, "kernel", body): state.written["kernel"] += 1

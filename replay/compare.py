@@ -6,11 +6,13 @@
                   arithmetic, ...) line up one to one with equal ops, dtypes and args, and every pair of index
                   expressions fed to them is proved equal by z3 (spec/smt.py) for all values of the loops, thread ids,
                   variables and loaded values. An `unknown` or a timeout is not a proof: the kernel is "changed".
-  changed         anything else; `run_both_native` compiles a CPU or CPU_LLVM record's old and new sources for the
-                  host and runs both in a forked child; `run_both` runs both linear programs on the PYTHON backend (the
-                  interpreter checks every access, so a bad index is an error, not a crash); either on the same random
-                  inputs, showing the first element that differs. A run that agrees does not make a kernel the same: it
-                  only fails to show the change.
+  changed         anything else; `run_both` runs both on the same inputs (`input_sets`: random and boundary values
+                  of the captured shapes): the old program is its recorded linear program interpreted on the PYTHON
+                  backend (a record's source is never compiled: the database is untrusted), the new one natively for
+                  CPU and CPU_LLVM (`run_native`, in a forked child), else interpreted too; the interpreter checks
+                  every access, so a bad index is an error, not a crash. The outputs agree within fuzz/budget.py's ULP
+                  budget or differ (`compare_outputs`, naming the first element). A run that agrees does not make a
+                  kernel the same: it only fails to show the change.
 """
 from __future__ import annotations
 import math, os, re
@@ -212,11 +214,19 @@ def _prove(so: Sequence[UOp], sn: Sequence[UOp], timeout_ms: int) -> Proof:
   return Proof("unknown", f"z3 could not decide within {timeout_ms} ms ({solver.reason_unknown()}): not proved")
 
 # ---- running both ----
+# NOTE: a replay database is untrusted data: a text a record carries (its source) is never compiled, loaded or run. The
+# old program's outputs come from interpreting its recorded linear program (parsed exec-free) on PYTHON; the new one is
+# what the code checked out now made from the record's inputs, run natively on CPU/CPU_LLVM when every string in it is
+# a plain identifier (`unsafe_string`: the renderer writes strings of the record's AST, e.g. variable names, into the
+# source), else interpreted too.
 
 @dataclass(frozen=True)
 class RunResult:
-  differs: bool
+  outputs: str   # "differ", "agree" or "not run"
   detail: str
+  max_ulp: float = 0.0  # agree: the largest distance in ulps of any checked element
+  @property
+  def differs(self) -> bool: return self.outputs == "differ"
 
 class _Target:
   def __init__(self, device: str, identity: str): self.device, self.identity = device, identity
@@ -227,6 +237,24 @@ def _spec(name: str, uops: list[UOp]) -> Any:
 
 def _globals(uops: Sequence[UOp]) -> dict[int, PtrDType]:
   return {int(u.arg): u.dtype for u in uops if u.op is Ops.DEFINE_GLOBAL and isinstance(u.dtype, PtrDType)}
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+def unsafe_string(name: str, uops: Sequence[UOp]) -> str | None:
+  """The first string in the program (its name, any arg) that is not a plain identifier, else None. Only a program
+  without one is compiled: a string of the record's AST (a variable's name) is written into the source as it is."""
+  def walk(a: Any) -> str | None:
+    if isinstance(a, str): return None if _IDENT.match(a) else a
+    if isinstance(a, tuple): return next((w for x in a if (w := walk(x)) is not None), None)
+    if hasattr(a, "__dataclass_fields__"): return walk(tuple(getattr(a, f) for f in a.__dataclass_fields__))
+    return None
+  return walk(name) if walk(name) is not None else next((w for u in uops if (w := walk(u.arg)) is not None), None)
+
+@dataclass(frozen=True)
+class InputSet:
+  name: str
+  bufs: dict[int, np.ndarray]
+  var_vals: dict[str, int]
 
 def random_inputs(uops: Sequence[UOp], seed: int) -> dict[int, np.ndarray]:
   """One array per DEFINE_GLOBAL: floats uniform in [-2, 2), ints small and non-negative (they may be indices)."""
@@ -242,6 +270,63 @@ def random_inputs(uops: Sequence[UOp], seed: int) -> dict[int, np.ndarray]:
     ret[num] = arr
   return ret
 
+def boundary_inputs(uops: Sequence[UOp], seed: int, ints: bool) -> dict[int, np.ndarray]:
+  """Every float buffer holds the special values of its dtype (0, -0, +-inf, NaN, the largest finite value, the
+  smallest normal and subnormal, +-1) each once first (as many as fit, in a random order), then half its other elements
+  are special values too, the rest as `random_inputs`; with `ints`, int buffers likewise get their extremes (0, +-1, the
+  smallest and largest value), else small non-negative values (they may be indices)."""
+  from fuzz.budget import FLOAT_FORMAT
+  from tinygrad.dtype import to_storage_np
+  rng = np.random.default_rng(seed)
+  ret = random_inputs(uops, seed)
+  for num, pt in sorted(_globals(uops).items()):
+    base, n = pt.base.scalar(), max(int(pt.size), 1)
+    npdt = np.dtype(to_np_dtype(base))
+    pick = rng.random(n) < 0.5
+    def mix(special: np.ndarray, rest: np.ndarray) -> np.ndarray:
+      out = np.where(pick, special[rng.integers(0, len(special), n)], rest)
+      k = min(n, len(special))
+      out[:k] = special[rng.permutation(len(special))[:k]]
+      return out
+    if dtypes.is_float(base) and base in FLOAT_FORMAT:
+      mant, emin, maxf = FLOAT_FORMAT[base]
+      special = np.array([0.0, -0.0, math.inf, -math.inf, math.nan, maxf, -maxf, 2.0 ** emin, -2.0 ** emin,
+                          2.0 ** (emin - mant), 1.0, -1.0])
+      vals = from_storage(ret[num], base).astype(np.float64)
+      with np.errstate(all="ignore"):
+        ret[num] = to_storage_np(mix(special, vals), base)
+    elif ints and npdt.kind in "iu":
+      ii = np.iinfo(cast(Any, npdt))
+      special = np.array([0, 1, int(ii.max), int(ii.min), int(ii.max) - 1] + ([-1] if npdt.kind == "i" else []),
+                         dtype=npdt)
+      ret[num] = mix(special, ret[num]).astype(npdt)
+  return ret
+
+def from_storage(a: np.ndarray, dt: Any) -> np.ndarray:
+  from tinygrad.dtype import from_storage_np
+  return from_storage_np(a, dt) if a.dtype == np.dtype(to_np_dtype(dt)) else a
+
+def _var_vals(old: Sequence[UOp], seed: int, at: str = "random") -> dict[str, int]:
+  """Values of the variables: random for one seed, in range and at most 16 above the lower bound; or at that lower
+  bound ("low") or at the top of that window ("high")."""
+  rng = np.random.default_rng(seed + 1000)
+  ret: dict[str, int] = {}
+  for u in old:
+    if u.op is not Ops.DEFINE_VAR: continue
+    lo, hi = int(u.arg[1]), min(int(u.arg[2]), int(u.arg[1]) + 16)
+    ret[str(u.arg[0])] = lo if at == "low" else hi if at == "high" else int(rng.integers(lo, hi + 1))
+  return ret
+
+def input_sets(old: Sequence[UOp]) -> list[InputSet]:
+  """The inputs both programs run on, in the order they are tried: the captured buffers' shapes (the old program's
+  DEFINE_GLOBALs), with random values, with boundary values (floats, then ints too), with random values again."""
+  return [InputSet("random inputs, seed 0", random_inputs(old, 0), _var_vals(old, 0)),
+          InputSet("boundary floats (0, -0, inf, NaN, extremes)", boundary_inputs(old, 2, False),
+                   _var_vals(old, 2, "low")),
+          InputSet("boundary floats and ints (the int dtypes' extremes)", boundary_inputs(old, 3, True),
+                   _var_vals(old, 3, "high")),
+          InputSet("random inputs, seed 1", random_inputs(old, 1), _var_vals(old, 1))]
+
 def run_program(name: str, uops: list[UOp], bufs: dict[int, np.ndarray], var_vals: dict[str, int],
                 emulate: str) -> dict[int, np.ndarray]:
   """Run a linear program on the PYTHON interpreter on copies of `bufs`; returns the buffers after the run."""
@@ -256,15 +341,11 @@ def run_program(name: str, uops: list[UOp], bufs: dict[int, np.ndarray], var_val
         vals=[var_vals[n] for n in p.var_names])
   return out
 
-def _first_difference(a: np.ndarray, b: np.ndarray) -> tuple[int, Any, Any] | None:
-  same = (a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else a == b
-  if bool(np.all(same)): return None
-  i = int(np.argmin(same))
-  return i, a[i].item(), b[i].item()
-
 # the most lane-steps (threads x executed lines) one interpreted run may take; a bigger kernel is not run (the report
-# says so) rather than stall the diff (the interpreter runs a serial loop at about 50k lines a second)
+# says so) rather than stall the diff (the interpreter runs a serial loop at about 50k lines a second). The old program
+# runs on as many input sets as fit in KERNEL_STEPS in all (at least the first)
 MAX_STEPS = 1_000_000
+KERNEL_STEPS = 2_000_000
 
 def steps(uops: Sequence[UOp], launch: int) -> int:
   """Threads x lines executed, loops counted at their largest extent."""
@@ -278,56 +359,98 @@ def steps(uops: Sequence[UOp], launch: int) -> int:
     elif u.op is Ops.END and stack: mult = stack.pop()
   return total * launch
 
+def _steps(name: str, uops: list[UOp], var_vals: dict[str, int]) -> int:
+  gs, ls = _spec(name, uops).launch_dims(var_vals)
+  return steps(uops, math.prod(gs) * math.prod(ls or [1]))
+
+def _too_big(which: str, name: str, uops: list[UOp], var_vals: dict[str, int]) -> RunResult | None:
+  if (n := _steps(name, uops, var_vals)) <= MAX_STEPS: return None
+  return RunResult("not run", f"not run: the {which} program takes about {n:.2e} interpreted steps "
+                              f"(over {MAX_STEPS:.0e})")
+
 # ---- what a PYTHON run and a native run share ----
 
 def _buffers_differ(old: Sequence[UOp], new: Sequence[UOp]) -> RunResult | None:
   """A change shown without running: the two programs take different buffers."""
   go, gn = _globals(old), _globals(new)
   if {k: (v.base, v.size) for k, v in go.items()} == {k: (v.base, v.size) for k, v in gn.items()}: return None
-  return RunResult(True, f"the buffers differ: {sorted(go.items())} before, {sorted(gn.items())} after")
+  return RunResult("differ", f"the buffers differ: {sorted(go.items())} before, {sorted(gn.items())} after")
 
 def _written(old: Sequence[UOp], new: Sequence[UOp]) -> list[int]:
   """The buffers either program stores to (all of them when neither stores to a global directly)."""
   return sorted({int(u.src[0].src[0].arg) for u in [*old, *new] if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
                  and u.src[0].src[0].op is Ops.DEFINE_GLOBAL} or set(_globals(old)))
 
-def _var_vals(old: Sequence[UOp], seed: int) -> dict[str, int]:
-  """Random values of the variables for one seed, in range and at most 16 above the lower bound."""
-  rng = np.random.default_rng(seed + 1000)
-  return {str(u.arg[0]): int(rng.integers(int(u.arg[1]), min(int(u.arg[2]), int(u.arg[1]) + 16) + 1))
-          for u in old if u.op is Ops.DEFINE_VAR}
+# ---- outputs compared within the ULP budget of fuzz/budget.py ----
 
-def run_both(old: list[UOp], new: list[UOp], name: str, emulate: str, seeds: Sequence[int] = (0, 1)) -> RunResult:
-  """Run both programs on the same random inputs (the old program's buffers decide the inputs) and compare every
-  buffer either one stores to."""
-  if (shown := _buffers_differ(old, new)) is not None: return shown
-  written = _written(old, new)
-  for seed in seeds:
-    bufs, var_vals = random_inputs(old, seed), _var_vals(old, seed)
-    results = []
-    for which, prog in (("old", old), ("new", new)):
-      gs, ls = _spec(name, prog).launch_dims(var_vals)
-      if (n := steps(prog, math.prod(gs) * math.prod(ls or [1]))) > MAX_STEPS:
-        return RunResult(False, f"not run: the {which} program takes about {n:.2e} interpreted steps "
-                                f"(over {MAX_STEPS:.0e})")
-      try: results.append(run_program(name, prog, bufs, var_vals, emulate))
-      except Exception as e: return RunResult(True, f"the {which} program failed to run on PYTHON: {type(e).__name__}: "
-                                                    f"{str(e)[:300]}")
-    for k in written:
-      if (d := _first_difference(results[0][k], results[1][k])) is not None:
-        vv = f", variables {var_vals}" if var_vals else ""
-        return RunResult(True, f"buffer data{k}[{d[0]}]: old {d[1]!r}, new {d[2]!r} (random inputs, seed {seed}{vv})")
-  return RunResult(False, f"old and new agreed on {len(seeds)} random input set(s) on PYTHON: the change is not shown "
-                          "by running, and not proved safe either")
+# the most elements (the product of the AST's range extents) the budget reference evaluates; a bigger kernel's outputs
+# are compared exactly (the detail says so)
+REF_MAX_ELEMENTS = 1 << 21
 
-# ---- running both natively (CPU, CPU_LLVM) ----
+@dataclass(frozen=True)
+class Agreement:
+  ok: bool
+  detail: str
+  max_ulp: float = 0.0
+
+def _budget(ast: UOp | None, s: InputSet) -> tuple[Any, str]:
+  """The budget reference (fuzz.budget.BudgetRef) of the kernel on this input set, or None and why there is none."""
+  if ast is None: return None, "no kernel AST"
+  ranges = [u for u in ast.toposort() if u.op is Ops.RANGE]
+  if (n := math.prod(max(int(r.src[0].vmax) + 1, 1) for r in ranges)) > REF_MAX_ELEMENTS:
+    return None, f"the reference would evaluate {n:.1e} elements (over {REF_MAX_ELEMENTS:.0e})"
+  from fuzz.budget import run_budget_ref
+  from fuzz.kernel_ref import KernelRefError
+  try: return run_budget_ref(ast, s.bufs, s.var_vals), ""
+  except (KernelRefError, ValueError, TypeError, IndexError, KeyError, OverflowError, ZeroDivisionError) as e:
+    return None, f"the reference could not run it: {type(e).__name__}: {str(e)[:160]}"
+
+def compare_outputs(ast: UOp | None, s: InputSet, old: dict[int, np.ndarray], new: dict[int, np.ndarray],
+                    written: Sequence[int], dts: dict[int, PtrDType]) -> Agreement:
+  """Old and new agree where every checked element is within twice the budget of fuzz/budget.py (each may be that far
+  from the reference: reassociation, contraction, approximations) of the other, NaN matching NaN; ints exactly. Where
+  the budget reference cannot run the kernel, exactly (the detail says why)."""
+  if all(np.array_equal(old[k], new[k], equal_nan=old[k].dtype.kind == "f") for k in written):
+    return Agreement(True, "")
+  from fuzz.budget import ulp, FLOAT_FORMAT
+  ref, why = _budget(ast, s)
+  worst = 0.0
+  for k in written:
+    dt = dts[k].base.scalar()
+    o, n = from_storage(old[k], dt).ravel(), from_storage(new[k], dt).ravel()
+    bound = np.asarray(ref.buf_err[k], np.float64).ravel() if ref is not None and k in ref.buf_err else np.zeros(o.size)
+    if dtypes.is_float(dt) and dt in FLOAT_FORMAT:
+      with np.errstate(all="ignore"):
+        o64, n64 = o.astype(np.float64), n.astype(np.float64)
+        same = (o64 == n64) | (np.isnan(o64) & np.isnan(n64))
+        dist = np.where(same, 0.0, np.abs(o64 - n64) / ulp(np.maximum(np.abs(o64), np.abs(n64)), dt))
+        dist = np.where(np.isnan(dist), np.inf, dist)
+        ok = same | ((np.abs(o64 - n64) <= 2 * bound) & (np.isnan(o64) == np.isnan(n64))) | np.isinf(bound)
+        checked = np.isfinite(bound)
+      worst = max(worst, float(np.max(dist[checked & ok], initial=0.0)))
+    else:
+      ok, dist = (o == n) | np.isinf(bound), np.zeros(o.size)
+    if (bad := np.flatnonzero(~ok)).size:
+      i = int(bad[0])
+      if not dtypes.is_float(dt): how = "exactly (ints)"
+      elif ref is None: how = f"exactly: no ULP budget ({why})"
+      else: how = f"{dist[i]:.3g} ulp, budget {2 * bound[i] / float(ulp(np.abs(o64[i]), dt)):.3g} ulp"
+      return Agreement(False, f"buffer data{k}[{i}]: old {o[i].item()!r}, new {n[i].item()!r} ({how}); {bad.size} of "
+                              f"{o.size} elements differ")
+  note = "" if ref is not None else f" (compared exactly: no ULP budget, {why})"
+  return Agreement(True, note, worst)
+
+# ---- running both: the old program interpreted, the new one natively where it can be ----
 
 NATIVE = ("CPU", "CPU_LLVM")
-NATIVE_TIMEOUT = 60.0  # seconds both programs may run, all seeds together
+NATIVE_TIMEOUT = 60.0  # seconds the new program may run natively, all input sets together
+native_skip = ""
 
 def _load_native(target: str, name: str, src: str) -> Any:
-  """Compile `src` for the host and return (the kernel as a ctypes function, what keeps its code alive)."""
-  import ctypes
+  """Compile `src`, a program the code checked out now generated, for the host: (the kernel as a ctypes function, what
+  keeps its code alive). Fires the audit event `replay.compile` (target, source) first."""
+  import ctypes, sys
+  sys.audit("replay.compile", target, src)
   if target == "CPU_LLVM":
     from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
     engine, addr = LLVMProgramLoader().load(name, LLVMCompiler().compile(src))
@@ -349,38 +472,35 @@ def _run_native(fxn: Any, uops: Sequence[UOp], name: str, bufs: dict[int, np.nda
   for core in range(int(math.prod(gs))): fxn(*args, ctypes.c_int32(core))
   return out
 
-def _send_runs(w: Any, progs: Sequence[tuple[str, Any, tuple[str, str, list[UOp]]]], seeds: Sequence[int],
-               written: list[int]) -> None:
-  """In the child: run each program (which, loaded function, program) per seed, each run's start and result pickled to
-  `w` as it comes (a crash or hang leaves its start as the last message); the first error ends the runs."""
+def _send_runs(w: Any, fxn: Any, name: str, uops: list[UOp], sets: Sequence[InputSet], written: list[int]) -> None:
+  """In the child: run the program on each input set, each run's start and result pickled to `w` as it comes (a crash
+  or hang leaves its start as the last message); the first error ends the runs."""
   import pickle
-  old = progs[0][2][2]  # NOTE: the old program's buffers and variables decide the inputs
-  for seed in seeds:
-    bufs, var_vals = random_inputs(old, seed), _var_vals(old, seed)
-    for which, f, (name, _, uops) in progs:
-      pickle.dump(("start", which, seed, var_vals), w)
-      w.flush()
-      try: res = _run_native(f, uops, name, bufs, var_vals)
-      except Exception as e: return pickle.dump(("error", which, seed, f"{type(e).__name__}: {str(e)[:300]}"), w)
-      pickle.dump(("done", which, seed, {k: res[k] for k in written}), w)
-      w.flush()
+  for i, s in enumerate(sets):
+    pickle.dump(("start", i), w)
+    w.flush()
+    try: res = _run_native(fxn, uops, name, s.bufs, s.var_vals)
+    except Exception as e: return pickle.dump(("error", i, f"{type(e).__name__}: {str(e)[:300]}"), w)
+    pickle.dump(("done", i, {k: res[k] for k in written}), w)
+    w.flush()
 
-def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str, str, list[UOp]],
-                    seeds: Sequence[int] = (0, 1)) -> RunResult | None:
-  """Compile the old and new sources (name, source, linear program) for the host (`target` CPU: C, CPU_LLVM: LLVM IR)
-  and run both on the same random inputs, in a forked child so a crash or a hang costs the child only. None when
-  they cannot be run natively here (the reason in `native_skip`), so the caller falls back to PYTHON."""
-  import pickle
+def run_native(target: str, new: tuple[str, str, list[UOp]], sets: Sequence[InputSet],
+               written: list[int]) -> list[dict[int, np.ndarray]] | RunResult | None:
+  """Compile the new program (name, source, linear program) for the host (`target` CPU: C, CPU_LLVM: LLVM IR) and run
+  it on every input set in a forked child, so a crash or a hang costs the child only: the buffers after each run, or
+  the RunResult of a crash, hang or error. None when it cannot be run natively here (the reason in `native_skip`)."""
+  import pickle, select, time
   global native_skip
-  if (shown := _buffers_differ(old[2], new[2])) is not None: return shown
   if not hasattr(os, "fork"):
     native_skip = "no fork() on this platform"
     return None
-  try: fo, fn = _load_native(target, old[0], old[1]), _load_native(target, new[0], new[1])
-  except Exception as e:
-    native_skip = f"could not compile both for {target}: {type(e).__name__}: {str(e)[:200]}"
+  if (bad := unsafe_string(new[0], new[2])) is not None:
+    native_skip = f"not compiled: the program holds the string {bad[:60]!r}, which is not a plain identifier"
     return None
-  written = _written(old[2], new[2])
+  try: fn = _load_native(target, new[0], new[1])
+  except Exception as e:
+    native_skip = f"could not compile it for {target}: {type(e).__name__}: {str(e)[:200]}"
+    return None
   rd, wr = os.pipe()
   pid = os.fork()
   if pid == 0:  # the child: run, send each result as it comes, never return into the caller's code
@@ -388,11 +508,10 @@ def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str
       import faulthandler
       faulthandler.disable()  # NOTE: a crash is the finding, reported by the parent; no traceback dump from the child
       os.close(rd)
-      with os.fdopen(wr, "wb") as w: _send_runs(w, (("old", fo[0], old), ("new", fn[0], new)), seeds, written)
+      with os.fdopen(wr, "wb") as w: _send_runs(w, fn[0], new[0], new[2], sets, written)
     finally: os._exit(0)
   os.close(wr)
   msgs: list[Any] = []
-  import select, time
   deadline = time.monotonic() + NATIVE_TIMEOUT
   with os.fdopen(rd, "rb") as r:
     while True:
@@ -403,23 +522,71 @@ def run_both_native(target: str, old: tuple[str, str, list[UOp]], new: tuple[str
       try: msgs.append(pickle.load(r))
       except EOFError: break
   _, status = os.waitpid(pid, 0)
-  results: dict[tuple[str, int], Any] = {(m[1], m[2]): m[3] for m in msgs if m[0] == "done"}
-  where = f"natively on {target} ({'LLVM IR, llvmlite' if target == 'CPU_LLVM' else 'C, the C compiler'})"
+  where = native_where(target)
   if msgs and msgs[-1][0] == "error":
-    return RunResult(True, f"the {msgs[-1][1]} program failed to run {where}: {msgs[-1][3]}")
+    return RunResult("differ", f"the new program failed to run {where}: {msgs[-1][2]} ({sets[msgs[-1][1]].name})")
   if msgs and msgs[-1][0] == "start":
-    _, which, seed, _ = msgs[-1]
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
     how = f"timed out (over {NATIVE_TIMEOUT:.0f} s)" if sig == 9 else f"crashed (signal {sig})"
-    return RunResult(True, f"the {which} program {how} {where} (random inputs, seed {seed})")
-  for seed in seeds:
-    if ("old", seed) not in results or ("new", seed) not in results: continue
-    for k in written:
-      if (d := _first_difference(results[("old", seed)][k], results[("new", seed)][k])) is not None:
-        vv = next((f", variables {m[3]}" for m in msgs if m[0] == "start" and m[2] == seed and m[3]), "")
-        return RunResult(True, f"buffer data{k}[{d[0]}]: old {d[1]!r}, new {d[2]!r} {where} (random inputs, seed "
-                               f"{seed}{vv})")
-  return RunResult(False, f"old and new agreed on {len(seeds)} random input set(s) {where}: the change is not shown "
-                          "by running, and not proved safe either")
+    return RunResult("differ", f"the new program {how} {where} ({sets[msgs[-1][1]].name})")
+  done = {m[1]: m[2] for m in msgs if m[0] == "done"}
+  if len(done) != len(sets): return RunResult("differ", f"the new program ended early {where} (exit status {status})")
+  return [done[i] for i in range(len(sets))]
 
-native_skip = ""
+def native_where(target: str) -> str:
+  return f"natively on {target} ({'LLVM IR, llvmlite' if target == 'CPU_LLVM' else 'C, the C compiler'})"
+
+Program = tuple[str, str, list[UOp]]  # name, source, linear program
+
+def run_both(ast: UOp | None, old: Program, new: Program, target: str, emulate: str) -> RunResult:
+  """Run both programs on the same inputs (`input_sets`) and compare every buffer either one stores to, within the ULP
+  budget (`compare_outputs`). The old program is its recorded linear program interpreted on PYTHON (EMULATE=`emulate`);
+  the new one runs natively when the target is the host's (CPU, CPU_LLVM) and it can be compiled, else interpreted. An
+  input set the old program cannot run on (its ints or floats used as indices) is left out, and the detail says so."""
+  (oname, _, ouops), (nname, _, nuops) = old, new
+  if (shown := _buffers_differ(ouops, nuops)) is not None: return shown
+  written, dts = _written(ouops, nuops), _globals(ouops)
+  ran: list[tuple[InputSet, dict[int, np.ndarray]]] = []
+  left_out: list[str] = []
+  spent, cut = 0, 0
+  for s in input_sets(ouops):
+    if (n := _steps(oname, ouops, s.var_vals)) > MAX_STEPS and not spent:
+      return RunResult("not run", f"not run: the old program takes about {n:.2e} interpreted steps (over "
+                                  f"{MAX_STEPS:.0e})")
+    if n > MAX_STEPS or (spent and spent + n > KERNEL_STEPS):
+      cut += 1
+      continue
+    spent += n
+    try: ran.append((s, run_program(oname, ouops, s.bufs, s.var_vals, emulate)))
+    except Exception as e: left_out.append(f"{s.name}: {type(e).__name__}: {str(e)[:120]}")
+  if not ran:
+    return RunResult("not run", "not run: the old program fails on every input set on PYTHON: " + "; ".join(left_out))
+  sets = [s for s, _ in ran]
+  res = run_native(target, new, sets, written) if target in NATIVE else None
+  where = native_where(target) if res is not None else "on PYTHON" + (f" (EMULATE={emulate})" if emulate else "")
+  if target in NATIVE and res is None: where += f" (natively: {native_skip})"
+  if isinstance(res, RunResult): return res
+  if res is None:
+    res = []
+    for s in sets:
+      if (big := _too_big("new", nname, nuops, s.var_vals)) is not None: return big
+      try: res.append(run_program(nname, nuops, s.bufs, s.var_vals, emulate))
+      except Exception as e:
+        return RunResult("differ", f"the new program failed to run on PYTHON ({s.name}): {type(e).__name__}: "
+                                   f"{str(e)[:300]}")
+  how = f"old: its recorded linear program on PYTHON; new: {where}"
+  skipped = f"; {len(left_out)} input set(s) left out, the old program fails on them ({'; '.join(left_out)})" \
+    if left_out else ""
+  if cut: skipped += f"; {cut} input set(s) not run: interpreting the old program on them too would pass " \
+    f"{KERNEL_STEPS:.0e} steps for the kernel"
+  worst, notes = 0.0, set()
+  for (s, o), got in zip(ran, res):
+    a = compare_outputs(ast, s, o, got, written, dts)
+    if not a.ok:
+      vv = f", variables {s.var_vals}" if s.var_vals else ""
+      return RunResult("differ", f"{a.detail} ({s.name}{vv}); {how}{skipped}")
+    worst = max(worst, a.max_ulp)
+    if a.detail: notes.add(a.detail)
+  within = "exactly" if worst == 0 else f"within {worst:.3g} ulp"
+  return RunResult("agree", f"outputs agree {within} on {len(ran)} input set(s){''.join(sorted(notes))}; {how}"
+                            f"{skipped}: the change is not shown by running, and not proved safe either", worst)

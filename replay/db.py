@@ -14,9 +14,9 @@ of the record's inputs as canonical JSON; a reader recomputes it, so a record ed
 Reading never runs code from a record: bodies are JSON, graphs are pyrender text read back by spec.eval_pyrender.
 """
 from __future__ import annotations
-import hashlib, json, os, sqlite3, subprocess, time, uuid
+import hashlib, json, os, sqlite3, subprocess, time, urllib.parse, uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 from tinygrad.helpers import REPLAY_DB
 
 SCHEMA_VERSION = 1
@@ -35,7 +35,11 @@ FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
 }
 
 # fields a body may have (older records lack them), with their JSON type
-OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {"kernel": {"compile": dict}, "schedule": {}}
+OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {"kernel": {"compile": dict, "chosen": bool}, "schedule": {}}
+
+class DBError(RuntimeError):
+  """The replay database cannot be read: not an sqlite file, truncated or corrupt, another program's sqlite file, or one
+  of another schema version. One line naming the file and what is wrong."""
 
 class RecordError(ValueError):
   """A record that cannot be read: truncated or malformed JSON, a missing or mistyped field, or an input hash that does
@@ -71,29 +75,55 @@ CREATE TABLE IF NOT EXISTS capture_errors (id INTEGER PRIMARY KEY, run_id TEXT N
                                            error TEXT NOT NULL);
 """
 
+TABLES = ("meta", "runs", "records", "capture_skips", "capture_errors")
+
 class DB:
-  """One connection to a replay database (created with its schema if new; refused if its schema version differs)."""
+  """One connection to a replay database: created with its schema if new (`create`, the capture), else opened read-only
+  (the diff, `runs`). Anything that is not a replay database of this schema version is refused with DBError, and so is
+  every read that sqlite cannot do (a truncated or corrupt file)."""
   def __init__(self, path: str, create: bool = True):
     self.path = path
     if not create and not os.path.exists(path):
       raise FileNotFoundError(f"replay database {path} does not exist: capture first (python -m replay capture -- "
                               "<command>), or name another with --db / REPLAY_DB")
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    # NOTE: isolation_level=None is autocommit: every INSERT is its own committed transaction
-    self.conn = sqlite3.connect(path, timeout=120, isolation_level=None, check_same_thread=False)
+    try: self._open(create)
+    except sqlite3.Error as e: raise self.error(e) from None
+
+  def error(self, e: BaseException, what: str = "") -> DBError:
+    msg = " ".join(str(e).split())
+    return DBError(f"replay database {self.path} cannot be read{what}: {msg} (not a replay database, or truncated or "
+                   "corrupt: capture again)")
+
+  def _open(self, create: bool) -> None:
+    if create:
+      os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+      # NOTE: isolation_level=None is autocommit: every INSERT is its own committed transaction
+      self.conn = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+    else:
+      # NOTE: read-only: a diff never writes, and never adds replay tables to a file that turns out to be another's
+      uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro"
+      self.conn = sqlite3.connect(uri, uri=True, timeout=120, isolation_level=None, check_same_thread=False)
     self.conn.execute("PRAGMA busy_timeout=120000")
-    self.conn.execute("PRAGMA journal_mode=WAL")
-    # NOTE: in WAL mode, synchronous=NORMAL keeps every commit of a process that is killed (it is in the WAL file, in
-    # the OS's cache); only an OS crash or power loss can lose the latest ones. FULL would fsync each record: about 6 ms
-    # a record, most of the capture's cost
-    self.conn.execute("PRAGMA synchronous=NORMAL")
-    self.conn.executescript(SCHEMA)
-    self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-    got = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
-    if got != str(SCHEMA_VERSION):
-      raise RuntimeError(f"replay database {path} has schema version {got}; this replay reads version "
-                         f"{SCHEMA_VERSION}. Capture again into a new database (--db)")
+    tables = {str(r[0]) for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if (tables or not create) and not set(TABLES) <= tables:
+      raise DBError(f"{self.path} is not a replay database: it has the table(s) {sorted(tables)[:8]}, a replay "
+                    f"database has {list(TABLES)}")
+    if create:
+      self.conn.execute("PRAGMA journal_mode=WAL")
+      # NOTE: in WAL mode, synchronous=NORMAL keeps every commit of a process that is killed (it is in the WAL file, in
+      # the OS's cache); only an OS crash or power loss can lose the latest ones. FULL would fsync each record: about
+      # 6 ms a record, most of the capture's cost
+      self.conn.execute("PRAGMA synchronous=NORMAL")
+      self.conn.executescript(SCHEMA)
+      self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    got = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    if got is None or str(got[0]) != str(SCHEMA_VERSION):
+      raise DBError(f"replay database {self.path} has schema version {None if got is None else got[0]}; this replay "
+                    f"reads version {SCHEMA_VERSION}. Capture again into a new database (--db)")
+
+  def _read(self, q: str, args: tuple[Any, ...] | list[Any] = ()) -> list[Any]:
+    try: return self.conn.execute(q, args).fetchall()
+    except sqlite3.Error as e: raise self.error(e) from None
 
   def close(self) -> None: self.conn.close()
 
@@ -123,11 +153,19 @@ class DB:
                       "count = count + 1", (run_id, renderer))
 
   def capture_skips(self, run_id: str) -> dict[str, int]:
-    rows = self.conn.execute("SELECT renderer, count FROM capture_skips WHERE run_id=? ORDER BY renderer", (run_id,))
+    rows = self._read("SELECT renderer, count FROM capture_skips WHERE run_id=? ORDER BY renderer", (run_id,))
+    if (bad := next((r for r in rows if not isinstance(r[1], int)), None)) is not None:
+      raise DBError(f"replay database {self.path}: table capture_skips: the count of {str(bad[0])[:80]!r} is "
+                    f"{bad[1]!r}, not an integer")
     return {str(r[0]): int(r[1]) for r in rows}
 
   def runs(self) -> list[Run]:
-    rows = self.conn.execute("SELECT run_id, git_commit, started, argv, targets FROM runs ORDER BY started, run_id")
+    rows = self._read("SELECT run_id, git_commit, started, argv, targets FROM runs ORDER BY started, run_id")
+    for r in rows:
+      if not (isinstance(r[0], str) and isinstance(r[1], str) and isinstance(r[2], (int, float)) and
+              isinstance(r[3], str) and isinstance(r[4], str)):
+        raise DBError(f"replay database {self.path}: table runs: the row of run {str(r[0])[:80]!r} does not hold "
+                      f"(text run id, text commit, numeric start time, text argv, text targets): {r!r}"[:400])
     return [Run(r[0], r[1], float(r[2]), r[3], r[4]) for r in rows]
 
   def latest_run(self) -> Run:
@@ -136,20 +174,19 @@ class DB:
     return runs[-1]
 
   def count(self, run_id: str, kind: str | None = None) -> int:
-    if kind is None:
-      return int(self.conn.execute("SELECT COUNT(*) FROM records WHERE run_id=?", (run_id,)).fetchone()[0])
-    q = "SELECT COUNT(*) FROM records WHERE run_id=? AND kind=?"
-    return int(self.conn.execute(q, (run_id, kind)).fetchone()[0])
+    if kind is None: return int(self._read("SELECT COUNT(*) FROM records WHERE run_id=?", (run_id,))[0][0])
+    return int(self._read("SELECT COUNT(*) FROM records WHERE run_id=? AND kind=?", (run_id, kind))[0][0])
 
   def capture_errors(self, run_id: str) -> list[tuple[str, str]]:
-    return [(r[0], r[1]) for r in self.conn.execute("SELECT what, error FROM capture_errors WHERE run_id=? ORDER BY id",
-                                                     (run_id,))]
+    return [(str(r[0]), str(r[1])) for r in self._read("SELECT what, error FROM capture_errors WHERE run_id=? ORDER BY "
+                                                       "id", (run_id,))]
 
-  def rows(self, run_id: str, kind: str | None = None) -> Iterator[tuple[int, str, str, str]]:
-    """(id, kind, input_hash, body) of a run in capture order; bodies are parsed by `parse_record`."""
+  def rows(self, run_id: str, kind: str | None = None) -> list[tuple[int, Any, Any, Any]]:
+    """(id, kind, input_hash, body) of a run in capture order, as stored: `parse_record` checks their types and parses
+    the body."""
     q, args = "SELECT id, kind, input_hash, body FROM records WHERE run_id=?", [run_id]
     if kind is not None: q, args = q + " AND kind=?", args + [kind]
-    for r in self.conn.execute(q + " ORDER BY id", args): yield int(r[0]), str(r[1]), str(r[2]), str(r[3])
+    return [(int(r[0]), r[1], r[2], r[3]) for r in self._read(q + " ORDER BY id", args)]
 
 @dataclass(frozen=True)
 class Run:
@@ -159,11 +196,14 @@ class Run:
   argv: str
   targets: str
 
-def parse_record(rid: int, kind: str, ihash: str, text: str) -> dict[str, Any]:
-  """The body of record `rid`, checked: JSON, every field present with its type, and the input hash it was stored
-  under. Raises RecordError naming the record and what is wrong."""
-  where = f"record {rid} ({kind})"
+def parse_record(rid: int, kind: Any, ihash: Any, text: Any) -> dict[str, Any]:
+  """The body of record `rid` (its row's values as stored), checked: text where text belongs, JSON, every field present
+  with its type, and the input hash it was stored under. Raises RecordError naming the record and what is wrong."""
+  where = f"record {rid} ({str(kind)[:40]})"
   if kind not in FIELDS: raise RecordError(f"{where}: unknown kind {kind!r}; kinds are {KINDS}")
+  for name, v in (("input hash", ihash), ("body", text)):
+    if not isinstance(v, str):
+      raise RecordError(f"{where}: its {name} is {'NULL' if v is None else f'a {type(v).__name__}'}, not text")
   try: body = json.loads(text)
   except (json.JSONDecodeError, RecursionError) as e:
     raise RecordError(f"{where}: its body is not valid JSON (truncated or corrupt): {e}") from None

@@ -8,6 +8,7 @@ settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def pytest_collection_modifyitems(config, items):
+  check_durations_coverage(config, items)
   # NOTE: slow sweeps have make targets of their own (-m slow); the default suite skips them with the reason
   if "slow" not in (config.getoption("-m") or ""):
     slow = pytest.mark.skip(reason="slow: runs with -m slow (make test-nv, make test-semantics-sweep, make test-deep-chains, make test-llvm-matmul, make test-symbolic)")
@@ -19,3 +20,58 @@ def pytest_collection_modifyitems(config, items):
   skip = pytest.mark.skip(reason="needs a real GPU (set RUN_GPU_TESTS=1 on a GPU host)")
   for it in items:
     if "gpu" in it.keywords: it.add_marker(skip)
+
+# ---- .test_durations stays fresh (pytest-split shards by it; docs/testing.md says how to refresh it) ----
+# NOTE: a stale file gives shards of very different lengths. A shard (and a whole-suite run) refuses to start when the
+# file covers under 90% of the collected tests; a shard fails when a test that took over 5 s is missing from it.
+DURATIONS_MIN_COVERAGE, DURATIONS_SLOW_S = 0.9, 5.0
+REFRESH_HINT = "refresh it with `make durations` (docs/testing.md) and commit .test_durations"
+
+def _stored_durations(config) -> dict | None:
+  import json
+  path = config.getoption("durations_path", None)
+  if path is None or not os.path.exists(path): return None
+  with open(path) as f: return json.load(f)
+
+def _is_shard(config) -> bool: return bool(config.getoption("splits", None))
+
+def _is_whole_suite(config) -> bool:
+  roots = {str(config.rootpath), os.path.join(str(config.rootpath), "tests")}
+  return all(os.path.abspath(a).rstrip("/") in roots for a in config.args) and not config.getoption("-k") \
+    and not config.getoption("-m")
+
+def _coverage_error(config, nodeids: list[str]) -> str | None:
+  # a run that stores durations (make durations) is the refresh itself
+  if config.getoption("store_durations", False): return None
+  if not (_is_shard(config) or _is_whole_suite(config)) or (stored := _stored_durations(config)) is None: return None
+  covered = sum(n in stored for n in nodeids)
+  if not nodeids or covered >= DURATIONS_MIN_COVERAGE * len(nodeids): return None
+  return (f".test_durations covers {covered} of the {len(nodeids)} collected tests ({covered / len(nodeids):.0%}, at least "
+          f"{DURATIONS_MIN_COVERAGE:.0%} needed): {REFRESH_HINT}")
+
+def check_durations_coverage(config, items) -> None:
+  # NOTE: under pytest-xdist the workers collect; the controller checks the ids they report (below)
+  if hasattr(config, "workerinput") or (err := _coverage_error(config, [it.nodeid for it in items])) is None: return
+  raise pytest.UsageError(err)
+
+_xdist_checked = [False]
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+  if _xdist_checked[0]: return
+  _xdist_checked[0] = True
+  if (err := _coverage_error(node.config, ids)) is not None: pytest.exit(err, returncode=pytest.ExitCode.USAGE_ERROR)
+
+def pytest_sessionfinish(session, exitstatus):
+  config = session.config
+  if hasattr(config, "workerinput") or not _is_shard(config) or (stored := _stored_durations(config)) is None: return
+  if (tr := config.pluginmanager.get_plugin("terminalreporter")) is None: return
+  took: dict[str, float] = {}
+  for reports in tr.stats.values():
+    for r in reports:
+      if isinstance(r, pytest.TestReport): took[r.nodeid] = took.get(r.nodeid, 0.0) + r.duration
+  missing = sorted((t, n) for n, t in took.items() if t > DURATIONS_SLOW_S and n not in stored)
+  if not missing: return
+  tr.write_line(f"\n.test_durations lacks {len(missing)} test(s) that took over {DURATIONS_SLOW_S:.0f} s in this shard: "
+                f"{REFRESH_HINT}", red=True)
+  for t, n in reversed(missing): tr.write_line(f"  {t:7.1f}s {n}")
+  session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -64,3 +64,36 @@ def test_gpu_host_suite_needs_only_numpy():
               [node.module or ""] if isinstance(node, ast.ImportFrom) else []
       bad += [f"{fn.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] not in ok]
   assert not bad, "module-level imports a GPU host may lack (use pytest.importorskip):\n" + "\n".join(bad)
+
+# NOTE: `make demo` installs the core package alone (numpy); the demo must run with nothing else importable
+_BLOCK_HEAVY = ("import sys, runpy\n"
+                "class Block:\n"
+                "  def find_spec(self, name, path=None, target=None):\n"
+                "    if name.split('.')[0] in {'torch', 'z3', 'llvmlite', 'hypothesis', 'atheris', 'nvidia', 'ziglang', 'gguf'}:\n"
+                "      raise ImportError(f'{name} is not part of the demo install')\n"
+                "sys.meta_path.insert(0, Block())\n"
+                "sys.argv = ['examples/mlp.py']\n"
+                "runpy.run_path('examples/mlp.py', run_name='__main__')\n")
+
+def _run_demo(**env) -> subprocess.CompletedProcess:
+  import os
+  full = {**os.environ, "STEPS": "2", "SPEC": "2", "IGNORE_OOB": "1", **env}
+  return subprocess.run([sys.executable, "-c", _BLOCK_HEAVY], cwd=ROOT, env=full, capture_output=True, text=True, timeout=240)
+
+def test_demo_runs_on_the_core_install_and_says_why_no_bounds_proofs():
+  assert re.search(r"^demo: \$\(EXTRA\)core$", (ROOT / "Makefile").read_text(), re.M), "make demo must install the core package only"
+  res = _run_demo()
+  assert "kernels run:" in res.stdout, res.stdout + res.stderr
+  assert "z3 bounds proofs: off (IGNORE_OOB=1" in res.stdout
+  assert "0 z3" not in res.stdout
+
+def test_demo_counts_bounds_proofs_when_on():
+  import os
+  res = subprocess.run([sys.executable, "examples/mlp.py"], cwd=ROOT, capture_output=True, text=True, timeout=240,
+                       env={**os.environ, "STEPS": "2", "SPEC": "1", "IGNORE_OOB": "0"})
+  m = re.search(r"z3 bounds proofs: every load and store proved in bounds in (\d+) kernels", res.stdout)
+  assert m and int(m.group(1)) > 0, res.stdout + res.stderr
+
+def test_bounds_proofs_without_z3_name_the_fix():
+  res = _run_demo(IGNORE_OOB="0")
+  assert res.returncode != 0 and "pip install z3-solver" in res.stderr, res.stdout + res.stderr[-2000:]

@@ -8,7 +8,7 @@ import ctypes, importlib, itertools, weakref
 from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType, dtypes, to_np_dtype
-from tinygrad.helpers import DEV, CACHELEVEL, diskcache_get, diskcache_put, getenv, codegen_flags
+from tinygrad.helpers import DEV, DEVICES, device_shorthand, CACHELEVEL, diskcache_get, diskcache_put, codegen_flags
 from tinygrad.uop import Ops
 from tinygrad.renderer import Renderer
 
@@ -27,7 +27,7 @@ def numbered(src: str) -> str: return "\n".join(f"{i:4d} | {line}" for i, line i
 
 # ---- the device registry ----
 
-KNOWN_DEVICES = ("CPU", "PYTHON", "NV", "AMD")
+KNOWN_DEVICES = DEVICES
 # what to do when a backend's module or driver is missing
 INSTALL_HINTS = {
   "CPU": "install a C compiler (cc, clang or gcc; e.g. `apt-get install clang`) or point CC= at one",
@@ -78,10 +78,8 @@ class _Device:
   def DEFAULT(self) -> str:
     if self._default is not None: return self._default
     if DEV.value: return self.canonicalize(DEV.value)
-    # NOTE: NV=1, AMD=1, PYTHON=1 and CPU=1 are the short forms of DEV=
-    for d in KNOWN_DEVICES:
-      if getenv(d, 0) == 1: return d
-    return "CPU"
+    # NOTE: NV=1, AMD=1, PYTHON=1 and CPU=1 are the short forms of DEV= (helpers checks them at import)
+    return device_shorthand() or "CPU"
   @DEFAULT.setter
   def DEFAULT(self, name: str | None) -> None: self._default = None if name is None else self.canonicalize(name)
 

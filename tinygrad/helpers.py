@@ -1,25 +1,64 @@
 """Env flags as context variables, and small pure helpers. Every flag the project reads is declared here, once."""
 from __future__ import annotations
-import os, functools, contextlib, math, sys, hashlib, sqlite3, pickle, tempfile, time
+import os, functools, contextlib, math, re, sys, hashlib, sqlite3, pickle, tempfile, time
 from typing import Any, Callable, Iterable, Iterator, TypeVar, Sequence
 
 T = TypeVar("T")
 
 # ---- env flags ----
 
+class FlagError(ValueError):
+  """An env flag set to a value it does not allow: names the flag, the value and what is allowed."""
+
+class Allowed:
+  """What a flag accepts: `read` turns its env text into the value (None: not allowed), `text` says what is allowed
+  (errors and docs/env_vars.md print it), `bad_samples` are texts it refuses (the flag table test tries them)."""
+  text = ""
+  def read(self, raw: str) -> Any: raise NotImplementedError
+  def bad_samples(self) -> tuple[str, ...]: return ()
+
+class Ints(Allowed):
+  """An integer from lo to hi (decimal, optionally signed)."""
+  def __init__(self, lo: int, hi: int):
+    self.lo, self.hi = lo, hi
+    self.text = f"an integer from {lo} to {hi}"
+  def read(self, raw: str) -> int | None:
+    if re.fullmatch(r"\s*[-+]?[0-9]{1,19}\s*", raw) is None: return None
+    return v if self.lo <= (v := int(raw)) <= self.hi else None
+  def bad_samples(self) -> tuple[str, ...]: return ("abc", "", "1.5", str(self.lo - 1), str(self.hi + 1))
+
+class Matching(Allowed):
+  """Text that matches a regular expression as a whole (`what` says it in words)."""
+  def __init__(self, pattern: str, what: str, bad: tuple[str, ...]):
+    self.pattern, self.text, self.bad = re.compile(pattern), what, bad
+  def read(self, raw: str) -> str | None: return raw if self.pattern.fullmatch(raw) else None
+  def bad_samples(self) -> tuple[str, ...]: return self.bad
+
+class AnyText(Allowed):
+  """Free text (a path, a command line, an id) on one line: control characters are refused."""
+  def __init__(self, what: str): self.text = f"{what} (any text without control characters)"
+  def read(self, raw: str) -> str | None: return None if re.search(r"[\x00-\x1f\x7f]", raw) else raw
+  def bad_samples(self) -> tuple[str, ...]: return ("a\nb", "\x1b[31m")
+
 class ContextVar:
-  """A flag read once from the environment, overridable in-process with `Context`. `codegen=True` marks a flag that
-  changes generated code (which kernels, opts or source text come out): see `codegen_flags`."""
+  """A flag read once from the environment, overridable in-process with `Context`. `allowed` says which values it takes:
+  a value outside it raises FlagError when the flag is declared (at import). `codegen=True` marks a flag that changes
+  generated code (which kernels, opts or source text come out): see `codegen_flags`."""
   _registry: dict[str, ContextVar] = {}
   # flag name -> callbacks run after `Context` changes that flag (the harness re-registers its checkpoints for SPEC=...)
   watchers: dict[str, list[Callable[[], None]]] = {}
-  __slots__ = ("key", "value", "default", "doc", "codegen")
-  def __init__(self, key: str, default: Any, doc: str = "", codegen: bool = False):
+  __slots__ = ("key", "value", "default", "doc", "codegen", "allowed")
+  def __init__(self, key: str, default: Any, doc: str = "", *, allowed: Allowed, codegen: bool = False):
     if key in ContextVar._registry: raise RuntimeError(f"flag {key} declared twice")
-    self.key, self.default, self.doc, self.codegen = key, default, doc, codegen
+    self.key, self.default, self.doc, self.codegen, self.allowed = key, default, doc, codegen, allowed
     raw = os.environ.get(key)
-    self.value = default if raw is None else (raw if isinstance(default, str) else type(default)(raw))
+    self.value = default if raw is None else self.parse(raw)
     ContextVar._registry[key] = self
+  def parse(self, raw: str) -> Any:
+    """The value of this flag set to the text `raw`, as the environment would set it; FlagError if not allowed."""
+    if not isinstance(raw, str) or (v := self.allowed.read(raw)) is None:
+      raise FlagError(f"{self.key}={raw!r} is not allowed; allowed: {self.allowed.text} ({self.key}: {self.doc})")
+    return v
   def __bool__(self) -> bool: return bool(self.value)
   def __ge__(self, x: Any) -> bool: return self.value >= x
   def __gt__(self, x: Any) -> bool: return self.value > x
@@ -34,10 +73,13 @@ class ContextVar:
 def getenv(key: str, default: Any = 0) -> Any:
   """Read an env var once, typed like `default`. Prefer a declared ContextVar for anything that changes behaviour."""
   raw = os.environ.get(key)
-  return default if raw is None else (raw if isinstance(default, str) else type(default)(raw))
+  if raw is None or isinstance(default, str): return default if raw is None else raw
+  try: return type(default)(raw)
+  except ValueError: raise FlagError(f"{key}={raw!r} is not allowed; allowed: a {type(default).__name__}") from None
 
 class Context(contextlib.ContextDecorator):
-  """`with Context(DEBUG=2): ...` or `@Context(SPEC=0)`: override flags for a block, restored on exit."""
+  """`with Context(DEBUG=2): ...` or `@Context(SPEC=0)`: override flags for a block, restored on exit. The values come
+  from code, not from the environment: they are not checked against `allowed` (tests reach the errors downstream)."""
   def __init__(self, **kwargs: Any):
     unknown = [k for k in kwargs if k not in ContextVar._registry]
     if unknown: raise KeyError(f"Context: unknown flag(s) {unknown}; declared flags: {sorted(ContextVar._registry)}")
@@ -56,50 +98,99 @@ class Context(contextlib.ContextDecorator):
   def _notify(keys: Iterable[str]) -> None:
     for fn in dict.fromkeys(fn for k in keys for fn in ContextVar.watchers.get(k, ())): fn()
 
-DEBUG = ContextVar("DEBUG", 0, "verbosity: 2 one line per kernel, 3 failing graphs printed, 4 kernel source, 5 uops")
+# the devices a program can run on; `NV=1` etc. are the short forms of `DEV=NV` (tinygrad/device.py opens them)
+DEVICES = ("CPU", "PYTHON", "NV", "AMD")
+_OFF_ON = Ints(0, 1)
+_DEV_RE = rf"(?i)(({'|'.join(DEVICES)})(:[0-9]+)?)?"
+
+DEBUG = ContextVar("DEBUG", 0, "verbosity: 2 one line per kernel, 3 failing graphs printed, 4 kernel source, 5 uops "
+                   "(6 and 7 print what 5 does)", allowed=Ints(0, 7))
 SPEC = ContextVar("SPEC", 1, "verification level: 0 off, 1 stage boundaries, 2 every UOp + round trip of sinks, "
-                             "3 round trip of every UOp")
-IGNORE_OOB = ContextVar("IGNORE_OOB", 1, "1 skips the z3 proof that every LOAD/STORE index is in bounds; 0 runs it")
-NOOPT = ContextVar("NOOPT", 0, "1 disables kernel optimisations (heuristics and BEAM)", codegen=True)
-BEAM = ContextVar("BEAM", 0, "beam width of the kernel optimisation search; 0 uses hand-coded heuristics", codegen=True)
+                             "3 round trip of every UOp", allowed=Ints(0, 3))
+IGNORE_OOB = ContextVar("IGNORE_OOB", 1, "1 skips the z3 proof that every LOAD/STORE index is in bounds; 0 runs it",
+                        allowed=_OFF_ON)
+NOOPT = ContextVar("NOOPT", 0, "1 disables kernel optimisations (heuristics and BEAM)", allowed=_OFF_ON, codegen=True)
+BEAM = ContextVar("BEAM", 0, "beam width of the kernel optimisation search; 0 uses hand-coded heuristics",
+                  allowed=Ints(0, 256), codegen=True)
 DEVECTORIZE = ContextVar("DEVECTORIZE", 0, "0 packs lanes into the target's vector loads, stores and ALU ops; 1 vector "
-                         "loads and stores only (ALU one op per lane); 2 no vectors at all", codegen=True)
+                         "loads and stores only (ALU one op per lane); 2 no vectors at all", allowed=Ints(0, 2),
+                         codegen=True)
 TC = ContextVar("TC", 1, "1 lets the heuristics compute matmul-like reduces on the target's tensor cores (OptOps.TC) "
-                "where the dtypes match; 0 never", codegen=True)
+                "where the dtypes match; 0 never", allowed=_OFF_ON, codegen=True)
 WINO = ContextVar("WINO", 0, "1 computes stride-1, undilated convolutions with 3-wide kernels by Winograd's F(4, 3) "
-                 "(tensor graph: fewer multiplies, float32 transforms)")
-TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always",
+                 "(tensor graph: fewer multiplies, float32 transforms)", allowed=_OFF_ON)
+TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always, "
+                            "0 never (a target without them cannot render them then)", allowed=Ints(0, 2),
                             codegen=True)
 CAPTURE_PROCESS_REPLAY = ContextVar("CAPTURE_PROCESS_REPLAY", 0, "1 records every schedule and every compiled kernel "
-                                    "into the replay database (replay/, loaded as the `tinygrad.plugins` entry point)")
-REPLAY_DB = ContextVar("REPLAY_DB", "", "path of the replay database; empty uses ~/.cache/tinygrad/replay.db")
+                                    "into the replay database (replay/, loaded as the `tinygrad.plugins` entry point)",
+                                    allowed=_OFF_ON)
+REPLAY_DB = ContextVar("REPLAY_DB", "", "path of the replay database; empty uses ~/.cache/tinygrad/replay.db",
+                       allowed=AnyText("a path"))
 REPLAY_RUN = ContextVar("REPLAY_RUN", "", "run id the replay capture files records under; empty: one per pytest-xdist "
-                        "session, else a new one per top-level process (its child processes inherit it)")
+                        "session, else a new one per top-level process (its child processes inherit it)",
+                        allowed=AnyText("a run id"))
 REPLAY_TARGETS = ContextVar("REPLAY_TARGETS", "", "comma list of targets (NV, AMD, CPU_LLVM) the replay capture also "
-                            "renders each kernel for, compile-only")
+                            "renders each kernel for, compile-only",
+                            allowed=Matching(r"(?i)\s*((NV|AMD|CPU_LLVM)\s*(,\s*(NV|AMD|CPU_LLVM)\s*)*)?",
+                                             "a comma list of NV, AMD, CPU_LLVM", ("GPU", "NV,,AMD", "NV;AMD")))
 HCQ_VISIBLE_DEVICES = ContextVar("HCQ_VISIBLE_DEVICES", "",
-                                 "comma list of 0-based GPU ids the NV and AMD backends may open")
-DEV = ContextVar("DEV", "", "default device (CPU, PYTHON, NV, AMD); NV=1 etc. also select one")
+                                 "comma list of 0-based GPU ids the NV and AMD backends may open",
+                                 allowed=Matching(r"([0-9]+(,[0-9]+)*)?", "a comma list of 0-based GPU ids",
+                                                  ("a", "0,", "-1", "0;1")))
+DEV = ContextVar("DEV", "", "default device (CPU, PYTHON, NV, AMD); NV=1 etc. also select one",
+                 allowed=Matching(_DEV_RE, f"empty or one of {', '.join(DEVICES)}, optionally with :n (NV:1)",
+                                  ("GPU", "CPU:x", "CPU,NV")))
 TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0,
-                               "1 records per-pass, per-rule match counts and time; 2 prints them at exit")
-EMULATE = ContextVar("EMULATE", "", "PYTHON backend: emulate the limits of NV or AMD", codegen=True)
-CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 uses every core", codegen=True)
-CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc")
-CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)")
-CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db")
-COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1: realize() schedules, lowers and compiles every kernel with the real "
-                          "toolchain and runs nothing; reading such a tensor raises (NV and AMD open without a GPU)")
-NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90); empty: the device's, else sm_90",
+                               "1 records per-pass, per-rule match counts and time; 2 prints them at exit",
+                               allowed=Ints(0, 2))
+EMULATE = ContextVar("EMULATE", "", "PYTHON backend: emulate the limits of NV or AMD",
+                     allowed=Matching(r"(?i)(NV|AMD|AMD_GFX[0-9A-F]+)?", "empty, NV, AMD or AMD_GFX<arch> (the "
+                                      "archs the PYTHON device emulates are checked when it opens)", ("CUDA", "NV1")),
                      codegen=True)
+CPU_THREADS = ContextVar("CPU_THREADS", 0, "threads for THREAD axes on CPU; 0 uses every core", allowed=Ints(0, 4096),
+                         codegen=True)
+CC = ContextVar("CC", "", "C compiler for the CPU backend; empty finds cc, clang or gcc",
+                allowed=AnyText("a compiler command"))
+CACHELEVEL = ContextVar("CACHELEVEL", 2, "0 disables the sqlite caches (compile cache, BEAM results)",
+                        allowed=Ints(0, 2))
+CACHEDB = ContextVar("CACHEDB", "", "path of the sqlite cache; empty uses ~/.cache/tinygrad/cache.db",
+                     allowed=AnyText("a path"))
+COMPILE_ONLY = ContextVar("COMPILE_ONLY", 0, "1: realize() schedules, lowers and compiles every kernel with the real "
+                          "toolchain and runs nothing; reading such a tensor raises (NV and AMD open without a GPU)",
+                          allowed=_OFF_ON)
+NV_ARCH = ContextVar("NV_ARCH", "", "NV target architecture (sm_80, sm_89, sm_90); empty: the device's, else sm_90",
+                     allowed=Matching(r"(sm_[0-9]+)?", "empty or sm_<number> (the archs the CUDA renderer knows are "
+                                      "checked when NV opens)", ("90", "sm90", "compute_90")), codegen=True)
 CUDA_PATH = ContextVar("CUDA_PATH", "", "NV: root of a system CUDA toolkit, searched for NVRTC, the headers and ptxas "
-                       "after the pip wheels (then /usr/local/cuda)")
+                       "after the pip wheels (then /usr/local/cuda)", allowed=AnyText("a path"))
 AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100, gfx1201); empty: the device's, "
-                      "else gfx1100", codegen=True)
-CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C", codegen=True)
+                      "else gfx1100", allowed=Matching(r"(gfx[0-9a-f]+)?", "empty or gfx<arch> (the archs the AMD "
+                                                       "backend knows are checked when it opens)", ("942", "GFX942x")),
+                      codegen=True)
+CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT instead of C",
+                      allowed=_OFF_ON, codegen=True)
 AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code objects, a path or a command line; empty "
-                    "uses the ziglang package's `zig ld.lld`")
+                    "uses the ziglang package's `zig ld.lld`", allowed=AnyText("a path or a command line"))
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
-                                "non-terminating; 0 = automatic")
+                                "non-terminating; 0 = automatic", allowed=Ints(0, 2**62))
+
+def device_shorthand() -> str:
+  """The device `NV=1`, `AMD=1`, `PYTHON=1` or `CPU=1` selects ("" for none). Each is 0 or 1, at most one is 1, and it
+  agrees with DEV when both are set: FlagError otherwise (checked at import)."""
+  on = []
+  for d in DEVICES:
+    if (raw := os.environ.get(d)) is None: continue
+    if _OFF_ON.read(raw) is None: raise FlagError(f"{d}={raw!r} is not allowed; allowed: 0 or 1 ({d}=1 is DEV={d})")
+    if int(raw) == 1: on.append(d)
+  if len(on) > 1:
+    both = " and ".join(f"{d}=1" for d in on)
+    raise FlagError(f"{both} select {len(on)} devices; allowed: one of them, or DEV=<name>")
+  if on and DEV.value and DEV.value.split(":")[0].upper() != on[0]:
+    raise FlagError(f"DEV={DEV.value!r} and {on[0]}=1 select different devices; allowed: one of them, or both the same")
+  return on[0] if on else ""
+
+DEVICE_SHORTHAND = device_shorthand()
 
 def codegen_flags() -> tuple[tuple[str, Any], ...]:
   """The current value of every flag that changes generated code (declared with codegen=True), sorted by name. Every
@@ -205,13 +296,15 @@ def timed(label: str, enabled: bool = True) -> Iterator[None]:
 
 # ---- atomic files ----
 
-def atomic_write(path: str, data: bytes | str) -> None:
-  """Write to a temporary file beside `path` and rename it, so a reader never sees a half-written file."""
+def atomic_write(path: str, data: bytes | str, mode: int | None = None) -> None:
+  """Write to a temporary file beside `path` and rename it, so a reader never sees a half-written file. The file is
+  private (0600, mkstemp's) unless `mode` (e.g. 0o644) is given."""
   d = os.path.dirname(os.path.abspath(path))
   os.makedirs(d, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
   try:
     with os.fdopen(fd, "wb") as f: f.write(data.encode() if isinstance(data, str) else data)
+    if mode is not None: os.chmod(tmp, mode)
     os.replace(tmp, path)
   except BaseException:
     with contextlib.suppress(FileNotFoundError): os.unlink(tmp)

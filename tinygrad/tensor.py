@@ -132,6 +132,15 @@ def _axis_or_dim(axis: Any, dim: Any, op: str, default: Any = None) -> Any:
   if axis is not _AXIS_DEFAULT and axis is not None: raise ArgumentError(f"{op}: give axis or dim, not both")
   return dim
 
+def _check_size(shape: tuple[Any, ...], dtype: DType, op: str) -> None:
+  """Refuse, where it is made, a shape whose byte size (so also its element count) int64 cannot hold: every index and
+  loop bound of its kernels would wrap. A symbolic size counts at its maximum, where its buffer is allocated."""
+  shape = tuple(vmax(s) if isinstance(s, UOp) else s for s in shape)
+  if not all(isinstance(s, int) for s in shape): return
+  if (nbytes := prod(shape) * dtype.itemsize) > 2**63 - 1:
+    raise ShapeMismatchError(f"{op}: shape {shape} holds {prod(shape)} elements of {dtype} ({nbytes} bytes), more than "
+                             "2**63 - 1: an int64 index cannot address it")
+
 def _zero_of(dt: DType) -> ConstType: return False if dt is dtypes.bool else 0
 
 def _bound_or(x: sint) -> Any: return v if (v := bound_value(x)) is not None else render_sint(x)
@@ -527,6 +536,7 @@ class Tensor(_CastSugar, MathTrait):
   def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     """An uninitialized tensor. Of a symbolic shape: a buffer of the shape's maximum, viewed at the shape."""
     s, dt, dev = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float), _canon_device(device)
+    _check_size(s, dt, "empty")
     if not all_concrete(s):
       buf = _new_buffer_uop(prod(_max_shape(s)), dt, dev)
       return Tensor(buf.shrink(((0, sym_prod(s)),)).reshape(s), **kw)
@@ -536,6 +546,7 @@ class Tensor(_CastSugar, MathTrait):
            dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     s = Tensor._shape_arg((shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    _check_size(s, dt, "full")
     return Tensor(_const_uop(fill_value, dt, _canon_device(device), s), **kw)
   @staticmethod
   def zeros(*shape: Any, **kw: Any) -> Tensor:
@@ -765,6 +776,7 @@ class Tensor(_CastSugar, MathTrait):
     if self.shape == shape: return self
     if len(self.shape) > len(shape) or not shape_eq(broadcast_shape(self.shape, shape, op=op), shape):
       raise ShapeMismatchError(f"{op}: cannot broadcast shape {render_shape(self.shape)} to {render_shape(shape)}")
+    _check_size(shape, self.dtype, op)
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape)
     return x._new(x.uop.expand(shape))
   def expand_as(self, x: Tensor) -> Tensor: return self._broadcast_to(x.shape)
@@ -1555,6 +1567,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self.shrink([(-min(b, 0), s + min(e, 0)) for (b, e), s in zip(pairs, self.shape)])
     if all(p == (0, 0) for p in pos): return x
     if mode == "circular": return x._pad_edges(pos, mode)
+    _check_size(tuple(s + b + e for s, (b, e) in zip(x.shape, pos)), self.dtype, "pad")
     ret = x._new(x.uop.pad(pos))
     if value == 0: return ret
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))

@@ -271,15 +271,18 @@ def test_heuristics_group_small_output_reduce_on_gpu_like():
   assert any(o.op in (OptOps.GROUP, OptOps.GROUPTOP) for o in opts)
 
 def test_grid_dims_respect_their_limits_in_lowering_order():
+  from tinygrad.codegen import full_rewrite_to_sink
   class SmallGrid(GPULike):
     global_max = (1 << 20, 4, 4)
-  # three output axes of 8, 8, 2: gidx0 (axis 0, 8 <= 2**20), then axis 1 (8 > 4 stays a loop), then axis 2 (2 <= 4)
+  # three output axes of 8, 8, 2 (the lowerer numbers them innermost first: axis 2 is gidx0): 2 fits gidx0, but 8 is
+  # over the limit 4 of gidx1 and gidx2, so all three become GLOBAL and share gidx0 (2 * 8 * 8 = 128 <= 2**20)
   i, j, k = UOp.range(8, 0), UOp.range(8, 1), UOp.range(2, 2)
   out = _g(0, 128)
   ast = UOp.sink(out.index(i * 16 + j * 2 + k).store(UOp.const(dtypes.float32, 1.0)).end(i, j, k))
   new = apply_opts(ast, [], SmallGrid())
-  assert [(r.arg[0], axis_size(r)) for r in axes_of(new, AxisType.GLOBAL)] == [(0, 8), (2, 2)]
-  assert [r.arg[0] for r in axes_of(new, AxisType.LOOP)] == [1]
+  assert [(r.arg[0], axis_size(r)) for r in axes_of(new, AxisType.GLOBAL)] == [(0, 8), (1, 8), (2, 2)]
+  specials = {u.arg: u.src[0].arg for u in full_rewrite_to_sink(ast, SmallGrid(), []).toposort() if u.op is Ops.SPECIAL}
+  assert specials == {"gidx0": 128}
 
 def colsum_ast(R, C):
   # out[j] = sum_i a[i, j]: the reduce walks a with stride C, the output axis reads it contiguously

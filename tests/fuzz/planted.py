@@ -27,6 +27,21 @@ def roll_one_further() -> None:
   orig = Tensor.roll
   Tensor.roll = lambda self, shifts, dims=None: orig(self, shifts + 1 if isinstance(shifts, int) else shifts, dims)  # type: ignore
 
+def c_lt_as_le() -> None:
+  """The C renderer prints CMPLT `a < b` as `a <= b` (a renderer change: C kernels' comparisons are off at equality;
+  the CPU backend shows it, the symbolic level cannot)."""
+  from tinygrad.renderer.cstyle import CRenderer
+  CRenderer.code_for_op = {**CRenderer.code_for_op, Ops.CMPLT: lambda a, b, dt: f"({a}<={b})"}
+
+def cat_pieces_reversed() -> None:
+  """Tensor.cat joins its pieces in reverse order (a front-end change: only programs through the Tensor API show it)."""
+  from tinygrad import Tensor
+  orig = Tensor.cat
+  def cat(self, *args, dim=0):
+    ts = [self, *args]
+    return orig(ts[-1], *ts[-2::-1], dim=dim)
+  Tensor.cat = cat  # type: ignore[method-assign]
+
 def _bool_buffer(uops) -> bool:
   from tinygrad.dtype import dtypes
   return any(u.op is Ops.DEFINE_GLOBAL and u.dtype.base is dtypes.bool for u in uops)
@@ -53,3 +68,60 @@ def wild_store_bool_kernels_llvm() -> None:
     if not _bool_buffer(uops): return src
     return src.replace("\nentry:\n", "\nentry:\n  store volatile i32 1, ptr inttoptr (i64 8 to ptr), align 4\n", 1)
   LLVMRenderer.render = render  # type: ignore[method-assign]
+
+def _buffer_dtypes(ast) -> set:
+  return {u.dtype.base for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL}
+
+def killed_and_hogging_workers() -> None:
+  """Three ways a worker is lost, at the start of a kernel's checks (KernelLevel.prepare), each remembered by files in
+  FUZZ_TEST_MARKER_DIR, a kill from outside (SIGKILL) or a blow-up:
+  the first kernel with a bool buffer is killed whenever it is checked, a kill that recurs; the first with a 64-bit
+  buffer (and no bool one) takes 2 GB of memory whenever it is checked, written so it is resident, and holds it (a
+  blow-up past a small memory cap); the first with neither is killed once (the first time it is checked)."""
+  import hashlib, os, signal, time
+  from tinygrad.dtype import dtypes
+  from tinygrad.uop.pyrender import pyrender
+  from fuzz.levels import KernelLevel
+  orig, d = KernelLevel.prepare, os.environ["FUZZ_TEST_MARKER_DIR"]
+  def chosen(name: str, key: str) -> bool:
+    """Whether this kernel is the one picked for `name` (the first that asked)."""
+    path = os.path.join(d, name)
+    if not os.path.exists(path):
+      with open(path, "w") as f: f.write(key)
+    with open(path) as f: return f.read() == key
+  def prepare(self, case):
+    dts, key = _buffer_dtypes(case.ast), hashlib.sha1(pyrender(case.ast).encode()).hexdigest()
+    wide = dts & {dtypes.float64, dtypes.int64, dtypes.uint64}
+    if not wide and dtypes.bool not in dts and not os.path.exists(os.path.join(d, "killed-once")):
+      open(os.path.join(d, "killed-once"), "w").close()
+      os.kill(os.getpid(), signal.SIGKILL)
+    if dtypes.bool in dts and chosen("killed-always", key): os.kill(os.getpid(), signal.SIGKILL)
+    if wide and dtypes.bool not in dts and chosen("hog", key):
+      hog = b"x" * (2 << 30)
+      time.sleep(30)
+      del hog
+    return orig(self, case)
+  KernelLevel.prepare = prepare  # type: ignore[method-assign]
+
+def no_grid_merge() -> None:
+  """The lowering gives each grid axis a launch dimension of its own and never merges or splits them (as before issue
+  31): a kernel with more local axes than workgroup dimensions (or an axis over its dimension's limit) fails to compile,
+  while the opts still accept what a merge would fit."""
+  import tinygrad.codegen.lowerer as lowerer
+  from tinygrad.codegen.grid import identity_plan
+  def plan_for(axes, limits):
+    if limits is None: return None
+    sizes = [int(r.src[0].vmax) for r in axes]
+    if (plan := identity_plan(sizes, limits)) is None:
+      raise ValueError(f"grid lowering: axes of sizes {sizes} do not each fit a launch dimension of {limits}; merge them")
+    return plan
+  lowerer.plan_for = plan_for
+
+def issue31() -> None:
+  """Issue 31 as it was: no merge in the lowering (no_grid_merge), and GPU heuristics that give every output axis a
+  LOCAL while the thread budget lasts, without counting the workgroup dimension a group reduce holds."""
+  from tinygrad.uop import AxisType
+  import tinygrad.codegen.heuristic as heuristic
+  no_grid_merge()
+  heuristic._Builder.try_local = heuristic._Builder.try_opt  # type: ignore[method-assign]
+  heuristic.LOCAL_TYPES = (AxisType.LOCAL, AxisType.WARP)

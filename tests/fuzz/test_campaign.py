@@ -11,7 +11,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _campaign(tmp_path, setup, backends, seconds, **kw):
   cfg = CampaignConfig(out=str(tmp_path / "camp"), minutes=seconds / 60, backends=backends, jobs=1, setup=setup,
-                       progress=False, spec=1, **{"batch": 8, "reduce_checks": 150, "reduce_grace": 60, **kw})
+                       progress=False, spec=1, **{"batch": 8, "reduce_checks": 150, "reduce_grace": 60,
+                                                  "levels": ("kernel",), **kw})
   return cfg, run_campaign(cfg)
 
 # NOTE: the budget is a number of cases, not seconds: with one worker the input stream (campaign seed 0), the order of

@@ -48,7 +48,8 @@ def test_mutant_changes_one_rule_and_comes_out_again(name):
 
 def test_campaign_finds_a_planted_dropped_cast_reduced_and_not_reproduced_without_it(tmp_path):
   cfg = CampaignConfig(out=str(tmp_path / "camp"), minutes=12 / 60, backends=("python",), jobs=1, batch=8,
-                       setup="fuzz.mutants:dropped_cast", progress=False, reduce_checks=150, reduce_grace=60, spec=1)
+                       setup="fuzz.mutants:dropped_cast", progress=False, reduce_checks=150, reduce_grace=60, spec=1,
+                       levels=("kernel",))
   summ = run_campaign(cfg)
   assert summ.findings, str(summ)
   top = max(summ.findings.values(), key=lambda f: f.count)

@@ -1,26 +1,40 @@
-"""Changed CPU and CPU_LLVM kernels are run natively (compiled for the host, in a forked child) on random inputs."""
+"""A changed CPU or CPU_LLVM kernel: its old outputs come from interpreting the recorded linear program on PYTHON, its new
+ones from compiling the new source for the host (in a forked child); both on random and boundary inputs."""
 import pytest
 from tinygrad import Tensor
 from tinygrad.codegen import get_program
 from tinygrad.helpers import Context
+from tinygrad.uop.ops import UOp
 from replay import compare
 from replay.targets import target_renderer
 from tests.replay.helpers import kernels
 
 def _program(target, t):
   (ast,) = kernels(t)
-  with Context(CPU_LLVM=int(target == "CPU_LLVM")): return get_program(ast, target_renderer(target, None))
+  with Context(CPU_LLVM=int(target == "CPU_LLVM")):
+    p = get_program(ast, target_renderer(target, None))
+  return ast, (p.name, p.src, list(p.uops))
 
 @pytest.mark.parametrize("target", ["CPU", "CPU_LLVM"])
 def test_native_run_agrees_on_the_same_program_and_shows_a_different_one(target):
-  p = _program(target, (Tensor.arange(24).float().reshape(4, 6) * 2).sum(1))
-  q = _program(target, (Tensor.arange(24).float().reshape(4, 6) * 3).sum(1))
-  same = compare.run_both_native(target, (p.name, p.src, list(p.uops)), (p.name, p.src, list(p.uops)))
-  assert same is not None and not same.differs and f"natively on {target}" in same.detail, same
-  other = compare.run_both_native(target, (p.name, p.src, list(p.uops)), (q.name, q.src, list(q.uops)))
-  assert other is not None and other.differs and "buffer data0[" in other.detail, other
+  ast, p = _program(target, (Tensor.arange(24).float().reshape(4, 6) * 2).sum(1))
+  _, q = _program(target, (Tensor.arange(24).float().reshape(4, 6) * 3).sum(1))
+  same = compare.run_both(ast, p, p, target, "")
+  assert same.outputs == "agree" and f"new: natively on {target}" in same.detail and "4 input set(s)" in same.detail, same
+  other = compare.run_both(ast, p, q, target, "")
+  assert other.differs and "buffer data0[" in other.detail, other
 
-def test_source_that_does_not_compile_falls_back_with_the_reason():
-  p = _program("CPU", Tensor.arange(6).float() + 1)
-  assert compare.run_both_native("CPU", (p.name, p.src, list(p.uops)), (p.name, "not C", list(p.uops))) is None
-  assert "could not compile both for CPU" in compare.native_skip
+def test_source_that_does_not_compile_falls_back_to_the_interpreter_with_the_reason():
+  ast, p = _program("CPU", Tensor.arange(6).float() + 1)
+  r = compare.run_both(ast, p, (p[0], "not C", p[2]), "CPU", "")
+  assert r.outputs == "agree" and "could not compile it for CPU" in r.detail and "new: on PYTHON" in r.detail, r
+
+def test_a_program_holding_a_string_that_is_no_identifier_is_not_compiled():
+  # a variable's name is written into the C source as it is: one that is not an identifier would be code
+  ast, p = _program("CPU", Tensor.arange(6).float() + 1)
+  assert compare.unsafe_string(p[0], p[2]) is None
+  evil = [*p[2][:-1], UOp.variable("n){}int y(", 1, 4), p[2][-1]]
+  assert compare.unsafe_string(p[0], evil) == "n){}int y("
+  assert compare.unsafe_string("E_6; x", p[2]) == "E_6; x"
+  assert compare.run_native("CPU", (p[0], p[1] + "\n#error never compiled", evil), compare.input_sets(p[2]), [0]) is None
+  assert "not compiled: the program holds the string 'n){}int y('" in compare.native_skip

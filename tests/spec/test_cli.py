@@ -48,3 +48,33 @@ def test_cli_runs_as_a_module(kernel_file):
   res = subprocess.run([sys.executable, "-m", "spec", "check", str(kernel_file), "--stage", "tensor"], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "SPEC": "1"})
   assert res.returncode == 1 and "ILLEGAL at the tensor stage" in res.stdout
+
+# ---- how to make the file `spec check` takes (issue 23), and literals their dtype cannot hold (issue 22) ----
+
+PROGRAM = "import sys\nfrom tinygrad import Tensor\na = Tensor([1.0, 2.0, 3.0, 4.0])\n" \
+          "print('sum', ((a + 1) * a).sum().numpy(), sys.argv[1:])\nsys.exit(int(sys.argv[1]))\n"
+
+def test_dump_writes_each_graph_of_a_program_as_check_reads_it(tmp_path):
+  prog, out = tmp_path / "prog.py", tmp_path / "dump"
+  prog.write_text(PROGRAM)
+  res = subprocess.run([sys.executable, "-m", "spec", "dump", "--out", str(out), "--", str(prog), "3"], cwd=ROOT,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "SPEC": "1"})
+  # the program ran with its own arguments and its exit status is dump's
+  assert res.returncode == 3 and "sum 40.0 ['3']" in res.stdout, res.stdout + res.stderr
+  files = sorted(os.listdir(out))
+  assert [f.split("-", 1)[1] for f in files] == ["tensor.py", "kernel.py", "program.py"], files
+  for f in files:
+    stage = f.split("-", 1)[1][:-3]
+    assert main(["check", str(out / f), "--stage", stage]) == 0, f
+  assert main(["check", str(out / files[2]), "--stage", "kernel"]) == 1
+
+def test_check_help_says_what_the_file_is_and_how_to_make_one(capsys):
+  with pytest.raises(SystemExit): main(["check", "--help"])
+  out = " ".join(capsys.readouterr().out.split())
+  assert "pyrender" in out and "python -m spec dump --out DIR -- prog.py" in out and "Exit status: 0 legal" in out
+
+def test_a_literal_its_dtype_cannot_hold_is_unreadable(tmp_path, capsys):
+  p = tmp_path / "c.py"
+  p.write_text(f"ast = UOp.const(dtypes.int64, {2**128})\n")
+  assert main(["check", str(p)]) == 2
+  assert "cannot hold" in capsys.readouterr().err

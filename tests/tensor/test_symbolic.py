@@ -51,7 +51,8 @@ def _concrete(t: Tensor) -> np.ndarray:
 # NOTE: make test runs this file on every backend; the default run takes a slice at the variable's two edges, the rest
 # (and a middle binding) run with -m slow (make test-symbolic)
 SLICE = ("softmax", "matmul_inner", "cat_along", "index_arrays", "cumsum", "reshape")
-PARAMS = [pytest.param(name, bindings, marks=[] if name in SLICE and len(bindings) == 2 else [pytest.mark.slow])
+PARAMS = [pytest.param(name, bindings, marks=[] if name in SLICE and len(bindings) == 2 else [pytest.mark.slow],
+                       id=f"{name}-at{len(bindings)}")
           for name in CASES for bindings in ((1, N), (3, 1, N)) if name in SLICE or len(bindings) == 3]
 
 @pytest.mark.parametrize("name,bindings", PARAMS)

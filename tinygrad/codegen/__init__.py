@@ -45,7 +45,7 @@ def get_program(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] 
   `prepared` is `prepare_kernel(ast)` when the caller has it already (a fuzzer lowering one AST for several targets);
   it must be exactly that. Fires `compiling`, then `compiled` once. On a failure other than an opt that does not fit,
   the kernel is printed (pyrender) and the error re-raised."""
-  if hooks.compiling: hooks.fire("compiling", ast, renderer)
+  if hooks.compiling: hooks.fire("compiling", ast, renderer, opts)
   try:
     if prepared is None: prepared = prepare_kernel(ast)
     spec = build_program(ast, prepared, renderer, _opts_or_choose(prepared, renderer, opts))

@@ -6,6 +6,7 @@ KernelOptError, which is caught here, so the heuristics never fail a compile.
 from __future__ import annotations
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
 from tinygrad.codegen.opt import max_threads, packable_loads, panel_ranges, index_stride, PACK_MAX_BYTES
+from tinygrad.codegen.grid import LOCAL_TYPES, grid_plan, is_identity
 from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod, TC
 from tinygrad.uop import Ops, AxisType, GroupOp
@@ -40,6 +41,15 @@ class _Builder:
     except KernelOptError: return False
     self.opts.append(opt)
     return True
+  def try_local(self, opt: Opt) -> bool:
+    """try_opt for an opt that adds a local axis, kept only where every local axis keeps a workgroup dimension of its
+    own (grid.py's identity plan): the heuristics never ask the lowering to merge or split them."""
+    before = (self.ast, list(self.opts))
+    if not self.try_opt(opt): return False
+    if (plan := grid_plan(self.ast, LOCAL_TYPES, self.renderer.local_max)[1]) is not None and is_identity(plan):
+      return True
+    self.ast, self.opts = before
+    return False
   def upcast_total(self) -> int:
     return int(prod(axis_size(r) or 1 for r in axes_of(self.ast, AxisType.UPCAST, AxisType.UNROLL)))
 
@@ -315,17 +325,18 @@ def _locals(b: _Builder) -> None:
   order = sorted(range(len(outs)), key=lambda i: (not (sidx is not None and index_stride(sidx, outs[i]) == 1), -i))
   # NOTE: by range id: a LOCAL of a whole axis retypes it, and the output axes after it move down by one
   for n, rid in enumerate([outs[i].arg[0] for i in order]):
-    if budget < 2: return
+    # NOTE: a group reduce (and TC's lanes) hold a workgroup dimension too; when every dimension is taken, stop
+    if budget < 2 or (free := len(b.renderer.local_max or ()) - len(axes_of(b.ast, *LOCAL_TYPES))) < 1: return
     if rid not in (cur := [r.arg[0] for r in output_axes(b.ast)]): continue
     i = cur.index(rid)
     # NOTE: a symbolic axis is padded to a multiple of the workgroup (opt.split_symbolic): sized by its maximum
     sym = axis_size(r := output_axes(b.ast)[i]) is None
     size = int(r.src[0].vmax) if sym else axis_size(r) or 0
-    cap = budget if n == len(order) - 1 else min(budget, max(wave, budget // 4))
+    cap = budget if n == len(order) - 1 or free == 1 else min(budget, max(wave, budget // 4))
     for amt in (256, 128, 64, 32, 16, 8, 4, 2):
       if amt > cap or (size % amt and not sym) or size < amt: continue
       if _group_shared_bytes(b, amt) > b.renderer.shared_max: continue
-      if b.try_opt(Opt(OptOps.LOCAL, i, amt)):
+      if b.try_local(Opt(OptOps.LOCAL, i, amt)):
         budget //= amt
         break
 
@@ -352,7 +363,7 @@ def _tc_blocking(b: _Builder) -> None:
   # the innermost output axis (each A fragment feeds two WMMAs)
   nlocal = 0
   for i in reversed(range(len(output_axes(b.ast)))):
-    if nlocal < 2 and (axis_size(output_axes(b.ast)[i]) or 0) >= 4: nlocal += b.try_opt(Opt(OptOps.LOCAL, i, 2))
+    if nlocal < 2 and (axis_size(output_axes(b.ast)[i]) or 0) >= 4: nlocal += b.try_local(Opt(OptOps.LOCAL, i, 2))
   outs = output_axes(b.ast)
   if outs and (axis_size(outs[-1]) or 0) >= 4: b.try_opt(Opt(OptOps.UPCAST, len(outs) - 1, 2))
 

@@ -7,6 +7,8 @@ from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, identity_element
 from tinygrad.dtype import dtypes, Invalid, AddrSpace
 from tinygrad.renderer import Renderer
+from tinygrad.helpers import prod
+from tinygrad.codegen.grid import launch_axes, plan_for, plan_specials, GLOBAL_TYPES, LOCAL_TYPES
 
 # ---- masked (Invalid) indexes into gated INDEX ----
 
@@ -43,30 +45,50 @@ def _retype(r: UOp, at: AxisType) -> UOp: return r.replace(arg=(*r.arg[:-1], at)
 
 @dataclass
 class GridCtx:
-  """pm_grid's context: what each range becomes, the local-id SPECIALs, and counters for new defines and ranges."""
+  """pm_grid's context: what each range becomes (a SPECIAL, an index expression over SPECIALs, or a loop), the local
+  axes' expressions and sizes innermost first (the workgroup's linear thread id), and counters for new defines and
+  ranges."""
   specials: dict[UOp, UOp]
-  locals: list[UOp]
+  locals: list[tuple[UOp, int]]
   next_range: int
   nlocal: int = 0
+  def local_id(self, subs: dict[UOp, UOp] | None = None) -> UOp:
+    """The workgroup's linear thread id (the inner axis fastest), with the axes' expressions in `subs` replaced."""
+    lid = UOp.const(dtypes.index, 0)
+    for e, n in reversed(self.locals): lid = lid * n + (subs or {}).get(e, e)
+    return lid
+
+def _place(axes: list[UOp], limits: tuple[int, ...] | None, kind: str, movable: set[AxisType],
+           total: int | None = None) -> dict[UOp, UOp]:
+  """Grid axes (innermost first) -> their index expressions over the launch dimensions `{kind}0..` (grid.py plans
+  where each goes), at most `total` threads in all. Where no plan fits, the outermost axes of a `movable` AxisType
+  become loops until one does."""
+  axes, ret = list(axes), {}
+  while (plan := plan_for(axes, limits)) is None or (total is not None and prod(r.src[0].vmax for r in axes) > total):
+    out = next((r for r in reversed(axes) if r.arg[-1] in movable), None)
+    if out is None:
+      sizes = [int(r.src[0].vmax) for r in axes]
+      raise ValueError(f"grid lowering: {kind} axes of sizes {sizes} (innermost first) fit no launch dimensions of "
+                       f"limits {limits} (at most {total} threads); the opts asked for more than the target has")
+    axes.remove(out)
+    ret[out] = _retype(out, AxisType.LOOP)
+  return {**ret, **dict(zip(axes, plan_specials(axes, plan, kind)))}
 
 def grid_specials(sink: UOp, renderer: Renderer) -> GridCtx:
-  """What each GLOBAL/LOCAL/THREAD/GROUP_REDUCE range becomes: a SPECIAL where the target has a grid (or CPU threads),
-  else a plain loop."""
+  """What each GLOBAL/LOCAL/THREAD/GROUP_REDUCE range becomes: an index expression over SPECIALs where the target has
+  a grid (or CPU threads), placed within its launch limits by grid.py, else a plain loop."""
   ret: dict[UOp, UOp] = {}
   rngs = sorted([u for u in sink.toposort() if u.op is Ops.RANGE], key=lambda r: (r.arg[-1], r.arg[0]))
   has_grid, has_local = renderer.global_max is not None, renderer.has_local
-  # NOTE: the innermost grid axis is dimension 0 (gidx0/lidx0: the largest launch limit, contiguous threads)
-  gl = [x for x in rngs if x.arg[-1] is AxisType.GLOBAL]
-  # NOTE: a WARP range (the lanes of a tensor core, TC opt) sorts after LOCAL: it is lidx0, the fastest thread id
-  lc = [x for x in rngs if x.arg[-1] in (AxisType.LOCAL, AxisType.WARP, AxisType.GROUP_REDUCE)] if has_local else []
-  dim = {r: f"{kind}idx{i}" for kind, axes in (("g", gl), ("l", lc)) for i, r in enumerate(reversed(axes))}
+  gl, lc = launch_axes(rngs, GLOBAL_TYPES), launch_axes(rngs, LOCAL_TYPES) if has_local else []
+  if has_grid:
+    # NOTE: a GLOBAL or LOCAL axis that fits nowhere runs as a loop in each thread; WARP lanes and a group reduce cannot
+    ret.update(_place(gl, renderer.global_max, "gidx", {AxisType.GLOBAL}))
+    ret.update(_place(lc, renderer.local_max, "lidx", {AxisType.LOCAL}, renderer.local_max_total))
   for r in rngs:
     at = r.arg[-1]
-    if at is AxisType.THREAD and renderer.has_threads:
-      ret[r] = UOp(Ops.SPECIAL, r.dtype, r.src, "core_id")
-    elif r in dim and has_grid:
-      if int(dim[r][-1]) > 2: raise ValueError(f"grid lowering: more than 3 {dim[r][0]}idx axes ({r.arg}); merge them")
-      ret[r] = UOp(Ops.SPECIAL, r.dtype, r.src, dim[r])
+    if r in ret: continue
+    if at is AxisType.THREAD and renderer.has_threads: ret[r] = UOp(Ops.SPECIAL, r.dtype, r.src, "core_id")
     elif at is AxisType.WARP:
       raise ValueError(f"grid lowering: WARP range {r.arg} (tensor core lanes) needs a target with a grid and locals")
     elif at in (AxisType.THREAD, AxisType.GLOBAL, AxisType.LOCAL): ret[r] = _retype(r, AxisType.LOOP)
@@ -74,7 +96,7 @@ def grid_specials(sink: UOp, renderer: Renderer) -> GridCtx:
     elif at is AxisType.GROUP_REDUCE: ret[r] = _retype(r, AxisType.REDUCE)
   if sum(1 for s in ret.values() if s.op is Ops.SPECIAL and s.arg == "core_id") > 1:
     raise ValueError("grid lowering: more than one THREAD axis in one kernel; the CPU runtime has a single core_id")
-  lids = sorted([s for s in ret.values() if s.op is Ops.SPECIAL and s.arg.startswith("lidx")], key=lambda s: s.arg)
+  lids = [(ret[r], int(r.src[0].vmax)) for r in lc if ret[r].op is not Ops.RANGE]
   return GridCtx(ret, lids, max((r.arg[0] for r in rngs if isinstance(r.arg[0], int)), default=-1) + 1)
 
 def drop_closed_specials(e: UOp) -> UOp | None:
@@ -85,20 +107,21 @@ def lower_group_reduce(ctx: GridCtx, red: UOp) -> UOp | None:
   """REDUCE over local ids (GROUP_REDUCE): each thread reduces its part, stores it to local memory, BARRIER, then
   reduces the workgroup's parts. Inside an enclosing loop (where reusing the local buffer could race) every thread
   reduces the whole range instead."""
-  grp = [s for s in red.src[1:] if s.op is Ops.SPECIAL]
+  local_exprs = {e for e, _ in ctx.locals}
+  grp = [s for s in red.src[1:] if s in local_exprs]
   if not grp: return None
-  rest = [s for s in red.src[1:] if s.op is not Ops.SPECIAL]
-  news = [UOp.range(g.src[0], ctx.next_range + i, AxisType.REDUCE) for i, g in enumerate(grp)]
+  rest = [s for s in red.src[1:] if s not in local_exprs]
+  sizes = dict(ctx.locals)
+  news = [UOp.range(sizes[g], ctx.next_range + i, AxisType.REDUCE) for i, g in enumerate(grp)]
   ctx.next_range += len(grp)
   if red.src[0]._ranges.difference(*(r._ranges for r in rest)):
     return red.src[0].substitute(dict(zip(grp, news))).reduce(*rest, *news, arg=red.arg)
   partial = red.src[0].reduce(*rest, arg=red.arg) if rest else red.src[0]
-  lid, size = UOp.const(dtypes.index, 0), 1
-  for s in reversed(ctx.locals): lid, size = lid * s.src[0] + s, size * s.src[0].arg
+  size = prod(n for _, n in ctx.locals)
   buf = UOp(Ops.DEFINE_LOCAL, red.dtype.ptr(size, AddrSpace.LOCAL), arg=ctx.nlocal)
   ctx.nlocal += 1
-  bar = UOp(Ops.BARRIER, dtypes.void, (buf.index(lid).store(partial),))
-  return buf.after(bar).index(lid.substitute(dict(zip(grp, news)))).load().reduce(*news, arg=red.arg)
+  bar = UOp(Ops.BARRIER, dtypes.void, (buf.index(ctx.local_id()).store(partial),))
+  return buf.after(bar).index(ctx.local_id(dict(zip(grp, news)))).load().reduce(*news, arg=red.arg)
 
 pm_grid = PatternMatcher([
   (UPat(Ops.RANGE, name="r"), lambda ctx, r: ctx.specials.get(r)),

@@ -34,6 +34,7 @@ from tinygrad.helpers import prod, round_up, to_function_name
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.tensor_cores import TensorCore, Layout
 from tinygrad.codegen.cutting import cut_store_ranges
+from tinygrad.codegen.grid import LOCAL_TYPES, grid_plan, plan_for
 
 class OptOps(FastEnum):
   TC = 1; UPCAST = 2; UNROLL = 3; LOCAL = 4; THREAD = 5; GROUP = 6; GROUPTOP = 7; NOLOCALS = 8; PADTO = 9; SWAP = 10
@@ -245,22 +246,29 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
   # LOCAL, GROUP, GROUPTOP need workgroups
   _check(has_local, f"{opt}: the renderer has no local (workgroup) threads")
   _check(not nolocals, f"{opt}: NOLOCALS was applied")
-  local_max = renderer.local_max or ()
   nlocal = prod(axis_size(x) or 1 for x in axes_of(ast, AxisType.LOCAL, AxisType.WARP, AxisType.GROUP_REDUCE))
   _check(nlocal * amt <= renderer.local_max_total,
          f"{opt}: {nlocal * amt} local threads are more than the {renderer.local_max_total} of a workgroup")
   if op is OptOps.LOCAL:
-    nl = len(axes_of(ast, AxisType.LOCAL, AxisType.WARP))
-    _check(nl < len(local_max) and amt <= local_max[nl], f"{opt}: local dim {nl} of {amt} exceeds {local_max}")
-    if axis_size(r) is None: return split_symbolic(ast, r, amt, AxisType.LOCAL)
-    return split_range(ast, r, amt, AxisType.LOCAL)
+    # NOTE: a symbolic axis is padded to a multiple of the workgroup, its extra threads masked
+    if axis_size(r) is None: return check_workgroup(split_symbolic(ast, r, amt, AxisType.LOCAL), opt, renderer)
+    return check_workgroup(split_range(ast, r, amt, AxisType.LOCAL), opt, renderer)
   _check(renderer.has_shared, f"{opt}: the renderer has no shared memory for a group reduce")
   _check(not axes_of(ast, AxisType.GROUP_REDUCE), f"{opt}: the kernel already has a group reduce")
   red_bytes = max((u.dtype.itemsize for u in ast.toposort() if u.op is Ops.REDUCE), default=4)
   need = nlocal * amt * red_bytes * _upcast_total(ast)
   smax = renderer.shared_max
   _check(need <= smax, f"{opt}: needs {need} bytes of shared memory, the target has {smax}")
-  return split_range(ast, r, amt, AxisType.GROUP_REDUCE, top=op is OptOps.GROUPTOP)
+  return check_workgroup(split_range(ast, r, amt, AxisType.GROUP_REDUCE, top=op is OptOps.GROUPTOP), opt, renderer)
+
+def check_workgroup(ast: UOp, opt: Opt, renderer: Renderer) -> UOp:
+  """`ast` (with `opt` applied) if its local axes fit the renderer's workgroup dimensions, merged where there are more
+  axes than dimensions (grid.py), else KernelOptError naming the limits."""
+  axes, plan = grid_plan(ast, LOCAL_TYPES, renderer.local_max)
+  sizes = [int(x.src[0].vmax) for x in axes]
+  _check(plan is not None, f"{opt}: local axes of sizes {sizes} (innermost first) fit no workgroup of dimensions "
+                           f"{renderer.local_max} (local_max)")
+  return ast
 
 # ---- tensor cores ----
 
@@ -359,7 +367,7 @@ def apply_tc(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -
   ret = ast.substitute({end: new_end})
   left = set(ret.toposort()) & {m, n, k, red}
   _check(not left, f"{opt}: the reduce or its axes are used outside the store it feeds; not a plain matmul")
-  return ret
+  return check_workgroup(ret, opt, renderer)
 
 def kblock_reduce(ast: UOp, opt: Opt, renderer: Renderer) -> UOp:
   """OptOps.KBLOCK: cache blocking of a reduce. Reduce axis `opt.axis` (size K) splits into a KBLOCK range of K / arg
@@ -474,16 +482,16 @@ def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...])
 
 def assign_grid(ast: UOp, renderer: Renderer) -> UOp:
   """On a target with a launch grid (GPU-style: global_max set, no CPU threads), up to one output axis per grid
-  dimension becomes GLOBAL: the innermost ones, in id order (the lowerer numbers gidx0.. the same way), each within its
-  dimension's limit; the rest stay loops. A kernel that already has GLOBAL axes is left as it is."""
+  dimension becomes GLOBAL: the innermost ones, as many as grid.py can place within the grid's limits (merging two
+  into one dimension where one is over its own dimension's limit); the rest stay loops. A kernel that already has
+  GLOBAL axes is left as it is."""
   gm = renderer.global_max
   if not gm or renderer.has_threads or axes_of(ast, AxisType.GLOBAL): return ast
   loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP]
-  chosen: list[UOp] = []
-  for r in loops[-len(gm):]:
-    # NOTE: an axis that may be empty stays a loop (of no iterations): a grid dimension of 0 is no launch a runtime
-    # accepts; a symbolic one takes the grid when it fits at its maximum (its size is resolved at each launch)
-    if 1 <= r.src[0].vmin and r.src[0].vmax <= gm[len(chosen)]: chosen.append(r)
+  # NOTE: an axis that may be empty stays a loop (of no iterations): a grid dimension of 0 is no launch a runtime
+  # accepts; a symbolic one takes the grid where it fits at its maximum (its size is resolved at each launch)
+  chosen = [r for r in loops[-len(gm):] if r.src[0].vmin >= 1]
+  while chosen and plan_for(list(reversed(chosen)), gm) is None: chosen.pop(0)
   return replace_ranges(ast, {r: (g := _retype(r, AxisType.GLOBAL), (g,)) for r in chosen}) if chosen else ast
 
 def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Renderer) -> UOp:

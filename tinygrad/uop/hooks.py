@@ -9,7 +9,8 @@ Checkpoints, with the arguments each callback receives:
   kernel_graph(sink)                    the graph after rangeify: KERNEL nodes over BUFFERs
   kernel_ast(ast)                       each kernel's AST (a SINK) before codegen
   program(ast, uops, renderer)          each linearized program (the list after line_rewrite), BEAM candidates too
-  compiling(ast, renderer)              get_program starts on `ast` (before the opts are chosen); `compiled` ends it
+  compiling(ast, renderer, opts)        get_program starts on `ast` with the opts its caller gave (None: it chooses
+                                        them); `compiled` ends it
   compiled(ast, program_spec, renderer) once per program that is used: get_program's result, after the opts were
                                         chosen (its applied_opts, renderer identity and source are final)
   beam_candidate(ast, program_spec, renderer)

@@ -1,0 +1,47 @@
+"""A slice of the GPU compile sweep (tests/codegen/gpu_sweep.py; `make test-gpu-sweep` runs 2,000 programs per arch):
+random conv / pool / matmul / reduce / scan programs, forward and backward, each kernel compiled for each arch with its
+default heuristics. Each arch gets three programs of its own here, so the slice covers more programs than one list
+would."""
+import collections
+import pytest
+from tests.codegen.gpu_sweep import ARCHS, KINDS, Program, build_program, sweep
+
+PER_ARCH = 3
+
+def test_programs_cover_every_kind_forward_and_backward():
+  kinds = collections.Counter()
+  for s in range(30):
+    p = build_program(s)
+    kinds[next(k for k in ("conv_transpose2d", "conv2d", "pool", "@", "cum", ".") if k in p.text)] += 1
+    # a forward kernel and at least one for the gradients
+    assert len(p.kernels) >= 2, p.text
+  assert all(kinds[k] for k in ("conv_transpose2d", "conv2d", "pool", "@", "cum", ".")), kinds
+  assert len(KINDS) >= 5
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sweep_slice_compiles(arch):
+  i = ARCHS.index(arch)
+  progs = [build_program(s) for s in range(1000 + i * PER_ARCH, 1000 + (i + 1) * PER_ARCH)]
+  r = sweep(progs, [arch])[0]
+  assert r.programs == PER_ARCH and r.kernels >= PER_ARCH
+  assert not r.failed, "\n".join(f"program {s}: {next(p.text for p in progs if p.seed == s)}\n  {e[:2000]}"
+                                 for s, e in r.failed.items())
+
+def test_sweep_names_the_programs_that_do_not_compile():
+  # issue 31 planted back (tests/fuzz/planted.py): the report's conv backward fails on every arch, and says which program
+  from tinygrad import Tensor
+  from tinygrad.uop import Ops
+  from tests.fuzz import planted
+  import tinygrad.codegen.lowerer as lowerer, tinygrad.codegen.heuristic as heuristic
+  saved = (lowerer.plan_for, heuristic._Builder.try_local, heuristic.LOCAL_TYPES)
+  try:
+    planted.issue31()
+    x, w = Tensor.empty(1, 8, 18, 18, requires_grad=True), Tensor.empty(32, 8, 3, 3, requires_grad=True)
+    y = x.conv2d(w)
+    bad = Program(7, "x.conv2d(w)", [si.ast for si in y.schedule(*y.sum().gradient(x, w)) if si.ast.op is Ops.SINK])
+    mm = Tensor.empty(16, 16) @ Tensor.empty(16, 16)
+    good = Program(8, "a @ b", [si.ast for si in mm.schedule() if si.ast.op is Ops.SINK])
+    res = sweep([bad, good], ["sm_90", "gfx1100"])
+  finally: lowerer.plan_for, heuristic._Builder.try_local, heuristic.LOCAL_TYPES = saved
+  for r in res:
+    assert list(r.failed) == [7] and "grid lowering" in r.failed[7], (r.arch, r.failed)
