@@ -34,10 +34,11 @@ def _programs(v: UOp, x: Tensor, cache: Tensor) -> list[Tensor]:
     w.cat(w * 2, dim=0).pad(((1, 1), None)).max(0),
   ]
 
-def _asts(n: int) -> list[UOp]:
+def _asts(n: int, which: tuple[int, ...] = (0, 1, 2, 3)) -> list[UOp]:
   x, cache = Tensor(X).realize(), Tensor(X * 2).realize()
   v = Variable("n", 1, 8).bind(n)
-  return [it.ast for t in _programs(v, x, cache) for it in t.schedule() if it.ast.op is Ops.SINK]
+  progs = _programs(v, x, cache)
+  return [it.ast for k in which for it in progs[k].schedule() if it.ast.op is Ops.SINK]
 
 def test_kernels_are_one_ast_for_every_binding_and_legal_at_every_stage():
   a3, a8 = _asts(3), _asts(8)
@@ -121,14 +122,15 @@ def test_process_replay_captures_and_replays_symbolic_kernels(tmp_path):
     targets.append(t)
   db = tmp_path / "sym.db"
   with capturing(db, "sym", targets):
-    asts = set(_asts(4))
+    # the attention over a cache prefix and the concrete tensor given a symbolic batch (each target compiles them)
+    asts = set(_asts(4, (1, 2)))
     progs = [get_program(ast, CRenderer(2)) for ast in asts]
   assert progs and all(p.vars for p in progs)
   # one kernel record per distinct AST and target; the schedules are rebuilt from their tensor graphs
   for t in ["CPU", *targets]:
     rep = diff(str(db), target=None if t == "CPU" else t, progress=None)
     assert rep.all_ok() and rep.counts("kernel")["unchanged"] >= len(asts) and rep.not_compiling == 0, rep.summary()
-    assert rep.counts("schedule")["unchanged"] == 4, rep.summary()
+    assert rep.counts("schedule")["unchanged"] == 2, rep.summary()
 
 # ---- random chains of symbolic ops against numpy ----
 
