@@ -6,7 +6,8 @@ memory map (the weights are paged in by the kernels that read them, never copied
 `ggml_matrix` giving the lazy dequantization that fuses into the kernel that consumes it. Every file is hostile: the
 same checks bound every count, offset and size before anything is read or allocated."""
 from __future__ import annotations
-import contextlib, struct
+import contextlib, ctypes, mmap, struct
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
@@ -293,24 +294,7 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None,
                      f"({src.device}): move it first with .to()")
   with _gguf_source(src) as (source, where):
     r = _GGUFReader(source, where)
-    kv, types, infos = _gguf_header(r)
-    align = kv.get("general.alignment", 32)
-    if "general.alignment" in types and types["general.alignment"] != 4 and type(align) is int:
-      raise CheckpointError(f"gguf_load: {where}: general.alignment is a {_GGUF_TYPE_NAMES[types['general.alignment']]}"
-                            "; GGUF stores it as a UINT32")
-    if type(align) is not int or align <= 0 or align & (align - 1):
-      raise CheckpointError(f"gguf_load: {where}: general.alignment is {align!r}, not a positive power of two")
-    data_start = r.pos + -r.pos % align
-    spans = _gguf_spans(where, infos, align)
-    data_len = max((off + n for _, off, n, _ in spans), default=0)
-    if data_len and data_start > r.size:
-      raise CheckpointError(f"gguf_load: {where}: general.alignment {align} puts the data section at offset "
-                            f"{data_start}, past the end of the {r.size}-byte file")
-    for name, off, nbytes, (dims, ggml_type) in spans:
-      if data_start + off + nbytes > r.size:
-        raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({ggml_type_name(ggml_type)}, dims {list(dims)}, "
-                              f"{nbytes} bytes at data offset {off}) runs past the end of the {r.size}-byte file: "
-                              "truncated")
+    kv, infos, data_start, data_len = _gguf_layout(r)
     if isinstance(source, Tensor): data, base = source, data_start
     else:
       limit = _Limit("gguf_load", where, max_bytes, source.size, "the default: the file's size")
@@ -324,6 +308,30 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None,
       raw = data[base + off:base + off + nbytes] if nbytes else Tensor.empty(0, dtype=dtypes.uint8, device=data.device)
       tensors[name] = ggml_data_to_tensor(raw, n, ggml_type).reshape(dims[::-1])
     return kv, tensors
+
+def _gguf_layout(r: _GGUFReader) -> tuple[dict[str, Any], dict[str, tuple[tuple[int, ...], int, int]], int, int]:
+  """(metadata, tensor infos, the data section's offset in the file, its length) of a GGUF file, after every check of
+  the header and of each tensor's place in the file."""
+  where = r.where
+  kv, types, infos = _gguf_header(r)
+  align = kv.get("general.alignment", 32)
+  if "general.alignment" in types and types["general.alignment"] != 4 and type(align) is int:
+    raise CheckpointError(f"gguf_load: {where}: general.alignment is a {_GGUF_TYPE_NAMES[types['general.alignment']]}"
+                          "; GGUF stores it as a UINT32")
+  if type(align) is not int or align <= 0 or align & (align - 1):
+    raise CheckpointError(f"gguf_load: {where}: general.alignment is {align!r}, not a positive power of two")
+  data_start = r.pos + -r.pos % align
+  spans = _gguf_spans(where, infos, align)
+  data_len = max((off + n for _, off, n, _ in spans), default=0)
+  if data_len and data_start > r.size:
+    raise CheckpointError(f"gguf_load: {where}: general.alignment {align} puts the data section at offset "
+                          f"{data_start}, past the end of the {r.size}-byte file")
+  for name, off, nbytes, (dims, ggml_type) in spans:
+    if data_start + off + nbytes > r.size:
+      raise CheckpointError(f"gguf_load: {where}: tensor {name!r} ({ggml_type_name(ggml_type)}, dims {list(dims)}, "
+                            f"{nbytes} bytes at data offset {off}) runs past the end of the {r.size}-byte file: "
+                            "truncated")
+  return kv, infos, data_start, data_len
 
 def _gguf_header(r: _GGUFReader) -> tuple[dict[str, Any], dict[str, int], dict[str, tuple[tuple[int, ...], int, int]]]:
   """The key-values, their value types and the tensor infos (dims fastest first, ggml type, data offset) of a GGUF
@@ -392,3 +400,65 @@ def _gguf_spans(where: str, infos: dict[str, tuple[tuple[int, ...], int, int]],
       raise CheckpointError(f"gguf_load: {where}: tensor {b!r} (bytes [{b_off}, {b_off + b_n}) of the data section) "
                             f"overlaps tensor {a!r} (bytes [{a_off}, {a_off + a_n}))")
   return spans
+
+# ---- GGUFFile: metadata and memory-mapped tensor data, for models that keep the file's weights as they are ----
+
+@dataclass(frozen=True)
+class GGUFTensorInfo:
+  """A tensor of a GGUF file: its row-major shape (GGUF's dims reversed), ggml type, and bytes [offset, offset+nbytes)
+  of the file."""
+  name: str
+  shape: tuple[int, ...]
+  ggml_type: int
+  offset: int
+  nbytes: int
+  @property
+  def type_name(self) -> str: return ggml_type_name(self.ggml_type)
+
+class GGUFFile:
+  """A GGUF file opened for a model: `metadata` (key -> Python value), `tensors` (name -> GGUFTensorInfo, file order),
+  `raw(name)` (the tensor's bytes as a uint8 tensor of shape (rows, bytes per row)) and `dequantized(name)` (a lazy
+  tensor of its values). On a device whose memory is the host's, the bytes are a private read-only-by-use memory map of
+  the file: nothing is read until a kernel touches it, and the file's pages are shared with the page cache. Elsewhere
+  each tensor is copied to the device when first asked for. The header gets every check gguf_load makes."""
+  def __init__(self, path: PathLike, device: str | None = None):
+    from tinygrad.tensor import _canon_device
+    with _open_source(path, "gguf_load") as src:
+      self.path, self.size = src.name, src.size
+      kv, infos, data_start, _ = _gguf_layout(_GGUFReader(src, src.name))
+      self.metadata: dict[str, Any] = kv
+      self.tensors: dict[str, GGUFTensorInfo] = {
+        name: GGUFTensorInfo(name, tuple(dims[::-1]), t, data_start + off, _gguf_nbytes(dims, t))
+        for name, (dims, t, off) in infos.items()}
+      self.device = _canon_device(device)
+      # NOTE: ACCESS_COPY: ctypes needs a writable buffer to point at; no kernel writes a weight, so no page is copied
+      self._map = mmap.mmap(src.f.fileno(), 0, access=mmap.ACCESS_COPY) if self.size else None
+
+  def __repr__(self) -> str: return f"<GGUFFile {self.path}: {len(self.metadata)} keys, {len(self.tensors)} tensors>"
+
+  def info(self, name: str) -> GGUFTensorInfo:
+    if name not in self.tensors:
+      raise CheckpointError(f"gguf: {self.path}: no tensor {name!r} (the file has {len(self.tensors)}: "
+                            f"{', '.join(list(self.tensors)[:8])}{', ...' if len(self.tensors) > 8 else ''})")
+    return self.tensors[name]
+
+  def raw(self, name: str) -> Tensor:
+    """The bytes of tensor `name` as uint8 (rows, bytes per row): a row is the last axis of the shape in blocks."""
+    from tinygrad.device import buffer_of
+    from tinygrad.tensor import _new_buffer_uop
+    ti = self.info(name)
+    rows = prod(ti.shape[:-1]) if len(ti.shape) > 1 else 1
+    if ti.nbytes == 0: return Tensor.empty(rows, 0, dtype=dtypes.uint8, device=self.device)
+    u = _new_buffer_uop(ti.nbytes, dtypes.uint8, self.device)
+    buf = buffer_of(u)
+    if hasattr(buf.allocator, "_as_buffer") and self._map is not None:
+      buf.allocate(opaque=(ctypes.c_uint8 * ti.nbytes).from_buffer(self._map, ti.offset))
+    else:
+      assert self._map is not None
+      buf.ensure_allocated().copyin(memoryview(self._map)[ti.offset:ti.offset + ti.nbytes])
+    return Tensor(u).reshape(rows, ti.nbytes // rows)
+
+  def dequantized(self, name: str) -> Tensor:
+    """Tensor `name`'s values, lazily dequantized (ggml_data_to_tensor) and shaped as ti.shape."""
+    ti = self.info(name)
+    return ggml_data_to_tensor(self.raw(name).reshape(-1), prod(ti.shape), ti.ggml_type).reshape(ti.shape)
