@@ -224,6 +224,7 @@ class SamplingParams:
   seed: int | None = None
   max_tokens: int = 128
   stop: list[str] = field(default_factory=list)
+  ignore_eos: bool = False
   def check(self) -> None:
     for name, ok in (("temperature", self.temperature >= 0), ("top_k", self.top_k >= 0), ("top_p", 0 < self.top_p <= 1),
                      ("min_p", 0 <= self.min_p <= 1), ("repetition_penalty", self.repetition_penalty > 0),
@@ -296,7 +297,7 @@ class LLM:
     self.stats.prefill_s, seen, t1 = time.perf_counter() - t0, list(ids), time.perf_counter()
     for n in range(p.max_tokens):
       tok = sample(logits, p, seen, rng)
-      if tok in self.tokenizer.eos_ids: self.stats.finish_reason = "stop"; break
+      if tok in self.tokenizer.eos_ids and not p.ignore_eos: self.stats.finish_reason = "stop"; break
       seen.append(tok)
       self.stats.tokens += 1
       yield tok
