@@ -14,7 +14,7 @@ def byte_chars() -> list[str]:
   return [out[b] for b in range(256)]
 
 # byte offsets of each block type's float16 fields, and the scale magnitude that keeps values ~0.02
-_F16 = {2: ([0], 0.004), 8: ([0], 0.0005), 12: ([0, 2], 0.0003), 14: ([208], 0.0005)}
+_F16 = {2: ([0], 0.004), 8: ([0], 0.0005), 12: ([0, 2], 0.0001), 14: ([208], 0.00003)}
 
 def random_blocks(rng: np.random.Generator, qtype: int, rows: int, cols: int) -> np.ndarray:
   from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
@@ -58,7 +58,8 @@ def write_model(path: str, arch: str = "llama", qtype: str = "F32", dim: int = 6
   for k in ("bos", "eos"):
     if k in tok: getattr(w, f"add_{k}_token_id")(tok[k])
   if "chat_template" in tok: w.add_chat_template(tok["chat_template"])
-  hd, out = dim // n_heads, {}
+  # NOTE: matrices scaled by 1/sqrt(width) so a wider model stays as well-conditioned as the 64-wide one
+  hd, out, m = dim // n_heads, {}, (64 / dim) ** 0.5
   def add(name: str, shape: tuple[int, ...], q: str = "F32", scale: float = 0.02, center: float = 0.0):
     if name in skip: return
     if q in ("Q4_K", "Q6_K") or (q in ("Q4_0",) and len(shape) == 2):
@@ -77,16 +78,16 @@ def write_model(path: str, arch: str = "llama", qtype: str = "F32", dim: int = 6
   for i in range(n_layers):
     p = f"blk.{i}."
     add(p + "attn_norm.weight", (dim,), scale=0.1, center=1.0)
-    add(p + "attn_q.weight", (n_heads * hd, dim), qtype, scale=0.15)
-    add(p + "attn_k.weight", (n_kv_heads * hd, dim), qtype, scale=0.15)
-    add(p + "attn_v.weight", (n_kv_heads * hd, dim), qtype, scale=0.1)
-    add(p + "attn_output.weight", (dim, n_heads * hd), qtype, scale=0.1)
+    add(p + "attn_q.weight", (n_heads * hd, dim), qtype, scale=0.15 * m)
+    add(p + "attn_k.weight", (n_kv_heads * hd, dim), qtype, scale=0.15 * m)
+    add(p + "attn_v.weight", (n_kv_heads * hd, dim), qtype, scale=0.1 * m)
+    add(p + "attn_output.weight", (dim, n_heads * hd), qtype, scale=0.1 * m)
     if arch == "qwen2":
       for n, k in (("q", n_heads), ("k", n_kv_heads), ("v", n_kv_heads)): add(p + f"attn_{n}.bias", (k * hd,), scale=0.1)
     add(p + "ffn_norm.weight", (dim,), scale=0.1, center=1.0)
-    add(p + "ffn_gate.weight", (hidden, dim), qtype, scale=0.1)
-    add(p + "ffn_up.weight", (hidden, dim), qtype, scale=0.1)
-    add(p + "ffn_down.weight", (dim, hidden), qtype, scale=0.1)
+    add(p + "ffn_gate.weight", (hidden, dim), qtype, scale=0.1 * m)
+    add(p + "ffn_up.weight", (hidden, dim), qtype, scale=0.1 * m)
+    add(p + "ffn_down.weight", (dim, hidden), qtype, scale=0.1 * m)
   add("output_norm.weight", (dim,), scale=0.1, center=1.0)
   if not tied: add("output.weight", (vocab, dim), qtype, scale=0.1 * out_scale)
   if rope_freqs is not None:

@@ -84,10 +84,10 @@ def config_from_gguf(f: GGUFFile) -> Config:
   vocab = md[p + "vocab_size"] if p + "vocab_size" in md else len(md.get("tokenizer.ggml.tokens", []))
   if "token_embd.weight" not in f.tensors: raise LLMError(f"llm: {f.path}: no tensor 'token_embd.weight'")
   if not vocab: vocab = f.tensors["token_embd.weight"].shape[0]
+  eps, base = _meta(md, p + "attention.layer_norm_rms_epsilon", float), _meta(md, p + "rope.freq_base", float, 10000.0)
   return Config(arch, _meta(md, p + "block_count", int), dim, _meta(md, p + "feed_forward_length", int), n_heads, n_kv,
-                head_dim, vocab, _meta(md, p + "context_length", int),
-                _meta(md, p + "attention.layer_norm_rms_epsilon", float), _meta(md, p + "rope.freq_base", float, 10000.0),
-                factor, neox_rope=arch == "qwen2", qkv_bias=arch == "qwen2", tied="output.weight" not in f.tensors,
+                head_dim, vocab, _meta(md, p + "context_length", int), eps, base, factor,
+                neox_rope=arch == "qwen2", qkv_bias=arch == "qwen2", tied="output.weight" not in f.tensors,
                 rope_factors="rope_freqs.weight" in f.tensors)
 
 # ---- weights: kept as the file stores them, dequantized inside the kernel that reads them ----
@@ -115,12 +115,15 @@ class Block:
   def __init__(self, f: GGUFFile, c: Config, i: int):
     p, hd = f"blk.{i}.", c.head_dim
     self.attn_norm = Weight(f, p + "attn_norm.weight", (c.dim,))
-    self.q, self.k = Weight(f, p + "attn_q.weight", (c.n_heads * hd, c.dim)), Weight(f, p + "attn_k.weight", (c.n_kv_heads * hd, c.dim))
-    self.v, self.o = Weight(f, p + "attn_v.weight", (c.n_kv_heads * hd, c.dim)), Weight(f, p + "attn_output.weight", (c.dim, c.n_heads * hd))
+    self.q = Weight(f, p + "attn_q.weight", (c.n_heads * hd, c.dim))
+    self.k = Weight(f, p + "attn_k.weight", (c.n_kv_heads * hd, c.dim))
+    self.v = Weight(f, p + "attn_v.weight", (c.n_kv_heads * hd, c.dim))
+    self.o = Weight(f, p + "attn_output.weight", (c.dim, c.n_heads * hd))
     self.biases = [Weight(f, p + f"attn_{n}.bias", (k * hd,)) for n, k in (("q", c.n_heads), ("k", c.n_kv_heads),
                                                                              ("v", c.n_kv_heads))] if c.qkv_bias else []
     self.ffn_norm = Weight(f, p + "ffn_norm.weight", (c.dim,))
-    self.gate, self.up = Weight(f, p + "ffn_gate.weight", (c.hidden, c.dim)), Weight(f, p + "ffn_up.weight", (c.hidden, c.dim))
+    self.gate = Weight(f, p + "ffn_gate.weight", (c.hidden, c.dim))
+    self.up = Weight(f, p + "ffn_up.weight", (c.hidden, c.dim))
     self.down = Weight(f, p + "ffn_down.weight", (c.dim, c.hidden))
 
 # ---- the model ----
@@ -177,9 +180,9 @@ class Transformer:
     q = self._rope(q.reshape(C, c.n_heads, c.head_dim).transpose(0, 1), pos)
     k = self._rope(k.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1), pos)
     v = v.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1)
-    ck, cv = self._write_cache(self.cache[li][0], k, pos), self._write_cache(self.cache[li][1], v, pos)
-    self.cache[li][0].assign(ck)
-    self.cache[li][1].assign(cv)
+    # NOTE: attention reads the assigned cache, so the new rows are written in place and no copy of the cache exists
+    ck = self.cache[li][0].assign(self._write_cache(self.cache[li][0], k, pos))
+    cv = self.cache[li][1].assign(self._write_cache(self.cache[li][1], v, pos))
     a = self._attend(q, ck, cv, pos).transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
     x = x + b.o(a)
     h = _rms_norm(x, b.ffn_norm.matrix(), c.norm_eps)
@@ -283,9 +286,14 @@ class LLM:
     return self.tokenizer.render_chat(messages, add_generation_prompt)
 
   def tokens(self, prompt: str | list[int], params: SamplingParams | None = None) -> Iterator[int]:
+    """Token ids as they are sampled (EOS ends it, unless params.ignore_eos)."""
+    for tok, _ in self.steps(prompt, params): yield tok
+
+  def steps(self, prompt: str | list[int], params: SamplingParams | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """(token, the logits it was sampled from) as tokens are sampled; a str prompt is encoded with BOS."""
     p = params or SamplingParams()
     p.check()
-    ids = self.tokenizer.encode(prompt, add_bos=True) if isinstance(prompt, str) else list(prompt)
+    ids = self.tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
     if not ids: raise LLMError("llm: the prompt is empty (and the tokenizer adds no BOS token)")
     if len(ids) + p.max_tokens > self.capacity:
       raise LLMError(f"llm: the prompt's {len(ids)} tokens + max_tokens {p.max_tokens} exceed the context of "
@@ -300,7 +308,7 @@ class LLM:
       if tok in self.tokenizer.eos_ids and not p.ignore_eos: self.stats.finish_reason = "stop"; break
       seen.append(tok)
       self.stats.tokens += 1
-      yield tok
+      yield tok, logits
       if n + 1 < p.max_tokens: logits = self.model.step([tok], len(seen) - 1, 1)
       self.stats.decode_s = time.perf_counter() - t1
     else: self.stats.finish_reason = "length"
@@ -311,7 +319,7 @@ class LLM:
     out, sent, raw = "", 0, b""
     for tok in self.tokens(prompt, p):
       raw += self.tokenizer.token_bytes(tok)
-      text = raw.decode("utf-8", errors="ignore") if _whole_utf8(raw) else None
+      text = raw.decode("utf-8", errors="replace") if _whole_utf8(raw) else None
       if text is None: continue
       out, raw = out + text, b""
       if (hit := min((i for s in p.stop if (i := out.find(s)) >= 0), default=-1)) >= 0:
@@ -360,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
   a = ap.parse_args(argv)
   try:
     llm = LLM.load(a.model, a.context)
-    params = SamplingParams(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.seed, a.max_tokens, a.stop)
+    params = SamplingParams(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.seed, a.max_tokens,
+                            a.stop)
     if a.chat: return _chat(llm, params)
     for piece in llm.stream(a.prompt if a.prompt is not None else sys.stdin.read(), params):
       sys.stdout.write(piece)
