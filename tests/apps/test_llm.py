@@ -194,3 +194,32 @@ def test_cli_help_runs():
   r = subprocess.run([sys.executable, "-m", "tinygrad.apps.llm", "--help"], capture_output=True, text=True, timeout=120,
                      env={**os.environ, "PYTHONPATH": os.getcwd()})
   assert r.returncode == 0 and "--max-tokens" in r.stdout and "--benchmark" in r.stdout
+
+# ---- the quantized matmul ----
+
+@pytest.mark.parametrize("q", ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"])
+def test_quantized_matmul_is_one_kernel_reading_the_mapped_blocks(tmp_path, q):
+  from gguf import GGUFWriter, GGMLQuantizationType as Q, quants
+  from tinygrad.apps.llm import Weight
+  from tinygrad.helpers import GlobalCounters
+  from tests.apps.gguf_models import random_blocks
+  rng, fn = np.random.default_rng(5), str(tmp_path / "w.gguf")
+  w = GGUFWriter(fn, "llama")
+  vals = rng.standard_normal((32, 512)).astype(np.float32)
+  raw = random_blocks(rng, Q[q].value, 32, 512) if q in ("Q4_0", "Q4_K", "Q6_K") else \
+    vals.astype(np.float16) if q == "F16" else vals if q == "F32" else quants.quantize(vals, Q[q])
+  w.add_tensor("w", raw, raw_shape=raw.shape if q not in ("F32", "F16") else None, raw_dtype=Q[q])
+  w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+  ref = quants.dequantize(raw, Q[q]).astype(np.float32)
+  f = GGUFFile(fn)
+  weight = Weight(f, "w", (32, 512))
+  x = rng.standard_normal((3, 512)).astype(np.float32)
+  xt = Tensor(x).realize()
+  y = weight(xt)
+  assert len(y.schedule()) == 1, "the dequantization fuses into the matmul's kernel"
+  GlobalCounters.reset()
+  np.testing.assert_allclose(y.numpy(), x @ ref.T, rtol=1e-5, atol=1e-5 * np.abs(x @ ref.T).max())
+  assert GlobalCounters.kernel_count == 1
+  # the raw tensor is the file's bytes, mapped, not a copy
+  assert bytes(weight.raw.numpy().reshape(-1)) == open(fn, "rb").read()[f.tensors["w"].offset:][:f.tensors["w"].nbytes]
+  assert _buffer(weight.raw)._owned is False
