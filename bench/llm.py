@@ -78,7 +78,8 @@ def main() -> None:
   bw = stream_bandwidth()
   print(f"stream copy bandwidth {bw / 1e9:.1f} GB/s")
   print(f"{'type':6} {'params':>8} {'file MB':>8} | {'prefill tok/s ours/torch':>25} | "
-        f"{'decode tok/s ours/torch':>24} | {'bound tok/s':>11} | {'ttft s ours/torch':>18} | {'peak RSS MB ours/torch':>22}")
+        f"{'decode tok/s ours/torch':>24} | {'bound tok/s':>11} | {'ttft s ours/torch':>18} | "
+        f"{'peak RSS MB ours/torch':>22}")
   with tempfile.TemporaryDirectory() as d:
     for q in a.types.split(","):
       fn = os.path.join(d, f"bench_{q}.gguf")
