@@ -223,3 +223,41 @@ def test_quantized_matmul_is_one_kernel_reading_the_mapped_blocks(tmp_path, q):
   # the raw tensor is the file's bytes, mapped, not a copy
   assert bytes(weight.raw.numpy().reshape(-1)) == open(fn, "rb").read()[f.tensors["w"].offset:][:f.tensors["w"].nbytes]
   assert _buffer(weight.raw)._owned is False
+
+# ---- --serve ----
+
+def test_serve_openai_chat_and_completions_over_loopback(models):
+  import http.client, json, threading
+  from tinygrad.apps.serve import serve
+  llm = LLM.load(models("llama", "F32"), capacity=128, chunk=16)
+  llm.tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+  httpd = serve(llm, port=0)
+  assert httpd.server_address[0] == "127.0.0.1"
+  threading.Thread(target=httpd.serve_forever, daemon=True).start()
+  def post(path, body):
+    c = http.client.HTTPConnection("127.0.0.1", httpd.server_address[1], timeout=300)
+    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    return r.status, r.read().decode()
+  try:
+    msgs = [{"role": "user", "content": "hi there"}]
+    want = llm.generate(llm.tokenizer.encode("user: hi there\nassistant:", add_bos=False, special=True),
+                        SamplingParams(temperature=0.0, max_tokens=6, ignore_eos=False))
+    st, body = post("/v1/chat/completions", {"messages": msgs, "max_tokens": 6, "temperature": 0})
+    out = json.loads(body)
+    assert st == 200 and out["object"] == "chat.completion" and out["choices"][0]["message"]["content"] == want
+    st, body = post("/v1/chat/completions", {"messages": msgs, "max_tokens": 6, "temperature": 0, "stream": True})
+    events = [ln[6:] for ln in body.split("\n") if ln.startswith("data: ")]
+    assert st == 200 and events[-1] == "[DONE]" and len(events) >= 3
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert "".join(ch["choices"][0]["delta"]["content"] for ch in chunks) == want
+    assert chunks[-1]["choices"][0]["finish_reason"] in ("length", "stop")
+    st, body = post("/v1/completions", {"prompt": "the ", "max_tokens": 4, "temperature": 0})
+    assert st == 200 and json.loads(body)["choices"][0]["text"] == llm.generate("the ", max_tokens=4)
+    st, body = post("/v1/completions", {"prompt": "x" * 400, "max_tokens": 4})
+    assert st == 400 and "exceed the context of 128" in json.loads(body)["error"]["message"]
+    st, body = post("/v1/chat/completions", {"messages": "hi"})
+    assert st == 400 and "'messages' must be" in body
+  finally:
+    httpd.shutdown()
+    httpd.server_close()

@@ -355,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
   g = ap.add_mutually_exclusive_group()
   g.add_argument("--prompt", help="complete this text (default: read stdin)")
   g.add_argument("--chat", action="store_true", help="chat on stdin/stdout with the file's chat template")
+  g.add_argument("--serve", action="store_true", help="serve OpenAI-compatible /v1/chat/completions, /v1/completions")
+  ap.add_argument("--host", default="127.0.0.1", help="--serve's address (default 127.0.0.1: this machine only)")
+  ap.add_argument("--port", type=int, default=8080)
   ap.add_argument("--max-tokens", type=int, default=128)
   ap.add_argument("--temperature", type=float, default=0.0)
   ap.add_argument("--top-k", type=int, default=0)
@@ -371,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     params = SamplingParams(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.seed, a.max_tokens,
                             a.stop)
     if a.chat: return _chat(llm, params)
+    if a.serve:
+      from tinygrad.apps.serve import serve
+      httpd = serve(llm, a.host, a.port, name=a.model.rsplit("/", 1)[-1])
+      print(f"serving {a.model} on http://{a.host}:{httpd.server_address[1]}/v1", file=sys.stderr)
+      httpd.serve_forever()
+      return 0
     for piece in llm.stream(a.prompt if a.prompt is not None else sys.stdin.read(), params):
       sys.stdout.write(piece)
       sys.stdout.flush()

@@ -37,10 +37,11 @@ def _byte_chars() -> tuple[str, ...]:
     else: out[b], n = chr(256 + n), n + 1
   return tuple(out[b] for b in range(256))
 
-def _list(md: dict[str, Any], key: str, kind: type, n: int | None = None) -> list[Any]:
+def _list(md: dict[str, Any], key: str, kind: type | tuple[type, ...], n: int | None = None) -> list[Any]:
   v = md.get(key)
-  if not isinstance(v, list) or not all(isinstance(x, kind) and not isinstance(x, bool) or kind is bool for x in v):
-    raise TokenizerError(f"tokenizer: {key} must be a list of {kind.__name__}, got {type(v).__name__}")
+  if not isinstance(v, list) or not all(isinstance(x, kind) and not isinstance(x, bool) for x in v):
+    raise TokenizerError(f"tokenizer: {key} must be a list of {getattr(kind, '__name__', 'numbers')}, got "
+                         f"{type(v).__name__}" + ("" if not isinstance(v, list) else " with another type in it"))
   if n is not None and len(v) != n:
     raise TokenizerError(f"tokenizer: {key} has {len(v)} entries, tokenizer.ggml.tokens has {n}")
   return v
