@@ -19,6 +19,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.engine.jit import TinyJit
 from tinygrad.helpers import GlobalCounters, prod
 from tinygrad.nn.gguf import GGUFFile, ggml_data_to_tensor, ggml_type_name
+from tinygrad.nn.state import CheckpointError
 from tinygrad.apps.tokenizer import Tokenizer, TokenizerError
 
 class LLMError(ValueError):
@@ -384,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
       sys.stdout.write(piece)
       sys.stdout.flush()
     sys.stdout.write("\n")
-  except (LLMError, TokenizerError) as e:
+  except (LLMError, TokenizerError, CheckpointError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   if a.benchmark: _print_bench(llm)
