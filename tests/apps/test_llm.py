@@ -273,3 +273,26 @@ def test_serve_openai_chat_and_completions_over_loopback(models):
   finally:
     httpd.shutdown()
     httpd.server_close()
+
+# ---- llama-3 RoPE scaling ----
+
+def test_llama3_rope_frequency_factors_match_transformers(tmp_path):
+  """llama.cpp stores llama-3's scaling as rope_freqs.weight (each frequency's divisor); the reference's frequencies
+  come from transformers' own llama3 rope function, set into the model transformers loads from the same file (its
+  GGUF loader does not read rope_freqs)."""
+  from transformers import LlamaConfig
+  from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+  cfg = LlamaConfig(hidden_size=64, num_attention_heads=4, rope_parameters={
+    "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 16})
+  inv3, _ = ROPE_INIT_FUNCTIONS["llama3"](cfg, "cpu")
+  plain = 1.0 / (500000.0 ** (torch.arange(0, 16, 2, dtype=torch.int64).float() / 16))
+  factors = (plain / inv3).numpy()
+  assert factors.max() > 7, "the scaling changes the low frequencies"
+  fn = str(tmp_path / "l3.gguf")
+  write_model(fn, n_layers=1, rope_base=500000.0, rope_freqs=factors, out_scale=4.0)
+  ours = LLM.load(fn, capacity=64).model.forward(Tensor(np.array(PROMPT, np.int32)), Tensor(np.array([0], np.int32)))
+  ref_model = _ref_model(fn)
+  ref_model.model.rotary_emb.inv_freq.copy_(inv3)
+  with torch.no_grad(): ref = ref_model(torch.tensor([PROMPT])).logits[0].numpy()
+  np.testing.assert_allclose(ours.numpy(), ref, atol=_tol(ref), rtol=0)
