@@ -276,6 +276,7 @@ def test_serve_openai_chat_and_completions_over_loopback(models):
 
 # ---- llama-3 RoPE scaling ----
 
+@pytest.mark.slow
 def test_llama3_rope_frequency_factors_match_transformers(tmp_path):
   """llama.cpp stores llama-3's scaling as rope_freqs.weight (each frequency's divisor); the reference's frequencies
   come from transformers' own llama3 rope function, set into the model transformers loads from the same file (its
