@@ -5,7 +5,7 @@ from __future__ import annotations
 import json, threading, time, uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
-from tinygrad.apps.llm import LLM, LLMError, SamplingParams
+from tinygrad.apps.sampling import LLMError, SamplingParams
 from tinygrad.apps.tokenizer import TokenizerError
 
 # the most bytes of JSON one request may send
@@ -30,7 +30,7 @@ def _params(body: dict[str, Any]) -> SamplingParams:
                         num("max_tokens", 128, int), stop)
 
 class Server:
-  def __init__(self, llm: LLM, name: str = "model"):
+  def __init__(self, llm: Any, name: str = "model"):
     self.llm, self.name, self.lock = llm, name, threading.Lock()
 
   def prompt(self, path: str, body: dict[str, Any]) -> list[int]:
@@ -101,6 +101,7 @@ def make_handler(server: Server) -> type[BaseHTTPRequestHandler]:
       self.close_connection = True
   return Handler
 
-def serve(llm: LLM, host: str = "127.0.0.1", port: int = 8080, name: str = "model") -> ThreadingHTTPServer:
-  """A started-on-call server (call serve_forever, or run it in a thread; port 0 picks a free port)."""
+def serve(llm: Any, host: str = "127.0.0.1", port: int = 8080, name: str = "model") -> ThreadingHTTPServer:
+  """llm: a tinygrad.apps.llm.LLM (not imported here: llm.py's CLI imports this module).
+  A started-on-call server (call serve_forever, or run it in a thread; port 0 picks a free port)."""
   return ThreadingHTTPServer((host, port), make_handler(Server(llm, name)))
