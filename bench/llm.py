@@ -25,8 +25,12 @@ def stream_bandwidth() -> float:
     best = max(best, 2 * a.nbytes / (time.perf_counter() - t0))
   return best
 
+# NOTE: VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child would report its parent's peak
+_HWM = "def hwm():\n  return next(int(ln.split()[1]) for ln in open('/proc/self/status') if ln.startswith('VmHWM')) / 1024"
+
 _OURS = """
-import json, sys, time, resource
+import json, sys, time
+HWM
 from tinygrad.apps.llm import LLM, SamplingParams
 fn, n_prompt, n_dec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 llm = LLM.load(fn, capacity=n_prompt + n_dec + 8)
@@ -36,11 +40,12 @@ list(llm.tokens(prompt, p)); list(llm.tokens(prompt, p))  # compile and capture 
 t0 = time.perf_counter(); it = llm.tokens(prompt, p); next(it); ttft = time.perf_counter() - t0
 t1 = time.perf_counter(); rest = list(it); dec = time.perf_counter() - t1
 print(json.dumps({"prefill": n_prompt / llm.stats.prefill_s, "decode": len(rest) / dec, "ttft": ttft,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mb": hwm()}))
 """
 
 _TORCH = """
-import json, os, sys, time, resource, torch
+import json, os, sys, time, torch
+HWM
 from transformers import AutoModelForCausalLM
 fn, n_prompt, n_dec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 m = AutoModelForCausalLM.from_pretrained(os.path.dirname(fn), gguf_file=os.path.basename(fn), dtype=torch.float32)
@@ -55,11 +60,11 @@ with torch.no_grad():
     out = m(tok, past_key_values=past, use_cache=True); past = out.past_key_values; tok = out.logits[:, -1:].argmax(-1)
   dec = time.perf_counter() - t1
 print(json.dumps({"prefill": n_prompt / pre, "decode": (n_dec - 1) / dec, "ttft": ttft,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mb": hwm()}))
 """
 
 def run(code: str, fn: str, a: argparse.Namespace) -> dict:
-  r = subprocess.run([sys.executable, "-c", code, fn, str(a.prompt), str(a.decode)], capture_output=True, text=True,
+  r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode)], capture_output=True, text=True,
                      env={**os.environ, "PYTHONPATH": ROOT})
   if r.returncode: raise SystemExit(f"bench/llm.py: a run failed:\n{r.stderr[-3000:]}")
   return json.loads(r.stdout.strip().splitlines()[-1])
