@@ -26,7 +26,8 @@ def stream_bandwidth() -> float:
   return best
 
 # NOTE: VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a child would report its parent's peak
-_HWM = "def hwm():\n  return next(int(ln.split()[1]) for ln in open('/proc/self/status') if ln.startswith('VmHWM')) / 1024"
+_HWM = ("def hwm():\n  return next(int(ln.split()[1]) for ln in open('/proc/self/status') "
+        "if ln.startswith('VmHWM')) / 1024")
 
 _OURS = """
 import json, sys, time
@@ -64,7 +65,8 @@ print(json.dumps({"prefill": n_prompt / pre, "decode": (n_dec - 1) / dec, "ttft"
 """
 
 def run(code: str, fn: str, a: argparse.Namespace) -> dict:
-  r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode)], capture_output=True, text=True,
+  r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode)],
+                     capture_output=True, text=True,
                      env={**os.environ, "PYTHONPATH": ROOT})
   if r.returncode: raise SystemExit(f"bench/llm.py: a run failed:\n{r.stderr[-3000:]}")
   return json.loads(r.stdout.strip().splitlines()[-1])
