@@ -6,8 +6,8 @@ import pathlib, struct
 import numpy as np
 import pytest
 from tinygrad import Tensor, GlobalCounters, dtypes, nn
-from tinygrad.nn.state import (gguf_load, ggml_data_to_tensor, ggml_type_name, load_state_dict, GGML_TYPES,
-                               CheckpointError)
+from tinygrad.nn.state import load_state_dict, CheckpointError
+from tinygrad.nn.gguf import gguf_load, ggml_data_to_tensor, ggml_type_name, GGML_TYPES
 
 # ---- a minimal GGUF writer of our own, for the malformed files (fields as the format lays them out) ----
 
