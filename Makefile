@@ -10,7 +10,7 @@ EXTRA := $(VENV)/.installed-
 # NOTE: pytest-xdist workers for the suite; CI's machines have 2 cores (`make test JOBS=8` on a bigger one)
 JOBS ?= 2
 
-.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
+.PHONY: demo test test-symbolic test-python test-llvm test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
 	test-ops-targets test-gpu-sweep
 
@@ -64,6 +64,11 @@ test-llvm: $(STAMP)
 # numpy (the default suite runs the small shapes)
 test-llvm-matmul: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/llvm/test_llvm_ir.py
+
+# the LLM app's whole-model comparisons with transformers for every weight type, greedy F16/Q8_0, llama-3 RoPE, the CLI
+# run and the capacity xfail (docs/llm.md)
+test-llm-slow: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/apps
 
 # every kernel tests/tensor compiles, compiled again for gfx942, gfx1100 and gfx1201 and each code object checked
 # (in make test; tests/amd holds the quick checks of single kernels)
@@ -129,6 +134,10 @@ test-semantics-sweep: $(STAMP)
 # 10,000-op lazy chains through codegen and the C compiler (the default suite checks them through the scheduler)
 test-deep-chains: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/schedule/test_deep_graphs.py
+
+# every symbolic-shape op of tests/tensor/test_symbolic.py at three bindings (the default suite runs a slice at two)
+test-symbolic: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/tensor/test_symbolic.py
 
 # one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2 [PYTEST_ARGS='-x -k conv'] [JOBS=2]. It names
 # every failure and the 25 slowest tests, and stops itself after SHARD_TIMEOUT seconds (below CI's job limit) so a shard

@@ -374,11 +374,10 @@ def diff_schedule(rid: int, body: dict[str, Any]) -> Outcome:
   except _Skip as s:
     out.cls, out.detail = s.cls, s.detail
     return out
-  from tinygrad.schedule.rangeify import rangeify
-  from tinygrad.engine.schedule import order_kernels
+  from tinygrad.engine.schedule import kernel_graph, order_kernels
   from tinygrad.uop.pyrender import pyrender
   try:
-    ksink = rangeify(graph)[0]
+    ksink = kernel_graph(graph).sink
     new = [pyrender(k.arg) for k in order_kernels(ksink)]
   except Exception as e:
     out.cls, out.detail = "failed", f"{type(e).__name__}: {e}"

@@ -15,6 +15,8 @@ from typing import Any, Callable, Generic, TypeVar, cast
 import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.sint import sint, binds_of, unbind_sint, bind_sint, render_shape, graph_binds, substitute_sizes
+from tinygrad.uop.sint import variables
 from tinygrad.dtype import DType
 from tinygrad.device import Device, Buffer, buffer_of
 from tinygrad.helpers import DEBUG
@@ -50,22 +52,48 @@ def _same_value(a: Any, b: Any) -> bool:
 
 @dataclass(frozen=True)
 class _TensorArg:
-  """What a tensor argument must be on every call (the tensor itself is not kept); on several devices, its layout."""
-  shape: tuple[int, ...]
+  """What a tensor argument must be on every call (the tensor itself is not kept). A symbolic size is kept unbound
+  (its variable, whatever value it is bound to); on several devices, its layout."""
+  shape: tuple[sint, ...]
   dtype: DType
   device: str
   layout: Any = None
 
+def _is_bound_var(v: Any) -> bool: return isinstance(v, UOp) and v.op is Ops.BIND
+
 def _spec(v: Any) -> Any:
-  if not isinstance(v, Tensor): return v
-  return _TensorArg(v.shape, v.dtype, v.device, v._layout() if isinstance(v.device, tuple) else None)
+  """What an argument must be on every call: a tensor's shape (unbound), dtype and device; a bound variable's
+  variable (its value may change: that is how a replay gets new values); any other value itself."""
+  if isinstance(v, Tensor):
+    return _TensorArg(tuple(unbind_sint(s) for s in v.shape), v.dtype, v.device,
+                      v._layout() if isinstance(v.device, tuple) else None)
+  return v.src[0] if _is_bound_var(v) else v
+
+def _call_vals(leaves: list[tuple[str, Any]]) -> dict[str, int]:
+  """The values of the call's bound variables by name: the variables passed as arguments and those in the symbolic
+  sizes of its tensors."""
+  ret: dict[str, int] = {}
+  for p, v in leaves:
+    found = binds_of(v) if _is_bound_var(v) else binds_of(v.shape) if isinstance(v, Tensor) else {}
+    for var, val in found.items():
+      if ret.setdefault(var.arg[0], val) != val:
+        raise JitError(f"TinyJit: variable {var.arg[0]!r} is bound to {ret[var.arg[0]]} and to {val} ('{p}') in one "
+                       "call")
+  return ret
 
 def _describe(v: Any) -> str:
   if isinstance(v, _TensorArg):
+    bounds = "".join(f", {u.arg[0]} in [{u.arg[1]}, {u.arg[2]}]" for u in variables(v.shape))
     split = "" if v.layout is None else " replicated" if v.layout[1] is None else f" split on axis {v.layout[1]} " \
       f"{v.layout[2]}"
-    return f"a Tensor {v.shape} {v.dtype} on {v.device}{split}"
+    return f"a Tensor {render_shape(v.shape)} {v.dtype} on {v.device}{split}{bounds}"
+  if isinstance(v, UOp) and v.op is Ops.DEFINE_VAR: return f"variable {v.arg[0]!r} in [{v.arg[1]}, {v.arg[2]}]"
   return repr(v) if isinstance(v, _PLAIN) else f"a {type(v).__name__} object (id {id(v):#x})"
+
+def _rebind(u: UOp, vals: dict[str, int]) -> UOp:
+  """A captured view with its symbolic sizes bound to this call's values."""
+  subs = {var.bind(old): var.bind(vals[var.arg[0]]) for var, old in graph_binds(u).items() if var.arg[0] in vals}
+  return substitute_sizes(u, subs) if subs else u
 
 # ---- the capture ----
 
@@ -83,7 +111,7 @@ class _Out:
   """A returned tensor: a view `uop` of a captured buffer, or (slot >= 0) the buffer of input `slot` in `shape`."""
   uop: UOp | None
   slot: int
-  shape: tuple[int, ...]
+  shape: tuple[sint, ...]
 
 class CapturedJit:
   """The launches of one captured call and how to rebuild its return value. Slots are the buffers that change between
@@ -145,8 +173,9 @@ class CapturedJit:
     cp.copyin(b.as_buffer())
     return cp
 
-  def replay(self, slot_bufs: list[Buffer]) -> Any:
-    """Run every launch with `slot_bufs` (the current arguments' and random states' buffers) swapped in."""
+  def replay(self, slot_bufs: list[Buffer], vals: dict[str, int] | None = None) -> Any:
+    """Run every launch with `slot_bufs` (the current arguments' and random states' buffers) swapped in and the bound
+    variables at `vals` (by name; a variable not in it keeps its value from the capture)."""
     now = {b: i for i, b in reversed(list(enumerate(slot_bufs)))}
     for i, b in enumerate(slot_bufs):
       if now[b] != self.aliases[i]:
@@ -160,11 +189,12 @@ class CapturedJit:
       bufs = list(ln.bufs)
       for pos, s, view in ln.patches: bufs[pos] = slot_bufs[s] if view is None else slot_bufs[s].view(*view)
       run_bufs = cast(list[Buffer], bufs)
-      try: et = launch(ln.runner, run_bufs, ln.var_vals, wait=DEBUG >= 2)
+      var_vals = {k: (vals or {}).get(k, v) for k, v in ln.var_vals.items()}
+      try: et = launch(ln.runner, run_bufs, var_vals, wait=DEBUG >= 2)
       except Exception as e:
         raise RuntimeError(f"TinyJit replay: launch {k} ({ln.runner.display_name}) failed: {type(e).__name__}: "
                            f"{e}") from e
-      if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et) + "  (jit)")
+      if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et, var_vals) + "  (jit)")
     return self.ret
 
 def _buffers_of(base: UOp) -> list[Buffer]:
@@ -284,7 +314,7 @@ class TinyJit(Generic[R]):
     named = [(p, v) for p, v in leaves if isinstance(v, Tensor)]
     inputs = [t for _, t in named]
     _realize_with_pending_assigns(inputs)
-    if self.captured is not None: return cast(R, self._replay(inputs))
+    if self.captured is not None: return cast(R, self._replay(inputs, _call_vals(leaves)))
     if self.cnt == 0:
       ret = self.fxn(*args, **kwargs)
       _realize_with_pending_assigns(self._outputs(ret))
@@ -328,17 +358,19 @@ class TinyJit(Generic[R]):
       devs.append(dev)
     return devs
 
-  def _replay(self, inputs: list[Tensor]) -> Any:
+  def _replay(self, inputs: list[Tensor], vals: dict[str, int]) -> Any:
     assert self.captured is not None
     slot_tensors = inputs + [Tensor._rng_state(d) for d in self._rng_devs]
     slot_bufs, _, owner = _slots(slot_tensors, [self.captured.slot_names[0]] * len(slot_tensors))
-    ret = self.captured.replay(slot_bufs)
+    ret = self.captured.replay(slot_bufs, vals)
     self.cnt += 1
     def make(p: str, v: Any) -> Any:
       if not isinstance(v, _Out): return v
-      if v.slot < 0: return Tensor(cast(UOp, v.uop))
-      base = cast(UOp, _base_buffer(slot_tensors[owner[v.slot]].uop))
-      return Tensor(base if base.op is Ops.MULTI else base.reshape(v.shape))
+      if v.slot < 0: return Tensor(_rebind(cast(UOp, v.uop), vals))
+      shape, t = tuple(bind_sint(s, vals) for s in v.shape), slot_tensors[owner[v.slot]]
+      if t.shape == shape: return Tensor(t.uop)
+      base = cast(UOp, _base_buffer(t.uop))
+      return Tensor(base if base.op is Ops.MULTI else base.reshape(shape))
     return _map_leaves(ret, make, "return")
 
 __all__ = ["TinyJit", "CapturedJit", "JitError"]

@@ -305,8 +305,8 @@ class Muon(Optimizer):
       mom = self._mom.reshape(())
       self.b[i].assign(self.b[i] * mom + g)
       u = g + self.b[i] * mom if self.nesterov else self.b[i]
-      rows = p.shape[0]
-      cols = p.numel() // rows if rows else 0
+      rows = p.int_shape("Muon")[0]
+      cols = math.prod(p.int_shape("Muon")) // rows if rows else 0
       o = _newton_schulz(u.reshape(rows, cols), self.ns_steps, self.ns_coefficients, self.eps).reshape(p.shape)
       pf = p.detach().cast(dtypes.float32)
       if self.wd: pf = pf * (1 - lr * self.wd)

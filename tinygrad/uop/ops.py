@@ -129,6 +129,10 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return self
 
   # ---- constructors ----
+  def _binary(self, op: Ops, x: Any, reverse: bool = False) -> Any:
+    # NOTE: an operand of another MathTrait (a Tensor) takes the operator: `pos + t` is the Tensor's reflected add
+    if isinstance(x, MathTrait) and not isinstance(x, UOp): return NotImplemented
+    return super()._binary(op, x, reverse)
   def alu(self, op: Ops, *src: UOp) -> UOp:
     out_dtype = (self, *src)[-1].dtype
     if op in GroupOp.Comparison: out_dtype = dtypes.bool.vec(out_dtype.count) if out_dtype.count > 1 else dtypes.bool
@@ -196,36 +200,45 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def is_masked(self) -> bool:
     return self.op is Ops.WHERE and self.src[2].op is Ops.CONST and self.src[2].arg is Invalid
 
-  # ---- tensor-graph sugar: movement and reduction (args are plain int tuples) ----
-  def reshape(self, shape: tuple[int, ...]) -> UOp:
+  # ---- tensor-graph sugar: movement and reduction (sizes are ints or symbolic index UOps, tinygrad/uop/sint.py) ----
+  def reshape(self, shape: tuple[Any, ...]) -> UOp:
     shape = tuple(shape)
-    if self.shape is not None and prod(self.shape) != prod(shape):
-      raise ValueError(f"reshape: cannot reshape {self.shape} ({prod(self.shape)} elements) to {shape} "
-                       f"({prod(shape)} elements)")
+    if self.shape is not None:
+      if not all_int(self.shape + shape): _sint().check_reshape(self.shape, shape)
+      elif prod(self.shape) != prod(shape):
+        raise ValueError(f"reshape: cannot reshape {self.shape} ({prod(self.shape)} elements) to {shape} "
+                         f"({prod(shape)} elements)")
     return self if self.shape == shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
   def permute(self, order: tuple[int, ...]) -> UOp:
     order = tuple(order)
     if self.shape is not None and sorted(order) != list(range(len(self.shape))):
       raise ValueError(f"permute: {order} is not a permutation of the {len(self.shape)} axes of {self.shape}")
     return self if order == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
-  def expand(self, shape: tuple[int, ...]) -> UOp:
+  def expand(self, shape: tuple[Any, ...]) -> UOp:
     shape = tuple(shape)
-    if self.shape is not None and (len(shape) != len(self.shape) or
-                                   any(s != n and s != 1 for s, n in zip(self.shape, shape))):
-      raise ValueError(f"expand: cannot expand {self.shape} to {shape} (only size-1 axes expand)")
+    if self.shape is not None and not _sint_expand_ok(self.shape, shape):
+      raise ValueError(f"expand: cannot expand {_sint_text(self.shape)} to {_sint_text(shape)} (only size-1 axes "
+                       "expand)")
     return self if self.shape == shape else UOp(Ops.EXPAND, self.dtype, (self,), shape)
-  def pad(self, arg: tuple[tuple[int, int], ...]) -> UOp:
-    arg = tuple((int(b), int(e)) for b, e in arg)
-    if any(b < 0 or e < 0 for b, e in arg): raise ValueError(f"pad: negative padding {arg}; use shrink")
+  def pad(self, arg: tuple[tuple[Any, Any], ...]) -> UOp:
+    arg = tuple((_size_arg(b), _size_arg(e)) for b, e in arg)
+    if any(_lo(b) < 0 or _lo(e) < 0 for b, e in arg):
+      raise ValueError(f"pad: negative padding {_sint_text(arg)} (for some value of its variables); use shrink")
     if self.shape is not None and len(arg) != len(self.shape):
       raise ValueError(f"pad: {len(arg)} pairs for {len(self.shape)} axes of {self.shape}")
-    return self if all(b == 0 and e == 0 for b, e in arg) else UOp(Ops.PAD, self.dtype, (self,), arg)
-  def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
-    arg = tuple((int(b), int(e)) for b, e in arg)
-    if self.shape is not None and (len(arg) != len(self.shape) or
-                                   any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape))):
-      raise ValueError(f"shrink: {arg} does not fit shape {self.shape}")
-    if self.shape is not None and arg == tuple((0, s) for s in self.shape): return self
+    return self if all(_is_int(b, 0) and _is_int(e, 0) for b, e in arg) else UOp(Ops.PAD, self.dtype, (self,), arg)
+  def shrink(self, arg: tuple[tuple[Any, Any], ...]) -> UOp:
+    arg = tuple((_size_arg(b), _size_arg(e)) for b, e in arg)
+    if self.shape is None: return UOp(Ops.SHRINK, self.dtype, (self,), arg)
+    if all_int(self.shape) and all(type(b) is int and type(e) is int for b, e in arg):
+      if len(arg) != len(self.shape) or any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)):
+        raise ValueError(f"shrink: {arg} does not fit shape {self.shape}")
+      if arg == tuple((0, s) for s in self.shape): return self
+    else:
+      if len(arg) != len(self.shape) or not _sint().shrink_fits(arg, self.shape):
+        raise ValueError(f"shrink: {_sint_text(arg)} does not fit shape {_sint_text(self.shape)} for every value of "
+                         "its variables (a symbolic bound must stay inside the axis for the variable's whole range)")
+      if all(_is_int(b, 0) and _sint().sym_eq(e, s) for (b, e), s in zip(arg, self.shape)): return self
     return UOp(Ops.SHRINK, self.dtype, (self,), arg)
   def flip(self, arg: tuple[bool, ...]) -> UOp:
     arg = tuple(bool(x) for x in arg)
@@ -239,11 +252,13 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
 
   @recursive_property
-  def shape(self) -> tuple[int, ...] | None:
+  def shape(self) -> tuple[Any, ...] | None:
     """The tensor-graph shape, or None for nodes that have none (kernel and program nodes)."""
     return _shape(self)
   @property
-  def size(self) -> int: return prod(self.shape) if self.shape is not None else 1
+  def size(self) -> Any:
+    if self.shape is None: return 1
+    return prod(self.shape) if all_int(self.shape) else _sint().sym_prod(self.shape)
   @recursive_property
   def device(self) -> str | tuple[str, ...] | None:
     if self.op is Ops.DEVICE: return self.arg
@@ -295,15 +310,39 @@ def _short_repr(u: UOp, depth: int) -> str:
 
 # ---- shapes of tensor-graph nodes ----
 
-def _shape(u: UOp) -> tuple[int, ...] | None:
+def _sint() -> types.ModuleType:
+  # NOTE: symbolic sizes are simplified by the symbolic rules, which are built from this module: the helpers are looked
+  # up where a size is symbolic, so a graph of int shapes never needs them
+  from tinygrad.uop import sint
+  return sint
+
+def _is_int(x: Any, v: int) -> bool: return not isinstance(x, UOp) and x == v
+def _size_arg(x: Any) -> Any: return x if isinstance(x, UOp) else int(x)
+def _lo(x: Any) -> Any: return x.vmin if isinstance(x, UOp) else x
+def _sint_text(x: Any) -> str:
+  if isinstance(x, UOp): return _sint().render_sint(x)
+  if isinstance(x, tuple): return "(" + ", ".join(_sint_text(y) for y in x) + ("," if len(x) == 1 else "") + ")"
+  return repr(x)
+
+def _sint_expand_ok(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+  if len(old) != len(new): return False
+  if all_int(old + new): return all(s == n or s == 1 for s, n in zip(old, new))
+  return all(_is_int(s, 1) or _sint().sym_eq(s, n) for s, n in zip(old, new))
+
+def _shape(u: UOp) -> tuple[Any, ...] | None:
   op = u.op
   if op is Ops.BUFFER: return (u.arg,)
   if op is Ops.BUFFER_VIEW: return (u.arg[0],)
   if op is Ops.CONST: return () if u.src else None
   if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
   if op is Ops.PERMUTE: return None if (ps := u.src[0].shape) is None else tuple(ps[i] for i in u.arg)
-  if op is Ops.PAD: return None if (ps := u.src[0].shape) is None else tuple(s + b + e for s, (b, e) in zip(ps, u.arg))
-  if op is Ops.SHRINK: return tuple(e - b for b, e in u.arg)
+  if op is Ops.PAD:
+    if (ps := u.src[0].shape) is None: return None
+    ret = tuple(s + b + e for s, (b, e) in zip(ps, u.arg))
+    return ret if all_int(ret) else tuple(_sint().ssimplify(s) for s in ret)
+  if op is Ops.SHRINK:
+    ret = tuple(e - b for b, e in u.arg)
+    return ret if all_int(ret) else tuple(_sint().ssimplify(s) for s in ret)
   if op is Ops.FLIP: return u.src[0].shape
   if op is Ops.MULTI: return _multi_shape(u)
   if op is Ops.REDUCE_AXIS:
