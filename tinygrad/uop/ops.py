@@ -36,11 +36,11 @@ class recursive_property(functools.cached_property):
     d[name] = ret = self.func(instance)
     return ret
 
-def _argkey(a: Any) -> Any:
+def argkey(a: Any) -> Any:
   # NOTE: 0.0 == -0.0 and nan != nan, so floats key by their bits; True == 1, so scalars key with their type
   t = type(a)
   if t is float: return (float, struct.pack("<d", a))
-  if t is tuple: return tuple(_argkey(x) for x in a)
+  if t is tuple: return tuple(argkey(x) for x in a)
   if t is bool or t is int: return (t, a)
   return a
 
@@ -49,7 +49,7 @@ class UOpMetaClass(type):
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None,
                tag: Any = None) -> UOp:
     if type(src) is not tuple: src = tuple(src)
-    key = (op, dtype, src, None if arg is None else _argkey(arg), tag)
+    key = (op, dtype, src, None if arg is None else argkey(arg), tag)
     if (wret := UOpMetaClass.ucache.get(key)) is not None and (ret := wret()) is not None: return ret
     created: UOp = super().__call__(op, dtype, src, arg, tag)
     UOpMetaClass.ucache[key] = weakref.ref(created)
@@ -72,7 +72,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __del__(self) -> None:
     try:
-      key = (self.op, self.dtype, self.src, None if self.arg is None else _argkey(self.arg), self.tag)
+      key = (self.op, self.dtype, self.src, None if self.arg is None else argkey(self.arg), self.tag)
       # NOTE: __del__ runs before CPython clears weakrefs, so the entry still points at self here
       if (r := UOpMetaClass.ucache.get(key)) is not None and (r() is None or r() is self): del UOpMetaClass.ucache[key]
     except (AttributeError, TypeError, KeyError): pass
@@ -766,4 +766,4 @@ def identity_element(op: Ops, dt: DType) -> Any:
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "graph_rewrite_map", "Ops", "GroupOp", "AxisType",
            "RewriteNotConverging", "Metadata", "consumer_map", "identity_element", "match_stats", "live_matchers",
-           "dtypes", "DType", "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]
+           "argkey", "dtypes", "DType", "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]
