@@ -155,15 +155,10 @@ class DirectedLevels:
   @property
   def aims(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
     if self._aims is None:
-      import gc
       from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns, rule_key
       import_rule_tables()
-      # NOTE: the rule tables are found through gc.get_objects(), which skips what gc.freeze() froze (a worker does)
-      frozen = gc.get_freeze_count() > 0
-      if frozen: gc.unfreeze()
       pats = rule_patterns(rule_key)
       self._aims = {k: (a, pats.get(k, ())) for k, a in rule_ops(rule_key).items()}
-      if frozen: gc.freeze()
     return self._aims
   def ops(self) -> dict[str, Any]:
     """rule key -> aim (the Ops and DTypes of its pattern, whether it repeats an operand): a Director picks from it."""

@@ -1,10 +1,10 @@
 """tensor_spec: the lazy tensor graph, before and after rangeify (docs/ir.md section 1)."""
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat
 from tinygrad.dtype import dtypes
 from tinygrad.uop.sint import sym_eq, shrink_fits, check_reshape
-from spec.shared_spec import Rule, shared_rules, fail, const_ok, var_ok, is_value, is_invalid, has_index
+from spec.shared_spec import Rule, Spec, shared_rules, fail, const_ok, var_ok, is_value, is_invalid, has_index
 
 def shape_of(u: UOp) -> tuple[int | UOp, ...]:
   if (sh := u.shape) is None: fail(f"source {u.op} has no tensor shape")
@@ -125,4 +125,4 @@ tensor_rules: list[Rule] = [
    after_ok),
 ]
 
-tensor_spec = PatternMatcher(tensor_reject + tensor_rules + shared_rules)
+tensor_spec = Spec("tensor", tensor_reject + tensor_rules + shared_rules)

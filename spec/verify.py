@@ -5,7 +5,7 @@ from typing import Any, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.helpers import DEBUG
-from spec.shared_spec import RuleFailure
+from spec.shared_spec import RuleFailure, Spec
 
 class SpecError(Exception):
   """An illegal node: `stage`, `position` (index in the toposort or list), `node` and `reason` are kept for tools."""
@@ -30,15 +30,8 @@ def format_error(stage: str, position: int, node: UOp, reason: str, total: int =
   return "\n".join(lines)
 
 def spec_name(spec: PatternMatcher) -> str:
-  """The level a spec object belongs to ("tensor", "kernel", ...), "custom" for any other matcher."""
-  from spec.tensor_spec import tensor_spec
-  from spec.kernel_spec import kernel_spec
-  from spec.program_spec import program_spec
-  from spec.full_spec import full_spec
-  from spec.shared_spec import shared_spec
-  names = {id(tensor_spec): "tensor", id(kernel_spec): "kernel", id(program_spec): "program", id(full_spec): "full",
-           id(shared_spec): "shared"}
-  return names.get(id(spec), "custom")
+  """The stage a spec describes ("tensor", "kernel", ...), "custom" for any other matcher."""
+  return spec.name if isinstance(spec, Spec) else "custom"
 
 def why_illegal(u: UOp, spec: PatternMatcher) -> str | None:
   """None if `spec` accepts `u`, else why not: the failing rule's message, or that no rule accepts the node."""

@@ -1,4 +1,4 @@
-import os, pytest
+import os, sys, types, pytest
 from hypothesis import settings, HealthCheck
 
 # the `ci` profile: derandomized and bounded, so a run is reproducible and fits the suite's time budget
@@ -75,3 +75,58 @@ def pytest_sessionfinish(session, exitstatus):
                 f"{REFRESH_HINT}", red=True)
   for t, n in reversed(missing): tr.write_line(f"  {t:7.1f}s {n}")
   session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+# ---- a test that patches tinygrad pauses the replay capture (docs/replay.md) ----
+# NOTE: a program compiled while a test's patch is in is no record of the code: a same-code diff would show the patch.
+# The tensor front end is left out: what it makes (the tensor graph) is a schedule record's input, whatever made it.
+FRONT_END = ("tinygrad.tensor", "tinygrad.nn", "tinygrad.gradient")
+
+def _in_compiler(module: str) -> bool:
+  return module.split(".")[0] == "tinygrad" and not any(module == f or module.startswith(f + ".") for f in FRONT_END)
+
+def _owner(obj: object) -> str:
+  """The module whose code `obj` (what a patch changes) belongs to; a dict is found among tinygrad's module globals and
+  class attributes."""
+  if isinstance(obj, str): return obj.rpartition(".")[0]
+  if isinstance(obj, types.ModuleType): return obj.__name__
+  if isinstance(obj, type): return obj.__module__
+  if isinstance(obj, dict):
+    for name, mod in list(sys.modules.items()):
+      if name.split(".")[0] != "tinygrad" or mod is None: continue
+      for v in list(vars(mod).values()):
+        if v is obj or (isinstance(v, type) and v.__module__ == name and any(a is obj for a in vars(v).values())):
+          return name
+    return ""
+  return type(obj).__module__
+
+class CompilerPatch(pytest.MonkeyPatch):
+  """pytest's monkeypatch that pauses the replay capture from its first patch of tinygrad's compiler until undone."""
+  _paused: object = None  # the capture session paused (replay.capture.pause), while a patch is in
+  def _note(self, target: object) -> None:
+    if self._paused is not None or not _in_compiler(_owner(target)): return
+    from replay import capture
+    self._paused = capture.pause()
+  def setattr(self, target, *args, **kw):  # type: ignore[override]
+    self._note(target)
+    return super().setattr(target, *args, **kw)
+  def delattr(self, target, *args, **kw):  # type: ignore[override]
+    self._note(target)
+    return super().delattr(target, *args, **kw)
+  def setitem(self, dic, *args, **kw):  # type: ignore[override]
+    self._note(dic)
+    return super().setitem(dic, *args, **kw)
+  def delitem(self, dic, *args, **kw):  # type: ignore[override]
+    self._note(dic)
+    return super().delitem(dic, *args, **kw)
+  def undo(self) -> None:
+    super().undo()
+    if self._paused is None: return
+    from replay import capture
+    capture.resume(self._paused)  # type: ignore[arg-type]
+    self._paused = None
+
+@pytest.fixture
+def monkeypatch():
+  mp = CompilerPatch()
+  yield mp
+  mp.undo()

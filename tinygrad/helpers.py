@@ -1,7 +1,7 @@
 """Env flags as context variables, and small pure helpers. Every flag the project reads is declared here, once."""
 from __future__ import annotations
-import os, functools, contextlib, math, re, sys, hashlib, sqlite3, pickle, tempfile, time
-from typing import Any, Callable, Iterable, Iterator, TypeVar, Sequence
+import os, functools, contextlib, re, sys, hashlib, sqlite3, pickle, tempfile, time
+from typing import Any, Callable, Iterable, TypeVar, Sequence
 
 T = TypeVar("T")
 
@@ -283,16 +283,6 @@ def colored(st: str, color: str | None, background: bool = False) -> str:
   colors = ["black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"]
   return f"\u001b[{10*background + 60*(color.upper() == color) + 30 + colors.index(color.lower())}m{st}\u001b[0m"
 def to_function_name(s: str) -> str: return "".join(c if c.isalnum() or c == "_" else f"{ord(c):02X}" for c in s)
-def ansilen(s: str) -> int:
-  import re
-  return len(re.sub(r"\x1b\[\d+m", "", s))
-
-@contextlib.contextmanager
-def timed(label: str, enabled: bool = True) -> Iterator[None]:
-  st = time.perf_counter()
-  try: yield
-  finally:
-    if enabled: print(f"{label}: {(time.perf_counter()-st)*1e3:.2f} ms")
 
 # ---- atomic files ----
 
@@ -339,6 +329,3 @@ def diskcache_put(table: str, key: Any, val: Any) -> Any:
   _db(table).execute(f"INSERT OR REPLACE INTO '{table}' (key, val) VALUES (?, ?)", (k, pickle.dumps(val)))
   return val
 
-def is_power2(x: int) -> bool: return x > 0 and (x & (x - 1)) == 0
-def getbits(value: int, start: int, end: int) -> int: return (value >> start) & ((1 << (end - start + 1)) - 1)
-def isinf(x: float) -> bool: return math.isinf(x)

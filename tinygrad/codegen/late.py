@@ -43,5 +43,6 @@ def lower_index_dtype(sink: UOp) -> UOp:
   for u in sink.toposort():
     nsrc = tuple(new[s] for s in u.src)
     new[u] = _lower_one(u, nsrc) if u.dtype.scalar() is dtypes.index or nsrc != u.src else u
-  if hooks.rewrite_done: hooks.fire("rewrite_done", "lower index to int32/int64", sink, new[sink])
+  if hooks.rewrite_done:
+    for fn in hooks.rewrite_done: fn("lower index to int32/int64", sink, new[sink])
   return new[sink]

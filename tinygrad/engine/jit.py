@@ -21,7 +21,7 @@ from tinygrad.dtype import DType
 from tinygrad.device import Device, Buffer, buffer_of
 from tinygrad.helpers import DEBUG
 from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, launch, capture_launches, _fmt_line
-from tinygrad.tensor import Tensor, _all_tensors, _base_buffer
+from tinygrad.tensor import Tensor, all_tensors, base_buffer
 
 R = TypeVar("R")
 
@@ -144,7 +144,7 @@ class CapturedJit:
 
   def _out(self, path: str, v: Any, slot_of: dict[Buffer, int], base_slot: dict[Buffer, int]) -> Any:
     if not isinstance(v, Tensor): return v
-    base = _base_buffer(v.uop)
+    base = base_buffer(v.uop)
     assert base is not None, f"{path} was realized"
     buf = buffer_of(base)
     if (s := slot_of.get(buf)) is not None: return _Out(None, s, v.shape)
@@ -198,7 +198,7 @@ def _written(r: Runner) -> tuple[int, ...]:
 def _realize_with_pending_assigns(tensors: list[Tensor]) -> None:
   """Realize `tensors` and every pending assign (a lazily assigned learning rate, BatchNorm statistics): the captured
   kernels read buffers, so a write still queued in a lazy graph must land in its buffer first."""
-  todo = tensors + [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
+  todo = tensors + [t for t in list(all_tensors) if t.uop.op is Ops.ASSIGN]
   if todo: todo[0].realize(*todo[1:])
 
 class TinyJit(Generic[R]):
@@ -309,7 +309,7 @@ class TinyJit(Generic[R]):
       rng_devs = self._commit_rng(rng_before)
     slot_tensors = [t for _, t in named] + [Tensor._rng_state(d) for d in rng_devs]
     slot_names = [p for p, _ in named] + [f"random state of {d}" for d in rng_devs]
-    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))) for t in slot_tensors]
+    slot_bufs = [buffer_of(cast(UOp, base_buffer(t.uop))) for t in slot_tensors]
     self.captured = CapturedJit(items, slot_bufs, slot_names, ret)
     self._rng_devs = rng_devs
     if DEBUG >= 2:
@@ -335,14 +335,14 @@ class TinyJit(Generic[R]):
   def _replay(self, inputs: list[Tensor], vals: dict[str, int]) -> Any:
     assert self.captured is not None
     slot_tensors = inputs + [Tensor._rng_state(d) for d in self._rng_devs]
-    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))).ensure_allocated() for t in slot_tensors]
+    slot_bufs = [buffer_of(cast(UOp, base_buffer(t.uop))).ensure_allocated() for t in slot_tensors]
     ret = self.captured.replay(slot_bufs, vals)
     self.cnt += 1
     def make(p: str, v: Any) -> Any:
       if not isinstance(v, _Out): return v
       if v.slot < 0: return Tensor(_rebind(cast(UOp, v.uop), vals))
       shape, t = tuple(bind_sint(s, vals) for s in v.shape), slot_tensors[v.slot]
-      return Tensor(t.uop if t.shape == shape else cast(UOp, _base_buffer(t.uop)).reshape(shape))
+      return Tensor(t.uop if t.shape == shape else cast(UOp, base_buffer(t.uop)).reshape(shape))
     return _map_leaves(ret, make, "return")
 
 __all__ = ["TinyJit", "CapturedJit", "JitError"]
