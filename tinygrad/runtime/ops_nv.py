@@ -18,7 +18,8 @@ import ctypes, functools
 from typing import Any
 from tinygrad.device import Compiled, LRUAllocator, CompileOnlyAllocator, DeviceOpenError
 from tinygrad.helpers import COMPILE_ONLY, NV_ARCH, HCQ_VISIBLE_DEVICES, prod
-from tinygrad.runtime.support.cuda_toolchain import NVCompiler, NVBinary, DEFAULT_ARCH, check_arch, arch_for_device
+from tinygrad.runtime.support.cuda_toolchain import NVBinary, check_arch, arch_for_device
+from tinygrad.runtime import targets
 from tinygrad.runtime.support.cuda_toolchain import cubin_runs_on
 from tinygrad.runtime.support import cuda_driver as cu
 from tinygrad.runtime.support.cuda_driver import CUDADriver, CUDADriverError, driver_version_str
@@ -60,10 +61,10 @@ def compile_only_arch() -> str:
   try:
     drv = open_driver()
     ids = visible_devices(drv.get_int("cuDeviceGetCount"))
-    if not ids: return DEFAULT_ARCH
+    if not ids: return targets.NV_DEFAULT_ARCH
     dev = drv.get_int("cuDeviceGet", ids[0])
     return arch_for_device(*_device_arch(drv, dev))
-  except (DeviceOpenError, CUDADriverError): return DEFAULT_ARCH
+  except (DeviceOpenError, CUDADriverError): return targets.NV_DEFAULT_ARCH
 
 # ---- memory ----
 
@@ -182,9 +183,7 @@ class CompileOnlyProgram:
 # ---- the device ----
 
 def _renderer_factory(arch: str) -> Any:
-  def make() -> Any:
-    from tinygrad.renderer.cuda import CUDARenderer
-    return CUDARenderer(arch)
+  def make() -> Any: return targets.renderer("NV", arch)
   return make
 
 class NVDevice(Compiled):
@@ -193,7 +192,7 @@ class NVDevice(Compiled):
     ordinal = int(device.partition(":")[2] or 0)
     if COMPILE_ONLY:
       self.arch, self.capability = compile_only_arch(), (0, 0)
-      compiler = NVCompiler(self.arch)
+      compiler = targets.make_compiler("NV", self.arch)
       self.limits = NV_ARCHS[self.arch]
       super().__init__(device, CompileOnlyAllocator(), _renderer_factory(self.arch), compiler, self._no_runtime)
       return
@@ -215,7 +214,7 @@ class NVDevice(Compiled):
                               f"(sm_{self.capability[0]}{self.capability[1]}); unset NV_ARCH, or add COMPILE_ONLY=1 "
                               "to only compile for it")
     else: self.arch = arch_for_device(*self.capability)
-    compiler = NVCompiler(self.arch)
+    compiler = targets.make_compiler("NV", self.arch)
     need, need_str = compiler.min_driver
     if (have := self.drv.version()) < need:
       raise DeviceOpenError(f"{device}: the NVIDIA driver supports CUDA {driver_version_str(have)}, and the CUDA "
