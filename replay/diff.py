@@ -220,7 +220,7 @@ def read_flags(flags: tuple[Any, ...]) -> dict[str, Any]:
   for f in flags:
     if not (isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str) and isinstance(f[1], (int, str))):
       raise _Skip("bad record", f"flag entry {f!r} is not [name, int or str]")
-    if (cv := ContextVar._registry.get(f[0])) is None: raise _Skip("incompatible", f"flag {f[0]} does not exist now")
+    if (cv := ContextVar.declared().get(f[0])) is None: raise _Skip("incompatible", f"flag {f[0]} does not exist now")
     if not cv.codegen: raise _Skip("bad record", f"flag {f[0]} does not change generated code")
     ret[f[0]] = f[1]
   return ret

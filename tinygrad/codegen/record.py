@@ -53,9 +53,9 @@ class KernelRecord:
   INPUTS: ClassVar[tuple[str, ...]] = ("ast", "renderer", "device", "flags", "opts")
   # field -> the JSON types it may have
   JSON_TYPES: ClassVar[dict[str, Any]] = {
-    "ast": (str,), "renderer": (str,), "device": (str,), "flags": (list,), "opts": (list,), "name": (str,), "src": (str,),
-    "uops": (str,), "global_size": (list,), "local_size": (list, type(None)), "globals": (list,), "ins": (list,),
-    "outs": (list,), "vars": (list,), "chosen": (bool,), "compile": (dict,), "schema": (int,)}
+    "ast": (str,), "renderer": (str,), "device": (str,), "flags": (list,), "opts": (list,), "name": (str,),
+    "src": (str,), "uops": (str,), "global_size": (list,), "local_size": (list, type(None)), "globals": (list,),
+    "ins": (list,), "outs": (list,), "vars": (list,), "chosen": (bool,), "compile": (dict,), "schema": (int,)}
   OPTIONAL: ClassVar[tuple[str, ...]] = ("chosen", "compile", "schema")
 
   def key(self) -> tuple[Any, ...]:
@@ -66,11 +66,12 @@ class KernelRecord:
     return tuple(Opt.from_json(list(o)) for o in self.opts)
   def to_json(self) -> dict[str, Any]:
     """A JSON object (tuples as lists; `chosen` and `compile` only when known)."""
-    d = {"ast": self.ast, "renderer": self.renderer, "device": self.device, "flags": [list(f) for f in self.flags],
-         "opts": [list(o) for o in self.opts], "name": self.name, "src": self.src, "uops": self.uops,
-         "global_size": list(self.global_size), "local_size": None if self.local_size is None else list(self.local_size),
-         "globals": list(self.globals), "ins": list(self.ins), "outs": list(self.outs), "vars": list(self.vars),
-         "schema": self.schema}
+    d: dict[str, Any] = {
+      "ast": self.ast, "renderer": self.renderer, "device": self.device, "flags": [list(f) for f in self.flags],
+      "opts": [list(o) for o in self.opts], "name": self.name, "src": self.src, "uops": self.uops,
+      "global_size": list(self.global_size), "local_size": None if self.local_size is None else list(self.local_size),
+      "globals": list(self.globals), "ins": list(self.ins), "outs": list(self.outs), "vars": list(self.vars),
+      "schema": self.schema}
     if self.chosen is not None: d["chosen"] = self.chosen
     if self.compile is not None: d["compile"] = self.compile
     return d
@@ -85,7 +86,8 @@ class KernelRecord:
         raise RecordFormatError(f"field {k!r} is missing")
       if not _typed(d[k], want): raise RecordFormatError(f"field {k!r} is a {type(d[k]).__name__}")
     if (schema := d.get("schema", 1)) > KERNEL_RECORD_SCHEMA or schema < 1:
-      raise RecordFormatError(f"schema {schema}: this version reads kernel records of schema 1 to {KERNEL_RECORD_SCHEMA}")
+      raise RecordFormatError(f"schema {schema}: this version reads kernel records of schema 1 to "
+                              f"{KERNEL_RECORD_SCHEMA}")
     def tup(v: Any) -> Any: return tuple(tup(x) for x in v) if isinstance(v, list) else v
     vals = {k: tup(d[k]) for k in KernelRecord.JSON_TYPES if k in d}
     return KernelRecord(**{**vals, "schema": schema})
