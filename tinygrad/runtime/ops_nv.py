@@ -18,7 +18,8 @@ import ctypes, functools
 from typing import Any
 from tinygrad.device import Compiled, LRUAllocator, CompileOnlyAllocator, DeviceOpenError
 from tinygrad.helpers import COMPILE_ONLY, NV_ARCH, HCQ_VISIBLE_DEVICES, prod
-from tinygrad.runtime.support.cuda_toolchain import NVBinary, check_arch, arch_for_device
+# NOTE: the device makes its NVCompiler itself: tests/nv/fake_nv.py swaps this name for a host-shim compiler
+from tinygrad.runtime.support.cuda_toolchain import NVCompiler, NVBinary, check_arch, arch_for_device
 from tinygrad.runtime import targets
 from tinygrad.runtime.support.cuda_toolchain import cubin_runs_on
 from tinygrad.runtime.support import cuda_driver as cu
@@ -192,7 +193,7 @@ class NVDevice(Compiled):
     ordinal = int(device.partition(":")[2] or 0)
     if COMPILE_ONLY:
       self.arch, self.capability = compile_only_arch(), (0, 0)
-      compiler = targets.make_compiler("NV", self.arch)
+      compiler = NVCompiler(self.arch)
       self.limits = NV_ARCHS[self.arch]
       super().__init__(device, CompileOnlyAllocator(), _renderer_factory(self.arch), compiler, self._no_runtime)
       return
@@ -214,7 +215,7 @@ class NVDevice(Compiled):
                               f"(sm_{self.capability[0]}{self.capability[1]}); unset NV_ARCH, or add COMPILE_ONLY=1 "
                               "to only compile for it")
     else: self.arch = arch_for_device(*self.capability)
-    compiler = targets.make_compiler("NV", self.arch)
+    compiler = NVCompiler(self.arch)
     need, need_str = compiler.min_driver
     if (have := self.drv.version()) < need:
       raise DeviceOpenError(f"{device}: the NVIDIA driver supports CUDA {driver_version_str(have)}, and the CUDA "
