@@ -60,7 +60,7 @@ class KernelRecord:
 
   def key(self) -> tuple[Any, ...]:
     """The inputs of the compile: two records with the same key must have the same name and source."""
-    return tuple(getattr(self, k) for k in self.INPUTS)
+    return (self.ast, self.renderer, self.device, self.flags, self.opts)
   def applied_opts(self) -> tuple[Opt, ...]:
     """The opts as Opts. Raises UnknownOptError for an OptOps this version lacks, ValueError for a malformed one."""
     return tuple(Opt.from_json(list(o)) for o in self.opts)
