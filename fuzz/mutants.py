@@ -16,7 +16,7 @@ them with `+`: tinygrad's live_matchers()), so the change is in exactly one rule
 mutant is in, the replay capture is paused (replay.capture.pause): what the compiler makes then is no record of the
 code."""
 from __future__ import annotations
-import types
+import operator, types
 from dataclasses import dataclass
 from typing import Any, Callable
 from tinygrad.uop import Ops
@@ -34,7 +34,7 @@ def swap_rule(old: Callable[..., Any], new: Callable[..., Any]) -> int:
   pms = _matchers_with(old)
   for pm in pms: pm.__init__([(p, new if f is old else f) for p, f in pm.patterns])  # type: ignore[misc]
   # NOTE: CUT keeps its cut of each kernel (made with the rules): a cut made with the other rule must not be reused
-  cutting._cuts.clear()
+  cutting.forget_cuts()
   return len(pms)
 
 def with_globals(fn: Callable[..., Any], **names: Any) -> Callable[..., Any]:
@@ -64,7 +64,7 @@ def _drop_outer_gate(c: UOp, c2: UOp, x: UOp) -> UOp: return c2.where(x, UOp.inv
 
 def _mod_mod_any(x: UOp, a: UOp, b: UOp) -> UOp | None:
   # NOTE: the planted slip: the rule's side condition, b divides a, is gone
-  if not sym.is_scalar_int(x.dtype) or not sym._positive_consts(a, b): return None
+  if not sym.is_scalar_int(x.dtype) or not sym.positive_consts(a, b): return None
   return x % int(b.arg)
 
 def _promote_without_rounding(a: UOp) -> UOp | None:
@@ -100,7 +100,7 @@ class Mutant:
 MUTANTS: dict[str, Mutant] = {m.name: m for m in [
   Mutant("boundary_off_by_one", "off-by-one at a boundary", sym.fold_cmp_sum, lambda: _off_by_one_cmp_sum),
   Mutant("negative_sign_slip", "sign slip for negative operands", sym.fold_divmod,
-         lambda: with_globals(sym.fold_divmod, _ceildiv=sym._floordiv)),
+         lambda: with_globals(sym.fold_divmod, _ceildiv=operator.floordiv)),
   Mutant("unsigned_wrap", "unsigned wrap", sym.fold_cmp_sum, lambda: _cmp_sum_ignoring_wrap),
   Mutant("wrong_gate", "wrong gate", sym.fold_where_invalid_nest, lambda: _drop_outer_gate),
   Mutant("dropped_cast", "dropped cast", dec.promote_emulated, lambda: _promote_without_rounding),

@@ -4,7 +4,7 @@ import argparse, contextlib, importlib.metadata, os, pathlib, signal, sqlite3, s
 from typing import Any
 from tinygrad.helpers import atomic_write
 from replay.db import DB, DBError, default_path, git_commit, new_run_id
-from replay.targets import TARGETS
+from tinygrad.runtime.targets import TARGETS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

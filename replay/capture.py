@@ -18,16 +18,18 @@ made by a patched compiler is no record of the code. tests/conftest.py's `monkey
 fuzz/mutants.py for a planted mutant, tests/fuzz/planted.py for a planted bug.
 """
 from __future__ import annotations
-import contextlib, os, sys
+import contextlib, dataclasses, os, sys
 from typing import Any, Callable, Iterator
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp
-from tinygrad.uop.pyrender import pyrender, pyrender_list
-from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context, codegen_flags
+from tinygrad.uop.pyrender import pyrender
+from tinygrad.codegen.record import record_program
+from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context
 from replay.db import DB, default_path, git_commit, new_run_id
-from replay.targets import TARGETS, COMPILE_TARGETS, target_renderer, target_flags, target_of, compile_only
+from tinygrad.runtime import targets as registry
 
-CLASSES = {cls for cls, _ in TARGETS.values()}
+# the targets whose programs capture also compiles with the target's toolchain (no device needed)
+COMPILE_ONLY = tuple(t for t, v in registry.TARGETS.items() if v.compile_only)
 
 class _State:
   def __init__(self) -> None:
@@ -62,17 +64,7 @@ def _error(what: str, e: BaseException) -> None:
   try: _db().add_capture_error(state.run_id, what, msg)
   except Exception as e2: print(f"replay capture: could not store that error either: {e2}", file=sys.stderr)
 
-def _size(x: Any) -> Any: return x if isinstance(x, int) else pyrender(x)
-
-def kernel_body(ast: UOp, p: Any) -> dict[str, Any]:
-  """The record of program `p` (a ProgramSpec) compiled from `ast` under the current codegen flags."""
-  return {"ast": pyrender(ast), "renderer": p.renderer, "device": p.device, "flags": [list(f) for f in codegen_flags()],
-          "opts": [[o.op.name, o.axis, o.arg] for o in p.applied_opts], "name": p.name, "src": p.src,
-          "uops": pyrender_list(list(p.uops)), "global_size": [_size(x) for x in p.global_size],
-          "local_size": None if p.local_size is None else [_size(x) for x in p.local_size], "globals": list(p.globals),
-          "ins": list(p.ins), "outs": list(p.outs), "vars": [str(v.arg[0]) for v in p.vars]}
-
-# identity -> whether replay rebuilds that renderer exactly (targets.TARGETS builds it from its identity alone)
+# identity -> whether replay rebuilds that renderer exactly (the target registry builds it from its identity alone)
 _replayable: dict[tuple[str, str], bool] = {}
 
 def replayable(renderer: Any) -> bool:
@@ -84,7 +76,8 @@ def replayable(renderer: Any) -> bool:
   key = (ident, str(getattr(getattr(renderer, "base", None), "identity", "")))
   if (ok := _replayable.get(key)) is None:
     cls = f"{type(renderer).__module__}.{type(renderer).__qualname__}"
-    try: ok = cls in CLASSES and target_renderer(target_of(ident), ident).identity == ident and _fresh_base(renderer)
+    try: ok = registry.TARGETS[registry.parse_identity(ident)[0]].renderer_class == cls and \
+      registry.renderer_of(ident).identity == ident and _fresh_base(renderer)
     except Exception: ok = False
     _replayable[key] = ok
   return ok
@@ -94,8 +87,7 @@ def _fresh_base(renderer: Any) -> bool:
   (ops_python's target cache) that a rebuilt renderer shares: it must be what a fresh one of its arch is (a test may
   have set attributes on it, e.g. its tensor cores)."""
   if (base := getattr(renderer, "base", None)) is None: return True
-  from tinygrad.runtime.ops_python import base_renderer
-  return bool(base_renderer(base.device, base.arch).identity == base.identity)
+  return bool(registry.renderer(base.device, base.arch).identity == base.identity)
 
 def on_compiling(ast: UOp, renderer: Any, opts: Any = None) -> None:
   # NOTE: a compile that raised never fires `compiled`: its mark stays until an enclosing compile ends (bounded)
@@ -119,12 +111,11 @@ def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
   if not replayable(renderer):
     return _skip(f"{p.renderer} (cannot be rebuilt from its identity)", f"kernel {getattr(p, 'name', '?')}")
   try:
-    body = kernel_body(ast, p)
     # NOTE: whether get_program chose the opts (its caller gave none): the diff re-chooses only those
-    if given is not None: body["chosen"] = not given
-    if state.fanning and (t := target_of(p.renderer)) in COMPILE_TARGETS and (res := _compile(t, p)) is not None:
-      body["compile"] = res
-    if _db().add_record(state.run_id, "kernel", body): state.written["kernel"] += 1
+    rec = record_program(ast, p, None if given is None else not given)
+    if state.fanning and (t := registry.target_of(p.renderer)) in COMPILE_ONLY and (res := _compile(t, p)) is not None:
+      rec = dataclasses.replace(rec, compile=res)
+    if _db().add_record(state.run_id, "kernel", rec.to_json()): state.written["kernel"] += 1
   except Exception as e: _error(f"kernel {getattr(p, 'name', '?')}", e)
   if state.fanning or not state.targets: return
   from tinygrad.codegen import get_program
@@ -133,7 +124,7 @@ def on_compiled(ast: UOp, p: Any, renderer: Any) -> None:
     for t in state.targets:
       # NOTE: get_program fires `compiled` again with the target's renderer: that call records the target's program
       try:
-        with Context(**target_flags(t)): get_program(ast, target_renderer(t, None))
+        with Context(**dict(registry.TARGETS[t].flags)): get_program(ast, registry.renderer(t))
       except Exception as e: _error(f"kernel {p.name} rendered for {t}", e)
   finally: state.fanning = False
 
@@ -197,9 +188,9 @@ def start(path: str | None = None, run_id: str | None = None, targets: list[str]
   os.environ["REPLAY_RUN"] = REPLAY_RUN.value = new.run_id
   env_targets = [t.strip().upper() for t in REPLAY_TARGETS.value.split(",") if t.strip()]
   new.targets = targets if targets is not None else env_targets
-  if (bad := [t for t in new.targets if t not in TARGETS]):
+  if (bad := [t for t in new.targets if t not in registry.TARGETS]):
     stop()
-    raise ValueError(f"replay capture: unknown target(s) {bad}; targets are {sorted(TARGETS)}")
+    raise ValueError(f"replay capture: unknown target(s) {bad}; targets are {sorted(registry.TARGETS)}")
   _sync()
   return new.run_id
 
@@ -239,6 +230,21 @@ def paused() -> Iterator[None]:
   session = pause()
   try: yield
   finally: resume(session)
+
+def compile_only(target: str, identity: str, src: str) -> dict[str, Any]:
+  """Compile `src` (an NV or AMD program rendered by `identity`) with the target's toolchain, nothing run: {"ok": True,
+  "bytes": n, "report": the compiler's one-line report} or {"ok": False, "error": the compile error}.
+  Raises DeviceOpenError when there is no toolchain (not a verdict on the program)."""
+  from tinygrad.device import CompileError
+  t, arch, _ = registry.parse_identity(identity)
+  if t != target or t not in COMPILE_ONLY:
+    raise ValueError(f"compile-only is for NV and AMD programs, not {identity[:120]} as {target}")
+  comp = registry.compiler(target, arch)
+  try: lib = comp.compile_cached(src, identity)
+  except CompileError as e: return {"ok": False, "error": f"{type(e).__name__}: {e}"[:4000]}
+  try: report = str(comp.describe(lib))[:500]
+  except Exception as e: report = f"(no report: {type(e).__name__}: {e})"
+  return {"ok": True, "bytes": len(lib), "report": report}
 
 def install() -> Any:
   """The plugin entry point: start capturing when CAPTURE_PROCESS_REPLAY=1 (idempotent)."""

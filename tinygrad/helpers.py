@@ -54,6 +54,10 @@ class ContextVar:
     raw = os.environ.get(key)
     self.value = default if raw is None else self.parse(raw)
     ContextVar._registry[key] = self
+  @staticmethod
+  def declared() -> dict[str, ContextVar]:
+    """Every flag declared so far, by name (a copy)."""
+    return dict(ContextVar._registry)
   def parse(self, raw: str) -> Any:
     """The value of this flag set to the text `raw`, as the environment would set it; FlagError if not allowed."""
     if not isinstance(raw, str) or (v := self.allowed.read(raw)) is None:

@@ -9,7 +9,7 @@ from tinygrad.codegen.opt import apply_opts
 from tinygrad.codegen.program import prepare_kernel
 from tinygrad.helpers import EMULATE
 from fuzz.backends import NVBackend, AMDBackend, fit_opts
-from fuzz.kernel_gen import GPU_ARCHS, _gpu_renderer, gpu_opts
+from fuzz.kernel_gen import GPU_ARCHS, gpu_renderer, gpu_opts
 from fuzz.strategies import RandomChooser, build_kernel
 
 def test_kernel_cases_carry_the_gpu_heuristics_opts():
@@ -18,7 +18,7 @@ def test_kernel_cases_carry_the_gpu_heuristics_opts():
     c = build_kernel(RandomChooser(s))
     if c.opts is None: continue
     prepared = prepare_kernel(c.ast)
-    hits += any(list(c.opts) == hand_coded_optimizations(prepared, _gpu_renderer(a)) != [] for a in GPU_ARCHS)
+    hits += any(list(c.opts) == hand_coded_optimizations(prepared, gpu_renderer(a)) != [] for a in GPU_ARCHS)
   assert hits >= 5, hits
 
 def test_gpu_opts_reach_past_the_workgroup_dimensions():
@@ -28,7 +28,7 @@ def test_gpu_opts_reach_past_the_workgroup_dimensions():
   from tinygrad.uop import Ops
   x, w = Tensor.empty(2, 8, 10, 10), Tensor.empty(16, 8, 3, 3)
   ast = next(si.ast for si in x.conv2d(w).schedule() if si.ast.op is Ops.SINK)
-  ren, prepared = _gpu_renderer("sm_90"), prepare_kernel(ast)
+  ren, prepared = gpu_renderer("sm_90"), prepare_kernel(ast)
   most = 0
   for s in range(40):
     opts = fit_opts(ast, ren, gpu_opts(RandomChooser(s), ast), prepared)
