@@ -16,7 +16,12 @@ Checkpoints, with the arguments each callback receives:
   beam_candidate(ast, program_spec, renderer)
                                         each program BEAM compiles to time it (never `compiled`: the winner is
                                         compiled again by get_program and fires `compiled` there)
+  rewrite_start(rewriter, root)         each graph_rewrite (and graph_rewrite_map) about to run: `rewriter` is the
+                                        ops._Rewriter (name, pm, bottom_up); a callback may set `rewriter.apply` to a
+                                        wrapper (the viewer's recorder does), so an empty checkpoint costs nothing per step
   rewrite_done(name, before, after)     each named graph_rewrite that ran (only when registered)
+  launched(runner, bufs, start, seconds) each launch, after it ran (PROFILE=1 registers it: launches then wait for the
+                                        kernel, and `seconds` is its time; `start` is time.perf_counter() before it)
   patched_rewrite(where)                a rewrite ran with a PatternMatcher that is not tinygrad's own rules (a test's
                                         or a planted mutant's rule: PatternMatcher.patched); `where` names the pass and
                                         the rule
@@ -35,11 +40,14 @@ program: list[Callable[..., Any]] = []
 compiling: list[Callable[..., Any]] = []
 compiled: list[Callable[..., Any]] = []
 beam_candidate: list[Callable[..., Any]] = []
+rewrite_start: list[Callable[..., Any]] = []
 rewrite_done: list[Callable[..., Any]] = []
+launched: list[Callable[..., Any]] = []
 patched_rewrite: list[Callable[..., Any]] = []
 
 CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiling",
-                                "compiled", "beam_candidate", "rewrite_done", "patched_rewrite")
+                                "compiled", "beam_candidate", "rewrite_start", "rewrite_done", "launched",
+                                "patched_rewrite")
 
 def _list(name: str) -> list[Callable[..., Any]]:
   if name not in CHECKPOINTS: raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {CHECKPOINTS}")
