@@ -15,6 +15,8 @@ class GraphBuilder:
     self.nodes: dict[int, Node] = dict(tr.nodes)
     self.index: dict[tuple[str, str, str, tuple[int, ...]], int] = {}
     self.n_made = 0
+    self._roots: dict[tuple[int, int], int] = {}
+    self._orders: dict[int, list[int]] = {}
     for n in tr.nodes.values(): self.index.setdefault((n.op, n.dtype, n.arg, n.src), n.id)
 
   def _intern(self, op: str, dt: str, arg: str, src: tuple[int, ...]) -> int:
@@ -69,6 +71,20 @@ class GraphBuilder:
     if not 0 <= k <= len(p.steps): raise TraceError(f"pass {p.id} has {len(p.steps)} steps; step {k} does not exist")
     return self.apply_steps(p.root, {s.match: s.out for s in p.steps[:k]})
 
+  def root_at(self, p: Pass, k: int) -> int:
+    """graph_at, remembered: stepping through a pass asks for each graph twice (after one step, before the next)."""
+    if (r := self._roots.get((p.id, k))) is not None: return r
+    if len(self._roots) > 256: self._roots.clear()
+    r = self._roots[(p.id, k)] = self.graph_at(p, k)
+    return r
+
+  def order(self, root: int) -> list[int]:
+    """toposort(root), remembered."""
+    if (o := self._orders.get(root)) is not None: return o
+    if len(self._orders) > 64: self._orders.clear()
+    o = self._orders[root] = self.toposort(root)
+    return o
+
   def toposort(self, *roots: int) -> list[int]:
     """Every node under `roots`, each after its sources."""
     order: list[int] = []
@@ -107,21 +123,31 @@ NODE_W, NODE_H, GAP_X, GAP_Y = 150, 36, 20, 44
 def layout(nodes: dict[int, Node], order: list[int]) -> dict[int, tuple[float, float]]:
   """A layered layout: each node one layer below its deepest source, nodes in a layer ordered by the mean position of
   their sources (a sweep down, then one up by their users), then spread evenly and centred."""
+  srcs = {i: [s for s in nodes[i].src] for i in order}
   layer: dict[int, int] = {}
-  for i in order: layer[i] = 1 + max((layer[s] for s in nodes[i].src), default=-1)
+  for i in order:
+    d = 0
+    for s in srcs[i]:
+      if layer[s] >= d: d = layer[s] + 1
+    layer[i] = d
   rows: list[list[int]] = [[] for _ in range(max(layer.values(), default=-1) + 1)]
   for i in order: rows[layer[i]].append(i)
-  pos = {i: float(k) for row in rows for k, i in enumerate(row)}
   users: dict[int, list[int]] = {i: [] for i in order}
   for i in order:
-    for s in nodes[i].src: users[s].append(i)
-  def sweep(rows_seq: list[list[int]], nbrs: dict[int, list[int]] | None) -> None:
-    for row in rows_seq:
-      key = {i: (sum(pos[s] for s in ns) / len(ns) if (ns := (nbrs[i] if nbrs else nodes[i].src)) else pos[i]) for i in row}
-      row.sort(key=lambda i: key[i])
+    for s in srcs[i]: users[s].append(i)
+  pos: dict[int, float] = {}
+  for row in rows:
+    for k, i in enumerate(row): pos[i] = float(k)
+  def sweep(seq: list[list[int]], nbrs: dict[int, list[int]]) -> None:
+    for row in seq:
+      key: dict[int, float] = {}
+      for i in row:
+        ns = nbrs[i]
+        key[i] = sum(pos[s] for s in ns) / len(ns) if ns else pos[i]
+      row.sort(key=key.__getitem__)
       for k, i in enumerate(row): pos[i] = float(k)
-  sweep(rows[1:], None)
-  sweep(list(reversed(rows[:-1])), users)
+  sweep(rows[1:], srcs)
+  sweep(rows[-2::-1], users)
   width = max((len(r) for r in rows), default=0)
   ret: dict[int, tuple[float, float]] = {}
   for d, row in enumerate(rows):

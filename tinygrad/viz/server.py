@@ -55,12 +55,14 @@ class Viewer:
     return None
 
   def first_divergence(self, kernel: str | None) -> list[dict[str, int] | None] | None:
-    """The first pass of the kernel (named, else the first kernel of each) where the two traces differ: another pass
-    name, another number of steps, or another output graph."""
+    """The first pass of the kernel (named, else the first kernel of each; without kernels, the first group) where the
+    two traces differ: another pass name, another number of steps, or another output graph."""
     a, b = self.slots
     assert a.trace is not None and b.trace is not None and a.builder is not None and b.builder is not None
-    ga = [g for g in a.trace.groups.values() if g.kind == "kernel" and kernel in (None, g.name)]
-    gb = [g for g in b.trace.groups.values() if g.kind == "kernel" and kernel in (None, g.name)]
+    def pick(tr: Trace) -> list[Any]:
+      ks = [g for g in tr.groups.values() if g.kind == "kernel" and kernel in (None, g.name)]
+      return ks if ks or kernel is not None else [g for g in tr.groups.values() if g.passes]
+    ga, gb = pick(a.trace), pick(b.trace)
     if not ga or not gb: return None
     pa, pb = ga[0].passes, gb[0].passes
     for k in range(max(len(pa), len(pb))):
@@ -104,33 +106,35 @@ class Viewer:
             "rules": rules}
 
   def graph(self, q: dict[str, str]) -> dict[str, Any]:
+    """The graph before step `s` (`after=1`: after it) laid out; `text=1` adds both graphs' text and the changed lines."""
     st = time.perf_counter()
     tr, b = self.slot(q)
     p = _get(tr.passes, _int(q, "p"), "pass")
-    k = _int(q, "s")
+    k, want_after, want_text = _int(q, "s"), q.get("after") == "1", q.get("text") == "1"
     with self.lock:
-      before = b.graph_at(p, k)
-      after = b.graph_at(p, k + 1) if k < len(p.steps) else before
-      shown = after if q.get("after") == "1" else before
-      order_b, order_a = b.toposort(before), b.toposort(after)
+      before = b.root_at(p, k)
+      after = b.root_at(p, k + 1) if k < len(p.steps) else before
+      shown = after if want_after else before
+      order = b.order(shown)
       step = p.steps[k] if k < len(p.steps) else None
       # NOTE: the rebuilt graph can run ahead of the rewriter (it applies each step everywhere at once); a matched node
       # it no longer holds is drawn beside it, so the step's node is always on the page
-      focus = None if step is None else step.out if shown is after else step.match
-      order = order_a if shown is after else order_b
+      focus = None if step is None else step.out if want_after else step.match
       detached = focus is not None and focus not in set(order)
       if detached: order = b.toposort(shown, focus)  # type: ignore[arg-type]
       pos = layout(b.nodes, order)
-      text_b, text_a = b.text(order_b), b.text(order_a)
-    gone, new = changed_lines(text_b, text_a)
-    in_before = set(order_b)
-    changed = [i for i in order_a if i not in in_before] if shown is after else []
+      in_before = set(b.order(before)) if want_after else set()
+      changed = [i for i in order if i not in in_before] if want_after else []
+      text: dict[str, Any] = {}
+      if want_text:
+        tb, ta = b.text(b.order(before)), b.text(b.order(after))
+        gone, new = changed_lines(tb, ta)
+        text = {"text_before": tb, "text_after": ta, "gone": gone, "new": new}
     nodes = [[i, x, y, b.nodes[i].op, _label(b.nodes[i])] for i in order for (x, y) in (pos[i],)]
     edges = [[s, i] for i in order for s in b.nodes[i].src]
-    return {"pass": p.id, "step": k, "n_steps": len(p.steps), "after": shown is after, "nodes": nodes, "edges": edges,
+    return {"pass": p.id, "step": k, "n_steps": len(p.steps), "after": want_after, "nodes": nodes, "edges": edges,
             "match": step.match if step else None, "out": step.out if step else None,
-            "rule": tr.rules[step.rule] if step else None, "changed": changed, "detached": detached,
-            "text_before": text_b, "text_after": text_a, "gone": gone, "new": new,
+            "rule": tr.rules[step.rule] if step else None, "changed": changed, "detached": detached, **text,
             "server_ms": (time.perf_counter() - st) * 1e3}
 
   def kernel(self, q: dict[str, str]) -> dict[str, Any]:

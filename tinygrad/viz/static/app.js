@@ -2,7 +2,7 @@
 // untrusted input. The server lays graphs out; this file only draws them.
 "use strict";
 const SVGNS = "http://www.w3.org/2000/svg";
-const NODE_W = 150, NODE_H = 36;
+const NODE_W = 150, NODE_H = 36, LABELS_ALWAYS = 1500;
 const state = { index: null, panes: [], filters: { kernel: "", pass: "", rule: "" } };
 window.viz = state;  // NOTE: the browser tests read the drawn state from here
 
@@ -129,7 +129,9 @@ class Pane {
     this.zoomOut.addEventListener("click", () => this.zoom(0.8));
   }
   async openPass(g, p, s) {
+    this.clickAt = performance.now();  // NOTE: a pass's draw time runs from the click that opened it
     this.group = g; this.pass = p;
+    this.scale = 1;
     document.querySelectorAll(`#sidebar li.pass[data-t="${this.t}"]`).forEach((li) => li.classList.toggle("sel", +li.dataset.p === p));
     this.info = await api("/api/pass", { t: this.t, p });
     const gr = state.index.traces[this.t].groups.find((x) => x.id === g);
@@ -145,12 +147,14 @@ class Pane {
     if (!this.info) return;
     const n = this.info.steps.length;
     s = Math.max(0, Math.min(n, s));
-    const t0 = performance.now();
+    const t0 = this.clickAt !== undefined ? this.clickAt : performance.now();
+    this.clickAt = undefined;
     this.step = s;
     this.slider.value = s;
     this.counter.textContent = s < n ? `step ${s + 1} / ${n}` : `after the last step (${n} steps)`;
     this.afterB.textContent = this.after ? "show before" : "show after";
-    const gr = await api("/api/graph", { t: this.t, p: this.pass, s, after: this.after ? 1 : 0 });
+    // NOTE: the text of both graphs is asked for only when the text view shows it (a big graph's text is large)
+    const gr = await api("/api/graph", { t: this.t, p: this.pass, s, after: this.after ? 1 : 0, text: this.view === "text" ? 1 : 0 });
     if (this.step !== s) return;  // a later click won
     this.graph = gr;
     const st = s < n ? this.info.steps[s] : null;
@@ -161,10 +165,13 @@ class Pane {
     this.matchId.textContent = st ? st.match : "-";
     this.outId.textContent = st ? st.out : "-";
     this.detached.textContent = gr.detached ? "(the step's node is drawn apart: the graph rebuilt from the earlier steps no longer holds it)" : "";
+    const t1 = performance.now();
     this.drawGraph(gr);
-    this.drawText(gr);
+    if (gr.text_before) this.drawText(gr);
+    const t2 = performance.now();
     await new Promise((r) => requestAnimationFrame(() => r()));
     this.lastDrawMs = performance.now() - t0;
+    this.timing = { fetch: t1 - t0, server: gr.server_ms, dom: t2 - t1, paint: performance.now() - t2 };
     this.drawn.textContent = `${gr.nodes.length} nodes, drawn in ${this.lastDrawMs.toFixed(0)} ms`;
     this.root.dataset.drawnStep = s;
   }
@@ -188,13 +195,24 @@ class Pane {
     const hl = this.after ? gr.out : gr.match;
     const changed = new Set(gr.changed);
     const frag = document.createDocumentFragment();
+    // NOTE: one node made by hand, then cloned: a clone is cheaper than four createElementNS calls
+    // NOTE: text is the costly part of laying out an SVG: a big graph drawn small (unreadable anyway) gets no labels
+    // until it is zoomed in, where its nodes keep their ids in the tooltip-free data-id and their colours
+    const labels = gr.nodes.length <= LABELS_ALWAYS || this.scale >= 0.5;
+    this.labelled = labels;
+    const proto = sel("g", { class: "node" });
+    proto.appendChild(sel("rect", { width: NODE_W, height: NODE_H }));
+    if (labels) { proto.appendChild(sel("text", { x: 4, y: 14 })); proto.appendChild(sel("text", { x: 4, y: 29 })); }
+    const colours = new Map();
     for (const [id, x, y, op, label] of gr.nodes) {
-      const g = sel("g", { class: "node" + (id === hl ? " hl" : "") + (changed.has(id) && id !== hl ? " new" : ""),
-        "data-id": id, transform: `translate(${x},${y})` });
-      g.appendChild(sel("rect", { width: NODE_W, height: NODE_H, fill: opColour(op) }));
-      const t1 = sel("text", { x: 4, y: 14 }); t1.textContent = `${op} ${id}`; g.appendChild(t1);
-      if (label) { const t2 = sel("text", { x: 4, y: 29 }); t2.textContent = label; g.appendChild(t2); }
-      const title = sel("title"); title.textContent = `${id}: ${op} ${label}`; g.appendChild(title);
+      const g = proto.cloneNode(true);
+      if (id === hl) g.classList.add("hl");
+      else if (changed.has(id)) g.classList.add("new");
+      g.setAttribute("data-id", id);
+      g.setAttribute("transform", `translate(${x},${y})`);
+      if (!colours.has(op)) colours.set(op, opColour(op));
+      g.firstChild.setAttribute("fill", colours.get(op));
+      if (labels) { g.childNodes[1].textContent = `${op} ${id}`; g.childNodes[2].textContent = label; }
       frag.appendChild(g);
     }
     svg.appendChild(frag);
@@ -207,7 +225,11 @@ class Pane {
     this.svg.setAttribute("width", Math.round(this.gw * this.scale));
     this.svg.setAttribute("height", Math.round(this.gh * this.scale));
   }
-  zoom(f) { this.scale = Math.max(0.05, Math.min(4, this.scale * f)); this.applyScale(); }
+  zoom(f) {
+    this.scale = Math.max(0.05, Math.min(4, this.scale * f));
+    this.applyScale();
+    if (this.graph && !this.labelled && this.scale >= 0.5) this.drawGraph(this.graph);
+  }
   drawText(gr) {
     this.textView.textContent = "";
     const col = (title, lines, marks, cls) => {
@@ -249,7 +271,9 @@ class Pane {
     if (v === "source" && !this.kernelData && this.group !== null) {
       this.kernelData = await api("/api/kernel", { t: this.t, g: this.group });
     }
+    const needText = v === "text" && this.view !== "text" && this.info;
     this.view = v;
+    if (needText) await this.go(this.step);
     this.body.hidden = v !== "graph";
     this.textView.hidden = v !== "text";
     this.sourceView.hidden = v !== "source";
