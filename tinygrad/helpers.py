@@ -175,8 +175,8 @@ AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code obj
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
                                 "non-terminating; 0 = automatic", allowed=Ints(0, 2**62))
 
-VIZ = ContextVar("VIZ", 0, "1 records every graph_rewrite step and every kernel's passes into a trace (docs/viz.md) and "
-                "serves the viewer at exit", allowed=_OFF_ON)
+VIZ = ContextVar("VIZ", 0, "1 records every graph_rewrite step and every kernel's passes into a trace "
+                "(docs/viz.md) and serves the viewer at exit", allowed=_OFF_ON)
 PROFILE = ContextVar("PROFILE", 0, "1 records every kernel launch (device, time, FLOPs, bytes) into the VIZ trace and "
                      "serves the viewer at exit; launches wait for their kernel so the time is the kernel's",
                      allowed=_OFF_ON)

@@ -2,7 +2,7 @@
 recorder costs nothing per rewrite step when it is off."""
 import json, os, subprocess, sys, threading, urllib.request, urllib.error
 import pytest
-from tinygrad.uop import Ops, hooks
+from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes

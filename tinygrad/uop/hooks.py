@@ -18,7 +18,8 @@ Checkpoints, with the arguments each callback receives:
                                         compiled again by get_program and fires `compiled` there)
   rewrite_start(rewriter, root)         each graph_rewrite (and graph_rewrite_map) about to run: `rewriter` is the
                                         ops._Rewriter (name, pm, bottom_up); a callback may set `rewriter.apply` to a
-                                        wrapper (the viewer's recorder does), so an empty checkpoint costs nothing per step
+                                        wrapper (the viewer's recorder does), so an empty checkpoint costs nothing
+                                        per step
   rewrite_done(name, before, after)     each named graph_rewrite that ran (only when registered)
   launched(runner, bufs, start, seconds) each launch, after it ran (PROFILE=1 registers it: launches then wait for the
                                         kernel, and `seconds` is its time; `start` is time.perf_counter() before it)

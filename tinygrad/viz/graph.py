@@ -36,8 +36,8 @@ class GraphBuilder:
     stack = [root]
     while stack:
       budget -= 1
-      if budget < 0: raise TraceError(f"{self.tr.path}: the steps of this pass do not rebuild a finite graph (an edited "
-                                      "trace: a rewrite whose result contains what it replaced)")
+      if budget < 0: raise TraceError(f"{self.tr.path}: the steps of this pass do not rebuild a finite graph (an "
+                                      "edited trace: a rewrite whose result contains what it replaced)")
       x = stack[-1]
       if x in done:
         stack.pop()

@@ -167,7 +167,8 @@ class Recorder:
 
 active: Recorder | None = None
 
-def start(path: str | None = None, cap_mb: int | None = None, rewrites: bool = True, launches: bool = False) -> Recorder:
+def start(path: str | None = None, cap_mb: int | None = None, rewrites: bool = True,
+          launches: bool = False) -> Recorder:
   """Record into `path` (VIZ_TRACE, else a new temp file) until `stop()`."""
   global active
   if active is not None: stop()

@@ -82,7 +82,7 @@ class Viewer:
     return s.trace, s.builder
 
   def index(self, q: dict[str, str]) -> dict[str, Any]:
-    out = []
+    out: list[dict[str, Any]] = []
     for k, s in enumerate(self.slots):
       if s.trace is None:
         out.append({"path": s.path, "error": s.error})
@@ -106,7 +106,7 @@ class Viewer:
             "rules": rules}
 
   def graph(self, q: dict[str, str]) -> dict[str, Any]:
-    """The graph before step `s` (`after=1`: after it) laid out; `text=1` adds both graphs' text and the changed lines."""
+    """The graph before step `s` (`after=1`: after it) laid out; `text=1` adds both graphs' text and changed lines."""
     st = time.perf_counter()
     tr, b = self.slot(q)
     p = _get(tr.passes, _int(q, "p"), "pass")

@@ -11,9 +11,11 @@ FORMAT = "tinygrad-viz-trace"
 VERSION = 1
 
 class TraceError(ValueError):
-  """A trace that cannot be read: not a trace, a newer format, or a line that breaks the format (file and line named)."""
+  """A trace that cannot be read: not a trace, a newer format, or a line that breaks the format (file and line
+  named)."""
 
-_INT, _STR, _BOOL, _NUM, _INTS, _OPT_STR, _OPT_INT, _OPT_INTS = "int", "str", "bool", "num", "ints", "str?", "int?", "ints?"
+_INT, _STR, _BOOL, _NUM, _INTS = "int", "str", "bool", "num", "ints"
+_OPT_STR, _OPT_INT, _OPT_INTS = "str?", "int?", "ints?"
 
 # record type -> its fields and their kinds (every field is required; `?` allows null)
 RECORDS: dict[str, dict[str, str]] = {
@@ -47,7 +49,8 @@ def _kind_ok(v: Any, kind: str) -> bool:
 # ---- writing ----
 
 class TraceWriter:
-  """Appends records to `path`, flushed at each pass end and group boundary. Stops at `cap_bytes` with a `cap` record."""
+  """Appends records to `path`, flushed at each pass end and group boundary. Stops at `cap_bytes` with a `cap`
+  record."""
   def __init__(self, path: str, cap_bytes: int, argv: list[str]):
     self.path, self.cap_bytes = path, cap_bytes
     self.f: IO[str] | None = open(path, "w", encoding="utf-8")
@@ -135,8 +138,10 @@ def _check(path: str, lineno: int, rec: Any) -> dict[str, Any]:
   fields = RECORDS[t]
   for k, kind in fields.items():
     if k not in rec: raise TraceError(f"{where}: {t} record lacks field {k!r}")
-    if not _kind_ok(rec[k], kind): raise TraceError(f"{where}: {t} record field {k!r} must be {kind}, got {rec[k]!r:.80}")
-  if (extra := set(rec) - set(fields) - {"t"}): raise TraceError(f"{where}: {t} record has unknown fields {sorted(extra)}")
+    if not _kind_ok(rec[k], kind):
+      raise TraceError(f"{where}: {t} record field {k!r} must be {kind}, got {repr(rec[k])[:80]}")
+  if (extra := set(rec) - set(fields) - {"t"}):
+    raise TraceError(f"{where}: {t} record has unknown fields {sorted(extra)}")
   return rec
 
 def _header(path: str, first: str) -> dict[str, Any]:
@@ -171,13 +176,15 @@ class _Loader:
     self.tr.rules[rec["i"]] = {"name": rec["name"], "loc": rec["loc"], "code": rec["code"]}
   def r_group(self, where: str, rec: dict[str, Any]) -> None:
     self._new_id(where, self.tr.groups, rec["i"], "group")
-    if rec["kind"] not in GROUP_KINDS: raise TraceError(f"{where}: group kind {rec['kind']!r} is not one of {GROUP_KINDS}")
+    if rec["kind"] not in GROUP_KINDS:
+      raise TraceError(f"{where}: group kind {rec['kind']!r} is not one of {GROUP_KINDS}")
     if rec["ast"] is not None: self._ref(where, self.tr.nodes, rec["ast"], "node")
     self.tr.groups[rec["i"]] = Group(rec["i"], rec["kind"], rec["name"], rec["ast"])
   def r_group_end(self, where: str, rec: dict[str, Any]) -> None:
     g: Group = self._ref(where, self.tr.groups, rec["i"], "group")
     for u in rec["program"] or []: self._ref(where, self.tr.nodes, u, "node")
-    g.name, g.program, g.source, g.target, g.error = rec["name"], rec["program"], rec["source"], rec["target"], rec["error"]
+    g.name, g.program, g.source = rec["name"], rec["program"], rec["source"]
+    g.target, g.error = rec["target"], rec["error"]
     g.finished = True
   def r_pass(self, where: str, rec: dict[str, Any]) -> None:
     self._new_id(where, self.tr.passes, rec["i"], "pass")
@@ -198,7 +205,8 @@ class _Loader:
     if rec["steps"] != len(p.steps):
       raise TraceError(f"{where}: pass {p.id} ends with {rec['steps']} steps but the trace has {len(p.steps)} of them")
     p.out, p.error, p.finished = rec["out"], rec["error"], True
-  def r_launch(self, where: str, rec: dict[str, Any]) -> None: self.tr.launches.append({k: rec[k] for k in RECORDS["launch"]})
+  def r_launch(self, where: str, rec: dict[str, Any]) -> None:
+    self.tr.launches.append({k: rec[k] for k in RECORDS["launch"]})
   def r_cap(self, where: str, rec: dict[str, Any]) -> None: self.tr.capped_at = rec["bytes"]
   def r_end(self, where: str, rec: dict[str, Any]) -> None: self.tr.complete = True
 
