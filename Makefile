@@ -203,7 +203,8 @@ fuzz-compare: $(STAMP)
 
 # process replay against main (docs/replay.md): the suite captured on a temporary git worktree of $(REPLAY_BASE) (your
 # checkout is not touched), then every schedule and kernel recompiled with the code checked out here and classified;
-# the database and the HTML report are in .replay/. REPLAY_ARGS adds diff options (--assert-no-change, --fresh-opts,
+# the database and the HTML report are in .replay/, with VIZ traces of each changed kernel, old (the base's code) and new,
+# in .replay/viz/ (the report gives the command that opens each pair). REPLAY_ARGS adds diff options (--assert-no-change, --fresh-opts,
 # --target NV, ...); REPLAY_TESTS narrows the capture (default: the whole suite)
 REPLAY_BASE ?= main
 REPLAY_TESTS ?=
@@ -213,8 +214,8 @@ replay: $(STAMP)
 	git worktree prune && git worktree add --detach .replay/base $(REPLAY_BASE)
 	-cd .replay/base && REPLAY_DB=$(CURDIR)/.replay/replay.db $(abspath $(PY)) -m replay capture -- \
 		$(abspath $(PY)) -m pytest -n $(JOBS) -q -p no:cacheprovider $(REPLAY_TESTS)
-	git worktree remove --force .replay/base
-	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html $(REPLAY_ARGS)
+	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html --viz .replay/viz --viz-base .replay/base \
+		$(REPLAY_ARGS); rc=$$?; git worktree remove --force .replay/base; exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

@@ -46,7 +46,11 @@ class Viewer:
       self.initial = self.first_divergence(kernel) or self.initial
 
   def find(self, s: Slot, kernel: str | None, pass_name: str | None) -> dict[str, int] | None:
-    if s.trace is None or (kernel is None and pass_name is None): return None
+    """Where the page opens on this trace: the named kernel and pass, else the first pass that failed, else nowhere."""
+    if s.trace is None: return None
+    if kernel is None and pass_name is None:
+      bad = next((p for p in s.trace.passes.values() if p.error is not None), None)
+      return None if bad is None else {"group": bad.group, "pass": bad.id, "step": max(0, len(bad.steps) - 1)}
     for g in s.trace.groups.values():
       if kernel is not None and g.name != kernel: continue
       for pid in g.passes:
