@@ -191,3 +191,18 @@ def test_server_answers_only_local_hosts_and_names_bad_requests(tmp_path):
   finally:
     srv.shutdown()
     srv.server_close()
+
+def test_spec_error_prints_the_command_that_opens_its_graph(tmp_path):
+  from spec.verify import SpecError
+  node = _expr(2)
+  assert "rerun with VIZ=1" in str(SpecError("kernel", 3, node, "made up for the test"))
+  path = str(tmp_path / "t.jsonl")
+  record.start(path)
+  try: msg = str(SpecError("kernel", 3, node, "made up for the test"))
+  finally: record.stop()
+  assert msg.splitlines()[-1] == f"  view:  python -m tinygrad.viz {path} --pass 'kernel spec error'"
+  tr = load(path)
+  p = next(iter(tr.passes.values()))
+  assert p.name == "kernel spec error" and p.error == "made up for the test" and tr.nodes[p.root].op == node.op.name
+  assert len(GraphBuilder(tr).toposort(p.root)) == len(node.toposort())
+  assert Viewer([path], pass_name="kernel spec error").initial[0] == {"group": p.group, "pass": p.id, "step": 0}

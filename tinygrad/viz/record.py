@@ -137,6 +137,15 @@ class Recorder:
     while self.passes: self.end_pass(msg)
     self.close_group(None, error=msg)
 
+  def mark_error(self, name: str, u: UOp, error: str) -> str:
+    """Record the graph under `u` as a failed pass named `name` (a checker's error), so the viewer opens there; returns
+    the command that opens it."""
+    pid, self.n_passes = self.n_passes, self.n_passes + 1
+    self.w.write({"t": "pass", "i": pid, "group": self.current_group(), "name": name, "root": self.node(u),
+                  "bottom_up": False})
+    self.w.write({"t": "pass_end", "i": pid, "out": None, "steps": 0, "error": error}, flush=True)
+    return f"python -m tinygrad.viz {self.path} --pass '{name}'"
+
   def on_launched(self, runner: Any, bufs: list[Any], start: float, seconds: float | None) -> None:
     self.w.write({"t": "launch", "device": str(bufs[0].device) if bufs else "?", "name": runner.display_name,
                   "start": start, "seconds": seconds or 0.0, "flops": int(runner.ops), "bytes": int(runner.mem)})
