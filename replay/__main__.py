@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
   d.add_argument("--html", default=None, help="write a self-contained HTML report here")
   d.add_argument("--viz", default=None, metavar="DIR", help="write VIZ traces of every changed or failed kernel here "
                  "(the HTML report gives the command that opens each old/new pair side by side)")
-  d.add_argument("--viz-base", default=None, metavar="CHECKOUT", help="with --viz: the base checkout whose code records "
-                 "the old side of each pair")
+  d.add_argument("--viz-base", default=None, metavar="CHECKOUT", help="with --viz: the base checkout whose code "
+                 "records the old side of each pair")
   d.add_argument("--target", default=None, choices=sorted(TARGETS), help="diff the programs captured for this target")
   opts = d.add_mutually_exclusive_group()
   opts.add_argument("--fresh-opts", action="store_true", help="only choose the opts again (heuristics, or BEAM where "

@@ -1,5 +1,5 @@
-"""VIZ traces of the kernels a diff found changed: each compiled again with the captured opts under the viewer's recorder,
-with the code checked out here (the new trace) and, given the base checkout, with its code (the old trace), so
+"""VIZ traces of the kernels a diff found changed: each compiled again with the captured opts under the viewer's
+recorder, with the code checked out here (the new trace) and, given the base checkout, with its code (the old trace), so
 `python -m tinygrad.viz OLD NEW` shows them side by side at the first pass where they differ.
 
   python -m replay.viz DB RUN RID OUT   record kernel record RID of run RUN of DB into the trace OUT with this

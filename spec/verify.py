@@ -16,7 +16,8 @@ class SpecError(Exception):
 def _view_line(stage: str, node: UOp, reason: str) -> str:
   """The command that opens the illegal node's graph in the viewer (under VIZ=1 it is marked in the run's trace)."""
   from tinygrad.viz import record
-  if record.active is None or not record.active.rewrites: return "  view:  rerun with VIZ=1 to open this graph in the viewer"
+  if record.active is None or not record.active.rewrites:
+    return "  view:  rerun with VIZ=1 to open this graph in the viewer"
   return "  view:  " + record.active.mark_error(f"{stage} spec error", node, reason)
 
 def describe_node(u: UOp) -> str:
