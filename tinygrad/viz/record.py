@@ -2,7 +2,7 @@
 trace (tinygrad/viz/trace.py) as the run goes; with VIZ=0 and PROFILE=0 nothing here is registered, so the compiler
 pays one empty-list test per graph_rewrite and nothing per step."""
 from __future__ import annotations
-import atexit, inspect, linecache, sys
+import atexit, inspect, linecache, os, sys
 from typing import Any, Callable
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp, Rule
@@ -64,7 +64,8 @@ class Recorder:
     self.rule_ids[key] = i = len(self.rule_ids)
     loc, code = rule_source(r.fn)
     fname = getattr(r.fn, "__name__", "?")
-    name = f"{fname} ({r.pat.location})" if fname == "<lambda>" else fname
+    # NOTE: a lambda is named by its line in the rule table (the pattern's own location can be an operator's module)
+    name = f"{fname} ({os.path.basename(loc)})" if fname == "<lambda>" else fname
     self.w.write({"t": "rule", "i": i, "name": name, "loc": loc, "code": code})
     return i
 
