@@ -206,4 +206,6 @@ def start_from_flags() -> None:
   """What `import tinygrad` does for VIZ=1 or PROFILE=1: record the whole run, serve the viewer at exit."""
   if not (VIZ or PROFILE) or active is not None: return
   start(rewrites=bool(VIZ), launches=bool(PROFILE))
+  # NOTE: a child process inherits VIZ=1: it writes a trace of its own (a temp file, never this one) and does not serve
+  os.environ.update(VIZ_TRACE="", VIZ_SERVE="0")
   atexit.register(_at_exit)
