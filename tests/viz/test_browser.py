@@ -284,3 +284,8 @@ def test_two_traces_open_side_by_side_at_the_first_difference(browser, tmp_path)
   finally:
     page.close()
     stop(srv)
+
+def test_missing_browser_is_a_failure_that_says_what_to_install(monkeypatch):
+  monkeypatch.delenv("CHROMIUM", raising=False)
+  monkeypatch.setattr(shutil, "which", lambda name: None)
+  with pytest.raises(pytest.fail.Exception, match=r"apt-get update && apt-get install -y chromium"): chromium_path()
