@@ -60,6 +60,7 @@ class Outcome:
   opts_outputs: str = ""  # the program with the new opts against the old one: OUTPUTS
   opts_detail: str = ""
   opts_src: str = ""   # the source with the new opts
+  viz: str = ""        # the command that opens its VIZ traces (old and new side by side), set by replay.viz
 
   def differs(self) -> bool: return self.outputs == "differ" or self.opts_outputs == "differ"
 

@@ -11,7 +11,14 @@ class SpecError(Exception):
   """An illegal node: `stage`, `position` (index in the toposort or list), `node` and `reason` are kept for tools."""
   def __init__(self, stage: str, position: int, node: UOp, reason: str, total: int = 0):
     self.stage, self.position, self.node, self.reason = stage, position, node, reason
-    super().__init__(format_error(stage, position, node, reason, total))
+    super().__init__(format_error(stage, position, node, reason, total) + "\n" + _view_line(stage, node, reason))
+
+def _view_line(stage: str, node: UOp, reason: str) -> str:
+  """The command that opens the illegal node's graph in the viewer (under VIZ=1 it is marked in the run's trace)."""
+  from tinygrad.viz import record
+  if record.active is None or not record.active.rewrites:
+    return "  view:  rerun with VIZ=1 to open this graph in the viewer"
+  return "  view:  " + record.active.mark_error(f"{stage} spec error", node, reason)
 
 def describe_node(u: UOp) -> str:
   return f"{u.op} {u.dtype!r} arg={_short(u.arg)}"

@@ -179,6 +179,22 @@ AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code obj
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
                                 "non-terminating; 0 = automatic", allowed=Ints(0, 2**62))
 
+VIZ = ContextVar("VIZ", 0, "1 records every graph_rewrite step and every kernel's passes into a trace "
+                "(docs/viz.md) and serves the viewer at exit", allowed=_OFF_ON)
+PROFILE = ContextVar("PROFILE", 0, "1 records every kernel launch (device, time, FLOPs, bytes) into the VIZ trace and "
+                     "serves the viewer at exit; launches wait for their kernel so the time is the kernel's",
+                     allowed=_OFF_ON)
+VIZ_PORT = ContextVar("VIZ_PORT", 8000, "port the viewer listens on at 127.0.0.1; 0 picks a free one",
+                      allowed=Ints(0, 65535))
+VIZ_BROWSER = ContextVar("VIZ_BROWSER", 1, "1 opens the viewer in a browser at exit; 0 only prints its address",
+                         allowed=_OFF_ON)
+VIZ_SERVE = ContextVar("VIZ_SERVE", 1, "1 serves the viewer at exit of a VIZ=1 or PROFILE=1 run until interrupted; 0 "
+                       "only writes the trace and prints the command that opens it", allowed=_OFF_ON)
+VIZ_TRACE = ContextVar("VIZ_TRACE", "", "path of the trace VIZ=1 writes (JSON lines); empty: a new file in the temp "
+                       "directory", allowed=AnyText("a path"))
+VIZ_MAX_MB = ContextVar("VIZ_MAX_MB", 512, "size cap of the VIZ trace in MiB: recording stops there and the trace says "
+                        "so", allowed=Ints(1, 1 << 20))
+
 def device_shorthand() -> str:
   """The device `NV=1`, `AMD=1`, `PYTHON=1` or `CPU=1` selects ("" for none). Each is 0 or 1, at most one is 1, and it
   agrees with DEV when both are set: FlagError otherwise (checked at import)."""

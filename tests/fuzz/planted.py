@@ -145,3 +145,12 @@ def issue31() -> None:
   no_grid_merge()
   heuristic._Builder.try_local = heuristic._Builder.try_opt  # type: ignore[method-assign]
   heuristic.LOCAL_TYPES = (AxisType.LOCAL, AxisType.WARP)
+
+def grid_lowering_raises() -> None:
+  """Lowering a kernel's ranges to the grid raises (a codegen crash in one named pass, for the viewer's failing-pass
+  link: tests/viz/test_harness_links.py)."""
+  from tinygrad.uop.ops import UPat
+  from tinygrad.codegen import lowerer
+  def boom(r):
+    raise RuntimeError("planted: grid lowering crashed")
+  lowerer.pm_grid.__init__([(UPat(Ops.RANGE, name="r"), boom)] + lowerer.pm_grid.patterns)

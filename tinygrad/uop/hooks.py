@@ -17,7 +17,13 @@ Checkpoints, with the arguments each callback receives:
   beam_candidate(ast, program_spec, renderer)
                                         each program BEAM compiles to time it (never `compiled`: the winner is
                                         compiled again by get_program and fires `compiled` there)
+  rewrite_start(rewriter, root)         each graph_rewrite (and graph_rewrite_map) about to run: `rewriter` is the
+                                        ops._Rewriter (name, pm, bottom_up); a callback may set `rewriter.apply` to a
+                                        wrapper (the viewer's recorder does), so an empty checkpoint costs nothing
+                                        per step
   rewrite_done(name, before, after)     each named graph_rewrite that ran (only when registered)
+  launched(runner, bufs, start, seconds) each launch, after it ran (PROFILE=1 registers it: launches then wait for the
+                                        kernel, and `seconds` is its time; `start` is time.perf_counter() before it)
 
 `ast` is the kernel AST as the scheduler made it; `renderer` the Renderer (its `identity` names it across processes).
 """
@@ -33,7 +39,9 @@ program: list[Callable[..., Any]] = []
 compiling: list[Callable[..., Any]] = []
 compiled: list[Callable[..., Any]] = []
 beam_candidate: list[Callable[..., Any]] = []
+rewrite_start: list[Callable[..., Any]] = []
 rewrite_done: list[Callable[..., Any]] = []
+launched: list[Callable[..., Any]] = []
 
 # name -> its list: every list above (a checkpoint is named once, where it is defined)
 CHECKPOINTS: dict[str, list[Callable[..., Any]]] = {k: v for k, v in globals().items()

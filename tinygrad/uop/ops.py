@@ -698,6 +698,8 @@ class _Rewriter:
     for o in others: self.on_stack.discard(o)
 
   def run(self, root: UOp) -> UOp:
+    if hooks.rewrite_start:
+      for fn in hooks.rewrite_start: fn(self, root)
     replace, on_stack, pdict, apply = self.replace, self.on_stack, self.pm.pdict, self.apply
     # (original node, stage, node being worked on, node to release from on_stack when done)
     stack: list[tuple[UOp, int, UOp, UOp]] = [(root, 0, root, root)]
