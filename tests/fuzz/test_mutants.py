@@ -26,6 +26,7 @@ EXAMPLES = {
                   UOp.invalid()), UOp.invalid()), _sym),
   "dropped_cast": (lambda: _buf(dtypes.bfloat16) * _buf(dtypes.bfloat16, 1) + _buf(dtypes.bfloat16, 2),
                    lambda u: graph_rewrite(u, pm_emulated_dtypes, name="mutant test")),
+  "mod_mod_any": (lambda: (UOp.variable("x", 0, 100) % 6) % 4, _sym),
 }
 
 def test_every_mutant_has_an_example():
