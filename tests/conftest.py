@@ -22,8 +22,8 @@ def pytest_collection_modifyitems(config, items):
     if "gpu" in it.keywords: it.add_marker(skip)
 
 # ---- .test_durations stays fresh (pytest-split shards by it; docs/testing.md says how to refresh it) ----
-# NOTE: a stale file gives shards of very different lengths. A shard (and a whole-suite run) refuses to start when the
-# file covers under 90% of the collected tests; a shard fails when a test that took over 5 s is missing from it.
+# NOTE: a stale file gives shards of very different lengths. A shard refuses to start when the file covers under 90%
+# of the collected tests; a shard fails when a test that took over 5 s is missing from it.
 DURATIONS_MIN_COVERAGE, DURATIONS_SLOW_S = 0.9, 5.0
 REFRESH_HINT = "refresh it with `make durations` (docs/testing.md) and commit .test_durations"
 
@@ -35,15 +35,11 @@ def _stored_durations(config) -> dict | None:
 
 def _is_shard(config) -> bool: return bool(config.getoption("splits", None))
 
-def _is_whole_suite(config) -> bool:
-  roots = {str(config.rootpath), os.path.join(str(config.rootpath), "tests")}
-  return all(os.path.abspath(a).rstrip("/") in roots for a in config.args) and not config.getoption("-k") \
-    and not config.getoption("-m")
-
 def _coverage_error(config, nodeids: list[str]) -> str | None:
   # a run that stores durations (make durations) is the refresh itself
   if config.getoption("store_durations", False): return None
-  if not (_is_shard(config) or _is_whole_suite(config)) or (stored := _stored_durations(config)) is None: return None
+  # NOTE: only shards are split by the file; a whole-suite run (make test) does not depend on it
+  if not _is_shard(config) or (stored := _stored_durations(config)) is None: return None
   covered = sum(n in stored for n in nodeids)
   if not nodeids or covered >= DURATIONS_MIN_COVERAGE * len(nodeids): return None
   return (f".test_durations covers {covered} of the {len(nodeids)} collected tests ({covered / len(nodeids):.0%}, at least "
