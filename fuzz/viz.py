@@ -26,7 +26,7 @@ def record_finding(path: str, out: str, setup: str | None = None) -> str:
   case = read_case(path, f)
   run_setup(setup)
   backends, missing = open_backends([b for b in f.backends if b in BACKENDS])
-  flags = {k: ContextVar._registry[k].parse(v) for k, v in f.env.items()}
+  flags = {k: ContextVar.declared()[k].parse(v) for k, v in f.env.items()}
   rec = Recorder(out, 256 << 20).install()
   try:
     with Context(**flags): fails = LEVELS[f.signature.level]().check([case], backends)[0]

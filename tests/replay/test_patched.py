@@ -95,7 +95,7 @@ def test_monkeypatch_of_tinygrad_pauses_until_undone_and_of_the_front_end_or_els
     with monkeypatch.context() as m:
       m.setattr(Tensor, "relu", lambda self: self)
       m.setattr(os, "getpid", os.getpid)
-      m.setattr(capture, "CLASSES", capture.CLASSES)
+      m.setattr(capture, "COMPILE_ONLY", capture.COMPILE_ONLY)
       m.setitem(os.environ, "SOME_VARIABLE", "1")
       assert capture.active()
     # a module function, a class attribute, a dict of a class, a dict of a module, a dotted name, an instance

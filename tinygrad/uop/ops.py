@@ -309,11 +309,12 @@ def _short_repr(u: UOp, depth: int) -> str:
 
 # ---- shapes of tensor-graph nodes ----
 
+# NOTE: symbolic sizes are simplified by the symbolic rules, which are built from this module, so the helpers
+# (tinygrad.uop.sint) register themselves here when imported (`import tinygrad` does it) and this module imports neither
+sint_helpers: list[types.ModuleType] = []
 def _sint() -> types.ModuleType:
-  # NOTE: symbolic sizes are simplified by the symbolic rules, which are built from this module: the helpers are looked
-  # up where a size is symbolic, so a graph of int shapes never needs them
-  from tinygrad.uop import sint
-  return sint
+  if not sint_helpers: raise RuntimeError("a symbolic size needs tinygrad.uop.sint: import tinygrad (or it) first")
+  return sint_helpers[0]
 
 def _is_int(x: Any, v: int) -> bool: return not isinstance(x, UOp) and x == v
 def _size_arg(x: Any) -> Any: return x if isinstance(x, UOp) else int(x)
