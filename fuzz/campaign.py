@@ -532,7 +532,9 @@ class Campaign:
 
   def fuzz_job(self) -> dict[str, Any]:
     run = self.pick_level()
-    picks = [self.next_input(run) for _ in range(self.batch_size(run))]
+    n = self.batch_size(run)
+    if (left := self.cases_left()) is not None: n = max(1, min(n, left))
+    picks = [self.next_input(run) for _ in range(n)]
     job = {"op": "check", "level": run.name, "inputs": [d.hex() for d, _, _ in picks],
            "_inputs": [d for d, _, _ in picks], "_directed": [f for _, _, f in picks]}
     # NOTE: a tensor program is checked on one backend, each in turn: its front end and scheduler are the same on
@@ -543,6 +545,13 @@ class Campaign:
     run.jobs += 1
     if any(t is not None for _, t, _ in picks): job["tags"] = [t for _, t, _ in picks]
     return job
+
+  def cases_left(self) -> int | None:
+    """Cases the --max-cases budget leaves after those done and in flight (None: no budget); a budget is exact."""
+    if self.cfg.max_cases is None: return None
+    flying = sum(len(w.job.get("_inputs", ())) for w in self.pool.workers
+                 if w.job is not None and w.job.get("op") == "check")
+    return self.cfg.max_cases - self.summary.cases - flying
 
   def batch_size(self, run: LevelRun) -> int:
     """Cases in a job of `run`'s level: --batch, fewer where a case is slow, so that a job takes about JOB_SECONDS
@@ -596,7 +605,7 @@ class Campaign:
       deadline, last = start + cfg.minutes * 60, 0.0
       while True:
         t = time.monotonic()
-        fuzzing = t < deadline and (cfg.max_cases is None or s.cases < cfg.max_cases)
+        fuzzing = t < deadline and ((left := self.cases_left()) is None or left > 0)
         busy = any(w.job is not None for w in self.pool.workers)
         if not fuzzing and not busy and not self.reruns and (not self.reductions or t > deadline + cfg.reduce_grace):
           break
