@@ -55,12 +55,13 @@ def test_tensor_level_runs_on_nv_and_amd_under_their_emulation(monkeypatch):
 
 def test_campaign_on_nv_and_amd_finds_the_merge_planted_out(tmp_path):
   # NOTE: a budget of cases, not seconds, of fresh inputs only (one worker, campaign seed 1, no mutation or directed
-  # inputs, whose choice follows what earlier cases matched): the same inputs on every machine, the 17th to 32nd find it
+  # inputs, whose choice follows what earlier cases matched): the same inputs on every machine; since the level's
+  # generators changed (issues 25 and 31) one of the first 160 finds it (seeds 0 and 2 do not within 160)
   from fuzz.campaign import CampaignConfig, run_campaign
   nv, amd = NVBackend(), AMDBackend()
   if (why := nv.unavailable() or amd.unavailable()) is not None: pytest.skip(why)
   cfg = CampaignConfig(out=str(tmp_path / "camp"), minutes=10, backends=("nv", "amd"), jobs=1, progress=False, seed=1,
-                       setup="tests.fuzz.planted:no_grid_merge", reduce=False, max_cases=48, mutate=0.0,
+                       setup="tests.fuzz.planted:no_grid_merge", reduce=False, max_cases=160, mutate=0.0,
                        directed=False)
   summ = run_campaign(cfg)
   found = [f for f in summ.findings.values() if f.signature.stage == "codegen" and "lowerer.py" in f.signature.site]
