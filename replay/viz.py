@@ -7,38 +7,38 @@ recorder, with the code checked out here (the new trace) and, given the base che
 """
 from __future__ import annotations
 import os, subprocess, sys
-from typing import Any
+from tinygrad.codegen.record import KernelRecord
+from tinygrad.runtime import targets as registry
 from replay.db import DB, parse_record
 from replay.diff import Report, read_flags, read_opts, read_graph
-from replay.targets import parse_identity, target_renderer
 
 VIZ_CLASSES = ("changed", "failed")  # the kernel classes a diff writes traces for
 OLD_TIMEOUT_S = 300
 
-def record_kernel(body: dict[str, Any], out: str) -> str | None:
+def record_kernel(body: KernelRecord, out: str) -> str | None:
   """Compile one kernel record with its captured opts under a recorder writing `out`; the error text if it failed (the
   trace then marks the pass that raised)."""
   from tinygrad.helpers import Context
   from tinygrad.codegen import get_program
   from tinygrad.viz.record import Recorder
-  target, _, _ = parse_identity(body["renderer"])
-  flags, opts = read_flags(body["flags"]), read_opts(body["opts"])
-  ast = read_graph(body["ast"], "the kernel AST")
+  flags, opts = read_flags(body.flags), read_opts(body)
+  ast = read_graph(body.ast, "the kernel AST")
   rec = Recorder(out, 256 << 20).install()
   try:
-    with Context(**flags): get_program(ast, target_renderer(target, body["renderer"]), opts)
+    with Context(**flags): get_program(ast, registry.renderer_of(body.renderer), opts)
   except Exception as e:
     rec.fail(e)
     return f"{type(e).__name__}: {e}"
   finally: rec.close()
   return None
 
-def _body(db_path: str, run_id: str, rid: int) -> dict[str, Any]:
+def _body(db_path: str, run_id: str, rid: int) -> KernelRecord:
   db = DB(db_path, create=False)
   try: row = next((r for r in db.rows(run_id, "kernel") if r[0] == rid), None)
   finally: db.close()
   if row is None: raise LookupError(f"replay database {db_path} has no record {rid}")
-  return parse_record(*row)
+  if not isinstance(rec := parse_record(*row), KernelRecord): raise LookupError(f"record {rid} is not a kernel")
+  return rec
 
 def kernel_traces(rep: Report, out_dir: str, base: str | None) -> int:
   """Write OUT_DIR/<kernel group>-new.jsonl (and -old.jsonl with the base checkout's code) for every changed or failed
