@@ -124,6 +124,15 @@ def resident_mb(pid: int) -> float:
     with open(f"/proc/{pid}/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
   except (OSError, ValueError, IndexError): return 0.0
 
+def peak_resident_mb(pid: int) -> float:
+  """The most resident memory a live process has had since its exec (VmHWM, MB), 0 when it cannot be read."""
+  try:
+    with open(f"/proc/{pid}/status") as f:
+      for line in f:
+        if line.startswith("VmHWM:"): return int(line.split()[1]) / 1024
+  except (OSError, ValueError, IndexError): pass
+  return 0.0
+
 def worker_env(cfg: CampaignConfig) -> dict[str, str]:
   env = dict(os.environ)
   env.update({"SPEC": str(cfg.spec), "IGNORE_OOB": "0" if cfg.bounds else "1", "TRACK_MATCH_STATS": "1",
@@ -143,7 +152,7 @@ class Worker:
     self.note: tuple[int, str, str] | None = None
     self.info: dict[str, Any] = {}
     self.pending: dict[str, Any] | None = None  # a job to send once this worker is ready (its predecessor's)
-    self.peak_mb = 0.0  # the most resident memory seen (polled while busy, and the kernel's count when it is reaped)
+    self.peak_mb = 0.0  # the most resident memory seen since the exec (VmHWM, polled while busy)
   @property
   def fd(self) -> int:
     assert self.proc.stdout is not None
@@ -181,12 +190,9 @@ class Worker:
       except OSError: pass
     self.logf.close()
   def reap(self) -> int:
-    """Wait for the process to end; its exit status (negative: the signal), and its peak memory into peak_mb."""
-    try:
-      _, status, ru = os.wait4(self.proc.pid, 0)
-      self.proc.returncode = os.waitstatus_to_exitcode(status)
-      self.peak_mb = max(self.peak_mb, ru.ru_maxrss / 1024)
-    except ChildProcessError: pass
+    """Wait for the process to end; its exit status (negative: the signal)."""
+    # NOTE: not wait4's ru_maxrss for the peak: Linux counts in it the parent's resident memory at the fork (vfork) and
+    # exec that started the worker, so a worker started by a big process (a long pytest run) would look past the cap
     return self.proc.wait()
   def death(self) -> str:
     rc = self.reap()
@@ -274,7 +280,7 @@ class WorkerPool:
         self.restart(w, kill=True)
         events.append((w, "memory", (job, note, mb)))
         continue
-      if w.job is not None: w.peak_mb = max(w.peak_mb, mb)
+      if w.job is not None: w.peak_mb = max(w.peak_mb, mb, peak_resident_mb(w.proc.pid))
       if w.job is not None and t - w.last_beat > self.step_timeout:
         job, note = w.job, w.note
         self.restart(w, kill=True)
