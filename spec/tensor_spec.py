@@ -3,10 +3,10 @@ device per node that a graph with tensors on several devices is lowered to befor
 from __future__ import annotations
 from typing import Any, cast
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat
 from tinygrad.dtype import dtypes
 from tinygrad.uop.sint import sym_eq, shrink_fits, check_reshape
-from spec.shared_spec import Rule, shared_rules, fail, const_ok, var_ok, is_value, is_invalid, has_index
+from spec.shared_spec import Rule, Spec, shared_rules, fail, const_ok, var_ok, is_value, is_invalid, has_index
 
 def shape_of(u: UOp) -> tuple[int | UOp, ...]:
   if (sh := u.shape) is None: fail(f"source {u.op} has no tensor shape")
@@ -196,7 +196,7 @@ tensor_rules: list[Rule] = [
    after_ok),
 ]
 
-tensor_spec = PatternMatcher(tensor_reject + tensor_rules + shared_rules)
+tensor_spec = Spec("tensor", tensor_reject + tensor_rules + shared_rules)
 
 # the per-device graph: what tensor_spec allows, less what spans devices
 device_reject: list[Rule] = [
@@ -205,4 +205,4 @@ device_reject: list[Rule] = [
    isinstance(x.arg, tuple) else None),
 ]
 
-device_spec = PatternMatcher(device_reject + tensor_reject + tensor_rules + shared_rules)
+device_spec = Spec("device", device_reject + tensor_reject + tensor_rules + shared_rules)

@@ -82,13 +82,13 @@ def _new_buffer_uop(size: int, dtype: DType, device: str, shape: tuple[int, ...]
   u = UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), _device_uop(device)), size)
   return u if shape is None else u.reshape(shape)
 
-def _base_buffer(u: UOp) -> UOp | None:
+def base_buffer(u: UOp) -> UOp | None:
   """The BUFFER under a realized tensor's uop (BUFFER or RESHAPE(BUFFER); of a symbolic size, the RESHAPE of the
   prefix SHRINK(BUFFER, ((0, n),)) of a buffer of the maximum size), else None. A tensor on several devices is
   realized when its uop is a MULTI of such buffers: that MULTI."""
   top = u
   while u.op is Ops.RESHAPE: u = u.src[0]
-  if u.op is Ops.MULTI: return u if all(_base_buffer(s) is not None for s in u.src) else None
+  if u.op is Ops.MULTI: return u if all(base_buffer(s) is not None for s in u.src) else None
   # NOTE: a concrete view of such a prefix (its reshape to the bound sizes) is not the buffer: it is read by a kernel
   if u.op is Ops.SHRINK and len(u.arg) == 1 and _is_int(u.arg[0][0], 0) and isinstance(u.arg[0][1], UOp) and \
      not all_concrete(top.shape or ()):
@@ -288,10 +288,10 @@ def _bce_gradient(ctx: Tensor, ret: Tensor, p: Tensor, y: Tensor) -> tuple[Tenso
   gy = (1 - p).log() - p.log()
   return ctx * gp, ctx * gy
 
-_all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
-_backward_roots: weakref.WeakSet[Tensor] = weakref.WeakSet()
+backward_roots: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # the realized view of a tensor that required grad -> the lazy graph that computed it, for as long as a graph reads it,
 # so autograd can look through values realized in the middle of a forward pass (even once their Tensor is gone)
 _realized_graphs: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
@@ -392,7 +392,7 @@ class Tensor(_CastSugar, MathTrait):
     # made by an op on tensors that require grad (torch's non-leaf); a leaf (a parameter, even one an optimizer assigned
     # a lazy update to) is a gradient target, never looked through
     self._nonleaf = False
-    _all_tensors.add(self)
+    all_tensors.add(self)
 
   def __hash__(self) -> int: return id(self)
   def __repr__(self) -> str:
@@ -452,7 +452,7 @@ class Tensor(_CastSugar, MathTrait):
     from tinygrad.engine.schedule import create_schedule_with_vars
     todo: list[Tensor] = []
     for t in dict.fromkeys((self, *others)):
-      if _base_buffer(t.uop) is not None: continue
+      if base_buffer(t.uop) is not None: continue
       # NOTE: an empty tensor needs no kernel: it becomes an empty buffer at once
       if all_concrete(t.shape) and t.numel() == 0:
         if apply: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device, cast(tuple[int, ...], t.shape))})
@@ -486,7 +486,7 @@ class Tensor(_CastSugar, MathTrait):
       raise RuntimeError(f"numpy()/item()/tolist() of {self!r} inside a function TinyJit is capturing: a replay does "
                          "not run the function, so it cannot read values on the host; return the tensor instead")
     self.realize()
-    b = _base_buffer(self.uop)
+    b = base_buffer(self.uop)
     if b is None: raise RuntimeError(f"numpy: {self!r} did not realize to a buffer")
     if b.op is Ops.MULTI: return _multi_numpy(b, self.dtype).reshape(cast(tuple[int, ...], self.shape))
     buf = buffer_of(b)
@@ -534,7 +534,7 @@ class Tensor(_CastSugar, MathTrait):
     x = x if isinstance(x, Tensor) else Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: x = x._broadcast_to(self.shape, "assign")
     if x.dtype is not self.dtype: x = x.cast(self.dtype)
-    if _base_buffer(self.uop) is None and self.uop.op is not Ops.ASSIGN and not _is_writable_view(self.uop):
+    if base_buffer(self.uop) is None and self.uop.op is not Ops.ASSIGN and not _is_writable_view(self.uop):
       self.uop = x.uop
       return self
     check_assign_target(self.uop)
@@ -1868,7 +1868,7 @@ class Tensor(_CastSugar, MathTrait):
     """x[idx] = v: the selected elements take v (broadcast to the selection); x is updated in place and realized."""
     entries = self._index_entries(indices)
     basic = not any(isinstance(i, (Tensor, np.ndarray, bool)) for i in entries)
-    on_buffer = _base_buffer(self.uop) is not None or _is_writable_view(self.uop)
+    on_buffer = base_buffer(self.uop) is not None or _is_writable_view(self.uop)
     if basic and (on_buffer or not (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad))):
       # NOTE: slices, ints, None and ... select a view of the buffer: write v through it (an ASSIGN), no one-hot
       if not on_buffer: self.realize()
@@ -1888,7 +1888,7 @@ class Tensor(_CastSugar, MathTrait):
     """A basic-index write into a realized tensor split over several devices, done on each device that holds some of
     the selected rows (its part of v copied there); False for any other tensor (the graph writes through the view)."""
     m = self.uop
-    if m.op is not Ops.MULTI or m.arg[0] is None or any(_base_buffer(sh) is None for sh in m.src): return False
+    if m.op is not Ops.MULTI or m.arg[0] is None or any(base_buffer(sh) is None for sh in m.src): return False
     axis, bounds = m.arg[0], m.arg[1]
     if any(e is True or e is False for e in entries): return False
     # the entries, one per axis of self (None adds an axis of the view), Ellipsis expanded
@@ -3304,7 +3304,7 @@ class Tensor(_CastSugar, MathTrait):
     parameters off)."""
     root = self._graph if self._graph is not None else self.uop
     if not (kept := dict(list(_realized_graphs.items()))): return root, {}
-    grad_uops = {t.uop for t in list(_all_tensors) if t.requires_grad}
+    grad_uops = {t.uop for t in list(all_tensors) if t.requires_grad}
     reads = {u: set(g.toposort()) for u, g in kept.items()}
     live: dict[UOp, UOp] = {}
     # NOTE: live = reads a tensor requiring grad, directly or through another live one (to a fixed point)
@@ -3333,12 +3333,12 @@ class Tensor(_CastSugar, MathTrait):
     """Fill .grad of every tensor with requires_grad=True that self depends on (added to an existing .grad)."""
     root, where = self._grad_graph()
     nodes = root.toposort(gate=lambda u: u.op is not Ops.DETACH)
-    targets = [t for t in list(_all_tensors) if t.requires_grad and where.get(t.uop, t.uop) in nodes]
+    targets = [t for t in list(all_tensors) if t.requires_grad and where.get(t.uop, t.uop) in nodes]
     if not targets: raise RuntimeError("backward: no tensor with requires_grad=True contributes to this tensor")
     for t, g in zip(targets, self.gradient(*targets, gradient=gradient)):
       if g.shape != t.shape: raise RuntimeError(f"backward: gradient shape {g.shape} != tensor shape {t.shape}")
       t.grad = g if t.grad is None else (t.grad + g)
-    _backward_roots.add(self)
+    backward_roots.add(self)
     return self
 
   # ---- torch's names: aliases and small compositions of the ops above ----
@@ -3605,7 +3605,7 @@ class Tensor(_CastSugar, MathTrait):
     moves too."""
     return self._replace_with(self.to(device), lambda g: g.to(device))
   def _replace_with(self, new: Tensor, grad_fn: Callable[[Tensor], Tensor]) -> Tensor:
-    realized = _base_buffer(self.uop) is not None
+    realized = base_buffer(self.uop) is not None
     self.uop = new.uop
     if self.grad is not None: self.grad.uop = grad_fn(self.grad).uop
     if realized: self.realize(*([self.grad] if self.grad is not None else []))
@@ -3649,7 +3649,7 @@ def _multi_numpy(m: UOp, dtype: DType) -> np.ndarray:
   axis, bounds, _ = m.arg
   parts = []
   for sh in m.src:
-    buf = buffer_of(cast(UOp, _base_buffer(sh)))
+    buf = buffer_of(cast(UOp, base_buffer(sh)))
     if not buf.is_allocated(): buf.allocate()
     parts.append(from_storage_np(buf.numpy(), dtype).reshape(sh.shape))
   if axis is None: return parts[0]
@@ -3675,7 +3675,7 @@ def _readers_of_overwritten(todo: list[Tensor]) -> list[Tensor]:
   def reads_old(t: Tensor) -> bool:
     return any(n in overwritten for n in t.uop.toposort(gate=lambda n: n.op is not Ops.ASSIGN))
   # NOTE: a pure view of a buffer (a slice, a transpose) aliases it, as a torch view does: it sees the write
-  return [t for t in list(_all_tensors) if t not in have and t.uop.op is not Ops.ASSIGN and
+  return [t for t in list(all_tensors) if t not in have and t.uop.op is not Ops.ASSIGN and
           not _is_view_of_buffer(t.uop) and t.numel() != 0 and reads_old(t)]
 
 def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
@@ -3685,8 +3685,8 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
   # NOTE: an ASSIGN overwrote its buffer: the lazy graph recorded for the old contents no longer describes it
   if written := {_view_base(u.src[0]) for u in becomes if u.op is Ops.ASSIGN}:
     for k in [k for k in list(_realized_graphs.keys()) if _view_base(k) in written]: _realized_graphs.pop(k, None)
-  for t in list(_all_tensors):
-    if _base_buffer(t.uop) is not None: continue
+  for t in list(all_tensors):
+    if base_buffer(t.uop) is not None: continue
     if (new := becomes.get(t.uop)) is not None:
       if t.requires_grad and t.uop.op is not Ops.ASSIGN:
         if t._graph is None: t._graph = t.uop
@@ -3695,4 +3695,4 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
     elif t.uop.op is not Ops.CONST and any(u in becomes for u in t.uop.toposort()):
       t.uop = substitute(t.uop, becomes)
 
-__all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError"]
+__all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError", "base_buffer", "all_tensors", "backward_roots"]

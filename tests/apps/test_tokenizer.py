@@ -9,9 +9,9 @@ import pytest
 from tinygrad.apps.tokenizer import Tokenizer, TokenizerError, render_template, PRE_TOKENIZERS
 from tinygrad.nn.gguf import GGUFFile
 
-tokenizers = pytest.importorskip("tokenizers")
-spm = pytest.importorskip("sentencepiece")
-gguf = pytest.importorskip("gguf")
+import tokenizers  # noqa: E402,F401  (the testing extra has every reference: a missing one fails, never skips)
+import sentencepiece as spm  # noqa: E402
+import gguf  # noqa: E402
 
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
 _PIECES = ["the", "and", "ing", "tion", " ", "  ", "\n", "\t", "\r\n", "123", "4567", "3.14", "'s", "'ll", "n't", "!!",

@@ -46,6 +46,23 @@ class Opt:
   axis: int | None = None
   arg: Any = None
   def __repr__(self) -> str: return f"Opt(op={self.op!r}, axis={self.axis!r}, arg={self.arg!r})"
+  def to_json(self) -> list[Any]:
+    """[OptOps name, axis, arg]: the one form every record and reproducer stores an opt in."""
+    return [self.op.name, self.axis, self.arg]
+  @staticmethod
+  def from_json(x: Any) -> Opt:
+    """The opt of `to_json`'s form. Raises UnknownOptError for an OptOps name this version lacks, ValueError for
+    anything else that is not that form (axis an int or null; arg an int, a string (a tensor core's name) or null)."""
+    if not (isinstance(x, list) and len(x) == 3 and isinstance(x[0], str)):
+      raise ValueError(f"opt {str(x)[:80]}: not [OptOps name, axis, arg]")
+    op, axis, arg = x
+    if op not in OptOps.__members__: raise UnknownOptError(f"opt {op[:40]!r} does not exist in this version")
+    if not (axis is None or type(axis) is int) or not (arg is None or type(arg) in (int, str)):
+      raise ValueError(f"opt {op}: axis must be an int or null and arg an int, a string or null, not {axis!r}, {arg!r}")
+    return Opt(OptOps.__members__[op], axis, arg)
+
+class UnknownOptError(ValueError):
+  """A stored opt names an OptOps this version does not have."""
 
 class KernelOptError(Exception):
   """An Opt that does not fit this kernel or this target. Heuristics and BEAM catch it and try something else."""

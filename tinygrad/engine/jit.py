@@ -21,7 +21,7 @@ from tinygrad.dtype import DType
 from tinygrad.device import Device, Buffer, buffer_of
 from tinygrad.helpers import DEBUG
 from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, launch, capture_launches, _fmt_line
-from tinygrad.tensor import Tensor, _all_tensors, _base_buffer
+from tinygrad.tensor import Tensor, all_tensors, base_buffer
 
 R = TypeVar("R")
 
@@ -149,7 +149,7 @@ class CapturedJit:
 
   def _out(self, path: str, v: Any, slot_of: dict[Buffer, int], base_slot: dict[Buffer, int]) -> Any:
     if not isinstance(v, Tensor): return v
-    base = _base_buffer(v.uop)
+    base = base_buffer(v.uop)
     assert base is not None, f"{path} was realized"
     bufs = _buffers_of(base)
     slots = [slot_of.get(b) for b in bufs]
@@ -199,14 +199,14 @@ class CapturedJit:
 
 def _buffers_of(base: UOp) -> list[Buffer]:
   """The buffers of a realized tensor's base: one, or one per device for a tensor on several devices."""
-  return [buffer_of(cast(UOp, _base_buffer(s))) for s in base.src] if base.op is Ops.MULTI else [buffer_of(base)]
+  return [buffer_of(cast(UOp, base_buffer(s))) for s in base.src] if base.op is Ops.MULTI else [buffer_of(base)]
 
 def _slots(tensors: list[Tensor], names: list[str]) -> tuple[list[Buffer], list[str], list[int]]:
   """The capture's slots (buffers that change between calls) of these tensors: each tensor's buffer, or one per device
   for a tensor on several; with their names and the index of the tensor each belongs to."""
   bufs, snames, owner = [], [], []
   for i, (t, n) in enumerate(zip(tensors, names)):
-    base = _base_buffer(t.uop)
+    base = base_buffer(t.uop)
     assert base is not None, f"{n} was realized"
     tb = _buffers_of(base)
     bufs += [b.ensure_allocated() for b in tb]
@@ -224,7 +224,7 @@ def _written(r: Runner) -> tuple[int, ...]:
 def _realize_with_pending_assigns(tensors: list[Tensor]) -> None:
   """Realize `tensors` and every pending assign (a lazily assigned learning rate, BatchNorm statistics): the captured
   kernels read buffers, so a write still queued in a lazy graph must land in its buffer first."""
-  todo = tensors + [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
+  todo = tensors + [t for t in list(all_tensors) if t.uop.op is Ops.ASSIGN]
   if todo: todo[0].realize(*todo[1:])
 
 class TinyJit(Generic[R]):
@@ -361,7 +361,7 @@ class TinyJit(Generic[R]):
   def _replay(self, inputs: list[Tensor], vals: dict[str, int]) -> Any:
     assert self.captured is not None
     slot_tensors = inputs + [Tensor._rng_state(d) for d in self._rng_devs]
-    slot_bufs, _, owner = _slots(slot_tensors, [self.captured.slot_names[0]] * len(slot_tensors))
+    slot_bufs, _, owner = _slots(slot_tensors, [f"argument {i}" for i in range(len(slot_tensors))])
     ret = self.captured.replay(slot_bufs, vals)
     self.cnt += 1
     def make(p: str, v: Any) -> Any:
@@ -369,7 +369,7 @@ class TinyJit(Generic[R]):
       if v.slot < 0: return Tensor(_rebind(cast(UOp, v.uop), vals))
       shape, t = tuple(bind_sint(s, vals) for s in v.shape), slot_tensors[owner[v.slot]]
       if t.shape == shape: return Tensor(t.uop)
-      base = cast(UOp, _base_buffer(t.uop))
+      base = cast(UOp, base_buffer(t.uop))
       return Tensor(base if base.op is Ops.MULTI else base.reshape(shape))
     return _map_leaves(ret, make, "return")
 

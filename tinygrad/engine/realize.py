@@ -13,7 +13,7 @@ from __future__ import annotations
 import time, contextlib
 from dataclasses import dataclass
 from typing import Any, Iterator
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, hooks
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.sint import sint, infer
 from tinygrad.device import Device, Buffer
@@ -123,7 +123,9 @@ def is_capturing() -> bool: return bool(_captures)
 
 def launch(runner: Runner, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
   """Run one launch, count it in GlobalCounters and record it into every active capture."""
-  et = runner(bufs, var_vals, wait)
+  # NOTE: a profiler (the `launched` checkpoint) needs the kernel's own time, so the launch waits for it
+  st = time.perf_counter() if hooks.launched else 0.0
+  et = runner(bufs, var_vals, wait or bool(hooks.launched))
   ops, mem = runner.work(var_vals)
   GlobalCounters.kernel_count += isinstance(runner, CompiledRunner)
   GlobalCounters.global_ops += ops
@@ -137,6 +139,8 @@ def launch(runner: Runner, bufs: list[Buffer], var_vals: dict[str, int], wait: b
     GlobalCounters.device_ops[dev] = GlobalCounters.device_ops.get(dev, 0) + ops
     GlobalCounters.device_mem[dev] = GlobalCounters.device_mem.get(dev, 0) + mem
   if et is not None: GlobalCounters.time_sum_s += et
+  if hooks.launched:
+    for fn in hooks.launched: fn(runner, bufs, st, et)
   if _captures:
     item = ExecItem(runner, tuple(bufs), dict(var_vals))
     for cap in _captures: cap.append(item)

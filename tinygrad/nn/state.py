@@ -190,12 +190,12 @@ _SAFE_NAMES = {v: k for k, v in SAFE_DTYPES.items()}
 def _raw(t: Tensor) -> bytes:
   """The bytes of t's buffer (bfloat16 and fp8 as their bit patterns), realized and contiguous."""
   from tinygrad.device import buffer_of
-  from tinygrad.tensor import _base_buffer
+  from tinygrad.tensor import base_buffer
   # NOTE: a tensor on several devices is gathered onto its first device to be written out whole
   if isinstance(t.device, tuple): t = t.to(t.device[0])
   t = t.realize()
-  if _base_buffer(t.uop) is None: t = t.contiguous().realize()
-  base = _base_buffer(t.uop)
+  if base_buffer(t.uop) is None: t = t.contiguous().realize()
+  base = base_buffer(t.uop)
   assert base is not None, "a realized tensor reads a buffer"
   return bytes(buffer_of(base).ensure_allocated().as_buffer()) if t.numel() else b""
 

@@ -712,7 +712,8 @@ def rangeify(sink: UOp, first_new: int = 0) -> tuple[UOp, dict[UOp, UOp], dict[U
   # tensors on several devices: one graph per device, data moved only by COPY nodes (tinygrad/schedule/multi.py)
   if has_multi(sink):
     dsink, multis = lower_multi(sink)
-    for fn in hooks.device_graph: fn(dsink)
+    if hooks.device_graph:
+      for fn in hooks.device_graph: fn(dsink)
     # NOTE: new buffers are numbered after every buffer of the caller's graph, also those no device graph reads
     named = 1 + max((u.arg for u in sink.toposort() if u.op is Ops.LUNIQUE), default=-1)
     ksink, dbecomes, var_vals = rangeify(dsink, named)

@@ -1,6 +1,6 @@
 """UOp (the one IR node, hash-consed), UPat / PatternMatcher (the one rewrite mechanism) and graph_rewrite."""
 from __future__ import annotations
-import atexit, weakref, functools, itertools, inspect, math, struct, sys, time, types, collections
+import atexit, weakref, functools, itertools, inspect, math, struct, time, types, collections
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp, AxisType
@@ -36,11 +36,11 @@ class recursive_property(functools.cached_property):
     d[name] = ret = self.func(instance)
     return ret
 
-def _argkey(a: Any) -> Any:
+def argkey(a: Any) -> Any:
   # NOTE: 0.0 == -0.0 and nan != nan, so floats key by their bits; True == 1, so scalars key with their type
   t = type(a)
   if t is float: return (float, struct.pack("<d", a))
-  if t is tuple: return tuple(_argkey(x) for x in a)
+  if t is tuple: return tuple(argkey(x) for x in a)
   if t is bool or t is int: return (t, a)
   return a
 
@@ -49,7 +49,7 @@ class UOpMetaClass(type):
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None,
                tag: Any = None) -> UOp:
     if type(src) is not tuple: src = tuple(src)
-    key = (op, dtype, src, None if arg is None else _argkey(arg), tag)
+    key = (op, dtype, src, None if arg is None else argkey(arg), tag)
     if (wret := UOpMetaClass.ucache.get(key)) is not None and (ret := wret()) is not None: return ret
     created: UOp = super().__call__(op, dtype, src, arg, tag)
     UOpMetaClass.ucache[key] = weakref.ref(created)
@@ -72,7 +72,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __del__(self) -> None:
     try:
-      key = (self.op, self.dtype, self.src, None if self.arg is None else _argkey(self.arg), self.tag)
+      key = (self.op, self.dtype, self.src, None if self.arg is None else argkey(self.arg), self.tag)
       # NOTE: __del__ runs before CPython clears weakrefs, so the entry still points at self here
       if (r := UOpMetaClass.ucache.get(key)) is not None and (r() is None or r() is self): del UOpMetaClass.ucache[key]
     except (AttributeError, TypeError, KeyError): pass
@@ -310,11 +310,12 @@ def _short_repr(u: UOp, depth: int) -> str:
 
 # ---- shapes of tensor-graph nodes ----
 
+# NOTE: symbolic sizes are simplified by the symbolic rules, which are built from this module, so the helpers
+# (tinygrad.uop.sint) register themselves here when imported (`import tinygrad` does it) and this module imports neither
+sint_helpers: list[types.ModuleType] = []
 def _sint() -> types.ModuleType:
-  # NOTE: symbolic sizes are simplified by the symbolic rules, which are built from this module: the helpers are looked
-  # up where a size is symbolic, so a graph of int shapes never needs them
-  from tinygrad.uop import sint
-  return sint
+  if not sint_helpers: raise RuntimeError("a symbolic size needs tinygrad.uop.sint: import tinygrad (or it) first")
+  return sint_helpers[0]
 
 def _is_int(x: Any, v: int) -> bool: return not isinstance(x, UOp) and x == v
 def _size_arg(x: Any) -> Any: return x if isinstance(x, UOp) else int(x)
@@ -580,50 +581,19 @@ def _takes_ctx(fn: Callable[..., Any]) -> bool:
   return ret
 _ctx_memo: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
-def foreign_rule(fn: Any) -> str | None:
-  """Where a rule function comes from when it is not tinygrad's own code as its module defines it (a test's function, a
-  planted mutant, a copy of a tinygrad function with other globals), else None. Builtins count as tinygrad's own.
-  NOTE: memoized per function, like _takes_ctx (matchers are built per kernel)."""
-  try: return _foreign_memo[fn][0]
-  except (KeyError, TypeError): pass
-  ret = _foreign_rule(fn)
-  try: _foreign_memo[fn] = (ret,)
-  except TypeError: pass
-  return ret
-_foreign_memo: weakref.WeakKeyDictionary[Any, tuple[str | None]] = weakref.WeakKeyDictionary()
+# NOTE: a dict keeps insertion order, so live_matchers() lists the oldest first
+_live_matchers: weakref.WeakKeyDictionary[PatternMatcher, None] = weakref.WeakKeyDictionary()
 
-def _foreign_rule(fn: Any) -> str | None:
-  while isinstance(fn, functools.partial): fn = fn.func
-  if isinstance(fn, types.MethodType): fn = fn.__func__
-  if isinstance(fn, types.FunctionType):
-    mod = str(fn.__globals__.get("__name__", "?"))
-    own = mod.split(".")[0] == "tinygrad" and getattr(sys.modules.get(mod), "__dict__", None) is fn.__globals__
-    return None if own else f"{fn.__qualname__} from {mod}"
-  mod = str(type(fn).__module__)
-  return None if mod.split(".")[0] in ("tinygrad", "builtins") else f"{type(fn).__qualname__} from {mod}"
-
-_pm_gens = itertools.count()
+def live_matchers() -> list[PatternMatcher]:
+  """Every PatternMatcher alive, in the order they were made: a tool that changes rules in place finds them here."""
+  return list(_live_matchers)
 
 class PatternMatcher:
   """Rules indexed by op. A rule's function gets the captures as keyword args (and `ctx` if it names it)
-  and returns a new UOp or None.
-  `patched` says why the matcher is not tinygrad's own rules as written (a rule function defined outside tinygrad or
-  copied with other globals, or rules replaced in place after construction), else None: a rewrite with such a matcher
-  fires the `patched_rewrite` checkpoint, so a record of what the compiler made (replay/) can leave its output out."""
+  and returns a new UOp or None."""
   def __init__(self, patterns: Sequence[tuple[UPat, Callable[..., Any]]]):
     self.patterns = list(patterns)
-    # NOTE: a second __init__ on the same matcher (fuzz/mutants.py swap_rule) is a patch unless it restores the rules
-    # the matcher was built with
-    first: list[tuple[UPat, Callable[..., Any]]] | None = self.__dict__.get("_built_with")
-    if first is None: self._built_with = list(self.patterns)
-    # NOTE: which __init__ made the rules as they are now (a sum made from them is stale once this changes)
-    self._gen = next(_pm_gens)
-    self.patched: str | None = next((f"rule #{i} {w}" for i, (_, fn) in enumerate(self.patterns)
-                                     if (w := foreign_rule(fn)) is not None), None)
-    if self.patched is None and first is not None and (len(first) != len(self.patterns) or
-                                                       any(a[0] is not b[0] or a[1] is not b[1]
-                                                           for a, b in zip(first, self.patterns))):
-      self.patched = "its rules were replaced in place after construction"
+    _live_matchers[self] = None
     self.rules: list[Rule] = []
     self.pdict: dict[Ops, list[tuple[UPat, Callable[..., Any], frozenset[Ops], bool, int]]] = {}
     for i, (p, fn) in enumerate(self.patterns):
@@ -635,17 +605,15 @@ class PatternMatcher:
   def __add__(self, more: PatternMatcher) -> PatternMatcher:
     # NOTE: a sum is kept per pair of operands as their rules are now: codegen adds `symbolic + pm_expand` for every
     # kernel, and a new matcher each time also described each rule again for TRACK_MATCH_STATS. An operand given other
-    # rules in place (fuzz/mutants.py swap_rule calls __init__ again) has a new _gen, so its sum is made again
-    sums: weakref.WeakKeyDictionary[PatternMatcher, tuple[int, int, PatternMatcher]] = \
+    # rules in place (__init__ again) has a new `patterns` list, so its sum is made again
+    sums: weakref.WeakKeyDictionary[PatternMatcher, tuple[list[Any], list[Any], PatternMatcher]] = \
       self.__dict__.setdefault("_sums", weakref.WeakKeyDictionary())
-    if (hit := sums.get(more)) is not None and hit[0] == self._gen and hit[1] == more._gen: return hit[2]
+    if (hit := sums.get(more)) is not None and hit[0] is self.patterns and hit[1] is more.patterns: return hit[2]
     ret = PatternMatcher(self.patterns + more.patterns)
-    sums[more] = (self._gen, more._gen, ret)
+    sums[more] = (self.patterns, more.patterns, ret)
     return ret
   def __len__(self) -> int: return len(self.patterns)
-  def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None:
-    if self.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"rewrite: {self.patched}")
-    return self._rewrite(uop, ctx)[0]
+  def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None: return self._rewrite(uop, ctx)[0]
   def _rewrite(self, uop: UOp, ctx: Any) -> tuple[UOp | None, int]:
     rules = self.pdict.get(uop.op)
     if rules is None: return None, -1
@@ -741,6 +709,8 @@ class _Rewriter:
     for o in others: self.on_stack.discard(o)
 
   def run(self, root: UOp) -> UOp:
+    if hooks.rewrite_start:
+      for fn in hooks.rewrite_start: fn(self, root)
     replace, on_stack, pdict, apply = self.replace, self.on_stack, self.pm.pdict, self.apply
     # (original node, stage, node being worked on, node to release from on_stack when done)
     stack: list[tuple[UOp, int, UOp, UOp]] = [(root, 0, root, root)]
@@ -801,7 +771,6 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
   unless `bottom_up` (then each node is rewritten before its sources).
   A non-terminating rewrite raises RewriteNotConverging."""
   pname = name or "unnamed"
-  if pm.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"{pname}: {pm.patched}")
   rw = _Rewriter(pm, ctx, pname, bottom_up, sink)
   out = rw.run(sink)
   if hooks.rewrite_done:
@@ -812,7 +781,6 @@ def graph_rewrite_map(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up:
                       name: str | None = None) -> dict[UOp, UOp]:
   """Like graph_rewrite, but returns what every node of the input graph became."""
   pname = name or "unnamed"
-  if pm.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"{pname}: {pm.patched}")
   topo = sink.toposort()
   rw = _Rewriter(pm, ctx, pname, bottom_up, len(topo))
   out = rw.run(sink)
@@ -849,5 +817,5 @@ def identity_element(op: Ops, dt: DType) -> Any:
   raise NotImplementedError(f"REDUCE with {op} has no identity element")
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "graph_rewrite_map", "Ops", "GroupOp", "AxisType",
-           "RewriteNotConverging", "Metadata", "consumer_map", "identity_element", "match_stats", "dtypes", "DType",
-           "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]
+           "RewriteNotConverging", "Metadata", "consumer_map", "identity_element", "match_stats", "live_matchers",
+           "argkey", "dtypes", "DType", "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]

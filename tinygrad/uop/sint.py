@@ -10,8 +10,10 @@ Sizes are kept simplified (`ssimplify`): a symbolic size that folds to a constan
 same node, so shapes compare with `sym_eq` (and mostly with `is`).
 """
 from __future__ import annotations
+import sys
 from typing import Any, Callable, Iterable, Union
 from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop import ops
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import dtypes
@@ -210,3 +212,6 @@ __all__ = ["sint", "is_sym", "all_concrete", "as_uop", "ssimplify", "sym_prod", 
            "sym_eq", "shape_eq", "shrink_fits", "check_reshape", "variables", "binds_of", "bound_value", "infer",
            "has_symbolic_arg", "substitute_sizes", "substitute_sizes_map", "graph_binds", "unbind_sint", "bind_sint",
            "render_sint", "render_shape"]
+
+# the shape checks of tinygrad.uop.ops use these helpers where a size is symbolic
+if not ops.sint_helpers: ops.sint_helpers.append(sys.modules[__name__])
