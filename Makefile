@@ -12,7 +12,7 @@ JOBS ?= 2
 
 .PHONY: demo test test-symbolic test-python test-llvm test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
-	test-ops-targets test-gpu-sweep chromium viz-docs
+	test-ops-targets test-gpu-sweep chromium viz-docs test-multi
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -145,6 +145,11 @@ test-deep-chains: $(STAMP)
 # every symbolic-shape op of tests/tensor/test_symbolic.py at three bindings (the default suite runs a slice at two)
 test-symbolic: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/tensor/test_symbolic.py
+
+# tests/multi with its slow cases: the tests/tensor sweep over 2 and 3 CPU devices on every axis and replicated, every
+# training layout (the default suite runs a slice of each)
+test-multi: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/multi
 
 # one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2 [PYTEST_ARGS='-x -k conv'] [JOBS=2]. It names
 # every failure and the 25 slowest tests, and stops itself after SHARD_TIMEOUT seconds (below CI's job limit) so a shard
