@@ -147,7 +147,7 @@ test-symbolic: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/tensor/test_symbolic.py
 
 # tests/multi with its slow cases: the tests/tensor sweep over 2 and 3 CPU devices on every axis and replicated, every
-# training layout (the default suite runs a slice of each)
+# training layout, 300 random shard chains (the default suite runs a slice of each)
 test-multi: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/multi
 
