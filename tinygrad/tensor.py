@@ -88,7 +88,10 @@ def base_buffer(u: UOp) -> UOp | None:
   realized when its uop is a MULTI of such buffers: that MULTI."""
   top = u
   while u.op is Ops.RESHAPE: u = u.src[0]
-  if u.op is Ops.MULTI: return u if all(base_buffer(s) is not None for s in u.src) else None
+  if u.op is Ops.MULTI:
+    # NOTE: as on one device, a concrete view of shards of a symbolic size is read by a kernel
+    if all_concrete(top.shape or ()) and not all_concrete(u.shape or ()): return None
+    return u if all(base_buffer(s) is not None for s in u.src) else None
   # NOTE: a concrete view of such a prefix (its reshape to the bound sizes) is not the buffer: it is read by a kernel
   if u.op is Ops.SHRINK and len(u.arg) == 1 and _is_int(u.arg[0][0], 0) and isinstance(u.arg[0][1], UOp) and \
      not all_concrete(top.shape or ()):

@@ -31,7 +31,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _sharded(request, monkeypatch):
   if not (spec := request.config.getoption("--shard")): return
-  if request.node.get_closest_marker("single_device") is not None:
-    pytest.skip(f"single device: {request.node.get_closest_marker('single_device').args[0]}")
-  from tests.multi.sweep import shard_everything
+  from tests.multi.sweep import shard_everything, parse
+  if (mark := request.node.get_closest_marker("single_device")) is not None:
+    # NOTE: split_only=True: the test still runs where the sweep replicates its data
+    if not (mark.kwargs.get("split_only") and parse(spec)[1] is None): pytest.skip(f"single device: {mark.args[0]}")
   shard_everything(monkeypatch, spec)

@@ -7,6 +7,10 @@ import pytest
 from tinygrad import Tensor, TinyJit, Variable, hooks
 from tinygrad.uop.sint import bound_value
 
+# NOTE: the multi-device sweep runs these replicated only: a symbolic size on a split axis is refused (docs/multi.md)
+pytestmark = pytest.mark.single_device("slices, reshapes and sums of symbolic size over a split axis are refused with "
+                                       "a MultiDeviceError", split_only=True)
+
 rng = np.random.default_rng(0)
 N = 6
 NA = rng.standard_normal((N, 4)).astype(np.float32)

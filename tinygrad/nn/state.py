@@ -91,7 +91,9 @@ def _filled_buffer(n: int, dtype: DType, device: str | None, fill: Callable[[mem
   the device's memory is the host's (one copy from the file), else through one host staging copy."""
   from tinygrad.device import buffer_of
   from tinygrad.tensor import _new_buffer_uop, _canon_device
-  u = _new_buffer_uop(n, dtype, _canon_device(device))
+  # NOTE: onto a set of devices: read once onto the first, then replicated by copies
+  if isinstance(dev := _canon_device(device), tuple): return _filled_buffer(n, dtype, dev[0], fill).to(dev).realize()
+  u = _new_buffer_uop(n, dtype, dev)
   buf = buffer_of(u).ensure_allocated()
   if n == 0: return Tensor(u)
   if hasattr(buf.allocator, "_as_buffer"): fill(buf.as_buffer(allow_zero_copy=True))

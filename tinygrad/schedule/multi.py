@@ -38,6 +38,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite_map
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import ALLREDUCE, prod
+from tinygrad.uop.sint import render_shape, render_sint
 
 Bounds = tuple[tuple[int, int], ...]
 Box = tuple[tuple[int, int], ...]
@@ -106,6 +107,9 @@ def devices_of(m: UOp) -> tuple[str, ...]: return tuple(s.device for s in m.src)
 def copy_to(x: UOp, dev: str) -> UOp:
   """x on `dev`: x itself when it is there, else a COPY (the only way data moves between devices)."""
   if x.device == dev: return x
+  if not all(isinstance(v, int) for v in x.shape):
+    raise MultiDeviceError(f"moving a tensor of symbolic shape {render_shape(x.shape)} from {x.device} to {dev} (a "
+                           "gather, reshard or allreduce) is not supported; bind its sizes first")
   # NOTE: a strided view is stored on its own device first, in a node of its own: the view itself may be an ASSIGN's
   # target in the same graph, and the copy must read the values from before the write
   src = x.contiguous() if _is_view(x) and not _is_base_view(x) else x
@@ -142,6 +146,9 @@ def gather_region(m: UOp, box: Box, dev: str) -> UOp:
   if axis is None:
     i = devs.index(dev) if dev in devs else 0
     return copy_to(m.src[i].shrink(box), dev)
+  if not all(isinstance(v, int) for r in box for v in r):
+    raise MultiDeviceError(f"gathering a tensor of symbolic shape {render_shape(m.shape)} split on axis {axis} over "
+                           f"{devs} onto {dev} is not supported; bind its sizes first")
   pieces: list[tuple[int, UOp]] = []
   lo, hi = box[axis]
   for i, (b, e) in enumerate(bounds):
@@ -218,6 +225,9 @@ def allreduce(m: UOp) -> UOp:
   shards, op, devs = m.src, m.arg[2], devices_of(m)
   shape = m.shape
   if len(shards) == 1: return multi(shards, None, None)
+  if not all(isinstance(v, int) for v in shape):
+    raise MultiDeviceError(f"allreduce of partial sums of symbolic shape {render_shape(shape)} over {devs} is not "
+                           "supported; bind its sizes first")
   if allreduce_variant(prod(shape) * m.dtype.itemsize, len(shards)) == "naive":
     return multi([_reduce_onto(shards, op, d, _box(shape, None, None)) for d in devs], None, None)
   n_el = prod(shape)
@@ -319,12 +329,25 @@ def _pad_layout(size: int, bounds: Bounds, before: int, after: int) -> tuple[Bou
   assert len(new) == n
   return tuple(new), pads
 
+def _symbolic_on_axis(x: UOp, axis: int) -> bool:
+  """A movement op whose argument on the split axis (any size of a reshape) is symbolic: no bounds can follow it."""
+  if x.op is Ops.RESHAPE: return not all(isinstance(v, int) for v in (*x.arg, *x.src[0].shape))
+  if x.op in (Ops.SHRINK, Ops.PAD): return not all(isinstance(v, int) for v in x.arg[axis])
+  if x.op is Ops.EXPAND: return not isinstance(x.arg[axis], int)
+  return False
+
 def lower_movement(x: UOp, m: UOp) -> UOp:
   axis, bounds, op = m.arg
   devs = devices_of(m)
   if axis is None:
     return multi([_md(x, UOp(x.op, x.dtype, (s,), x.arg)) for s in m.src], None, None, op)
   shape = m.shape
+  if _symbolic_on_axis(x, axis):
+    arg = render_shape(x.arg) if x.op in (Ops.RESHAPE, Ops.EXPAND) else \
+      "(" + ", ".join(f"({render_sint(b)}, {render_sint(e)})" for b, e in x.arg) + ")"
+    raise MultiDeviceError(f"{x.op.name} {arg} of a tensor of shape {render_shape(shape)} split on axis {axis} over "
+                           f"{devs}: a symbolic size on the split axis (or in a reshape) has no per-device bounds; "
+                           "bind its sizes first")
   if x.op is Ops.PERMUTE:
     return multi([_md(x, s.permute(x.arg)) for s in m.src], x.arg.index(axis), bounds)
   if x.op is Ops.FLIP:
@@ -351,6 +374,10 @@ def lower_movement(x: UOp, m: UOp) -> UOp:
     nax, nbounds = lay
     return multi([_md(x, s.reshape(local_shape(x.arg, nax, b))) for s, b in zip(m.src, nbounds)], nax, nbounds)
   # NOTE: the rows of a shard do not stay whole (or the split axis itself is expanded): gathered on every device
+  return _gathered_then(x, m, devs)
+
+def _gathered_then(x: UOp, m: UOp, devs: tuple[str, ...]) -> UOp:
+  """The movement op x on every device's whole copy of m (an allgather first): the result is replicated."""
   rep = reshard(m, devs, None, None)
   return multi([_md(x, UOp(x.op, x.dtype, (s,), x.arg)) for s in rep.src], None, None)
 
