@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 import numpy as np
 from tinygrad.tensor import Tensor
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.sint import sint
 from tinygrad.dtype import dtypes
 from tinygrad.engine.jit import TinyJit
 from tinygrad.helpers import GlobalCounters, prod
@@ -127,10 +129,11 @@ class Block:
 # ---- the model ----
 
 class Transformer:
-  """The network and its KV cache (allocated once, `capacity` positions). `forward(tokens, start)` runs positions
-  start..start+C-1 of one sequence and returns their logits."""
-  def __init__(self, f: GGUFFile, c: Config, capacity: int):
-    self.c, self.capacity = c, capacity
+  """The network and its KV cache (allocated once: `capacity` positions plus `chunk - 1` rows that the padding of a
+  last prefill chunk may write). `forward(tokens, start)` runs positions start..start+C-1 of one sequence and returns
+  their logits; `step` is the same through one TinyJit per chunk size, the position a bound variable."""
+  def __init__(self, f: GGUFFile, c: Config, capacity: int, chunk: int = 32):
+    self.c, self.capacity, self.chunk = c, capacity, chunk
     self.embed = Weight(f, "token_embd.weight", (c.vocab, c.dim))
     self.blocks = [Block(f, c, i) for i in range(c.n_layers)]
     self.norm = Weight(f, "output_norm.weight", (c.dim,))
@@ -139,7 +142,8 @@ class Transformer:
     inv_t = Tensor(inv.astype(np.float32) / np.float32(c.rope_linear))
     if c.rope_factors: inv_t = inv_t / Weight(f, "rope_freqs.weight", (c.head_dim // 2,)).matrix()
     self.inv_freq = inv_t.realize()
-    shape = (c.n_kv_heads, capacity, c.head_dim)
+    self.rows = capacity + chunk - 1
+    shape = (c.n_kv_heads, self.rows, c.head_dim)
     self.cache = [(Tensor.zeros(*shape).contiguous().realize(), Tensor.zeros(*shape).contiguous().realize())
                   for _ in self.blocks]
     self._jits: dict[int, TinyJit] = {}
@@ -154,64 +158,69 @@ class Transformer:
     ra, rb = a * cos - b * sin, a * sin + b * cos
     return ra.cat(rb, dim=-1) if self.c.neox_rope else Tensor.stack(ra, rb, dim=-1).reshape(x.shape)
 
-  def _write_cache(self, cache: Tensor, new: Tensor, pos: Tensor) -> Tensor:
-    """cache (kv, capacity, hd) with rows pos (C,) replaced by new (kv, C, hd); positions past the capacity drop."""
-    sel = (Tensor.arange(self.capacity).reshape(1, -1) == pos.reshape(-1, 1))
-    written = sel.T.cast(dtypes.float32).unsqueeze(0).matmul(new)
-    return sel.any(axis=0).reshape(1, -1, 1).where(written, cache)
+  def _attend(self, q: Tensor, k: Tensor, v: Tensor, start: sint) -> Tensor:
+    """q (heads, C, hd) at positions start.. attending to k, v (kv_heads, start + C, hd), the cache's rows up to the
+    chunk's last position: query i sees rows <= start + i. Query heads are grouped by the kv head they share."""
+    c, C = self.c, q.shape[1]
+    rep, L = c.n_heads // c.n_kv_heads, start + C
+    scores = q.reshape(c.n_kv_heads, rep * C, c.head_dim).matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(c.head_dim))
+    if C > 1:
+      # NOTE: a one-token step sees every row it reads; a chunk masks each query's later rows
+      later = Tensor.arange(L, dtype=dtypes.int32).reshape(1, -1) > (Tensor.arange(C, dtype=dtypes.int32) + start) \
+        .reshape(-1, 1)
+      scores = later.where(-math.inf, scores.reshape(c.n_kv_heads, rep, C, L)).reshape(c.n_kv_heads, rep * C, L)
+    return scores.softmax(-1).matmul(v).reshape(c.n_heads, C, c.head_dim)
 
-  def _attend(self, q: Tensor, k: Tensor, v: Tensor, pos: Tensor) -> Tensor:
-    """q (heads, C, hd) attending to the cache rows at or before each query's position."""
-    rep = self.c.n_heads // self.c.n_kv_heads
-    kv_shape = (self.c.n_kv_heads, rep, self.capacity, self.c.head_dim)
-    k = k.unsqueeze(1).expand(kv_shape).reshape(self.c.n_heads, self.capacity, self.c.head_dim)
-    v = v.unsqueeze(1).expand(kv_shape).reshape(self.c.n_heads, self.capacity, self.c.head_dim)
-    scores = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(self.c.head_dim))
-    allowed = Tensor.arange(self.capacity).reshape(1, -1) <= pos.reshape(-1, 1)
-    return allowed.where(scores, -math.inf).softmax(-1).matmul(v)
-
-  def _block(self, b: Block, li: int, x: Tensor, pos: Tensor) -> Tensor:
+  def _block(self, b: Block, li: int, x: Tensor, start: sint) -> Tensor:
     c, C = self.c, x.shape[0]
+    pos = Tensor.arange(C, dtype=dtypes.int32) + start
     h = _rms_norm(x, b.attn_norm.matrix(), c.norm_eps)
     q, k, v = b.q(h), b.k(h), b.v(h)
     if b.biases: q, k, v = q + b.biases[0].matrix(), k + b.biases[1].matrix(), v + b.biases[2].matrix()
     q = self._rope(q.reshape(C, c.n_heads, c.head_dim).transpose(0, 1), pos)
     k = self._rope(k.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1), pos)
     v = v.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1)
-    # NOTE: attention reads the assigned cache, so the new rows are written in place and no copy of the cache exists
-    ck = self.cache[li][0].assign(self._write_cache(self.cache[li][0], k, pos))
-    cv = self.cache[li][1].assign(self._write_cache(self.cache[li][1], v, pos))
-    a = self._attend(q, ck, cv, pos).transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
+    ck, cv = self.cache[li]
+    # NOTE: the rows are written in place before attention reads the cache through its buffer
+    ck[:, start:start + C].assign(k).realize(cv[:, start:start + C].assign(v))
+    a = self._attend(q, ck[:, :start + C], cv[:, :start + C], start).transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
     x = x + b.o(a)
     h = _rms_norm(x, b.ffn_norm.matrix(), c.norm_eps)
     return x + b.down(b.gate(h).silu() * b.up(h))
 
-  def _hidden(self, tokens: Tensor, start: Tensor) -> Tensor:
-    """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1 (start: (1,) int32)."""
-    C = tokens.shape[0]
-    pos = start.reshape(1) + Tensor.arange(C, dtype=dtypes.int32)
+  def _hidden(self, tokens: Tensor, start: sint) -> Tensor:
+    """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1."""
     x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
       .cast(dtypes.float32).matmul(self.embed.matrix())
-    for i, b in enumerate(self.blocks): x = self._block(b, i, x, pos)
+    for i, b in enumerate(self.blocks): x = self._block(b, i, x, start)
     return _rms_norm(x, self.norm.matrix(), self.c.norm_eps)
 
-  def forward(self, tokens: Tensor, start: Tensor) -> Tensor:
-    """Logits (C, vocab) of every position (not jitted; the tests compare them)."""
+  def _check_window(self, start: int, n: int) -> None:
+    if not 0 <= start or start + n > self.rows:
+      raise LLMError(f"llm: positions {start}..{start + n - 1} are outside the KV cache's {self.rows} rows "
+                     f"(capacity {self.capacity})")
+
+  def forward(self, tokens: Tensor, start: int | Tensor = 0) -> Tensor:
+    """Logits (C, vocab) of every position, writing their cache rows (not jitted; the tests compare them)."""
+    if isinstance(start, Tensor): start = int(start.numpy().reshape(-1)[0])
+    self._check_window(start, tokens.shape[0])
     return self.output(self._hidden(tokens, start))
 
-  def _step(self, tokens: Tensor, start: Tensor, last: Tensor) -> Tensor:
+  def _step(self, tokens: Tensor, start: UOp, last: Tensor) -> Tensor:
     x = self._hidden(tokens, start)
     pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32) == last.reshape(1)).cast(dtypes.float32).reshape(1, -1)
     return self.output(pick.matmul(x)).reshape(-1)
 
   def step(self, tokens: list[int], start: int, chunk: int) -> np.ndarray:
     """The logits of the last of `tokens` (at most `chunk` of them, padded to `chunk`) placed at positions start...:
-    one TinyJit per chunk size, capturing once for every position."""
-    assert 0 < len(tokens) <= chunk
+    one TinyJit per chunk size, its position `start_pos` a bound variable, so one capture serves every position and
+    each launch works on the rows up to the position, not on the whole cache."""
+    assert 0 < len(tokens) <= chunk <= self.chunk
+    self._check_window(start, chunk)
     jit = self._jits.setdefault(chunk, TinyJit(self._step))
     toks = Tensor(np.array(tokens + [0] * (chunk - len(tokens)), dtype=np.int32))
-    out = jit(toks, Tensor(np.array([start], dtype=np.int32)), Tensor(np.array([len(tokens) - 1], dtype=np.int32)))
-    return out.numpy()
+    pos = UOp.variable("start_pos", 0, self.rows - chunk).bind(start)
+    return jit(toks, pos, Tensor(np.array([len(tokens) - 1], dtype=np.int32))).numpy()
 
 # ---- the app ----
 
@@ -235,7 +244,7 @@ class LLM:
                      f"{self.config.vocab}")
     self.capacity = min(capacity or self.config.context, self.config.context)
     self.chunk = chunk
-    self.model = Transformer(f, self.config, self.capacity)
+    self.model = Transformer(f, self.config, self.capacity, chunk)
     self.stats = Stats()
 
   @staticmethod
