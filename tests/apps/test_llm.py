@@ -111,20 +111,26 @@ def test_decode_never_stores_a_dequantized_weight(models):
   assert others and max(b.base.nbytes for b in others) < smallest, \
     f"a {max(b.base.nbytes for b in others)}-byte buffer in decode, a dequantized weight is {smallest} bytes"
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the position is a tensor input with a mask over the whole cache until Tensor has "
-                   "bound symbolic variables: a decode step's work grows with the cache's capacity")
 def test_decode_work_does_not_grow_with_capacity(tmp_path):
+  """The decode step at a bound start_pos writes cache[:, pos:pos+1] and attends over cache[:, :pos+1]: at the same
+  position a cache of 256 and one of 4096 count the same ops and bytes, the work grows with the position, the replays
+  compile nothing and the cache buffers are the ones allocated at load."""
   from tinygrad.helpers import GlobalCounters
-  work, fn = [], str(tmp_path / "m.gguf")
+  work, fn = {}, str(tmp_path / "m.gguf")
   write_model(fn, n_layers=1, context=4096)
   for cap in (256, 4096):
     llm = LLM.load(fn, capacity=cap)
+    caches = [_buffer(t) for kv in llm.model.cache for t in kv]
+    assert caches[0].nbytes >= cap * 2 * 16 * 4
     for i in range(3): llm.model.step([5], i, 1)
-    GlobalCounters.reset()
-    llm.model.step([5], 3, 1)
-    work.append((GlobalCounters.global_ops, GlobalCounters.global_mem))
-  assert work[0] == work[1]
+    for pos in (3, 200):
+      GlobalCounters.reset()
+      with _Compiles() as c: llm.model.step([5], pos, 1)
+      assert c.n == 0, f"capacity {cap}: {c.n} kernels compiled at position {pos}"
+      work[cap, pos] = (GlobalCounters.global_ops, GlobalCounters.global_mem)
+    assert [_buffer(t) for kv in llm.model.cache for t in kv] == caches
+  assert work[256, 3] == work[4096, 3] and work[256, 200] == work[4096, 200], work
+  assert work[256, 200][0] > work[256, 3][0] and work[256, 200][1] > work[256, 3][1], "the work follows the position"
 
 # ---- sampling ----
 

@@ -5,10 +5,10 @@ factors and linear scaling, RMSNorm, SwiGLU, tied or separate output) and qwen2 
     llm = LLM.load("F.gguf"); print(llm.generate("Hello", max_tokens=32)); for piece in llm.stream("Hi"): ...
 
 Weights stay as they are in the file (memory-mapped, quantized) and each matmul dequantizes its weight inside its own
-kernel. The KV cache is allocated once, at load. Prefill runs in fixed-size chunks and decode is one TinyJit-captured
-step; the position enters each captured step as a tensor (`start`) with an attention mask over the cache, so one
-capture serves every position. Until Tensor has bound symbolic variables, a step's work is the cache's capacity, not the
-current length: `_write_cache` and `_attend` are the two places a bound position would slice instead of mask."""
+kernel. The KV cache is allocated once, at load. Prefill runs in fixed-size chunks and decode one token at a time, each
+one TinyJit-captured step whose position is a bound variable (`start_pos`): the step writes the cache rows
+start..start+C-1 and attends over rows 0..start+C-1, so one capture serves every position and a step's work follows the
+position, not the cache's capacity."""
 from __future__ import annotations
 import argparse, math, sys, time
 from dataclasses import dataclass
@@ -203,7 +203,7 @@ class Transformer:
   def forward(self, tokens: Tensor, start: int | Tensor = 0) -> Tensor:
     """Logits (C, vocab) of every position, writing their cache rows (not jitted; the tests compare them)."""
     if isinstance(start, Tensor): start = int(start.numpy().reshape(-1)[0])
-    self._check_window(start, tokens.shape[0])
+    self._check_window(start, tokens.int_shape("forward")[0])
     return self.output(self._hidden(tokens, start))
 
   def _step(self, tokens: Tensor, start: UOp, last: Tensor) -> Tensor:
