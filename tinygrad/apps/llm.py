@@ -128,6 +128,13 @@ class Block:
 
 # ---- the model ----
 
+def _realize_after(out: Tensor, writes: list[Tensor]) -> Tensor:
+  """Realize `out` and the cache writes in one schedule. NOTE: the writes go first in the sink so that each is ordered
+  right after the attention that reads the rows before it, not at the end, where it would keep every layer's new rows
+  alive until then."""
+  writes[0].realize(*writes[1:], out)
+  return out
+
 class Transformer:
   """The network and its KV cache (allocated once: `capacity` positions plus `chunk - 1` rows that the padding of a
   last prefill chunk may write). `forward(tokens, start)` runs positions start..start+C-1 of one sequence and returns
@@ -171,7 +178,7 @@ class Transformer:
       scores = later.where(-math.inf, scores.reshape(c.n_kv_heads, rep, C, L)).reshape(c.n_kv_heads, rep * C, L)
     return scores.softmax(-1).matmul(v).reshape(c.n_heads, C, c.head_dim)
 
-  def _block(self, b: Block, li: int, x: Tensor, start: sint) -> Tensor:
+  def _block(self, b: Block, li: int, x: Tensor, start: sint, writes: list[Tensor]) -> Tensor:
     c, C = self.c, x.shape[0]
     pos = Tensor.arange(C, dtype=dtypes.int32) + start
     h = _rms_norm(x, b.attn_norm.matrix(), c.norm_eps)
@@ -181,18 +188,22 @@ class Transformer:
     k = self._rope(k.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1), pos)
     v = v.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1)
     ck, cv = self.cache[li]
-    # NOTE: the rows are written in place before attention reads the cache through its buffer
-    ck[:, start:start + C].assign(k).realize(cv[:, start:start + C].assign(v))
-    a = self._attend(q, ck[:, :start + C], cv[:, :start + C], start).transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
-    x = x + b.o(a)
+    # NOTE: attention reads the earlier rows from the cache and this chunk's rows as computed, so the write of these
+    # rows (disjoint from the rows read) runs in the same schedule as the rest of the step
+    writes.extend((ck[:, start:start + C].assign(k), cv[:, start:start + C].assign(v)))
+    a = self._attend(q, ck[:, :start].cat(k, dim=1), cv[:, :start].cat(v, dim=1), start) \
+      .transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
+    # NOTE: the residual stream is stored at each add; left lazy, every later kernel would re-add all earlier pieces
+    x = (x + b.o(a)).contiguous()
     h = _rms_norm(x, b.ffn_norm.matrix(), c.norm_eps)
-    return x + b.down(b.gate(h).silu() * b.up(h))
+    return (x + b.down(b.gate(h).silu() * b.up(h))).contiguous()
 
-  def _hidden(self, tokens: Tensor, start: sint) -> Tensor:
-    """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1."""
+  def _hidden(self, tokens: Tensor, start: sint, writes: list[Tensor]) -> Tensor:
+    """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1; the cache writes of
+    their rows are appended to `writes`, to be realized with the result."""
     x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
       .cast(dtypes.float32).matmul(self.embed.matrix())
-    for i, b in enumerate(self.blocks): x = self._block(b, i, x, start)
+    for i, b in enumerate(self.blocks): x = self._block(b, i, x, start, writes)
     return _rms_norm(x, self.norm.matrix(), self.c.norm_eps)
 
   def _check_window(self, start: int, n: int) -> None:
@@ -204,12 +215,14 @@ class Transformer:
     """Logits (C, vocab) of every position, writing their cache rows (not jitted; the tests compare them)."""
     if isinstance(start, Tensor): start = int(start.numpy().reshape(-1)[0])
     self._check_window(start, tokens.int_shape("forward")[0])
-    return self.output(self._hidden(tokens, start))
+    writes: list[Tensor] = []
+    return _realize_after(self.output(self._hidden(tokens, start, writes)), writes)
 
   def _step(self, tokens: Tensor, start: UOp, last: Tensor) -> Tensor:
-    x = self._hidden(tokens, start)
+    writes: list[Tensor] = []
+    x = self._hidden(tokens, start, writes)
     pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32) == last.reshape(1)).cast(dtypes.float32).reshape(1, -1)
-    return self.output(pick.matmul(x)).reshape(-1)
+    return _realize_after(self.output(pick.matmul(x)).reshape(-1), writes)
 
   def step(self, tokens: list[int], start: int, chunk: int) -> np.ndarray:
     """The logits of the last of `tokens` (at most `chunk` of them, padded to `chunk`) placed at positions start...:
