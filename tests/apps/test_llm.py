@@ -1,7 +1,7 @@
 """The LLM app against transformers loading the same GGUF file (`from_pretrained(..., gguf_file=...)`, which dequantizes
 with ggml's reference code): logits per weight type, greedy generation token for token, the decode step's kernels
 (one capture for every position, no dequantized weight buffer), sampling, stop strings, the CLI and bad files."""
-import os, subprocess, sys
+import json, os, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, hooks
@@ -97,6 +97,8 @@ def _buffer(t: Tensor):
   while u.op not in (Ops.BUFFER, Ops.BUFFER_VIEW): u = u.src[0]
   return buffer_of(u).base
 
+# NOTE: the peak-memory test below checks a stricter bound (one row block) in the default run
+@pytest.mark.slow
 def test_decode_never_stores_a_dequantized_weight(models):
   """Each captured decode launch reads the raw Q8_0 blocks: no buffer as large as any dequantized weight exists."""
   llm = LLM.load(models("llama", "Q8_0"), capacity=CAP)
@@ -131,6 +133,52 @@ def test_decode_work_does_not_grow_with_capacity(tmp_path):
     assert [_buffer(t) for kv in llm.model.cache for t in kv] == caches
   assert work[256, 3] == work[4096, 3] and work[256, 200] == work[4096, 200], work
   assert work[256, 200][0] > work[256, 3][0] and work[256, 200][1] > work[256, 3][1], "the work follows the position"
+
+# NOTE: run in a fresh process, so the allocator's peak is this model's alone (no buffer of another test is freed or
+# kept meanwhile)
+_PEAK = """
+import json, sys
+from tinygrad.helpers import GlobalCounters
+from tinygrad.apps.llm import LLM, SamplingParams
+from tests.apps.test_llm import _buffer
+fn = sys.argv[1]
+GlobalCounters.reset()
+base = GlobalCounters.mem_used
+llm = LLM.load(fn, capacity=256)
+m = llm.model
+caches = {_buffer(t) for kv in m.cache for t in kv}
+mats = [w for b in m.blocks for w in (b.q, b.k, b.v, b.o, b.gate, b.up, b.down)] + [m.embed, m.output]
+weights = {_buffer(w.raw) for w in mats + [m.norm] + [w for b in m.blocks for w in (b.attn_norm, b.ffn_norm)]}
+toks = list(llm.tokens([(i * 7) % 300 + 1 for i in range(40)], SamplingParams(max_tokens=12, ignore_eos=True)))
+tmp = [b.base.nbytes for ln in m._jits[1].captured.launches for b in ln.bufs
+       if b is not None and b.base not in caches | weights]
+print(json.dumps({"peak": GlobalCounters.mem_peak - base, "kv": sum(b.nbytes for b in caches), "tokens": len(toks),
+                  "decode_tmp": max(tmp), "cols": min(w.shape[1] for w in mats),
+                  "smallest": min(4 * w.shape[0] * w.shape[1] for w in mats),
+                  "mapped": all(not b._owned for b in weights), "cache_owned": all(b._owned for b in caches)}))
+"""
+
+def test_peak_memory_is_the_file_and_the_kv_cache(tmp_path):
+  """Peak memory over load, a 40-token prefill (two chunks) and 12 decode tokens: the weights are the file's pages,
+  mapped (counted at the whole file's size: decode touches every page), and everything the allocators hold at their
+  peak (GlobalCounters.mem_peak: the KV cache, the steps' intermediates, the buffers the LRU allocator keeps) is the KV
+  cache + at most 10% of file + KV. The allocator's count, not RSS, because RSS also holds the interpreter and the
+  compiler's state, which do not grow with the model and would dwarf a test-sized one. During decode no buffer but the
+  cache and the mapped weights is larger than one row block (32 rows, dequantized to float32) of a weight."""
+  fn = str(tmp_path / "m.gguf")
+  # NOTE: 6 layers of width 256: a prefill chunk's intermediates (constant in the layer count) are under 10% of them
+  write_model(fn, qtype="Q8_0", dim=256, hidden=768, n_layers=6, context=512)
+  r = subprocess.run([sys.executable, "-c", _PEAK, fn], capture_output=True, text=True, timeout=600,
+                     env={**os.environ, "PYTHONPATH": os.getcwd()})
+  assert r.returncode == 0, r.stderr[-3000:]
+  m = json.loads(r.stdout.strip().splitlines()[-1])
+  size = os.path.getsize(fn)
+  assert m["tokens"] == 12 and m["mapped"] and m["cache_owned"]
+  assert size + m["peak"] <= 1.1 * (size + m["kv"]), \
+    f"peak {size + m['peak']} bytes (file {size} + allocated {m['peak']}) over file + KV cache {m['kv']} + 10%"
+  row_block = 32 * m["cols"] * 4
+  assert row_block < m["smallest"] and m["decode_tmp"] <= row_block, \
+    f"a {m['decode_tmp']}-byte buffer in decode, one row block of a dequantized weight is {row_block} bytes"
 
 # ---- sampling ----
 
