@@ -108,10 +108,34 @@ class Weight:
       .cast(dtypes.float32)
   def __call__(self, x: Tensor) -> Tensor: return x.matmul(self.matrix().T)
 
+QUANTIZATIONS = ("fp8",)
+FP8_MAX = 448.0
+
+class Fp8Weight:
+  """A weight requantized at load to fp8e4m3 with one float32 scale per row (the row's absolute max / 448, so the row's
+  largest value is +-448, e4m3's largest); `matrix()` is q * scale as a lazy expression, so the matmul's kernel
+  dequantizes it, as for a file's own quantized types. An all-zero row gets scale 1."""
+  def __init__(self, w: Weight):
+    self.name, self.shape, self.source = w.name, w.shape, w.ggml_type
+    m = w.matrix()
+    amax = m.abs().max(axis=1)
+    self.scale = (amax == 0).where(1.0, amax / FP8_MAX).contiguous().realize()
+    self.q = (m / self.scale.reshape(-1, 1)).clip(-FP8_MAX, FP8_MAX).cast(dtypes.fp8e4m3).contiguous().realize()
+  def matrix(self) -> Tensor: return self.q.cast(dtypes.float32) * self.scale.reshape(-1, 1)
+  def __call__(self, x: Tensor) -> Tensor: return x.matmul(self.matrix().T)
+
 def _rms_norm(x: Tensor, w: Tensor, eps: float) -> Tensor:
   return x * (x.square().mean(axis=-1, keepdim=True) + eps).rsqrt() * w
 
 class Block:
+  MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
+  q: Weight | Fp8Weight
+  k: Weight | Fp8Weight
+  v: Weight | Fp8Weight
+  o: Weight | Fp8Weight
+  gate: Weight | Fp8Weight
+  up: Weight | Fp8Weight
+  down: Weight | Fp8Weight
   def __init__(self, f: GGUFFile, c: Config, i: int):
     p, hd = f"blk.{i}.", c.head_dim
     self.attn_norm = Weight(f, p + "attn_norm.weight", (c.dim,))
@@ -139,12 +163,21 @@ class Transformer:
   """The network and its KV cache (allocated once: `capacity` positions plus `chunk - 1` rows that the padding of a
   last prefill chunk may write). `forward(tokens, start)` runs positions start..start+C-1 of one sequence and returns
   their logits; `step` is the same through one TinyJit per chunk size, the position a bound variable."""
-  def __init__(self, f: GGUFFile, c: Config, capacity: int, chunk: int = 32):
+  def __init__(self, f: GGUFFile, c: Config, capacity: int, chunk: int = 32, quantize: str | None = None):
+    if quantize is not None and quantize not in QUANTIZATIONS:
+      raise LLMError(f"llm: unknown quantization {quantize!r}; supported: {', '.join(QUANTIZATIONS)}")
     self.c, self.capacity, self.chunk = c, capacity, chunk
-    self.embed = Weight(f, "token_embd.weight", (c.vocab, c.dim))
+    self.embed: Weight | Fp8Weight = Weight(f, "token_embd.weight", (c.vocab, c.dim))
     self.blocks = [Block(f, c, i) for i in range(c.n_layers)]
     self.norm = Weight(f, "output_norm.weight", (c.dim,))
-    self.output = self.embed if c.tied else Weight(f, "output.weight", (c.vocab, c.dim))
+    self.output: Weight | Fp8Weight = self.embed if c.tied else Weight(f, "output.weight", (c.vocab, c.dim))
+    if quantize == "fp8":
+      # NOTE: every matrix is requantized (the norms, biases and RoPE factors stay float32); a tied output stays tied
+      for b in self.blocks:
+        for n in Block.MATRICES: setattr(b, n, Fp8Weight(getattr(b, n)))
+      self.output = Fp8Weight(self.output) if not c.tied else self.output
+      self.embed = Fp8Weight(self.embed)
+      if c.tied: self.output = self.embed
     inv = 1.0 / c.rope_base ** (np.arange(0, c.head_dim, 2, dtype=np.float64) / c.head_dim)
     inv_t = Tensor(inv.astype(np.float32) / np.float32(c.rope_linear))
     if c.rope_factors: inv_t = inv_t / Weight(f, "rope_freqs.weight", (c.head_dim // 2,)).matrix()
@@ -248,7 +281,7 @@ class Stats:
 class LLM:
   """A loaded model with its tokenizer. `generate` returns the text, `stream` yields text pieces as tokens come,
   `tokens` yields token ids; `stats` describes the last call."""
-  def __init__(self, f: GGUFFile, capacity: int | None = None, chunk: int = 32):
+  def __init__(self, f: GGUFFile, capacity: int | None = None, chunk: int = 32, quantize: str | None = None):
     self.file, self.config = f, config_from_gguf(f)
     try: self.tokenizer = Tokenizer.from_gguf(f.metadata)
     except TokenizerError as e: raise LLMError(f"llm: {f.path}: {e}") from e
@@ -257,12 +290,14 @@ class LLM:
                      f"{self.config.vocab}")
     self.capacity = min(capacity or self.config.context, self.config.context)
     self.chunk = chunk
-    self.model = Transformer(f, self.config, self.capacity, chunk)
+    self.model = Transformer(f, self.config, self.capacity, chunk, quantize)
     self.stats = Stats()
 
   @staticmethod
-  def load(path: str, capacity: int | None = None, chunk: int = 32, device: str | None = None) -> LLM:
-    return LLM(GGUFFile(path, device), capacity, chunk)
+  def load(path: str, capacity: int | None = None, chunk: int = 32, device: str | None = None,
+           quantize: str | None = None) -> LLM:
+    """quantize="fp8": requantize every weight matrix to fp8e4m3 with per-row scales at load (Fp8Weight)."""
+    return LLM(GGUFFile(path, device), capacity, chunk, quantize)
 
   def chat_prompt(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
     return self.tokenizer.render_chat(messages, add_generation_prompt)
@@ -349,10 +384,11 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--seed", type=int, default=None)
   ap.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
   ap.add_argument("--context", type=int, default=None, help="KV cache capacity (default: the model's context_length)")
+  ap.add_argument("--quantize", default=None, help="requantize the weights at load: fp8 (fp8e4m3, per-row scales)")
   ap.add_argument("--benchmark", action="store_true", help="print prefill/decode tokens/s and peak memory")
   a = ap.parse_args(argv)
   try:
-    llm = LLM.load(a.model, a.context)
+    llm = LLM.load(a.model, a.context, quantize=a.quantize)
     params = SamplingParams(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.seed, a.max_tokens,
                             a.stop)
     if a.chat: return _chat(llm, params)
