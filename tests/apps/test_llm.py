@@ -200,8 +200,19 @@ def test_fp8_quantize_logits_match_fp8_rounded_reference(models):
   tolerance; against the F32 model the fp8 loss is stated as an RMS of at most 0.15 x std(logits) (0.077 measured at
   this seed: e4m3 keeps 3 mantissa bits, a relative rounding error of up to 2^-4 per weight). The fp8 matmul is one
   kernel reading the 1-byte weights."""
+  import gc
+  from tinygrad.helpers import GlobalCounters
   fn = models("llama", "F32")
+  gc.collect()
+  Device[Device.DEFAULT].allocator.free_cache()
+  GlobalCounters.reset()
+  base = GlobalCounters.mem_used
   llm = LLM.load(fn, capacity=64, quantize="fp8")
+  m = llm.model
+  mats = [getattr(b, n) for b in m.blocks for n in b.MATRICES] + [m.embed, m.output]
+  held = sum(w.q.nbytes() + w.scale.nbytes() for w in mats) + sum(t.nbytes() for kv in m.cache for t in kv)
+  # requantizing never stores a dequantized float32 weight: the load's peak is what it keeps (+ the RoPE frequencies)
+  assert GlobalCounters.mem_peak - base <= held + 256 < held + min(4 * w.shape[0] * w.shape[1] for w in mats)
   w = llm.model.blocks[0].gate
   assert w.q.dtype.name == "float8_e4m3" and _buffer(w.q).nbytes == w.shape[0] * w.shape[1]
   assert len(w(Tensor(np.ones((2, w.shape[1]), np.float32)).realize()).schedule()) == 1
