@@ -282,6 +282,8 @@ def test_prompt_over_the_context_is_an_error(models):
   llm = LLM.load(models("llama", "F32"), capacity=32)
   with pytest.raises(LLMError, match=r"40 tokens \+ max_tokens 20 exceed the context of 32"):
     list(llm.tokens(PROMPT, SamplingParams(max_tokens=20)))
+  with pytest.raises(LLMError, match=r"token ids \[320, -1\] are outside the vocabulary of 320"):
+    list(llm.tokens([1, 320, -1], SamplingParams(max_tokens=2)))
 
 def test_bad_files_name_the_key_or_tensor(tmp_path):
   fn = str(tmp_path / "m.gguf")

@@ -231,10 +231,12 @@ class Transformer:
     h = _rms_norm(x, b.ffn_norm.matrix(), c.norm_eps)
     return (x + b.down(b.gate(h).silu() * b.up(h))).contiguous()
 
-  def _hidden(self, tokens: Tensor, start: sint, writes: list[Tensor]) -> Tensor:
+  def _hidden(self, tokens: Tensor | UOp, start: sint, writes: list[Tensor]) -> Tensor:
     """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1; the cache writes of
-    their rows are appended to `writes`, to be realized with the result."""
-    x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
+    their rows are appended to `writes`, to be realized with the result. One token may be a bound variable: its
+    embedding is then the one row of the table, not a one-hot product over the vocabulary."""
+    if isinstance(tokens, UOp): x = self.embed.matrix()[tokens:tokens + 1]
+    else: x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
       .cast(dtypes.float32).matmul(self.embed.matrix())
     for i, b in enumerate(self.blocks): x = self._block(b, i, x, start, writes)
     return _rms_norm(x, self.norm.matrix(), self.c.norm_eps)
@@ -257,15 +259,25 @@ class Transformer:
     pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32) == last.reshape(1)).cast(dtypes.float32).reshape(1, -1)
     return _realize_after(self.output(pick.matmul(x)).reshape(-1), writes)
 
+  def _decode(self, token: UOp, start: UOp) -> Tensor:
+    writes: list[Tensor] = []
+    return _realize_after(self.output(self._hidden(token, start, writes)).reshape(-1), writes)
+
   def step(self, tokens: list[int], start: int, chunk: int) -> np.ndarray:
     """The logits of the last of `tokens` (at most `chunk` of them, padded to `chunk`) placed at positions start...:
     one TinyJit per chunk size, its position `start_pos` a bound variable, so one capture serves every position and
     each launch works on the rows up to the position, not on the whole cache."""
     assert 0 < len(tokens) <= chunk <= self.chunk
     self._check_window(start, chunk)
+    if not all(0 <= t < self.c.vocab for t in tokens):
+      raise LLMError(f"llm: token ids {[t for t in tokens if not 0 <= t < self.c.vocab]} are outside the vocabulary "
+                     f"of {self.c.vocab}")
+    pos = UOp.variable("start_pos", 0, self.rows - chunk).bind(start)
+    if chunk == 1:
+      jit = self._jits.setdefault(1, TinyJit(self._decode))
+      return jit(UOp.variable("token", 0, self.c.vocab - 1).bind(tokens[0]), pos).numpy()
     jit = self._jits.setdefault(chunk, TinyJit(self._step))
     toks = Tensor(np.array(tokens + [0] * (chunk - len(tokens)), dtype=np.int32))
-    pos = UOp.variable("start_pos", 0, self.rows - chunk).bind(start)
     return jit(toks, pos, Tensor(np.array([len(tokens) - 1], dtype=np.int32))).numpy()
 
 # ---- the app ----
