@@ -24,7 +24,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes
 from tinygrad.runtime import targets as registry
-if TYPE_CHECKING: from fuzz.strategies import Chooser
+if TYPE_CHECKING: from fuzz.choosers import Chooser
 
 ALL_DTYPES: tuple[DType, ...] = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
                                  dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16,

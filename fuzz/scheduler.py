@@ -37,7 +37,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType
-from fuzz.strategies import BytesChooser
+from fuzz.choosers import BytesChooser
 
 # AFL's hit-count buckets: a count is kept as the bucket it falls in
 BUCKETS = (1, 2, 3, 4, 8, 16, 32, 128)

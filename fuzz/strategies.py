@@ -1,9 +1,8 @@
 """Public hypothesis strategies of the fuzz harness, in front of seeded builders that atheris and plain scripts use too.
 
-A builder takes a `Chooser` (integers and choices from some source of randomness): `RandomChooser` wraps random.Random
-(fast, seeded: for `python -m fuzz symbolic` and scripts), `DrawChooser` wraps hypothesis' `draw` (shrinkable: for
-pytest), `BytesChooser` reads a byte string (for campaigns and coverage-guided engines: a corpus entry is the bytes, a
-mutation of the bytes is a nearby input; atheris' FuzzedDataProvider fits the protocol through `FDPChooser`).
+A builder takes a `Chooser` (integers and choices from some source of randomness, fuzz/choosers.py): `RandomChooser`
+(seeded), `DrawChooser` (hypothesis' `draw`, shrinkable), `BytesChooser` (a byte string: campaigns and coverage-guided
+engines), `FDPChooser` (atheris' FuzzedDataProvider).
 
 Three levels of generators, each `build_*(chooser, config)` plus a hypothesis strategy:
   - symbolic index expressions: `build_index_expression` / `index_expressions` (IndexExprConfig)
@@ -11,52 +10,14 @@ Three levels of generators, each `build_*(chooser, config)` plus a hypothesis st
   - tensor programs through the public Tensor API: `fuzz.tensor_programs.build_tensor_program` / `tensor_programs`
 """
 from __future__ import annotations
-import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, TypeVar
+from typing import Any, Callable
 from hypothesis import strategies as st
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, DType, InvalidType
-
-T = TypeVar("T")
-
-class Chooser(Protocol):
-  def integer(self, lo: int, hi: int) -> int: ...
-  def choice(self, seq: Sequence[T]) -> T: ...
-
-class RandomChooser:
-  def __init__(self, rng: random.Random | int): self.rng = rng if isinstance(rng, random.Random) else random.Random(rng)
-  def integer(self, lo: int, hi: int) -> int: return self.rng.randint(lo, hi)
-  def choice(self, seq: Sequence[T]) -> T: return seq[self.rng.randrange(len(seq))]
-
-class DrawChooser:
-  def __init__(self, draw: Callable[[st.SearchStrategy[Any]], Any]): self.draw = draw
-  def integer(self, lo: int, hi: int) -> int: return int(self.draw(st.integers(lo, hi)))
-  def choice(self, seq: Sequence[T]) -> T: return seq[int(self.draw(st.integers(0, len(seq) - 1)))]
-
-class BytesChooser:
-  """Choices read from a byte string, little by little: integer(lo, hi) takes the fewest bytes that cover hi - lo + 1
-  values (none when lo == hi). Past the end it reads zeros, so every choice falls to its first option and any byte
-  string (the empty one included) builds an input. `used` is how many bytes were read (a corpus keeps that prefix)."""
-  def __init__(self, data: bytes):
-    self.data, self.pos = bytes(data), 0
-  @property
-  def used(self) -> int: return min(self.pos, len(self.data))
-  def integer(self, lo: int, hi: int) -> int:
-    if hi <= lo: return lo
-    n = hi - lo + 1
-    k = (n.bit_length() + 7) // 8
-    chunk = self.data[self.pos:self.pos + k]
-    self.pos += k
-    return lo + int.from_bytes(chunk.ljust(k, b"\0"), "little") % n
-  def choice(self, seq: Sequence[T]) -> T: return seq[self.integer(0, len(seq) - 1)]
-
-class FDPChooser:
-  """An atheris FuzzedDataProvider as a Chooser (ConsumeIntInRange)."""
-  def __init__(self, fdp: Any): self.fdp = fdp
-  def integer(self, lo: int, hi: int) -> int: return lo if hi <= lo else int(self.fdp.ConsumeIntInRange(lo, hi))
-  def choice(self, seq: Sequence[T]) -> T: return seq[self.integer(0, len(seq) - 1)]
+from fuzz.choosers import Chooser, RandomChooser, DrawChooser, BytesChooser, FDPChooser
+from fuzz.kernel_gen import ALL_DTYPES, KernelConfig, KernelCase, build_kernel, random_opts
 
 # ---- symbolic index expressions ----
 
@@ -226,8 +187,6 @@ def index_expression_batches(size: int, cfg: IndexExprConfig | None = None) -> s
   return st.integers(0, 2**32 - 1).map(batch)
 
 # ---- kernel ASTs (the builder lives in fuzz/kernel_gen.py) ----
-
-from fuzz.kernel_gen import ALL_DTYPES, KernelConfig, KernelCase, build_kernel, random_opts  # noqa: E402
 
 def kernel_cases(cfg: KernelConfig | None = None) -> st.SearchStrategy[KernelCase]:
   """Hypothesis strategy of random kernels (KernelCase: ast, var_vals, candidate opts, input seed)."""

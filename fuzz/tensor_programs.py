@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st
 from tinygrad.dtype import DType, dtypes
-from fuzz.strategies import Chooser, DrawChooser, RandomChooser
+from fuzz.choosers import Chooser, DrawChooser, RandomChooser
 from fuzz.oracles import compare_outputs, TOLERANCE
 
 class ProgramMismatch(AssertionError):

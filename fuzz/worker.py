@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
   run_setup(cfg.get("setup"))
   from fuzz.levels import LEVELS, KernelLevel, DirectedLevels
   from fuzz.backends import open_backends, Failure, failure_from
-  from fuzz.strategies import BytesChooser
+  from fuzz.choosers import BytesChooser
   bounds = bool(cfg.get("validate_bounds"))
   level_names = cfg.get("levels") or [cfg["level"]]
   levels = {n: KernelLevel(validate_bounds=bounds) if n == "kernel" else LEVELS[n]() for n in level_names}

@@ -11,7 +11,8 @@ from tinygrad.codegen import decompositions as dec
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.late import lower_index_dtype
 from fuzz import ledger
-from fuzz.ledger import Budget, certify, check_ledger, ledger_rules, prove_one, prove_exact, rule_hash
+from fuzz.ledger import Budget, certify, check_ledger, ledger_rules
+from fuzz.ledger_proof import prove_one, prove_exact, rule_hash
 from fuzz import ledger_codegen as lcg
 
 def test_ledger_is_current_and_refutes_no_rule():
