@@ -14,7 +14,8 @@ can be invalid, to keep terms small. Free values: a DEFINE_VAR ranges over [lo, 
 and any node the translation does not model exactly (a LOAD, EXP2/LOG2/SIN/POW, a symbolic index shift) is a fresh
 variable bounded by its dtype. Their bounds collect in `constraints`; a caller adds them to its solver.
 
-Used by spec/validate_index.py (bounds proofs), fuzz/symbolic.py (simplify is sound) and the semantics cross-check.
+Used by spec/validate_index.py (bounds proofs), fuzz/oracles/symbolic.py (simplify is sound) and the semantics
+cross-check.
 """
 from __future__ import annotations
 import math, struct

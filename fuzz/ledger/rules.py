@@ -1,5 +1,5 @@
 """The rule ledger: a z3 certificate (Alive-style) for every rewrite rule of the symbolic matchers, and for the codegen
-rewrites z3 can reach (fuzz/ledger_codegen.py), kept in fuzz/ledger.json and checked by the suite.
+rewrites z3 can reach (fuzz/ledger/codegen.py), kept in fuzz/ledger/ledger.json and checked by the suite.
 
 A rule's verification condition comes from the rule itself. `InstanceBuilder` walks the rule's pattern and builds
 instances of it: a capture becomes a small expression (a bounded variable, a constant, a sum, a div/mod, a masked
@@ -34,11 +34,11 @@ from tinygrad.codegen.decompositions import DIVMOD_WIDE
 from tinygrad.dtype import DType, dtypes
 from tinygrad.renderer import Renderer
 from tinygrad.helpers import atomic_write, Context
-from fuzz.choosers import RandomChooser
-from fuzz.symbolic import fmt_index
-from fuzz.ledger_proof import GENERATOR_VERSION, SWEEP, EMULATED_SWEEP, InstanceBuilder, NoInstance, Inexpressible
-from fuzz.ledger_proof import rule_hash, prove_batch
-from fuzz.ledger_codegen import CODEGEN_CERTIFICATES, certify_codegen
+from fuzz.gen.choosers import RandomChooser
+from fuzz.oracles.symbolic import fmt_index
+from fuzz.ledger.proof import GENERATOR_VERSION, SWEEP, EMULATED_SWEEP, InstanceBuilder, NoInstance, Inexpressible
+from fuzz.ledger.proof import rule_hash, prove_batch
+from fuzz.ledger.codegen import CODEGEN_CERTIFICATES, certify_codegen
 from spec.verify import SpecError
 
 LEDGER_PATH = pathlib.Path(__file__).resolve().parent / "ledger.json"
@@ -254,7 +254,7 @@ def _run_all(todo: list[tuple[Callable[..., dict[str, Any]], tuple[Any, ...], st
 def check_ledger(path: pathlib.Path = LEDGER_PATH) -> list[str]:
   """Problems with the committed ledger: rules without a current entry, counterexamples, entries for no rule."""
   led = load_ledger(path)
-  fix = "run `python -m fuzz ledger --update` and commit fuzz/ledger.json"
+  fix = "run `python -m fuzz ledger --update` and commit fuzz/ledger/ledger.json"
   if led.get("generator") != GENERATOR_VERSION:
     return [f"the ledger was made by generator v{led.get('generator')}, this is v{GENERATOR_VERSION}: {fix} "
             "(with --force)"]

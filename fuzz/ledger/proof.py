@@ -1,6 +1,7 @@
-"""The ledger's proof kit (fuzz/ledger.py certifies matcher rules with it, fuzz/ledger_codegen.py codegen rewrites):
-hashing a rule's source, edge constants and bounds, `InstanceBuilder` (instances of a pattern from a Chooser), and the
-z3 proof of an instance's rewrite (`obligations`, `prove_one`, `prove_batch`, `prove_exact`) in spec/smt.py's meanings.
+"""The ledger's proof kit (fuzz/ledger/rules.py certifies matcher rules with it, fuzz/ledger/codegen.py codegen
+rewrites): hashing a rule's source, edge constants and bounds, `InstanceBuilder` (instances of a pattern from a
+Chooser), and the z3 proof of an instance's rewrite (`obligations`, `prove_one`, `prove_batch`, `prove_exact`) in
+spec/smt.py's meanings.
 """
 from __future__ import annotations
 import hashlib, inspect, itertools, math, types
@@ -11,8 +12,8 @@ import z3
 from tinygrad.uop import Ops, GroupOp, semantics
 from tinygrad.uop.ops import UOp, UPat, UPatAny
 from tinygrad.dtype import DType, dtypes, InvalidType
-from fuzz.choosers import Chooser
-from fuzz.symbolic import eval_index
+from fuzz.gen.choosers import Chooser
+from fuzz.oracles.symbolic import eval_index
 from spec.smt import Translator, NotModeled, bool_term, bounds_hold, to_python
 
 # NOTE: bump when the instance generation or the proof obligations change: every entry is then proved again

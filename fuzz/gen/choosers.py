@@ -1,5 +1,5 @@
-"""Choosers: where a generator's integers and choices come from. Every builder (fuzz/strategies.py, fuzz/kernel_gen.py,
-fuzz/tensor_programs.py, the ledger's instance builder) takes any `Chooser`:
+"""Choosers: where a generator's integers and choices come from. Every builder (fuzz/strategies.py, fuzz/gen/kernels.py,
+fuzz/gen/tensor_programs.py, the ledger's instance builder) takes any `Chooser`:
   - `RandomChooser` wraps random.Random (fast, seeded: `python -m fuzz symbolic` and scripts),
   - `DrawChooser` wraps hypothesis' `draw` (shrinkable: pytest),
   - `BytesChooser` reads a byte string (campaigns and coverage-guided engines: a corpus entry is the bytes, a mutation

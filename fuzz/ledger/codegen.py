@@ -1,4 +1,4 @@
-"""Ledger certificates for codegen rewrites that are not one rule of a matcher (fuzz/ledger.py certifies those):
+"""Ledger certificates for codegen rewrites that are not one rule of a matcher (fuzz/ledger/rules.py certifies those):
 
 - `lower_index_dtype` (codegen/late.py): dtypes.index lowered to int32, or int64 where bounds need it. Proved on
   instances (index expressions of every ALU op, bounds at the int32 edge, constants beyond it): for every value of the
@@ -24,9 +24,9 @@ from tinygrad.dtype import dtypes
 from tinygrad.codegen import late
 from tinygrad.codegen.late import lower_index_dtype
 from tinygrad.codegen import decompositions as dec
-from fuzz.choosers import RandomChooser
-from fuzz.ledger_proof import GENERATOR_VERSION, InstanceBuilder, NoInstance, function_sources, prove_exact
-from fuzz.ledger_proof import index_in_int64, translator_for
+from fuzz.gen.choosers import RandomChooser
+from fuzz.ledger.proof import GENERATOR_VERSION, InstanceBuilder, NoInstance, function_sources, prove_exact
+from fuzz.ledger.proof import index_in_int64, translator_for
 from spec.smt import Translator, NotModeled, bool_term, tdiv_int, to_python
 
 @dataclass(frozen=True)

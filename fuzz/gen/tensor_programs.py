@@ -8,7 +8,7 @@ the compiler (or of the front end), never of the numerics.
 
 `build_tensor_program(ch)` draws one from a `fuzz.strategies.Chooser`; `tensor_programs()` is the hypothesis strategy;
 `check_program(prog)` runs it and raises `ProgramMismatch` (with a runnable reproducer, `prog.source()`) on the first
-difference. `python -m fuzz.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
+difference. `python -m fuzz.gen.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
 """
 from __future__ import annotations
 import functools, math, re, sys
@@ -17,8 +17,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st
 from tinygrad.dtype import DType, dtypes
-from fuzz.choosers import Chooser, DrawChooser, RandomChooser
-from fuzz.oracles import compare_outputs, TOLERANCE
+from fuzz.gen.choosers import Chooser, DrawChooser, RandomChooser
+from fuzz.oracles.differential import compare_outputs, TOLERANCE
 
 class ProgramMismatch(AssertionError):
   """A tensor program gave a different result (or raised) on a device, compared with numpy."""
@@ -855,7 +855,7 @@ def check_program(prog: TensorProgram, devices: Sequence[str] = ("CPU", "PYTHON"
 
 def main(argv: list[str] | None = None) -> int:
   import argparse, time, traceback
-  ap = argparse.ArgumentParser(prog="python -m fuzz.tensor_programs")
+  ap = argparse.ArgumentParser(prog="python -m fuzz.gen.tensor_programs")
   ap.add_argument("-n", type=int, default=200)
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--steps", type=int, default=8)
