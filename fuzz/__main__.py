@@ -121,13 +121,13 @@ EXIT_BAD_REPRODUCER = 128
 def _repro_run(a: argparse.Namespace) -> int:
   """Exit status 1 when the finding still reproduces (the bug is there), 0 when it does not (git bisect run), 128 when
   the file is not a readable reproducer."""
-  from fuzz.campaign.run import replay
+  from fuzz.campaign.run import repro
   from fuzz.campaign.findings import read_reproducer, ReproducerError
   try:
     f = read_reproducer(a.file)
     if f.setup and not a.setup:
       print(f"note: the finding was found with --setup {f.setup}; pass --setup to replay it under the same patch")
-    res = replay(a.file, a.backends, a.setup, a.timeout, a.memory_mb)
+    res = repro(a.file, a.backends, a.setup, a.timeout, a.memory_mb)
   except ReproducerError as e:
     print(f"fuzz repro: bad reproducer (exit {EXIT_BAD_REPRODUCER}): {e}", file=sys.stderr)
     return EXIT_BAD_REPRODUCER

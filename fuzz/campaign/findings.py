@@ -19,7 +19,7 @@ Reading one (`read_reproducer`) parses JSON and the graph with spec.roundtrip.ev
 the file. The file is untrusted: every field is checked, and its `env` may set only the flags that change generated
 code (declared `codegen=True` in tinygrad/helpers.py) and SPEC, IGNORE_OOB, each value read as the flag reads its
 environment (`ContextVar.parse`); any other key (PYTHONPATH, LD_PRELOAD, CC, PATH, ...) or value is a ReproducerError
-naming it. `replay(path)` checks the case again and says whether the same signature comes back.
+naming it. `repro(path)` (fuzz/campaign/run.py) checks the case again and says whether the same signature comes back.
 """
 from __future__ import annotations
 import hashlib, json, os, re, sys, time

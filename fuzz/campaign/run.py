@@ -29,7 +29,7 @@ The parent process hands batches of inputs to J worker processes (fuzz/campaign/
             sample every few seconds), both rewritten atomically; `python -m fuzz report DIR` renders them.
 
 The public API for other tools (the planted-bug experiments, atheris drivers): `CampaignConfig`, `run_campaign(cfg)
--> CampaignSummary`, `replay(path) -> ReplayResult`, and `WorkerPool` to check cases in crash-isolated processes.
+-> CampaignSummary`, `repro(path) -> ReproResult`, and `WorkerPool` to check cases in crash-isolated processes.
 """
 from __future__ import annotations
 import json, os, random, selectors, signal, subprocess, sys, time
@@ -641,10 +641,10 @@ def run_campaign(cfg: CampaignConfig) -> CampaignSummary:
   """Run one campaign (see the module docstring); returns its summary. DIR keeps the corpus and findings."""
   return Campaign(cfg).run()
 
-# ---- replay ----
+# ---- repro: one finding checked again ----
 
 @dataclass
-class ReplayResult:
+class ReproResult:
   reproduced: bool
   signature: Signature
   got: list[Signature]
@@ -653,8 +653,8 @@ class ReplayResult:
     head = f"{'REPRODUCED' if self.reproduced else 'not reproduced'}: {self.signature}"
     return "\n".join([head, *[f"  got {g}" for g in self.got], *[f"  {m[:2000]}" for m in self.messages]])
 
-def replay(path: str, backends: Sequence[str] | None = None, setup: str | None = None,
-           timeout: float = 300.0, memory_mb: int | None = None) -> ReplayResult:
+def repro(path: str, backends: Sequence[str] | None = None, setup: str | None = None,
+          timeout: float = 300.0, memory_mb: int | None = None) -> ReproResult:
   """Check a reproducer's case again, in a worker process (a crash or hang is an answer); reproduced when the same
   signature comes back. The file's flags (SPEC, IGNORE_OOB and the codegen flags, checked by read_reproducer) are
   applied; its `setup` is not run unless passed. ReproducerError when the file holds no readable case (read here
@@ -693,7 +693,7 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
           got, msgs = [Signature(sig.level, stage, kind_s, "", backend)], [f"the worker {kind} in {stage} on {backend}"]
         break
     finally: pool.close()
-  return ReplayResult(sig in got, sig, got, msgs)
+  return ReproResult(sig in got, sig, got, msgs)
 
-__all__ = ["CampaignConfig", "CampaignSummary", "run_campaign", "Campaign", "WorkerPool", "replay", "ReplayResult",
+__all__ = ["CampaignConfig", "CampaignSummary", "run_campaign", "Campaign", "WorkerPool", "repro", "ReproResult",
            "LEVEL_NAMES", "signatures_of", "default_memory_mb"]

@@ -3,7 +3,7 @@ that segfaults is a finding and the campaign finishes; a reproducer replays (exi
 the file; the report is written with every text escaped."""
 import json, os, subprocess, sys
 import pytest
-from fuzz.campaign.run import CampaignConfig, run_campaign, replay
+from fuzz.campaign.run import CampaignConfig, run_campaign, repro
 from fuzz.campaign.findings import read_reproducer, ReproducerError
 from fuzz.campaign.report import write_report
 
@@ -44,7 +44,7 @@ def test_reproducer_replays_with_and_without_the_planted_bug(planted):
   cfg, summ = planted
   top = max(summ.findings.values(), key=lambda f: f.count)
   path = os.path.join(cfg.out, "findings", f"{top.signature.id}.json")
-  assert replay(path, setup="tests.fuzz.planted:range_bound_off_by_one").reproduced
+  assert repro(path, setup="tests.fuzz.planted:range_bound_off_by_one").reproduced
   # the exit status of `python -m fuzz repro`: 0 when it does not reproduce (here: the compiler without the patch)
   proc = subprocess.run([sys.executable, "-m", "fuzz", "repro", path], cwd=REPO, capture_output=True, text=True,
                         env={**os.environ, "PYTHONPATH": REPO})
@@ -116,7 +116,7 @@ def test_compare_keeps_each_modes_findings_as_reproducers(tmp_path):
       f = read_reproducer(path)
       assert f.setup == setup and f.reduced and f.size <= f.original_size and f.signature.level == "symbolic"
       assert path in proc.stdout, proc.stdout
-    assert replay(os.path.join(fdir, files[0]), setup=setup).reproduced
+    assert repro(os.path.join(fdir, files[0]), setup=setup).reproduced
   # a directory that already holds a comparison is not mixed with a new one
   from fuzz.measure.guidance import compare_rules
   with pytest.raises(FileExistsError, match="fresh --out"): compare_rules("symbolic", 1, out=out)
