@@ -1,9 +1,9 @@
 """Laziness and realize: nothing runs before realize, realized tensors read their buffer, assign writes in place, and the
-numpy reference (fuzz.tensor_ref) agrees with the compiler on the graphs the front end builds."""
+numpy reference (fuzz.oracles.tensor_ref) agrees with the compiler on the graphs the front end builds."""
 import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.uop import Ops
-from fuzz.tensor_ref import eval_tensor_graph
+from fuzz.oracles.tensor_ref import eval_tensor_graph
 from tinygrad.tensor import base_buffer
 
 def test_lazy_until_realize_then_buffer():
