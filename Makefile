@@ -209,7 +209,7 @@ fuzz-loaders: $(STAMP)
 fuzz-planted: $(STAMP)
 	$(PY) -m tests.fuzz.planted_levels --minutes 2 --seeds 0,1,2
 
-# the mutation score (fuzz/mutants.py) and rules hit guided vs unguided (fuzz/guidance.py); slow: minutes each
+# the mutation score (fuzz/measure/mutants.py) and rules hit guided vs unguided (fuzz/measure/guidance.py); slow: minutes each
 fuzz-mutants: $(STAMP)
 	$(PY) -m fuzz mutants --seconds 60
 fuzz-compare: $(STAMP)

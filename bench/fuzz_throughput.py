@@ -2,13 +2,13 @@
 
   python bench/fuzz_throughput.py [--n 64] [--batch B] [--backends cpu,llvm,python,nv,amd] [--spec 2] [--no-all]
 
-What is timed is a campaign's own worker (`python -m fuzz.worker`, started as fuzz/campaign.py starts it: the same
-config, environment (SPEC, TRACK_MATCH_STATS=1) and job messages), fed batches of `--batch` inputs (default: the
-campaign's). A case is "fully checked" as the worker checks it (fuzz/levels.py KernelLevel.check): generate from bytes,
-kernel_spec, the pyrender round trip, the reference run with its ULP bounds, then on the backend: lower (get_program,
-whose program_spec check runs at SPEC>=1 and every UOp built is checked at SPEC=2; the lowered program's round trip at
-SPEC=2), compile (one shared object per batch on cpu, one MCJIT engine per batch on llvm), run, and compare every
-buffer within the budget; plus the worker's own work (step notes to the parent, rule-hit coverage).
+What is timed is a campaign's own worker (`python -m fuzz.campaign.worker`, started as fuzz/campaign/run.py starts it:
+the same config, environment (SPEC, TRACK_MATCH_STATS=1) and job messages), fed batches of `--batch` inputs (default:
+the campaign's). A case is "fully checked" as the worker checks it (fuzz/campaign/levels.py KernelLevel.check): generate
+from bytes, kernel_spec, the pyrender round trip, the reference run with its ULP bounds, then on the backend: lower
+(get_program, whose program_spec check runs at SPEC>=1 and every UOp built is checked at SPEC=2; the lowered program's
+round trip at SPEC=2), compile (one shared object per batch on cpu, one MCJIT engine per batch on llvm), run, and
+compare every buffer within the budget; plus the worker's own work (step notes to the parent, rule-hit coverage).
 
 "Per core" divides by the CPU time of the worker and of its children (the C compiler, ptxas, the linker), read from
 /proc (the worker's own threads to the nanosecond, its children in clock ticks), so other load on the machine does not
@@ -24,7 +24,7 @@ import argparse, os, random, selectors, sys, tempfile, time
 GOAL = 50.0
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
-from fuzz.campaign import CampaignConfig, Worker, worker_env, FRESH_BYTES  # noqa: E402
+from fuzz.campaign.run import CampaignConfig, Worker, worker_env, FRESH_BYTES  # noqa: E402
 
 def proc_cpu(pid: int) -> float:
   """CPU seconds of process `pid` (every thread, from schedstat: nanoseconds, where /proc/PID/stat counts 10 ms ticks)
@@ -103,7 +103,7 @@ def main() -> None:
   ref_rate = ref["n"] / ref["cpu"]
   print(f"kernel graphs from fuzz.strategies.build_kernel (default KernelConfig): {ref['nodes']:.0f} nodes on average "
         f"({ref['min']}..{ref['max']}); SPEC={a.spec}, batches of {a.batch}, {a.n} graphs per line; a campaign worker "
-        "(fuzz.worker); graphs/s/core = graphs / CPU seconds of the worker and its children\n")
+        "(fuzz.campaign.worker); graphs/s/core = graphs / CPU seconds of the worker and its children\n")
   print(f"{'backend':10s} {'graphs/s/core':>13s} {'vs harness':>10s} {'vs goal 50':>10s} {'failing':>8s}  "
         "stages (share of wall time)")
   def line(name: str, r: dict) -> None:

@@ -2,11 +2,12 @@
 same file, plus the memory-bandwidth bound of decode, all measured in one run.
 
   python bench/llm.py [--dim 1024] [--layers 8] [--hidden 2816] [--vocab 32000] [--types Q8_0,F16] [--prompt 64]
-                      [--decode 32]
+                      [--decode 32] [--quantize fp8]
 
 For each weight type: prefill tokens/s, decode tokens/s, time to first token (prefill + first sample, warm), peak RSS
 of a fresh process each, ours and transformers', and the ratio. The bound: the bytes one decode token reads (the file's
-weights once + the KV cache) divided by the bandwidth of a numpy stream copy measured in the same run. llama.cpp
+weights once, or with --quantize fp8 one byte per matrix weight + a float32 scale per row, + the KV cache) divided by
+the bandwidth of a numpy stream copy measured in the same run. llama.cpp
 (llama-cpp-python) is not run here: its build does not fit this machine's budget (docs/llm.md).
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ import json, sys, time
 HWM
 from tinygrad.apps.llm import LLM, SamplingParams
 fn, n_prompt, n_dec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-llm = LLM.load(fn, capacity=n_prompt + n_dec + 8)
+llm = LLM.load(fn, capacity=n_prompt + n_dec + 8, quantize=sys.argv[4] or None)
 prompt = [(i * 7919) % 1000 + 1 for i in range(n_prompt)]
 p = SamplingParams(max_tokens=n_dec, ignore_eos=True)
 list(llm.tokens(prompt, p)); list(llm.tokens(prompt, p))  # compile and capture every step
@@ -65,7 +66,7 @@ print(json.dumps({"prefill": n_prompt / pre, "decode": (n_dec - 1) / dec, "ttft"
 """
 
 def run(code: str, fn: str, a: argparse.Namespace) -> dict:
-  r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode)],
+  r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode), a.quantize],
                      capture_output=True, text=True,
                      env={**os.environ, "PYTHONPATH": ROOT})
   if r.returncode: raise SystemExit(f"bench/llm.py: a run failed:\n{r.stderr[-3000:]}")
@@ -80,6 +81,7 @@ def main() -> None:
   ap.add_argument("--types", default="Q8_0,F16")
   ap.add_argument("--prompt", type=int, default=64)
   ap.add_argument("--decode", type=int, default=32)
+  ap.add_argument("--quantize", default="", help="ours requantized at load (fp8); the reference runs the file")
   a = ap.parse_args()
   from tests.apps.gguf_models import write_model
   bw = stream_bandwidth()
@@ -95,7 +97,12 @@ def main() -> None:
       params = sum(int(np.prod(v.shape)) for v in written.values())
       size = os.path.getsize(fn)
       kv = 2 * a.layers * max(1, a.dim // 256) * 64 * (a.prompt + a.decode + 8) * 4
-      bound = bw / (size + kv)
+      # NOTE: requantized to fp8, a token reads one byte per matrix weight (and a float32 scale per row)
+      kvd = max(1, a.dim // 256) * 64
+      mat_rows_cols = [(a.dim, a.dim), (kvd, a.dim), (kvd, a.dim), (a.dim, a.dim), (a.hidden, a.dim), (a.hidden, a.dim),
+                       (a.dim, a.hidden)] * a.layers + [(a.vocab, a.dim)] * 2
+      read = sum(r * (c + 4) for r, c in mat_rows_cols) if a.quantize == "fp8" else size
+      bound = bw / (read + kv)
       ours, ref = run(_OURS, fn, a), run(_TORCH, fn, a)
       print(f"{q:6} {params / 1e6:7.0f}M {size / 1e6:8.0f} | {ours['prefill']:9.1f} / {ref['prefill']:7.1f} "
             f"({ours['prefill'] / ref['prefill']:.2f}x) | {ours['decode']:8.2f} / {ref['decode']:6.2f} "

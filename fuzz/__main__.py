@@ -14,7 +14,7 @@ def _symbolic_args(p: argparse.ArgumentParser) -> None:
 
 def _symbolic_run(a: argparse.Namespace) -> int:
   from fuzz.strategies import IndexExprConfig, wrapping_config
-  from fuzz.symbolic import run_symbolic_fuzz
+  from fuzz.oracles.symbolic import run_symbolic_fuzz
   from tinygrad.dtype import dtypes
   seconds = a.seconds if a.seconds is not None or a.n is not None else 30.0
   cfg = IndexExprConfig(max_depth=a.depth) if a.dtype == "index" else wrapping_config(getattr(dtypes, a.dtype), a.depth)
@@ -53,12 +53,12 @@ def _setup(text: str) -> str:
   return text
 
 def _backends() -> Callable[[str], tuple[str, ...]]:
-  from fuzz.backends import BACKENDS
+  from fuzz.campaign.backends import BACKENDS
   return _names("backends", tuple(BACKENDS))
 
 def _run_args(p: argparse.ArgumentParser) -> None:
-  from fuzz.backends import BACKENDS, DEFAULT_BACKENDS
-  from fuzz.campaign import LEVEL_NAMES
+  from fuzz.campaign.backends import BACKENDS, DEFAULT_BACKENDS
+  from fuzz.campaign.run import LEVEL_NAMES
   p.add_argument("--minutes", type=_number(float, 0.0), default=1.0,
                  help="how long to fuzz (then reductions get --reduce-grace)")
   p.add_argument("--levels", type=_names("levels", LEVEL_NAMES), default=",".join(LEVEL_NAMES), metavar="LIST",
@@ -90,10 +90,10 @@ def _run_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--mutate", type=_number(float, 0.0, 1.0), default=0.5,
                  help="share of inputs mutated from the corpus (0: fresh only)")
   p.add_argument("--no-directed", action="store_true", help="kernel and symbolic levels: no inputs directed at "
-                 "rules not matched yet (fuzz/scheduler.py Director)")
+                 "rules not matched yet (fuzz/campaign/scheduler.py Director)")
 
 def _run_run(a: argparse.Namespace) -> int:
-  from fuzz.campaign import CampaignConfig, run_campaign
+  from fuzz.campaign.run import CampaignConfig, run_campaign
   cfg = CampaignConfig(out=a.out, minutes=a.minutes, backends=a.backends, jobs=a.jobs, levels=a.levels, seed=a.seed,
                        batch=a.batch, step_timeout=a.step_timeout, reduce=not a.no_reduce,
                        reduce_checks=a.reduce_checks, reduce_grace=a.reduce_grace, spec=a.spec, bounds=a.bounds,
@@ -121,13 +121,13 @@ EXIT_BAD_REPRODUCER = 128
 def _repro_run(a: argparse.Namespace) -> int:
   """Exit status 1 when the finding still reproduces (the bug is there), 0 when it does not (git bisect run), 128 when
   the file is not a readable reproducer."""
-  from fuzz.campaign import replay
-  from fuzz.findings import read_reproducer, ReproducerError
+  from fuzz.campaign.run import repro
+  from fuzz.campaign.findings import read_reproducer, ReproducerError
   try:
     f = read_reproducer(a.file)
     if f.setup and not a.setup:
       print(f"note: the finding was found with --setup {f.setup}; pass --setup to replay it under the same patch")
-    res = replay(a.file, a.backends, a.setup, a.timeout, a.memory_mb)
+    res = repro(a.file, a.backends, a.setup, a.timeout, a.memory_mb)
   except ReproducerError as e:
     print(f"fuzz repro: bad reproducer (exit {EXIT_BAD_REPRODUCER}): {e}", file=sys.stderr)
     return EXIT_BAD_REPRODUCER
@@ -140,7 +140,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
                  "default its trace goes to DIR/viz/<id>.jsonl and the report gives the command that opens it)")
 
 def _report_run(a: argparse.Namespace) -> int:
-  from fuzz.report import write_report, ReportError
+  from fuzz.campaign.report import write_report, ReportError
   try: html, md = write_report(a.dir, viz=not a.no_viz)
   except ReportError as e:
     print(f"fuzz report: {e}", file=sys.stderr)
@@ -155,7 +155,7 @@ def _ledger_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes for --update")
 
 def _ledger_run(a: argparse.Namespace) -> int:
-  from fuzz.ledger import update_ledger, check_ledger, summarize
+  from fuzz.ledger.rules import update_ledger, check_ledger, summarize
   if a.update: update_ledger(jobs=a.jobs, force=a.force, only=a.only, progress=print)
   print(summarize())
   problems = check_ledger()
@@ -167,8 +167,8 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--seconds", type=float, default=600.0, help="per mode (both modes run side by side)")
   p.add_argument("--backends", default="python", help="kernel level: backends to check on")
   p.add_argument("--modes", default="guided,unguided",
-                 help="guided (the rule-guided scheduler, fuzz/scheduler.py), unguided (fresh random inputs), atheris "
-                      "(libFuzzer: line coverage + rule counters), rules (libFuzzer: rule counters only)")
+                 help="guided (the rule-guided scheduler, fuzz/campaign/scheduler.py), unguided (fresh random inputs), "
+                      "atheris (libFuzzer: line coverage + rule counters), rules (libFuzzer: rule counters only)")
   p.add_argument("--json", default=None, help="also write the numbers to this file")
   p.add_argument("--out", default=None, help="keep each mode's work directory and its findings as reproducers in "
                  "DIR/<level>/<mode>/findings/ (default: a fresh directory, named in the output)")
@@ -177,7 +177,7 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
 
 def _compare_run(a: argparse.Namespace) -> int:
   import json, tempfile
-  from fuzz.guidance import compare_rules, format_compare
+  from fuzz.measure.guidance import compare_rules, format_compare
   from tinygrad.helpers import atomic_write
   out_dir = a.out or tempfile.mkdtemp(prefix="fuzz-compare-")
   print(f"work directories and findings of each mode: {out_dir}", flush=True)
@@ -192,13 +192,13 @@ def _compare_run(a: argparse.Namespace) -> int:
 def _mutants_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("--levels", default="symbolic,kernel", help="comma list of symbolic, kernel")
   p.add_argument("--seconds", type=float, default=60.0, help="budget per (mutant, level, mode)")
-  p.add_argument("--mutants", default=None, help="comma list of fuzz/mutants.py names (default: all)")
+  p.add_argument("--mutants", default=None, help="comma list of fuzz/measure/mutants.py names (default: all)")
   p.add_argument("--backends", default="python", help="kernel level: backends to check on")
   p.add_argument("--json", default=None, help="also write the numbers to this file")
 
 def _mutants_run(a: argparse.Namespace) -> int:
   import json
-  from fuzz.guidance import mutation_score, format_score
+  from fuzz.measure.guidance import mutation_score, format_score
   from tinygrad.helpers import atomic_write
   s = mutation_score([x for x in a.levels.split(",") if x], a.seconds, a.mutants.split(",") if a.mutants else None,
                      a.backends, progress=lambda line: print(line, flush=True))
@@ -242,10 +242,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                         "side by side; each mode's failing inputs are kept as reduced reproducers.",
                         _compare_args, _compare_run),
   "mutants": Subcommand("mutation score: which planted bugs each level finds, guided vs unguided",
-                        "The mutation score: each planted bug of fuzz/mutants.py, each level and mode, within a fixed "
-                        "time; a kill fails with the mutant and passes without it.", _mutants_args, _mutants_run),
-  "ledger": Subcommand("the z3 certificate of every rewrite rule (fuzz/ledger.json): check it, or --update it",
-                       "The z3 certificate of every symbolic rewrite rule (fuzz/ledger.json): proved, "
+                        "The mutation score: each planted bug of fuzz/measure/mutants.py, each level and mode, within "
+                        "a fixed time; a kill fails with the mutant and passes without it.",
+                        _mutants_args, _mutants_run),
+  "ledger": Subcommand("the z3 certificate of every rewrite rule (fuzz/ledger/ledger.json): check it or --update it",
+                       "The z3 certificate of every symbolic rewrite rule (fuzz/ledger/ledger.json): proved, "
                        "counterexample, or not expressible. Exit status 1 when the ledger is stale.",
                        _ledger_args, _ledger_run),
 }

@@ -15,7 +15,7 @@ A failure to record never takes the captured program down: it is stored in captu
 
 Whatever patches the compiler pauses the capture while the patch is in (`pause()`/`resume()`, `paused()`): a program
 made by a patched compiler is no record of the code. tests/conftest.py's `monkeypatch` does it for a patch of tinygrad,
-fuzz/mutants.py for a planted mutant, tests/fuzz/planted.py for a planted bug.
+fuzz/measure/mutants.py for a planted mutant, tests/fuzz/planted.py for a planted bug.
 """
 from __future__ import annotations
 import contextlib, dataclasses, os, sys

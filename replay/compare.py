@@ -10,9 +10,9 @@
                   of the captured shapes): the old program is its recorded linear program interpreted on the PYTHON
                   backend (a record's source is never compiled: the database is untrusted), the new one natively for
                   CPU and CPU_LLVM (`run_native`, in a forked child), else interpreted too; the interpreter checks
-                  every access, so a bad index is an error, not a crash. The outputs agree within fuzz/budget.py's ULP
-                  budget or differ (`compare_outputs`, naming the first element). A run that agrees does not make a
-                  kernel the same: it only fails to show the change.
+                  every access, so a bad index is an error, not a crash. The outputs agree within
+                  fuzz/oracles/budget.py's ULP budget or differ (`compare_outputs`, naming the first element). A run
+                  that agrees does not make a kernel the same: it only fails to show the change.
 """
 from __future__ import annotations
 import math, os, re
@@ -275,7 +275,7 @@ def boundary_inputs(uops: Sequence[UOp], seed: int, ints: bool) -> dict[int, np.
   smallest normal and subnormal, +-1) each once first (as many as fit, in a random order), then half its other elements
   are special values too, the rest as `random_inputs`; with `ints`, int buffers likewise get their extremes (0, +-1, the
   smallest and largest value), else small non-negative values (they may be indices)."""
-  from fuzz.budget import FLOAT_FORMAT
+  from fuzz.oracles.budget import FLOAT_FORMAT
   from tinygrad.dtype import to_storage_np
   rng = np.random.default_rng(seed)
   ret = random_inputs(uops, seed)
@@ -381,7 +381,7 @@ def _written(old: Sequence[UOp], new: Sequence[UOp]) -> list[int]:
   return sorted({int(u.src[0].src[0].arg) for u in [*old, *new] if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
                  and u.src[0].src[0].op is Ops.DEFINE_GLOBAL} or set(_globals(old)))
 
-# ---- outputs compared within the ULP budget of fuzz/budget.py ----
+# ---- outputs compared within the ULP budget of fuzz/oracles/budget.py ----
 
 # the most elements (the product of the AST's range extents) the budget reference evaluates; a bigger kernel's outputs
 # are compared exactly (the detail says so)
@@ -394,25 +394,26 @@ class Agreement:
   max_ulp: float = 0.0
 
 def _budget(ast: UOp | None, s: InputSet) -> tuple[Any, str]:
-  """The budget reference (fuzz.budget.BudgetRef) of the kernel on this input set, or None and why there is none."""
+  """The budget reference (fuzz.oracles.budget.BudgetRef) of the kernel on this input set, or None and why there is
+  none."""
   if ast is None: return None, "no kernel AST"
   ranges = [u for u in ast.toposort() if u.op is Ops.RANGE]
   if (n := math.prod(max(int(r.src[0].vmax) + 1, 1) for r in ranges)) > REF_MAX_ELEMENTS:
     return None, f"the reference would evaluate {n:.1e} elements (over {REF_MAX_ELEMENTS:.0e})"
-  from fuzz.budget import run_budget_ref
-  from fuzz.kernel_ref import KernelRefError
+  from fuzz.oracles.budget import run_budget_ref
+  from fuzz.oracles.kernel_ref import KernelRefError
   try: return run_budget_ref(ast, s.bufs, s.var_vals), ""
   except (KernelRefError, ValueError, TypeError, IndexError, KeyError, OverflowError, ZeroDivisionError) as e:
     return None, f"the reference could not run it: {type(e).__name__}: {str(e)[:160]}"
 
 def compare_outputs(ast: UOp | None, s: InputSet, old: dict[int, np.ndarray], new: dict[int, np.ndarray],
                     written: Sequence[int], dts: dict[int, PtrDType]) -> Agreement:
-  """Old and new agree where every checked element is within twice the budget of fuzz/budget.py (each may be that far
-  from the reference: reassociation, contraction, approximations) of the other, NaN matching NaN; ints exactly. Where
-  the budget reference cannot run the kernel, exactly (the detail says why)."""
+  """Old and new agree where every checked element is within twice the budget of fuzz/oracles/budget.py (each may be
+  that far from the reference: reassociation, contraction, approximations) of the other, NaN matching NaN; ints exactly.
+  Where the budget reference cannot run the kernel, exactly (the detail says why)."""
   if all(np.array_equal(old[k], new[k], equal_nan=old[k].dtype.kind == "f") for k in written):
     return Agreement(True, "")
-  from fuzz.budget import ulp, FLOAT_FORMAT
+  from fuzz.oracles.budget import ulp, FLOAT_FORMAT
   ref, why = _budget(ast, s)
   worst = 0.0
   for k in written:

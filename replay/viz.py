@@ -69,6 +69,9 @@ def _traces_for(db_path: str, run_id: str, rid: int, group: str, out_dir: str, b
   return f"python -m tinygrad.viz {old} {new}"
 
 def main(argv: list[str]) -> int:
+  if argv in (["-h"], ["--help"]):
+    print("usage: python -m replay.viz DB RUN RID OUT\n\n" + (__doc__ or ""))
+    return 0
   if len(argv) != 4 or not argv[2].isdigit():
     print("usage: python -m replay.viz DB RUN RID OUT", file=sys.stderr)
     return 2

@@ -14,7 +14,8 @@ can be invalid, to keep terms small. Free values: a DEFINE_VAR ranges over [lo, 
 and any node the translation does not model exactly (a LOAD, EXP2/LOG2/SIN/POW, a symbolic index shift) is a fresh
 variable bounded by its dtype. Their bounds collect in `constraints`; a caller adds them to its solver.
 
-Used by spec/validate_index.py (bounds proofs), fuzz/symbolic.py (simplify is sound) and the semantics cross-check.
+Used by spec/validate_index.py (bounds proofs), fuzz/oracles/symbolic.py (simplify is sound) and the semantics
+cross-check.
 """
 from __future__ import annotations
 import math, struct
@@ -383,13 +384,13 @@ class Translator:
     if u.op is Ops.WHERE:
       (c, cv), (a, av), (b, bv) = srcs
       if (lc := literal(c)) is not None: return (a, _and(cv, av)) if lc else (b, _and(cv, bv))
-      picked = av if av is bv else z3.If(c, _b(av), _b(bv))
+      picked = av if av is bv else z3.If(c, bool_term(av), bool_term(bv))
       return z3.If(c, a, b), _and(cv, picked)
     nonzero = False
     if self.trust_bounds and u.op in (Ops.IDIV, Ops.MOD) and literal(vals[1]) is None:
       d = u.src[1]
       if nonzero := bool(d.vmin > 0 or d.vmax < 0):
-        self.assumed.append(z3.Implies(_b(srcs[1][1]), vals[1] != zero(d.dtype)))
+        self.assumed.append(z3.Implies(bool_term(srcs[1][1]), vals[1] != zero(d.dtype)))
     v = alu(u.op, u.src[-1].dtype.scalar(), vals, nonzero)
     # NOTE: a constant subterm is folded by z3 itself (never by the semantics table: this translation is its check)
     if all(literal(x) is not None for x in vals): v = z3.simplify(v)
@@ -402,7 +403,18 @@ class Translator:
     """Every free value's name -> its value in model m."""
     return {name: self.model_value(m, v, dt) for name, (v, dt) in sorted(self.named.items())}
 
-def _b(x: Term) -> Term: return z3.BoolVal(x) if isinstance(x, bool) else x
+def bool_term(x: Term) -> Term:
+  """A z3 Bool for x (a Python bool, as a translation's `valid` often is, becomes a BoolVal)."""
+  return z3.BoolVal(x) if isinstance(x, bool) else x
+
+def bounds_hold(u: UOp, val: Term) -> Term:
+  """z3: val (u's translated value) lies within u.vmin..u.vmax, compared as u's dtype reads it (unsigned bit-vectors
+  unsigned)."""
+  lo, hi = u.vmin, u.vmax
+  if u.dtype is dtypes.bool:
+    return z3.And(z3.Implies(z3.BoolVal(bool(lo)), val), z3.Implies(z3.Not(z3.BoolVal(bool(hi))), z3.Not(val)))
+  le = z3.ULE if kind(u.dtype) == "bv" and not signed(u.dtype) else (lambda a, b: a <= b)
+  return z3.And(le(const(u.dtype, lo), val), le(val, const(u.dtype, hi)))
 
 def to_python(r: Term, dt: DType) -> Any:
   """A z3 value of dtype dt as a Python int, bool or float (NaN for any NaN)."""
@@ -426,4 +438,4 @@ def evaluate_cast(v: Any, src: DType, dst: DType, bit: bool = False) -> Any:
   return to_python(z3.simplify((bitcast if bit else cast)(const(src, v), src, dst)), dst)
 
 __all__ = ["Translator", "NotModeled", "kind", "sort_of", "const", "alu", "cast", "bitcast", "round_lowp", "tdiv_int",
-           "to_python", "evaluate", "evaluate_cast"]
+           "bool_term", "bounds_hold", "to_python", "evaluate", "evaluate_cast"]

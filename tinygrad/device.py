@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 from tinygrad.dtype import DType, dtypes, to_np_dtype
 from tinygrad.helpers import DEV, DEVICES, device_shorthand, CACHELEVEL, HOST_DEVICES, diskcache_get, diskcache_put
-from tinygrad.helpers import codegen_flags
+from tinygrad.helpers import codegen_flags, GlobalCounters
 from tinygrad.uop import Ops
 from tinygrad.renderer import Renderer
 
@@ -123,8 +123,13 @@ class Allocator:
   (sub-buffers) and `_as_buffer` (zero-copy host view)."""
   def alloc(self, nbytes: int, options: Any = None) -> Any:
     if not isinstance(nbytes, int) or nbytes < 0: raise ValueError(f"alloc: size must be an int >= 0, got {nbytes!r}")
-    return self._alloc(nbytes, options)
-  def free(self, opaque: Any, nbytes: int, options: Any = None) -> None: self._free(opaque, nbytes, options)
+    ret = self._alloc(nbytes, options)
+    GlobalCounters.mem_used += nbytes
+    GlobalCounters.mem_peak = max(GlobalCounters.mem_peak, GlobalCounters.mem_used)
+    return ret
+  def free(self, opaque: Any, nbytes: int, options: Any = None) -> None:
+    self._free(opaque, nbytes, options)
+    GlobalCounters.mem_used -= nbytes
   def _alloc(self, nbytes: int, options: Any) -> Any: raise NotImplementedError(f"{type(self).__name__}: no _alloc")
   def _free(self, opaque: Any, nbytes: int, options: Any) -> None: pass
   def _copyin(self, dest: Any, src: memoryview) -> None: raise NotImplementedError(f"{type(self).__name__}: no _copyin")

@@ -257,7 +257,10 @@ class GlobalCounters:
   kernel), their FLOPs (`global_ops`) and bytes moved through global memory (`global_mem`, copies included) from the
   ProgramSpec estimates, and the seconds the kernels took (`time_sum_s`, summed only where a launch was timed:
   DEBUG>=2). Per device (the device of a kernel's output buffer): `device_kernels`, `device_ops`, `device_mem` (kernels
-  only); copies between devices: `copy_count`, `copy_bytes`. `run_schedule` and TinyJit replays count every launch."""
+  only); copies between devices: `copy_count`, `copy_bytes`. `run_schedule` and TinyJit replays count every launch.
+  `mem_used` is the bytes the allocators hold now (live buffers and the freed ones an LRU allocator keeps for reuse;
+  memory a buffer wraps without allocating it, a memory-mapped file, is not counted) and is never reset; `mem_peak` is
+  its maximum since the last `reset()`."""
   kernel_count: int = 0
   global_ops: int = 0
   global_mem: int = 0
@@ -267,12 +270,15 @@ class GlobalCounters:
   device_mem: dict[str, int] = {}
   copy_count: int = 0
   copy_bytes: int = 0
+  mem_used: int = 0
+  mem_peak: int = 0
   @staticmethod
   def reset() -> None:
     GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem = 0, 0, 0
     GlobalCounters.time_sum_s = 0.0
     GlobalCounters.device_kernels, GlobalCounters.device_ops, GlobalCounters.device_mem = {}, {}, {}
     GlobalCounters.copy_count, GlobalCounters.copy_bytes = 0, 0
+    GlobalCounters.mem_peak = GlobalCounters.mem_used
 
 # ---- small pure helpers ----
 

@@ -1665,9 +1665,9 @@ class Tensor(_CastSugar, MathTrait):
       off += t.shape[d]
     assert ret is not None
     return ret
-  @staticmethod
-  def stack(*ts: Tensor | Sequence[Tensor], dim: int = 0) -> Tensor:
-    tl = cast(list[Tensor], list(ts[0]) if len(ts) == 1 and isinstance(ts[0], (list, tuple)) else list(ts))
+  def stack(self: Tensor | Sequence[Tensor], *ts: Tensor, dim: int = 0) -> Tensor:
+    """`a.stack(b, c)`, `Tensor.stack(a, b, c)` and torch's `Tensor.stack([a, b, c])`: the tensors along a new axis."""
+    tl = [*self, *ts] if isinstance(self, (list, tuple)) else [cast(Tensor, self), *ts]
     if not tl: raise ArgumentError("stack: needs at least one tensor")
     return tl[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tl[1:]], dim=dim)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:

@@ -2,9 +2,9 @@
 
 A target is libFuzzer-compatible (atheris): `python fuzz/targets/symbolic_target.py [libFuzzer flags] [corpus dirs]`,
 with `-runs=N`, `-max_total_time=S`, `-fork=J`/`-jobs=J` and corpus directories as libFuzzer reads them. An input is
-the bytes a campaign level (fuzz/levels.py) builds its case from (BytesChooser), so a corpus is interchangeable with
-`python -m fuzz run`'s DIR/corpus/<level>/. A case the level's oracles reject raises `FuzzFinding`: libFuzzer writes
-the input as a crash artifact (crash-<sha1>), which `python fuzz/targets/<level>_target.py crash-<sha1>` replays.
+the bytes a campaign level (fuzz/campaign/levels.py) builds its case from (BytesChooser), so a corpus is interchangeable
+with `python -m fuzz run`'s DIR/corpus/<level>/. A case the level's oracles reject raises `FuzzFinding`: libFuzzer
+writes the input as a crash artifact (crash-<sha1>), which `python fuzz/targets/<level>_target.py crash-<sha1>` replays.
 
 Feedback, besides the line coverage of tinygrad/ (atheris.instrument_imports, every module the level's check path
 imports): each rewrite rule that matches (TRACK_MATCH_STATS) drives a coverage counter of its own, once per match up
@@ -12,18 +12,19 @@ to 128 per input, so an input that makes a rule fire for the first time, or more
 the counts), is kept, even where that rule's line was already covered by another pass.
 
 Options of this driver (taken out of argv before libFuzzer sees it):
-  --backends=python,cpu   kernel and tensor levels: the backends to check on (fuzz/backends.py; default python)
+  --backends=python,cpu   kernel and tensor levels: the backends to check on (fuzz/campaign/backends.py; default python)
   --setup=module:function call it first (a planted bug, e.g. tests.fuzz.planted:range_bound_off_by_one)
-  --mutant=NAME           plant one bug of fuzz/mutants.py; a case counts as a finding ("kill") only if it fails with
-                          the mutant and passes without it (each failing case is checked again with the rule restored)
+  --mutant=NAME           plant one bug of fuzz/measure/mutants.py; a case counts as a finding ("kill") only if it fails
+                          with the mutant and passes without it (each failing case is checked again with the rule
+                          restored)
   --stop-at-kill          with --mutant: write the stats and exit at the first kill (the mutation score's runs)
   --stats=FILE            write the rules hit, inputs run and findings as JSON to FILE.<pid> every few seconds
   --unguided              no atheris: random inputs (the baseline of `python -m fuzz compare`); stops at
                           -runs=N or -max_total_time=S like libFuzzer
   --no-instrument         atheris without line coverage of tinygrad (rule counters only)
-  --scheduled             no atheris: the rule-guided scheduler of fuzz/scheduler.py (rare-rule energy, mutations at
-                          choice boundaries, a bandit share of fresh inputs); corpus directories are run first and
-                          the first one gets every input that joins the corpus; stops like --unguided
+  --scheduled             no atheris: the rule-guided scheduler of fuzz/campaign/scheduler.py (rare-rule energy,
+                          mutations at choice boundaries, a bandit share of fresh inputs); corpus directories are run
+                          first and the first one gets every input that joins the corpus; stops like --unguided
 With --unguided and --scheduled, libFuzzer's -artifact_prefix=P writes a failing input as Pcrash-<sha1> too, once per
 distinct set of failures (the loop goes on past a finding).
 """
@@ -51,7 +52,7 @@ class RuleHits:
   def new_matches(self) -> dict[str, int]:
     """rule -> matches since the last call."""
     from tinygrad.uop.ops import match_stats
-    from fuzz.scheduler import rule_key
+    from fuzz.campaign.scheduler import rule_key
     out: dict[str, int] = {}
     for p, rules in match_stats.items():
       for r, st in rules.items():
@@ -120,8 +121,8 @@ class LevelCheck:
   `used` say where the last case's choices started and how many bytes it read, `case` is that case (for the
   scheduler's mutations and features)."""
   def __init__(self, level_name: str, backends: list[str]):
-    from fuzz.levels import LEVELS
-    from fuzz.backends import open_backends
+    from fuzz.campaign.levels import LEVELS
+    from fuzz.campaign.backends import open_backends
     self.level = LEVELS[level_name]()
     self.backends, missing = open_backends(backends) if level_name != "symbolic" else ({}, {})
     for n, why in missing.items(): print(f"backend {n} not run: {why}", file=sys.stderr)
@@ -129,8 +130,8 @@ class LevelCheck:
     self.used = 0
     self.case: Any = None
   def __call__(self, data: bytes) -> list[Any]:
-    from fuzz.backends import failure_from
-    from fuzz.scheduler import ChoiceRecorder
+    from fuzz.campaign.backends import failure_from
+    from fuzz.campaign.scheduler import ChoiceRecorder
     ch = ChoiceRecorder(data)
     self.case = None
     try: self.case = case = self.level.from_chooser(ch)
@@ -142,7 +143,7 @@ class MutantCheck:
   """check(data) with a planted mutant: a failing case is checked again without it, and counts as a kill only if it
   then passes (the failures of a kill, else none; `background` counts cases that fail either way)."""
   def __init__(self, check: Callable[[bytes], list[Any]], name: str, stats: Stats, stop: bool):
-    from fuzz.mutants import apply_mutant
+    from fuzz.measure.mutants import apply_mutant
     self.inner, self.stats, self.stop = check, stats, stop
     self.mutant = apply_mutant(name)
     stats.mutant = name
@@ -252,8 +253,8 @@ def main(level_name: str, argv: list[str]) -> None:
 def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats, setup: str | None,
              mutant: str | None = None, stop: bool = False, scheduled: bool = False) -> None:
   """Our own loop until -runs or -max_total_time (one of them is needed); findings are counted, not raised.
-  Unguided: fresh random inputs only. `scheduled`: the rule-guided scheduler (fuzz/scheduler.py) picks each input;
-  corpus directories are run first, and each input that joins its corpus is written to the first one."""
+  Unguided: fresh random inputs only. `scheduled`: the rule-guided scheduler (fuzz/campaign/scheduler.py) picks each
+  input; corpus directories are run first, and each input that joins its corpus is written to the first one."""
   runs, secs = _lib_opt(lib, "runs"), _lib_opt(lib, "max_total_time")
   if runs is None and secs is None: raise SystemExit(f"--{stats.mode} needs -runs=N or -max_total_time=S")
   seed = _lib_opt(lib, "seed")
@@ -269,10 +270,10 @@ def unguided(level_name: str, backends: list[str], lib: list[str], stats: Stats,
   written: set[frozenset[tuple[str, ...]]] = set()
   director, plain_level = None, base.level
   if scheduled:
-    from fuzz.scheduler import Scheduler, Director, recorder_marks, shape_features
-    from fuzz.levels import DirectedLevels
+    from fuzz.campaign.scheduler import Scheduler, Director, recorder_marks, shape_features
+    from fuzz.campaign.levels import DirectedLevels
     sched = Scheduler(INPUT_BYTES[level_name], recorder_marks(base.level.from_chooser), rng)
-    # NOTE: directed generation: the kernel and symbolic generators build a rule's pattern (fuzz/patterns.py)
+    # NOTE: directed generation: the kernel and symbolic generators build a rule's pattern (fuzz/gen/patterns.py)
     if level_name in ("kernel", "symbolic"):
       by_tag = DirectedLevels(plain_level)
       director = Director(by_tag.ops(), random.Random(rng.random()))

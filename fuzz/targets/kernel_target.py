@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""atheris target, kernel level (fuzz/levels.py): `python fuzz/targets/kernel_target.py -runs=1000 corpus/`.
+"""atheris target, kernel level (fuzz/campaign/levels.py): `python fuzz/targets/kernel_target.py -runs=1000 corpus/`.
 libFuzzer flags and corpus directories as libFuzzer takes them; this driver's own options in fuzz/targets/common.py."""
 import os, sys
 # NOTE: run as a script, the repository root is not on sys.path (an installed package, as ClusterFuzzLite builds it,

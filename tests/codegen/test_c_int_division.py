@@ -1,5 +1,5 @@
 """The C renderer's spelling of the cases C leaves undefined (docs/ir.md, Semantics): INT_MIN / -1 must wrap, not trap
-(found by fuzz/tensor_programs.py: the whole process died of SIGFPE on `x // y` with x = INT_MIN, y = -1), x/0 = 0,
+(found by fuzz/gen/tensor_programs.py: the whole process died of SIGFPE on `x // y` with x = INT_MIN, y = -1), x/0 = 0,
 x%0 = x, shift amounts modulo the width, saturating float -> int casts; and no guard where bounds rule the case out."""
 import subprocess, sys
 import numpy as np

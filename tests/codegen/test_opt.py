@@ -6,9 +6,9 @@ from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.renderer import Renderer
-from fuzz.kernel_ref import run_kernel
+from fuzz.oracles.kernel_ref import run_kernel
 
-# NOTE: the reference is fuzz.kernel_ref: opts change how ranges are lowered, never what the kernel computes
+# NOTE: the reference is fuzz.oracles.kernel_ref: opts change how ranges are lowered, never what the kernel computes
 
 class CPULike(Renderer):
   """A CPU-style target for the opts tests: 4 threads, no grid, no locals."""
@@ -445,9 +445,9 @@ def test_random_opt_sequences_with_pack_preserve_semantics():
 
 def test_pack_runs_the_same_on_every_cpu_backend():
   # lowered and run for real: the C path, the LLVM path and the PYTHON interpreter, against the reference executor
-  from fuzz.backends import open_backends
-  from fuzz.kernel_gen import KernelCase
-  from fuzz.levels import KernelLevel
+  from fuzz.campaign.backends import open_backends
+  from fuzz.gen.kernels import KernelCase
+  from fuzz.campaign.levels import KernelLevel
   ok, missing = open_backends(["cpu", "llvm", "python"])
   if "llvm" in missing: ok, missing = open_backends(["cpu", "python"])
   assert not missing, missing
@@ -455,7 +455,7 @@ def test_pack_runs_the_same_on_every_cpu_backend():
   cases.append(KernelCase(matmul_ast(M=16, N=32, K=16), {}, (Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4),
                                                               Opt(OptOps.SWAP, 0, 1), Opt(OptOps.PACK, 1)), 99))
   # each target keeps the opts that fit it: every PACK must fit every one of them
-  from fuzz.backends import fit_opts
+  from fuzz.campaign.backends import fit_opts
   from tinygrad.renderer.cstyle import CRenderer
   from tinygrad.runtime.ops_python import PythonRenderer
   for case in cases:
@@ -492,9 +492,9 @@ def test_pack_is_a_beam_action():
 def test_random_kernels_with_pack_match_reference():
   # the fuzzer's random kernels (every dtype, masked and gather loads, several reduces) with PACK inserted among their
   # opts: the C path, the LLVM path and the PYTHON interpreter against the reference, within the ULP budget
-  from fuzz.backends import open_backends, fit_opts
-  from fuzz.kernel_gen import KernelCase
-  from fuzz.levels import KernelLevel
+  from fuzz.campaign.backends import open_backends, fit_opts
+  from fuzz.gen.kernels import KernelCase
+  from fuzz.campaign.levels import KernelLevel
   from fuzz.strategies import build_kernel, RandomChooser
   from tinygrad.codegen.opt import packable_loads
   from tinygrad.codegen.program import prepare_kernel

@@ -1,11 +1,11 @@
 """Random kernel ASTs (fuzz.strategies.build_kernel: every dtype, masked/padded/gather loads, reduces, several stores,
 DEFINE_VAR sizes) with random opts, lowered for the CPU (C, one shared object for the batch) and for the PYTHON
-interpreter, against the reference executor of the unlowered AST within the ULP budget (fuzz/budget.py)."""
+interpreter, against the reference executor of the unlowered AST within the ULP budget (fuzz/oracles/budget.py)."""
 import pytest
 from tinygrad.dtype import dtypes
 from fuzz.strategies import build_kernel, RandomChooser, KernelConfig
-from fuzz.levels import KernelLevel
-from fuzz.backends import open_backends
+from fuzz.campaign.levels import KernelLevel
+from fuzz.campaign.backends import open_backends
 
 BATCH = 8
 

@@ -4,7 +4,7 @@ from tinygrad.codegen.opt import Opt, OptOps, apply_opts, KernelOptError
 from tinygrad.device import Device
 from tinygrad.helpers import Context
 from tests.codegen.test_opt import matmul_ast, elementwise_ast, _run_on_cpu, _bufs
-from fuzz.kernel_ref import run_kernel
+from fuzz.oracles.kernel_ref import run_kernel
 import numpy as np
 
 SMALL_ACTIONS = [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UNROLL, 0, 4), Opt(OptOps.THREAD, 0, 2),

@@ -1,4 +1,5 @@
-"""GlobalCounters: run_schedule counts each kernel launch with its ProgramSpec estimates; reset() zeroes everything."""
+"""GlobalCounters: run_schedule counts each kernel launch with its ProgramSpec estimates; reset() zeroes the launch
+counters (the memory counters are tested with the allocator, tests/runtime/test_device.py)."""
 import numpy as np
 from tinygrad import Tensor, Context
 from tinygrad.helpers import GlobalCounters

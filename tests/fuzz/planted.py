@@ -99,7 +99,7 @@ def killed_and_hogging_workers() -> None:
   import hashlib, os, signal, time
   from tinygrad.dtype import dtypes
   from tinygrad.uop.pyrender import pyrender
-  from fuzz.levels import KernelLevel
+  from fuzz.campaign.levels import KernelLevel
   orig, d = KernelLevel.prepare, os.environ["FUZZ_TEST_MARKER_DIR"]
   def chosen(name: str, key: str) -> bool:
     """Whether this kernel is the one picked for `name` (the first that asked)."""

@@ -8,7 +8,7 @@ found when DIR/findings/ holds a finding of its level that replays with the bug 
 not without it (exit 0): a bug the compiler has anyway does not count. Prints one line per (level, seed) and a table;
 exit status 1 when any run missed its bug.
 
-  symbolic  fuzz.mutants:mod_mod_any              (x%a)%b folds to x%b without its side condition (b divides a)
+  symbolic  fuzz.measure.mutants:mod_mod_any              (x%a)%b folds to x%b without its side condition (b divides a)
   kernel    tests.fuzz.planted:c_lt_as_le         the C renderer prints `a < b` as `a <= b`
   tensor    tests.fuzz.planted:cat_pieces_reversed  Tensor.cat joins its pieces in reverse order
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse, json, os, subprocess, sys, tempfile, time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PLANTED = {"symbolic": "fuzz.mutants:mod_mod_any", "kernel": "tests.fuzz.planted:c_lt_as_le",
+PLANTED = {"symbolic": "fuzz.measure.mutants:mod_mod_any", "kernel": "tests.fuzz.planted:c_lt_as_le",
            "tensor": "tests.fuzz.planted:cat_pieces_reversed"}
 
 def fuzz(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:

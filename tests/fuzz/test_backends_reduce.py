@@ -1,12 +1,12 @@
-"""The backends table (fuzz/backends.py) and the reducer (fuzz/reduce.py)."""
+"""The backends table (fuzz/campaign/backends.py) and the reducer (fuzz/campaign/reduce.py)."""
 import pytest
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context
 from spec import type_verify, kernel_spec
-from fuzz.backends import BACKENDS, DEFAULT_BACKENDS, open_backends, fit_opts, CBackend
-from fuzz.levels import KernelLevel
-from fuzz.reduce import reduce_locally, normalize, shrink_buffers, drop_range, kernel_candidates
+from fuzz.campaign.backends import BACKENDS, DEFAULT_BACKENDS, open_backends, fit_opts, CBackend
+from fuzz.campaign.levels import KernelLevel
+from fuzz.campaign.reduce import reduce_locally, normalize, shrink_buffers, drop_range, kernel_candidates
 from fuzz.strategies import build_kernel, RandomChooser, KernelConfig
 
 def test_every_default_backend_is_registered_and_unknown_names_are_refused():
@@ -63,7 +63,7 @@ def test_candidates_are_valid_or_refused():
 def test_reducer_sees_through_a_bufferize_and_a_stored_cast():
   # store(cast(bufferize(load(x))[0])) keeps an int64 load: the load of the local buffer becomes the value it buffered,
   # and the cast goes with the output buffer retyped (then the range goes: nothing needs it)
-  from fuzz.kernel_gen import KernelCase
+  from fuzz.gen.kernels import KernelCase
   from tinygrad.uop.ops import UOp
   r = UOp.range(3, 0)
   x = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(3), arg=1).index(r).load()

@@ -1,4 +1,4 @@
-"""Batched checking (fuzz/backends.py): kernels of a batch share a compile (one shared object on cpu, one MCJIT engine
+"""Batched checking (fuzz/campaign/backends.py): kernels of a batch share a compile (one shared object on cpu, one MCJIT engine
 on llvm), yet a crash in one kernel of a batch is attributed to that kernel's graph, a kernel that does not build names
 its own error, and the shortcuts taken for throughput give what the plain definitions give."""
 import json, os, random, subprocess, sys
@@ -6,8 +6,8 @@ import pytest
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UPat, PatternMatcher
 from tinygrad.dtype import dtypes
-from fuzz.backends import CBackend, LLVMBackend, fit_opts
-from fuzz.levels import KernelLevel
+from fuzz.campaign.backends import CBackend, LLVMBackend, fit_opts
+from fuzz.campaign.levels import KernelLevel
 from fuzz.strategies import build_kernel, RandomChooser, KernelConfig
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,7 +34,7 @@ def test_a_crash_in_one_kernel_of_a_batch_is_attributed_to_its_graph(backend, se
   cfg = {"level": "kernel", "backends": [backend], "setup": f"tests.fuzz.planted:{setup}", "max_jobs": 0}
   env = {**os.environ, "PYTHONPATH": REPO, "SPEC": "1", "IGNORE_OOB": "1"}
   job = json.dumps({"job": 0, "op": "check", "inputs": [d.hex() for d in datas]}) + "\n"
-  proc = subprocess.run([sys.executable, "-m", "fuzz.worker", json.dumps(cfg)], cwd=REPO, env=env, capture_output=True,
+  proc = subprocess.run([sys.executable, "-m", "fuzz.campaign.worker", json.dumps(cfg)], cwd=REPO, env=env, capture_output=True,
                         text=True, timeout=300, input=job)
   msgs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
   notes = [m for m in msgs if m["t"] == "note"]
@@ -110,7 +110,7 @@ def test_a_matcher_sum_keeps_which_rules_take_ctx():
   b = PatternMatcher([(UPat(Ops.MUL, name="x"), plain)])
   for pm in (a + b, b + a, a + b):
     assert [r.has_ctx for r in pm.rules] == [r.fn is with_ctx for r in pm.rules]
-  # a rule swapped for another function (as fuzz/mutants.py swaps them) is inspected afresh
+  # a rule swapped for another function (as fuzz/measure/mutants.py swaps them) is inspected afresh
   a.__init__([(UPat(Ops.ADD, name="x"), plain)])
   assert [r.has_ctx for r in a.rules] == [False]
 
@@ -125,7 +125,7 @@ def test_the_throughput_bench_times_a_campaign_worker():
   assert r["min"] <= r["nodes"] <= r["max"] and {"generate", "prepare", "codegen", "run"} <= set(r["stages"]), r
 
 def test_coverage_attributes_each_rule_to_the_case_it_first_fired_in():
-  from fuzz.worker import Coverage
+  from fuzz.campaign.worker import Coverage
   from tinygrad.uop.ops import UOp, graph_rewrite, match_stats
   from tinygrad.helpers import Context
   def keep(a): return None

@@ -1,4 +1,4 @@
-"""The ULP-budget oracle (fuzz/budget.py): exact where the IR is exact, the documented freedoms and no more, and it
+"""The ULP-budget oracle (fuzz/oracles/budget.py): exact where the IR is exact, the documented freedoms and no more, and it
 catches a planted off-by-one in an index and a planted wrong rounding in a half conversion."""
 import numpy as np
 import pytest
@@ -6,9 +6,9 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes, DType
 from tinygrad.renderer.cstyle import CRenderer
-from fuzz.budget import run_budget_ref, compare_with_budget, buffer_dtypes, ulp
-from fuzz.backends import KernelItem, CBackend, PythonBackend
-from fuzz.oracles import kernel_inputs, storage_of
+from fuzz.oracles.budget import run_budget_ref, compare_with_budget, buffer_dtypes, ulp
+from fuzz.campaign.backends import KernelItem, CBackend, PythonBackend
+from fuzz.oracles.differential import kernel_inputs, storage_of
 
 def g(i: int, dt: DType, n: int) -> UOp: return UOp(Ops.DEFINE_GLOBAL, dt.ptr(n), arg=i)
 
@@ -180,7 +180,7 @@ def product_in_order(vals: np.ndarray, dt: DType, rs: np.random.Generator) -> fl
 def test_mul_reduce_in_any_order_is_within_its_bound(dt):
   # the bound is derived for every order (fl(x*y) = x*y(1+d) + h); products of factors spanning the whole range, some
   # pairs overflowing, some underflowing, in 40 random orders each: every result is within the bound (or unchecked)
-  from fuzz.budget import FLOAT_FORMAT
+  from fuzz.oracles.budget import FLOAT_FORMAT
   mant, emin, maxf = FLOAT_FORMAT[dt]
   rs = np.random.default_rng(0)
   n, checked = (6 if dt.itemsize == 1 else 12), 0
@@ -219,7 +219,7 @@ def test_mul_reduce_that_may_underflow_in_another_order_has_a_derived_bound_that
   # finding 3f7615b8e14d: 16 bfloat16 factors, one of them ~1e-39 and one ~3e37; in order the result is 1.16e-12, with
   # UNROLL 4 the tiny factor met small ones first and the partial product underflowed to 0. The bound now holds the
   # underflow: n * eta * prod max(|x|, 1), with eta the subnormal spacing
-  from fuzz.levels import KernelLevel
+  from fuzz.campaign.levels import KernelLevel
   dt = dtypes.bfloat16
   vals = values(storage_of(np.array([1.0, 2.21875, -3.90625, 2.328125, 1.0, 3.3895313892515355e38, 1.3671875, -5.0,
                                      -1.234375, -3.6875, -7.0, -0.63671875, -1.1754943508222875e-38, 1.5390625,

@@ -1,11 +1,11 @@
-"""Campaigns end to end (fuzz/campaign.py): a planted bug is found, reduced to a few nodes and deduplicated; a worker
+"""Campaigns end to end (fuzz/campaign/run.py): a planted bug is found, reduced to a few nodes and deduplicated; a worker
 that segfaults is a finding and the campaign finishes; a reproducer replays (exit status) without running code from
 the file; the report is written with every text escaped."""
 import json, os, subprocess, sys
 import pytest
-from fuzz.campaign import CampaignConfig, run_campaign, replay
-from fuzz.findings import read_reproducer, ReproducerError
-from fuzz.report import write_report
+from fuzz.campaign.run import CampaignConfig, run_campaign, repro
+from fuzz.campaign.findings import read_reproducer, ReproducerError
+from fuzz.campaign.report import write_report
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -44,7 +44,7 @@ def test_reproducer_replays_with_and_without_the_planted_bug(planted):
   cfg, summ = planted
   top = max(summ.findings.values(), key=lambda f: f.count)
   path = os.path.join(cfg.out, "findings", f"{top.signature.id}.json")
-  assert replay(path, setup="tests.fuzz.planted:range_bound_off_by_one").reproduced
+  assert repro(path, setup="tests.fuzz.planted:range_bound_off_by_one").reproduced
   # the exit status of `python -m fuzz repro`: 0 when it does not reproduce (here: the compiler without the patch)
   proc = subprocess.run([sys.executable, "-m", "fuzz", "repro", path], cwd=REPO, capture_output=True, text=True,
                         env={**os.environ, "PYTHONPATH": REPO})
@@ -67,7 +67,7 @@ def test_report_escapes_everything(planted, tmp_path):
   os.makedirs(d / "findings")
   f = read_reproducer(os.path.join(cfg.out, "findings", f"{next(iter(summ.findings))}.json"))
   f.message = "<script>alert(1)</script> & </pre>"
-  from fuzz.findings import write_finding
+  from fuzz.campaign.findings import write_finding
   write_finding(str(d / "findings"), f)
   for name in ("campaign.json", "stats.json"):
     with open(os.path.join(cfg.out, name)) as src, open(d / name, "w") as dst: dst.write(src.read())
@@ -81,7 +81,7 @@ def test_a_reproducer_never_runs_code(tmp_path):
           "site": "", "backend": "python"}, "state": {"graph": "__import__('os').system('touch PWNED')\nast = 1"}}
   p = tmp_path / "f.json"
   p.write_text(json.dumps(good))
-  from fuzz.levels import KernelLevel
+  from fuzz.campaign.levels import KernelLevel
   from spec.roundtrip import PyrenderSyntaxError
   with pytest.raises(PyrenderSyntaxError): KernelLevel().from_state(read_reproducer(str(p)).state)
   assert not os.path.exists("PWNED")
@@ -89,7 +89,7 @@ def test_a_reproducer_never_runs_code(tmp_path):
   with pytest.raises(ReproducerError, match="not a fuzz finding"): read_reproducer(str(p))
 
 def test_report_rate_averages_bursty_batches():
-  from fuzz.report import _rates
+  from fuzz.campaign.report import _rates
   # a worker reports 16 cases every 20 s (samples every 5 s): neighbouring samples read 0 or 3.2/s, the rate is 0.8/s
   timeline = [{"t": 5.0 * i, "cases": 16 * (i // 4)} for i in range(41)]
   assert {r for _, r in _rates(timeline)} == {0.0, 3.2}
@@ -116,9 +116,9 @@ def test_compare_keeps_each_modes_findings_as_reproducers(tmp_path):
       f = read_reproducer(path)
       assert f.setup == setup and f.reduced and f.size <= f.original_size and f.signature.level == "symbolic"
       assert path in proc.stdout, proc.stdout
-    assert replay(os.path.join(fdir, files[0]), setup=setup).reproduced
+    assert repro(os.path.join(fdir, files[0]), setup=setup).reproduced
   # a directory that already holds a comparison is not mixed with a new one
-  from fuzz.guidance import compare_rules
+  from fuzz.measure.guidance import compare_rules
   with pytest.raises(FileExistsError, match="fresh --out"): compare_rules("symbolic", 1, out=out)
 
 def test_a_job_sent_as_a_worker_retires_is_run_by_its_successor(tmp_path):

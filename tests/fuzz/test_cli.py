@@ -4,8 +4,8 @@ report.md, and a default campaign that covers every level, each an equal share o
 import os
 import pytest
 from fuzz.__main__ import main
-from fuzz.campaign import Campaign, CampaignConfig, CampaignSummary, LEVEL_NAMES, JOB_SECONDS, run_campaign
-from fuzz.findings import Finding, Signature
+from fuzz.campaign.run import Campaign, CampaignConfig, CampaignSummary, LEVEL_NAMES, JOB_SECONDS, run_campaign
+from fuzz.campaign.findings import Finding, Signature
 
 def _cli(args, capsys):
   try: rc = main(args)
@@ -56,7 +56,7 @@ def test_the_summary_names_each_findings_file_and_the_report_command():
   assert "rewrite rules matched 67 of 185 tried" in text and "symbolic 6 cases" in text, text
 
 def test_report_md_keeps_the_counterexample(tmp_path):
-  from fuzz.report import render_markdown
+  from fuzz.campaign.report import render_markdown
   sig = Signature("kernel", "compare", "value mismatch", "", "cpu")
   msg = "cpu: buffer 0: 3 of 8 elements differ\n  first at [5]: got 1.5, want 2.25 (bound 0)\n  inputs: a=```x```"
   md = render_markdown(str(tmp_path), {}, [], {sig.id: Finding(sig, {"graph": "ast = c0"}, {}, msg, ["cpu"])})

@@ -2,17 +2,17 @@
 the NV and AMD renderers' exact programs: their heuristics, grid, tensor cores and final rules).
 
 - a kernel (fuzz.strategies.kernel_cases, candidate opts included) on the C backend and on the interpreter under each
-  EMULATE target, every buffer within the ULP budget of the reference run (fuzz/budget.py);
-- a tensor program (fuzz.tensor_programs) on CPU and on PYTHON under each EMULATE target, each output within the error
+  EMULATE target, every buffer within the ULP budget of the reference run (fuzz/oracles/budget.py);
+- a tensor program (fuzz.gen.tensor_programs) on CPU and on PYTHON under each EMULATE target, each output within the error
   bound its builder tracked against numpy.
 Bounded for the default suite (the `ci` hypothesis profile derandomizes it); a campaign on nv and amd runs both levels
 unbounded (`python -m fuzz run --backends nv,amd [--level tensor]`)."""
 from hypothesis import given, settings
 from tinygrad.helpers import Context
-from fuzz.backends import CBackend, PythonBackend, Failure
-from fuzz.levels import KernelLevel
+from fuzz.campaign.backends import CBackend, PythonBackend, Failure
+from fuzz.campaign.levels import KernelLevel
 from fuzz.strategies import KernelConfig, kernel_cases
-from fuzz.tensor_programs import check_program, tensor_programs
+from fuzz.gen.tensor_programs import check_program, tensor_programs
 
 EMULATE = ("NV", "AMD_GFX1100", "AMD_GFX1201", "AMD_GFX942")
 

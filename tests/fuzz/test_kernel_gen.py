@@ -1,4 +1,4 @@
-"""The kernel-AST generator (fuzz/kernel_gen.py through fuzz.strategies): every kernel passes kernel_spec and the z3
+"""The kernel-AST generator (fuzz/gen/kernels.py through fuzz.strategies): every kernel passes kernel_spec and the z3
 bounds proof, runs on the reference, and the features the issue asks for all show up."""
 import random
 from collections import Counter
@@ -9,8 +9,8 @@ from spec import type_verify, kernel_spec
 from spec.validate_index import validate_index
 from spec.roundtrip import check_roundtrip
 from fuzz.strategies import (build_kernel, kernel_cases, RandomChooser, BytesChooser, KernelConfig, ALL_DTYPES)
-from fuzz.kernel_ref import run_kernel
-from fuzz.oracles import kernel_inputs
+from fuzz.oracles.kernel_ref import run_kernel
+from fuzz.oracles.differential import kernel_inputs
 
 CASES = [build_kernel(RandomChooser(s)) for s in range(150)]
 

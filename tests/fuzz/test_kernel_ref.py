@@ -1,12 +1,12 @@
-"""The kernel AST reference executor (fuzz/kernel_ref.py) against the compiled CPU kernel and the PYTHON backend, on
+"""The kernel AST reference executor (fuzz/oracles/kernel_ref.py) against the compiled CPU kernel and the PYTHON backend, on
 every dtype: masked and Invalid indices, reductions, several stores, local BUFFERIZE, DEFINE_VAR, casts and bitcasts."""
 import numpy as np
 import pytest
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, to_np_dtype, from_storage_np
-from fuzz.kernel_ref import run_kernel, KernelRefError, KernelRef
-from fuzz.oracles import run_ast_on, random_inputs, compare_outputs, storage_of, kernel_buffers
+from fuzz.oracles.kernel_ref import run_kernel, KernelRefError, KernelRef
+from fuzz.oracles.differential import run_ast_on, random_inputs, compare_outputs, storage_of, kernel_buffers
 
 ALL = [dtypes.bool, *dtypes.ints, *dtypes.floats]
 
@@ -134,7 +134,7 @@ def test_gated_load_from_an_empty_buffer_reads_nothing():
   np.testing.assert_array_equal(ref[0], x)
 
 def test_error_bounds_of_a_gated_load_from_an_empty_buffer():
-  from fuzz.budget import run_budget_ref
+  from fuzz.oracles.budget import run_budget_ref
   n = 4
   i = UOp.range(n, 0)
   empty = g(2, dtypes.float32, 0).index(i.valid(i < 0)).load()
@@ -148,12 +148,12 @@ def test_tensor_level_checks_scheduled_kernels_with_no_kernel_backend(monkeypatc
   # a finding of the scheduled kernels' reference names no backend: its repro and reduction run on none, so the tensor
   # level must check the scheduled kernels then too (it did only next to an nv/amd backend: such findings never
   # reproduced). A reference that fails on every kernel must show up with no backend at all.
-  from fuzz.levels import TensorLevel
+  from fuzz.campaign.levels import TensorLevel
   lv = TensorLevel()
   case = lv.generate(bytes(range(64)))
   assert case.program.outputs
   def broken(*a, **k): raise KernelRefError("planted")
-  import fuzz.budget
-  monkeypatch.setattr(fuzz.budget, "run_budget_ref", broken)
+  import fuzz.oracles.budget
+  monkeypatch.setattr(fuzz.oracles.budget, "run_budget_ref", broken)
   fails = lv.check([case], {})[0]
   assert any("planted" in f.message and f.stage == "tensor-reference" for f in fails), fails

@@ -1,4 +1,4 @@
-"""The rule ledger (fuzz/ledger.py): the committed certificates are current and refute nothing, the certifier finds a
+"""The rule ledger (fuzz/ledger/rules.py): the committed certificates are current and refute nothing, the certifier finds a
 planted bug, and regressions for the rules it refuted."""
 import json, re
 import pytest
@@ -10,9 +10,10 @@ from tinygrad.uop import symbolic as sym
 from tinygrad.codegen import decompositions as dec
 from tinygrad.renderer import Renderer
 from tinygrad.codegen.late import lower_index_dtype
-from fuzz import ledger
-from fuzz.ledger import Budget, certify, check_ledger, ledger_rules, prove_one, prove_exact, rule_hash
-from fuzz import ledger_codegen as lcg
+from fuzz.ledger import rules as ledger
+from fuzz.ledger.rules import Budget, certify, check_ledger, ledger_rules
+from fuzz.ledger.proof import prove_one, prove_exact, rule_hash
+from fuzz.ledger import codegen as lcg
 
 def test_ledger_is_current_and_refutes_no_rule():
   # NOTE: a failure here says which rule: re-run `python -m fuzz ledger --update` (or fix the rule z3 refutes)

@@ -1,4 +1,4 @@
-"""The planted bugs of the mutation score (fuzz/mutants.py): each changes one rule, where it shows is what its name
+"""The planted bugs of the mutation score (fuzz/measure/mutants.py): each changes one rule, where it shows is what its name
 says, it comes out again, and a campaign finds one, reduces it and it does not reproduce without it."""
 import os, subprocess, sys
 import pytest
@@ -7,9 +7,9 @@ from tinygrad.uop.ops import UOp, PatternMatcher, graph_rewrite
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.codegen.decompositions import pm_emulated_dtypes
 from tinygrad.dtype import dtypes
-from fuzz.mutants import MUTANTS, _matchers_with
-from fuzz.campaign import CampaignConfig, run_campaign
-from fuzz.findings import read_reproducer
+from fuzz.measure.mutants import MUTANTS, _matchers_with
+from fuzz.campaign.run import CampaignConfig, run_campaign
+from fuzz.campaign.findings import read_reproducer
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -50,7 +50,7 @@ def test_mutant_changes_one_rule_and_comes_out_again(name):
 def test_campaign_finds_a_planted_dropped_cast_reduced_and_not_reproduced_without_it(tmp_path):
   # NOTE: a budget of cases, not of time (the cases, and so the findings, are the same on a slow or loaded machine)
   cfg = CampaignConfig(out=str(tmp_path / "camp"), minutes=10, max_cases=96, backends=("python",), jobs=1, batch=8,
-                       setup="fuzz.mutants:dropped_cast", progress=False, reduce_checks=150, reduce_grace=60, spec=1,
+                       setup="fuzz.measure.mutants:dropped_cast", progress=False, reduce_checks=150, reduce_grace=60, spec=1,
                        levels=("kernel",))
   summ = run_campaign(cfg)
   assert summ.findings, str(summ)
@@ -58,7 +58,7 @@ def test_campaign_finds_a_planted_dropped_cast_reduced_and_not_reproduced_withou
   path = os.path.join(cfg.out, "findings", f"{top.signature.id}.json")
   f = read_reproducer(path)
   # NOTE: a small graph: an emulated-dtype op whose operand is another one's result (its rounding dropped), over loads
-  assert f.reduced and f.size <= 16 < f.original_size and f.setup == "fuzz.mutants:dropped_cast", (f.size, f.state)
+  assert f.reduced and f.size <= 16 < f.original_size and f.setup == "fuzz.measure.mutants:dropped_cast", (f.size, f.state)
   proc = subprocess.run([sys.executable, "-m", "fuzz", "repro", path], cwd=REPO, capture_output=True, text=True,
                         env={**os.environ, "PYTHONPATH": REPO})
   assert proc.returncode == 0 and "not reproduced" in proc.stdout, proc.stdout + proc.stderr
@@ -78,8 +78,8 @@ def test_kernel_generator_builds_cases_that_kill_index_arithmetic_mutants(name, 
   # constant) and its comparisons of wrapping unsigned sums with constants: of the first kernels that have that shape,
   # one fails on PYTHON with the mutant and passes without it
   from fuzz.strategies import build_kernel, RandomChooser
-  from fuzz.levels import KernelLevel
-  from fuzz.backends import open_backends
+  from fuzz.campaign.levels import KernelLevel
+  from fuzz.campaign.backends import open_backends
   level, (bk, _) = KernelLevel(), open_backends(["python"])
   cands = [c for c in (build_kernel(RandomChooser(s)) for s in range(600)) if any(shape(u) for u in c.ast.toposort())]
   assert len(cands) >= 5, len(cands)

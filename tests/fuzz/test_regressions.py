@@ -1,8 +1,8 @@
 """Kernels the fuzzer found miscompiled, as its reducer left them (the reproducer's state: pyrender text, opts,
 DEFINE_VAR values, input seed), checked again on the backends that failed."""
 import pytest
-from fuzz.levels import KernelLevel
-from fuzz.backends import open_backends
+from fuzz.campaign.levels import KernelLevel
+from fuzz.campaign.backends import open_backends
 
 def state(graph: str, opts=None, var_vals=None, seed=0):
   return {"graph": graph.strip() + "\n", "opts": opts, "var_vals": var_vals or {}, "seed": seed}
@@ -207,7 +207,7 @@ c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(768), arg=0).index(c0).store(c0.cas
 ast = UOp.sink(c1.end(c0))""", [], seed=109987489)),
   # not a compiler bug: 64 fp8e4m3 factors of 0.75; in order the product sticks at 2**-8 (0.75 * 2**-8 rounds back up
   # to it), in another order it underflows to 0 (python, nv, amd; 30-minute campaign, 118 -> 14 nodes). The budget now
-  # holds the underflow of a reordered product (fuzz/budget.py mul_reduce_bound)
+  # holds the underflow of a reordered product (fuzz/oracles/budget.py mul_reduce_bound)
   "fp8_mul_reduce_underflow_budget": (["python", "nv", "amd", "cpu", "llvm"], state("""
 c0 = UOp.range(2, 0, AxisType.LOOP)
 c1 = UOp(Ops.DEFINE_GLOBAL, dtypes.fp8e4m3.ptr(32), arg=3).index(c0).load()
@@ -330,7 +330,7 @@ def test_pow_decomposition_edge_values():
   from tinygrad.uop.ops import UOp
   from tinygrad.dtype import dtypes
   from tinygrad.codegen.decompositions import decompose_pow
-  from fuzz.kernel_ref import run_kernel
+  from fuzz.oracles.kernel_ref import run_kernel
   inf, nan = math.inf, math.nan
   pairs = [(2.0, 10.0), (-2.0, 3.0), (-2.0, 0.5), (-0.0, 3.0), (-0.0, -3.0), (0.0, -1.0), (nan, 0.0), (1.0, nan),
            (-1.0, inf), (0.5, inf), (2.0, -inf), (-inf, 3.0), (-inf, 2.0), (10.0, 308.0), (3.0, -700.0), (2.0, 1024.0),

@@ -1,13 +1,13 @@
-"""The rule-guided scheduler (fuzz/scheduler.py): features and buckets, choice boundaries, which inputs join the corpus,
+"""The rule-guided scheduler (fuzz/campaign/scheduler.py): features and buckets, choice boundaries, which inputs join the corpus,
 rare-rule energy, mutations at choice boundaries, the bandit share of fresh inputs, and the targets' --scheduled mode."""
 import collections, glob, json, os, random, subprocess, sys
 import pytest
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
-from fuzz.scheduler import Scheduler, Seed, ChoiceRecorder, features, bucket, shape_features, recorder_marks
+from fuzz.campaign.scheduler import Scheduler, Seed, ChoiceRecorder, features, bucket, shape_features, recorder_marks
 from fuzz.strategies import IndexExprConfig, RandomChooser, build_index_expression
-from fuzz.levels import SymbolicLevel
+from fuzz.campaign.levels import SymbolicLevel
 from spec.shared_spec import is_masked
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -171,7 +171,7 @@ def test_only_new_rule_features_pay_the_bandit():
 def test_pattern_ops_are_every_op_a_rule_pattern_names():
   from tinygrad.uop import Ops
   from tinygrad.uop.ops import UPat
-  from fuzz.scheduler import pattern_ops
+  from fuzz.campaign.scheduler import pattern_ops
   p = UPat(Ops.WHERE, dtypes.bool, src=(UPat.var("c"), UPat.const(dtypes.bool, False), UPat.const(dtypes.bool, True)))
   assert pattern_ops(p) == {Ops.WHERE, Ops.CONST}
   assert pattern_ops(UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("a"))), UPat.cvar("b")))) == \
@@ -179,8 +179,8 @@ def test_pattern_ops_are_every_op_a_rule_pattern_names():
 
 def test_rule_ops_know_the_symbolic_rules_by_their_hit_key():
   from tinygrad.uop import Ops
-  from fuzz.scheduler import rule_ops
-  from fuzz.scheduler import rule_key
+  from fuzz.campaign.scheduler import rule_ops
+  from fuzz.campaign.scheduler import rule_key
   ops = rule_ops(rule_key)
   div_div = [k for k in ops if k.startswith("fold_div_div (symbolic.py:")]
   assert div_div and ops[div_div[0]][0] >= {Ops.IDIV, Ops.CONST}
@@ -192,7 +192,7 @@ def test_rule_ops_know_the_symbolic_rules_by_their_hit_key():
 
 def test_director_aims_at_tried_unmatched_rules_and_tires_of_one_that_never_comes():
   from tinygrad.uop import Ops
-  from fuzz.scheduler import Director
+  from fuzz.campaign.scheduler import Director
   aim = lambda *ops: (frozenset(ops), frozenset(), False)  # noqa: E731
   d = Director({"a": aim(Ops.IDIV), "b": aim(Ops.WHERE), "c": aim(Ops.ADD), "x": aim()}, random.Random(0))
   # c was hit, x has no ops, z was never tried: only a and b are aims
@@ -206,7 +206,7 @@ def test_director_aims_at_tried_unmatched_rules_and_tires_of_one_that_never_come
 
 def test_directed_kernel_config_weighs_up_the_ops_of_a_pattern_and_keeps_the_rest():
   from tinygrad.uop import Ops
-  from fuzz.kernel_gen import KernelConfig, directed_config
+  from fuzz.gen.kernels import KernelConfig, directed_config
   base = KernelConfig()
   cfg = directed_config(base, {Ops.IDIV, Ops.WHERE}, boost=5)
   assert cfg.int_ops["idiv"] == 5 * base.int_ops["idiv"] and cfg.int_ops["affine"] == 5 * base.int_ops["affine"]
@@ -218,8 +218,8 @@ def test_directed_kernel_config_weighs_up_the_ops_of_a_pattern_and_keeps_the_res
   assert b.p_repeat == base.p_repeat < directed_config(base, {Ops.IDIV}, repeat=True).p_repeat
 
 def _rule_pats(prefix):
-  from fuzz.scheduler import rule_patterns
-  from fuzz.scheduler import rule_key
+  from fuzz.campaign.scheduler import rule_patterns
+  from fuzz.campaign.scheduler import rule_key
   pats = rule_patterns(rule_key)
   keys = [k for k in pats if k.startswith(prefix)]
   assert len(keys) == 1, keys
@@ -230,11 +230,11 @@ def _rule_pats(prefix):
 def test_a_directed_config_builds_what_the_rule_pattern_matches_and_stays_legal(prefix, none):
   # where(c, False, True) and x // x (one node twice) are shapes random trees almost never make; built from the
   # rule's own pattern they come up in most directed kernels, and every kernel still passes kernel_spec
-  from fuzz.kernel_gen import KernelConfig, directed_config, build_kernel
-  from fuzz.levels import KernelLevel
+  from fuzz.gen.kernels import KernelConfig, directed_config, build_kernel
+  from fuzz.campaign.levels import KernelLevel
   from fuzz.strategies import BytesChooser
-  from fuzz.scheduler import rule_ops
-  from fuzz.scheduler import rule_key
+  from fuzz.campaign.scheduler import rule_ops
+  from fuzz.campaign.scheduler import rule_key
   if none:
     # x.ne(True).ne(True) (bool): the first <lambda> rule whose pattern is a CMPNE of a CMPNE
     ops = rule_ops(rule_key)
@@ -253,8 +253,8 @@ def test_a_directed_config_builds_what_the_rule_pattern_matches_and_stays_legal(
 def test_a_pattern_that_cannot_give_a_value_gives_nothing_and_the_tree_is_drawn_as_usual():
   # lift_invalid's pattern is index arithmetic with an Invalid source and fold_invalid_first's a WHERE with an
   # Invalid branch: no value of a kernel's dtypes is one, so instance() gives None and expr() draws as usual
-  from fuzz.kernel_gen import KernelConfig, ALL_DTYPES, _KernelBuilder, directed_config, build_kernel
-  from fuzz.levels import KernelLevel
+  from fuzz.gen.kernels import KernelConfig, ALL_DTYPES, _KernelBuilder, directed_config, build_kernel
+  from fuzz.campaign.levels import KernelLevel
   from fuzz.strategies import BytesChooser
   pats = _rule_pats("lift_invalid (symbolic.py:") + _rule_pats("fold_invalid_first (symbolic.py:")
   for i, dt in enumerate(ALL_DTYPES):
@@ -275,7 +275,7 @@ def test_a_directed_symbolic_level_builds_the_rule_pattern_and_the_z3_check_hold
   # where(c, Invalid, x) and x // x, built into index expressions: the rule fires on most of them, no case is an
   # unsound rewrite (the z3 check), and the plain builder's same bytes hardly ever make that shape
   from tinygrad.uop.ops import match_stats
-  from fuzz.scheduler import rule_key
+  from fuzz.campaign.scheduler import rule_key
   from fuzz.strategies import BytesChooser
   pats = _rule_pats(prefix)
   def matched() -> int:

@@ -1,9 +1,9 @@
 """The atheris targets (fuzz/targets/): libFuzzer's flags and corpus directories, rule-hit stats, a failing case as a
-libFuzzer crash artifact, the mutant check, guided vs unguided side by side (fuzz/guidance.py), and the ClusterFuzzLite
+libFuzzer crash artifact, the mutant check, guided vs unguided side by side (fuzz/measure/guidance.py), and the ClusterFuzzLite
 configuration and nightly workflow that run them."""
 import glob, json, os, random, re, subprocess, sys
 import pytest
-from fuzz.guidance import compare_rules, format_compare
+from fuzz.measure.guidance import compare_rules, format_compare
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGETS = os.path.join(REPO, "fuzz", "targets")
@@ -99,7 +99,7 @@ def test_nightly_workflow_runs_a_campaign_and_uploads_its_findings():
 
 def test_a_failing_directed_case_is_kept_as_its_state_once_per_failure_set(tmp_path):
   from types import SimpleNamespace
-  from fuzz.levels import KernelLevel
+  from fuzz.campaign.levels import KernelLevel
   from fuzz.strategies import build_kernel, RandomChooser
   from fuzz.targets.common import write_state
   level, written = KernelLevel(), set()

@@ -1,13 +1,13 @@
-"""Differential fuzzing of whole tensor programs: CPU and PYTHON against numpy (fuzz/tensor_programs.py)."""
+"""Differential fuzzing of whole tensor programs: CPU and PYTHON against numpy (fuzz/gen/tensor_programs.py)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from tinygrad.dtype import dtypes
 from fuzz.strategies import RandomChooser
-from fuzz.tensor_programs import (TensorProgram, Val, ProgramMismatch, build_tensor_program, check_program, run_numpy,
+from fuzz.gen.tensor_programs import (TensorProgram, Val, ProgramMismatch, build_tensor_program, check_program, run_numpy,
                                   tensor_programs)
 
-# NOTE: bounded for CI (the `ci` profile derandomizes it); run it hard with `python -m fuzz.tensor_programs -n 5000`
+# NOTE: bounded for CI (the `ci` profile derandomizes it); run it hard with `python -m fuzz.gen.tensor_programs -n 5000`
 @settings(max_examples=80)
 @given(tensor_programs(max_steps=8))
 def test_tensor_programs_match_numpy(prog):

@@ -3,7 +3,7 @@ counted but not a finding; one that recurs, or a worker past the memory cap, is 
 which replays."""
 import os
 import pytest
-from fuzz.campaign import CampaignConfig, run_campaign
+from fuzz.campaign.run import CampaignConfig, run_campaign
 
 SETUP = "tests.fuzz.planted:killed_and_hogging_workers"
 
@@ -38,13 +38,13 @@ def test_a_worker_past_the_memory_cap_is_a_resource_finding(lost):
 
 def test_a_resource_finding_replays_and_a_loss_is_in_the_record(lost):
   import json
-  from fuzz.campaign import replay
+  from fuzz.campaign.run import repro
   cfg, summ = lost
   with open(os.path.join(cfg.out, "campaign.json")) as f: assert json.load(f)["losses"] == 1
   kill = next(f for f in summ.findings.values() if f.signature.kind == "resource:SIGKILL")
   env = {"FUZZ_TEST_MARKER_DIR": cfg.env["FUZZ_TEST_MARKER_DIR"]}
   os.environ.update(env)
-  try: res = replay(os.path.join(cfg.out, "findings", f"{kill.signature.id}.json"), setup=SETUP, timeout=120)
+  try: res = repro(os.path.join(cfg.out, "findings", f"{kill.signature.id}.json"), setup=SETUP, timeout=120)
   finally:
     for k in env: del os.environ[k]
   assert res.reproduced, str(res)

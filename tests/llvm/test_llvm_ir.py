@@ -359,7 +359,8 @@ def test_llvm_vectorize_alu_packs_casts_only_from_one_source_dtype():
   # the LLVM final rules pack lanes with the same check as codegen's pm_vectorize (uop.ops.lanes_alike): one lane's CAST
   # of a float64 LOAD among CASTs of float32 values stays a VECTORIZE of scalar lanes (packing it built a float32 vector
   # operand holding a float64, which the spec refuses)
-  from tinygrad.renderer.llvmir import CPULLVMRenderer, vectorize_alu
+  from tinygrad.renderer.llvmir import CPULLVMRenderer
+  from tinygrad.codegen.llvm_vectorize import vectorize_alu
   a = UOp.variable("a", 0, 10, dtypes.int32).cast(dtypes.float32)
   b = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(4), arg=0).index(UOp.const(dtypes.index, 0)).load()
   def lanes(l1: UOp) -> UOp: return UOp.vectorize((a * 2.0).cast(dtypes.int32), l1, (a * 3.0).cast(dtypes.int32))
@@ -367,3 +368,28 @@ def test_llvm_vectorize_alu_packs_casts_only_from_one_source_dtype():
   assert vectorize_alu(ren, lanes(b.cast(dtypes.int32))) is None
   packed = vectorize_alu(ren, lanes((a * 5.0).cast(dtypes.int32)))
   assert packed is not None and packed.dtype == dtypes.int32.vec(3) and packed.src[0].dtype == dtypes.float32.vec(3)
+
+F64_TO_F16 = textwrap.dedent('''
+  import numpy as np
+  from tinygrad import Tensor, dtypes
+  rng = np.random.default_rng(0)
+  h = rng.integers(0, 0x7BFF, 4000, dtype=np.uint16).view(np.float16)
+  lo, hi = h.astype(np.float64), np.nextafter(h, np.float16(np.inf)).astype(np.float64)
+  mid = (lo + hi) / 2
+  # half ties, just off them (double -> float -> half would round those twice), specials, and wide random doubles
+  x = np.concatenate([mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf), -mid, lo, [np.inf, -np.inf, np.nan,
+                      0.0, -0.0, 1e300, -1e300, 1e-300, 65519.99, 65520.0, 2.0**-25, 2.0**-25 * (1 + 2**-40)],
+                      rng.standard_normal(2000) * 10.0 ** rng.integers(-9, 6, 2000)])
+  got = Tensor(x, device="CPU").cast(dtypes.float16).numpy()
+  want = x.astype(np.float16)
+  bad = np.flatnonzero(got.view(np.uint16) != want.view(np.uint16))
+  assert len(bad) == 0, [(x[i], got[i], want[i]) for i in bad[:5]]
+  print("ok")
+''')
+
+def test_f64_to_f16_rounds_once_without_a_libcall():
+  # a fresh process (one that has not loaded libgcc_s, where __truncdfhf2 lives): the cast must not call out for it
+  env = {**os.environ, "CPU_LLVM": "1", "DEV": "CPU"}
+  res = subprocess.run([sys.executable, "-c", F64_TO_F16], capture_output=True, text=True, timeout=300, cwd=os.getcwd(),
+                       env=env)
+  assert res.returncode == 0 and res.stdout.strip() == "ok", f"exit {res.returncode}: {res.stderr[-2000:]}"

@@ -24,6 +24,8 @@ def test_stack_and_cat_take_a_list_or_tuple():
   _eq(Tensor.cat([ta, tb], dim=1), torch.cat([ra, rb], dim=1), what="cat(list)")
   _eq(Tensor.cat((ta, tb, ta)), torch.cat((ra, rb, ra)), what="cat(tuple)")
   _eq(ta.cat(tb, dim=-1), torch.cat([ra, rb], dim=-1), what="a.cat(b)")
+  _eq(ta.stack(tb, ta, dim=-1), torch.stack([ra, rb, ra], dim=-1), what="a.stack(b, a)")
+  _eq(Tensor.stack(ta, tb, dim=1), torch.stack([ra, rb], dim=1), what="Tensor.stack(a, b)")
   _eq(Tensor.cat([Tensor([1, 2])], dim=0), torch.cat([torch.tensor([1, 2])], dim=0), what="cat of one")
   for bad in (lambda L: L.cat([]), lambda L: L.stack([])):
     with pytest.raises(Exception) as ref: bad(torch)

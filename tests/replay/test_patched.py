@@ -9,7 +9,7 @@ from tinygrad.uop.ops import UPat, PatternMatcher, live_matchers
 from tinygrad.uop import symbolic as sym
 from tinygrad.codegen import get_program
 from tinygrad.renderer.cstyle import CRenderer
-from fuzz.mutants import MUTANTS, apply_mutant, swap_rule, with_globals
+from fuzz.measure.mutants import MUTANTS, apply_mutant, swap_rule, with_globals
 from replay import capture
 from replay.db import DB
 from replay.diff import diff
@@ -21,7 +21,7 @@ def _capture(db, run, body):
   with capturing(db, run): body()
   return DB(str(db), create=False)
 
-# ---- planted mutants (fuzz/mutants.py) ----
+# ---- planted mutants (fuzz/measure/mutants.py) ----
 
 def test_programs_and_schedules_made_under_a_mutant_are_not_recorded_and_the_rest_diff_clean(tmp_path):
   ren = CRenderer(2)
@@ -62,7 +62,7 @@ def test_a_mutant_swaps_its_rule_in_every_live_matcher_and_out_again():
 def test_finding_the_rule_tables_touches_no_other_library_object():
   # NOTE: a scan of every object alive (gc.get_objects) read torch's deprecated torch.distributed.reduce_op, which warns
   import torch  # noqa: F401
-  from fuzz.scheduler import rule_ops, rule_key
+  from fuzz.campaign.scheduler import rule_ops, rule_key
   with warnings.catch_warnings():
     warnings.simplefilter("error")
     ops = rule_ops(rule_key)

@@ -1,5 +1,5 @@
 """What the default diff shows (issue 23): the captured opts replayed and the heuristics re-run side by side, changed
-kernels' outputs classified within fuzz/budget.py's ULP budget, the records of one kernel grouped, a progress line, a
+kernels' outputs classified within fuzz/oracles/budget.py's ULP budget, the records of one kernel grouped, a progress line, a
 report the group can read."""
 import importlib, io, json, re, stat
 import numpy as np

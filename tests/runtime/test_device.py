@@ -1,4 +1,4 @@
-import gc, weakref
+import ctypes, gc, weakref
 import numpy as np
 import pytest
 from tinygrad.device import Device, Buffer, DeviceOpenError, MallocAllocator, buffer_of, set_buffer, has_buffer, next_unique
@@ -153,3 +153,23 @@ def test_lru_allocator_caps_cached_bytes():
   assert a.cached_bytes == 64 and sum(len(v) for v in a.cache.values()) == 1
   a.alloc(64)
   assert a.cached_bytes == 0
+
+def test_global_counters_count_held_memory_and_its_peak():
+  from tinygrad.helpers import GlobalCounters
+  a = MallocAllocator()
+  GlobalCounters.reset()
+  used = GlobalCounters.mem_used
+  x, y = a.alloc(1000), a.alloc(500)
+  assert GlobalCounters.mem_used == used + 1500 and GlobalCounters.mem_peak == used + 1500
+  # a freed buffer the LRU cache keeps is still held; really freeing it lowers mem_used, not the peak
+  a.free(x, 1000)
+  assert GlobalCounters.mem_used == used + 1500
+  a.free_cache()
+  assert GlobalCounters.mem_used == used + 500 and GlobalCounters.mem_peak == used + 1500
+  GlobalCounters.reset()
+  assert GlobalCounters.mem_peak == used + 500
+  # a buffer over memory it does not own (a mapped file) is not counted
+  b = Buffer("CPU", 256, dtypes.uint8, opaque=(ctypes.c_uint8 * 256)())
+  assert b.is_allocated() and GlobalCounters.mem_used == used + 500
+  a.free(y, 500); a.free_cache()
+  assert GlobalCounters.mem_used == used

@@ -127,7 +127,7 @@ def test_views_passed_as_pointers():
   assert base.numpy().tolist() == [0, 0, 0, 0, 0, 2, 4, 6]
 
 def test_signed_overflow_wraps_like_python_and_numpy():
-  # found by fuzz/tensor_programs.py: without -fwrapv the C compiler folded (x+1) > x to true and (x*2)/2 to x at
+  # found by fuzz/gen/tensor_programs.py: without -fwrapv the C compiler folded (x+1) > x to true and (x*2)/2 to x at
   # INT_MAX, while the PYTHON backend, numpy and the simplifier's constant folding wrap
   from tinygrad import Tensor
   vals = np.array([2**31 - 1, 5, -2**31], np.int32)
@@ -146,7 +146,7 @@ def test_a_kernel_name_longer_than_a_file_name_compiles_and_runs():
   from tinygrad.dtype import dtypes
   from tinygrad.codegen.opt import KernelInfo
   from tinygrad.helpers import file_stem
-  from fuzz.oracles import run_ast_on
+  from fuzz.oracles.differential import run_ast_on
   name = "r_" + "_".join(["2"] * 200)
   i = UOp.range(4, 0)
   g = [UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(4), arg=k) for k in range(2)]

@@ -265,14 +265,14 @@ def test_half_values_stay_half():
 # ---- fuzz/oracles: the comparison ----
 
 def test_compare_outputs_integers_must_be_equal():
-  from fuzz.oracles import compare_outputs
+  from fuzz.oracles.differential import compare_outputs
   a = np.arange(10, dtype=np.int32)
   assert compare_outputs(a, a.copy(), i32) is None
   b = a.copy(); b[7] += 1
   assert compare_outputs(a, b, i32) == "1 of 10 elements differ; first at [7]: np.int32(7) vs np.int32(8)"
 
 def test_compare_outputs_float_tolerance_follows_dtype():
-  from fuzz.oracles import compare_outputs
+  from fuzz.oracles.differential import compare_outputs
   a = np.linspace(1, 2, 16, dtype=np.float32)
   assert compare_outputs(a, a * np.float32(1 + 2e-5), dtypes.float32) is None
   assert "differ beyond rtol=0.0001" in compare_outputs(a, a * np.float32(1 + 1e-3), dtypes.float32)
@@ -281,7 +281,7 @@ def test_compare_outputs_float_tolerance_follows_dtype():
   assert compare_outputs(a.astype(np.float64), a.astype(np.float64) * (1 + 1e-6), dtypes.float64) is not None
 
 def test_compare_outputs_nan_and_inf_must_match():
-  from fuzz.oracles import compare_outputs
+  from fuzz.oracles.differential import compare_outputs
   a = np.array([1.0, np.nan, np.inf, -np.inf], np.float32)
   assert compare_outputs(a, a.copy(), dtypes.float32) is None
   assert "NaN on one side only" in compare_outputs(a, np.array([1.0, 0.0, np.inf, -np.inf], np.float32), dtypes.float32)
@@ -289,7 +289,7 @@ def test_compare_outputs_nan_and_inf_must_match():
   assert "Inf differs" in compare_outputs(a, np.array([1.0, np.nan, 3e38, -np.inf], np.float32), dtypes.float32)
 
 def test_compare_outputs_decodes_bfloat16_and_fp8_bits():
-  from fuzz.oracles import compare_outputs
+  from fuzz.oracles.differential import compare_outputs
   bits = np.array([float_to_bf16(x) for x in (1.0, 2.0, 3.0)], np.uint16)
   near = np.array([float_to_bf16(x) for x in (1.0, 2.0, 3.0078125)], np.uint16)  # one bf16 ulp at 3.0 is 2**-6
   assert compare_outputs(bits, near, dtypes.bfloat16) is None

@@ -369,7 +369,7 @@ DIFF_CASES = [
 
 @pytest.mark.parametrize("name,make,opts", DIFF_CASES, ids=[c[0] for c in DIFF_CASES])
 def test_kernel_ast_on_python_matches_cpu(name, make, opts):
-  oracles = pytest.importorskip("fuzz.oracles")
+  oracles = pytest.importorskip("fuzz.oracles.differential")
   pytest.importorskip("tinygrad.codegen")
   from tinygrad.device import Device, DeviceOpenError
   try: Device["CPU"]
@@ -450,7 +450,7 @@ def test_write_write_race_in_one_step_is_reported_equal_values_are_not():
 @pytest.mark.parametrize("target", ["NV", "AMD", "CPU"])
 @pytest.mark.parametrize("make", [sum_ast, matmul_ast, masked_ast], ids=["sum", "matmul", "masked"])
 def test_other_targets_lowering_interpreted_on_python_matches_cpu(target, make):
-  oracles = pytest.importorskip("fuzz.oracles")
+  oracles = pytest.importorskip("fuzz.oracles.differential")
   pytest.importorskip("tinygrad.codegen")
   if target == "CPU":
     cstyle = pytest.importorskip("tinygrad.renderer.cstyle")
@@ -464,7 +464,7 @@ def test_other_targets_lowering_interpreted_on_python_matches_cpu(target, make):
   assert oracles.compare_outputs(got[0], ref[0], out_dt) is None
 
 def test_cpu_lowering_with_thread_axis_runs_on_python():
-  oracles = pytest.importorskip("fuzz.oracles")
+  oracles = pytest.importorskip("fuzz.oracles.differential")
   cstyle = pytest.importorskip("tinygrad.renderer.cstyle")
   from tinygrad.codegen import get_program
   from tinygrad.codegen.opt import Opt, OptOps
@@ -499,7 +499,7 @@ def build_expr(tree, env, ops):
 @settings(max_examples=25, deadline=None)
 @given(dt=st.sampled_from([dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.float32, dtypes.float64]), data=st.data())
 def test_random_elementwise_kernels_python_matches_cpu(dt, data):
-  oracles = pytest.importorskip("fuzz.oracles")
+  oracles = pytest.importorskip("fuzz.oracles.differential")
   pytest.importorskip("tinygrad.codegen")
   tree = data.draw(expr_strategy(dt))
   n = 23
@@ -517,7 +517,7 @@ CAST_PAIRS = [(dtypes.float32, dtypes.int8), (dtypes.float32, dtypes.uint8), (i3
 
 @pytest.mark.parametrize("src,dst", CAST_PAIRS, ids=str)
 def test_casts_python_matches_cpu(src, dst):
-  oracles = pytest.importorskip("fuzz.oracles")
+  oracles = pytest.importorskip("fuzz.oracles.differential")
   pytest.importorskip("tinygrad.codegen")
   n = 64
   out, a = kernel_gbuf(n, 0, dst), kernel_gbuf(n, 1, src)

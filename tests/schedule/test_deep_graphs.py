@@ -1,12 +1,12 @@
 """Long lazy chains (10,000 ops) go through the front end, autograd, the scheduler and its spec checks under Python's
 default recursion limit, and nothing raises the limit. Values are checked with the reference executor of kernel ASTs
-(fuzz/kernel_ref.py) so the default suite stays fast; a chain deeper than the limit also runs through codegen and the C
+(fuzz/oracles/kernel_ref.py) so the default suite stays fast; a chain deeper than the limit also runs through codegen and the C
 compiler, and the whole 10,000-op run through codegen is a slow test."""
 import sys
 import numpy as np
 import pytest
 from tinygrad import Tensor
-from fuzz.kernel_ref import eval_schedule
+from fuzz.oracles.kernel_ref import eval_schedule
 
 DEFAULT_LIMIT = 1000  # CPython's default
 N = 10_000

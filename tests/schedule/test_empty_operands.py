@@ -1,4 +1,4 @@
-"""Empty tensors as operands of non-empty results (found by fuzz/tensor_programs.py)."""
+"""Empty tensors as operands of non-empty results (found by fuzz/gen/tensor_programs.py)."""
 import numpy as np
 import pytest
 from tinygrad import Tensor

@@ -7,7 +7,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.device import next_unique
 from tinygrad.helpers import prod
 from tinygrad.schedule.rangeify import rangeify, reshape_index, linear_index
-from fuzz.kernel_ref import run_kernel_graph, kernels_of, read_view, base_buffer
+from fuzz.oracles.kernel_ref import run_kernel_graph, kernels_of, read_view, base_buffer
 
 DEV = UOp(Ops.DEVICE, arg="CPU")
 

@@ -3,7 +3,7 @@ scheduled ASTs with the kernel evaluator (so these check the scheduler, independ
 import numpy as np
 import pytest
 from tinygrad import Tensor
-from fuzz.kernel_ref import eval_schedule
+from fuzz.oracles.kernel_ref import eval_schedule
 
 def schedule_and_eval(t: Tensor):
   # NOTE: schedule() leaves the tensor lazy; the tensor is the output (buffer 0) of the last kernel

@@ -2,7 +2,7 @@ import pytest
 
 def pytest_addoption(parser):
   parser.addoption("--tensor-ref", action="store_true", default=False,
-                   help="evaluate Tensor.numpy() with the numpy reference (fuzz.tensor_ref) instead of the compiler: separates "
+                   help="evaluate Tensor.numpy() with the numpy reference (fuzz.oracles.tensor_ref) instead of the compiler: separates "
                         "front-end bugs from scheduler/codegen bugs")
   parser.addoption("--shard", default="",
                    help="N:AXIS (AXIS a number, or none): run every test with its tensors on CPU:0..CPU:N-1, each tensor "
@@ -15,7 +15,7 @@ def pytest_addoption(parser):
 def _tensor_ref(request, monkeypatch):
   if not request.config.getoption("--tensor-ref"): return
   from tinygrad.tensor import Tensor
-  from fuzz.tensor_ref import eval_tensor_graph
+  from fuzz.oracles.tensor_ref import eval_tensor_graph
   monkeypatch.setattr(Tensor, "numpy", lambda self: eval_tensor_graph(self.uop))
 
 def pytest_collection_modifyitems(config, items):

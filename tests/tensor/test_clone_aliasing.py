@@ -1,5 +1,5 @@
 """Two clones (or a clone and a contiguous()) of one value would be the same hash-consed UOp, realizing into one buffer
-so that a write through one shows in the other (found by fuzz/tensor_programs.py); each clone now carries a unique tag,
+so that a write through one shows in the other (found by fuzz/gen/tensor_programs.py); each clone now carries a unique tag,
 so it gets a buffer of its own."""
 import numpy as np
 from tinygrad import Tensor

@@ -1,5 +1,5 @@
 """Tensors built from constants with an empty axis stay on the device they were asked for (found by
-fuzz/tensor_programs.py: Tensor.eye(3, 0, device="PYTHON") came back on CPU)."""
+fuzz/gen/tensor_programs.py: Tensor.eye(3, 0, device="PYTHON") came back on CPU)."""
 import numpy as np
 import pytest
 from tinygrad import Tensor

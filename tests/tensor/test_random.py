@@ -1,7 +1,7 @@
 """The counter-based generator: same seed, same numbers; distributions in range; the graph matches the numpy threefry."""
 import numpy as np
 from tinygrad import Tensor, dtypes
-from fuzz.tensor_ref import eval_tensor_graph, threefry2x32
+from fuzz.oracles.tensor_ref import eval_tensor_graph, threefry2x32
 
 def test_same_seed_same_numbers():
   Tensor.manual_seed(42)

@@ -1,10 +1,10 @@
 """Laziness and realize: nothing runs before realize, realized tensors read their buffer, assign writes in place, and the
-numpy reference (fuzz.tensor_ref) agrees with the compiler on the graphs the front end builds."""
+numpy reference (fuzz.oracles.tensor_ref) agrees with the compiler on the graphs the front end builds."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.uop import Ops
-from fuzz.tensor_ref import eval_tensor_graph
+from fuzz.oracles.tensor_ref import eval_tensor_graph
 from tinygrad.tensor import base_buffer
 
 @pytest.mark.single_device("counts the kernels of one device's schedule")

@@ -140,7 +140,7 @@ def test_matcher_sum_is_kept_until_an_operand_is_given_other_rules():
   s = plus0 + times1
   assert plus0 + times1 is s and len(s) == 2
   assert graph_rewrite((x + 0) * 1, s, name="sum") is x
-  # rules replaced in place (as fuzz/mutants.py swap_rule does): the next sum has the new rules, not the kept ones
+  # rules replaced in place (as fuzz/measure/mutants.py swap_rule does): the next sum has the new rules, not the kept ones
   times1.__init__([(UPat.var("a") * 1, lambda a: a + 1)])
   s2 = plus0 + times1
   assert s2 is not s and graph_rewrite((x + 0) * 1, s2, name="sum") is x + 1

@@ -7,7 +7,7 @@ from tinygrad.uop import Ops, GroupOp, semantics
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import dtypes, DType, to_np_dtype
-from fuzz.oracles import run_ast_on
+from fuzz.oracles.differential import run_ast_on
 
 I32_MIN = -2**31
 # (op, operand dtype, operands, result): the cases C leaves undefined, and the ones easy to get wrong

@@ -8,7 +8,7 @@ from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.dtype import dtypes
 from tinygrad.uop.symbolic import symbolic, symbolic_simple, split_uop, split_sum, has_invalid, simplify
 from fuzz.strategies import variables_of
-from fuzz.symbolic import eval_index, check_expression
+from fuzz.oracles.symbolic import eval_index, check_expression
 
 x = UOp.variable("x", 0, 10)
 y = UOp.variable("y", -5, 5)

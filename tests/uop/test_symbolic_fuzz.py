@@ -9,7 +9,7 @@ from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import dtypes
 from fuzz.strategies import (index_expressions, index_expression_batches, build_index_expression, RandomChooser, IndexExprConfig,
                              variables_of, wrapping_config)
-from fuzz.symbolic import check_expression, check_batch, eval_index, run_symbolic_fuzz
+from fuzz.oracles.symbolic import check_expression, check_batch, eval_index, run_symbolic_fuzz
 from fuzz.__main__ import main as fuzz_main
 
 BATCH, BATCHES = 50, 200
@@ -104,7 +104,7 @@ def test_variables_of_lists_leaves():
   assert variables_of(UOp.const(dtypes.index, 3)) == []
 
 def test_exhaustive_check_agrees_with_z3():
-  from fuzz.symbolic import check_exhaustive
+  from fuzz.oracles.symbolic import check_exhaustive
   y = UOp.variable("y", -5, 5)
   e = (y * 4 + 3) // 4
   bad = graph_rewrite(e, _unsound, name="unsound")

@@ -156,7 +156,7 @@ def test_vmin_vmax(build, lo, hi):
   e = build(x, y)
   assert (e.vmin, e.vmax) == (lo, hi)
   # independent check: every value in the domain lies inside the bounds, and the bounds are reached
-  from fuzz.symbolic import eval_index
+  from fuzz.oracles.symbolic import eval_index
   vals = {eval_index(e, {x: a, y: b}) for a in range(0, 11) for b in range(-5, 6)}
   assert lo <= min(vals) and max(vals) <= hi
 

@@ -54,8 +54,8 @@ def test_replay_diff_opens_old_and_new_at_the_first_difference(browser, tmp_path
     stop(srv)
 
 def _finding_with_a_reduce(d: str) -> str:
-  from fuzz.levels import KernelLevel
-  from fuzz.findings import Finding, Signature, write_finding
+  from fuzz.campaign.levels import KernelLevel
+  from fuzz.campaign.findings import Finding, Signature, write_finding
   lvl = KernelLevel()
   rng = np.random.default_rng(0)
   for _ in range(300):
@@ -70,7 +70,7 @@ def test_fuzz_finding_opens_at_the_failing_pass(browser, tmp_path):  # noqa: F81
   path = _finding_with_a_reduce(str(tmp_path))
   out = str(tmp_path / "viz" / "f.jsonl")
   os.makedirs(os.path.dirname(out))
-  r = subprocess.run([sys.executable, "-m", "fuzz.viz", path, out, "--setup", "tests.fuzz.planted:grid_lowering_raises"],
+  r = subprocess.run([sys.executable, "-m", "fuzz.campaign.viz", path, out, "--setup", "tests.fuzz.planted:grid_lowering_raises"],
                      capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": ROOT})
   assert r.returncode == 0 and "planted: grid lowering crashed" in r.stdout, (r.stdout, r.stderr)
   tr = load(out)

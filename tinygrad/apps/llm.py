@@ -5,16 +5,18 @@ factors and linear scaling, RMSNorm, SwiGLU, tied or separate output) and qwen2 
     llm = LLM.load("F.gguf"); print(llm.generate("Hello", max_tokens=32)); for piece in llm.stream("Hi"): ...
 
 Weights stay as they are in the file (memory-mapped, quantized) and each matmul dequantizes its weight inside its own
-kernel. The KV cache is allocated once, at load. Prefill runs in fixed-size chunks and decode is one TinyJit-captured
-step; the position enters each captured step as a tensor (`start`) with an attention mask over the cache, so one
-capture serves every position. Until Tensor has bound symbolic variables, a step's work is the cache's capacity, not the
-current length: `_write_cache` and `_attend` are the two places a bound position would slice instead of mask."""
+kernel. The KV cache is allocated once, at load. Prefill runs in fixed-size chunks and decode one token at a time, each
+one TinyJit-captured step whose position is a bound variable (`start_pos`): the step writes the cache rows
+start..start+C-1 and attends over rows 0..start+C-1, so one capture serves every position and a step's work follows the
+position, not the cache's capacity."""
 from __future__ import annotations
 import argparse, math, sys, time
 from dataclasses import dataclass
 from typing import Any, Iterator
 import numpy as np
 from tinygrad.tensor import Tensor
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.sint import sint
 from tinygrad.dtype import dtypes
 from tinygrad.engine.jit import TinyJit
 from tinygrad.helpers import GlobalCounters, prod
@@ -106,10 +108,34 @@ class Weight:
       .cast(dtypes.float32)
   def __call__(self, x: Tensor) -> Tensor: return x.matmul(self.matrix().T)
 
+QUANTIZATIONS = ("fp8",)
+FP8_MAX = 448.0
+
+class Fp8Weight:
+  """A weight requantized at load to fp8e4m3 with one float32 scale per row (the row's absolute max / 448, so the row's
+  largest value is +-448, e4m3's largest); `matrix()` is q * scale as a lazy expression, so the matmul's kernel
+  dequantizes it, as for a file's own quantized types. An all-zero row gets scale 1."""
+  def __init__(self, w: Weight):
+    self.name, self.shape, self.source = w.name, w.shape, w.ggml_type
+    m = w.matrix()
+    amax = m.abs().max(axis=1)
+    self.scale = (amax == 0).where(1.0, amax / FP8_MAX).contiguous().realize()
+    self.q = (m / self.scale.reshape(-1, 1)).clip(-FP8_MAX, FP8_MAX).cast(dtypes.fp8e4m3).contiguous().realize()
+  def matrix(self) -> Tensor: return self.q.cast(dtypes.float32) * self.scale.reshape(-1, 1)
+  def __call__(self, x: Tensor) -> Tensor: return x.matmul(self.matrix().T)
+
 def _rms_norm(x: Tensor, w: Tensor, eps: float) -> Tensor:
   return x * (x.square().mean(axis=-1, keepdim=True) + eps).rsqrt() * w
 
 class Block:
+  MATRICES = ("q", "k", "v", "o", "gate", "up", "down")
+  q: Weight | Fp8Weight
+  k: Weight | Fp8Weight
+  v: Weight | Fp8Weight
+  o: Weight | Fp8Weight
+  gate: Weight | Fp8Weight
+  up: Weight | Fp8Weight
+  down: Weight | Fp8Weight
   def __init__(self, f: GGUFFile, c: Config, i: int):
     p, hd = f"blk.{i}.", c.head_dim
     self.attn_norm = Weight(f, p + "attn_norm.weight", (c.dim,))
@@ -126,20 +152,38 @@ class Block:
 
 # ---- the model ----
 
+def _realize_after(out: Tensor, writes: list[Tensor]) -> Tensor:
+  """Realize `out` and the cache writes in one schedule. NOTE: the writes go first in the sink so that each is ordered
+  right after the attention that reads the rows before it, not at the end, where it would keep every layer's new rows
+  alive until then."""
+  writes[0].realize(*writes[1:], out)
+  return out
+
 class Transformer:
-  """The network and its KV cache (allocated once, `capacity` positions). `forward(tokens, start)` runs positions
-  start..start+C-1 of one sequence and returns their logits."""
-  def __init__(self, f: GGUFFile, c: Config, capacity: int):
-    self.c, self.capacity = c, capacity
-    self.embed = Weight(f, "token_embd.weight", (c.vocab, c.dim))
+  """The network and its KV cache (allocated once: `capacity` positions plus `chunk - 1` rows that the padding of a
+  last prefill chunk may write). `forward(tokens, start)` runs positions start..start+C-1 of one sequence and returns
+  their logits; `step` is the same through one TinyJit per chunk size, the position a bound variable."""
+  def __init__(self, f: GGUFFile, c: Config, capacity: int, chunk: int = 32, quantize: str | None = None):
+    if quantize is not None and quantize not in QUANTIZATIONS:
+      raise LLMError(f"llm: unknown quantization {quantize!r}; supported: {', '.join(QUANTIZATIONS)}")
+    self.c, self.capacity, self.chunk = c, capacity, chunk
+    self.embed: Weight | Fp8Weight = Weight(f, "token_embd.weight", (c.vocab, c.dim))
     self.blocks = [Block(f, c, i) for i in range(c.n_layers)]
     self.norm = Weight(f, "output_norm.weight", (c.dim,))
-    self.output = self.embed if c.tied else Weight(f, "output.weight", (c.vocab, c.dim))
+    self.output: Weight | Fp8Weight = self.embed if c.tied else Weight(f, "output.weight", (c.vocab, c.dim))
+    if quantize == "fp8":
+      # NOTE: every matrix is requantized (the norms, biases and RoPE factors stay float32); a tied output stays tied
+      for b in self.blocks:
+        for n in Block.MATRICES: setattr(b, n, Fp8Weight(getattr(b, n)))
+      self.output = Fp8Weight(self.output) if not c.tied else self.output
+      self.embed = Fp8Weight(self.embed)
+      if c.tied: self.output = self.embed
     inv = 1.0 / c.rope_base ** (np.arange(0, c.head_dim, 2, dtype=np.float64) / c.head_dim)
     inv_t = Tensor(inv.astype(np.float32) / np.float32(c.rope_linear))
     if c.rope_factors: inv_t = inv_t / Weight(f, "rope_freqs.weight", (c.head_dim // 2,)).matrix()
     self.inv_freq = inv_t.realize()
-    shape = (c.n_kv_heads, capacity, c.head_dim)
+    self.rows = capacity + chunk - 1
+    shape = (c.n_kv_heads, self.rows, c.head_dim)
     self.cache = [(Tensor.zeros(*shape).contiguous().realize(), Tensor.zeros(*shape).contiguous().realize())
                   for _ in self.blocks]
     self._jits: dict[int, TinyJit] = {}
@@ -154,64 +198,87 @@ class Transformer:
     ra, rb = a * cos - b * sin, a * sin + b * cos
     return ra.cat(rb, dim=-1) if self.c.neox_rope else Tensor.stack(ra, rb, dim=-1).reshape(x.shape)
 
-  def _write_cache(self, cache: Tensor, new: Tensor, pos: Tensor) -> Tensor:
-    """cache (kv, capacity, hd) with rows pos (C,) replaced by new (kv, C, hd); positions past the capacity drop."""
-    sel = (Tensor.arange(self.capacity).reshape(1, -1) == pos.reshape(-1, 1))
-    written = sel.T.cast(dtypes.float32).unsqueeze(0).matmul(new)
-    return sel.any(axis=0).reshape(1, -1, 1).where(written, cache)
+  def _attend(self, q: Tensor, k: Tensor, v: Tensor, start: sint) -> Tensor:
+    """q (heads, C, hd) at positions start.. attending to k, v (kv_heads, start + C, hd), the cache's rows up to the
+    chunk's last position: query i sees rows <= start + i. Query heads are grouped by the kv head they share."""
+    c, C = self.c, q.shape[1]
+    rep, L = c.n_heads // c.n_kv_heads, start + C
+    scores = q.reshape(c.n_kv_heads, rep * C, c.head_dim).matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(c.head_dim))
+    if C > 1:
+      # NOTE: a one-token step sees every row it reads; a chunk masks each query's later rows
+      later = Tensor.arange(L, dtype=dtypes.int32).reshape(1, -1) > (Tensor.arange(C, dtype=dtypes.int32) + start) \
+        .reshape(-1, 1)
+      scores = later.where(-math.inf, scores.reshape(c.n_kv_heads, rep, C, L)).reshape(c.n_kv_heads, rep * C, L)
+    return scores.softmax(-1).matmul(v).reshape(c.n_heads, C, c.head_dim)
 
-  def _attend(self, q: Tensor, k: Tensor, v: Tensor, pos: Tensor) -> Tensor:
-    """q (heads, C, hd) attending to the cache rows at or before each query's position."""
-    rep = self.c.n_heads // self.c.n_kv_heads
-    kv_shape = (self.c.n_kv_heads, rep, self.capacity, self.c.head_dim)
-    k = k.unsqueeze(1).expand(kv_shape).reshape(self.c.n_heads, self.capacity, self.c.head_dim)
-    v = v.unsqueeze(1).expand(kv_shape).reshape(self.c.n_heads, self.capacity, self.c.head_dim)
-    scores = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(self.c.head_dim))
-    allowed = Tensor.arange(self.capacity).reshape(1, -1) <= pos.reshape(-1, 1)
-    return allowed.where(scores, -math.inf).softmax(-1).matmul(v)
-
-  def _block(self, b: Block, li: int, x: Tensor, pos: Tensor) -> Tensor:
+  def _block(self, b: Block, li: int, x: Tensor, start: sint, writes: list[Tensor]) -> Tensor:
     c, C = self.c, x.shape[0]
+    pos = Tensor.arange(C, dtype=dtypes.int32) + start
     h = _rms_norm(x, b.attn_norm.matrix(), c.norm_eps)
     q, k, v = b.q(h), b.k(h), b.v(h)
     if b.biases: q, k, v = q + b.biases[0].matrix(), k + b.biases[1].matrix(), v + b.biases[2].matrix()
     q = self._rope(q.reshape(C, c.n_heads, c.head_dim).transpose(0, 1), pos)
     k = self._rope(k.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1), pos)
     v = v.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1)
-    # NOTE: attention reads the assigned cache, so the new rows are written in place and no copy of the cache exists
-    ck = self.cache[li][0].assign(self._write_cache(self.cache[li][0], k, pos))
-    cv = self.cache[li][1].assign(self._write_cache(self.cache[li][1], v, pos))
-    a = self._attend(q, ck, cv, pos).transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
-    x = x + b.o(a)
+    ck, cv = self.cache[li]
+    # NOTE: attention reads the earlier rows from the cache and this chunk's rows as computed, so the write of these
+    # rows (disjoint from the rows read) runs in the same schedule as the rest of the step
+    writes.extend((ck[:, start:start + C].assign(k), cv[:, start:start + C].assign(v)))
+    a = self._attend(q, ck[:, :start].cat(k, dim=1), cv[:, :start].cat(v, dim=1), start) \
+      .transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
+    # NOTE: the residual stream is stored at each add; left lazy, every later kernel would re-add all earlier pieces
+    x = (x + b.o(a)).contiguous()
     h = _rms_norm(x, b.ffn_norm.matrix(), c.norm_eps)
-    return x + b.down(b.gate(h).silu() * b.up(h))
+    return (x + b.down(b.gate(h).silu() * b.up(h))).contiguous()
 
-  def _hidden(self, tokens: Tensor, start: Tensor) -> Tensor:
-    """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1 (start: (1,) int32)."""
-    C = tokens.shape[0]
-    pos = start.reshape(1) + Tensor.arange(C, dtype=dtypes.int32)
-    x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
+  def _hidden(self, tokens: Tensor | UOp, start: sint, writes: list[Tensor]) -> Tensor:
+    """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1; the cache writes of
+    their rows are appended to `writes`, to be realized with the result. One token may be a bound variable: its
+    embedding is then the one row of the table, not a one-hot product over the vocabulary."""
+    if isinstance(tokens, UOp): x = self.embed.matrix()[tokens:tokens + 1]
+    else: x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
       .cast(dtypes.float32).matmul(self.embed.matrix())
-    for i, b in enumerate(self.blocks): x = self._block(b, i, x, pos)
+    for i, b in enumerate(self.blocks): x = self._block(b, i, x, start, writes)
     return _rms_norm(x, self.norm.matrix(), self.c.norm_eps)
 
-  def forward(self, tokens: Tensor, start: Tensor) -> Tensor:
-    """Logits (C, vocab) of every position (not jitted; the tests compare them)."""
-    return self.output(self._hidden(tokens, start))
+  def _check_window(self, start: int, n: int) -> None:
+    if not 0 <= start or start + n > self.rows:
+      raise LLMError(f"llm: positions {start}..{start + n - 1} are outside the KV cache's {self.rows} rows "
+                     f"(capacity {self.capacity})")
 
-  def _step(self, tokens: Tensor, start: Tensor, last: Tensor) -> Tensor:
-    x = self._hidden(tokens, start)
+  def forward(self, tokens: Tensor, start: int | Tensor = 0) -> Tensor:
+    """Logits (C, vocab) of every position, writing their cache rows (not jitted; the tests compare them)."""
+    if isinstance(start, Tensor): start = int(start.numpy().reshape(-1)[0])
+    self._check_window(start, tokens.int_shape("forward")[0])
+    writes: list[Tensor] = []
+    return _realize_after(self.output(self._hidden(tokens, start, writes)), writes)
+
+  def _step(self, tokens: Tensor, start: UOp, last: Tensor) -> Tensor:
+    writes: list[Tensor] = []
+    x = self._hidden(tokens, start, writes)
     pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32) == last.reshape(1)).cast(dtypes.float32).reshape(1, -1)
-    return self.output(pick.matmul(x)).reshape(-1)
+    return _realize_after(self.output(pick.matmul(x)).reshape(-1), writes)
+
+  def _decode(self, token: UOp, start: UOp) -> Tensor:
+    writes: list[Tensor] = []
+    return _realize_after(self.output(self._hidden(token, start, writes)).reshape(-1), writes)
 
   def step(self, tokens: list[int], start: int, chunk: int) -> np.ndarray:
     """The logits of the last of `tokens` (at most `chunk` of them, padded to `chunk`) placed at positions start...:
-    one TinyJit per chunk size, capturing once for every position."""
-    assert 0 < len(tokens) <= chunk
+    one TinyJit per chunk size, its position `start_pos` a bound variable, so one capture serves every position and
+    each launch works on the rows up to the position, not on the whole cache."""
+    assert 0 < len(tokens) <= chunk <= self.chunk
+    self._check_window(start, chunk)
+    if not all(0 <= t < self.c.vocab for t in tokens):
+      raise LLMError(f"llm: token ids {[t for t in tokens if not 0 <= t < self.c.vocab]} are outside the vocabulary "
+                     f"of {self.c.vocab}")
+    pos = UOp.variable("start_pos", 0, self.rows - chunk).bind(start)
+    if chunk == 1:
+      jit = self._jits.setdefault(1, TinyJit(self._decode))
+      return jit(UOp.variable("token", 0, self.c.vocab - 1).bind(tokens[0]), pos).numpy()
     jit = self._jits.setdefault(chunk, TinyJit(self._step))
     toks = Tensor(np.array(tokens + [0] * (chunk - len(tokens)), dtype=np.int32))
-    out = jit(toks, Tensor(np.array([start], dtype=np.int32)), Tensor(np.array([len(tokens) - 1], dtype=np.int32)))
-    return out.numpy()
+    return jit(toks, pos, Tensor(np.array([len(tokens) - 1], dtype=np.int32))).numpy()
 
 # ---- the app ----
 
@@ -226,7 +293,7 @@ class Stats:
 class LLM:
   """A loaded model with its tokenizer. `generate` returns the text, `stream` yields text pieces as tokens come,
   `tokens` yields token ids; `stats` describes the last call."""
-  def __init__(self, f: GGUFFile, capacity: int | None = None, chunk: int = 32):
+  def __init__(self, f: GGUFFile, capacity: int | None = None, chunk: int = 32, quantize: str | None = None):
     self.file, self.config = f, config_from_gguf(f)
     try: self.tokenizer = Tokenizer.from_gguf(f.metadata)
     except TokenizerError as e: raise LLMError(f"llm: {f.path}: {e}") from e
@@ -235,12 +302,14 @@ class LLM:
                      f"{self.config.vocab}")
     self.capacity = min(capacity or self.config.context, self.config.context)
     self.chunk = chunk
-    self.model = Transformer(f, self.config, self.capacity)
+    self.model = Transformer(f, self.config, self.capacity, chunk, quantize)
     self.stats = Stats()
 
   @staticmethod
-  def load(path: str, capacity: int | None = None, chunk: int = 32, device: str | None = None) -> LLM:
-    return LLM(GGUFFile(path, device), capacity, chunk)
+  def load(path: str, capacity: int | None = None, chunk: int = 32, device: str | None = None,
+           quantize: str | None = None) -> LLM:
+    """quantize="fp8": requantize every weight matrix to fp8e4m3 with per-row scales at load (Fp8Weight)."""
+    return LLM(GGUFFile(path, device), capacity, chunk, quantize)
 
   def chat_prompt(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
     return self.tokenizer.render_chat(messages, add_generation_prompt)
@@ -327,10 +396,11 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--seed", type=int, default=None)
   ap.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
   ap.add_argument("--context", type=int, default=None, help="KV cache capacity (default: the model's context_length)")
+  ap.add_argument("--quantize", default=None, help="requantize the weights at load: fp8 (fp8e4m3, per-row scales)")
   ap.add_argument("--benchmark", action="store_true", help="print prefill/decode tokens/s and peak memory")
   a = ap.parse_args(argv)
   try:
-    llm = LLM.load(a.model, a.context)
+    llm = LLM.load(a.model, a.context, quantize=a.quantize)
     params = SamplingParams(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.seed, a.max_tokens,
                             a.stop)
     if a.chat: return _chat(llm, params)

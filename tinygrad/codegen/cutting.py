@@ -49,7 +49,7 @@ def cut_end(e: UOp, sym: PatternMatcher, next_id: list[int], budget: int) -> lis
 _cuts: weakref.WeakKeyDictionary[UOp, UOp | None] = weakref.WeakKeyDictionary()
 
 def forget_cuts() -> None:
-  """Drop every remembered cut (a rule they were made with was swapped: fuzz/mutants.py)."""
+  """Drop every remembered cut (a rule they were made with was swapped: fuzz/measure/mutants.py)."""
   _cuts.clear()
 
 def cut_store_ranges(sink: UOp) -> UOp:

@@ -98,7 +98,7 @@ pm_decompose = PatternMatcher([
 ])
 
 # ---- integer division by a constant as a multiply and shifts (the dtypes in the renderer's div_by_multiply) ----
-# NOTE: Granlund-Montgomery round-up magic numbers; fuzz/ledger_codegen.py proves the graphs with z3 for every divisor
+# NOTE: Granlund-Montgomery round-up magic numbers; fuzz/ledger/codegen.py proves the graphs with z3 for every divisor
 
 def magic_unsigned(d: int, bits: int) -> tuple[int, int]:
   """(m - 2**bits, s) for a divisor 1 <= d < 2**bits: x // d == (x*m) >> (bits + s) for every 0 <= x < 2**bits, with

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod
-from tinygrad.nn.state import CheckpointError, PathLike, _INT64_MAX, _Limit, _Source, _open_source, _filled_buffer
+from tinygrad.nn.state import CheckpointError, PathLike, INT64_MAX, ReadLimit, Source, open_source, filled_buffer
 
 # ---- GGUF: llama.cpp's checkpoints (a header of typed key-values and tensor infos, then aligned tensor data) ----
 
@@ -218,7 +218,7 @@ _GGML_MAX_DIMS = 4
 class _GGUFReader:
   """A cursor over a GGUF file's header, reading the bytes it needs in growing chunks from a file (or bytes) or from a
   uint8 tensor (so only the header reaches the host). Every read checks the file's size first."""
-  def __init__(self, src: _Source | Tensor, where: str):
+  def __init__(self, src: Source | Tensor, where: str):
     self.src, self.where, self.pos, self.buf = src, where, 0, b""
     self.size = prod(src.int_shape("gguf_load")) if isinstance(src, Tensor) else src.size
 
@@ -266,14 +266,14 @@ class _GGUFReader:
     return [self.value(etype, what, depth + 1) for _ in range(count)]
 
 @contextlib.contextmanager
-def _gguf_source(src: Any) -> Iterator[tuple[_Source | Tensor, str]]:
+def _gguf_source(src: Any) -> Iterator[tuple[Source | Tensor, str]]:
   if isinstance(src, Tensor):
     if src.dtype is not dtypes.uint8:
       raise TypeError(f"gguf_load: the file's bytes must be a uint8 tensor, got {src.dtype}")
     yield src.reshape(-1), f"<uint8 tensor of {src.numel()} bytes>"
     return
   # NOTE: a path is read as the header needs it, and its data section read once, straight into the device buffer
-  with _open_source(src, "gguf_load") as s: yield s, s.name
+  with open_source(src, "gguf_load") as s: yield s, s.name
 
 def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None,
               max_bytes: int | None = None) -> tuple[dict[str, Any], dict[str, Tensor]]:
@@ -297,10 +297,10 @@ def gguf_load(src: Tensor | PathLike | bytes, device: str | None = None,
     kv, infos, data_start, data_len = _gguf_layout(r)
     if isinstance(source, Tensor): data, base = source, data_start
     else:
-      limit = _Limit("gguf_load", where, max_bytes, source.size, "the default: the file's size")
+      limit = ReadLimit("gguf_load", where, max_bytes, source.size, "the default: the file's size")
       limit.take(data_len, "the data section")
       # NOTE: only the data section goes to the device; offsets below are then relative to it
-      data, base = _filled_buffer(data_len, dtypes.uint8, device, lambda out: source.readinto(data_start, out)), 0
+      data, base = filled_buffer(data_len, dtypes.uint8, device, lambda out: source.readinto(data_start, out)), 0
     tensors: dict[str, Tensor] = {}
     for name, (dims, ggml_type, off) in infos.items():
       n, nbytes = prod(dims), _gguf_nbytes(dims, ggml_type)
@@ -383,9 +383,9 @@ def _gguf_spans(where: str, infos: dict[str, tuple[tuple[int, ...], int, int]],
                             f"({ggml_type_name(ggml_type)}), which is not supported (supported: "
                             f"{', '.join(v[0] for v in GGML_TYPES.values())})")
     tname, block, block_bytes = GGML_TYPES[ggml_type]
-    if any(d > _INT64_MAX for d in dims):
+    if any(d > INT64_MAX for d in dims):
       raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has dims {list(dims)}: a dim over 2**63 - 1")
-    if (nbytes := prod(dims) * block_bytes // block) > _INT64_MAX:
+    if (nbytes := prod(dims) * block_bytes // block) > INT64_MAX:
       raise CheckpointError(f"gguf_load: {where}: tensor {name!r} has dims {list(dims)}: its {nbytes} bytes overflow "
                             "int64")
     if (dims[0] if dims else 1) % block:
@@ -423,7 +423,7 @@ class GGUFFile:
   each tensor is copied to the device when first asked for. The header gets every check gguf_load makes."""
   def __init__(self, path: PathLike, device: str | None = None):
     from tinygrad.tensor import _canon_device
-    with _open_source(path, "gguf_load") as src:
+    with open_source(path, "gguf_load") as src:
       self.path, self.size = src.name, src.size
       kv, infos, data_start, _ = _gguf_layout(_GGUFReader(src, src.name))
       self.metadata: dict[str, Any] = kv

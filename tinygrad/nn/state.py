@@ -22,7 +22,7 @@ class CheckpointError(ValueError):
 
 # ---- reading untrusted files within limits ----
 
-_INT64_MAX = 2**63 - 1
+INT64_MAX = 2**63 - 1
 # the most bytes one storage is read through at a time (a decompressed chunk lives only until it is copied)
 _CHUNK = 1 << 22
 
@@ -30,7 +30,7 @@ def _half_physical_memory() -> int:
   try: return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
   except (AttributeError, ValueError, OSError): return 8 << 30
 
-class _Limit:
+class ReadLimit:
   """max_bytes: the bytes of tensor data one load may allocate. Every allocation takes from it before it happens."""
   def __init__(self, loader: str, name: str, limit: int | None, default: int, why: str):
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
@@ -45,7 +45,7 @@ class _Limit:
     self.used += n
 
 @dataclass
-class _Source:
+class Source:
   """A checkpoint's bytes: a regular file (size from the file system) or bytes the caller gave; `name` is how errors
   name it. Data is read straight into its destination (no mapping, no intermediate copy)."""
   f: Any
@@ -64,12 +64,12 @@ class _Source:
     if got != len(out): raise CheckpointError(f"{self.loader}: {self.name}: changed while being read")
 
 @contextlib.contextmanager
-def _open_source(src: Any, loader: str) -> Iterator[_Source]:
+def open_source(src: Any, loader: str) -> Iterator[Source]:
   """src (a path, or the file's bytes) opened for reading. A path must name a regular file: a device or a pipe has no
   size to check the file's claims against (read it into bytes first)."""
   if isinstance(src, (bytes, bytearray, memoryview)):
     n = src.nbytes if isinstance(src, memoryview) else len(src)
-    yield _Source(io.BytesIO(src), n, f"<{n} bytes>", loader)
+    yield Source(io.BytesIO(src), n, f"<{n} bytes>", loader)
     return
   try: name = os.fspath(src)
   except TypeError as e: raise CheckpointError(f"{loader}: {src!r} is neither a path nor bytes") from e
@@ -84,15 +84,15 @@ def _open_source(src: Any, loader: str) -> Iterator[_Source]:
   with f:
     st = os.fstat(f.fileno())
     if not stat.S_ISREG(st.st_mode): raise refuse()
-    yield _Source(f, st.st_size, os.fspath(name), loader)
+    yield Source(f, st.st_size, os.fspath(name), loader)
 
-def _filled_buffer(n: int, dtype: DType, device: str | None, fill: Callable[[memoryview], None]) -> Tensor:
+def filled_buffer(n: int, dtype: DType, device: str | None, fill: Callable[[memoryview], None]) -> Tensor:
   """A realized 1-d tensor of n elements of dtype on device whose bytes `fill` writes: straight into the buffer where
   the device's memory is the host's (one copy from the file), else through one host staging copy."""
   from tinygrad.device import buffer_of
   from tinygrad.tensor import _new_buffer_uop, _canon_device
   # NOTE: onto a set of devices: read once onto the first, then replicated by copies
-  if isinstance(dev := _canon_device(device), tuple): return _filled_buffer(n, dtype, dev[0], fill).to(dev).realize()
+  if isinstance(dev := _canon_device(device), tuple): return filled_buffer(n, dtype, dev[0], fill).to(dev).realize()
   u = _new_buffer_uop(n, dtype, dev)
   buf = buffer_of(u).ensure_allocated()
   if n == 0: return Tensor(u)
@@ -226,7 +226,7 @@ def safe_save(tensors: dict[str, Tensor], fn: PathLike, metadata: dict[str, str]
 # the format's own limit on the header (safetensors refuses longer ones)
 _SAFE_HEADER_MAX = 100_000_000
 
-def _safe_header(src: _Source) -> tuple[dict[str, Any], int]:
+def _safe_header(src: Source) -> tuple[dict[str, Any], int]:
   """The JSON header of a safetensors file and where its data starts; the header's claimed size is checked against
   the format's limit and the file before a byte of it is read."""
   name = src.name
@@ -270,7 +270,7 @@ def _safe_entry(name: str, k: str, info: Any, nbytes: int) -> _SafeEntry:
     raise CheckpointError(f"{where} has unsupported dtype {_short(dt_name)} (known: {', '.join(SAFE_DTYPES)})")
   if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
     raise CheckpointError(f"{where}: shape must be a list of ints >= 0, got {_short(shape)}")
-  if any(d > _INT64_MAX for d in shape): raise CheckpointError(f"{where} has shape {shape}: a dim over 2**63 - 1")
+  if any(d > INT64_MAX for d in shape): raise CheckpointError(f"{where} has shape {shape}: a dim over 2**63 - 1")
   if not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets):
     raise CheckpointError(f"{where}: data_offsets must be [begin, end], got {_short(offsets)}")
   (s, e), dt = offsets, SAFE_DTYPES[dt_name]
@@ -291,7 +291,7 @@ def _check_disjoint(entries: list[_SafeEntry], name: str) -> None:
 
 def safe_load_metadata(fn: PathLike | bytes) -> dict[str, str]:
   """The `__metadata__` of a safetensors file ({} when it has none)."""
-  with _open_source(fn, "safe_load") as src: return dict(_safe_header(src)[0].get("__metadata__", {}))
+  with open_source(fn, "safe_load") as src: return dict(_safe_header(src)[0].get("__metadata__", {}))
 
 def safe_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int | None = None) -> dict[str, Tensor]:
   """The tensors of a safetensors file (a path or the file's bytes), in file order, on `device` (default: the default
@@ -299,11 +299,11 @@ def safe_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int | 
   tensors may share bytes; BOOL bytes must be 0 or 1. Each tensor's bytes are read once, straight into its buffer.
   max_bytes bounds the data loaded (default: the file's size). Every failure is a CheckpointError naming the file, the
   tensor and the rule."""
-  with _open_source(fn, "safe_load") as src:
+  with open_source(fn, "safe_load") as src:
     header, start = _safe_header(src)
     entries = [_safe_entry(src.name, k, v, src.size - start) for k, v in header.items() if k != "__metadata__"]
     _check_disjoint(entries, src.name)
-    limit = _Limit("safe_load", src.name, max_bytes, src.size, "the default: the file's size")
+    limit = ReadLimit("safe_load", src.name, max_bytes, src.size, "the default: the file's size")
     ret: dict[str, Tensor] = {}
     for e in entries:
       limit.take(e.end - e.begin, f"tensor {e.name!r}")
@@ -313,7 +313,7 @@ def safe_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int | 
         if e.dtype is dtypes.bool:
           _check_bools(out, lambda b, i: f"safe_load: {src.name}: tensor {e.name!r} (BOOL) has byte 0x{b:02x} at "
                                          f"element {i}")
-      ret[e.name] = _filled_buffer(prod(e.shape), e.dtype, device, fill).reshape(e.shape)
+      ret[e.name] = filled_buffer(prod(e.shape), e.dtype, device, fill).reshape(e.shape)
     return ret
 
 # ---- torch checkpoints ----
@@ -388,7 +388,7 @@ class _LoadedTensor(_Sealed):
   def __repr__(self) -> str: return f"a tensor of {self.storage!r}"
 
 def _check_ints(v: Any, what: str) -> tuple[int, ...]:
-  if not isinstance(v, (tuple, list)) or not all(type(x) is int and 0 <= x <= _INT64_MAX for x in v):
+  if not isinstance(v, (tuple, list)) or not all(type(x) is int and 0 <= x <= INT64_MAX for x in v):
     raise _Refused(f"{what} must be a tuple of ints in [0, 2**63 - 1], got {v!r}")
   return tuple(v)
 
@@ -397,10 +397,10 @@ def _rebuild(storage: Any, offset: Any, size: Any, stride: Any, dtype: DType | N
   dt = dtype or storage.dtype
   if dt is None: raise _Refused(f"{storage!r} holds bytes but the tensor names no dtype")
   size_t, stride_t = _check_ints(size, "a tensor's size"), _check_ints(stride, "a tensor's stride")
-  if type(offset) is not int or not 0 <= offset <= _INT64_MAX or len(size_t) != len(stride_t):
+  if type(offset) is not int or not 0 <= offset <= INT64_MAX or len(size_t) != len(stride_t):
     raise _Refused(f"a tensor of {storage!r} has offset {offset!r}, size {size_t} and stride {stride_t}: need an "
                    "offset in [0, 2**63 - 1] and one stride per axis")
-  if prod(size_t) * dt.itemsize > _INT64_MAX:
+  if prod(size_t) * dt.itemsize > INT64_MAX:
     raise _Refused(f"a tensor of {storage!r} has size {size_t}: its byte size overflows int64")
   return _LoadedTensor(storage, dt, offset, size_t, stride_t)
 
@@ -451,7 +451,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
 def _check_pid(pid: tuple[Any, ...]) -> tuple[_StorageType, str, int]:
   if len(pid) < 5 or type(pid[1]) is not _StorageType or type(pid[2]) is not str or type(pid[4]) is not int or \
-     not 0 <= pid[4] <= _INT64_MAX:
+     not 0 <= pid[4] <= INT64_MAX:
     raise _Refused(f"a storage reference {pid!r} is not (storage, type, key, location, numel)")
   return pid[1], pid[2], pid[4]
 
@@ -525,7 +525,7 @@ def _strided_view(base: Tensor, offset: int, size: tuple[int, ...], stride: tupl
 class _Storages:
   """The storages' data, each read once into one buffer and shared by every view. A storage's buffer takes the dtype
   of the first tensor that asks; another dtype of the same size is a bitcast of it."""
-  def __init__(self, fn: str, device: str | None, swap: bool, limit: _Limit):
+  def __init__(self, fn: str, device: str | None, swap: bool, limit: ReadLimit):
     self.fn, self.device, self.swap, self.limit = fn, device, swap, limit
     self.buffers: dict[str, Tensor] = {}
   def read(self, st: _Storage, out: memoryview) -> None: raise NotImplementedError
@@ -540,7 +540,7 @@ class _Storages:
         raise CheckpointError(f"torch_load: {self.fn}: {st!r} holds {st.nbytes} bytes, not a whole number of {dtype} "
                               "elements")
       self.limit.take(st.nbytes, repr(st))
-      buf = self.buffers[st.key] = _filled_buffer(st.nbytes // dtype.itemsize, dtype, self.device,
+      buf = self.buffers[st.key] = filled_buffer(st.nbytes // dtype.itemsize, dtype, self.device,
                                                   lambda out: self.fill(st, dtype, out))
     if buf.dtype is dtype: return buf
     if buf.dtype.itemsize != dtype.itemsize or dtype is dtypes.bool:
@@ -596,7 +596,7 @@ def _materialize(obj: Any, storages: _Storages, memo: dict[int, tuple[Any, Any]]
 class _ZipStorages(_Storages):
   """Storages of a zip checkpoint: member <prefix>data/<key>, stored or deflated."""
   def __init__(self, z: zipfile.ZipFile, prefix: str, size: int, fn: str, device: str | None, swap: bool,
-               limit: _Limit):
+               limit: ReadLimit):
     super().__init__(fn, device, swap, limit)
     self.z, self.prefix, self.size = z, prefix, size
   def read(self, st: _Storage, out: memoryview) -> None:
@@ -664,7 +664,7 @@ def _read_small(z: zipfile.ZipFile, name: str, size: int, fn: str, what: str, li
   _read_member(z, info, out, fn, what)
   return out.tobytes()
 
-def _load_zip(src: _Source, device: str | None, max_bytes: int | None) -> Any:
+def _load_zip(src: Source, device: str | None, max_bytes: int | None) -> Any:
   try: z = zipfile.ZipFile(src.f)
   except Exception as e:
     raise CheckpointError(f"torch_load: {src.name}: a zip archive whose directory cannot be read ({type(e).__name__}: "
@@ -679,8 +679,8 @@ def _load_zip(src: _Source, device: str | None, max_bytes: int | None) -> Any:
     _check_disjoint_members(z, src.name)
     compressed = any(i.compress_type != zipfile.ZIP_STORED for i in z.infolist())
     default = max(src.size, _half_physical_memory()) if compressed else src.size
-    limit = _Limit("torch_load", src.name, max_bytes, default, "the default for compressed entries: half the physical "
-                   "memory" if compressed else "the default: the file's size")
+    limit = ReadLimit("torch_load", src.name, max_bytes, default, "the default for compressed entries: half the "
+                      "physical memory" if compressed else "the default: the file's size")
     order = "little"
     if prefix + "byteorder" in names:
       order = _read_small(z, prefix + "byteorder", src.size, src.name, "the byteorder", 16).decode(errors="replace")
@@ -703,14 +703,14 @@ _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 class _LegacyStorages(_Storages):
   """Storages of torch's legacy format: after the pickles, each storage's element count and bytes in file order; the
   positions are noted in one pass and a storage is read when a tensor first needs it."""
-  def __init__(self, f: _Bounded, fn: str, device: str | None, swap: bool, limit: _Limit):
+  def __init__(self, f: _Bounded, fn: str, device: str | None, swap: bool, limit: ReadLimit):
     super().__init__(fn, device, swap, limit)
     self.f, self.at = f, cast(dict[str, int], {})
   def read(self, st: _Storage, out: memoryview) -> None:
     self.f.seek(self.at[st.key])
     if self.f.readinto(out) != len(out): raise CheckpointError(f"torch_load: {self.fn}: {st!r} is cut short")
 
-def _load_legacy(src: _Source, device: str | None, max_bytes: int | None) -> Any:
+def _load_legacy(src: Source, device: str | None, max_bytes: int | None) -> Any:
   """torch's pre-1.6 format: pickles of the magic number, the protocol version, system info, the object, the storage
   keys; then each storage as an int64 element count and its bytes."""
   f, fn = _Bounded(src.f, src.size), src.name
@@ -742,7 +742,7 @@ def _load_legacy(src: _Source, device: str | None, max_bytes: int | None) -> Any
     raise CheckpointError(f"torch_load: {fn}: the storage key list is {type(keys).__name__}, not a list of distinct "
                           "str")
   storages = _LegacyStorages(f, fn, device, little != (sys.byteorder == "little"),
-                             _Limit("torch_load", fn, max_bytes, src.size, "the default: the file's size"))
+                             ReadLimit("torch_load", fn, max_bytes, src.size, "the default: the file's size"))
   for k in keys:
     head = f.read(8)
     if len(head) != 8: raise CheckpointError(f"torch_load: {fn}: the file ends before storage {k!r}")
@@ -776,7 +776,7 @@ def torch_load(fn: PathLike | bytes, device: str | None = None, max_bytes: int |
   max_bytes bounds the storage bytes allocated (default: the file's size, or half the physical memory when the
   archive has compressed entries); every failure is a CheckpointError naming the file, the storage or key, and the
   rule broken."""
-  with _open_source(fn, "torch_load") as src:
+  with open_source(fn, "torch_load") as src:
     head = src.f.read(512)
     src.f.seek(0)
     if head[:4] == b"PK\x03\x04" or _has_zip_end(src.f):

@@ -57,7 +57,7 @@ class Renderer:
   # axis keeps its loads vector; without it they are scalar gated loads
   masked_loads: bool = False
   # the int dtypes (8 to 32 bits) whose IDIV/MOD by a constant codegen lowers to a multiply and shifts (magic numbers,
-  # decompositions.pm_fast_divmod; proved by z3 in fuzz/ledger_codegen.py): where division is slow (a GPU has no
+  # decompositions.pm_fast_divmod; proved by z3 in fuzz/ledger/codegen.py): where division is slow (a GPU has no
   # integer divider) or where the target's own lowering of it is wrong
   div_by_multiply: tuple[DType, ...] = ()
   # the attributes that make up `identity` (a subclass whose output depends on more state adds its names)

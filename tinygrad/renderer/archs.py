@@ -43,6 +43,13 @@ def default_arch(device: str) -> str:
   if device == "AMD": return AMD_ARCH.value or AMD_DEFAULT_ARCH
   raise ValueError(f"{device} has no arch; NV and AMD do")
 
+# NOTE: code object v5: every ROCm since 5.x loads it; v6 (LLVM 22's default) needs ROCm 6.2+ loaders (docs/llvm_amd.md)
+AMD_CODE_OBJECT_VERSION = 5
+# LLVM 22's AMDGPU data layout (tests/amd checks it against llvmlite's target machine for every arch)
+AMD_DATALAYOUT = ("e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-"
+                  "p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"
+                  "v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9")
+
 # EMULATE value -> (device, arch) the PYTHON device stands in for; "" arch: the device's default_arch
 EMULATED: dict[str, tuple[str, str]] = {"NV": ("NV", ""), "AMD": ("AMD", ""),
                                         **{f"AMD_{a.upper()}": ("AMD", a) for a in AMD_ARCHS}}
@@ -55,4 +62,4 @@ def emulated(key: str) -> tuple[str, str]:
   return device, arch or default_arch(device)
 
 __all__ = ["NV_SUPPORTED_ARCHS", "check_arch", "NV_DEFAULT_ARCH", "AMD_DEFAULT_ARCH", "AMDArch", "AMD_ARCHS",
-           "amd_arch", "default_arch", "EMULATED", "emulated"]
+           "amd_arch", "default_arch", "AMD_CODE_OBJECT_VERSION", "AMD_DATALAYOUT", "EMULATED", "emulated"]

@@ -15,28 +15,26 @@ stricter than C's (poison, immediate UB), so every case the IR defines and LLVM 
 - bool arithmetic is C's (on 0/1, then != 0): ADD is OR, NEG the identity. MULACC of floats is fused (llvm.fma).
 - float -> int casts saturate (`llvm.fptosi.sat`/`llvm.fptoui.sat`: out of range clamps, NaN gives 0).
 - bool is i1 in registers and one byte (0/1) in memory; bfloat16 and fp8 are held as their bits (i16/i8) and converted
-  with round-to-nearest-even by the helper functions at the end of this file, bit for bit as the C backend's helpers.
+  with round-to-nearest-even by the helper functions of renderer/llvm_helpers.py, bit for bit as the C backend's.
 """
 from __future__ import annotations
 import math, struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, lanes_alike
+from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, float_to_bf16, float_to_fp8, DTYPES_DICT
 from tinygrad.renderer import Renderer, Vectors
 from tinygrad.renderer.tensor_cores import AMD_TENSOR_CORES, TensorCore, tensor_core
-from tinygrad.renderer.archs import AMD_DEFAULT_ARCH, amd_arch
+from tinygrad.renderer.archs import AMD_DEFAULT_ARCH, AMD_DATALAYOUT, AMD_CODE_OBJECT_VERSION, amd_arch
+from tinygrad.renderer.llvm_helpers import fmf, hex_double, HELPER_IR, TO_F32, FROM_F32
+from tinygrad.codegen.llvm_vectorize import llvm_matcher
 
 # ---- the semantics of the cases LLVM leaves undefined (one place; the PYTHON backend and constant folding agree) ----
 
 # x // 0 and x % 0 for integers: the quotient reads 0 and the remainder reads x (what the PYTHON backend computes)
 DIV_BY_ZERO = {Ops.IDIV: "zero", Ops.MOD: "dividend"}
 EMULATED = (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
-# NOTE: the one fast-math flag, on float32/float64 only: a*b+c may become one FMA, as gcc's default -ffp-contract=fast
-# does on the C path; half rounds every op (as C and numpy do), so it gets no flag
-FASTMATH = "contract"
-def fmf(dt: DType) -> str: return FASTMATH if dt.scalar() in (dtypes.float32, dtypes.float64) else ""
 
 # ---- types ----
 
@@ -61,7 +59,6 @@ def mem_type(dt: DType) -> str:
   if dt.scalar() is dtypes.bool: return f"<{dt.count} x i8>" if dt.count > 1 else "i8"
   return ltype(dt)
 
-def _hex_double(v: float) -> str: return "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
 
 def render_const(v: Any, dt: DType) -> str:
   """A scalar constant as LLVM spells it: floats in hex (exact), ints two's complement, bools true/false."""
@@ -76,7 +73,7 @@ def render_const(v: Any, dt: DType) -> str:
     # NOTE: a float constant is written as the double of the same value (LLVM's rule); NaN as the canonical quiet NaN
     if math.isnan(f): return "0xFFF8000000000000" if math.copysign(1.0, f) < 0 else "0x7FF8000000000000"
     if s is dtypes.float32: f = struct.unpack("<f", struct.pack("<f", f))[0]
-    return _hex_double(f)
+    return hex_double(f)
   return str(_signed(int(v), s.itemsize * 8))
 
 def _signed(v: int, bits: int) -> int:
@@ -187,7 +184,7 @@ class LLVMRenderer(Renderer):
     cc = self.kernel_cc + " " if self.kernel_cc else ""
     body = [f'define {cc}void @"{name}"({", ".join(self.kernel_params(st))}) #0 {{', "entry:",
             *["  " + a for a in st.allocas], *st.lines, "}"]
-    helpers = [_HELPER_IR[h] for h in sorted(st.helpers)]
+    helpers = [HELPER_IR[h] for h in sorted(st.helpers)]
     flags = self.module_flags()
     tail = [f"attributes #0 = {{ {self.kernel_attrs(uops)} }}"]
     if flags: tail += [f"!llvm.module.flags = !{{{', '.join(f'!{i}' for i in range(len(flags)))}}}"] + \
@@ -370,10 +367,10 @@ class LLVMRenderer(Renderer):
     if (s in EMULATED or d in EMULATED) and dt.count > 1:
       raise NotImplementedError(f"LLVM: vector cast {src} -> {dt} of an emulated dtype (codegen keeps them scalar)")
     if s in EMULATED:
-      return self.cast(st, self._call_helper(st, _TO_F32[s], "float", [f"{scalar_type(s)} {x}"]), dtypes.float32, dt)
+      return self.cast(st, self._call_helper(st, TO_F32[s], "float", [f"{scalar_type(s)} {x}"]), dtypes.float32, dt)
     if d in EMULATED:
       f = self.cast(st, x, src, dtypes.float32)
-      return self._call_helper(st, _FROM_F32[d], scalar_type(d), [f"float {f}"])
+      return self._call_helper(st, FROM_F32[d], scalar_type(d), [f"float {f}"])
     st_, dt_ = ltype(src), ltype(dt)
     v = st.fresh()
     if d is dtypes.bool:
@@ -381,6 +378,7 @@ class LLVMRenderer(Renderer):
       st.emit(f"{v} = {op}")
     elif s is dtypes.bool:
       st.emit(f"{v} = {'uitofp' if _is_float(d) else 'zext'} {st_} {x} to {dt_}")
+    elif s is dtypes.float64 and d is dtypes.float16: return self._f64_to_f16(st, x, src, dt)
     elif _is_float(s) and _is_float(d):
       st.emit(f"{v} = {'fpext' if d.itemsize > s.itemsize else 'fptrunc'} {st_} {x} to {dt_}")
     elif _is_float(s):
@@ -396,6 +394,29 @@ class LLVMRenderer(Renderer):
     elif d.itemsize > s.itemsize: st.emit(f"{v} = {'sext' if _is_signed(s) else 'zext'} {st_} {x} to {dt_}")
     else: return x  # same width, other signedness: the same bits
     return v
+  def _f64_to_f16(self, st: _State, x: str, src: DType, dt: DType) -> str:
+    """double -> half, rounded once: double -> float rounded to odd (the inexact ones get their last bit set), then
+    float -> half to nearest even, which is exact for that (float keeps 13 bits more than half). No x86 instruction
+    does double -> half, and LLVM's libcall for it (__truncdfhf2) is not in a process that has not loaded libgcc_s."""
+    d_t, f_t, i_t = ltype(src), ltype(dtypes.float32.vec(dt.count)), ltype(dtypes.int32.vec(dt.count))
+    f, back, inexact, ax, ab, away, bits, down, odd, pick, keep, g, v = (st.fresh() for _ in range(13))
+    fabs = st.declare(f"llvm.fabs.{_intr_suffix(src)}", d_t, [d_t])
+    one = _splat("1", dtypes.int32.vec(dt.count))
+    st.emit(f"{f} = fptrunc {d_t} {x} to {f_t}")
+    st.emit(f"{back} = fpext {f_t} {f} to {d_t}")
+    st.emit(f"{inexact} = fcmp one {d_t} {back}, {x}")
+    st.emit(f"{ax} = call {d_t} {fabs}({d_t} {x})")
+    st.emit(f"{ab} = call {d_t} {fabs}({d_t} {back})")
+    st.emit(f"{away} = fcmp ogt {d_t} {ab}, {ax}")
+    st.emit(f"{bits} = bitcast {f_t} {f} to {i_t}")
+    st.emit(f"{down} = sub {i_t} {bits}, {one}")
+    st.emit(f"{pick} = select {ltype(dtypes.bool.vec(dt.count))} {away}, {i_t} {down}, {i_t} {bits}")
+    st.emit(f"{odd} = or {i_t} {pick}, {one}")
+    st.emit(f"{keep} = select {ltype(dtypes.bool.vec(dt.count))} {inexact}, {i_t} {odd}, {i_t} {bits}")
+    st.emit(f"{g} = bitcast {i_t} {keep} to {f_t}")
+    st.emit(f"{v} = fptrunc {f_t} {g} to {ltype(dt)}")
+    return v
+
   def _call_helper(self, st: _State, fn: str, ret: str, args: list[str]) -> str:
     st.helpers.add(fn)
     v = st.fresh()
@@ -618,213 +639,6 @@ _HANDLERS: dict[Ops, Callable[..., None]] = {
   Ops.BARRIER: lambda self, st, u: self.render_barrier(st),
 }
 
-# ---- vector accumulators (the CPU's extra_matcher) ----
-# Codegen expands UPCAST lanes into one scalar accumulator per lane. Here the accumulators of one loop whose updates
-# have the same shape are packed, `width` lanes at a time, into one vector accumulator (a `<16 x float>` in a register
-# on AVX-512): the update becomes one vector op on VECTORIZEs of the lanes' operands, which the rules below turn into
-# vector loads (consecutive addresses), splats (one value for every lane) and vector ALU ops, down to one FMA.
-
-
-@dataclass(frozen=True)
-class _Acc:
-  """One scalar accumulator as pm_reduce builds it (codegen/lowerer.py lower_reduce)."""
-  define: UOp        # DEFINE_REG(dt.ptr(1, REG))
-  op: Ops            # ADD, MUL or MAX
-  init: UOp          # STORE(INDEX(define or AFTER(define, *outer ranges), 0), identity)
-  loop_after: UOp    # AFTER(define, init, *reduce ranges): the accumulator inside its loop
-  update: UOp        # STORE(INDEX(loop_after, 0), op(LOAD(INDEX(loop_after, 0)), x))
-  x: UOp             # what each iteration combines in
-  final: UOp         # LOAD(INDEX(AFTER(define, END), 0)): the result after the loop
-
-def _users(sink: UOp) -> dict[UOp, list[UOp]]:
-  users: dict[UOp, list[UOp]] = {}
-  for u in sink.toposort():
-    for s in u.src: users.setdefault(s, []).append(u)
-  return users
-
-def _only(users: dict[UOp, list[UOp]], u: UOp, op: Ops) -> UOp | None:
-  us = users.get(u, [])
-  return us[0] if len(us) == 1 and us[0].op is op else None
-
-def match_acc(d: UOp, users: dict[UOp, list[UOp]]) -> _Acc | None:
-  """The accumulator pattern of pm_reduce, exactly; anything else is None (and left alone)."""
-  afters = [a for a in users.get(d, []) if a.op is Ops.AFTER]
-  loop = [a for a in afters if len(a.src) > 2 and a.src[1].op is Ops.STORE and
-          all(r.op is Ops.RANGE for r in a.src[2:])]
-  if len(loop) != 1: return None
-  la, init = loop[0], loop[0].src[1]
-  if init.src[1].op is not Ops.CONST or init.src[0].op is not Ops.INDEX: return None
-  if (idx := _only(users, la, Ops.INDEX)) is None or len(idx.src) != 2: return None
-  lds = [x for x in users.get(idx, []) if x.op is Ops.LOAD]
-  sts = [x for x in users.get(idx, []) if x.op is Ops.STORE]
-  if len(lds) != 1 or len(sts) != 1 or len(users[idx]) != 2 or len(users.get(lds[0], [])) != 1: return None
-  upd = sts[0].src[1]
-  # NOTE: an ADD of a product may have been fused already (the rules run on the sources before the SINK)
-  if upd.op is Ops.MULACC and upd.src[2] is lds[0] and lds[0] not in upd.src[:2]:
-    op, x = Ops.ADD, upd.src[0] * upd.src[1]
-  elif upd.op in (Ops.ADD, Ops.MUL, Ops.MAX) and len(upd.src) == 2 and lds[0] in upd.src:
-    op, x = upd.op, (upd.src[1] if upd.src[0] is lds[0] else upd.src[0])
-  else: return None
-  fins = [a for a in afters if a is not la and len(a.src) == 2 and a.src[1].op is Ops.END]
-  if len(fins) != 1 or (fidx := _only(users, fins[0], Ops.INDEX)) is None or len(fidx.src) != 2: return None
-  if (fld := _only(users, fidx, Ops.LOAD)) is None: return None
-  return _Acc(d, op, init, la, sts[0], x, fld)
-
-def _split_offset(idx: UOp) -> tuple[UOp | None, int]:
-  """idx as (base, constant offset)."""
-  if idx.op is Ops.CONST: return None, int(idx.arg)
-  if idx.op is Ops.ADD and idx.src[1].op is Ops.CONST: return idx.src[0], int(idx.src[1].arg)
-  return idx, 0
-
-def lane_shape(x: UOp, loads: list[UOp], table: dict[Any, int], memo: dict[UOp, int] | None = None) -> int:
-  """The op tree of x with each plain load as (buffer, index without its constant offset) and constants as their dtype,
-  as a number (equal numbers: equal shapes; `table` interns the shapes): lanes of the same shape differ only in load
-  offsets and constants. The loads are appended to `loads` in the order a depth-first walk first reaches them."""
-  memo = {} if memo is None else memo
-  if (m := memo.get(x)) is not None: return m
-  # NOTE: a gated load has the shape of a plain one: lanes that differ only in their gates become one masked load
-  if _plain_or_gated_load(x):
-    loads.append(x)
-    key: Any = ("LOAD", x.dtype, x.src[0].src[0], _split_offset(x.src[0].src[1])[0])
-  elif x.op in (Ops.CONST, Ops.VCONST): key = ("CONST", x.dtype)
-  elif x.op in GroupOp.ALU or x.op in (Ops.CAST, Ops.BITCAST):
-    key = (x.op, x.dtype, x.arg, tuple(lane_shape(s, loads, table, memo) for s in x.src))
-  else: key = ("LEAF", x)
-  memo[x] = ret = table.setdefault(key, len(table))
-  return ret
-
-def group_lanes(accs: list[_Acc], width: int, table: dict[Any, int]) -> list[list[_Acc]]:
-  """Runs of `width` accumulators (one shape) whose loads, position by position, read the same address in every lane or
-  consecutive addresses from lane to lane. A lane goes into at most one run; lanes left over stay scalar."""
-  offs: dict[tuple[int, ...], _Acc] = {}
-  for a in accs:
-    loads: list[UOp] = []
-    lane_shape(a.x, loads, table)
-    offs[tuple(_split_offset(ld.src[0].src[1])[1] for ld in loads)] = a
-  if len(offs) != len(accs) or len({len(o) for o in offs}) != 1 or not next(iter(offs)): return []
-  taken: set[tuple[int, ...]] = set()
-  runs = []
-  for seed in sorted(offs):
-    if seed in taken: continue
-    # the steps another lane is away by: each load position moves by 0 or 1; prefer steps that move more loads
-    diffs = [tuple(b - a for a, b in zip(seed, o)) for o in offs if o not in taken and o != seed]
-    steps = {d for d in diffs if all(x in (0, 1) for x in d)}
-    for d in sorted(steps, key=lambda d: (-sum(d), d)):
-      run = [tuple(a + k * s for a, s in zip(seed, d)) for k in range(width)]
-      if all(o in offs and o not in taken for o in run):
-        runs.append([offs[o] for o in run])
-        taken.update(run)
-        break
-  return runs
-
-def pack_accumulators(ren: LLVMRenderer, sink: UOp) -> UOp | None:
-  """SINK rule: scalar accumulators of one loop whose updates have one shape become vector accumulators of
-  `ren.acc_widths(dtype)` lanes; their results are read back lane by lane (GEP) after the loop."""
-  users = _users(sink)
-  accs = [a for d in users if d.op is Ops.DEFINE_REG and isinstance(d.dtype, PtrDType) and d.dtype.size == 1
-          and d.dtype.base.count == 1 and _vec_ok(ren, d.dtype.base)
-          and (a := match_acc(d, users)) is not None]
-  classes: dict[Any, list[_Acc]] = {}
-  table: dict[Any, int] = {}
-  for a in accs:
-    key = (a.op, a.define.dtype, a.init.src[0].src[0].src[1:], a.init.src[1], a.loop_after.src[2:],
-           a.final.src[0].src[0].src[1], lane_shape(a.x, [], table))
-    classes.setdefault(key, []).append(a)
-  nreg = max((u.arg for u in users if u.op is Ops.DEFINE_REG), default=-1) + 1
-  upd_subs: dict[UOp, UOp] = {}
-  finals: list[tuple[UOp, UOp, UOp, int]] = []  # (old final load, vector define, old END, lane)
-  for members in classes.values():
-    dt = members[0].define.dtype.base  # type: ignore[attr-defined]
-    for width in ren.acc_widths(dt):
-      for lanes in group_lanes([m for m in members if m.update not in upd_subs], width, table):
-        acc, upd = _vector_acc(lanes, dt.vec(width), nreg)
-        nreg += 1
-        upd_subs.update({a.update: upd for a in lanes})
-        finals += [(a.final, acc, a.final.src[0].src[0].src[1], i) for i, a in enumerate(lanes)]
-  if not upd_subs: return None
-  # the updates live in the GROUP under the innermost END of their loop: the vector updates replace the scalar ones
-  group_subs = {g: UOp.group(*[s for s in g.src if s not in upd_subs], *dict.fromkeys(upd_subs[s] for s in g.src
-                                                                                      if s in upd_subs))
-                for g in users if g.op is Ops.GROUP and any(s in upd_subs for s in g.src)}
-  # NOTE: hash-consing makes each rebuilt END here the same node as the one sink.substitute rebuilds
-  zero = UOp.const(dtypes.int32, 0)
-  new_end = {e: e.substitute(group_subs) for e in {end for _, _, end, _ in finals}}
-  fin_subs = {old: acc.after(new_end[end]).index(zero).load().gep(lane) for old, acc, end, lane in finals}
-  return sink.substitute({**group_subs, **fin_subs})
-
-def _vector_acc(lanes: list[_Acc], vdt: DType, nreg: int) -> tuple[UOp, UOp]:
-  """A vector accumulator for `lanes`: (its DEFINE_REG, its update STORE)."""
-  a0 = lanes[0]
-  acc = UOp(Ops.DEFINE_REG, vdt.ptr(1, AddrSpace.REG), arg=nreg)
-  init_idx = a0.init.src[0]
-  init_at = acc.after(*init_idx.src[0].src[1:]) if init_idx.src[0].op is Ops.AFTER else acc
-  init = init_at.index(init_idx.src[1]).store(UOp.const(vdt, a0.init.src[1].arg))
-  idx = acc.after(init, *a0.loop_after.src[2:]).index(init_idx.src[1])
-  return acc, idx.store(idx.load().alu(a0.op, UOp.vectorize(*[a.x for a in lanes])))
-
-# ---- lanes into vector ops (any width: the target legalizes what its registers do not hold) ----
-
-def _vec_ok(ren: LLVMRenderer, dt: DType) -> bool: return dt.scalar() in ren.vectors
-
-def vectorize_alu(ren: LLVMRenderer, v: UOp) -> UOp | None:
-  """VECTORIZE of one ALU op in every lane -> the op on VECTORIZEs of its operands (any width)."""
-  s0 = v.src[0]
-  if s0.dtype.count != 1 or all(s is s0 for s in v.src): return None
-  if not _vec_ok(ren, s0.dtype) or s0.op not in ren.vectors[s0.dtype.scalar()].ops: return None
-  if not all(_vec_ok(ren, x.dtype) and x.dtype.count == 1 for x in s0.src): return None
-  if not lanes_alike(v.src): return None
-  operands = tuple(UOp.vectorize(*[s.src[j] for s in v.src]) for j in range(len(s0.src)))
-  return UOp(s0.op, s0.dtype.vec(len(v.src)), operands, s0.arg)
-
-def _plain_or_gated_load(x: UOp) -> bool:
-  """LOAD(INDEX(buf, idx)) or LOAD(INDEX(buf, idx, gate), alt) with a scalar gate."""
-  if x.op is not Ops.LOAD or x.src[0].op is not Ops.INDEX or len(x.src) != len(x.src[0].src) - 1: return False
-  return len(x.src) == 1 or (len(x.src) == 2 and x.src[0].src[2].dtype.count == 1)
-
-def vectorize_load(ren: LLVMRenderer, v: UOp) -> UOp | None:
-  """VECTORIZE of loads of consecutive elements of one buffer -> one vector load; where some lanes are gated (a padded
-  axis' lanes), a masked vector load with a gate per lane (true where the lane's load has none)."""
-  lds = v.src
-  if not all(_plain_or_gated_load(ld) for ld in lds): return None
-  buf = lds[0].src[0].src[0]
-  if not isinstance(buf.dtype, PtrDType) or buf.dtype.base.count != 1 or not _vec_ok(ren, lds[0].dtype): return None
-  base, off = _split_offset(lds[0].src[0].src[1])
-  for i, ld in enumerate(lds):
-    if ld.src[0].src[0] is not buf or _split_offset(ld.src[0].src[1]) != (base, off + i): return None
-  vdt = lds[0].dtype.vec(len(lds))
-  if all(len(ld.src) == 1 for ld in lds):
-    return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1])).load(dtype=vdt)
-  gate = UOp.vectorize(*[ld.src[0].src[2] if len(ld.src) == 2 else UOp.const(dtypes.bool, True) for ld in lds])
-  alt = UOp.vectorize(*[ld.src[1] if len(ld.src) == 2 else ld.const_like(0) for ld in lds])
-  return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1], gate)).load(alt, dtype=vdt)
-
-def fold_vectorize(v: UOp) -> UOp | None:
-  """VECTORIZE of constants -> a vector constant; of lanes of one vector -> a GEP (the vector itself when in order)."""
-  if all(s.op is Ops.CONST for s in v.src): return UOp.const(v.dtype, tuple(s.arg for s in v.src))
-  s0 = v.src[0]
-  if s0.op is Ops.GEP and len(s0.arg) == 1 and all(s.op is Ops.GEP and s.src[0] is s0.src[0] and len(s.arg) == 1
-                                                    for s in v.src):
-    return s0.src[0].gep(tuple(s.arg[0] for s in v.src))
-  return None
-
-def fuse_mulacc(m: UOp, c: UOp) -> UOp | None:
-  """a*b+c on float32/float64 -> MULACC (fused, as gcc contracts it on the C path: the one freedom a target keeps,
-  docs/ir.md section 5)."""
-  return UOp(Ops.MULACC, c.dtype, (*m.src, c)) if fmf(c.dtype) else None
-
-def llvm_matcher(ren: LLVMRenderer) -> PatternMatcher:
-  """The final renderer rules: vector accumulators (where the target has vector registers), lanes into vector ops,
-  a*b+c into MULACC."""
-  rules: list[tuple[UPat, Callable[..., Any]]] = [
-    (UPat(Ops.VECTORIZE, name="v"), fold_vectorize),
-    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_load(ren, v)),
-    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_alu(ren, v)),
-    (UPat(Ops.ADD, src=[UPat(Ops.MUL, name="m"), UPat.var("c")]), fuse_mulacc),
-  ]
-  if ren.acc_widths(dtypes.float32):
-    rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: pack_accumulators(ren, sink)))
-  return PatternMatcher(rules)
-
 # ---- targets ----
 
 class CPULLVMRenderer(LLVMRenderer):
@@ -862,13 +676,6 @@ class CPULLVMRenderer(LLVMRenderer):
   def kernel_attrs(self, uops: list[UOp]) -> str:
     # NOTE: without these, x86 targets tuned to prefer 256-bit vectors split every 512-bit vector op in two
     return f'nounwind "min-legal-vector-width"="{self.vector_bits}" "prefer-vector-width"="{self.vector_bits}"'
-
-# NOTE: code object v5: every ROCm since 5.x loads it; v6 (LLVM 22's default) needs ROCm 6.2+ loaders (docs/llvm_amd.md)
-AMD_CODE_OBJECT_VERSION = 5
-# LLVM 22's AMDGPU data layout (tests/amd checks it against llvmlite's target machine for every arch)
-AMD_DATALAYOUT = ("e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-"
-                  "p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"
-                  "v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9")
 
 class AMDLLVMRenderer(LLVMRenderer):
   """AMD GPUs through llvmlite's AMDGPU target. Kernel: `amdgpu_kernel void name(ptr addrspace(1) data0, ..., i32 var0,
@@ -918,61 +725,4 @@ class AMDLLVMRenderer(LLVMRenderer):
   def module_flags(self) -> list[str]:
     return [f'!{{i32 1, !"amdhsa_code_object_version", i32 {AMD_CODE_OBJECT_VERSION * 100}}}']
 
-# ---- helper functions for the emulated dtypes (bit for bit the C backend's __tg_* helpers) ----
-
-def _fp8_to_f32_ir(name: str, eb: int, mb: int, bias: int, e4m3: bool) -> str:
-  sub_scale = 2.0 ** (1 - bias - mb)
-  nan_cond = (f"  %n1 = icmp eq i32 %e, {(1 << eb) - 1}\n  %n2 = icmp eq i32 %m, {(1 << mb) - 1}\n"
-              "  %isnan = and i1 %n1, %n2\n  %isinf = and i1 false, false\n") if e4m3 else \
-             (f"  %n1 = icmp eq i32 %e, {(1 << eb) - 1}\n  %mz = icmp ne i32 %m, 0\n  %isnan = and i1 %n1, %mz\n"
-              f"  %mnz = icmp eq i32 %m, 0\n  %isinf = and i1 %n1, %mnz\n")
-  return (f"define internal float @{name}(i8 %b) alwaysinline nounwind {{\n"
-          f"  %u = zext i8 %b to i32\n  %e0 = lshr i32 %u, {mb}\n  %e = and i32 %e0, {(1 << eb) - 1}\n"
-          f"  %m = and i32 %u, {(1 << mb) - 1}\n" + nan_cond +
-          f"  %mf = uitofp i32 %m to float\n  %sub = fmul float %mf, {_hex_double(sub_scale)}\n"
-          f"  %eb = add i32 %e, {127 - bias}\n  %eb2 = shl i32 %eb, 23\n  %mb2 = shl i32 %m, {23 - mb}\n"
-          f"  %nb = or i32 %eb2, %mb2\n  %norm = bitcast i32 %nb to float\n"
-          f"  %isz = icmp eq i32 %e, 0\n  %v0 = select i1 %isz, float %sub, float %norm\n"
-          f"  %v1 = select i1 %isinf, float 0x7FF0000000000000, float %v0\n"
-          f"  %v2 = select i1 %isnan, float 0x7FF8000000000000, float %v1\n"
-          f"  %sg = and i32 %u, 128\n  %neg = icmp ne i32 %sg, 0\n  %nv = fneg float %v2\n"
-          f"  %r = select i1 %neg, float %nv, float %v2\n  ret float %r\n}}\n")
-
-def _f32_to_fp8_ir(name: str, mb: int, bias: int, e4m3: bool) -> str:
-  sh = 23 - mb
-  nanv, maxv, top = (0x7F, 448.0, 0x7E) if e4m3 else (0x7E, 61440.0, 0x7C)
-  scale = 512.0 if e4m3 else 65536.0
-  return (f"define internal i8 @{name}(float %f) alwaysinline nounwind {{\n"
-          f"  %u0 = bitcast float %f to i32\n  %s0 = lshr i32 %u0, 24\n  %sign = and i32 %s0, 128\n"
-          f"  %u = and i32 %u0, 2147483647\n  %a = bitcast i32 %u to float\n"
-          f"  %e0 = lshr i32 %u, 23\n  %e = add i32 %e0, {bias - 127}\n"
-          f"  %lsb0 = lshr i32 %u, {sh}\n  %lsb = and i32 %lsb0, 1\n  %r0 = add i32 %u, {(1 << (sh - 1)) - 1}\n"
-          f"  %r1 = add i32 %r0, %lsb\n  %r2 = lshr i32 %r1, {sh}\n  %norm = sub i32 %r2, {(127 - bias) << mb}\n"
-          f"  %x = fmul float %a, {_hex_double(scale)}\n  %q0 = fadd float %x, 0x4160000000000000\n"
-          f"  %q1 = fsub float %q0, 0x4160000000000000\n  %sub = fptoui float %q1 to i32\n"
-          f"  %isn = icmp sge i32 %e, 1\n  %v0 = select i1 %isn, i32 %norm, i32 %sub\n"
-          f"  %big = fcmp oge float %a, {_hex_double(maxv)}\n  %v1 = select i1 %big, i32 {top}, i32 %v0\n"
-          f"  %nan = fcmp uno float %f, %f\n  %v2 = select i1 %nan, i32 {nanv}, i32 %v1\n"
-          f"  %v3 = or i32 %v2, %sign\n  %r = trunc i32 %v3 to i8\n  ret i8 %r\n}}\n")
-
-_HELPER_IR = {
-  "__tg_bf16_to_f32": ("define internal float @__tg_bf16_to_f32(i16 %b) alwaysinline nounwind {\n"
-                       "  %u = zext i16 %b to i32\n  %s = shl i32 %u, 16\n  %f = bitcast i32 %s to float\n"
-                       "  ret float %f\n}\n"),
-  "__tg_f32_to_bf16": ("define internal i16 @__tg_f32_to_bf16(float %f) alwaysinline nounwind {\n"
-                       "  %u = bitcast float %f to i32\n  %hi = lshr i32 %u, 16\n  %sign = and i32 %hi, 32768\n"
-                       "  %qnan = or i32 %sign, 32704\n  %lsb = and i32 %hi, 1\n  %r0 = add i32 %u, 32767\n"
-                       "  %r1 = add i32 %r0, %lsb\n  %r2 = lshr i32 %r1, 16\n  %nan = fcmp uno float %f, %f\n"
-                       "  %r3 = select i1 %nan, i32 %qnan, i32 %r2\n  %r = trunc i32 %r3 to i16\n  ret i16 %r\n}\n"),
-  "__tg_fp8e4m3_to_f32": _fp8_to_f32_ir("__tg_fp8e4m3_to_f32", 4, 3, 7, True),
-  "__tg_fp8e5m2_to_f32": _fp8_to_f32_ir("__tg_fp8e5m2_to_f32", 5, 2, 15, False),
-  "__tg_f32_to_fp8e4m3": _f32_to_fp8_ir("__tg_f32_to_fp8e4m3", 3, 7, True),
-  "__tg_f32_to_fp8e5m2": _f32_to_fp8_ir("__tg_f32_to_fp8e5m2", 2, 15, False),
-}
-_TO_F32 = {dtypes.bfloat16: "__tg_bf16_to_f32", dtypes.fp8e4m3: "__tg_fp8e4m3_to_f32",
-           dtypes.fp8e5m2: "__tg_fp8e5m2_to_f32"}
-_FROM_F32 = {dtypes.bfloat16: "__tg_f32_to_bf16", dtypes.fp8e4m3: "__tg_f32_to_fp8e4m3",
-             dtypes.fp8e5m2: "__tg_f32_to_fp8e5m2"}
-
-__all__ = ["LLVMRenderer", "CPULLVMRenderer", "AMDLLVMRenderer", "AMD_CODE_OBJECT_VERSION", "DIV_BY_ZERO", "FASTMATH",
-           "pack_accumulators", "llvm_matcher"]
+__all__ = ["LLVMRenderer", "CPULLVMRenderer", "AMDLLVMRenderer", "DIV_BY_ZERO"]

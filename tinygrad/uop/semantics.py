@@ -1,9 +1,9 @@
 """Op semantics, written once: what every ALU op, CAST and BITCAST computes, for every dtype.
 
 Constant folding (tinygrad/uop/symbolic.py), the PYTHON backend (tinygrad/runtime/ops_python.py) and the kernel
-reference executor (fuzz/kernel_ref.py) all compute through this module; docs/ir.md ("Semantics") states the same rules
-in words, spec/smt.py is their z3 translation, and tests/uop/test_semantics_crosscheck.py checks this table against
-compiled C and against that translation (tests/llvm/test_semantics_llvm.py against the LLVM path). A change here
+reference executor (fuzz/oracles/kernel_ref.py) all compute through this module; docs/ir.md ("Semantics") states the
+same rules in words, spec/smt.py is their z3 translation, and tests/uop/test_semantics_crosscheck.py checks this table
+against compiled C and against that translation (tests/llvm/test_semantics_llvm.py against the LLVM path). A change here
 changes the meaning of the IR: change all of them together.
 
 Values are numpy arrays of any shape (one-element arrays for constant folding), held as

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
 from tinygrad.helpers import AMD_LD
-from tinygrad.renderer.llvmir import AMD_CODE_OBJECT_VERSION
+from tinygrad.renderer.archs import AMD_CODE_OBJECT_VERSION
 from tinygrad.renderer.archs import amd_arch
 from tinygrad.runtime.support.compiler_llvm import llvm, llvm_version, parse_and_verify, optimize, llvm_lock
 from tinygrad.runtime.support.elf import ELF, ELFError, unpack_msgpack, NT_AMDGPU_METADATA, EM_AMDGPU, ET_DYN

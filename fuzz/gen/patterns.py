@@ -1,11 +1,11 @@
-"""Trees a rewrite rule's pattern matches, for the generators' directed inputs (fuzz/scheduler.py Director).
+"""Trees a rewrite rule's pattern matches, for the generators' directed inputs (fuzz/campaign/scheduler.py Director).
 
 A rule is reached only when a case holds the shape its pattern (a UPat) describes: `c ? false : true`, `x // x` with
 one node twice, `(x != true) != true`. Random trees almost never put such a shape together; `PatternBuilder.build`
 builds it outright: the pattern's ops (one drawn where it names several), its dtypes, its constants, one node for a
 name bound twice, and the pattern's free variables drawn by the level's own generator (a callback). It gives None
 where the pattern cannot give the dtype asked for, names an op the level cannot build, or builds a node the level's
-spec refuses; the generator then draws as usual. Used by fuzz/kernel_gen.py (kernel ASTs) and fuzz/strategies.py
+spec refuses; the generator then draws as usual. Used by fuzz/gen/kernels.py (kernel ASTs) and fuzz/strategies.py
 (index expressions).
 """
 from __future__ import annotations

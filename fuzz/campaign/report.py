@@ -10,7 +10,7 @@ from __future__ import annotations
 import html, json, os, re, time
 from typing import Any, Callable
 from tinygrad.helpers import atomic_write
-from fuzz.findings import load_findings, Finding
+from fuzz.campaign.findings import load_findings, Finding
 
 class ReportError(ValueError):
   """A campaign directory the report cannot read: names the file and what is wrong, in one line."""
@@ -213,8 +213,8 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
 def write_report(d: str, viz: bool = False) -> tuple[str, str]:
   """Write DIR/report.html and DIR/report.md (atomically); returns their paths. ReportError when DIR, its
   campaign.json or its stats.json cannot be read; a finding file that is not a reproducer is skipped and listed.
-  `viz`: each finding's case is checked again under the VIZ recorder (fuzz/viz.py) and the report gives the command
-  that opens its trace at the failing pass."""
+  `viz`: each finding's case is checked again under the VIZ recorder (fuzz/campaign/viz.py) and the report gives the
+  command that opens its trace at the failing pass."""
   if not os.path.isdir(d): raise ReportError(f"{d}: not a campaign directory (no such directory)")
   meta = _load(os.path.join(d, "campaign.json"), {}, _why_meta)
   timeline = _load(os.path.join(d, "stats.json"), [], _why_timeline)
@@ -222,7 +222,7 @@ def write_report(d: str, viz: bool = False) -> tuple[str, str]:
   findings = load_findings(os.path.join(d, "findings"), skipped)
   meta = {**meta, "skipped": skipped}
   if viz:
-    from fuzz.viz import trace_findings
+    from fuzz.campaign.viz import trace_findings
     meta["viz"] = trace_findings(d, [f.signature.id for f in _findings_sorted(findings)])
   h, m = os.path.join(d, "report.html"), os.path.join(d, "report.md")
   atomic_write(h, render_html(d, meta, timeline, findings))

@@ -1,7 +1,7 @@
 """Planted bugs for the mutation score: each one changes one rewrite rule of this process, subtly, and can be taken
 out again. A campaign level "kills" a mutant when a case fails with the mutant in and passes without it (so a bug the
 compiler has anyway does not count). `python -m fuzz mutants` reports the share each level kills in a fixed budget,
-guided (the scheduler of fuzz/scheduler.py) vs unguided; fuzz/targets/common.py takes `--mutant=NAME`.
+guided (the scheduler of fuzz/campaign/scheduler.py) vs unguided; fuzz/targets/common.py takes `--mutant=NAME`.
 
   boundary_off_by_one  fold_cmp_sum: `S + k < d` folds to `T < floor(d-k)/g + 1`, one too many (`<=` at the boundary)
   negative_sign_slip   fold_divmod: a sum that is never positive is split with floor division instead of truncation
@@ -114,7 +114,7 @@ def apply_mutant(name: str) -> Mutant:
   return m
 
 
-# ---- `python -m fuzz run --setup fuzz.mutants:<name>`: a campaign's workers with one mutant planted ----
+# ---- `python -m fuzz run --setup fuzz.measure.mutants:<name>`: a campaign's workers with one mutant planted ----
 
 def boundary_off_by_one() -> None: apply_mutant("boundary_off_by_one")
 def negative_sign_slip() -> None: apply_mutant("negative_sign_slip")

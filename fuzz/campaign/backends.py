@@ -1,11 +1,11 @@
 """The targets a campaign checks, one line each in `BACKENDS` (name -> the class that checks kernels on it).
 
 A backend checks a batch of prepared kernels (`KernelItem`: the case, its input data and the reference run with error
-bounds, fuzz/budget.py): lower each with the target's renderer and the case's candidate opts that fit it (`fit_opts`),
-build the batch (several kernels in one shared object where a compiler dominates), run each, and compare every buffer
-with the reference within the ULP budget. It returns, per kernel, None or a `Failure` (stage, kind, code site,
-message). Before each step of each kernel it calls `note(i, backend, stage)`, so that a worker that dies (a segfault in
-compiled code) or hangs is attributed to the kernel and the step it was in.
+bounds, fuzz/oracles/budget.py): lower each with the target's renderer and the case's candidate opts that fit it
+(`fit_opts`), build the batch (several kernels in one shared object where a compiler dominates), run each, and compare
+every buffer with the reference within the ULP budget. It returns, per kernel, None or a `Failure` (stage, kind, code
+site, message). Before each step of each kernel it calls `note(i, backend, stage)`, so that a worker that dies (a
+segfault in compiled code) or hangs is attributed to the kernel and the step it was in.
 
   cpu     C (CRenderer), the batch compiled by the system C compiler into one shared object, run through ctypes
   llvm    LLVM IR (CPULLVMRenderer) compiled by llvmlite for the host kernel by kernel, the batch's objects loaded into
@@ -36,9 +36,9 @@ from tinygrad.dtype import DType, PtrDType, to_np_dtype
 from tinygrad.device import DeviceOpenError
 from tinygrad.runtime.support.compiler_llvm import llvm_version
 from tinygrad.runtime import targets as registry
-from fuzz.budget import BudgetRef, compare_with_budget
+from fuzz.oracles.budget import BudgetRef, compare_with_budget
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # note(item index, backend, stage): called before each step, so a crash is attributed to it
 Note = Callable[[int, str, str], None]
 # the AMD archs a campaign turns through, kernel by kernel
@@ -67,7 +67,7 @@ def exception_site(e: BaseException) -> str:
     hits = [f for f in frames if pred(rel(f))]
     return f"{rel(hits[-1])}:{hits[-1].name}" if hits else None
   return (prefer(lambda p: p.startswith(("tinygrad/", "spec/")))
-          or prefer(lambda p: p in ("fuzz/kernel_ref.py", "fuzz/budget.py", "fuzz/symbolic.py"))
+          or prefer(lambda p: p in ("fuzz/oracles/kernel_ref.py", "fuzz/oracles/budget.py", "fuzz/oracles/symbolic.py"))
           or prefer(lambda p: not p.startswith("..")) or (f"{frames[-1].name}" if frames else "?"))
 
 def failure_from(e: BaseException, stage: str, backend: str) -> Failure:
@@ -430,7 +430,7 @@ class AMDBackend(Backend):
       note(i, self.name, "codeobject")
       try: check_code_object(lib, p, arch)
       except Exception as e:
-        out[i] = Failure("codeobject", type(e).__name__, "fuzz/backends.py:check_code_object", self.name,
+        out[i] = Failure("codeobject", type(e).__name__, "fuzz/campaign/backends.py:check_code_object", self.name,
                          f"{arch}: {e}")
         continue
       out[i] = lib

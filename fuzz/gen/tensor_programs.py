@@ -8,7 +8,7 @@ the compiler (or of the front end), never of the numerics.
 
 `build_tensor_program(ch)` draws one from a `fuzz.strategies.Chooser`; `tensor_programs()` is the hypothesis strategy;
 `check_program(prog)` runs it and raises `ProgramMismatch` (with a runnable reproducer, `prog.source()`) on the first
-difference. `python -m fuzz.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
+difference. `python -m fuzz.gen.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
 """
 from __future__ import annotations
 import functools, math, re, sys
@@ -17,8 +17,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st
 from tinygrad.dtype import DType, dtypes
-from fuzz.strategies import Chooser, DrawChooser, RandomChooser
-from fuzz.oracles import compare_outputs, TOLERANCE
+from fuzz.gen.choosers import Chooser, DrawChooser, RandomChooser
+from fuzz.oracles.differential import compare_outputs, TOLERANCE
 
 class ProgramMismatch(AssertionError):
   """A tensor program gave a different result (or raised) on a device, compared with numpy."""
@@ -545,103 +545,14 @@ class _Builder:
     else: return False
     return True
 
-  # -- the newer API ops against torch --
-  def api_op(self, v: Val, x: str) -> tuple[str, str, tuple[int, ...], DType, float, float, list[str]] | None:
-    """One op of the newer API on value v (named x): (tinygrad code, torch code over a, b, c, shape, dtype, bound,
-    error, extra operand names), or None when the drawn op does not apply to v."""
-    nd, sh, dt, B, E = len(v.shape), v.shape, v.dtype, v.bound, v.err
-    eps = EPS.get(dt, 0.0)
-    k = self.ch.integer(0, 13)
+  # -- the newer API ops against torch (API_OPS, below the builder) --
+  def api_op(self, v: Val, x: str) -> ApiStep | None:
+    """One op of API_OPS, drawn, on value v (named x); None when the drawn op does not apply to v."""
+    op = API_OPS[self.ch.integer(0, len(API_OPS) - 1)]
     # NOTE: torch's pooling, convolutions, padding modes and interpolation refuse empty axes
-    if 7 <= k <= 12 and 0 in sh: return None
-    d = self.ch.integer(0, nd - 1) if nd else 0
-    if k == 0 and nd and dt is not dtypes.bool:
-      desc = self.coin()
-      return f"{x}.sort({d}, descending={desc})[0]", f"a.sort({d}, descending={desc})[0]", sh, dt, B, E, []
-    if k == 1 and nd and sh[d] > 0 and dt is not dtypes.bool:
-      kk, big = self.ch.integer(1, sh[d]), self.coin()
-      return (f"{x}.topk({kk}, {d}, largest={big})[0]", f"a.topk({kk}, {d}, largest={big})[0]",
-              sh[:d] + (kk,) + sh[d + 1:], dt, B, E, [])
-    if k == 2 and nd and dt is not dtypes.bool:
-      return f"{x}.cummax({d})", f"a.cummax({d})[0]", sh, dt, B, E, []
-    if k == 3 and nd:
-      sft = self.ch.integer(-4, 4)
-      return f"{x}.roll({sft}, {d})", f"a.roll({sft}, {d})", sh, dt, B, E, []
-    if k == 4 and nd >= 2:
-      dg, f = self.ch.integer(-2, 2), self.ch.choice(["tril", "triu"])
-      return f"{x}.{f}({dg})", f"a.{f}({dg})", sh, dt, B, E, []
-    if k == 5 and nd and sh[d] > 0:
-      # gather with indices anywhere in the axis, of a drawn length along it
-      n = self.ch.integer(0, 4)
-      ish = sh[:d] + (n,) + sh[d + 1:]
-      idx = [self.ch.integer(0, sh[d] - 1) for _ in range(math.prod(ish))]
-      return (f"{x}.gather({d}, _ix({idx}, {ish}))", f"a.gather({d}, torch.tensor({idx}).reshape({ish}))", ish, dt, B,
-              E, [])
-    if k == 6 and nd and 0 < sh[d] and dt is not dtypes.bool:
-      # scatter a scalar at distinct positions of each line along d
-      n = self.ch.integer(1, sh[d])
-      ish = sh[:d] + (n,) + sh[d + 1:]
-      rows = [list(self.rng.permutation(sh[d])[:n]) for _ in range(math.prod(ish) // max(n, 1))]
-      pos = np.moveaxis(np.array(rows, dtype=np.int64).reshape(*(s_ for i, s_ in enumerate(ish) if i != d), n), -1, d)
-      c = self.ch.integer(-3, 3)
-      lst = pos.ravel().tolist()
-      return (f"{x}.scatter({d}, _ix({lst}, {ish}), {c})", f"a.scatter({d}, torch.tensor({lst}).reshape({ish}), {c})",
-              sh, dt, max(B, abs(c)), E, [])
-    if k == 7 and nd in (3, 4) and all(s_ >= 2 for s_ in sh[-2:]) and dt is not dtypes.bool:
-      mode = self.ch.choice(["reflect", "replicate", "circular", "constant"])
-      lim = min(sh[-1], sh[-2]) - 1
-      pads = [self.ch.integer(0, max(0, lim)) for _ in range(4)]
-      shape = sh[:-2] + (sh[-2] + pads[2] + pads[3], sh[-1] + pads[0] + pads[1])
-      if math.prod(shape) > self.max_numel: return None
-      return (f"{x}.pad({tuple(pads)}, mode={mode!r})", f"F.pad(a, {tuple(pads)}, mode={mode!r})", shape, dt, B, E, [])
-    if k == 8 and nd in (3, 4) and all(s_ >= 2 for s_ in sh[-2:]) and dtypes.is_float(dt):
-      ks, st_ = self.ch.integer(1, 2), self.ch.integer(1, 2)
-      f = self.ch.choice(["max_pool2d", "avg_pool2d"])
-      out = tuple((s_ - ks) // st_ + 1 for s_ in sh[-2:])
-      e = E if f == "max_pool2d" else E + 4 * eps * B * ks * ks
-      return f"{x}.{f}({ks}, {st_})", f"F.{f}(a, {ks}, {st_})", sh[:-2] + out, dt, B, e, []
-    if k == 9 and nd == 4 and dtypes.is_float(dt):
-      cout, ks, pad = self.ch.integer(1, 3), self.ch.integer(1, 3), self.ch.integer(0, 1)
-      if any(s_ + 2 * pad < ks for s_ in sh[-2:]): return None
-      w = self.input((cout, sh[1], ks, ks), dt)
-      wv = self.prog.vals[w]
-      out = (sh[0], cout) + tuple(s_ + 2 * pad - ks + 1 for s_ in sh[-2:])
-      n = sh[1] * ks * ks
-      b = max(n, 1) * B * wv.bound
-      if math.prod(out) > self.max_numel or b > FLOAT_LIMIT[dt]: return None
-      return (f"{x}.conv2d({self.name(w)}, padding={pad})", f"F.conv2d(a, b, padding={pad})", out, dt, b,
-              n * (E * wv.bound + 2 * eps * B * wv.bound) + eps * b, [self.name(w)])
-    if k == 10 and nd == 2 and dtypes.is_float(dt):
-      m = self.ch.choice(self.sizes[:8])
-      w = self.input((sh[1], m), dt)
-      wv = self.prog.vals[w]
-      f = self.ch.choice(["ij,jk->ik", "ij,jk->ki", "ij,jk->i"])
-      out = {"ij,jk->ik": (sh[0], m), "ij,jk->ki": (m, sh[0]), "ij,jk->i": (sh[0],)}[f]
-      n = sh[1] * (m if f == "ij,jk->i" else 1)
-      b = max(n, 1) * B * wv.bound
-      if math.prod(out) > self.max_numel or b > FLOAT_LIMIT[dt]: return None
-      return (f"Tensor.einsum({f!r}, {x}, {self.name(w)})", f"torch.einsum({f!r}, a, b)", out, dt, b,
-              n * (E * wv.bound + 2 * eps * B * wv.bound) + eps * b, [self.name(w)])
-    if k == 11 and nd in (3, 4) and dtypes.is_float(dt):
-      size = tuple(self.ch.integer(1, 6) for _ in range(nd - 2))
-      out = sh[:2] + size
-      if math.prod(out) > self.max_numel: return None
-      return (f"{x}.interpolate(size={size}, mode='nearest')", f"F.interpolate(a, size={size}, mode='nearest')", out,
-              dt, B, E, [])
-    if k == 12 and nd == 4 and dtypes.is_float(dt):
-      cout, ks, st_ = self.ch.integer(1, 2), self.ch.integer(1, 3), self.ch.integer(1, 2)
-      w = self.input((sh[1], cout, ks, ks), dt)
-      wv = self.prog.vals[w]
-      out = (sh[0], cout) + tuple((s_ - 1) * st_ + ks for s_ in sh[-2:])
-      n = sh[1] * ks * ks
-      b = max(n, 1) * B * wv.bound
-      if math.prod(out) > self.max_numel or b > FLOAT_LIMIT[dt]: return None
-      return (f"{x}.conv_transpose2d({self.name(w)}, stride={st_})", f"F.conv_transpose2d(a, b, stride={st_})", out,
-              dt, b, n * (E * wv.bound + 2 * eps * B * wv.bound) + eps * b, [self.name(w)])
-    if k == 13 and nd and dtypes.is_float(dt) and B < 30:
-      return (f"{x}.logsumexp({d})", f"a.logsumexp({d})", sh[:d] + sh[d + 1:], dt, B + math.log(max(sh[d], 1)) + 1,
-              E + 8 * eps * (B + math.log(max(sh[d], 1)) + 2), [])
-    return None
+    if op.nonempty and 0 in v.shape: return None
+    d = self.ch.integer(0, len(v.shape) - 1) if v.shape else 0
+    return op.build(self, v, x, d) if op.applies(v, d) else None
 
   def api(self) -> bool:
     """A newer API op (sort, topk, cummax, roll, tril/triu, gather, scatter, pad modes, pooling, conv2d, einsum,
@@ -649,11 +560,11 @@ class _Builder:
     i = self.pick(lambda v: len(v.shape) > 0)
     if i is None: return False
     v = self.prog.vals[i]
-    op = self.api_op(v, self.name(i))
-    if op is None: return False
-    tg, th, shape, dt, b, e, extra = op
-    args = ", ".join([self.name(i), *extra])
-    self.add(tg, f"_torch({th!r}, {NP_DTYPE[dt]}, {args})", Val(shape, dt, b, e))
+    step = self.api_op(v, self.name(i))
+    if step is None: return False
+    args = ", ".join([self.name(i), *step.extra])
+    self.add(step.tg, f"_torch({step.torch!r}, {NP_DTYPE[step.dtype]}, {args})",
+             Val(step.shape, step.dtype, step.bound, step.err))
     return True
 
   def grad(self) -> bool:
@@ -661,22 +572,22 @@ class _Builder:
     i = self.pick(lambda v: len(v.shape) > 0 and v.dtype is dtypes.float32 and v.exact)
     if i is None: return False
     v = self.prog.vals[i]
-    op = self.api_op(v, "t")
-    if op is None: return False
-    tg, th, shape, dt, b, e, extra = op
+    step = self.api_op(v, "t")
+    if step is None: return False
+    dt = step.dtype
     # NOTE: ops whose gradient depends on which of equal values wins (sort, topk, cummax, max_pool) are left out: torch
     # does not promise tinygrad's tie order
-    if dt is not dtypes.float32 or not any(f".{n}(" in tg for n in GRAD_OPS): return False
-    w = self.input(shape, dtypes.float32)
+    if dt is not dtypes.float32 or not any(f".{n}(" in step.tg for n in GRAD_OPS): return False
+    w = self.input(step.shape, dtypes.float32)
     wv = self.prog.vals[w]
-    n = max(1, math.prod(shape))
+    n = max(1, math.prod(step.shape))
     # NOTE: the gradient sums w (times the op's derivative) over every output an input feeds: a bound of that sum
-    gb = n * wv.bound * max(b, 1.0)
-    ge = n * (wv.bound * e + 4 * EPS[dt] * wv.bound * max(b, 1.0)) + EPS[dt] * gb
+    gb = n * wv.bound * max(step.bound, 1.0)
+    ge = n * (wv.bound * step.err + 4 * EPS[dt] * wv.bound * max(step.bound, 1.0)) + EPS[dt] * gb
     if gb > FLOAT_LIMIT[dt]: return False
-    args = ", ".join([self.name(i), self.name(w), *extra])
-    self.add(f"_grad(lambda t: {tg}, {self.name(i)}, {self.name(w)})", f"_torch_grad({th!r}, np.float32, {args})",
-             Val(v.shape, dtypes.float32, gb, ge))
+    args = ", ".join([self.name(i), self.name(w), *step.extra])
+    self.add(f"_grad(lambda t: {step.tg}, {self.name(i)}, {self.name(w)})",
+             f"_torch_grad({step.torch!r}, np.float32, {args})", Val(v.shape, dtypes.float32, gb, ge))
     return True
 
   def factor(self, n: int, like: tuple[int, ...]) -> tuple[int, ...]:
@@ -775,6 +686,155 @@ class _Builder:
     self.prog.outputs = sorted(outs)
     return self.prog
 
+# ---- the newer API ops: one named step each, against torch ----
+
+@dataclass(frozen=True)
+class ApiStep:
+  """An API op applied to a value: tinygrad code (over the value's name), torch code (over a, and b for the extra
+  operand), and the result's shape, dtype, magnitude bound and error bound; `extra` names operands it added."""
+  tg: str
+  torch: str
+  shape: tuple[int, ...]
+  dtype: DType
+  bound: float
+  err: float
+  extra: tuple[str, ...] = ()
+
+def _api_sort(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  desc = bld.coin()
+  return ApiStep(f"{x}.sort({d}, descending={desc})[0]", f"a.sort({d}, descending={desc})[0]", v.shape, v.dtype,
+                 v.bound, v.err)
+
+def _api_topk(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  kk, big = bld.ch.integer(1, v.shape[d]), bld.coin()
+  return ApiStep(f"{x}.topk({kk}, {d}, largest={big})[0]", f"a.topk({kk}, {d}, largest={big})[0]",
+                 v.shape[:d] + (kk,) + v.shape[d + 1:], v.dtype, v.bound, v.err)
+
+def _api_cummax(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  return ApiStep(f"{x}.cummax({d})", f"a.cummax({d})[0]", v.shape, v.dtype, v.bound, v.err)
+
+def _api_roll(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  sft = bld.ch.integer(-4, 4)
+  return ApiStep(f"{x}.roll({sft}, {d})", f"a.roll({sft}, {d})", v.shape, v.dtype, v.bound, v.err)
+
+def _api_tril_triu(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  dg, f = bld.ch.integer(-2, 2), bld.ch.choice(["tril", "triu"])
+  return ApiStep(f"{x}.{f}({dg})", f"a.{f}({dg})", v.shape, v.dtype, v.bound, v.err)
+
+def _api_gather(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  """Indices anywhere in the axis, of a drawn length along it."""
+  sh, n = v.shape, bld.ch.integer(0, 4)
+  ish = sh[:d] + (n,) + sh[d + 1:]
+  idx = [bld.ch.integer(0, sh[d] - 1) for _ in range(math.prod(ish))]
+  return ApiStep(f"{x}.gather({d}, _ix({idx}, {ish}))", f"a.gather({d}, torch.tensor({idx}).reshape({ish}))", ish,
+                 v.dtype, v.bound, v.err)
+
+def _api_scatter(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  """A scalar at distinct positions of each line along d."""
+  sh, n = v.shape, bld.ch.integer(1, v.shape[d])
+  ish = sh[:d] + (n,) + sh[d + 1:]
+  rows = [list(bld.rng.permutation(sh[d])[:n]) for _ in range(math.prod(ish) // max(n, 1))]
+  pos = np.moveaxis(np.array(rows, dtype=np.int64).reshape(*(s_ for i, s_ in enumerate(ish) if i != d), n), -1, d)
+  c = bld.ch.integer(-3, 3)
+  lst = pos.ravel().tolist()
+  return ApiStep(f"{x}.scatter({d}, _ix({lst}, {ish}), {c})",
+                 f"a.scatter({d}, torch.tensor({lst}).reshape({ish}), {c})", sh, v.dtype, max(v.bound, abs(c)), v.err)
+
+def _api_pad_mode(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  sh = v.shape
+  mode = bld.ch.choice(["reflect", "replicate", "circular", "constant"])
+  lim = min(sh[-1], sh[-2]) - 1
+  pads = [bld.ch.integer(0, max(0, lim)) for _ in range(4)]
+  shape = sh[:-2] + (sh[-2] + pads[2] + pads[3], sh[-1] + pads[0] + pads[1])
+  if math.prod(shape) > bld.max_numel: return None
+  return ApiStep(f"{x}.pad({tuple(pads)}, mode={mode!r})", f"F.pad(a, {tuple(pads)}, mode={mode!r})", shape, v.dtype,
+                 v.bound, v.err)
+
+def _api_pool2d(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  ks, st_ = bld.ch.integer(1, 2), bld.ch.integer(1, 2)
+  f = bld.ch.choice(["max_pool2d", "avg_pool2d"])
+  out = tuple((s_ - ks) // st_ + 1 for s_ in v.shape[-2:])
+  e = v.err if f == "max_pool2d" else v.err + 4 * EPS.get(v.dtype, 0.0) * v.bound * ks * ks
+  return ApiStep(f"{x}.{f}({ks}, {st_})", f"F.{f}(a, {ks}, {st_})", v.shape[:-2] + out, v.dtype, v.bound, e)
+
+def _contraction(bld: _Builder, v: Val, w: int, n: int, out: tuple[int, ...], tg: str, th: str) -> ApiStep | None:
+  """A sum of n products of v and the new input w: its bound and rounding error; None past the size or value limits."""
+  wv, eps = bld.prog.vals[w], EPS.get(v.dtype, 0.0)
+  b = max(n, 1) * v.bound * wv.bound
+  if math.prod(out) > bld.max_numel or b > FLOAT_LIMIT[v.dtype]: return None
+  return ApiStep(tg, th, out, v.dtype, b, n * (v.err * wv.bound + 2 * eps * v.bound * wv.bound) + eps * b,
+                 (bld.name(w),))
+
+def _api_conv2d(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  sh = v.shape
+  cout, ks, pad = bld.ch.integer(1, 3), bld.ch.integer(1, 3), bld.ch.integer(0, 1)
+  if any(s_ + 2 * pad < ks for s_ in sh[-2:]): return None
+  w = bld.input((cout, sh[1], ks, ks), v.dtype)
+  out = (sh[0], cout) + tuple(s_ + 2 * pad - ks + 1 for s_ in sh[-2:])
+  return _contraction(bld, v, w, sh[1] * ks * ks, out, f"{x}.conv2d({bld.name(w)}, padding={pad})",
+                      f"F.conv2d(a, b, padding={pad})")
+
+def _api_einsum(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  sh = v.shape
+  m = bld.ch.choice(bld.sizes[:8])
+  w = bld.input((sh[1], m), v.dtype)
+  f = bld.ch.choice(["ij,jk->ik", "ij,jk->ki", "ij,jk->i"])
+  out = {"ij,jk->ik": (sh[0], m), "ij,jk->ki": (m, sh[0]), "ij,jk->i": (sh[0],)}[f]
+  return _contraction(bld, v, w, sh[1] * (m if f == "ij,jk->i" else 1), out,
+                      f"Tensor.einsum({f!r}, {x}, {bld.name(w)})", f"torch.einsum({f!r}, a, b)")
+
+def _api_interpolate(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  size = tuple(bld.ch.integer(1, 6) for _ in range(len(v.shape) - 2))
+  out = v.shape[:2] + size
+  if math.prod(out) > bld.max_numel: return None
+  return ApiStep(f"{x}.interpolate(size={size}, mode='nearest')", f"F.interpolate(a, size={size}, mode='nearest')",
+                 out, v.dtype, v.bound, v.err)
+
+def _api_conv_transpose2d(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  sh = v.shape
+  cout, ks, st_ = bld.ch.integer(1, 2), bld.ch.integer(1, 3), bld.ch.integer(1, 2)
+  w = bld.input((sh[1], cout, ks, ks), v.dtype)
+  out = (sh[0], cout) + tuple((s_ - 1) * st_ + ks for s_ in sh[-2:])
+  return _contraction(bld, v, w, sh[1] * ks * ks, out, f"{x}.conv_transpose2d({bld.name(w)}, stride={st_})",
+                      f"F.conv_transpose2d(a, b, stride={st_})")
+
+def _api_logsumexp(bld: _Builder, v: Val, x: str, d: int) -> ApiStep | None:
+  lg = math.log(max(v.shape[d], 1))
+  return ApiStep(f"{x}.logsumexp({d})", f"a.logsumexp({d})", v.shape[:d] + v.shape[d + 1:], v.dtype, v.bound + lg + 1,
+                 v.err + 8 * EPS.get(v.dtype, 0.0) * (v.bound + lg + 2))
+
+@dataclass(frozen=True)
+class ApiOp:
+  """A named API op: `applies(v, d)` says whether it is defined on value v along axis d (checked before it draws
+  anything), `build` draws its arguments; `nonempty`: torch refuses it on a value with an empty axis."""
+  name: str
+  applies: Callable[[Val, int], bool]
+  build: Callable[[_Builder, Val, str, int], ApiStep | None]
+  nonempty: bool = False
+
+def _not_bool(v: Val) -> bool: return v.dtype is not dtypes.bool
+def _image(v: Val) -> bool: return len(v.shape) in (3, 4) and all(s_ >= 2 for s_ in v.shape[-2:])
+
+# NOTE: the order is the draw order (a program's bytes pick an index): append, never reorder
+API_OPS: tuple[ApiOp, ...] = (
+  ApiOp("sort", lambda v, d: bool(v.shape) and _not_bool(v), _api_sort),
+  ApiOp("topk", lambda v, d: bool(v.shape) and v.shape[d] > 0 and _not_bool(v), _api_topk),
+  ApiOp("cummax", lambda v, d: bool(v.shape) and _not_bool(v), _api_cummax),
+  ApiOp("roll", lambda v, d: bool(v.shape), _api_roll),
+  ApiOp("tril_triu", lambda v, d: len(v.shape) >= 2, _api_tril_triu),
+  ApiOp("gather", lambda v, d: bool(v.shape) and v.shape[d] > 0, _api_gather),
+  ApiOp("scatter", lambda v, d: bool(v.shape) and v.shape[d] > 0 and _not_bool(v), _api_scatter),
+  ApiOp("pad_mode", lambda v, d: _image(v) and _not_bool(v), _api_pad_mode, nonempty=True),
+  ApiOp("pool2d", lambda v, d: _image(v) and dtypes.is_float(v.dtype), _api_pool2d, nonempty=True),
+  ApiOp("conv2d", lambda v, d: len(v.shape) == 4 and dtypes.is_float(v.dtype), _api_conv2d, nonempty=True),
+  ApiOp("einsum", lambda v, d: len(v.shape) == 2 and dtypes.is_float(v.dtype), _api_einsum, nonempty=True),
+  ApiOp("interpolate", lambda v, d: len(v.shape) in (3, 4) and dtypes.is_float(v.dtype), _api_interpolate,
+        nonempty=True),
+  ApiOp("conv_transpose2d", lambda v, d: len(v.shape) == 4 and dtypes.is_float(v.dtype), _api_conv_transpose2d,
+        nonempty=True),
+  ApiOp("logsumexp", lambda v, d: bool(v.shape) and dtypes.is_float(v.dtype) and v.bound < 30, _api_logsumexp),
+)
+
 def _same(shape: tuple[int, ...], dt: DType, w: Val) -> bool: return w.shape == shape and w.dtype is dt
 
 def _fits(a: tuple[int, ...], b: tuple[int, ...], max_numel: int) -> bool:
@@ -855,7 +915,7 @@ def check_program(prog: TensorProgram, devices: Sequence[str] = ("CPU", "PYTHON"
 
 def main(argv: list[str] | None = None) -> int:
   import argparse, time, traceback
-  ap = argparse.ArgumentParser(prog="python -m fuzz.tensor_programs")
+  ap = argparse.ArgumentParser(prog="python -m fuzz.gen.tensor_programs")
   ap.add_argument("-n", type=int, default=200)
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--steps", type=int, default=8)

@@ -3,7 +3,7 @@ that failed (the viewer opens a trace at its first failed pass). `python -m fuzz
 into DIR/viz/<id>.jsonl, each in its own process (a finding may crash or hang its process: the trace keeps what was
 written until then).
 
-  python -m fuzz.viz FINDING OUT [--setup module:function]
+  python -m fuzz.campaign.viz FINDING OUT [--setup module:function]
 
 The finding file is untrusted and read as `fuzz repro` reads it (nothing from it runs); its `setup` hook is run only
 when passed on the command line, as with `fuzz repro --setup`.
@@ -18,10 +18,10 @@ def record_finding(path: str, out: str, setup: str | None = None) -> str:
   """Check the finding's case on its backends under a recorder writing `out`; returns what the check said."""
   from tinygrad.helpers import Context, ContextVar
   from tinygrad.viz.record import Recorder
-  from fuzz.findings import read_reproducer, read_case
-  from fuzz.levels import LEVELS
-  from fuzz.backends import BACKENDS, open_backends
-  from fuzz.worker import run_setup
+  from fuzz.campaign.findings import read_reproducer, read_case
+  from fuzz.campaign.levels import LEVELS
+  from fuzz.campaign.backends import BACKENDS, open_backends
+  from fuzz.campaign.worker import run_setup
   f = read_reproducer(path)
   case = read_case(path, f)
   run_setup(setup)
@@ -48,23 +48,24 @@ def trace_findings(d: str, ids: list[str], timeout: float = TIMEOUT_S) -> dict[s
     src, dst = os.path.join(d, "findings", f"{i}.json"), os.path.join(d, "viz", f"{i}.jsonl")
     note = ""
     try:
-      r = subprocess.run([sys.executable, "-m", "fuzz.viz", src, dst], capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, "VIZ": "0", "PROFILE": "0"})
+      r = subprocess.run([sys.executable, "-m", "fuzz.campaign.viz", src, dst], capture_output=True, text=True,
+                         timeout=timeout, env={**os.environ, "VIZ": "0", "PROFILE": "0"})
       if r.returncode != 0: note = f" (its check ended with exit {r.returncode}: the trace holds what came before)"
     except subprocess.TimeoutExpired: note = f" (its check ran past {timeout:.0f} s: the trace holds what came before)"
     out[i] = f"python -m tinygrad.viz {dst}{note}" if os.path.exists(dst) else f"no trace: the check wrote none{note}"
   return out
 
 def main(argv: list[str] | None = None) -> int:
-  ap = argparse.ArgumentParser(prog="python -m fuzz.viz", description=__doc__.split("\n\n")[0] if __doc__ else None)
+  ap = argparse.ArgumentParser(prog="python -m fuzz.campaign.viz",
+                               description=__doc__.split("\n\n")[0] if __doc__ else None)
   ap.add_argument("finding")
   ap.add_argument("out")
   ap.add_argument("--setup", default=None, help="module:function run first (a planted bug), as `fuzz repro --setup`")
   a = ap.parse_args(argv)
-  from fuzz.findings import ReproducerError
+  from fuzz.campaign.findings import ReproducerError
   try: said: Any = record_finding(a.finding, a.out, a.setup)
   except ReproducerError as e:
-    print(f"fuzz.viz: bad reproducer: {e}", file=sys.stderr)
+    print(f"fuzz.campaign.viz: bad reproducer: {e}", file=sys.stderr)
     return 2
   print(said)
   return 0

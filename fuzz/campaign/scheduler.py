@@ -37,7 +37,7 @@ from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType
-from fuzz.strategies import BytesChooser
+from fuzz.gen.choosers import BytesChooser
 
 # AFL's hit-count buckets: a count is kept as the bucket it falls in
 BUCKETS = (1, 2, 3, 4, 8, 16, 32, 128)
@@ -331,7 +331,7 @@ def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
 
 def rule_patterns(key: Callable[[str], str]) -> dict[str, tuple[Any, ...]]:
   """rule key -> its patterns (UPats; one rule may sit in several PatternMatchers), for every PatternMatcher alive:
-  what a directed generator builds outright (fuzz/kernel_gen.py `instance`)."""
+  what a directed generator builds outright (fuzz/gen/kernels.py `instance`)."""
   from tinygrad.uop.ops import live_matchers
   out: dict[str, dict[int, Any]] = {}
   for pm in live_matchers():

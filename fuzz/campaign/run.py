@@ -1,46 +1,47 @@
 """Fuzz campaigns: `python -m fuzz run --minutes N [--levels symbolic,kernel,tensor] [--backends ...] --out DIR`.
 
-The parent process hands batches of inputs to J worker processes (fuzz/worker.py) and collects what they find:
+The parent process hands batches of inputs to J worker processes (fuzz/campaign/worker.py) and collects what they find:
 
   levels    every level by default, each an equal share of the workers' time: the next job goes to the level whose
             jobs took the fewest worker-seconds (pick_level), and a job aims at JOB_SECONDS (batch_size)
 
   inputs    bytes from the persistent corpus in DIR/corpus/<level>/, mutated at the generator's choice boundaries
-            and picked by the rarity of what they reached (fuzz/scheduler.py), or fresh random bytes; a generator
-            reads them through BytesChooser, so a mutation is a nearby case. The features of a case are the rewrite
-            rules it made match and how often (TRACK_MATCH_STATS, per case in the workers); an input with a feature no
-            earlier input had joins the corpus, trimmed to the bytes the generator read.
+            and picked by the rarity of what they reached (fuzz/campaign/scheduler.py), or fresh random bytes; a
+            generator reads them through BytesChooser, so a mutation is a nearby case. The features of a case are the
+            rewrite rules it made match and how often (TRACK_MATCH_STATS, per case in the workers); an input with a
+            feature no earlier input had joins the corpus, trimmed to the bytes the generator read.
             On the kernel and symbolic levels a share of the fresh inputs is directed (`directed`): the generator
             weighs up, and now and then builds outright, the pattern of a rule tried but never matched; a directed
             case's mutations are built the same way, and it is kept in memory (the corpus directory holds inputs
             of the plain generator, which rebuilds other cases from them).
   findings  every Failure a worker reports, and every worker that dies (a crash: the signal) or stops announcing
-            progress for `step_timeout` seconds (a hang: killed), is a finding under its Signature (fuzz/findings.py);
-            the worker is restarted and the campaign goes on. A SIGKILL (from outside: the OOM killer, a user) is a
-            resource finding near the memory cap or when it recurs on the case run alone, else a worker loss
-            (worker_died); a worker resident past the memory cap is killed, a resource finding. The case of a new
-            signature is written at once as a reproducer (DIR/findings/<id>.json) and then reduced (fuzz/reduce.py),
-            its candidates checked in the workers too, so a crashing candidate is an answer and not the end; the
-            reduced case replaces the original in the file. The same signature found again only counts.
+            progress for `step_timeout` seconds (a hang: killed), is a finding under its Signature
+            (fuzz/campaign/findings.py); the worker is restarted and the campaign goes on. A SIGKILL (from outside: the
+            OOM killer, a user) is a resource finding near the memory cap or when it recurs on the case run alone, else
+            a worker loss (worker_died); a worker resident past the memory cap is killed, a resource finding. The case
+            of a new signature is written at once as a reproducer (DIR/findings/<id>.json) and then reduced
+            (fuzz/campaign/reduce.py), its candidates checked in the workers too, so a crashing candidate is an answer
+            and not the end; the reduced case replaces the original in the file. The same signature found again only
+            counts.
   progress  one line every few seconds: cases (per level), rate, rewrite rules matched of those tried, corpus,
             findings per backend, reductions, worker restarts.
   record    DIR/campaign.json (configuration, backends and why any is unavailable, totals) and DIR/stats.json (a
             sample every few seconds), both rewritten atomically; `python -m fuzz report DIR` renders them.
 
 The public API for other tools (the planted-bug experiments, atheris drivers): `CampaignConfig`, `run_campaign(cfg)
--> CampaignSummary`, `replay(path) -> ReplayResult`, and `WorkerPool` to check cases in crash-isolated processes.
+-> CampaignSummary`, `repro(path) -> ReproResult`, and `WorkerPool` to check cases in crash-isolated processes.
 """
 from __future__ import annotations
 import json, os, random, selectors, signal, subprocess, sys, time
 from dataclasses import dataclass, field, asdict
 from typing import Any, Sequence
 from tinygrad.helpers import atomic_write
-from fuzz.backends import BACKENDS, DEFAULT_BACKENDS, Failure, REPO
-from fuzz.findings import (Signature, Finding, write_finding, load_findings, read_reproducer, read_case, replay_flags,
-                           now)
-from fuzz.reduce import Reduction
-from fuzz.scheduler import Scheduler, Director, recorder_marks, rule_key
-from fuzz.levels import DirectedLevels
+from fuzz.campaign.backends import BACKENDS, DEFAULT_BACKENDS, Failure, REPO
+from fuzz.campaign.findings import (Signature, Finding, write_finding, load_findings, read_reproducer, read_case,
+                                    replay_flags, now)
+from fuzz.campaign.reduce import Reduction
+from fuzz.campaign.scheduler import Scheduler, Director, recorder_marks, rule_key
+from fuzz.campaign.levels import DirectedLevels
 
 # bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
 FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
@@ -75,7 +76,7 @@ class CampaignConfig:
   progress: bool = True
   mutate: float = 0.5             # share of inputs mutated from the corpus (when it has entries)
   # kernel and symbolic levels: a share of the fresh inputs (a bandit between 20% and 80% over which kind reaches new
-  # rules) is built by a generator directed at a rule tried but never matched yet (fuzz/scheduler.py Director)
+  # rules) is built by a generator directed at a rule tried but never matched yet (fuzz/campaign/scheduler.py Director)
   directed: bool = True
   env: dict[str, str] = field(default_factory=dict)
 
@@ -145,8 +146,9 @@ class Worker:
   def __init__(self, idx: int, config: dict[str, Any], env: dict[str, str], log: str):
     self.idx, self.buf = idx, b""
     self.logf = open(log, "ab")
-    self.proc = subprocess.Popen([sys.executable, "-m", "fuzz.worker", json.dumps(config)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=self.logf, env=env, cwd=REPO, start_new_session=True)
+    self.proc = subprocess.Popen([sys.executable, "-m", "fuzz.campaign.worker", json.dumps(config)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.logf, env=env, cwd=REPO,
+                                 start_new_session=True)
     self.job: dict[str, Any] | None = None
     self.ready, self.last_beat = False, time.monotonic()
     self.note: tuple[int, str, str] | None = None
@@ -320,7 +322,7 @@ class LevelRun:
   """What a campaign keeps per level: its input scheduler and corpus directory, its director (kernel, symbolic), the
   rules its cases tried and hit (by key), and the worker-seconds its jobs took (its time slice, Campaign.pick_level)."""
   def __init__(self, name: str, cfg: CampaignConfig, corpus_dir: str, rng: random.Random):
-    from fuzz.levels import LEVELS
+    from fuzz.campaign.levels import LEVELS
     self.name, self.corpus_dir = name, corpus_dir
     self.level = LEVELS[name]()
     os.makedirs(corpus_dir, exist_ok=True)
@@ -639,10 +641,10 @@ def run_campaign(cfg: CampaignConfig) -> CampaignSummary:
   """Run one campaign (see the module docstring); returns its summary. DIR keeps the corpus and findings."""
   return Campaign(cfg).run()
 
-# ---- replay ----
+# ---- repro: one finding checked again ----
 
 @dataclass
-class ReplayResult:
+class ReproResult:
   reproduced: bool
   signature: Signature
   got: list[Signature]
@@ -651,8 +653,8 @@ class ReplayResult:
     head = f"{'REPRODUCED' if self.reproduced else 'not reproduced'}: {self.signature}"
     return "\n".join([head, *[f"  got {g}" for g in self.got], *[f"  {m[:2000]}" for m in self.messages]])
 
-def replay(path: str, backends: Sequence[str] | None = None, setup: str | None = None,
-           timeout: float = 300.0, memory_mb: int | None = None) -> ReplayResult:
+def repro(path: str, backends: Sequence[str] | None = None, setup: str | None = None,
+          timeout: float = 300.0, memory_mb: int | None = None) -> ReproResult:
   """Check a reproducer's case again, in a worker process (a crash or hang is an answer); reproduced when the same
   signature comes back. The file's flags (SPEC, IGNORE_OOB and the codegen flags, checked by read_reproducer) are
   applied; its `setup` is not run unless passed. ReproducerError when the file holds no readable case (read here
@@ -691,7 +693,7 @@ def replay(path: str, backends: Sequence[str] | None = None, setup: str | None =
           got, msgs = [Signature(sig.level, stage, kind_s, "", backend)], [f"the worker {kind} in {stage} on {backend}"]
         break
     finally: pool.close()
-  return ReplayResult(sig in got, sig, got, msgs)
+  return ReproResult(sig in got, sig, got, msgs)
 
-__all__ = ["CampaignConfig", "CampaignSummary", "run_campaign", "Campaign", "WorkerPool", "replay", "ReplayResult",
+__all__ = ["CampaignConfig", "CampaignSummary", "run_campaign", "Campaign", "WorkerPool", "repro", "ReproResult",
            "LEVEL_NAMES", "signatures_of", "default_memory_mb"]

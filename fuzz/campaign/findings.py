@@ -19,7 +19,7 @@ Reading one (`read_reproducer`) parses JSON and the graph with spec.roundtrip.ev
 the file. The file is untrusted: every field is checked, and its `env` may set only the flags that change generated
 code (declared `codegen=True` in tinygrad/helpers.py) and SPEC, IGNORE_OOB, each value read as the flag reads its
 environment (`ContextVar.parse`); any other key (PYTHONPATH, LD_PRELOAD, CC, PATH, ...) or value is a ReproducerError
-naming it. `replay(path)` checks the case again and says whether the same signature comes back.
+naming it. `repro(path)` (fuzz/campaign/run.py) checks the case again and says whether the same signature comes back.
 """
 from __future__ import annotations
 import hashlib, json, os, re, sys, time
@@ -120,8 +120,8 @@ def _field(d: dict[str, Any], key: str, typ: type | tuple[type, ...], default: A
 def read_reproducer(path: str) -> Finding:
   """A finding from its JSON file (no code is run: the graph stays text until a level parses it). Every field is
   checked; ReproducerError (one line, naming the file) for anything that is not a reproducer."""
-  from fuzz.levels import LEVELS
-  from fuzz.backends import BACKENDS
+  from fuzz.campaign.levels import LEVELS
+  from fuzz.campaign.backends import BACKENDS
   try:
     with open(path, encoding="utf-8") as fh: d = json.load(fh)
   except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
@@ -155,7 +155,7 @@ MAX_TENSOR_STEPS, MAX_TENSOR_BYTES = 64, 1 << 20
 def read_case(path: str, f: Finding) -> Any:
   """The case of a reproducer, read by its level in this process (exec-free: graphs through eval_pyrender, tensor
   programs rebuilt by our generator from the bytes); ReproducerError (one line) when the file holds no readable case."""
-  from fuzz.levels import LEVELS
+  from fuzz.campaign.levels import LEVELS
   st = f.state
   if "error" in st: raise ReproducerError(f"{path}: the finding holds no case: {str(st['error'])[:200]}")
   if not st: raise ReproducerError(f"{path}: the finding's state is empty")

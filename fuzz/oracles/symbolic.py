@@ -15,19 +15,12 @@ import z3
 from tinygrad.uop import Ops, semantics
 from tinygrad.uop.ops import UOp, match_stats
 from tinygrad.uop.symbolic import simplify
-from tinygrad.dtype import dtypes, InvalidType
+from tinygrad.dtype import InvalidType
 from tinygrad.helpers import Context
 from fuzz.strategies import IndexExprConfig, RandomChooser, build_index_expression
-from spec.smt import Translator, const, kind as sort_kind, signed, to_python
+from spec.smt import Translator, bounds_hold, to_python
 
 VARIABLE_OPS = (Ops.DEFINE_VAR, Ops.RANGE, Ops.SPECIAL)
-
-def _bounds_hold(u: UOp, val: Any) -> Any:
-  lo, hi = u.vmin, u.vmax
-  if u.dtype is dtypes.bool:
-    return z3.And(z3.Implies(z3.BoolVal(bool(lo)), val), z3.Implies(z3.Not(z3.BoolVal(bool(hi))), z3.Not(val)))
-  le = z3.ULE if sort_kind(u.dtype) == "bv" and not signed(u.dtype) else (lambda a, b: a <= b)
-  return z3.And(le(const(u.dtype, lo), val), le(val, const(u.dtype, hi)))
 
 # ---- checking ----
 
@@ -44,24 +37,24 @@ class CheckResult:
   def __str__(self) -> str:
     if self.ok: return "ok"
     e, s = self.expr, self.simplified
-    return (f"symbolic {self.kind} failure\n  expr:       {_fmt(e)} (vmin={e.vmin}, vmax={e.vmax})\n"
-            f"  simplified: {_fmt(s)} (vmin={s.vmin}, vmax={s.vmax})\n  counterexample: {self.counterexample}")
+    return (f"symbolic {self.kind} failure\n  expr:       {fmt_index(e)} (vmin={e.vmin}, vmax={e.vmax})\n"
+            f"  simplified: {fmt_index(s)} (vmin={s.vmin}, vmax={s.vmax})\n  counterexample: {self.counterexample}")
 
-def _fmt(u: UOp) -> str:
+def fmt_index(u: UOp) -> str:
   """Infix text of an index expression, for humans (pyrender is the exact form)."""
   if u.op is Ops.CONST: return repr(u.arg)
   if u.op is Ops.DEFINE_VAR: return f"{u.arg[0]}[{u.arg[1]}..{u.arg[2]}]"
-  if u.op in (Ops.RANGE, Ops.SPECIAL): return f"r{u.arg[0] if u.op is Ops.RANGE else u.arg}<{_fmt(u.src[0])}"
+  if u.op in (Ops.RANGE, Ops.SPECIAL): return f"r{u.arg[0] if u.op is Ops.RANGE else u.arg}<{fmt_index(u.src[0])}"
   sym = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%", Ops.CMPLT: "<", Ops.CMPNE: "!=",
          Ops.CMPEQ: "==", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^"}
-  if u.op in sym: return f"({_fmt(u.src[0])} {sym[u.op]} {_fmt(u.src[1])})"
-  if u.op is Ops.WHERE: return f"({_fmt(u.src[0])} ? {_fmt(u.src[1])} : {_fmt(u.src[2])})"
-  return f"{u.op.name.lower()}({', '.join(_fmt(s) for s in u.src)})"
+  if u.op in sym: return f"({fmt_index(u.src[0])} {sym[u.op]} {fmt_index(u.src[1])})"
+  if u.op is Ops.WHERE: return f"({fmt_index(u.src[0])} ? {fmt_index(u.src[1])} : {fmt_index(u.src[2])})"
+  return f"{u.op.name.lower()}({', '.join(fmt_index(s) for s in u.src)})"
 
 def _obligations(tr: Translator, expr: UOp, simp: UOp) -> dict[str, Any]:
   (ov, ook), (sv, sok) = tr.translate(expr), tr.translate(simp)
   obl = {"validity": ook == sok, "value": z3.Implies(ook, ov == sv),
-         "bounds": z3.And(z3.Implies(ook, _bounds_hold(expr, ov)), z3.Implies(sok, _bounds_hold(simp, sv)),
+         "bounds": z3.And(z3.Implies(ook, bounds_hold(expr, ov)), z3.Implies(sok, bounds_hold(simp, sv)),
                           *tr.assumed)}
   return {k: z3.BoolVal(v) if isinstance(v, bool) else v for k, v in obl.items()}
 
@@ -107,7 +100,7 @@ def check_exhaustive(expr: UOp, simp: UOp, limit: int = 50_000) -> CheckResult |
   for kind, good in checks.items():
     if (bad := np.flatnonzero(~good)).size:
       point = dict(zip(variables, grid[int(bad[0])]))
-      return CheckResult(expr, simp, False, kind, {_fmt(u): v for u, v in point.items()}, point)
+      return CheckResult(expr, simp, False, kind, {fmt_index(u): v for u, v in point.items()}, point)
   return CheckResult(expr, simp, True)
 
 def check_batch(pairs: list[tuple[UOp, UOp]], chunk: int = 8, timeout_ms: int = 20_000) -> list[CheckResult]:
@@ -197,5 +190,5 @@ def run_symbolic_fuzz(seconds: float | None = None, n: int | None = None, seed: 
   summ.seconds = time.perf_counter() - st
   return summ
 
-__all__ = ["CheckResult", "check_expression", "check_exhaustive", "check_batch", "eval_index", "eval_points",
-           "FuzzSummary", "run_symbolic_fuzz"]
+__all__ = ["fmt_index", "CheckResult", "check_expression", "check_exhaustive", "check_batch", "eval_index",
+           "eval_points", "FuzzSummary", "run_symbolic_fuzz"]

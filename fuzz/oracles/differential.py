@@ -47,7 +47,7 @@ def edge_values(dt: DType) -> list[float | int]:
   if dtypes.is_int(dt):
     lo, hi = int(dtypes.min(dt)), int(dtypes.max(dt))
     return sorted({lo, lo + 1, hi, hi - 1, 0, 1, 2, (hi + 1) // 2, *([-1, -2] if lo < 0 else [])})
-  from fuzz.budget import FLOAT_FORMAT
+  from fuzz.oracles.budget import FLOAT_FORMAT
   mant, emin, maxf = FLOAT_FORMAT[dt.scalar()]
   return [0.0, -0.0, 1.0, -1.0, 0.5, float("nan"), float("inf"), float("-inf"), maxf, -maxf, 2.0 ** (emin - mant),
           -(2.0 ** emin), 2.0 ** emin, 3.0, -7.5]

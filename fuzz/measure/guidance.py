@@ -1,12 +1,12 @@
 """Measured comparisons of guided and unguided fuzzing, each mode run as the target of its level (fuzz/targets/) in a
 process of its own, side by side in the same run so all see the same machine load. Modes: `guided` (the rule-guided
-scheduler of fuzz/scheduler.py), `unguided` (fresh random bytes: the same generator and checks), `atheris` (libFuzzer
-fed by the line coverage of tinygrad and a counter per rewrite rule) and `rules` (libFuzzer fed by the rule counters
-only).
+scheduler of fuzz/campaign/scheduler.py), `unguided` (fresh random bytes: the same generator and checks), `atheris`
+(libFuzzer fed by the line coverage of tinygrad and a counter per rewrite rule) and `rules` (libFuzzer fed by the rule
+counters only).
 
   compare_rules(level, seconds)       rewrite rules hit (TRACK_MATCH_STATS) after `seconds`, guided vs unguided
-  mutation_score(levels, seconds)     per planted bug of fuzz/mutants.py and per level, whether each mode kills it
-                                      within `seconds` (and when): the share each (level, mode) finds
+  mutation_score(levels, seconds)     per planted bug of fuzz/measure/mutants.py and per level, whether each mode kills
+                                      it within `seconds` (and when): the share each (level, mode) finds
 
 `python -m fuzz compare` and `python -m fuzz mutants` print both; docs/fuzz.md has numbers measured with them. compare
 keeps each mode's work directory and turns its failing inputs into reduced reproducers (`keep_findings`), so a bug one
@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib, glob, json, os, random, subprocess, sys, tempfile, time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
-from fuzz.campaign import Campaign, CampaignConfig, LevelRun
+from fuzz.campaign.run import Campaign, CampaignConfig, LevelRun
 
-TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets")
+FUZZ = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGETS = os.path.join(FUZZ, "targets")
 MODES = ("guided", "unguided")
 # NOTE: what each mode is: the module docstring
 ALL_MODES = ("guided", "unguided", "atheris", "rules")
@@ -59,8 +60,8 @@ def _command(level: str, mode: str, seconds: float, stats: str, workdir: str, ba
   # NOTE: every mode writes its failing inputs as crash artifacts into the work directory, never into the repository
   art = f"-artifact_prefix={workdir}{os.sep}"
   if mode == "unguided": return [*cmd, "--unguided", art]
-  # NOTE: "guided": our rule-guided scheduler (fuzz/scheduler.py), which starts from nothing: its first inputs are
-  # fresh random ones, like the unguided run's
+  # NOTE: "guided": our rule-guided scheduler (fuzz/campaign/scheduler.py), which starts from nothing: its first inputs
+  # are fresh random ones, like the unguided run's
   if mode == "guided": return [*cmd, "--scheduled", art]
   # NOTE: "rules": atheris fed by the rule counters only (no line coverage of tinygrad: no instrumentation cost)
   if mode == "rules": cmd.append("--no-instrument")
@@ -86,7 +87,7 @@ def run_side_by_side(level: str, seconds: float, backends: str = "python", extra
       os.makedirs(wd)
       cmd = _command(level, mode, seconds, os.path.join(wd, "stats"), wd, backends, extra)
       log = open(os.path.join(wd, "log.txt"), "w")
-      env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+      env = {**os.environ, "PYTHONPATH": os.path.dirname(FUZZ)}
       procs[mode] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log, wd)
     out = {}
     # NOTE: a run that outlives its budget by far (a hang in the compiler) is stopped: its stats so far still count
@@ -146,9 +147,9 @@ def keep_findings(level: str, inputs: Sequence[bytes], out: str, backends: str =
                   reduce_checks: int = 300, reduce_seconds: float = 300.0,
                   states: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
   """The failing inputs (bytes) and directed cases (level `states`) of a mode as reproducers in `out/findings/`
-  (fuzz/findings.py, as a campaign writes them): each is checked again in a campaign worker (crash-isolated), its
-  failures become signatures, each new signature's case is reduced (fuzz/reduce.py). Returns the findings (id,
-  signature, count, sizes, path) and how many did not fail again."""
+  (fuzz/campaign/findings.py, as a campaign writes them): each is checked again in a campaign worker (crash-isolated),
+  its failures become signatures, each new signature's case is reduced (fuzz/campaign/reduce.py). Returns the findings
+  (id, signature, count, sizes, path) and how many did not fail again."""
   if not inputs and not states: return {"findings": [], "not_again": 0}
   # NOTE: the batches go out at the start, so a minute is enough; the reductions then have reduce_grace seconds
   cfg = CampaignConfig(out=out, minutes=1.0, backends=tuple(b for b in backends.split(",") if b), levels=(level,),
@@ -227,7 +228,7 @@ def mutation_score(levels: Sequence[str], seconds: float, mutants: Sequence[str]
                    backends: str = "python", progress: Any = None) -> dict[str, Any]:
   """For each mutant and level, both modes side by side for `seconds`; a mode kills the mutant when a case fails with
   it and passes without it (fuzz/targets/common.py MutantCheck)."""
-  from fuzz.mutants import MUTANTS
+  from fuzz.measure.mutants import MUTANTS
   names = list(mutants or MUTANTS)
   rows = []
   for name in names:

@@ -7,13 +7,14 @@ reproducers treat them alike:
   check(cases, backends, note)   per case, the list of Failures (empty: every oracle agreed)
   size(case)            a measure the reducer makes smaller (graph nodes, program steps)
 
-kernel:   a kernel AST (fuzz/kernel_gen.py) checked against kernel_spec, the pyrender round trip, the reference run
-          (kernel_ref, with the ULP budget of fuzz/budget.py), and then on every backend (fuzz/backends.py).
+kernel:   a kernel AST (fuzz/gen/kernels.py) checked against kernel_spec, the pyrender round trip, the reference run
+          (kernel_ref, with the ULP budget of fuzz/oracles/budget.py), and then on every backend
+          (fuzz/campaign/backends.py).
 symbolic: an index expression (fuzz.strategies.build_index_expression) that z3 proves simplify() keeps
-          (fuzz/symbolic.py).
-tensor:   a program through the public Tensor API (fuzz/tensor_programs.py) against numpy, values and dtypes, on every
-          backend that has a device computing values (nv and amd: the PYTHON device emulating their target); nv, amd
-          and backends without a device check the program's scheduled kernels.
+          (fuzz/oracles/symbolic.py).
+tensor:   a program through the public Tensor API (fuzz/gen/tensor_programs.py) against numpy, values and dtypes, on
+          every backend that has a device computing values (nv and amd: the PYTHON device emulating their target); nv,
+          amd and backends without a device check the program's scheduled kernels.
 """
 from __future__ import annotations
 import json
@@ -22,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from fuzz.backends import Backend, Failure, KernelItem, Note, failure_from, exception_site
+from fuzz.campaign.backends import Backend, Failure, KernelItem, Note, failure_from, exception_site
 from fuzz.strategies import BytesChooser, KernelCase, KernelConfig, build_kernel, IndexExprConfig
 
 def _no_note(i: int, backend: str, stage: str) -> None: pass
@@ -84,8 +85,8 @@ class KernelLevel(Level):
     """The checks before any backend: kernel_spec, the bounds proof (optional), the round trip, the reference."""
     from spec import type_verify, kernel_spec
     from spec.roundtrip import check_roundtrip
-    from fuzz.oracles import kernel_inputs
-    from fuzz.budget import run_budget_ref, buffer_dtypes
+    from fuzz.oracles.differential import kernel_inputs
+    from fuzz.oracles.budget import run_budget_ref, buffer_dtypes
     try: type_verify(case.ast, kernel_spec, "kernel")
     except Exception as e: return failure_from(e, "spec", "generator")
     if self.validate_bounds:
@@ -117,26 +118,26 @@ class KernelLevel(Level):
     return out
 
 def directed_kernel_level(aim: Any, patterns: Sequence[Any] = (), validate_bounds: bool = False) -> KernelLevel:
-  """The kernel level with its generator directed at a rewrite rule (fuzz/scheduler.py Director): its op and dtype
-  weights at `aim` (the Ops and DTypes of the rule's pattern, and whether it repeats an operand), and building an
-  expression from one of the rule's `patterns` now and then (fuzz/kernel_gen.py directed_config)."""
-  from fuzz.kernel_gen import directed_config
+  """The kernel level with its generator directed at a rewrite rule (fuzz/campaign/scheduler.py Director): its op and
+  dtype weights at `aim` (the Ops and DTypes of the rule's pattern, and whether it repeats an operand), and building an
+  expression from one of the rule's `patterns` now and then (fuzz/gen/kernels.py directed_config)."""
+  from fuzz.gen.kernels import directed_config
   ops, dts, repeat = aim
   return KernelLevel(directed_config(KernelConfig(), ops, sorted(dts, key=str), repeat, patterns=patterns),
                      validate_bounds)
 
 def directed_level(level: str, aim: Any, patterns: Sequence[Any] = (), validate_bounds: bool = False) -> Level:
-  """The level `level` with its generator directed at a rewrite rule (its `aim` and `patterns`, fuzz/scheduler.py);
-  the levels with a generator that builds patterns: kernel and symbolic."""
+  """The level `level` with its generator directed at a rewrite rule (its `aim` and `patterns`,
+  fuzz/campaign/scheduler.py); the levels with a generator that builds patterns: kernel and symbolic."""
   if level == "kernel": return directed_kernel_level(aim, patterns, validate_bounds)
   if level == "symbolic": return SymbolicLevel(patterns=patterns)
   raise ValueError(f"the {level} level has no directed generator (kernel and symbolic have)")
 
 class DirectedLevels:
-  """The level a tagged input is built with: tag None, `plain`; a rule's key (fuzz/scheduler.py rule_key), `plain`'s
-  level directed at that rule (`directed_level`), made once per rule. The rule tables are read on first need: every
-  module that holds rules is imported and the PatternMatchers alive are walked (`aims`: rule key -> (aim, patterns)),
-  so the campaign's parent, its workers and the targets see the same rules."""
+  """The level a tagged input is built with: tag None, `plain`; a rule's key (fuzz/campaign/scheduler.py rule_key),
+  `plain`'s level directed at that rule (`directed_level`), made once per rule. The rule tables are read on first need:
+  every module that holds rules is imported and the PatternMatchers alive are walked (`aims`: rule key -> (aim,
+  patterns)), so the campaign's parent, its workers and the targets see the same rules."""
   def __init__(self, plain: Level, validate_bounds: bool = False):
     self.plain, self.validate_bounds = plain, validate_bounds
     self.levels: dict[str, Level] = {}
@@ -144,7 +145,7 @@ class DirectedLevels:
   @property
   def aims(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
     if self._aims is None:
-      from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns, rule_key
+      from fuzz.campaign.scheduler import import_rule_tables, rule_ops, rule_patterns, rule_key
       import_rule_tables()
       pats = rule_patterns(rule_key)
       self._aims = {k: (a, pats.get(k, ())) for k, a in rule_ops(rule_key).items()}
@@ -165,7 +166,7 @@ class DirectedLevels:
 class SymbolicLevel(Level):
   name = "symbolic"
   def __init__(self, cfg: IndexExprConfig | None = None, patterns: Sequence[Any] = (), p_pattern: float = 0.25):
-    """`patterns`: a directed level's (fuzz/patterns.py), built into every config one time in 1/p_pattern."""
+    """`patterns`: a directed level's (fuzz/gen/patterns.py), built into every config one time in 1/p_pattern."""
     import dataclasses
     from fuzz.strategies import wrapping_config
     from tinygrad.dtype import dtypes
@@ -185,7 +186,7 @@ class SymbolicLevel(Level):
   def size(self, case: UOp) -> int: return len(case.toposort())
   def text(self, case: UOp) -> str: return self.state(case)["graph"]
   def check(self, cases: Sequence[UOp], backends: dict[str, Backend], note: Note = _no_note) -> list[list[Failure]]:
-    from fuzz.symbolic import check_expression
+    from fuzz.oracles.symbolic import check_expression
     out: list[list[Failure]] = []
     for i, e in enumerate(cases):
       note(i, "z3", "symbolic")
@@ -221,7 +222,7 @@ class TensorLevel(Level):
     return case
   def build(self, case: TensorCase) -> TensorCase:
     """The program of `case` (generator + edits): replaced steps become inputs; steps no output needs do too."""
-    from fuzz.tensor_programs import build_tensor_program
+    from fuzz.gen.tensor_programs import build_tensor_program
     ch = BytesChooser(case.data)
     prog = build_tensor_program(ch, case.max_steps)
     self.last_used = ch.used
@@ -250,7 +251,7 @@ class TensorLevel(Level):
 
   def check(self, cases: Sequence[TensorCase], backends: dict[str, Backend],
             note: Note = _no_note) -> list[list[Failure]]:
-    from fuzz.tensor_programs import check_program, ProgramMismatch
+    from fuzz.gen.tensor_programs import check_program, ProgramMismatch
     out: list[list[Failure]] = [[] for _ in cases]
     kernel_backends = {n: b for n, b in backends.items() if b.checks_scheduled()}
     for i, c in enumerate(cases):
@@ -271,7 +272,7 @@ class TensorLevel(Level):
 
   def check_scheduled(self, case: TensorCase, backends: dict[str, Backend], note: Note) -> list[Failure]:
     """The program's kernels (scheduled for the CPU), each checked on the backends as at the kernel level."""
-    from fuzz.tensor_programs import run_tensor_lazy
+    from fuzz.gen.tensor_programs import run_tensor_lazy
     note(0, "schedule", "schedule")
     try:
       outs = run_tensor_lazy(case.program, "CPU")

@@ -1,4 +1,4 @@
-"""Ledger certificates for codegen rewrites that are not one rule of a matcher (fuzz/ledger.py certifies those):
+"""Ledger certificates for codegen rewrites that are not one rule of a matcher (fuzz/ledger/rules.py certifies those):
 
 - `lower_index_dtype` (codegen/late.py): dtypes.index lowered to int32, or int64 where bounds need it. Proved on
   instances (index expressions of every ALU op, bounds at the int32 edge, constants beyond it): for every value of the
@@ -24,10 +24,10 @@ from tinygrad.dtype import dtypes
 from tinygrad.codegen import late
 from tinygrad.codegen.late import lower_index_dtype
 from tinygrad.codegen import decompositions as dec
-from fuzz.strategies import RandomChooser
-from fuzz.ledger import GENERATOR_VERSION, InstanceBuilder, NoInstance, function_sources, prove_exact
-from fuzz.ledger import _index_in_int64, _translator, _zb
-from spec.smt import Translator, NotModeled, tdiv_int, to_python
+from fuzz.gen.choosers import RandomChooser
+from fuzz.ledger.proof import GENERATOR_VERSION, InstanceBuilder, NoInstance, function_sources, prove_exact
+from fuzz.ledger.proof import index_in_int64, translator_for
+from spec.smt import Translator, NotModeled, bool_term, tdiv_int, to_python
 
 @dataclass(frozen=True)
 class CodegenCert:
@@ -72,7 +72,7 @@ def prove_lowering(u: UOp, timeout_ms: int = 4000) -> tuple[str, dict[str, Any]]
   # NOTE: exact integers first: every lowered node within its int32/int64 range is the claim, and z3 proves it faster
   # than the bit-vector equivalence (which decides when the exact proof has no verdict)
   if prove_exact(u, low, timeout_ms): return "", {}
-  tr = _translator([(u, u)])
+  tr = translator_for([(u, u)])
   ov, ook = tr.translate(u)
   for v in u.toposort():
     if v.op is not Ops.DEFINE_VAR or v.dtype is not dtypes.index: continue
@@ -85,8 +85,8 @@ def prove_lowering(u: UOp, timeout_ms: int = 4000) -> tuple[str, dict[str, Any]]
   else: same = z3.BV2Int(lv_, is_signed=True) == ov
   s = z3.Solver()
   s.set("timeout", timeout_ms)
-  s.add(*tr.constraints, _index_in_int64(tr, u))
-  s.add(z3.Not(z3.And(_zb(ook) == _zb(lok), z3.Implies(_zb(ook), same), *tr.assumed)))
+  s.add(*tr.constraints, index_in_int64(tr, u))
+  s.add(z3.Not(z3.And(bool_term(ook) == bool_term(lok), z3.Implies(bool_term(ook), same), *tr.assumed)))
   r = s.check()
   if r == z3.unsat: return "", {}
   if r == z3.unknown: return "unknown", {}

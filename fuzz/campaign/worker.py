@@ -1,8 +1,8 @@
-"""A campaign's worker process: `python -m fuzz.worker '<config json>'`, one JSON message per line.
+"""A campaign's worker process: `python -m fuzz.campaign.worker '<config json>'`, one JSON message per line.
 
 It checks cases in its own process so that a crash (a segfault in compiled code) or a hang costs only the worker: the
-parent (fuzz/campaign.py) sees its pipe close or its time run out, records a finding for the case and step the worker
-last announced, and starts a new worker.
+parent (fuzz/campaign/run.py) sees its pipe close or its time run out, records a finding for the case and step the
+worker last announced, and starts a new worker.
 
 Config (argv[1]): {"levels": [names] (or "level": name), "backends": [names], "setup": "module:function" or null,
 "max_jobs": n, "validate_bounds": bool}. The `setup` hook is imported and called once at start (planted-bug
@@ -16,10 +16,10 @@ the protocol):
                                                     "hits": {rule: matches}, "size": n, "used": bytes read,
                                                     "state": {...} or null}]}
   ("rules"/"attempted": 'pass::rule' names new to this worker process; "hits": every match during the case's steps,
-  by rule key (fuzz/scheduler.py rule_key): the scheduler's features)
+  by rule key (fuzz/campaign/scheduler.py rule_key): the scheduler's features)
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
 From the parent (stdin): {"job": id, "op": "check", "level": name, "inputs": [hex bytes], "tags": [rule or null]
-(optional: the rule each input's generator is directed at, fuzz/levels.py DirectedLevels)} or {"job": id, "op":
+(optional: the rule each input's generator is directed at, fuzz/campaign/levels.py DirectedLevels)} or {"job": id, "op":
 "check_state", "level": name, "states": [level states], "backends": [names] or null}. A job without "level" is of
 the first level of the config.
 """
@@ -32,7 +32,7 @@ class Coverage:
   """Attributes newly matched/tried rules to the case whose step was running when they first fired, and every match to
   the case whose step was running when it happened (`hits`: per case, rule key -> matches)."""
   def __init__(self) -> None:
-    from fuzz.scheduler import rule_key
+    from fuzz.campaign.scheduler import rule_key
     self.rule_key = rule_key
     # pass -> rules seen matched / tried so far (rule names, not 'pass::rule' strings: a flush formats only new ones)
     self.matched: dict[str, set[str]] = {}
@@ -80,15 +80,26 @@ def run_setup(spec: str | None) -> None:
   if not fn: raise ValueError(f"setup {spec!r} must be module:function")
   getattr(importlib.import_module(mod), fn)()
 
+USAGE = "usage: python -m fuzz.campaign.worker '<config json>' (started by a campaign, fuzz/campaign/run.py)"
+
 def main(argv: list[str]) -> int:
-  cfg = json.loads(argv[0])
+  if len(argv) != 1 or argv[0] in ("-h", "--help"):
+    print(USAGE + "\n\n" + (__doc__ or "").split("\n\nTo the parent")[0])
+    return 0 if argv and argv[0] in ("-h", "--help") else 2
+  try: cfg = json.loads(argv[0])
+  except json.JSONDecodeError as e:
+    print(f"fuzz.campaign.worker: the config is not JSON ({e}); {USAGE}", file=sys.stderr)
+    return 2
+  if not isinstance(cfg, dict):
+    print(f"fuzz.campaign.worker: the config must be a JSON object, not {type(cfg).__name__}; {USAGE}", file=sys.stderr)
+    return 2
   out: TextIO = os.fdopen(os.dup(1), "w", buffering=1)
   os.dup2(2, 1)
   def send(msg: dict[str, Any]) -> None: out.write(json.dumps(msg) + "\n")
   run_setup(cfg.get("setup"))
-  from fuzz.levels import LEVELS, KernelLevel, DirectedLevels
-  from fuzz.backends import open_backends, Failure, failure_from
-  from fuzz.strategies import BytesChooser
+  from fuzz.campaign.levels import LEVELS, KernelLevel, DirectedLevels
+  from fuzz.campaign.backends import open_backends, Failure, failure_from
+  from fuzz.gen.choosers import BytesChooser
   bounds = bool(cfg.get("validate_bounds"))
   level_names = cfg.get("levels") or [cfg["level"]]
   levels = {n: KernelLevel(validate_bounds=bounds) if n == "kernel" else LEVELS[n]() for n in level_names}
@@ -103,7 +114,7 @@ def main(argv: list[str]) -> int:
   send({"t": "ready", "backends": {n: b.describe() for n, b in backends.items()}, "missing": missing})
   cov = Coverage()
   jobs = 0
-  # NOTE: the parent's Campaign builds a tagged input with the same levels (fuzz/levels.py DirectedLevels)
+  # NOTE: the parent's Campaign builds a tagged input with the same levels (fuzz/campaign/levels.py DirectedLevels)
   directed = {n: DirectedLevels(lv, bounds) for n, lv in levels.items()}
   for line in sys.stdin:
     job = json.loads(line)

@@ -1,7 +1,8 @@
 """The numeric oracle: a kernel's outputs on a device against the reference executor, within a budget in ULPs per op
 and dtype, propagated through the kernel (a running error bound), never a loose rtol.
 
-`BudgetRef` runs the reference (fuzz/kernel_ref.py, the semantics table) and, next to every value, an absolute error
+`BudgetRef` runs the reference (fuzz/oracles/kernel_ref.py, the semantics table) and, next to every value, an absolute
+error
 bound: how far a correct target's value may be from the table's. A correct target computes every IEEE op exactly as
 the table does (ADD, SUB, MUL, FDIV, SQRT, RECIPROCAL, TRUNC, MAX, comparisons, casts, integer ops: budget 0), with
 these documented freedoms (docs/ir.md section 5), each a budget of the op that takes it:
@@ -31,7 +32,7 @@ import numpy as np
 from tinygrad.uop import Ops, GroupOp, semantics
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes, to_np_dtype, from_storage_np, InvalidType
-from fuzz.kernel_ref import KernelRef, KernelRefError
+from fuzz.oracles.kernel_ref import KernelRef, KernelRefError
 
 # mantissa bits stored, smallest normal exponent, largest finite value
 FLOAT_FORMAT: dict[DType, tuple[int, int, float]] = {

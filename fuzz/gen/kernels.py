@@ -24,7 +24,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes
 from tinygrad.runtime import targets as registry
-if TYPE_CHECKING: from fuzz.strategies import Chooser
+if TYPE_CHECKING: from fuzz.gen.choosers import Chooser
 
 ALL_DTYPES: tuple[DType, ...] = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
                                  dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16,
@@ -276,10 +276,10 @@ class _KernelBuilder:
 
   # ---- a rule's pattern, built ----
   def instance(self, p: Any, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp | None:
-    """A tree of dt that rewrite-rule pattern `p` (a UPat) matches (fuzz/patterns.py), its free variables drawn as
+    """A tree of dt that rewrite-rule pattern `p` (a UPat) matches (fuzz/gen/patterns.py), its free variables drawn as
     usual; None where the pattern cannot give dt or what it gives is not kernel_spec."""
     from spec import why_illegal, kernel_spec
-    from fuzz.patterns import PatternBuilder, COMPARISONS
+    from fuzz.gen.patterns import PatternBuilder, COMPARISONS
     def can(op: Ops, d: DType) -> bool:
       return op in COMPARISONS or any(self.ops_for(d).get(n, 0) > 0 for n in OP_NAMES.get(op, ()))
     def other(op: Ops, d: DType, depth: int) -> UOp | None:
@@ -461,7 +461,8 @@ def grid_stress_opts(ch: Chooser, ast: UOp) -> list[Any]:
   return opts
 
 def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
-  """Candidate opts for a kernel: each target keeps those that fit it, in order (see fuzz.backends.fit_opts)."""
+  """Candidate opts for a kernel: each target keeps those that fit it, in order (see
+  fuzz.campaign.backends.fit_opts)."""
   from tinygrad.codegen.opt import Opt, OptOps
   n_out = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP])
   n_red = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.REDUCE])
