@@ -12,7 +12,7 @@ JOBS ?= 2
 
 .PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
-	test-ops-targets test-gpu-sweep
+	test-ops-targets test-gpu-sweep replay-models test-models-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -203,6 +203,23 @@ replay: $(STAMP)
 		$(abspath $(PY)) -m pytest -n $(JOBS) -q -p no:cacheprovider $(REPLAY_TESTS)
 	git worktree remove --force .replay/base
 	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html $(REPLAY_ARGS)
+
+# the model zoo under process replay (docs/models.md): every schedule and kernel of `python -m tinygrad.models` (each zoo
+# model's forward, backward and one SGD step at the small sizes) captured on CPU, each kernel also rendered and compiled
+# (compile-only) for NV and AMD; then a diff of the capture against the code checked out (every record must come back
+# unchanged) and the per-target counts. The database and report in .replay/models.db and .replay/models.html;
+# MODELS_REPLAY_ARGS adds diff options (--target NV, ...)
+MODELS_DB ?= .replay/models.db
+MODELS_REPLAY_ARGS ?=
+replay-models: $(STAMP)
+	mkdir -p .replay && rm -f $(MODELS_DB) $(MODELS_DB)-wal $(MODELS_DB)-shm
+	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD -- $(PY) -m tinygrad.models
+	$(PY) -m tests.models.replay_counts $(MODELS_DB)
+	$(PY) -m replay diff --db $(MODELS_DB) --html .replay/models.html --assert-no-change $(MODELS_REPLAY_ARGS)
+
+# the zoo's slow checks: every zoo kernel compiled for sm_80/89/90 and gfx942/1100/1201 (make test: sm_90, gfx1100)
+test-models-slow: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/models
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
