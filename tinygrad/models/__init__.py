@@ -51,14 +51,14 @@ def zoo(size: str = "small") -> dict[str, ZooModel]:
   s = size == "small"
   img, w, e, t, v = (32, 8, 32, 8, 64) if s else (16, 4, 16, 4, 16)
   return {
-    "resnet18": ZooModel("resnet18", lambda: resnet18(num_classes=10, width=w), lambda seed: [_randn(seed, 2, 3, img, img)],
-                         lambda m, x: m(x), _mse),
+    "resnet18": ZooModel("resnet18", lambda: resnet18(num_classes=10, width=w),
+                         lambda seed: [_randn(seed, 2, 3, img, img)], lambda m, x: m(x), _mse),
     "bert": ZooModel("bert", lambda: BertEncoderLayer(e, 4, 2 * e, dropout=0.0),
                      lambda seed: [_randn(seed, 2, t, e), _padding_mask(2, t)],
                      lambda m, x, mask: m(x, src_key_padding_mask=mask), _mse),
     "gpt2": ZooModel("gpt2", lambda: GPT2Block(e, 4), lambda seed: [_randn(seed, 2, t, e)], lambda m, x: m(x), _mse),
-    "unet": ZooModel("unet", lambda: UNet(3, 3, base=w, depth=2, groups=2), lambda seed: [_randn(seed, 1, 3, img // 2, img // 2)],
-                     lambda m, x: m(x), _mse),
+    "unet": ZooModel("unet", lambda: UNet(3, 3, base=w, depth=2, groups=2),
+                     lambda seed: [_randn(seed, 1, 3, img // 2, img // 2)], lambda m, x: m(x), _mse),
     "lstm": ZooModel("lstm", lambda: LSTMLanguageModel(v, e, e, nlayers=2), lambda seed: [_tokens(seed, v, 2, t)],
                      lambda m, tok: m(tok)[0], _lm_loss(v)),
   }

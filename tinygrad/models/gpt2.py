@@ -24,7 +24,8 @@ class GPT2Attention:
 class GPT2MLP:
   def __init__(self, n_embd: int, dropout: float = 0.0):
     self.c_fc, self.c_proj, self.dropout = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd), dropout
-  def __call__(self, x: Tensor) -> Tensor: return self.c_proj(self.c_fc(x).gelu(approximate="tanh")).dropout(self.dropout)
+  def __call__(self, x: Tensor) -> Tensor:
+    return self.c_proj(self.c_fc(x).gelu(approximate="tanh")).dropout(self.dropout)
 
 class GPT2Block:
   def __init__(self, n_embd: int, n_head: int, layer_norm_epsilon: float = 1e-5, dropout: float = 0.0):

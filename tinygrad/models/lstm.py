@@ -15,7 +15,8 @@ class LSTMLanguageModel:
     self.decoder = nn.Linear(nhid, ntoken)
     if tie_weights: self.decoder.weight = self.encoder.weight
     self.dropout = dropout
-  def __call__(self, tokens: Tensor, hidden: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+  def __call__(self, tokens: Tensor,
+               hidden: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """tokens (N, T) int: logits (N, T, ntoken) and the last (h, c), each (nlayers, N, nhid)."""
     out, hidden = self.rnn(self.encoder(tokens).dropout(self.dropout), hidden)
     return self.decoder(out.dropout(self.dropout)), hidden

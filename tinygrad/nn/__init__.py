@@ -693,6 +693,6 @@ class MultiheadAttention:
 __all__ = ["Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm",
            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LayerNorm2d", "GroupNorm", "RMSNorm",
-           "LSTMCell", "LSTM", "MultiheadAttention", "Sequential", "Identity", "Dropout", "Flatten", "ReLU", "ReLU6", "SiLU",
-           "Sigmoid", "Tanh", "Mish", "Hardswish", "Hardsigmoid", "Softsign", "LogSigmoid", "SELU", "GELU", "LeakyReLU",
-           "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "PReLU", "optim", "state", "lr_scheduler"]
+           "LSTMCell", "LSTM", "MultiheadAttention", "Sequential", "Identity", "Dropout", "Flatten", "ReLU", "ReLU6",
+           "SiLU", "Sigmoid", "Tanh", "Mish", "Hardswish", "Hardsigmoid", "Softsign", "LogSigmoid", "SELU", "GELU",
+           "LeakyReLU", "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "PReLU", "optim", "state", "lr_scheduler"]
