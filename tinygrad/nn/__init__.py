@@ -695,4 +695,5 @@ __all__ = ["Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d
            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LayerNorm2d", "GroupNorm", "RMSNorm",
            "LSTMCell", "LSTM", "MultiheadAttention", "Sequential", "Identity", "Dropout", "Flatten", "ReLU", "ReLU6",
            "SiLU", "Sigmoid", "Tanh", "Mish", "Hardswish", "Hardsigmoid", "Softsign", "LogSigmoid", "SELU", "GELU",
-           "LeakyReLU", "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "PReLU", "optim", "state", "lr_scheduler"]
+           "LeakyReLU", "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "PReLU", "optim", "state",
+           "lr_scheduler"]
