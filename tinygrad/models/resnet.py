@@ -2,6 +2,7 @@
 torchvision's `resnet18().state_dict()` keys load unchanged: conv1, bn1, layer1..layer4 of BasicBlocks (conv1, bn1,
 conv2, bn2, downsample.0/.1), fc. `width` scales every stage (64 is torchvision's); the tests use small widths."""
 from __future__ import annotations
+from typing import cast
 from tinygrad.tensor import Tensor
 from tinygrad import nn
 
@@ -37,7 +38,7 @@ class ResNet:
     for _ in range(1, blocks): out.append(BasicBlock(planes, planes))
     return out
   def __call__(self, x: Tensor) -> Tensor:
-    x = self.bn1(self.conv1(x)).relu().max_pool2d(3, 2, padding=1)
+    x = cast(Tensor, self.bn1(self.conv1(x)).relu().max_pool2d(3, 2, padding=1))
     x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
     # NOTE: adaptive average pooling to 1x1 is the mean over the spatial axes
     return self.fc(x.mean((2, 3)))

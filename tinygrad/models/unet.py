@@ -3,6 +3,7 @@ doubling the channels, then as many upsamplings by a stride-2 ConvTranspose2d th
 skip of the same resolution. Module names: inc, down.{i}, up.{i}, up_blocks.{i} (each ConvBlock: conv1, norm1, conv2,
 norm2), outc. The input's height and width must divide by 2**depth."""
 from __future__ import annotations
+from typing import cast
 from tinygrad.tensor import Tensor, ArgumentError
 from tinygrad import nn
 
@@ -25,7 +26,7 @@ class UNet:
     if x.ndim != 4 or any(s % 2 ** self.depth for s in x.shape[2:]):
       raise ArgumentError(f"UNet: input {x.shape} must be (N, C, H, W) with H and W divisible by {2 ** self.depth}")
     skips = [x := self.inc(x)]
-    for blk in self.down: skips.append(x := blk(x.max_pool2d(2)))
+    for blk in self.down: skips.append(x := blk(cast(Tensor, x.max_pool2d(2))))
     skips.pop()
     for up, blk in zip(self.up, self.up_blocks): x = blk(up(x).cat(skips.pop(), dim=1))
     return self.outc(x)
