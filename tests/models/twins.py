@@ -100,5 +100,5 @@ class LSTMLanguageModel(tnn.Module):
     self.encoder, self.rnn = tnn.Embedding(ntoken, ninp), tnn.LSTM(ninp, nhid, nlayers, batch_first=True)
     self.decoder = tnn.Linear(nhid, ntoken)
   def forward(self, tokens):
-    out, _ = self.rnn(self.encoder(tokens))
-    return self.decoder(out)
+    out, hidden = self.rnn(self.encoder(tokens))
+    return self.decoder(out), hidden
