@@ -28,6 +28,9 @@ def _close(ours: np.ndarray, ref: np.ndarray, tol: float, what: str) -> None:
 def _randomize_norms(m: torch.nn.Module, seed: int) -> None:
   g = torch.Generator().manual_seed(seed)
   with torch.no_grad():
+    # NOTE: parameters torch starts at zero (MultiheadAttention's in_proj_bias) drawn too, so no compared tensor is ~0
+    for p in m.parameters():
+      if not p.any(): p.copy_(torch.rand(p.shape, generator=g) - 0.5)
     for mod in m.modules():
       if isinstance(mod, (torch.nn.BatchNorm2d, torch.nn.GroupNorm, torch.nn.LayerNorm)):
         mod.weight.copy_(torch.rand(mod.weight.shape, generator=g) + 0.5)

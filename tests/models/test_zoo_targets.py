@@ -19,7 +19,7 @@ EMU_TOL = 1e-4
 def _check_compiles(name: str, arch: str) -> None:
   asts = step_kernels(name)
   assert len(asts) >= 10, f"{name}: only {len(asts)} kernels in a training step"
-  bad = compile_arch(arch, asts)
+  bad = compile_arch(arch, list(asts))
   assert not bad, f"{name}: {len(bad)} of {len(asts)} kernels do not compile for {arch}:\n" + \
     "\n".join(f"  kernel {i}: {e[:1500]}" for i, e in list(bad.items())[:5])
 

@@ -3,7 +3,7 @@ checkpoint during a real step on the CPU), and `python -m tests.models.zoo_run -
 a,b [--size tiny]`: each model's forward in eval mode on the current device (DEV=..., EMULATE=...), its weights read
 from DIR/<name>.safetensors (written there from Tensor.manual_seed(0) when missing), the outputs saved to OUT.npz."""
 from __future__ import annotations
-import argparse, os, sys
+import argparse, functools, os, sys
 import numpy as np
 from tinygrad import Tensor
 from tinygrad.uop import hooks
@@ -12,13 +12,14 @@ from tinygrad.nn.state import get_state_dict, load_state_dict, safe_save, safe_l
 from tinygrad.models import zoo
 from tinygrad.models.__main__ import run
 
-def step_kernels(name: str, size: str = "tiny") -> list[UOp]:
+@functools.cache
+def step_kernels(name: str, size: str = "tiny") -> tuple[UOp, ...]:
   """The distinct kernel ASTs of one training step (forward, backward, SGD with momentum) of zoo model `name`."""
   asts: list[UOp] = []
   collect = hooks.register("kernel_ast", lambda ast: asts.append(ast))
   try: run(name, size, forward_only=False, steps=1)
   finally: hooks.unregister("kernel_ast", collect)
-  return list(dict.fromkeys(asts))
+  return tuple(dict.fromkeys(asts))
 
 def forward(name: str, size: str, weights: str) -> np.ndarray:
   z = zoo(size)[name]
