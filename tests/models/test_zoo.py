@@ -48,7 +48,7 @@ def _pad_mask(n: int, t: int) -> np.ndarray:
 # name: (torch twin, ours, inputs(rng) as numpy arrays, how each is called, optimizer)
 CASES = {
   "resnet18": (lambda: twins.ResNet18(10, 4), lambda: resnet18(num_classes=10, width=4),
-               lambda rng: [rng.standard_normal((2, 3, 32, 32))], None, "sgd"),
+               lambda rng: [rng.standard_normal((2, 3, 64, 64))], None, "sgd"),
   "bert": (lambda: twins.bert_layer(16, 2, 32), lambda: BertEncoderLayer(16, 2, 32, dropout=0.0),
            lambda rng: [rng.standard_normal((2, 6, 16)), _pad_mask(2, 6)],
            lambda m, x, mask: m(x, src_key_padding_mask=mask), "adamw"),
