@@ -217,8 +217,8 @@ replay-models: $(STAMP)
 	$(PY) -m tests.models.replay_counts $(MODELS_DB)
 	$(PY) -m replay diff --db $(MODELS_DB) --html .replay/models.html --assert-no-change $(MODELS_REPLAY_ARGS)
 
-# the zoo's slow checks: ResNet-18's and the UNet's whole training step against torch, and every zoo kernel compiled for
-# sm_80/89 and gfx942/1201 (make test: the other models' steps, the CNNs' forward, sm_90 and gfx1100)
+# the zoo's slow checks: the whole training step of ResNet-18, the UNet and the LSTM LM against torch, every zoo model's
+# step kernels compiled for sm_80/89/90 and gfx942/1100/1201, every forward under every emulation (docs/models.md)
 test-models-slow: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/models
 
