@@ -10,9 +10,9 @@ EXTRA := $(VENV)/.installed-
 # NOTE: pytest-xdist workers for the suite; CI's machines have 2 cores (`make test JOBS=8` on a bigger one)
 JOBS ?= 2
 
-.PHONY: demo test test-python test-llvm test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
+.PHONY: demo test test-symbolic test-python test-llvm test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
-	test-ops-targets test-gpu-sweep replay-models test-models-slow
+	test-ops-targets test-gpu-sweep chromium viz-docs replay-models test-models-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -e '.[testing,lint,nv,llvm,fuzz]'
 	touch $(STAMP) $(EXTRA)core $(EXTRA)testing $(EXTRA)lint $(EXTRA)nv $(EXTRA)llvm $(EXTRA)fuzz
 
+# Debian's chromium, which the viewer's browser tests (tests/viz) drive through playwright (never a browser download):
+# installed here where make runs as root with apt-get; elsewhere the tests fail and say what to install
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for tests/viz"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
+
 # the virtual environment alone (CI jobs that run its tools from more than one checkout)
 install: $(STAMP)
 
@@ -45,7 +52,7 @@ demo: $(EXTRA)core
 # for sm_90 by NVRTC + ptxas and run on the host against C; the pyrender reader fuzzed for 30 s (fuzz-parser); then the
 # whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core; the checkpoint readers fuzzed for 30 s each
 # (fuzz-loaders). The AMD sweeps run a slice here (tests/amd, tests/codegen/test_emulate.py).
-test: $(STAMP)
+test: $(STAMP) chromium
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 	$(MAKE) test-llvm
 	$(MAKE) test-emulate-nv
@@ -64,6 +71,11 @@ test-llvm: $(STAMP)
 # numpy (the default suite runs the small shapes)
 test-llvm-matmul: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/llvm/test_llvm_ir.py
+
+# the LLM app's whole-model comparisons with transformers for every weight type, greedy F16/Q8_0, llama-3 RoPE, the CLI
+# run and the capacity xfail (docs/llm.md)
+test-llm-slow: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/apps
 
 # every kernel tests/tensor compiles, compiled again for gfx942, gfx1100 and gfx1201 and each code object checked
 # (in make test; tests/amd holds the quick checks of single kernels)
@@ -130,6 +142,10 @@ test-semantics-sweep: $(STAMP)
 test-deep-chains: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/schedule/test_deep_graphs.py
 
+# every symbolic-shape op of tests/tensor/test_symbolic.py at three bindings (the default suite runs a slice at two)
+test-symbolic: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/tensor/test_symbolic.py
+
 # one shard of the suite as CI runs it: make test-shard GROUP=1 SPLITS=2 [PYTEST_ARGS='-x -k conv'] [JOBS=2]. It names
 # every failure and the 25 slowest tests, and stops itself after SHARD_TIMEOUT seconds (below CI's job limit) so a shard
 # that runs long still prints where it was
@@ -137,7 +153,7 @@ SPLITS ?= 2
 GROUP ?= 1
 SHARD_TIMEOUT ?= 1500
 PYTEST_ARGS ?=
-test-shard: $(STAMP)
+test-shard: $(STAMP) chromium
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -rfE --durations=25 \
 	  --session-timeout $(SHARD_TIMEOUT) --splits $(SPLITS) --group $(GROUP) --durations-path .test_durations $(PYTEST_ARGS)
 
@@ -145,6 +161,11 @@ test-shard: $(STAMP)
 durations: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider --store-durations --clean-durations \
 	  --durations-path .test_durations
+
+# the viewer's screenshots in docs/viz/ (docs/viz.md shows them), taken by the browser tests into artifacts/viz/
+viz-docs: $(STAMP) chromium
+	$(PY) -m pytest -q -p no:cacheprovider tests/viz/test_browser.py
+	mkdir -p docs/viz && cp artifacts/viz/*.png docs/viz/
 
 lint: $(EXTRA)lint
 	$(VENV)/bin/ruff check .
@@ -191,7 +212,8 @@ fuzz-compare: $(STAMP)
 
 # process replay against main (docs/replay.md): the suite captured on a temporary git worktree of $(REPLAY_BASE) (your
 # checkout is not touched), then every schedule and kernel recompiled with the code checked out here and classified;
-# the database and the HTML report are in .replay/. REPLAY_ARGS adds diff options (--assert-no-change, --fresh-opts,
+# the database and the HTML report are in .replay/, with VIZ traces of each changed kernel, old (the base's code) and new,
+# in .replay/viz/ (the report gives the command that opens each pair). REPLAY_ARGS adds diff options (--assert-no-change, --fresh-opts,
 # --target NV, ...); REPLAY_TESTS narrows the capture (default: the whole suite)
 REPLAY_BASE ?= main
 REPLAY_TESTS ?=
@@ -201,8 +223,8 @@ replay: $(STAMP)
 	git worktree prune && git worktree add --detach .replay/base $(REPLAY_BASE)
 	-cd .replay/base && REPLAY_DB=$(CURDIR)/.replay/replay.db $(abspath $(PY)) -m replay capture -- \
 		$(abspath $(PY)) -m pytest -n $(JOBS) -q -p no:cacheprovider $(REPLAY_TESTS)
-	git worktree remove --force .replay/base
-	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html $(REPLAY_ARGS)
+	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html --viz .replay/viz --viz-base .replay/base \
+		$(REPLAY_ARGS); rc=$$?; git worktree remove --force .replay/base; exit $$rc
 
 # the model zoo under process replay (docs/models.md): every schedule and kernel of `python -m tinygrad.models` (each zoo
 # model's forward, backward and one SGD step at the small sizes) captured on CPU, each kernel also rendered and compiled

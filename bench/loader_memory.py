@@ -16,7 +16,7 @@ from tests.nn.capped import run_capped, REPO  # noqa: E402
 
 TORCH = "from tinygrad.nn.state import torch_load\nr = torch_load(PATH)\n"
 SAFE = "from tinygrad.nn.state import safe_load\nr = safe_load(PATH)\n"
-GGUF = "from tinygrad.nn.state import gguf_load\nr = gguf_load(PATH)\n"
+GGUF = "from tinygrad.nn.gguf import gguf_load\nr = gguf_load(PATH)\n"
 
 def cases(d: pathlib.Path, plain: int, bomb: int) -> list[tuple[str, str, pathlib.Path, int]]:
   """(name, snippet, file, bytes of data the file holds)."""

@@ -136,10 +136,12 @@ def _repro_run(a: argparse.Namespace) -> int:
 
 def _report_args(p: argparse.ArgumentParser) -> None:
   p.add_argument("dir", help="a campaign directory")
+  p.add_argument("--no-viz", action="store_true", help="do not check each finding again under the VIZ recorder (by "
+                 "default its trace goes to DIR/viz/<id>.jsonl and the report gives the command that opens it)")
 
 def _report_run(a: argparse.Namespace) -> int:
   from fuzz.report import write_report, ReportError
-  try: html, md = write_report(a.dir)
+  try: html, md = write_report(a.dir, viz=not a.no_viz)
   except ReportError as e:
     print(f"fuzz report: {e}", file=sys.stderr)
     return 2

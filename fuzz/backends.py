@@ -26,7 +26,7 @@ with its reason and does not run it. Tensor programs run through the public API 
 program's scheduled kernels as the kernel level does.
 """
 from __future__ import annotations
-import contextlib, ctypes, functools, os, tempfile, traceback
+import contextlib, functools, os, traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 import numpy as np
@@ -35,12 +35,14 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, to_np_dtype
 from tinygrad.device import DeviceOpenError
 from tinygrad.runtime.support.compiler_llvm import llvm_version
+from tinygrad.runtime import targets as registry
 from fuzz.budget import BudgetRef, compare_with_budget
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # note(item index, backend, stage): called before each step, so a crash is attributed to it
 Note = Callable[[int, str, str], None]
-AMD_ARCH_CYCLE = ("gfx942", "gfx1100", "gfx1201")
+# the AMD archs a campaign turns through, kernel by kernel
+AMD_ARCH_CYCLE = tuple(registry.AMD_ARCHS)
 
 def _no_note(i: int, backend: str, stage: str) -> None: pass
 
@@ -200,12 +202,11 @@ class Backend:
         out[i] = Failure("compare", msg.split(":")[0], "", self.name, msg)
     return out
 
-def _launch_c(fn: Any, prg: Any, arrs: dict[int, np.ndarray], var_vals: Mapping[str, int]) -> None:
-  """Call a C-ABI kernel (buffers, int vars by name, core_id) once per core id, as the CPU runtime launches it."""
-  gs, _ = prg.launch_dims(dict(var_vals))
-  ptrs = [ctypes.c_void_p(arrs[n].ctypes.data) for n in prg.globals]
-  vals = [ctypes.c_int32(int(var_vals[v])) for v in prg.var_names]
-  for core in range(int(gs[0]) if gs else 1): fn(*ptrs, *vals, ctypes.c_int32(core))
+def launch_host(fn: Any, prg: Any, arrs: dict[int, np.ndarray], var_vals: Mapping[str, int]) -> None:
+  """Run a host kernel on the item's arrays with the registry's host launcher (one call per core id, in turn)."""
+  gs, ls = prg.launch_dims(dict(var_vals))
+  registry.launch_host(fn, [arrs[n].ctypes.data for n in prg.globals], [int(var_vals[v]) for v in prg.var_names],
+                       registry.host_cores(prg.name, gs, ls))
 
 # ---- the backends ----
 
@@ -245,27 +246,22 @@ class CBackend(Backend):
     return f"cpu: C, one shared object per batch ({cc_version(find_cc())})"
   def tensor_device(self) -> str | None: return "CPU"
   @functools.cached_property
-  def _renderer(self) -> Any:
-    from tinygrad.renderer.cstyle import CRenderer
-    return CRenderer()
+  def _renderer(self) -> Any: return registry.renderer("CPU", threads=1)
   def renderer(self, item: KernelItem) -> Any: return self._renderer
   @functools.cached_property
-  def _compiler(self) -> Any:
-    # NOTE: one for the backend's life: making one asks the compiler its version (a process per batch otherwise)
-    from tinygrad.runtime.support.compiler_cpu import CCompiler
-    return CCompiler()
+  def _compiler(self) -> Any: return registry.compiler("CPU")
 
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
     if not progs: return {}
     for i in progs: note(i, self.name, "compile")
     cc = self._compiler
-    try: lib = load_shared(cc.compile(self.merged(progs)))
+    try: lib = registry.load_shared(cc.compile(self.merged(progs)))
     except Exception:
       # NOTE: one kernel that does not compile must not hide the others: each alone names its own error
       out: dict[int, Any] = {}
       for i, p in progs.items():
         note(i, self.name, "compile")
-        try: out[i] = load_shared(cc.compile(p.src))
+        try: out[i] = registry.load_shared(cc.compile(p.src), p.name)
         except Exception as e: out[i] = failure_from(e, "compile", self.name)
       return out
     return {i: lib for i in progs}
@@ -282,18 +278,9 @@ class CBackend(Backend):
     return "\n".join([*prefix, *bodies])
 
   def run(self, built: Any, prg: Any, item: KernelItem) -> dict[int, np.ndarray]:
-    fn = getattr(built, prg.name)
-    fn.restype = None
     arrs = host_arrays(item)
-    _launch_c(fn, prg, arrs, item.var_vals)
+    launch_host(registry.host_function(built, prg.name), prg, arrs, item.var_vals)
     return arrs
-
-def load_shared(lib: bytes) -> Any:
-  with tempfile.NamedTemporaryFile(prefix="tinygrad-fuzz-", suffix=".so", delete=False) as f:
-    f.write(lib)
-    path = f.name
-  try: return ctypes.CDLL(path)
-  finally: os.unlink(path)
 
 class LLVMBackend(Backend):
   name = "llvm"
@@ -313,17 +300,12 @@ class LLVMBackend(Backend):
     with Context(CPU_LLVM=1): Device["CPU:1"]
     return "CPU:1"
   @functools.cached_property
-  def _renderer(self) -> Any:
-    from tinygrad.renderer.llvmir import CPULLVMRenderer
-    from tinygrad.runtime.support.compiler_llvm import host_target
-    from tinygrad.runtime.ops_cpu import cpu_threads
-    host = host_target()
-    return CPULLVMRenderer(host.triple, host.datalayout, host.vector_bits, cpu_threads())
+  def _renderer(self) -> Any: return registry.renderer("CPU_LLVM")
   def renderer(self, item: KernelItem) -> Any: return self._renderer
   @functools.cached_property
   def _tools(self) -> tuple[Any, Any]:
-    from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
-    return LLVMCompiler(), LLVMProgramLoader()
+    from tinygrad.runtime.support.compiler_llvm import LLVMProgramLoader
+    return registry.compiler("CPU_LLVM"), LLVMProgramLoader()
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
     comp, loader = self._tools
     out: dict[int, Any] = {}
@@ -350,7 +332,7 @@ class LLVMBackend(Backend):
     from tinygrad.runtime.support.compiler_llvm import cfunc
     _engine, addr = built
     arrs = host_arrays(item)
-    _launch_c(cfunc(addr, len(prg.globals), len(prg.var_names)), prg, arrs, item.var_vals)
+    launch_host(cfunc(addr, len(prg.globals), len(prg.var_names)), prg, arrs, item.var_vals)
     return arrs
 
 class NVBackend(Backend):
@@ -363,19 +345,14 @@ class NVBackend(Backend):
     except Exception as e: return f"the host CUDA shim needs a C++ compiler: {e}"
     return None
   @functools.cached_property
-  def _compiler(self) -> Any:
-    from tinygrad.runtime.support.cuda_toolchain import NVCompiler
-    from tinygrad.helpers import NV_ARCH
-    return NVCompiler(NV_ARCH.value or "sm_90")
+  def _compiler(self) -> Any: return registry.compiler("NV", registry.default_arch("NV"))
   def describe(self) -> str:
     c = self._compiler
     return (f"nv: CUDA C for {c.arch}, NVRTC {c.nvrtc.version[0]}.{c.nvrtc.version[1]} + ptxas {c.ptxas_version} "
             "(compile only), run on the host CUDA shim (kernels with shared memory/barriers: their NV lowering on "
             "the PYTHON interpreter)")
   @functools.cached_property
-  def _renderer(self) -> Any:
-    from tinygrad.renderer.cuda import CUDARenderer
-    return CUDARenderer(self._compiler.arch)
+  def _renderer(self) -> Any: return registry.renderer("NV", self._compiler.arch)
   def renderer(self, item: KernelItem) -> Any: return self._renderer
   # NOTE: tensor programs run on the PYTHON device emulating NV (its renderer's exact programs); their kernels are also
   # compiled here and run on the host shim, as at the kernel level
@@ -424,20 +401,15 @@ class AMDBackend(Backend):
     try:
       from tinygrad.runtime.support.compiler_amd import find_linker
       find_linker()
-      self._compiler("gfx1100")
+      self._compiler(registry.AMD_DEFAULT_ARCH)
     except Exception as e: return f"no AMD toolchain (llvmlite AMDGPU + ld.lld): {e}"
     return None
   def describe(self) -> str:
     return (f"amd: LLVM IR for {', '.join(AMD_ARCH_CYCLE)} (one per kernel in turn), compiled + linked, code object "
             "checked, the AMD lowering run on the PYTHON interpreter")
+  def _compiler(self, arch: str) -> Any: return registry.compiler("AMD", arch)
   @functools.lru_cache(maxsize=None)
-  def _compiler(self, arch: str) -> Any:
-    from tinygrad.runtime.support.compiler_amd import AMDCompiler
-    return AMDCompiler(arch)
-  @functools.lru_cache(maxsize=None)
-  def _renderer(self, arch: str) -> Any:
-    from tinygrad.renderer.llvmir import AMDLLVMRenderer
-    return AMDLLVMRenderer(arch)
+  def _renderer(self, arch: str) -> Any: return registry.renderer("AMD", arch)
   # NOTE: the arch turns with the kernel's seed, so a reproducer gets the same arch again
   def renderer(self, item: KernelItem) -> Any: return self._renderer(AMD_ARCH_CYCLE[item.seed % len(AMD_ARCH_CYCLE)])
   # NOTE: tensor programs run on the PYTHON device emulating one arch per program (turning with its length)
@@ -471,9 +443,8 @@ class CodeObjectError(AssertionError):
 def check_code_object(lib: bytes, prg: Any, arch: str) -> None:
   """The code object is v5 for `arch`, holds the kernel with the arch's wave size, explicit kernargs where the runtime
   packs them (buffer pointers, then int32 vars), and at least the program's DEFINE_LOCAL bytes of LDS."""
-  from tinygrad.renderer.llvmir import amd_arch
   from tinygrad.runtime.support.compiler_amd import read_code_object, kernarg_layout
-  target, co = amd_arch(arch), read_code_object(lib)
+  target, co = registry.amd_arch(arch), read_code_object(lib)
   def need(cond: bool, what: str) -> None:
     if not cond: raise CodeObjectError(f"kernel {prg.name}: {what}")
   need(co.version == (1, 2), f"code object version {co.version}, want (1, 2) (v5)")

@@ -124,6 +124,15 @@ def resident_mb(pid: int) -> float:
     with open(f"/proc/{pid}/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
   except (OSError, ValueError, IndexError): return 0.0
 
+def peak_resident_mb(pid: int) -> float:
+  """The most resident memory a live process has had since its exec (VmHWM, MB), 0 when it cannot be read."""
+  try:
+    with open(f"/proc/{pid}/status") as f:
+      for line in f:
+        if line.startswith("VmHWM:"): return int(line.split()[1]) / 1024
+  except (OSError, ValueError, IndexError): pass
+  return 0.0
+
 def worker_env(cfg: CampaignConfig) -> dict[str, str]:
   env = dict(os.environ)
   env.update({"SPEC": str(cfg.spec), "IGNORE_OOB": "0" if cfg.bounds else "1", "TRACK_MATCH_STATS": "1",
@@ -143,7 +152,7 @@ class Worker:
     self.note: tuple[int, str, str] | None = None
     self.info: dict[str, Any] = {}
     self.pending: dict[str, Any] | None = None  # a job to send once this worker is ready (its predecessor's)
-    self.peak_mb = 0.0  # the most resident memory seen (polled while busy, and the kernel's count when it is reaped)
+    self.peak_mb = 0.0  # the most resident memory seen since the exec (VmHWM, polled while busy)
   @property
   def fd(self) -> int:
     assert self.proc.stdout is not None
@@ -181,12 +190,9 @@ class Worker:
       except OSError: pass
     self.logf.close()
   def reap(self) -> int:
-    """Wait for the process to end; its exit status (negative: the signal), and its peak memory into peak_mb."""
-    try:
-      _, status, ru = os.wait4(self.proc.pid, 0)
-      self.proc.returncode = os.waitstatus_to_exitcode(status)
-      self.peak_mb = max(self.peak_mb, ru.ru_maxrss / 1024)
-    except ChildProcessError: pass
+    """Wait for the process to end; its exit status (negative: the signal)."""
+    # NOTE: not wait4's ru_maxrss for the peak: Linux counts in it the parent's resident memory at the fork (vfork) and
+    # exec that started the worker, so a worker started by a big process (a long pytest run) would look past the cap
     return self.proc.wait()
   def death(self) -> str:
     rc = self.reap()
@@ -274,7 +280,7 @@ class WorkerPool:
         self.restart(w, kill=True)
         events.append((w, "memory", (job, note, mb)))
         continue
-      if w.job is not None: w.peak_mb = max(w.peak_mb, mb)
+      if w.job is not None: w.peak_mb = max(w.peak_mb, mb, peak_resident_mb(w.proc.pid))
       if w.job is not None and t - w.last_beat > self.step_timeout:
         job, note = w.job, w.note
         self.restart(w, kill=True)
@@ -532,7 +538,9 @@ class Campaign:
 
   def fuzz_job(self) -> dict[str, Any]:
     run = self.pick_level()
-    picks = [self.next_input(run) for _ in range(self.batch_size(run))]
+    n = self.batch_size(run)
+    if (left := self.cases_left()) is not None: n = max(1, min(n, left))
+    picks = [self.next_input(run) for _ in range(n)]
     job = {"op": "check", "level": run.name, "inputs": [d.hex() for d, _, _ in picks],
            "_inputs": [d for d, _, _ in picks], "_directed": [f for _, _, f in picks]}
     # NOTE: a tensor program is checked on one backend, each in turn: its front end and scheduler are the same on
@@ -543,6 +551,13 @@ class Campaign:
     run.jobs += 1
     if any(t is not None for _, t, _ in picks): job["tags"] = [t for _, t, _ in picks]
     return job
+
+  def cases_left(self) -> int | None:
+    """Cases the --max-cases budget leaves after those done and in flight (None: no budget); a budget is exact."""
+    if self.cfg.max_cases is None: return None
+    flying = sum(len(w.job.get("_inputs", ())) for w in self.pool.workers
+                 if w.job is not None and w.job.get("op") == "check")
+    return self.cfg.max_cases - self.summary.cases - flying
 
   def batch_size(self, run: LevelRun) -> int:
     """Cases in a job of `run`'s level: --batch, fewer where a case is slow, so that a job takes about JOB_SECONDS
@@ -596,7 +611,7 @@ class Campaign:
       deadline, last = start + cfg.minutes * 60, 0.0
       while True:
         t = time.monotonic()
-        fuzzing = t < deadline and (cfg.max_cases is None or s.cases < cfg.max_cases)
+        fuzzing = t < deadline and ((left := self.cases_left()) is None or left > 0)
         busy = any(w.job is not None for w in self.pool.workers)
         if not fuzzing and not busy and not self.reruns and (not self.reductions or t > deadline + cfg.reduce_grace):
           break

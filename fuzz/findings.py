@@ -32,7 +32,7 @@ FORMAT = "tinygrad-fuzz-finding/1"
 def replay_flags() -> tuple[str, ...]:
   """The flags a reproducer may record and replays under: every flag that changes codegen, and the checkers' levels."""
   from tinygrad.helpers import ContextVar
-  return ("SPEC", "IGNORE_OOB", *sorted(k for k, cv in ContextVar._registry.items() if cv.codegen))
+  return ("SPEC", "IGNORE_OOB", *sorted(k for k, cv in ContextVar.declared().items() if cv.codegen))
 
 @dataclass(frozen=True)
 class Signature:
@@ -73,7 +73,7 @@ class Finding:
 def current_env() -> dict[str, str]:
   """The flags of replay_flags() as this process sees them."""
   from tinygrad.helpers import ContextVar
-  return {k: str(ContextVar._registry[k].value) for k in replay_flags()}
+  return {k: str(ContextVar.declared()[k].value) for k in replay_flags()}
 
 def write_finding(directory: str, f: Finding) -> str:
   """Write (or rewrite) the reproducer of `f` atomically; returns its path."""
@@ -100,7 +100,7 @@ def check_env(env: Any) -> dict[str, str]:
       raise ValueError(f"env {k}={str(v)[:80]!r} is refused: a reproducer may set only {', '.join(allowed)}")
     raw = v if isinstance(v, str) else str(v) if type(v) is int else None
     if raw is None: raise ValueError(f"env {k}={v!r}: a flag's value must be a string")
-    try: ContextVar._registry[k].parse(raw)
+    try: ContextVar.declared()[k].parse(raw)
     except FlagError as e: raise ValueError(f"env {e}") from None
     out[k] = raw
   return out

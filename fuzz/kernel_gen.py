@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes
+from tinygrad.runtime import targets as registry
 if TYPE_CHECKING: from fuzz.strategies import Chooser
 
 ALL_DTYPES: tuple[DType, ...] = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
@@ -413,13 +414,12 @@ class _KernelBuilder:
     return UOp.sink(*stores), dict(self.var_vals)
 
 # the GPU targets whose default opts (their heuristics') a case may carry to every backend
-GPU_ARCHS = ("sm_90", "gfx942", "gfx1100", "gfx1201")
+GPU_ARCHS = (registry.NV_DEFAULT_ARCH, *registry.AMD_ARCHS)
 
 @functools.lru_cache(maxsize=None)
-def _gpu_renderer(arch: str) -> Any:
-  from tinygrad.renderer.cuda import CUDARenderer
-  from tinygrad.renderer.llvmir import AMDLLVMRenderer
-  return CUDARenderer(arch) if arch.startswith("sm_") else AMDLLVMRenderer(arch)
+def gpu_renderer(arch: str) -> Any:
+  """The renderer of a GPU_ARCHS arch (one per process)."""
+  return registry.renderer("AMD" if arch in registry.AMD_ARCHS else "NV", arch)
 
 def gpu_opts(ch: Chooser, ast: UOp) -> tuple[Any, ...]:
   """Candidate opts: what the default heuristics of a GPU target (NV sm_90 or an AMD arch, drawn) choose for this
@@ -428,7 +428,7 @@ def gpu_opts(ch: Chooser, ast: UOp) -> tuple[Any, ...]:
   from tinygrad.codegen.program import prepare_kernel
   from tinygrad.codegen.heuristic import hand_coded_optimizations
   from tinygrad.codegen.opt import apply_opts, OptOps
-  ren, prepared = _gpu_renderer(ch.choice(GPU_ARCHS)), prepare_kernel(ast)
+  ren, prepared = gpu_renderer(ch.choice(GPU_ARCHS)), prepare_kernel(ast)
   opts = list(hand_coded_optimizations(prepared, ren))
   if not ch.integer(0, 2): return tuple(opts)
   # NOTE: the heuristics' own workgroup (their LOCALs come last) is replaced, and one time in two their upcasts of
@@ -519,5 +519,5 @@ def build_kernel(ch: Chooser, cfg: KernelConfig | None = None) -> KernelCase:
   return KernelCase(ast, var_vals, gpu_opts(ch, ast) if b.coin(cfg.p_gpu_opts) else None, seed)
 
 __all__ = ["ALL_DTYPES", "EDGE_SIZES", "TILE_SIZES", "KernelConfig", "KernelCase", "build_kernel", "random_opts",
-           "gpu_opts", "grid_stress_opts", "GPU_ARCHS",
+           "gpu_opts", "gpu_renderer", "grid_stress_opts", "GPU_ARCHS",
            "OP_NAMES", "directed_config"]

@@ -207,7 +207,7 @@ def run_fast_divmod() -> dict[str, Any]:
 
 CODEGEN_CERTIFICATES: dict[str, CodegenCert] = {c.name: c for c in [
   CodegenCert("codegen lower_index_dtype", "the int32/int64 lowering of index expressions equals the unbounded "
-              "expression where index values fit int64 (variables within int32)", (lower_index_dtype, late._lower_one),
+              "expression where index values fit int64 (variables within int32)", (lower_index_dtype, late.lower_one),
               run_lowering),
   CodegenCert("codegen fast_divmod every divisor", "8/16/32-bit IDIV and MOD by any constant as a multiply and shifts "
               "equal C's division, per shift class over symbolic divisor, magic number and dividend",

@@ -43,22 +43,6 @@ class Level:
     """Human-readable form of the case (for reports)."""
     return json.dumps(self.state(case), indent=1)
 
-# ---- opts as JSON ----
-
-def opts_state(opts: Sequence[Any] | None) -> list[list[Any]] | None:
-  return None if opts is None else [[o.op.name, o.axis, o.arg] for o in opts]
-
-def opts_from_state(st: list[list[Any]] | None) -> tuple[Any, ...] | None:
-  if st is None: return None
-  from tinygrad.codegen.opt import Opt, OptOps
-  out = []
-  for op, axis, arg in st:
-    if op not in OptOps.__members__: raise ValueError(f"reproducer: unknown OptOps {op!r}")
-    if not (axis is None or type(axis) is int) or not (arg is None or type(arg) is int):
-      raise ValueError(f"reproducer: opt {op} axis/arg must be ints, got {axis!r}, {arg!r}")
-    out.append(Opt(OptOps.__members__[op], axis, arg))
-  return tuple(out)
-
 def parse_graph(text: str) -> UOp:
   from spec.roundtrip import eval_pyrender
   g = eval_pyrender(text)
@@ -74,13 +58,18 @@ class KernelLevel(Level):
   def from_chooser(self, ch: BytesChooser) -> KernelCase: return build_kernel(ch, self.cfg)
   def state(self, case: KernelCase) -> dict[str, Any]:
     from tinygrad.uop.pyrender import pyrender
-    return {"graph": pyrender(case.ast), "var_vals": dict(case.var_vals), "opts": opts_state(case.opts),
-            "seed": case.seed}
+    opts = None if case.opts is None else [o.to_json() for o in case.opts]
+    return {"graph": pyrender(case.ast), "var_vals": dict(case.var_vals), "opts": opts, "seed": case.seed}
   def from_state(self, st: dict[str, Any]) -> KernelCase:
     vv = st.get("var_vals", {})
     if not isinstance(vv, dict) or not all(isinstance(k, str) and type(v) is int for k, v in vv.items()):
       raise ValueError("reproducer: var_vals must map names to ints")
-    return KernelCase(parse_graph(st["graph"]), dict(vv), opts_from_state(st.get("opts")), int(st.get("seed", 0)))
+    from tinygrad.codegen.opt import Opt
+    if (opts := st.get("opts")) is not None and not isinstance(opts, list):
+      raise ValueError("reproducer: opts must be null or a list of [OptOps name, axis, arg]")
+    try: got = None if opts is None else tuple(Opt.from_json(o) for o in opts)
+    except ValueError as e: raise ValueError(f"reproducer: {e}") from None
+    return KernelCase(parse_graph(st["graph"]), dict(vv), got, int(st.get("seed", 0)))
   def size(self, case: KernelCase) -> int: return len(case.ast.toposort())
   def valid(self, case: KernelCase) -> bool:
     """kernel_spec holds for every node, and every RANGE is closed (by an END, a REDUCE or a BUFFERIZE)."""
@@ -155,15 +144,10 @@ class DirectedLevels:
   @property
   def aims(self) -> dict[str, tuple[Any, tuple[Any, ...]]]:
     if self._aims is None:
-      import gc
       from fuzz.scheduler import import_rule_tables, rule_ops, rule_patterns, rule_key
       import_rule_tables()
-      # NOTE: the rule tables are found through gc.get_objects(), which skips what gc.freeze() froze (a worker does)
-      frozen = gc.get_freeze_count() > 0
-      if frozen: gc.unfreeze()
       pats = rule_patterns(rule_key)
       self._aims = {k: (a, pats.get(k, ())) for k, a in rule_ops(rule_key).items()}
-      if frozen: gc.freeze()
     return self._aims
   def ops(self) -> dict[str, Any]:
     """rule key -> aim (the Ops and DTypes of its pattern, whether it repeats an operand): a Director picks from it."""
@@ -325,5 +309,5 @@ def mismatch_class(msg: str) -> str:
 
 LEVELS: dict[str, type[Level]] = {"kernel": KernelLevel, "symbolic": SymbolicLevel, "tensor": TensorLevel}
 
-__all__ = ["Level", "KernelLevel", "SymbolicLevel", "TensorLevel", "TensorCase", "LEVELS", "opts_state",
-           "opts_from_state", "parse_graph", "exception_site"]
+__all__ = ["Level", "KernelLevel", "SymbolicLevel", "TensorLevel", "TensorCase", "LEVELS", "parse_graph",
+           "exception_site"]

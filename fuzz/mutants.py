@@ -12,26 +12,29 @@ guided (the scheduler of fuzz/scheduler.py) vs unguided; fuzz/targets/common.py 
   mod_mod_any          fold_mod_mod: (x%a)%b folds to x%b even where b does not divide a (a missing side condition)
 
 Swapping a rule's function rebuilds every PatternMatcher that holds it (the module tables and any matcher made from
-them with `+`), so the change is in exactly one rule wherever that rule is used."""
+them with `+`: tinygrad's live_matchers()), so the change is in exactly one rule wherever that rule is used. While a
+mutant is in, the replay capture is paused (replay.capture.pause): what the compiler makes then is no record of the
+code."""
 from __future__ import annotations
-import gc, types
+import operator, types
 from dataclasses import dataclass
 from typing import Any, Callable
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp, PatternMatcher
+from tinygrad.uop.ops import UOp, PatternMatcher, live_matchers
 from tinygrad.uop import symbolic as sym
 from tinygrad.codegen import decompositions as dec, cutting
 from tinygrad.dtype import dtypes
+from replay import capture
 
 def _matchers_with(fn: Callable[..., Any]) -> list[PatternMatcher]:
-  return [o for o in gc.get_objects() if isinstance(o, PatternMatcher) and any(f is fn for _, f in o.patterns)]
+  return [pm for pm in live_matchers() if any(f is fn for _, f in pm.patterns)]
 
 def swap_rule(old: Callable[..., Any], new: Callable[..., Any]) -> int:
   """Every PatternMatcher rule whose function is `old` gets `new` instead (in place); the number of matchers changed."""
   pms = _matchers_with(old)
   for pm in pms: pm.__init__([(p, new if f is old else f) for p, f in pm.patterns])  # type: ignore[misc]
   # NOTE: CUT keeps its cut of each kernel (made with the rules): a cut made with the other rule must not be reused
-  cutting._cuts.clear()
+  cutting.forget_cuts()
   return len(pms)
 
 def with_globals(fn: Callable[..., Any], **names: Any) -> Callable[..., Any]:
@@ -61,7 +64,7 @@ def _drop_outer_gate(c: UOp, c2: UOp, x: UOp) -> UOp: return c2.where(x, UOp.inv
 
 def _mod_mod_any(x: UOp, a: UOp, b: UOp) -> UOp | None:
   # NOTE: the planted slip: the rule's side condition, b divides a, is gone
-  if not sym.is_scalar_int(x.dtype) or not sym._positive_consts(a, b): return None
+  if not sym.is_scalar_int(x.dtype) or not sym.positive_consts(a, b): return None
   return x % int(b.arg)
 
 def _promote_without_rounding(a: UOp) -> UOp | None:
@@ -82,19 +85,22 @@ class Mutant:
   rule: Callable[..., Any]
   make: Callable[[], Callable[..., Any]]
   applied: Callable[..., Any] | None = None
+  paused: Any = None  # the replay capture session paused while the mutant is in
   def apply(self) -> None:
     if self.applied is not None: return
-    self.applied = self.make()
-    if swap_rule(self.rule, self.applied) == 0: raise RuntimeError(f"mutant {self.name}: no matcher holds its rule")
+    applied = self.make()
+    if swap_rule(self.rule, applied) == 0: raise RuntimeError(f"mutant {self.name}: no matcher holds its rule")
+    self.applied, self.paused = applied, capture.pause()
   def revert(self) -> None:
     if self.applied is None: return
     swap_rule(self.applied, self.rule)
-    self.applied = None
+    capture.resume(self.paused)
+    self.applied = self.paused = None
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in [
   Mutant("boundary_off_by_one", "off-by-one at a boundary", sym.fold_cmp_sum, lambda: _off_by_one_cmp_sum),
   Mutant("negative_sign_slip", "sign slip for negative operands", sym.fold_divmod,
-         lambda: with_globals(sym.fold_divmod, _ceildiv=sym._floordiv)),
+         lambda: with_globals(sym.fold_divmod, _ceildiv=operator.floordiv)),
   Mutant("unsigned_wrap", "unsigned wrap", sym.fold_cmp_sum, lambda: _cmp_sum_ignoring_wrap),
   Mutant("wrong_gate", "wrong gate", sym.fold_where_invalid_nest, lambda: _drop_outer_gate),
   Mutant("dropped_cast", "dropped cast", dec.promote_emulated, lambda: _promote_without_rounding),

@@ -143,6 +143,8 @@ def render_markdown(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]]
     lines += [f"### `{f.signature.id}` {f.signature} (x{f.count})", "",
               f"first seen {_when(f.first_seen)}, last {_when(f.last_seen)}; size {f.original_size} -> {f.size}"
               f"{'' if f.reduced else ' (not reduced)'}; `{replay_command(path, f)}`", "",
+              *([f"in the viewer, at the failing pass: `{meta['viz'][f.signature.id]}`", ""]
+                if f.signature.id in meta.get("viz", {}) else []),
               *_fenced(f.message[:3000], ""), "", *_fenced(case, "python"), ""]
   if (skipped := meta.get("skipped")):
     lines += [f"## Finding files skipped ({len(skipped)})", "", *[f"- {_md_line(x)}" for x in skipped], ""]
@@ -190,7 +192,10 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
     parts.append(f"<h3><code>{e(f.signature.id)}</code> {e(str(f.signature))} &times;{f.count}</h3>"
                  f"<p>first seen {e(_when(f.first_seen))}, last {e(_when(f.last_seen))}; size {f.original_size} "
                  f"&rarr; {f.size}{'' if f.reduced else ' (not reduced)'}; replay: "
-                 f"<code>{e(replay_command(path, f))}</code></p><pre>{e(f.message[:3000])}</pre>"
+                 f"<code>{e(replay_command(path, f))}</code></p>"
+                 + (f"<p class='viz'>in the viewer, at the failing pass: <code>{e(meta['viz'][f.signature.id])}</code>"
+                    "</p>" if f.signature.id in meta.get("viz", {}) else "")
+                 + f"<pre>{e(f.message[:3000])}</pre>"
                  f"<details open><summary>reduced case</summary><pre>{e(case[:20000])}</pre></details>")
   if (skipped := meta.get("skipped")):
     parts.append(f"<h2>Finding files skipped ({len(skipped)})</h2><ul>")
@@ -205,15 +210,20 @@ def render_html(d: str, meta: dict[str, Any], timeline: list[dict[str, Any]], fi
   parts.append("</table></body></html>")
   return "".join(parts) + "\n"
 
-def write_report(d: str) -> tuple[str, str]:
+def write_report(d: str, viz: bool = False) -> tuple[str, str]:
   """Write DIR/report.html and DIR/report.md (atomically); returns their paths. ReportError when DIR, its
-  campaign.json or its stats.json cannot be read; a finding file that is not a reproducer is skipped and listed."""
+  campaign.json or its stats.json cannot be read; a finding file that is not a reproducer is skipped and listed.
+  `viz`: each finding's case is checked again under the VIZ recorder (fuzz/viz.py) and the report gives the command
+  that opens its trace at the failing pass."""
   if not os.path.isdir(d): raise ReportError(f"{d}: not a campaign directory (no such directory)")
   meta = _load(os.path.join(d, "campaign.json"), {}, _why_meta)
   timeline = _load(os.path.join(d, "stats.json"), [], _why_timeline)
   skipped: list[str] = []
   findings = load_findings(os.path.join(d, "findings"), skipped)
   meta = {**meta, "skipped": skipped}
+  if viz:
+    from fuzz.viz import trace_findings
+    meta["viz"] = trace_findings(d, [f.signature.id for f in _findings_sorted(findings)])
   h, m = os.path.join(d, "report.html"), os.path.join(d, "report.md")
   atomic_write(h, render_html(d, meta, timeline, findings))
   atomic_write(m, render_markdown(d, meta, timeline, findings))

@@ -320,10 +320,9 @@ def import_rule_tables() -> None:
 def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
   """rule key -> the Ops and DTypes its pattern names and whether it binds a name twice, for every rule of every
   PatternMatcher alive (`key` maps a rule's TRACK_MATCH_STATS label to the key the rule hits are counted by)."""
-  import gc
-  from tinygrad.uop.ops import PatternMatcher
+  from tinygrad.uop.ops import live_matchers
   out: dict[str, Aim] = {}
-  for pm in [o for o in gc.get_objects() if isinstance(o, PatternMatcher)]:
+  for pm in live_matchers():
     for r in pm.rules:
       ops, dts, rep = pattern_parts(r.pat)
       o0, d0, r0 = out.get(key(r.label), (frozenset(), frozenset(), False))
@@ -333,10 +332,9 @@ def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
 def rule_patterns(key: Callable[[str], str]) -> dict[str, tuple[Any, ...]]:
   """rule key -> its patterns (UPats; one rule may sit in several PatternMatchers), for every PatternMatcher alive:
   what a directed generator builds outright (fuzz/kernel_gen.py `instance`)."""
-  import gc
-  from tinygrad.uop.ops import PatternMatcher
+  from tinygrad.uop.ops import live_matchers
   out: dict[str, dict[int, Any]] = {}
-  for pm in [o for o in gc.get_objects() if isinstance(o, PatternMatcher)]:
+  for pm in live_matchers():
     for r in pm.rules: out.setdefault(key(r.label), {})[id(r.pat)] = r.pat
   return {k: tuple(v.values()) for k, v in out.items()}
 

@@ -95,7 +95,6 @@ def main(argv: list[str]) -> int:
   backends, missing = open_backends(cfg["backends"])
   # NOTE: what is alive now (the imported modules, the rule tables, the toolchains) lives as long as the worker, so it
   # leaves the collector's generations: full collections walked all of it again and again (~10% of a case's CPU time).
-  # After the setup hook on purpose: gc.get_objects() (fuzz/mutants.py finds matchers with it) skips frozen objects
   gc.freeze()
   # NOTE: a case makes and drops ~10^5 short-lived containers (match stores, rebuilt sources, parsed pyrender text),
   # nearly all freed by reference counting: at the default 700 allocations per young collection the collector ran ~3

@@ -4,7 +4,7 @@ import argparse, contextlib, importlib.metadata, os, pathlib, signal, sqlite3, s
 from typing import Any
 from tinygrad.helpers import atomic_write
 from replay.db import DB, DBError, default_path, git_commit, new_run_id
-from replay.targets import TARGETS
+from tinygrad.runtime.targets import TARGETS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -102,6 +102,11 @@ def diff(args: argparse.Namespace) -> int:
   except (FileNotFoundError, LookupError, ValueError, RuntimeError, sqlite3.Error) as e:
     return _cannot_read("diff", args.db, e)
   print(rep.summary())
+  if args.viz:
+    from replay.viz import kernel_traces
+    n = kernel_traces(rep, args.viz, args.viz_base)
+    print(f"VIZ traces of {n} changed or failed kernel(s) in {args.viz}" + ("" if args.viz_base else
+          " (new side only: --viz-base names the base checkout for the old side)"))
   if args.html:
     # NOTE: readable by the group and others: CI uploads the report as an artifact
     atomic_write(args.html, render_html(rep), mode=0o644)
@@ -149,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
   d.add_argument("--assert-no-change", action="store_true", help="exit 1 when anything is not unchanged or renamed, "
                  "or the heuristics give a kernel other opts now")
   d.add_argument("--html", default=None, help="write a self-contained HTML report here")
+  d.add_argument("--viz", default=None, metavar="DIR", help="write VIZ traces of every changed or failed kernel here "
+                 "(the HTML report gives the command that opens each old/new pair side by side)")
+  d.add_argument("--viz-base", default=None, metavar="CHECKOUT", help="with --viz: the base checkout whose code "
+                 "records the old side of each pair")
   d.add_argument("--target", default=None, choices=sorted(TARGETS), help="diff the programs captured for this target")
   opts = d.add_mutually_exclusive_group()
   opts.add_argument("--fresh-opts", action="store_true", help="only choose the opts again (heuristics, or BEAM where "

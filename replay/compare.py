@@ -449,27 +449,20 @@ native_skip = ""
 def _load_native(target: str, name: str, src: str) -> Any:
   """Compile `src`, a program the code checked out now generated, for the host: (the kernel as a ctypes function, what
   keeps its code alive). Fires the audit event `replay.compile` (target, source) first."""
-  import ctypes, sys
+  import sys
+  from tinygrad.runtime import targets as registry
   sys.audit("replay.compile", target, src)
-  if target == "CPU_LLVM":
-    from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader
-    engine, addr = LLVMProgramLoader().load(name, LLVMCompiler().compile(src))
-    return ctypes.CFUNCTYPE(None)(addr), engine
-  from tinygrad.runtime.support.compiler_cpu import CCompiler
-  from tinygrad.runtime.ops_cpu import CPUProgram
-  # NOTE: the device is only CPUProgram.__call__'s thread pool; the loaded function is called directly here
-  prog = CPUProgram(cast(Any, None), name, CCompiler().compile(src))
-  return prog.fxn, prog
+  return registry.load_host(target, name, registry.compiler(target).compile(src))
 
 def _run_native(fxn: Any, uops: Sequence[UOp], name: str, bufs: dict[int, np.ndarray],
                 var_vals: dict[str, int]) -> dict[int, np.ndarray]:
-  import ctypes
+  from tinygrad.runtime import targets as registry
   p = _spec(name, list(uops))
-  gs, _ = p.launch_dims(var_vals)
+  gs, ls = p.launch_dims(var_vals)
   out = {k: np.ascontiguousarray(v.copy()) for k, v in bufs.items()}
-  args = [ctypes.c_void_p(out[k].ctypes.data) for k in sorted(out)] + [ctypes.c_int32(var_vals[n]) for n in p.var_names]
   # NOTE: THREAD axes: the kernel runs once per core id (serially here: the result does not depend on the order)
-  for core in range(int(math.prod(gs))): fxn(*args, ctypes.c_int32(core))
+  registry.launch_host(fxn, [out[k].ctypes.data for k in sorted(out)], [var_vals[n] for n in p.var_names],
+                       registry.host_cores(name, gs, ls))
   return out
 
 def _send_runs(w: Any, fxn: Any, name: str, uops: list[UOp], sets: Sequence[InputSet], written: list[int]) -> None:

@@ -18,24 +18,14 @@ import hashlib, json, os, sqlite3, subprocess, time, urllib.parse, uuid
 from dataclasses import dataclass
 from typing import Any
 from tinygrad.helpers import REPLAY_DB
+from tinygrad.codegen.record import KernelRecord, RecordFormatError
 
 SCHEMA_VERSION = 1
 KINDS = ("kernel", "schedule")
 # the inputs of each kind of record: what the input hash covers (the rest of a body is outputs)
-INPUT_FIELDS: dict[str, tuple[str, ...]] = {
-  "kernel": ("ast", "renderer", "device", "flags", "opts"),
-  "schedule": ("graph",),
-}
-# every field a body must have, with its JSON type
-FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-  "kernel": {"ast": str, "renderer": str, "device": str, "flags": list, "opts": list, "name": str, "src": str,
-             "uops": str, "global_size": list, "local_size": (list, type(None)), "globals": list, "ins": list,
-             "outs": list, "vars": list},
-  "schedule": {"graph": str, "kernels": list},
-}
-
-# fields a body may have (older records lack them), with their JSON type
-OPTIONAL: dict[str, dict[str, type | tuple[type, ...]]] = {"kernel": {"compile": dict, "chosen": bool}, "schedule": {}}
+INPUT_FIELDS: dict[str, tuple[str, ...]] = {"kernel": KernelRecord.INPUTS, "schedule": ("graph",)}
+# every field a schedule body must have, with its JSON type (a kernel body is a KernelRecord, which checks its own)
+SCHEDULE_FIELDS: dict[str, type] = {"graph": str, "kernels": list}
 
 class DBError(RuntimeError):
   """The replay database cannot be read: not an sqlite file, truncated or corrupt, another program's sqlite file, or one
@@ -196,11 +186,12 @@ class Run:
   argv: str
   targets: str
 
-def parse_record(rid: int, kind: Any, ihash: Any, text: Any) -> dict[str, Any]:
-  """The body of record `rid` (its row's values as stored), checked: text where text belongs, JSON, every field present
-  with its type, and the input hash it was stored under. Raises RecordError naming the record and what is wrong."""
+def parse_record(rid: int, kind: Any, ihash: Any, text: Any) -> KernelRecord | dict[str, Any]:
+  """Record `rid` (its row's values as stored), checked: text where text belongs, JSON, every field present with its
+  type, and the input hash it was stored under: a KernelRecord, or a schedule's body. Raises RecordError naming the
+  record and what is wrong."""
   where = f"record {rid} ({str(kind)[:40]})"
-  if kind not in FIELDS: raise RecordError(f"{where}: unknown kind {kind!r}; kinds are {KINDS}")
+  if kind not in KINDS: raise RecordError(f"{where}: unknown kind {kind!r}; kinds are {KINDS}")
   for name, v in (("input hash", ihash), ("body", text)):
     if not isinstance(v, str):
       raise RecordError(f"{where}: its {name} is {'NULL' if v is None else f'a {type(v).__name__}'}, not text")
@@ -208,15 +199,16 @@ def parse_record(rid: int, kind: Any, ihash: Any, text: Any) -> dict[str, Any]:
   except (json.JSONDecodeError, RecursionError) as e:
     raise RecordError(f"{where}: its body is not valid JSON (truncated or corrupt): {e}") from None
   if not isinstance(body, dict): raise RecordError(f"{where}: its body is a JSON {type(body).__name__}, not an object")
-  for name, typ in FIELDS[kind].items():
+  rec: KernelRecord | dict[str, Any] = body
+  if kind == "kernel":
+    try: rec = KernelRecord.from_json(body)
+    except RecordFormatError as e: raise RecordError(f"{where}: {e}") from None
+  for name, typ in SCHEDULE_FIELDS.items() if kind == "schedule" else ():
     if name not in body: raise RecordError(f"{where}: field {name!r} is missing")
     if not isinstance(body[name], typ): raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
-  for name, typ in OPTIONAL[kind].items():
-    if name in body and not isinstance(body[name], typ):
-      raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
   try: got = input_hash(kind, body)
   except (TypeError, ValueError) as e: raise RecordError(f"{where}: its inputs cannot be hashed: {e}") from None
   if got != ihash:
     raise RecordError(f"{where}: its inputs hash to {got[:16]}..., but it was stored under {ihash[:16]}...: the record "
                       "was changed after capture (tampered or corrupt); capture again")
-  return body
+  return rec

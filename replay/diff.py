@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import Context, ContextVar
+from tinygrad.codegen.record import KernelRecord
 from replay.db import DB, KINDS, RecordError, parse_record, default_path
-from replay.targets import IncompatibleRecord, parse_identity, target_renderer, TARGETS, COMPILE_TARGETS, compile_only
-from replay import compare
+from tinygrad.runtime import targets as registry
+from replay import compare, capture
 
 KERNEL_CLASSES = ("unchanged", "renamed", "same semantics", "changed", "failed", "incompatible", "bad record")
 SCHEDULE_CLASSES = ("unchanged", "changed", "failed", "incompatible", "bad record")
@@ -59,6 +60,7 @@ class Outcome:
   opts_outputs: str = ""  # the program with the new opts against the old one: OUTPUTS
   opts_detail: str = ""
   opts_src: str = ""   # the source with the new opts
+  viz: str = ""        # the command that opens its VIZ traces (old and new side by side), set by replay.viz
 
   def differs(self) -> bool: return self.outputs == "differ" or self.opts_outputs == "differ"
 
@@ -214,26 +216,21 @@ def read_graph(text: str, what: str, want_list: bool = False) -> Any:
   if want_list != isinstance(g, list): raise _Skip("bad record", f"{what}: is not a {'list' if want_list else 'graph'}")
   return g
 
-def read_flags(flags: list[Any]) -> dict[str, Any]:
+def read_flags(flags: tuple[Any, ...]) -> dict[str, Any]:
   ret: dict[str, Any] = {}
   for f in flags:
-    if not (isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) and isinstance(f[1], (int, str))):
+    if not (isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str) and isinstance(f[1], (int, str))):
       raise _Skip("bad record", f"flag entry {f!r} is not [name, int or str]")
-    if (cv := ContextVar._registry.get(f[0])) is None: raise _Skip("incompatible", f"flag {f[0]} does not exist now")
+    if (cv := ContextVar.declared().get(f[0])) is None: raise _Skip("incompatible", f"flag {f[0]} does not exist now")
     if not cv.codegen: raise _Skip("bad record", f"flag {f[0]} does not change generated code")
     ret[f[0]] = f[1]
   return ret
 
-def _tuples(x: Any) -> Any: return tuple(_tuples(v) for v in x) if isinstance(x, list) else x
-
-def read_opts(opts: list[Any]) -> tuple[Any, ...]:
-  from tinygrad.codegen.opt import Opt, OptOps
-  ret = []
-  for o in opts:
-    if not (isinstance(o, list) and len(o) == 3 and isinstance(o[0], str)): raise _Skip("bad record", f"opt {o!r}")
-    if o[0] not in OptOps.__members__: raise _Skip("incompatible", f"opt {o[0]} does not exist now")
-    ret.append(Opt(OptOps[o[0]], _tuples(o[1]), _tuples(o[2])))
-  return tuple(ret)
+def read_opts(rec: KernelRecord) -> tuple[Any, ...]:
+  from tinygrad.codegen.opt import UnknownOptError
+  try: return rec.applied_opts()
+  except UnknownOptError as e: raise _Skip("incompatible", str(e)) from None
+  except ValueError as e: raise _Skip("bad record", str(e)) from None
 
 # ---- one kernel ----
 
@@ -249,18 +246,18 @@ def _emulate(target: str, renderer: Any) -> str:
 
 def _opts_text(opts: Any) -> str: return " ".join(f"{o.op.name}({o.axis},{o.arg})" for o in opts) or "none"
 
-def diff_kernel(rid: int, body: dict[str, Any], mode: str | bool = "both") -> Outcome:
+def diff_kernel(rid: int, rec: KernelRecord, mode: str | bool = "both") -> Outcome:
   """One kernel record, in `mode` (MODES; True is "fresh", False "captured", as the flag --fresh-opts was)."""
   mode = {True: "fresh", False: "captured"}.get(mode, mode) if isinstance(mode, bool) else mode
-  name = body["name"]
-  out = Outcome(rid, "kernel", name, "", "", old=body["src"],
-                group=hashlib.sha256(body["ast"].encode()).hexdigest()[:16])
+  name = rec.name
+  out = Outcome(rid, "kernel", name, "", "", old=rec.src,
+                group=hashlib.sha256(rec.ast.encode()).hexdigest()[:16])
   try:
-    try: out.target, _, _ = parse_identity(body["renderer"])
-    except IncompatibleRecord as e: raise _Skip("incompatible", str(e)) from None
-    flags, opts = read_flags(body["flags"]), read_opts(body["opts"])
-    ast: UOp = read_graph(body["ast"], "the kernel AST")
-    old_uops: list[UOp] = read_graph(body["uops"], "the linear program", want_list=True)
+    try: out.target, _, _ = registry.parse_identity(rec.renderer)
+    except registry.UnknownTarget as e: raise _Skip("incompatible", str(e)) from None
+    flags, opts = read_flags(rec.flags), read_opts(rec)
+    ast: UOp = read_graph(rec.ast, "the kernel AST")
+    old_uops: list[UOp] = read_graph(rec.uops, "the linear program", want_list=True)
   except _Skip as s:
     out.cls, out.detail = s.cls, s.detail
     return out
@@ -269,8 +266,8 @@ def diff_kernel(rid: int, body: dict[str, Any], mode: str | bool = "both") -> Ou
   prepared: UOp | None = None
   try:
     with Context(**flags):
-      if (renderer := _renderers.get((out.target, body["renderer"]))) is None:
-        renderer = _renderers[(out.target, body["renderer"])] = target_renderer(out.target, body["renderer"])
+      if (renderer := _renderers.get((out.target, rec.renderer))) is None:
+        renderer = _renderers[(out.target, rec.renderer)] = registry.renderer_of(rec.renderer)
       prepared = prepare_kernel(ast)
       p = get_program(ast, renderer, None if mode == "fresh" else opts, prepared=prepared)
   except Exception as e:
@@ -279,25 +276,25 @@ def diff_kernel(rid: int, body: dict[str, Any], mode: str | bool = "both") -> Ou
     out.new = "".join(traceback.format_exception(e)[-6:]) + "\n" + pyrender(ast)
   else:
     # NOTE: under the record's flags: its NV_ARCH/AMD_ARCH decide what an emulating PYTHON run interprets it as
-    with Context(**flags): _classify(out, body, ast, old_uops, p, renderer)
-  if mode == "both" and prepared is not None: _heuristics_again(out, body, ast, prepared, old_uops, flags, opts)
+    with Context(**flags): _classify(out, rec, ast, old_uops, p, renderer)
+  if mode == "both" and prepared is not None: _heuristics_again(out, rec, ast, prepared, old_uops, flags, opts)
   return out
 
-def _classify(out: Outcome, body: dict[str, Any], ast: UOp, old_uops: list[UOp], p: Any, renderer: Any) -> None:
+def _classify(out: Outcome, rec: KernelRecord, ast: UOp, old_uops: list[UOp], p: Any, renderer: Any) -> None:
   """The class of the new program `p` against the record's (the captured-opts view, or the fresh-opts mode's)."""
-  name = body["name"]
+  name = rec.name
   out.new = p.src
-  note = "" if renderer.identity == body["renderer"] else f" (the renderer's identity changed: {renderer.identity})"
-  if p.src == body["src"] and p.name == name:
+  note = "" if renderer.identity == rec.renderer else f" (the renderer's identity changed: {renderer.identity})"
+  if p.src == rec.src and p.name == name:
     out.cls, out.detail = "unchanged", ""
     return
-  if p.src != body["src"] and isinstance(old_c := body.get("compile"), dict) and out.target in COMPILE_TARGETS:
+  if p.src != rec.src and isinstance(old_c := rec.compile, dict) and out.target in capture.COMPILE_ONLY:
     # NOTE: the captured program was compiled with the target's toolchain: the new one is too (never the recorded one)
     try:
       if (bad := compare.unsafe_string(p.name, list(p.uops))) is not None:
         raise ValueError(f"the program holds the string {bad[:60]!r}, which is not a plain identifier")
       sys.audit("replay.compile", out.target, p.src)
-      new_c = compile_only(out.target, renderer.identity, p.src)
+      new_c = capture.compile_only(out.target, renderer.identity, p.src)
     except Exception as e: new_c = {"ok": None, "error": f"{type(e).__name__}: {e}"}
     if new_c["ok"] is None: note += f" (the new source was not compiled for {out.target}: {new_c['error'][:200]})"
     elif old_c.get("ok") and not new_c["ok"]:
@@ -309,9 +306,9 @@ def _classify(out: Outcome, body: dict[str, Any], ast: UOp, old_uops: list[UOp],
     elif not new_c["ok"]: note += f" (neither source compiles for {out.target})"
   new_uops = list(p.uops)
   if p.name != name: note += f" (named {p.name} now)"
-  old, new = (name, body["src"], old_uops), (p.name, p.src, new_uops)
+  old, new = (name, rec.src, old_uops), (p.name, p.src, new_uops)
   if compare.uops_rename_equal(old_uops, new_uops):
-    if compare.source_rename_equal(body["src"], p.src):
+    if compare.source_rename_equal(rec.src, p.src):
       out.cls, out.detail = "renamed", "the same program up to names" + note
       return
     # NOTE: the same linear program rendered to other text: the renderer changed, and nothing proves its text right.
@@ -332,18 +329,18 @@ def _classify(out: Outcome, body: dict[str, Any], ast: UOp, old_uops: list[UOp],
          "unknown": "z3 did not prove the index math equal"}[proof.verdict]
   out.cls, out.outputs, out.detail = "changed", run.outputs, f"{how}: {proof.detail}; run: {run.detail}{note}"
 
-def _heuristics_again(out: Outcome, body: dict[str, Any], ast: UOp, prepared: UOp, old_uops: list[UOp],
+def _heuristics_again(out: Outcome, rec: KernelRecord, ast: UOp, prepared: UOp, old_uops: list[UOp],
                       flags: dict[str, Any], opts: tuple[Any, ...]) -> None:
   """Mode both: the opts the code checked out now chooses for the kernel; when it applies other ones than the record's,
   both side by side and the new program's outputs against the old one's."""
-  if body.get("chosen") is False:
+  if rec.chosen is False:
     out.opts = "given"
     return
   if isinstance(beam := flags.get("BEAM", 0), int) and beam >= 1:
     out.opts, out.opts_detail = "beam", f"captured with BEAM={beam}: --fresh-opts searches again"
     return
   from tinygrad.codegen import choose_opts, get_program
-  renderer = _renderers[(out.target, body["renderer"])]
+  renderer = _renderers[(out.target, rec.renderer)]
   try:
     with Context(**flags):
       chosen = tuple(choose_opts(prepared, renderer))
@@ -360,9 +357,9 @@ def _heuristics_again(out: Outcome, body: dict[str, Any], ast: UOp, prepared: UO
     return
   out.opts, out.opts_old, out.opts_new, out.opts_src = "changed", _opts_text(opts), _opts_text(q.applied_opts), q.src
   with Context(**flags):
-    run = compare.run_both(ast, (body["name"], body["src"], old_uops), (q.name, q.src, list(q.uops)), out.target,
+    run = compare.run_both(ast, (rec.name, rec.src, old_uops), (q.name, q.src, list(q.uops)), out.target,
                            _emulate(out.target, renderer))
-  unknown = "" if "chosen" in body else " (captured before records said whether opts were chosen or given)"
+  unknown = "" if rec.chosen is not None else " (captured before records said whether opts were chosen or given)"
   out.opts_outputs, out.opts_detail = run.outputs, run.detail + unknown
 
 # ---- one schedule ----
@@ -374,11 +371,10 @@ def diff_schedule(rid: int, body: dict[str, Any]) -> Outcome:
   except _Skip as s:
     out.cls, out.detail = s.cls, s.detail
     return out
-  from tinygrad.schedule.rangeify import rangeify
-  from tinygrad.engine.schedule import order_kernels
+  from tinygrad.engine.schedule import kernel_graph, order_kernels
   from tinygrad.uop.pyrender import pyrender
   try:
-    ksink = rangeify(graph)[0]
+    ksink = kernel_graph(graph).sink
     new = [pyrender(k.arg) for k in order_kernels(ksink)]
   except Exception as e:
     out.cls, out.detail = "failed", f"{type(e).__name__}: {e}"
@@ -409,8 +405,8 @@ def diff(db_path: str | None = None, against: str | None = None, fresh: bool = F
   run = next((r for r in db.runs() if r.run_id == against), None) if against else db.latest_run()
   if run is None:
     raise LookupError(f"replay database {path} has no run {against!r}; runs: {[r.run_id for r in db.runs()]}")
-  if target is not None and target not in TARGETS:
-    raise ValueError(f"unknown target {target}; targets {sorted(TARGETS)}")
+  if target is not None and target not in registry.TARGETS:
+    raise ValueError(f"unknown target {target}; targets {sorted(registry.TARGETS)}")
   rows = list(db.rows(run.run_id))
   if target is not None:
     def for_target(r: tuple[int, Any, Any, Any]) -> bool:
@@ -425,7 +421,6 @@ def diff(db_path: str | None = None, against: str | None = None, fresh: bool = F
   st = time.perf_counter()
   todo = rows if limit is None else rows[:limit]
   last = [st]
-  from replay import capture
   # NOTE: a diff records nothing, even inside a captured run
   with capture.paused():
     for i, (rid, kind, ihash, text) in enumerate(todo):
@@ -446,9 +441,11 @@ def _diff_one(rep: Report, rid: int, kind: Any, ihash: Any, text: Any, mode: str
               on_outcome: Callable[[Outcome], None] | None) -> None:
   t0 = time.perf_counter()
   try:
-    body = parse_record(rid, kind, ihash, text)
-    if isinstance(c := body.get("compile"), dict) and c.get("ok") is False: rep.not_compiling += 1
-    o = diff_kernel(rid, body, mode) if kind == "kernel" else diff_schedule(rid, body)
+    rec = parse_record(rid, kind, ihash, text)
+    if isinstance(rec, KernelRecord):
+      if isinstance(rec.compile, dict) and rec.compile.get("ok") is False: rep.not_compiling += 1
+      o = diff_kernel(rid, rec, mode)
+    else: o = diff_schedule(rid, rec)
   except RecordError as e: o = Outcome(rid, kind if kind in KINDS else "kernel", f"record {rid}", "bad record", str(e))
   except Exception as e:  # NOTE: one kernel's trouble never ends the run; it is a failure the report shows
     o = Outcome(rid, kind, f"record {rid}", "failed", f"replay could not compare it: {type(e).__name__}: {e}",
@@ -459,5 +456,5 @@ def _diff_one(rep: Report, rid: int, kind: Any, ihash: Any, text: Any, mode: str
 
 def _target_of_text(text: Any) -> str:
   import json
-  try: return parse_identity(str(json.loads(text).get("renderer", "")))[0]
-  except (ValueError, TypeError, AttributeError, RecursionError, IncompatibleRecord): return "?"
+  try: return registry.parse_identity(str(json.loads(text).get("renderer", "")))[0]
+  except (ValueError, TypeError, AttributeError, RecursionError): return "?"

@@ -63,6 +63,8 @@ def render_html(rep: Report, max_lines: int = 4000) -> str:
         if o.opts_src: out.append(side_by_side(o.old, o.opts_src, "captured", "with the new opts"))
         continue
       out.append(f"<p>{e(o.detail)}</p>")
+      if o.viz: out.append("<p class='viz'>in the viewer, old and new side by side at the first pass where they "
+                           f"differ: <code>{e(o.viz)}</code></p>")
       if o.cls in ("bad record", "incompatible") or not (o.old or o.new): continue
       if o.cls == "failed": out.append(f"<pre>{e(o.new[:200_000])}</pre>")
       else: out.append(side_by_side(o.old, o.new, "before", "now"))

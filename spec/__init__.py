@@ -5,8 +5,6 @@
 
 The round trip (`eval_pyrender`, `check_roundtrip`) lives in spec.roundtrip; validate_index imports z3 when first used.
 """
-# NOTE: tinygrad first: importing it loads this package's plugin (spec.plugin), which needs the submodules below whole
-import tinygrad  # noqa: F401
 from spec.shared_spec import shared_spec, RuleFailure
 from spec.tensor_spec import tensor_spec
 from spec.kernel_spec import kernel_spec

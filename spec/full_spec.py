@@ -8,10 +8,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat
 from tinygrad.dtype import PtrDType, dtypes
 from tinygrad.uop.semantics import FLOAT_ONLY
-from spec.shared_spec import Rule, shared_rules, fail, var_ok, range_arg_ok, is_intlike, elem_dtype, is_value
+from spec.shared_spec import Rule, Spec, shared_rules, fail, var_ok, range_arg_ok, is_intlike, elem_dtype, is_value
 from spec.tensor_spec import tensor_rules
 from spec.kernel_spec import kernel_rules
 from spec.program_spec import program_rules, SPECIAL_NAMES
@@ -83,5 +83,5 @@ full_only_rules: list[Rule] = [
 ]
 
 # NOTE: the cheap shared rules come first: this matcher runs on every UOp ever built under SPEC=2
-full_spec = PatternMatcher([(p, lenient(fn)) for p, fn in shared_rules + kernel_rules + program_rules + tensor_rules +
+full_spec = Spec("full", [(p, lenient(fn)) for p, fn in shared_rules + kernel_rules + program_rules + tensor_rules +
                             full_only_rules])

@@ -5,9 +5,9 @@ index is `cond.where(idx, Invalid)` and appears only as an INDEX's index.
 """
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp, AxisType
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat
 from tinygrad.dtype import PtrDType, AddrSpace, dtypes
-from spec.shared_spec import Rule, shared_rules, fail, var_ok, range_arg_ok, is_invalid, is_masked, elem_dtype
+from spec.shared_spec import Rule, Spec, shared_rules, fail, var_ok, range_arg_ok, is_invalid, is_masked, elem_dtype
 
 REDUCE_AXES = (AxisType.REDUCE, AxisType.GROUP_REDUCE, AxisType.UNROLL)
 
@@ -79,4 +79,4 @@ kernel_rules: list[Rule] = [
   (UPat(Ops.BUFFERIZE, src=(UPat(),), allow_any_len=True, name="x"), bufferize_ok),
 ]
 
-kernel_spec = PatternMatcher(kernel_reject + kernel_rules + shared_rules)
+kernel_spec = Spec("kernel", kernel_reject + kernel_rules + shared_rules)

@@ -10,21 +10,41 @@
 Which callbacks are registered follows SPEC: `install()` registers for the current value and asks `Context` to call
 `sync()` whenever SPEC changes, so `with Context(SPEC=2):` turns the construction check on and leaving it turns it off
 (at SPEC<2 the construction checkpoint stays empty and costs nothing). Each callback also re-reads the flags.
+
+Loading this module needs nothing of spec: spec's checks are imported at the first check (`load()`). Importing spec
+imports tinygrad, whose import loads this plugin while spec is still half imported; so `import spec`, `import tinygrad`
+and `import spec.plugin` work in any order.
 """
 from __future__ import annotations
 import sys, weakref
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 from tinygrad.uop import Ops, GroupOp, hooks
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import SPEC, IGNORE_OOB, ContextVar
-from spec.verify import type_verify, SpecError, why_illegal
-from spec.tensor_spec import tensor_spec
-from spec.kernel_spec import kernel_spec
-from spec.program_spec import program_spec
-from spec.full_spec import full_spec
-from spec.shared_spec import const_ok
-from spec import roundtrip
+if TYPE_CHECKING:
+  from spec.verify import type_verify, SpecError, why_illegal
+  from spec.tensor_spec import tensor_spec
+  from spec.kernel_spec import kernel_spec
+  from spec.program_spec import program_spec
+  from spec.full_spec import full_spec
+  from spec.shared_spec import const_ok
+  from spec import roundtrip
+
+_loaded = [False]
+
+def load() -> None:
+  """Import spec's checks into this module (once; every callback calls it before it checks)."""
+  global type_verify, SpecError, why_illegal, tensor_spec, kernel_spec, program_spec, full_spec, const_ok, roundtrip
+  if _loaded[0]: return
+  from spec.verify import type_verify, SpecError, why_illegal
+  from spec.tensor_spec import tensor_spec
+  from spec.kernel_spec import kernel_spec
+  from spec.program_spec import program_spec
+  from spec.full_spec import full_spec
+  from spec.shared_spec import const_ok
+  from spec import roundtrip
+  _loaded[0] = True
 
 # NOTE: checking may build UOps (a round trip rebuilds a graph); those must not be checked again from inside the check
 _busy = [False]
@@ -41,7 +61,9 @@ def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
     if _busy[0] or level() < 1: return
     _busy[0] = True
     stats["boundary_graphs"] += 1
-    try: fn(*args)
+    try:
+      load()
+      fn(*args)
     finally: _busy[0] = False
   checkpoint.__name__ = checkpoint.__qualname__ = f"spec_{fn.__name__}"
   return checkpoint
@@ -90,6 +112,10 @@ ALU = frozenset(GroupOp.ALU) | {Ops.CAST, Ops.BITCAST}
 def uop_created(u: UOp) -> None:
   """SPEC>=2, the hot path: every new node against full_spec (SPEC=3: and its O(1) round trip)."""
   if _busy[0]: return
+  if not _loaded[0]:
+    _busy[0] = True
+    try: load()
+    finally: _busy[0] = False
   stats["uops_at_construction"] += 1
   if u.op in ALU and u.arg is None:
     if (key := (u.op, u.dtype, *[s.dtype for s in u.src])) in _alu_ok and level() < 3: return

@@ -5,10 +5,10 @@ have become IF/STORE/ENDIF.
 """
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat
 from tinygrad.dtype import PtrDType, AddrSpace, dtypes
 from tinygrad.renderer.tensor_cores import TENSOR_CORES
-from spec.shared_spec import Rule, shared_rules, fail, var_ok, range_arg_ok, has_index, elem_dtype, is_intlike
+from spec.shared_spec import Rule, Spec, shared_rules, fail, var_ok, range_arg_ok, has_index, elem_dtype, is_intlike
 
 def wmma_ok(x: UOp, a: UOp, b: UOp, c: UOp) -> bool:
   if not (isinstance(x.arg, tuple) and len(x.arg) == 1 and x.arg[0] in TENSOR_CORES):
@@ -100,4 +100,4 @@ program_rules: list[Rule] = [
   (UPat(Ops.WMMA, src=(UPat(name="a"), UPat(name="b"), UPat(name="c")), name="x"), wmma_ok),
 ]
 
-program_spec = PatternMatcher(program_reject + program_rules + shared_rules)
+program_spec = Spec("program", program_reject + program_rules + shared_rules)

@@ -5,7 +5,7 @@ and None when they do not apply; the first verdict that is not None decides, and
 """
 from __future__ import annotations
 import math
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, NoReturn, Sequence
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import DType, PtrDType, dtypes, InvalidType
@@ -144,4 +144,10 @@ shared_rules: list[Rule] = [
   (UPat(Ops.GEP, src=(UPat(name="s"),), name="x"), gep_ok),
 ]
 
-shared_spec = PatternMatcher(shared_rules)
+class Spec(PatternMatcher):
+  """A spec: its rules and the name of the stage it describes ("tensor", "kernel", ...), which error messages show."""
+  def __init__(self, name: str, patterns: Sequence[tuple[UPat, Callable[..., Any]]]):
+    super().__init__(patterns)
+    self.name = name
+
+shared_spec = Spec("shared", shared_rules)

@@ -1,20 +1,33 @@
 """tensor_spec: the lazy tensor graph, before and after rangeify (docs/ir.md section 1)."""
 from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import prod
-from spec.shared_spec import Rule, shared_rules, fail, const_ok, var_ok, is_value, is_invalid, has_index
+from tinygrad.uop.sint import sym_eq, shrink_fits, check_reshape
+from spec.shared_spec import Rule, Spec, shared_rules, fail, const_ok, var_ok, is_value, is_invalid, has_index
 
-def shape_of(u: UOp) -> tuple[int, ...]:
+def shape_of(u: UOp) -> tuple[int | UOp, ...]:
   if (sh := u.shape) is None: fail(f"source {u.op} has no tensor shape")
   return tuple(sh)
 
 def ints(t: object, n: int | None = None) -> bool:
   return isinstance(t, tuple) and all(type(i) is int and i >= 0 for i in t) and (n is None or len(t) == n)
 
+def size_ok(i: object) -> bool:
+  """An int >= 0, or a symbolic size: an index UOp >= 0 for every value of its variables (tinygrad/uop/sint.py)."""
+  if isinstance(i, UOp): return i.dtype is dtypes.index and i.vmin >= 0
+  return type(i) is int and i >= 0
+
+def sizes(t: object, n: int | None = None) -> bool:
+  return isinstance(t, tuple) and all(size_ok(i) for i in t) and (n is None or len(t) == n)
+
 def pairs(t: object, n: int) -> bool:
-  return isinstance(t, tuple) and len(t) == n and all(isinstance(p, tuple) and ints(p, 2) for p in t)
+  return isinstance(t, tuple) and len(t) == n and all(isinstance(p, tuple) and sizes(p, 2) for p in t)
+
+def reshape_ok(old: tuple[int | UOp, ...], new: tuple[int | UOp, ...]) -> bool:
+  try: check_reshape(old, new)
+  except ValueError: return False
+  return True
 
 def elementwise_ok(x: UOp) -> bool | None:
   """Elementwise values are not index math, and their sources have one shape (the Tensor layer broadcasts explicitly);
@@ -27,13 +40,18 @@ def movement_ok(x: UOp, s: UOp) -> bool:
   if x.dtype != s.dtype: return fail(f"{x.op} changes the dtype from {s.dtype} to {x.dtype}")
   sh, a = shape_of(s), x.arg
   n = len(sh)
-  if x.op is Ops.RESHAPE: ok, want = ints(a) and prod(a) == prod(sh), f"a shape of {prod(sh)} elements"
+  # NOTE: a symbolic size must fit for every value of its variables, except a reshape between a concrete and a
+  # symbolic shape, whose sizes are equal at the variables' bindings (tinygrad/uop/sint.py check_reshape)
+  if x.op is Ops.RESHAPE: ok, want = sizes(a) and reshape_ok(sh, a), "a shape of as many elements"
   elif x.op is Ops.PERMUTE: ok, want = ints(a, n) and sorted(a) == list(range(n)), f"a permutation of {n} axes"
-  elif x.op is Ops.EXPAND: ok, want = ints(a, n) and all(o in (e, 1) for o, e in zip(sh, a)), "size-1 axes expanded"
-  elif x.op is Ops.PAD: ok, want = pairs(a, n), f"{n} (before, after) pairs of ints >= 0"
-  elif x.op is Ops.SHRINK: ok, want = pairs(a, n) and all(b <= e <= d for (b, e), d in zip(a, sh)), f"{n} ranges"
+  elif x.op is Ops.EXPAND:
+    ok, want = sizes(a, n) and all(_one(o) or sym_eq(o, e) for o, e in zip(sh, a)), "size-1 axes expanded"
+  elif x.op is Ops.PAD: ok, want = pairs(a, n), f"{n} (before, after) pairs of sizes >= 0"
+  elif x.op is Ops.SHRINK: ok, want = pairs(a, n) and shrink_fits(a, sh), f"{n} ranges inside the axes"
   else: ok, want = isinstance(a, tuple) and len(a) == n and all(type(f) is bool for f in a), f"{n} bools"
   return bool(ok) or fail(f"{x.op} of shape {sh} with arg {a!r}: the arg must be {want}")
+
+def _one(x: int | UOp) -> bool: return not isinstance(x, UOp) and x == 1
 
 def reduce_axis_ok(x: UOp, s: UOp) -> bool:
   if not (isinstance(x.arg, tuple) and len(x.arg) == 2 and x.arg[0] in (Ops.ADD, Ops.MUL, Ops.MAX)):
@@ -107,4 +125,4 @@ tensor_rules: list[Rule] = [
    after_ok),
 ]
 
-tensor_spec = PatternMatcher(tensor_reject + tensor_rules + shared_rules)
+tensor_spec = Spec("tensor", tensor_reject + tensor_rules + shared_rules)

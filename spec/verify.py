@@ -5,13 +5,20 @@ from typing import Any, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.helpers import DEBUG
-from spec.shared_spec import RuleFailure
+from spec.shared_spec import RuleFailure, Spec
 
 class SpecError(Exception):
   """An illegal node: `stage`, `position` (index in the toposort or list), `node` and `reason` are kept for tools."""
   def __init__(self, stage: str, position: int, node: UOp, reason: str, total: int = 0):
     self.stage, self.position, self.node, self.reason = stage, position, node, reason
-    super().__init__(format_error(stage, position, node, reason, total))
+    super().__init__(format_error(stage, position, node, reason, total) + "\n" + _view_line(stage, node, reason))
+
+def _view_line(stage: str, node: UOp, reason: str) -> str:
+  """The command that opens the illegal node's graph in the viewer (under VIZ=1 it is marked in the run's trace)."""
+  from tinygrad.viz import record
+  if record.active is None or not record.active.rewrites:
+    return "  view:  rerun with VIZ=1 to open this graph in the viewer"
+  return "  view:  " + record.active.mark_error(f"{stage} spec error", node, reason)
 
 def describe_node(u: UOp) -> str:
   return f"{u.op} {u.dtype!r} arg={_short(u.arg)}"
@@ -30,15 +37,8 @@ def format_error(stage: str, position: int, node: UOp, reason: str, total: int =
   return "\n".join(lines)
 
 def spec_name(spec: PatternMatcher) -> str:
-  """The level a spec object belongs to ("tensor", "kernel", ...), "custom" for any other matcher."""
-  from spec.tensor_spec import tensor_spec
-  from spec.kernel_spec import kernel_spec
-  from spec.program_spec import program_spec
-  from spec.full_spec import full_spec
-  from spec.shared_spec import shared_spec
-  names = {id(tensor_spec): "tensor", id(kernel_spec): "kernel", id(program_spec): "program", id(full_spec): "full",
-           id(shared_spec): "shared"}
-  return names.get(id(spec), "custom")
+  """The stage a spec describes ("tensor", "kernel", ...), "custom" for any other matcher."""
+  return spec.name if isinstance(spec, Spec) else "custom"
 
 def why_illegal(u: UOp, spec: PatternMatcher) -> str | None:
   """None if `spec` accepts `u`, else why not: the failing rule's message, or that no rule accepts the node."""

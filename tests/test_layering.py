@@ -31,6 +31,41 @@ def test_layering_check_catches_an_import(tmp_path):
   p.write_text("import os\nfrom spec.verify import type_verify\nimportlib.import_module('replay')\n")
   assert {"spec.verify", "replay"} <= imported_modules(p)
 
+def private_tinygrad_names(path: pathlib.Path) -> list[str]:
+  """The `_`-prefixed tinygrad names a file uses: imported (`from tinygrad.x import _y`, `import tinygrad._x`), or read
+  as an attribute of a tinygrad module or class it imported (`sym._y`, `ContextVar._y`)."""
+  tree = ast.parse(path.read_text(), filename=str(path))
+  bound: set[str] = set()
+  out: list[str] = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "tinygrad":
+      out += [f"{node.lineno}: from {node.module} import {a.name}" for a in node.names if a.name.startswith("_")]
+      bound |= {a.asname or a.name for a in node.names}
+    elif isinstance(node, ast.Import):
+      for a in node.names:
+        if a.name.split(".")[0] != "tinygrad": continue
+        if any(part.startswith("_") for part in a.name.split(".")): out.append(f"{node.lineno}: import {a.name}")
+        bound.add(a.asname or "tinygrad")
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+      base = node.value
+      while isinstance(base, ast.Attribute): base = base.value
+      if isinstance(base, ast.Name) and base.id in bound: out.append(f"{node.lineno}: {ast.unparse(node)}")
+  return out
+
+def test_replay_and_fuzz_use_no_private_tinygrad_name():
+  files = [p for d in ("replay", "fuzz") for p in sorted((ROOT / d).rglob("*.py"))]
+  assert len(files) > 20
+  bad = {str(f.relative_to(ROOT)): names for f in files if (names := private_tinygrad_names(f))}
+  assert bad == {}, f"give the caller a public API instead: {bad}"
+
+def test_private_name_check_sees_imports_and_attributes(tmp_path):
+  p = tmp_path / "x.py"
+  p.write_text("from tinygrad.uop import symbolic as sym, _hidden\nimport tinygrad._x\nfrom os import _exit\n"
+               "from tinygrad.helpers import ContextVar\nsym._floordiv(1, 2)\nContextVar._registry\nself._mine\n")
+  assert sorted(n.split(": ")[1] for n in private_tinygrad_names(p)) == sorted([
+    "from tinygrad.uop import _hidden", "import tinygrad._x", "sym._floordiv", "ContextVar._registry"])
+
 # ---- import cycles among tinygrad modules ----
 
 # NOTE: cycles another change is removing right now; the lead deletes an entry when that change lands. Each is the set of

@@ -2,7 +2,7 @@
 and kernels compiled per device."""
 import importlib
 from tinygrad.dtype import dtypes, DType
-from tinygrad.helpers import Context, getenv, DEBUG, SPEC, GlobalCounters
+from tinygrad.helpers import Context, getenv, DEBUG, SPEC, GlobalCounters, VIZ, PROFILE
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop import hooks
@@ -23,3 +23,7 @@ __all__ = ["Tensor", "Device", "TinyJit", "nn", "dtypes", "DType", "Context", "g
            "UOp", "UPat", "PatternMatcher", "graph_rewrite", "Ops", "GroupOp", "AxisType", "DEBUG", "SPEC", "hooks"]
 
 hooks.load_plugins()
+
+if VIZ or PROFILE:
+  from tinygrad.viz.record import start_from_flags
+  start_from_flags()

@@ -1,7 +1,7 @@
 """Env flags as context variables, and small pure helpers. Every flag the project reads is declared here, once."""
 from __future__ import annotations
-import os, functools, contextlib, math, re, sys, hashlib, sqlite3, pickle, tempfile, time
-from typing import Any, Callable, Iterable, Iterator, TypeVar, Sequence
+import os, functools, contextlib, re, sys, hashlib, sqlite3, pickle, tempfile, time
+from typing import Any, Callable, Iterable, TypeVar, Sequence
 
 T = TypeVar("T")
 
@@ -54,6 +54,10 @@ class ContextVar:
     raw = os.environ.get(key)
     self.value = default if raw is None else self.parse(raw)
     ContextVar._registry[key] = self
+  @staticmethod
+  def declared() -> dict[str, ContextVar]:
+    """Every flag declared so far, by name (a copy)."""
+    return dict(ContextVar._registry)
   def parse(self, raw: str) -> Any:
     """The value of this flag set to the text `raw`, as the environment would set it; FlagError if not allowed."""
     if not isinstance(raw, str) or (v := self.allowed.read(raw)) is None:
@@ -175,6 +179,22 @@ AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code obj
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "
                                 "non-terminating; 0 = automatic", allowed=Ints(0, 2**62))
 
+VIZ = ContextVar("VIZ", 0, "1 records every graph_rewrite step and every kernel's passes into a trace "
+                "(docs/viz.md) and serves the viewer at exit", allowed=_OFF_ON)
+PROFILE = ContextVar("PROFILE", 0, "1 records every kernel launch (device, time, FLOPs, bytes) into the VIZ trace and "
+                     "serves the viewer at exit; launches wait for their kernel so the time is the kernel's",
+                     allowed=_OFF_ON)
+VIZ_PORT = ContextVar("VIZ_PORT", 8000, "port the viewer listens on at 127.0.0.1; 0 picks a free one",
+                      allowed=Ints(0, 65535))
+VIZ_BROWSER = ContextVar("VIZ_BROWSER", 1, "1 opens the viewer in a browser at exit; 0 only prints its address",
+                         allowed=_OFF_ON)
+VIZ_SERVE = ContextVar("VIZ_SERVE", 1, "1 serves the viewer at exit of a VIZ=1 or PROFILE=1 run until interrupted; 0 "
+                       "only writes the trace and prints the command that opens it", allowed=_OFF_ON)
+VIZ_TRACE = ContextVar("VIZ_TRACE", "", "path of the trace VIZ=1 writes (JSON lines); empty: a new file in the temp "
+                       "directory", allowed=AnyText("a path"))
+VIZ_MAX_MB = ContextVar("VIZ_MAX_MB", 512, "size cap of the VIZ trace in MiB: recording stops there and the trace says "
+                        "so", allowed=Ints(1, 1 << 20))
+
 def device_shorthand() -> str:
   """The device `NV=1`, `AMD=1`, `PYTHON=1` or `CPU=1` selects ("" for none). Each is 0 or 1, at most one is 1, and it
   agrees with DEV when both are set: FlagError otherwise (checked at import)."""
@@ -283,16 +303,6 @@ def colored(st: str, color: str | None, background: bool = False) -> str:
   colors = ["black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"]
   return f"\u001b[{10*background + 60*(color.upper() == color) + 30 + colors.index(color.lower())}m{st}\u001b[0m"
 def to_function_name(s: str) -> str: return "".join(c if c.isalnum() or c == "_" else f"{ord(c):02X}" for c in s)
-def ansilen(s: str) -> int:
-  import re
-  return len(re.sub(r"\x1b\[\d+m", "", s))
-
-@contextlib.contextmanager
-def timed(label: str, enabled: bool = True) -> Iterator[None]:
-  st = time.perf_counter()
-  try: yield
-  finally:
-    if enabled: print(f"{label}: {(time.perf_counter()-st)*1e3:.2f} ms")
 
 # ---- atomic files ----
 
@@ -339,6 +349,3 @@ def diskcache_put(table: str, key: Any, val: Any) -> Any:
   _db(table).execute(f"INSERT OR REPLACE INTO '{table}' (key, val) VALUES (?, ?)", (k, pickle.dumps(val)))
   return val
 
-def is_power2(x: int) -> bool: return x > 0 and (x & (x - 1)) == 0
-def getbits(value: int, start: int, end: int) -> int: return (value >> start) & ((1 << (end - start + 1)) - 1)
-def isinf(x: float) -> bool: return math.isinf(x)

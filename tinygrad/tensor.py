@@ -12,6 +12,8 @@ import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.mathtraits import MathTrait
+from tinygrad.uop.sint import sint, all_concrete, ssimplify, sym_prod, sym_eq, sym_le, vmax, vmin, bound_value
+from tinygrad.uop.sint import render_shape, render_sint, variables, shape_eq
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
 from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
@@ -22,7 +24,7 @@ from tinygrad.gradient import compute_gradient, custom_gradient, substitute
 
 def _device_uop(device: str) -> UOp: return UOp(Ops.DEVICE, arg=device)
 
-def _const_uop(val: ConstType, dtype: DType, device: str, shape: tuple[int, ...] = ()) -> UOp:
+def _const_uop(val: ConstType, dtype: DType, device: str, shape: tuple[sint, ...] = ()) -> UOp:
   """CONST with a DEVICE source (shape ()), broadcast to `shape` with reshape+expand as the tensor spec asks."""
   c = UOp(Ops.CONST, dtype, (_device_uop(device),), dtypes.as_const(val, dtype))
   return c.reshape((1,) * len(shape)).expand(shape) if shape else c
@@ -59,9 +61,15 @@ def _new_buffer_uop(size: int, dtype: DType, device: str) -> UOp:
   from tinygrad.device import next_unique
   return UOp(Ops.BUFFER, dtype, (UOp(Ops.UNIQUE, arg=next_unique()), _device_uop(device)), size)
 
-def _base_buffer(u: UOp) -> UOp | None:
-  """The BUFFER under a realized tensor's uop (BUFFER or RESHAPE(BUFFER)), else None."""
+def base_buffer(u: UOp) -> UOp | None:
+  """The BUFFER under a realized tensor's uop (BUFFER or RESHAPE(BUFFER); of a symbolic size, the RESHAPE of the
+  prefix SHRINK(BUFFER, ((0, n),)) of a buffer of the maximum size), else None."""
+  top = u
   while u.op is Ops.RESHAPE: u = u.src[0]
+  # NOTE: a concrete view of such a prefix (its reshape to the bound sizes) is not the buffer: it is read by a kernel
+  if u.op is Ops.SHRINK and len(u.arg) == 1 and _is_int(u.arg[0][0], 0) and isinstance(u.arg[0][1], UOp) and \
+     not all_concrete(top.shape or ()):
+    u = u.src[0]
   return u if u.op in (Ops.BUFFER, Ops.BUFFER_VIEW) else None
 
 def _is_view_of_buffer(u: UOp) -> bool:
@@ -78,17 +86,21 @@ def _is_writable_view(u: UOp) -> bool:
   while u.op in GroupOp.Movement and u.op is not Ops.EXPAND: u = u.src[0]
   return u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)
 
-def broadcast_shape(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
-  """numpy broadcasting: align right, size-1 axes stretch; anything else is an error naming every shape and the op."""
+def broadcast_shape(*shapes: tuple[sint, ...], op: str = "broadcast") -> tuple[sint, ...]:
+  """numpy broadcasting: align right, size-1 axes stretch; anything else is an error naming every shape and the op.
+  A symbolic size broadcasts only with 1 and with sizes provably equal to it."""
   nd = max((len(s) for s in shapes), default=0)
   padded = [(1,) * (nd - len(s)) + tuple(s) for s in shapes]
-  out = []
+  out: list[sint] = []
   for sizes in zip(*padded):
-    big = {s for s in sizes if s != 1}
+    big: list[sint] = []
+    for sz in sizes:
+      if (isinstance(sz, UOp) or sz != 1) and not any(sym_eq(sz, b) for b in big): big.append(sz)
     if len(big) > 1:
-      raise ShapeMismatchError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not broadcast (numpy "
-                               "rules)")
-    out.append(big.pop() if big else 1)
+      shown = " and ".join(render_shape(s) for s in shapes)
+      raise ShapeMismatchError(f"{op}: shapes {shown} do not broadcast (numpy rules"
+                               f"{'; symbolic sizes must be provably equal' if not all_concrete(big) else ''})")
+    out.append(big[0] if big else 1)
   return tuple(out)
 
 class ArgumentError(RuntimeError, ValueError):
@@ -122,13 +134,41 @@ def _axis_or_dim(axis: Any, dim: Any, op: str, default: Any = None) -> Any:
 
 def _check_size(shape: tuple[Any, ...], dtype: DType, op: str) -> None:
   """Refuse, where it is made, a shape whose byte size (so also its element count) int64 cannot hold: every index and
-  loop bound of its kernels would wrap."""
+  loop bound of its kernels would wrap. A symbolic size counts at its maximum, where its buffer is allocated."""
+  shape = tuple(vmax(s) if isinstance(s, UOp) else s for s in shape)
   if not all(isinstance(s, int) for s in shape): return
   if (nbytes := prod(shape) * dtype.itemsize) > 2**63 - 1:
     raise ShapeMismatchError(f"{op}: shape {shape} holds {prod(shape)} elements of {dtype} ({nbytes} bytes), more than "
                              "2**63 - 1: an int64 index cannot address it")
 
 def _zero_of(dt: DType) -> ConstType: return False if dt is dtypes.bool else 0
+
+def _bound_or(x: sint) -> Any: return v if (v := bound_value(x)) is not None else render_sint(x)
+
+def _size_ok(x: Any) -> bool:
+  """A size a shape may hold: an int >= 0, or an index UOp whose variables are all bound and whose least value >= 0."""
+  if isinstance(x, UOp):
+    return x.dtype is dtypes.index and x.vmin >= 0 and all(v.op is Ops.BIND for v in variables(x))
+  return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+def _is_int(x: Any, v: int) -> bool: return not isinstance(x, UOp) and x == v
+def _int(x: sint, op: str) -> int:
+  """A size an op needs concrete (a loop count, a kernel size, a split on the host); a symbolic one raises."""
+  if not isinstance(x, UOp): return x
+  raise ArgumentError(f"{op} needs a concrete size, got the symbolic size {render_sint(x)} (docs/symbolic.md)")
+
+def _sym_arg(x: Any, op: str) -> sint:
+  """A size or offset argument: an int, or an index UOp of bound variables (simplified)."""
+  if not isinstance(x, UOp): return int(x)
+  if x.dtype is not dtypes.index or any(v.op is not Ops.BIND for v in variables(x)):
+    raise ArgumentError(f"{op}: a symbolic argument must be an index UOp of bound variables (Variable(...).bind(n)), "
+                        f"got {x!r}")
+  return ssimplify(x)
+
+def _max_shape(shape: tuple[sint, ...]) -> tuple[int, ...]: return tuple(vmax(x) for x in shape)
+def _shrink_to(t: Tensor, shape: tuple[sint, ...]) -> Tensor:
+  """A tensor of the maximum of a symbolic shape, viewed at that shape (its prefix along every axis)."""
+  return t if all_concrete(shape) else t._new(t.uop.shrink(tuple((0, x) for x in shape)))
 
 # ops Tensor.alu computes in a float dtype (ints and bools promote first, as torch)
 _FLOAT_MATH = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL}
@@ -187,15 +227,16 @@ def _winograd_apply(t: Tensor, m: tuple[tuple[float, ...], ...], n: int) -> Tens
   k: np.ndarray = np.array(m, dtype=np.float64)
   for _ in range(n - 1): k = np.kron(k, np.array(m, dtype=np.float64))
   r, c = len(m), len(m[0])
-  lead = t.shape[:t.ndim - n]
+  lead = t.int_shape("conv2d")[:t.ndim - n]
   km = Tensor(k.astype(np.float32), device=t.device)
   return (t.reshape(*lead, 1, c ** n) * km).sum(-1).reshape(*lead, *(r,) * n)
 
 def _winograd_conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
   """Stride-1, undilated correlation of the (already padded) x (N, Cin, *spatial) with weight (Cout, Cin/groups, 3, ...)
   by F(4, 3) on every spatial axis; the transforms and the per-tile products in float32, the result in x's dtype."""
-  nsp, bs, sp = weight.ndim - 2, x.shape[0], x.shape[2:]
-  cout, cin_g = weight.shape[:2]
+  xs = x.int_shape("conv2d")
+  nsp, bs, sp = weight.ndim - 2, xs[0], xs[2:]
+  cout, cin_g = weight.int_shape("conv2d")[:2]
   out_sp = tuple(s - 2 for s in sp)
   tiles = tuple(ceildiv(o, 4) for o in out_sp)
   f = dtypes.float32
@@ -222,10 +263,10 @@ def _bce_gradient(ctx: Tensor, ret: Tensor, p: Tensor, y: Tensor) -> tuple[Tenso
   gy = (1 - p).log() - p.log()
   return ctx * gp, ctx * gy
 
-_all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
-_backward_roots: weakref.WeakSet[Tensor] = weakref.WeakSet()
+backward_roots: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # the realized view of a tensor that required grad -> the lazy graph that computed it, for as long as a graph reads it,
 # so autograd can look through values realized in the middle of a forward pass (even once their Tensor is gone)
 _realized_graphs: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
@@ -326,14 +367,17 @@ class Tensor(_CastSugar, MathTrait):
     # made by an op on tensors that require grad (torch's non-leaf); a leaf (a parameter, even one an optimizer assigned
     # a lazy update to) is a gradient target, never looked through
     self._nonleaf = False
-    _all_tensors.add(self)
+    all_tensors.add(self)
 
   def __hash__(self) -> int: return id(self)
   def __repr__(self) -> str:
-    return f"<Tensor {self.shape} {self.dtype} on {self.device}{' grad' if self.requires_grad else ''}>"
+    shape = self.shape if all_concrete(self.shape) else render_shape(self.shape)
+    return f"<Tensor {shape} {self.dtype} on {self.device}{' grad' if self.requires_grad else ''}>"
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
-    return self.shape[0]
+    if isinstance(n := self.shape[0], UOp):
+      raise TypeError(f"len() of a tensor of symbolic shape {render_shape(self.shape)}: use t.shape[0]")
+    return n
   # NOTE: the Python conversions realize a one-element tensor and read it, as torch's
   def __bool__(self) -> bool:
     if self.numel() != 1:
@@ -351,18 +395,20 @@ class Tensor(_CastSugar, MathTrait):
     return self.item()
 
   @property
-  def shape(self) -> tuple[int, ...]: return cast(tuple[int, ...], self.uop.shape)
+  def shape(self) -> tuple[sint, ...]:
+    """The sizes of the axes: ints, and index UOps of bound variables where an axis is symbolic (docs/symbolic.md)."""
+    return cast(tuple[sint, ...], self.uop.shape)
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
   def device(self) -> str: return cast(str, self.uop.device)
   @property
   def ndim(self) -> int: return len(self.shape)
-  def numel(self) -> int: return int(prod(self.shape))
+  def numel(self) -> sint: return int(prod(self.shape)) if all_concrete(self.shape) else sym_prod(self.shape)
   def element_size(self) -> int: return self.dtype.itemsize
-  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def nbytes(self) -> sint: return ssimplify(self.numel() * self.dtype.itemsize)
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
-  def size(self, dim: int | None = None) -> int | tuple[int, ...]:
+  def size(self, dim: int | None = None) -> sint | tuple[sint, ...]:
     return self.shape if dim is None else self.shape[self._axis(dim)]
 
   def _new(self, u: UOp, *others: Tensor) -> Tensor:
@@ -381,9 +427,9 @@ class Tensor(_CastSugar, MathTrait):
     from tinygrad.engine.schedule import create_schedule_with_vars
     todo: list[Tensor] = []
     for t in dict.fromkeys((self, *others)):
-      if _base_buffer(t.uop) is not None: continue
+      if base_buffer(t.uop) is not None: continue
       # NOTE: an empty tensor needs no kernel: it becomes an empty buffer at once
-      if t.numel() == 0:
+      if all_concrete(t.shape) and t.numel() == 0:
         if apply: _apply_becomes({t.uop: _new_buffer_uop(0, t.dtype, t.device).reshape(t.shape)})
       else: todo.append(t)
     if not todo: return [], {}
@@ -410,21 +456,29 @@ class Tensor(_CastSugar, MathTrait):
     """A copy of the values as a numpy array (bfloat16 and fp8 come back as float32)."""
     from tinygrad.device import buffer_of
     from tinygrad.engine.realize import is_capturing
+    shape = self.int_shape("numpy()/item()/tolist()")
     if is_capturing():
       raise RuntimeError(f"numpy()/item()/tolist() of {self!r} inside a function TinyJit is capturing: a replay does "
                          "not run the function, so it cannot read values on the host; return the tensor instead")
     self.realize()
-    b = _base_buffer(self.uop)
+    b = base_buffer(self.uop)
     if b is None: raise RuntimeError(f"numpy: {self!r} did not realize to a buffer")
     buf = buffer_of(b)
     if not buf.is_allocated(): buf.allocate()
-    return from_storage_np(buf.numpy(), self.dtype).reshape(self.shape)
+    return from_storage_np(buf.numpy(), self.dtype).reshape(shape)
   def tolist(self) -> Any: return self.numpy().tolist()
   def item(self) -> ConstType:
     if self.numel() != 1:
       raise ArgumentError(f"item: only a tensor of one element has an item, this one has shape {self.shape}")
     return cast(ConstType, self.numpy().reshape(-1)[0].item())
   def data(self) -> np.ndarray: return self.numpy()
+  def int_shape(self, op: str) -> tuple[int, ...]:
+    """The shape, for an op that needs concrete sizes; a symbolic size raises naming `op` and the bound sizes."""
+    if all_concrete(self.shape): return cast(tuple[int, ...], self.shape)
+    sym = ", ".join(render_sint(x) for x in self.shape if isinstance(x, UOp))
+    conc = tuple(vmax(x) if not isinstance(x, UOp) else _bound_or(x) for x in self.shape)
+    raise ArgumentError(f"{op} of a tensor of symbolic shape {render_shape(self.shape)} needs concrete sizes "
+                        f"(symbolic: {sym}); reshape it to the bound sizes first, e.g. .reshape{conc}")
 
   def contiguous(self) -> Tensor: return self._new(self.uop.contiguous(), )
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
@@ -454,7 +508,7 @@ class Tensor(_CastSugar, MathTrait):
     x = x if isinstance(x, Tensor) else Tensor(x, device=self.device, dtype=self.dtype)
     if x.shape != self.shape: x = x._broadcast_to(self.shape, "assign")
     if x.dtype is not self.dtype: x = x.cast(self.dtype)
-    if _base_buffer(self.uop) is None and self.uop.op is not Ops.ASSIGN and not _is_writable_view(self.uop):
+    if base_buffer(self.uop) is None and self.uop.op is not Ops.ASSIGN and not _is_writable_view(self.uop):
       self.uop = x.uop
       return self
     self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop))
@@ -472,20 +526,25 @@ class Tensor(_CastSugar, MathTrait):
     """A tensor whose buffer holds `bits` as they are (the storage of dtype: bit patterns for bfloat16 and fp8)."""
     return Tensor(_buffer_uop(bits, dtype, _canon_device(device), raw=True))
   @staticmethod
-  def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+  def _shape_arg(shape: tuple[Any, ...]) -> tuple[sint, ...]:
     s = argfix(*shape)
-    if not all(isinstance(x, int) and x >= 0 for x in s):
-      raise ShapeMismatchError(f"shape must be non-negative ints, got {s}")
-    return s
+    if not all(_size_ok(x) for x in s):
+      raise ShapeMismatchError(f"shape must be non-negative ints (or index UOps of bound variables, "
+                               f"Variable(...).bind(n)), got {s}")
+    return tuple(ssimplify(x) for x in s)
   @staticmethod
   def empty(*shape: Any, device: str | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+    """An uninitialized tensor. Of a symbolic shape: a buffer of the shape's maximum, viewed at the shape."""
     s, dt, dev = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float), _canon_device(device)
     _check_size(s, dt, "empty")
+    if not all_concrete(s):
+      buf = _new_buffer_uop(prod(_max_shape(s)), dt, dev)
+      return Tensor(buf.shrink(((0, sym_prod(s)),)).reshape(s), **kw)
     return Tensor(_new_buffer_uop(prod(s), dt, dev).reshape(s), **kw)
   @staticmethod
-  def full(shape: tuple[int, ...] | int, fill_value: ConstType, device: str | None = None,
+  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None,
            dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
-    s = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
+    s = Tensor._shape_arg((shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
     _check_size(s, dt, "full")
     return Tensor(_const_uop(fill_value, dt, _canon_device(device), s), **kw)
@@ -507,10 +566,11 @@ class Tensor(_CastSugar, MathTrait):
     return Tensor.randn(self.shape, **{"dtype": self.dtype, "device": self.device, **kw})
 
   @staticmethod
-  def _arange_index(n: int, device: str | None) -> Tensor:
+  def _arange_index(n: sint, device: str | None) -> Tensor:
     """int32 0..n-1 from constants only: a cumsum of ones for n <= 1024, above that a 2-d split i = a*b + c of two
     smaller ones. The scheduler folds the cumsum's window sum to a closed form (rangeify.fold_int_sum), so it costs no
     loop and fuses into its consumers."""
+    if isinstance(n, UOp): return _shrink_to(Tensor._arange_index(vmax(n), device), (n,))
     if n == 0: return Tensor.zeros(0, dtype=dtypes.int32, device=device)
     if n <= 1024: return Tensor.ones(n, device=device, dtype=dtypes.int32).cumsum() - 1
     b = math.isqrt(n - 1) + 1
@@ -518,10 +578,12 @@ class Tensor(_CastSugar, MathTrait):
     hi = Tensor._arange_index(a, device) * b
     return (hi.reshape(a, 1) + Tensor._arange_index(b, device).reshape(1, b)).flatten().shrink(((0, n),))
   @staticmethod
-  def arange(start: int | float, stop: int | float | None = None, step: int | float = 1, device: str | None = None,
+  def arange(start: sint | float, stop: sint | float | None = None, step: int | float = 1, device: str | None = None,
              dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ArgumentError("arange: step must not be zero")
+    if isinstance(stop, UOp) or isinstance(start, UOp) or isinstance(step, UOp):
+      return Tensor._arange_symbolic(start, stop, step, device, dtype, **kw)
     if not all(math.isfinite(v) for v in (start, stop, step)):
       raise ArgumentError(f"arange: start, stop and step must be finite, got {start}, {stop}, {step}")
     is_float = any(isinstance(v, float) for v in (start, stop, step))
@@ -539,6 +601,19 @@ class Tensor(_CastSugar, MathTrait):
     acc = dt if dt in (dtypes.int32, dtypes.int64) else dtypes.int64 if dt.itemsize >= 4 else dtypes.int32
     v = Tensor._arange_index(n, device).cast(acc) * step + start
     return Tensor(v.cast(dt).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
+  @staticmethod
+  def _arange_symbolic(start: Any, stop: Any, step: Any, device: str | None, dtype: DTypeLike | None,
+                       **kw: Any) -> Tensor:
+    """arange to a symbolic stop: the arange to the stop's maximum, viewed at the symbolic length."""
+    if isinstance(start, UOp) or isinstance(step, UOp) or not isinstance(start, int) or not isinstance(step, int) or \
+       step <= 0 or not _size_ok(stop):
+      raise ArgumentError(f"arange: a symbolic stop needs int start and a positive int step, got start={start!r}, "
+                          f"stop={render_sint(stop)}, step={step!r}")
+    n = ssimplify((stop - start + step - 1) // step)
+    if vmin(n) < 0:
+      raise ArgumentError(f"arange: {render_sint(stop)} can be below start {start} for some value of its variables")
+    full = Tensor.arange(start, start + vmax(n) * step, step, device=device, dtype=dtype)
+    return Tensor(_shrink_to(full, (n,)).uop, **kw)
   @staticmethod
   def linspace(start: float, stop: float, steps: int, device: str | None = None, dtype: DTypeLike | None = None,
                **kw: Any) -> Tensor:
@@ -604,6 +679,9 @@ class Tensor(_CastSugar, MathTrait):
     dtype)."""
     s, dt = Tensor._shape_arg(shape), _tensor_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise DTypeError(f"rand: dtype must be a float type, got {dt}")
+    # NOTE: a symbolic shape draws its maximum and is viewed at its binding, so every binding draws as many numbers
+    if not all_concrete(s):
+      return Tensor(_shrink_to(Tensor.rand(_max_shape(s), device=device, dtype=dt), s).uop, **kw)
     if prod(s) == 0: return Tensor.zeros(s, device=device, dtype=dt, **kw)
     mbits = min(dtypes.finfo(dt)[1] + 1, 32)
     ct = dtypes.float64 if dt is dtypes.float64 else dtypes.float32
@@ -647,7 +725,7 @@ class Tensor(_CastSugar, MathTrait):
     if num_samples < 1: raise ArgumentError(f"multinomial: num_samples must be at least 1, got {num_samples}")
     w = (self if self.ndim == 2 else self.reshape(1, -1)).cast(dtypes.float64 if self.dtype is dtypes.float64 else
                                                                dtypes.float32)
-    rows, n = w.shape
+    rows, n = w.int_shape("multinomial")
     if n == 0: raise ShapeMismatchError(f"multinomial: no categories to draw from (weights of shape {self.shape})")
     if not replacement and num_samples > n:
       raise ShapeMismatchError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} "
@@ -694,10 +772,10 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return ()
     return tuple(sorted(ax))
 
-  def _broadcast_to(self, shape: tuple[int, ...], op: str = "broadcast_to") -> Tensor:
+  def _broadcast_to(self, shape: tuple[sint, ...], op: str = "broadcast_to") -> Tensor:
     if self.shape == shape: return self
-    if len(self.shape) > len(shape) or broadcast_shape(self.shape, shape, op=op) != shape:
-      raise ShapeMismatchError(f"{op}: cannot broadcast shape {self.shape} to {shape}")
+    if len(self.shape) > len(shape) or not shape_eq(broadcast_shape(self.shape, shape, op=op), shape):
+      raise ShapeMismatchError(f"{op}: cannot broadcast shape {render_shape(self.shape)} to {render_shape(shape)}")
     _check_size(shape, self.dtype, op)
     x = self.reshape((1,) * (len(shape) - self.ndim) + self.shape)
     return x._new(x.uop.expand(shape))
@@ -719,6 +797,10 @@ class Tensor(_CastSugar, MathTrait):
   def _scalar_operand(self, y: Any, op: str) -> Tensor:
     """A Python (or numpy) scalar as a 0-d constant of the dtype it takes next to self (see _scalar_dtype)."""
     if isinstance(y, np.generic) and y.ndim == 0: y = y.item()
+    # NOTE: a symbolic int (an index UOp of bound variables) is its value at the binding, a kernel input
+    if isinstance(y, UOp):
+      dt = self.dtype if dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype) else dtypes.default_int
+      return Tensor._sint_value(_sym_arg(y, op), dt, self.device)
     if not isinstance(y, (bool, int, float)):
       raise TypeError(f"{op}: unsupported operand type {type(y).__name__} (use a Tensor or a Python scalar)")
     return Tensor(_const_uop(y, self._scalar_dtype(y), self.device))
@@ -1318,7 +1400,7 @@ class Tensor(_CastSugar, MathTrait):
   def lerp(self, end: Tensor, weight: Tensor | ConstType) -> Tensor: return self + (end - self) * weight
 
   # ---- movement ----
-  def reshape(self, shape: Any, *args: int) -> Tensor:
+  def reshape(self, shape: Any, *args: sint) -> Tensor:
     """The same elements in a new shape; one size may be -1 (inferred) and a None keeps the size of that axis."""
     s = argfix(shape, *args)
     if any(x is None for x in s):
@@ -1326,6 +1408,7 @@ class Tensor(_CastSugar, MathTrait):
         raise ArgumentError(f"reshape: a None keeps the size of the axis at its position, {s} has one past the "
                             f"{self.ndim} axes of {self.shape}")
       s = tuple(self.shape[k] if x is None else x for k, x in enumerate(s))
+    if not all_concrete(s + self.shape): return self._reshape_symbolic(s)
     if sum(1 for x in s if x == -1) > 1: raise ArgumentError(f"reshape: at most one -1 in {s}")
     if -1 in s:
       known = prod(x for x in s if x != -1)
@@ -1335,6 +1418,22 @@ class Tensor(_CastSugar, MathTrait):
     if prod(s) != self.numel():
       raise ArgumentError(f"reshape: cannot reshape {self.shape} ({self.numel()} elements) to {s}")
     return self if s == self.shape else self._new(self.uop.reshape(s))
+  def _reshape_symbolic(self, s: tuple[Any, ...]) -> Tensor:
+    """reshape where a size is symbolic: equal sizes for every value of the variables, or, between a concrete and a
+    symbolic shape, at the bindings (a tensor of the bound size given a symbolic shape: a TinyJit input of varying
+    batch, docs/symbolic.md)."""
+    if sum(1 for x in s if _is_int(x, -1)) > 1: raise ArgumentError(f"reshape: at most one -1 in {render_shape(s)}")
+    if any(_is_int(x, -1) for x in s):
+      known = sym_prod(x for x in s if not _is_int(x, -1))
+      inferred = ssimplify(self.numel() // known) if isinstance(known, UOp) or known != 0 else 0
+      if not sym_eq(ssimplify(inferred * known), self.numel()):
+        raise ArgumentError(f"reshape: cannot infer the -1 of {render_shape(s)} from {render_shape(self.shape)}")
+      s = tuple(inferred if _is_int(x, -1) else x for x in s)
+    if not all(_size_ok(x) for x in s): raise ArgumentError(f"reshape: bad shape {render_shape(s)}")
+    s = tuple(ssimplify(x) for x in s)
+    try: u = self.uop.reshape(s)
+    except ValueError as e: raise ArgumentError(str(e)) from None
+    return self if u is self.uop else self._new(u)
   def view(self, shape: Any, *args: int) -> Tensor: return self.reshape(shape, *args)
   def permute(self, order: Any, *args: int) -> Tensor:
     o = tuple(self._axis(a) for a in argfix(order, *args))
@@ -1389,7 +1488,7 @@ class Tensor(_CastSugar, MathTrait):
     ell = [f"...{i}" for i in range(n_ell)]
     size: dict[str, int] = dict(sizes)
     flat_lhs: list[str] = []
-    dims = iter(self.shape)
+    dims = iter(self.int_shape("rearrange"))
     for g in lhs:
       if g == ["..."]:
         for e in ell: size[e] = next(dims)
@@ -1409,7 +1508,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self.reshape(tuple(size[n] for n in flat_lhs)).permute(tuple(flat_lhs.index(n) for n in flat_rhs))
     out = [d for g in rhs for d in ([size[e] for e in ell] if g == ["..."] else [prod(size[n] for n in expand(g))])]
     return x.reshape(tuple(out))
-  def expand(self, shape: Any, *args: int) -> Tensor:
+  def expand(self, shape: Any, *args: sint) -> Tensor:
     s = argfix(shape, *args)
     nd = len(s)
     base = (1,) * (nd - self.ndim) + self.shape
@@ -1430,9 +1529,16 @@ class Tensor(_CastSugar, MathTrait):
   def unsqueeze(self, dim: int) -> Tensor:
     d = self._axis(dim, self.ndim + 1)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
-  def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+  def shrink(self, arg: Sequence[tuple[sint, sint] | None]) -> Tensor:
+    """Keep [begin, end) of each axis (None: all of it). A symbolic bound must stay inside the axis for every value of
+    its variables."""
     if len(arg) != self.ndim: raise ArgumentError(f"shrink: {len(arg)} ranges for the {self.ndim} axes of {self.shape}")
-    a = tuple((0, s) if r is None else (int(r[0]), int(r[1])) for r, s in zip(arg, self.shape))
+    a = tuple((0, s) if r is None else (_sym_arg(r[0], "shrink"), _sym_arg(r[1], "shrink"))
+              for r, s in zip(arg, self.shape))
+    if not all_concrete(flatten(a) + list(self.shape)):
+      try: u = self.uop.shrink(a)
+      except ValueError as e: raise ArgumentError(str(e)) from None
+      return self if u is self.uop else self._new(u)
     if any(not 0 <= b <= e <= s for (b, e), s in zip(a, self.shape)):
       raise ArgumentError(f"shrink: {a} does not fit shape {self.shape}")
     return self if a == tuple((0, s) for s in self.shape) else self._new(self.uop.shrink(a))
@@ -1444,14 +1550,15 @@ class Tensor(_CastSugar, MathTrait):
       raise UnsupportedError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     if mode != "constant" and value != 0:
       raise ArgumentError(f"pad: a fill value only goes with mode 'constant', got value={value!r} with mode {mode!r}")
-    if all(isinstance(p, int) for p in padding):
+    if all(isinstance(p, (int, UOp)) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim:
         raise ArgumentError(f"pad: flat padding {tuple(padding)} for shape {self.shape}")
-      flat = list(padding)
+      flat = [_sym_arg(p, "pad") for p in padding]
       pairs = [(0, 0)] * (self.ndim - len(flat) // 2) + [(flat[i], flat[i + 1]) for i in range(len(flat) - 2, -1, -2)]
-    else: pairs = [(0, 0) if p is None else (int(p[0]), int(p[1])) for p in padding]
+    else: pairs = [(0, 0) if p is None else (_sym_arg(p[0], "pad"), _sym_arg(p[1], "pad")) for p in padding]
     if len(pairs) != self.ndim: raise ArgumentError(f"pad: {len(pairs)} pairs for the {self.ndim} axes of {self.shape}")
-    pos = tuple((max(b, 0), max(e, 0)) for b, e in pairs)
+    if not all_concrete(flatten(pairs)): return self._pad_symbolic(pairs, value, mode)
+    pos = tuple((max(b, 0), max(e, 0)) for b, e in cast(list[tuple[int, int]], pairs))
     if mode in ("reflect", "replicate") and any(p != (0, 0) for p in pos):
       # NOTE: as torch, reflect and replicate take the edges of the whole tensor, then negative amounts crop the result
       # (circular crops first, then wraps the cropped tensor)
@@ -1465,6 +1572,18 @@ class Tensor(_CastSugar, MathTrait):
     if value == 0: return ret
     inside = Tensor(_const_uop(True, dtypes.bool, self.device, x.shape).pad(pos))
     # NOTE: the fill takes the tensor's dtype (as torch: an int tensor padded with 1.5 holds 1)
+    return inside.where(ret, Tensor(_const_uop(value, self.dtype, self.device)))
+  def _pad_symbolic(self, pairs: list[tuple[sint, sint]], value: ConstType, mode: str) -> Tensor:
+    """pad by symbolic amounts: "constant" mode, amounts >= 0 for every value of their variables."""
+    if mode != "constant":
+      raise UnsupportedError(f"pad: symbolic amounts {render_shape(tuple(flatten(pairs)))} need mode 'constant'")
+    if any(vmin(x) < 0 for x in flatten(pairs)):
+      raise ArgumentError(f"pad: symbolic amounts {render_shape(tuple(flatten(pairs)))} must be >= 0 for every value "
+                          "of their variables (shrink for a crop)")
+    pos = tuple(pairs)
+    ret = self._new(self.uop.pad(pos))
+    if value == 0: return ret
+    inside = Tensor(_const_uop(True, dtypes.bool, self.device, self.shape).pad(pos))
     return inside.where(ret, Tensor(_const_uop(value, self.dtype, self.device)))
   def flip(self, axis: int | Sequence[int] = _AXIS_DEFAULT, *args: int, dims: int | Sequence[int] | None = None,
            dim: int | Sequence[int] | None = None) -> Tensor:
@@ -1498,10 +1617,11 @@ class Tensor(_CastSugar, MathTrait):
     if x.shape == (0,): return x.cast(dt)
     d = x._axis(dim)
     for t in ts[1:]:
-      if t.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != d):
-        raise ShapeMismatchError(f"cat: shapes {x.shape} and {t.shape} differ outside axis {d}")
+      if t.ndim != x.ndim or any(not sym_eq(a, b) for i, (a, b) in enumerate(zip(t.shape, x.shape)) if i != d):
+        raise ShapeMismatchError(f"cat: shapes {render_shape(x.shape)} and {render_shape(t.shape)} differ outside axis "
+                                 f"{d}")
     ts = [t.cast(dt) for t in ts]
-    total, off, ret = sum(t.shape[d] for t in ts), 0, None
+    total, off, ret = sum(t.shape[d] for t in ts), cast(sint, 0), None
     for t in ts:
       p = t.pad([(off, total - off - t.shape[d]) if i == d else (0, 0) for i in range(x.ndim)])
       ret = p if ret is None else (ret | p if dt is dtypes.bool else ret + p)
@@ -1515,7 +1635,7 @@ class Tensor(_CastSugar, MathTrait):
     return tl[0].unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in tl[1:]], dim=dim)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     d = self._axis(dim)
-    n = self.shape[d]
+    n = _int(self.shape[d], "split")
     sz = [min(sizes, n - i) for i in range(0, n, sizes)] if isinstance(sizes, int) else list(sizes)
     if isinstance(sizes, int) and sizes <= 0: raise ArgumentError(f"split: size must be positive, got {sizes}")
     if sum(sz) != n: raise ArgumentError(f"split: sizes {sz} do not add up to {n} (axis {d} of {self.shape})")
@@ -1523,7 +1643,7 @@ class Tensor(_CastSugar, MathTrait):
     return tuple(self.shrink([(o, o + s) if i == d else None for i in range(self.ndim)]) for o, s in zip(offs, sz))
   def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0: raise ArgumentError(f"chunk: chunks must be positive, got {chunks}")
-    n = self.shape[self._axis(dim)]
+    n = _int(self.shape[self._axis(dim)], "chunk")
     return self.split(max(1, ceildiv(n, chunks)), dim) if n else (self,)
 
   # ---- indexing ----
@@ -1538,6 +1658,7 @@ class Tensor(_CastSugar, MathTrait):
     return [self._index_entry(i) for i in raw]
   def _index_entry(self, i: Any) -> Any:
     if i is None or i is Ellipsis or isinstance(i, (slice, bool)): return i
+    if isinstance(i, UOp): return _sym_arg(i, "index")
     if isinstance(i, np.bool_): return bool(i)
     if isinstance(i, (int, np.integer)): return int(i)
     if isinstance(i, Tensor):
@@ -1567,11 +1688,18 @@ class Tensor(_CastSugar, MathTrait):
     if i is None or i is Ellipsis or isinstance(i, bool): return 0
     if isinstance(i, (Tensor, np.ndarray)) and i.dtype in (dtypes.bool, np.bool_): return i.ndim
     return 1
-  def _index_tensor(self, i: Any, n: int, d: int) -> Tensor:
+  def _index_tensor(self, i: Any, n: sint, d: int) -> Tensor:
     """An int index (Python int, numpy array or tensor) into axis d of size n as an int tensor. Host values are checked
     against the size here; a tensor's values are not known before it runs (an out-of-range one selects nothing)."""
     if isinstance(i, Tensor): return i
     arr = np.asarray(i, dtype=np.int64)
+    if isinstance(n, UOp):
+      # NOTE: the kernel serves every binding: a host index must be in range at the axis' least size
+      if arr.size and (arr.min() < 0 or arr.max() >= vmin(n)):
+        raise IndexError(f"index {arr.min() if arr.min() < 0 else arr.max()} into axis {d} of symbolic size "
+                         f"{render_sint(n)}: a host index must be in [0, {vmin(n)}) for every value of the variables")
+      return Tensor(_const_uop(int(arr), dtypes.int32, self.device)) if arr.ndim == 0 else \
+        Tensor(arr.astype(np.int32), device=self.device)
     if arr.size and (arr.min() < -n or arr.max() >= n):
       bad = int(arr.min()) if arr.min() < -n else int(arr.max())
       raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n} (shape {self.shape})")
@@ -1608,7 +1736,11 @@ class Tensor(_CastSugar, MathTrait):
         d += self._index_consumes(i)
     has_adv = any(isinstance(i, (Tensor, np.ndarray, bool)) for i in flat)
     # basic indexing: shrink, flip and stride per axis
-    shrinks, flips, strides, new_shape, adv = [], [], [], [], []
+    shrinks: list[tuple[sint, sint]] = []
+    flips: list[bool] = []
+    strides: list[int] = []
+    new_shape: list[sint] = []
+    adv: list[tuple[int, Tensor, sint]] = []
     d = 0
     for i in flat:
       if i is None: new_shape.append(1); continue
@@ -1618,18 +1750,27 @@ class Tensor(_CastSugar, MathTrait):
         new_shape.append(1)
         continue
       n = self.shape[d]
-      if isinstance(i, slice):
-        start, stop, step = i.indices(n)
+      if isinstance(i, slice) and any(isinstance(v, UOp) for v in (i.start, i.stop, i.step, n)):
+        lo, hi = self._sym_slice(i, n, d)
+        shrinks.append((lo, hi)); flips.append(False); strides.append(1); new_shape.append(ssimplify(hi - lo))
+      elif isinstance(i, UOp):
+        if has_adv: raise IndexError(f"a symbolic index ({render_sint(i)}) next to index arrays is not supported")
+        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
+      elif isinstance(i, slice):
+        start, stop, step = i.indices(cast(int, n))
         cnt = len(range(start, stop, step))
         if cnt == 0: shrinks.append((0, 0)); flips.append(False); strides.append(1)
         elif step > 0: shrinks.append((start, start + (cnt - 1) * step + 1)); flips.append(False); strides.append(step)
         else: shrinks.append((start + (cnt - 1) * step, start + 1)); flips.append(True); strides.append(-step)
         new_shape.append(cnt)
       elif isinstance(i, int) and not has_adv:
-        if not -n <= i < n:
-          raise IndexError(f"index {i} is out of bounds for axis {d} with size {n} (shape {self.shape})")
-        i = i + n if i < 0 else i
-        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
+        # NOTE: on a symbolic axis the index must be in range for every value of the variables
+        if not (vmin(n) > i if i >= 0 else vmin(n) >= -i):
+          least = f" (its least value {vmin(n)}: a kernel serves every binding)" if isinstance(n, UOp) else ""
+          raise IndexError(f"index {i} is out of bounds for axis {d} with size {render_sint(n)}{least} (shape "
+                           f"{render_shape(self.shape)})")
+        at: sint = i + n if i < 0 else i
+        shrinks.append((at, at + 1)); flips.append(False); strides.append(1)
       else:
         # NOTE: next to index arrays, ints are index arrays too (numpy), which decides where the result dims go (torch
         # selects by the ints first, which differs where an int sits across a slice from the arrays: x[1, :, a, b])
@@ -1638,14 +1779,31 @@ class Tensor(_CastSugar, MathTrait):
       d += 1
     x = self.shrink(shrinks).flip([k for k, f in enumerate(flips) if f])
     if any(s > 1 for s in strides):
-      sizes = x.shape
-      x = x.pad([(0, ceildiv(m, s) * s - m) for m, s in zip(sizes, strides)])
-      x = x.reshape(flatten((ceildiv(m, s), s) for m, s in zip(sizes, strides)))
-      x = x.shrink(flatten(((0, ceildiv(m, s)), (0, 1)) for m, s in zip(sizes, strides)))
+      # NOTE: a step other than 1 is on a concrete axis (a symbolic slice has step 1)
+      cells = [m if s == 1 else ceildiv(_int(m, "a strided slice"), s) for m, s in zip(x.shape, strides)]
+      x = x.pad([(0, 0) if s == 1 else (0, c * s - m) for c, m, s in zip(cells, x.shape, strides)])
+      x = x.reshape(flatten((c, s) for c, s in zip(cells, strides)))
+      x = x.shrink(flatten(((0, c), (0, 1)) for c in cells))
     x = x.reshape(tuple(new_shape))
     return x._advanced_index(adv) if adv else x
 
-  def _advanced_index(self, adv: list[tuple[int, Tensor, int]]) -> Tensor:
+  def _sym_slice(self, i: slice, n: sint, d: int) -> tuple[sint, sint]:
+    """A slice of axis d (size n) where a bound or the size is symbolic: step 1, bounds inside the axis for every value
+    of the variables (a negative int counts from the end, as in Python; nothing is clipped)."""
+    if i.step not in (None, 1):
+      raise IndexError(f"a slice with a symbolic bound or axis takes step 1, got {i} on axis {d} of "
+                       f"{render_shape(self.shape)}")
+    def bound(v: Any, default: sint) -> sint:
+      if v is None: return default
+      v = _sym_arg(v, "index")
+      return ssimplify(n + v) if not isinstance(v, UOp) and v < 0 else v
+    b, e = bound(i.start, 0), bound(i.stop, n)
+    if not (vmin(b) >= 0 and sym_le(b, e) and sym_le(e, n)):
+      raise IndexError(f"slice [{render_sint(b)}:{render_sint(e)}] of axis {d} (size {render_sint(n)}) of "
+                       f"{render_shape(self.shape)} does not stay inside the axis for every value of its variables "
+                       "(symbolic slices are not clipped)")
+    return b, e
+  def _advanced_index(self, adv: list[tuple[int, Tensor, sint]]) -> Tensor:
     """numpy advanced indexing by one-hot compare and sum: the index tensors broadcast together; their dims replace the
     indexed axes in place when those are adjacent, else they go first."""
     dims = [a[0] for a in adv]
@@ -1656,7 +1814,7 @@ class Tensor(_CastSugar, MathTrait):
     rshape, nshape = tuple(self.shape[k] for k in rest), tuple(self.shape[k] for k in dims)
     mask: Tensor | None = None
     for j, (i, n) in enumerate(zip(idxs, nshape)):
-      one = [1] * len(nshape)
+      one: list[sint] = [1] * len(nshape)
       one[j] = n
       ar = Tensor._arange_index(n, self.device).reshape((1,) * len(bshape) + tuple(one))
       m = i._broadcast_to(bshape, "index").cast(dtypes.int32).reshape(bshape + (1,) * len(nshape)) == ar
@@ -1676,7 +1834,7 @@ class Tensor(_CastSugar, MathTrait):
     """x[idx] = v: the selected elements take v (broadcast to the selection); x is updated in place and realized."""
     entries = self._index_entries(indices)
     basic = not any(isinstance(i, (Tensor, np.ndarray, bool)) for i in entries)
-    on_buffer = _base_buffer(self.uop) is not None or _is_writable_view(self.uop)
+    on_buffer = base_buffer(self.uop) is not None or _is_writable_view(self.uop)
     if basic and (on_buffer or not (self.requires_grad or (isinstance(v, Tensor) and v.requires_grad))):
       # NOTE: slices, ints, None and ... select a view of the buffer: write v through it (an ASSIGN), no one-hot
       if not on_buffer: self.realize()
@@ -1782,7 +1940,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self
     for d, (b, e) in enumerate(pads):
       if b == e == 0: continue
-      n = x.shape[d]
+      n = _int(x.shape[d], f"pad mode {mode!r}")
       # NOTE: as torch: reflect pads less than the axis size, circular at most the size, replicate any amount
       limit = n - 1 if mode == "reflect" else n if mode == "circular" else max(b, e)
       if max(b, e) > limit or n == 0:
@@ -1846,7 +2004,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self
     for s, dim in zip(sh, ds):
       d = x._axis(dim)
-      n = x.shape[d]
+      n = _int(x.shape[d], "roll")
       if n == 0 or s % n == 0: continue
       s %= n
       def part(b: int, e: int) -> Tensor: return x.shrink([(b, e) if k == d else None for k in range(x.ndim)])
@@ -2039,7 +2197,7 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
     x = self.transpose(d, -1)
-    vals, pos = x._take_ranked(x._sort_rank(descending), x.shape[-1])
+    vals, pos = x._take_ranked(x._sort_rank(descending), _int(x.shape[-1], "sort"))
     return ValuesIndices(vals.transpose(d, -1), pos.transpose(d, -1))
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """int32 positions that sort self along dim (stable, as sort)."""
@@ -2086,7 +2244,7 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(cast(int, axis if dim is None else dim))
     if self.ndim == 0: res = self._ranked_at(d, keepdim, "median", lambda x: x)
     else:
-      n = self.shape[d]
+      n = _int(self.shape[d], "median")
       res = self._ranked_at(d, keepdim, "median", lambda x: x._const((n - 1) // 2, dtypes.int32)[..., 0])
       if dtypes.is_float(self.dtype):
         nan = self.isnan()
@@ -2188,11 +2346,31 @@ class Tensor(_CastSugar, MathTrait):
            dim: int | Sequence[int] | None = None) -> Tensor:
     axis = _axis_or_dim(axis, dim, "mean")
     x = self._float()
-    n = prod(self.shape[a] for a in self._axes(axis))
+    n = self._count(axis)
     # NOTE: divided in the accumulator dtype, so a half sum that overflows stays out of it; a true division (not a
     # multiply by 1/n) so that the mean of equal elements is exactly that element (and their var exactly 0)
     s = x.sum(axis, keepdim, dtype=sum_acc_dtype(x.dtype))
+    if isinstance(n, UOp): return s.alu(Ops.FDIV, Tensor._sint_value(n, s.dtype, s.device)).cast(x.dtype)
     return (s.alu(Ops.FDIV, n) if n else s * math.nan).cast(x.dtype)
+  def _count(self, axis: Any) -> sint:
+    """How many elements a reduction over axis takes (symbolic where an axis is)."""
+    return sym_prod(self.shape[a] for a in self._axes(axis))
+  @staticmethod
+  def _sint_value(x: sint, dtype: DType, device: str) -> Tensor:
+    """The value of a size at its variables' bindings as a 0-d tensor: the bound variables are inputs of the kernel
+    (a replay with other bindings computes with the new values)."""
+    if not isinstance(x, UOp): return Tensor(_const_uop(x, dtype, device))
+    if x.op is Ops.CONST: return Tensor(_const_uop(x.arg, dtype, device))
+    if x.op is Ops.BIND:
+      # NOTE: the ADD of a device constant gives the variable's value a device (a BIND is not on any)
+      val = UOp(Ops.ADD, dtypes.int32, (_const_uop(0, dtypes.int32, device), x.cast(dtypes.int32)))
+      return Tensor(val).cast(dtype)
+    # NOTE: sizes are >= 0, where truncating and flooring division agree
+    ops: dict[Ops, Callable[[Tensor, Tensor], Tensor]] = {
+      Ops.ADD: Tensor.add, Ops.MUL: Tensor.mul, Ops.IDIV: Tensor.idiv, Ops.MOD: Tensor.mod, Ops.MAX: Tensor.maximum}
+    if x.op not in ops: raise ArgumentError(f"the value of the size {render_sint(x)} cannot be computed as a tensor")
+    a, b = (Tensor._sint_value(s, dtypes.int32, device) for s in x.src)
+    return ops[x.op](a, b).cast(dtype)
   def var(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1, *,
           dim: int | Sequence[int] | None = None,
           unbiased: bool | None = None) -> Tensor:
@@ -2202,7 +2380,8 @@ class Tensor(_CastSugar, MathTrait):
     axis = _axis_or_dim(axis, dim, "var")
     if unbiased is not None: correction = int(unbiased)
     x = self._float()
-    n = prod(self.shape[a] for a in self._axes(axis))
+    n = self._count(axis)
+    if isinstance(n, UOp): return x._var_symbolic(axis, keepdim, correction, n)
     m = x.mean(axis, keepdim=True)
     # NOTE: with the divisor at 0 or below, through the mean the gradient would be inf - inf; analytically the mean's
     # part is 0, so it is left out
@@ -2220,6 +2399,15 @@ class Tensor(_CastSugar, MathTrait):
     # the value divides by 0, the gradient by the negative N - correction
     v = sq / float(n - correction)
     return (v - v.detach() + (sq / 0.0).detach()).cast(x.dtype)
+  def _var_symbolic(self, axis: Any, keepdim: bool, correction: float, n: UOp) -> Tensor:
+    """var over a symbolic count n: the corrected two-pass form divided by max(0, n - correction), as torch (a count at
+    or below the correction divides by 0: inf, or nan for 0/0)."""
+    acc = sum_acc_dtype(self.dtype)
+    d = self - self.mean(axis, keepdim=True)
+    nt = Tensor._sint_value(n, acc, self.device)
+    sq = d.square().sum(axis, keepdim, dtype=acc) - d.sum(axis, keepdim, dtype=acc).square().alu(Ops.FDIV, nt)
+    sq = (sq < 0).detach().where(0.0, sq)
+    return sq.alu(Ops.FDIV, (nt - correction).maximum(0)).cast(self.dtype)
   def std(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False, correction: float = 1, *,
           dim: int | Sequence[int] | None = None,
           unbiased: bool | None = None) -> Tensor:
@@ -2241,15 +2429,17 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return Tensor(_const_uop(0, dtypes.int32, self.device))
     n = self.shape[a]
     # NOTE: IndexError, as torch raises it: an empty axis has no position to return
-    if n == 0: raise IndexError(f"argmax/argmin: axis {a} of {self.shape} is empty: there is no position to return")
+    if _is_int(n, 0):
+      raise IndexError(f"argmax/argmin: axis {a} of {self.shape} is empty: there is no position to return")
     x = self if largest else self._inverse()
     m = x.max(a, keepdim=True)
     # NOTE: the first position wins: weight hits by n - position and take the largest weight
-    rev = (n - Tensor._arange_index(n, self.device)).reshape((n,) + (1,) * (self.ndim - a - 1))
+    rev = (Tensor._sint_value(n, dtypes.int32, self.device) - Tensor._arange_index(n, self.device))
+    rev = rev.reshape((n,) + (1,) * (self.ndim - a - 1))
     # a nan is both the max and the min (it propagates through them): its first position wins, as torch
     eq = (x == m) | (x.isnan() & m.isnan()) if dtypes.is_float(x.dtype) else x == m
     hit = eq.where(rev, 0)
-    return (n - hit.max(a, keepdim)).cast(dtypes.int32)
+    return (Tensor._sint_value(n, dtypes.int32, self.device) - hit.max(a, keepdim)).cast(dtypes.int32)
   def argmax(self, axis: int | None = _AXIS_DEFAULT, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
     return self._argext(_axis_or_dim(axis, dim, "argmax"), keepdim, True)
   def argmin(self, axis: int | None = _AXIS_DEFAULT, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
@@ -2289,6 +2479,7 @@ class Tensor(_CastSugar, MathTrait):
     n = self.shape[a]
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     ident: ConstType = {"sum": 0, "prod": 1}.get(op, low)
+    if isinstance(n, UOp): return self._cumulative_symbolic(a, op, n, ident)
     if n == 0:
       return self if op == "max" or dtypes.is_float(self.dtype) else self.cast(sum_acc_dtype(self.dtype))
     x, keep = self.transpose(a, -1), [(0, 0)] * (self.ndim - 1)
@@ -2303,6 +2494,13 @@ class Tensor(_CastSugar, MathTrait):
     before = tot._cumulative(-1, op).unsqueeze(-1)
     out = inner + before if op == "sum" else inner * before if op == "prod" else inner.maximum(before)
     return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
+  def _cumulative_symbolic(self, a: int, op: str, n: UOp, ident: ConstType) -> Tensor:
+    """The scan along a symbolic axis: element i reduces the elements j <= i of the axis (n*n work, as the window)."""
+    x = self.transpose(a, -1)
+    idx = Tensor.arange(n, device=self.device, dtype=dtypes.int32)
+    keep = idx.reshape(n, 1) >= idx.reshape(1, n)
+    win = keep.where(x.unsqueeze(-2), ident)
+    return getattr(win, op)(-1).transpose(a, -1)
   def cumsum(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None, dtype: DTypeLike | None = None) -> Tensor:
     """The running sum along axis (or torch's dim; 0 when neither is given), in dtype when given."""
     x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self
@@ -2315,7 +2513,7 @@ class Tensor(_CastSugar, MathTrait):
     x = self._float()
     if x.ndim == 0: return x
     a = x._axis(axis)
-    n = x.shape[a]
+    n = _int(x.shape[a], "logcumsumexp")
     if n == 0: return x
     xt, keep = x.transpose(a, -1), [(0, 0)] * (x.ndim - 1)
     if n <= 2048: return xt.pad(keep + [(n - 1, 0)], value=-math.inf)._pool((n,)).logsumexp(-1).transpose(a, -1)
@@ -2354,7 +2552,7 @@ class Tensor(_CastSugar, MathTrait):
     s_, d_ = make_tuple(stride, nk), make_tuple(dilation, nk)
     if any(v <= 0 for v in (*k_, *s_, *d_)):
       raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
-    noop, i_ = self.shape[:-nk], self.shape[-nk:]
+    noop, i_ = self.shape[:-nk], self.int_shape(op)[-nk:]
     o1_ = [i - d * (k - 1) for i, k, d in zip(i_, k_, d_)]
     if any(o <= 0 for o in o1_):
       raise ArgumentError(f"{op}: kernel {k_} (dilation {d_}) does not fit the (padded) spatial size {i_} of the input "
@@ -2383,9 +2581,10 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0 or w.ndim == 0:
       raise ShapeMismatchError(f"matmul: scalars are not allowed, got shapes {self.shape} and {w.shape}")
     x, ww = self, w
-    if x.shape[-1] != (ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
-      raise ShapeMismatchError(f"matmul: shapes {self.shape} and {w.shape} do not match (inner sizes {x.shape[-1]} "
-                               f"and {ww.shape[-2] if ww.ndim > 1 else ww.shape[0]})")
+    if not sym_eq(x.shape[-1], ww.shape[-2] if ww.ndim > 1 else ww.shape[0]):
+      inner = ww.shape[-2] if ww.ndim > 1 else ww.shape[0]
+      raise ShapeMismatchError(f"matmul: shapes {render_shape(self.shape)} and {render_shape(w.shape)} do not match "
+                               f"(inner sizes {render_sint(x.shape[-1])} and {render_sint(inner)})")
     if x.ndim > 2 or ww.ndim > 2:
       try: broadcast_shape(x.shape[:-2], ww.shape[:-2], op=f"matmul of {x.shape} and {ww.shape}")
       except ValueError as e: raise ShapeMismatchError(str(e)) from None
@@ -2437,8 +2636,8 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim != weight.ndim or self.ndim < 3:
       raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} need the same number of dims, at "
                           "least 3 ((N, Cin, *spatial) and (Cout, Cin/groups, *kernel))")
-    (bs, cin), hw = self.shape[:2], weight.shape[2:]
-    cout, cin_g = weight.shape[:2]
+    (bs, cin), hw = self.shape[:2], weight.int_shape("conv2d")[2:]
+    cout, cin_g = weight.int_shape("conv2d")[:2]
     if self.ndim != weight.ndim or cin != cin_g * groups or cout % groups:
       raise ArgumentError(f"conv2d: input {self.shape} and weight {weight.shape} do not match with groups={groups} "
                           f"(input channels {cin} must equal {cin_g} * {groups}, and the {cout} output channels must "
@@ -2518,7 +2717,7 @@ class Tensor(_CastSugar, MathTrait):
     them: ceil_mode adds windows that start inside the input or its left padding (torch's rule) by padding the end."""
     if self.ndim < len(k_): raise ShapeMismatchError(f"{op}: kernel {k_} has more axes than the input {self.shape}")
     outs, full = [], []
-    for i, k, s, dl, (b, a) in zip(self.shape[-len(k_):], k_, s_, d_, pads):
+    for i, k, s, dl, (b, a) in zip(self.int_shape(op)[-len(k_):], k_, s_, d_, pads):
       if k <= 0 or s <= 0 or dl <= 0:
         raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
       eff = dl * (k - 1) + 1
@@ -2556,7 +2755,7 @@ class Tensor(_CastSugar, MathTrait):
     pads = Tensor._pool_pairs(padding, n, "max_unpool2d")
     if indices.shape != self.shape:
       raise ShapeMismatchError(f"max_unpool2d: indices {indices.shape} must have the shape of the input {self.shape}")
-    sp = [(o - 1) * s - b - a + k for o, s, k, (b, a) in zip(self.shape[-n:], s_, k_, pads)]
+    sp = [(o - 1) * s - b - a + k for o, s, k, (b, a) in zip(self.int_shape("max_unpool2d")[-n:], s_, k_, pads)]
     if output_size is not None: sp = list(output_size)[-n:]
     lead = self.shape[:-n]
     flat = Tensor.zeros(*lead, prod(sp), dtype=self.dtype, device=self.device)
@@ -2615,7 +2814,7 @@ class Tensor(_CastSugar, MathTrait):
     """self resized along axis ax to `out` elements with torch's source-index rule for mode. When the sources repeat
     with a short period (src[o + q] = src[o] + p, as integer and simple rational scales give) the result is q strided
     views of self (movement ops, fused into one kernel); otherwise a (out, n) weight matrix is summed against self."""
-    n = self.shape[ax]
+    n = _int(self.shape[ax], "interpolate")
     # NOTE: the source positions in torch's arithmetic (float32, float64 for float64 input), computed on the host
     f32: Any = np.float64 if self.dtype is dtypes.float64 else np.float32
     o: Any = np.arange(out)
@@ -2680,7 +2879,7 @@ class Tensor(_CastSugar, MathTrait):
   def _resize_matrix(self, ax: int, out: int, mode: str, align_corners: bool, scale: float) -> Tensor:
     """The general resize: per output, the source index (and weight) from arange constants in float32, as torch
     computes it, and a sum over the axis (one reduce kernel per resized axis)."""
-    n = self.shape[ax]
+    n = _int(self.shape[ax], "interpolate")
     o = Tensor._arange_index(out, self.device).cast(dtypes.float32)
     i = Tensor._arange_index(n, self.device).reshape(1, n)
     x = self.transpose(ax, -1).unsqueeze(-2)  # (..., 1, n)
@@ -2722,7 +2921,7 @@ class Tensor(_CastSugar, MathTrait):
         [float(v) for v in cast(Sequence[float], scale_factor)]
       if len(sf) != n:
         raise ArgumentError(f"interpolate: scale_factor {scale_factor} for {n} spatial axes of {self.shape}")
-      outs = [int(math.floor(i * f)) for i, f in zip(self.shape[2:], sf)]
+      outs = [int(math.floor(i * f)) for i, f in zip(self.int_shape("interpolate")[2:], sf)]
       sfs = [None if recompute_scale_factor else f for f in sf]
     if any(o <= 0 for o in outs) or any(i <= 0 for i in self.shape[2:]):
       raise ArgumentError(f"interpolate: input spatial sizes {self.shape[2:]} and output sizes {tuple(outs)} must "
@@ -2753,7 +2952,7 @@ class Tensor(_CastSugar, MathTrait):
       if self.shape[-3] % key.shape[-3]:
         raise ShapeMismatchError(f"scaled_dot_product_attention: {self.shape[-3]} query heads do not divide by "
                                  f"{key.shape[-3]} key/value heads")
-      r = self.shape[-3] // key.shape[-3]
+      r = _int(self.shape[-3], "grouped-query attention") // _int(key.shape[-3], "grouped-query attention")
       key, value = key.repeat_interleave(r, -3), value.repeat_interleave(r, -3)
     ln, sn = self.shape[-2], key.shape[-2]
     out_dt, q = value.dtype, self
@@ -2761,7 +2960,8 @@ class Tensor(_CastSugar, MathTrait):
       # NOTE: half/bfloat16 attention computed in float32 and rounded once, as torch's kernels do: the softmax of
       # half-precision scores (each product rounded) moves the weights by far more than a half ulp
       q, key, value = q.cast(dtypes.float32), key.cast(dtypes.float32), value.cast(dtypes.float32)
-    qk = q.matmul(key.transpose(-2, -1)) * (1 / math.sqrt(self.shape[-1]) if scale is None else scale)
+    head = _int(self.shape[-1], "scaled_dot_product_attention")
+    qk = q.matmul(key.transpose(-2, -1)) * (1 / math.sqrt(head) if scale is None else scale)
     keep: Tensor | None = None
     if is_causal: keep = Tensor.ones(ln, sn, dtype=dtypes.bool, device=self.device).tril()
     if attn_mask is not None:
@@ -2843,7 +3043,7 @@ class Tensor(_CastSugar, MathTrait):
     # one size per label: equal, or 1 (broadcast)
     size: dict[str | int, int] = {}
     for k, (lb, x) in enumerate(zip(labels, xs)):
-      for c, s in zip(lb, x.shape):
+      for c, s in zip(lb, x.int_shape("einsum")):
         if size.get(c, 1) not in (1, s) and s != 1:
           what = f"subscript {c}" if isinstance(c, str) else "an ellipsis axis"
           raise RuntimeError(f"einsum: {what} has size {s} for operand {k} (shape {x.shape}), which does not broadcast "
@@ -3027,7 +3227,7 @@ class Tensor(_CastSugar, MathTrait):
     parameters off)."""
     root = self._graph if self._graph is not None else self.uop
     if not (kept := dict(list(_realized_graphs.items()))): return root, {}
-    grad_uops = {t.uop for t in list(_all_tensors) if t.requires_grad}
+    grad_uops = {t.uop for t in list(all_tensors) if t.requires_grad}
     reads = {u: set(g.toposort()) for u, g in kept.items()}
     live: dict[UOp, UOp] = {}
     # NOTE: live = reads a tensor requiring grad, directly or through another live one (to a fixed point)
@@ -3056,12 +3256,12 @@ class Tensor(_CastSugar, MathTrait):
     """Fill .grad of every tensor with requires_grad=True that self depends on (added to an existing .grad)."""
     root, where = self._grad_graph()
     nodes = root.toposort(gate=lambda u: u.op is not Ops.DETACH)
-    targets = [t for t in list(_all_tensors) if t.requires_grad and where.get(t.uop, t.uop) in nodes]
+    targets = [t for t in list(all_tensors) if t.requires_grad and where.get(t.uop, t.uop) in nodes]
     if not targets: raise RuntimeError("backward: no tensor with requires_grad=True contributes to this tensor")
     for t, g in zip(targets, self.gradient(*targets, gradient=gradient)):
       if g.shape != t.shape: raise RuntimeError(f"backward: gradient shape {g.shape} != tensor shape {t.shape}")
       t.grad = g if t.grad is None else (t.grad + g)
-    _backward_roots.add(self)
+    backward_roots.add(self)
     return self
 
   # ---- torch's names: aliases and small compositions of the ops above ----
@@ -3216,7 +3416,7 @@ class Tensor(_CastSugar, MathTrait):
   def select(self, dim: int, index: int) -> Tensor:
     """The slice at index along dim, that axis removed (torch.select)."""
     d = self._axis(dim)
-    n = self.shape[d]
+    n = _int(self.shape[d], "select")
     if not -n <= index < n: raise IndexError(f"select: index {index} is out of range for axis {d} of size {n}")
     return self.narrow(d, index % n, 1).squeeze(d)
   def index_select(self, dim: int, index: Tensor) -> Tensor:
@@ -3227,7 +3427,7 @@ class Tensor(_CastSugar, MathTrait):
   def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
     """Every slice along dim, that axis removed (torch.unbind)."""
     d = self._axis(dim)
-    return tuple(self.select(d, i) for i in range(self.shape[d]))
+    return tuple(self.select(d, i) for i in range(_int(self.shape[d], "unbind")))
   def tensor_split(self, indices_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """n nearly equal parts (the first n % size one longer), or the parts between the given indices "
       "(torch.tensor_split)."""
@@ -3255,7 +3455,7 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(dim)
     x = Tensor.cat(*[t for t in (prepend, self, append) if t is not None], dim=d)
     for _ in range(n):
-      m = x.shape[d]
+      m = _int(x.shape[d], "diff")
       hi, lo = x.narrow(d, 1, max(m - 1, 0)), x.narrow(d, 0, max(m - 1, 0))
       x = hi ^ lo if x.dtype is dtypes.bool else hi - lo
     return x
@@ -3284,7 +3484,7 @@ class Tensor(_CastSugar, MathTrait):
   def cpu(self) -> Tensor: return self.to("CPU")
   def dim(self) -> int: return self.ndim
   def ndimension(self) -> int: return self.ndim
-  def nelement(self) -> int: return self.numel()
+  def nelement(self) -> sint: return self.numel()
   def reshape_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
   def view_as(self, other: Tensor) -> Tensor: return self.reshape(other.shape)
   def type_as(self, other: Tensor) -> Tensor: return self.cast(other.dtype)
@@ -3304,7 +3504,7 @@ class Tensor(_CastSugar, MathTrait):
     return functools.reduce(lambda x, f: f(x), ll, self)
   def __iter__(self) -> Any:
     if not self.shape: raise TypeError("iteration over a 0-d tensor")
-    return (self[i] for i in range(self.shape[0]))
+    return (self[i] for i in range(len(self)))
 
 def _readers_of_overwritten(todo: list[Tensor]) -> list[Tensor]:
   """Live lazy tensors that read a buffer (or a pending ASSIGN to it) which this realize overwrites with an ASSIGN.
@@ -3324,7 +3524,7 @@ def _readers_of_overwritten(todo: list[Tensor]) -> list[Tensor]:
   def reads_old(t: Tensor) -> bool:
     return any(n in overwritten for n in t.uop.toposort(gate=lambda n: n.op is not Ops.ASSIGN))
   # NOTE: a pure view of a buffer (a slice, a transpose) aliases it, as a torch view does: it sees the write
-  return [t for t in list(_all_tensors) if t not in have and t.uop.op is not Ops.ASSIGN and
+  return [t for t in list(all_tensors) if t not in have and t.uop.op is not Ops.ASSIGN and
           not _is_view_of_buffer(t.uop) and t.numel() != 0 and reads_old(t)]
 
 def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
@@ -3334,8 +3534,8 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
   # NOTE: an ASSIGN overwrote its buffer: the lazy graph recorded for the old contents no longer describes it
   if written := {_view_base(u.src[0]) for u in becomes if u.op is Ops.ASSIGN}:
     for k in [k for k in list(_realized_graphs.keys()) if _view_base(k) in written]: _realized_graphs.pop(k, None)
-  for t in list(_all_tensors):
-    if _base_buffer(t.uop) is not None: continue
+  for t in list(all_tensors):
+    if base_buffer(t.uop) is not None: continue
     if (new := becomes.get(t.uop)) is not None:
       if t.requires_grad and t.uop.op is not Ops.ASSIGN:
         if t._graph is None: t._graph = t.uop
@@ -3344,4 +3544,4 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
     elif t.uop.op is not Ops.CONST and any(u in becomes for u in t.uop.toposort()):
       t.uop = substitute(t.uop, becomes)
 
-__all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError"]
+__all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError", "base_buffer", "all_tensors", "backward_roots"]

@@ -27,7 +27,9 @@ from __future__ import annotations
 import hashlib, importlib, json, os, re, resource, shutil, subprocess, sys, tempfile, time, traceback
 from typing import Any, Callable
 
-LOADERS = {"safetensors": "safe_load", "torch": "torch_load", "gguf": "gguf_load"}
+# format -> (module, reader)
+LOADERS = {"safetensors": ("tinygrad.nn.state", "safe_load"), "torch": ("tinygrad.nn.state", "torch_load"),
+           "gguf": ("tinygrad.nn.gguf", "gguf_load")}
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEEDS = os.path.join(HERE, "seeds")
 DEFAULT_MEM_MB, DEFAULT_TIMEOUT_S = 2048, 5
@@ -66,8 +68,9 @@ def cap_memory(mb: int) -> str:
 def make_check(fmt: str, audit: Audit, realize: bool) -> Callable[[bytes], None]:
   """check(data): load data with the reader of fmt (and realize what it returns); raise on a finding."""
   from tinygrad import Tensor
-  import tinygrad.nn.state as state
-  load, device = getattr(state, LOADERS[fmt]), "PYTHON" if realize else None
+  from tinygrad.nn.state import CheckpointError
+  mod, name = LOADERS[fmt]
+  load, device = getattr(importlib.import_module(mod), name), "PYTHON" if realize else None
   def tensors(obj: Any, depth: int = 0) -> list[Tensor]:
     if isinstance(obj, Tensor): return [obj]
     if depth > 80 or not isinstance(obj, (dict, list, tuple)): return []
@@ -80,13 +83,13 @@ def make_check(fmt: str, audit: Audit, realize: bool) -> Callable[[bytes], None]
       # NOTE: a view or dequantization reading outside its buffer is an EmulatedKernelError on PYTHON; a huge (but
       # lazy, expanded) tensor is read at its first element only
       if realize and (ts := [t.reshape(-1)[:1] if t.numel() > 4096 else t for t in tensors(out)]): Tensor.realize(*ts)
-    except state.CheckpointError: pass
+    except CheckpointError: pass
     except Exception as e:
       # NOTE: the hook's refusal (PermissionError) surfaces here, unless the reader wrapped it in a CheckpointError
-      if audit.events: raise LoaderFinding(f"{LOADERS[fmt]} did what no file may make it do: {audit.events}") from e
+      if audit.events: raise LoaderFinding(f"{LOADERS[fmt][1]} did what no file may make it do: {audit.events}") from e
       raise
     finally: audit.active = False
-    if audit.events: raise LoaderFinding(f"{LOADERS[fmt]} did what no file may make it do: {audit.events}")
+    if audit.events: raise LoaderFinding(f"{LOADERS[fmt][1]} did what no file may make it do: {audit.events}")
   return check
 
 def keep_going(check: Callable[[bytes], None], prefix: str) -> Callable[[bytes], None]:
@@ -123,8 +126,8 @@ def main(fmt: str, argv: list[str]) -> None:
   # NOTE: the sqlite compile cache is a file write; nothing here compiles (PYTHON interprets), keep it off anyway
   os.environ["CACHELEVEL"] = "0"
   import atheris
-  with atheris.instrument_imports(include=["tinygrad.nn.state"]):
-    import tinygrad.nn.state  # noqa: F401
+  with atheris.instrument_imports(include=["tinygrad.nn.state", "tinygrad.nn.gguf"]):
+    import tinygrad.nn.state, tinygrad.nn.gguf  # noqa: F401
   if (setup := _opt(own, "setup")):
     mod, _, fn = setup.partition(":")
     getattr(importlib.import_module(mod), fn)()

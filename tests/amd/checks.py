@@ -2,7 +2,7 @@
 and the full compile sweep (tests/amd/sweep.py)."""
 from tinygrad.dtype import PtrDType
 from tinygrad.uop import Ops
-from tinygrad.renderer.llvmir import amd_arch
+from tinygrad.runtime.targets import amd_arch
 from tinygrad.runtime.support.compiler_amd import read_code_object, kernarg_layout, KernelInfo
 
 def check_code_object(lib: bytes, prg, arch: str) -> KernelInfo:

@@ -9,7 +9,8 @@ from tinygrad.codegen import get_program
 from tinygrad.device import CompileError, DeviceOpenError
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context
-from tinygrad.renderer.llvmir import AMDLLVMRenderer, AMD_ARCHS, AMD_DATALAYOUT, amd_arch
+from tinygrad.renderer.llvmir import AMDLLVMRenderer, AMD_DATALAYOUT
+from tinygrad.runtime.targets import AMD_ARCHS, amd_arch
 from tests.amd.checks import check_code_object
 
 pytest.importorskip("llvmlite", reason="AMD compiles with llvmlite (the project's `llvm` extra)")

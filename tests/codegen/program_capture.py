@@ -7,7 +7,7 @@
               device's renderer, and prints a JSON summary: records, distinct inputs, kernels whose store loops
               were cut, mismatches)
 
-Records are tinygrad.codegen.record.ProgramRecord, written at the `compiled` checkpoint.
+Records are tinygrad.codegen.record.KernelRecord, written at the `compiled` checkpoint.
 """
 from __future__ import annotations
 import difflib, json, os, pathlib, sys
@@ -18,7 +18,7 @@ from typing import Any
 _files: list[Any] = []
 
 def pytest_addoption(parser: Any) -> None:
-  parser.addoption("--capture-programs", default="", help="directory: append a ProgramRecord per compiled program")
+  parser.addoption("--capture-programs", default="", help="directory: append a KernelRecord per compiled program")
 
 def pytest_configure(config: Any) -> None:
   out = config.getoption("--capture-programs")
@@ -28,7 +28,7 @@ def pytest_configure(config: Any) -> None:
   os.makedirs(out, exist_ok=True)
   f = open(os.path.join(out, f"{os.getpid()}.jsonl"), "a", buffering=1)
   _files.append(f)
-  def capture(ast: Any, p: Any, renderer: Any) -> None: f.write(record_program(ast, p).to_json() + "\n")
+  def capture(ast: Any, p: Any, renderer: Any) -> None: f.write(json.dumps(record_program(ast, p).to_json()) + "\n")
   hooks.register("compiled", capture)
 
 def pytest_unconfigure(config: Any) -> None:
@@ -38,11 +38,11 @@ def pytest_unconfigure(config: Any) -> None:
 # ---- recompile ----
 
 def load_records(out: str) -> list[Any]:
-  from tinygrad.codegen.record import ProgramRecord
+  from tinygrad.codegen.record import KernelRecord
   recs = []
   for path in sorted(pathlib.Path(out).glob("*.jsonl")):
     for i, line in enumerate(path.read_text().splitlines()):
-      try: recs.append(ProgramRecord.from_json(line))
+      try: recs.append(KernelRecord.from_json(json.loads(line)))
       except ValueError as e: raise ValueError(f"{path}:{i + 1}: {e}") from e
   return recs
 

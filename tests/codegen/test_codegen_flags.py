@@ -25,7 +25,8 @@ def helper_flags_read(path: pathlib.Path) -> set[str]:
 
 def test_every_flag_read_by_codegen_or_a_renderer_is_registered():
   files = [*(ROOT / "tinygrad" / "codegen").glob("*.py"), *(ROOT / "tinygrad" / "renderer").glob("*.py"),
-           *(ROOT / "tinygrad" / "runtime").glob("ops_*.py"), ROOT / "tinygrad" / "engine" / "realize.py"]
+           *(ROOT / "tinygrad" / "runtime").glob("ops_*.py"), ROOT / "tinygrad" / "runtime" / "targets.py",
+           ROOT / "tinygrad" / "engine" / "realize.py"]
   read = {n: f.name for f in files for n in helper_flags_read(f)}
   assert {"DEVECTORIZE", "TRANSCENDENTAL", "NOOPT", "BEAM", "EMULATE", "CPU_THREADS"} <= set(read)
   unregistered = {n: f for n, f in read.items() if not getattr(helpers, n).codegen and n not in NOT_CODEGEN}

@@ -2,7 +2,7 @@
 that tests/tensor compiles, recompiled in a fresh process (another PYTHONHASHSEED, no caches, the AST rebuilt from its
 pyrender text), so that no cache or hash-consing inside one process can make it pass. Process replay relies on this."""
 import json, os, pathlib, subprocess, sys
-from tinygrad.codegen.record import ProgramRecord, record_program, recompile
+from tinygrad.codegen.record import KernelRecord, record_program, recompile
 from tinygrad.codegen import get_program
 from tinygrad.renderer.cstyle import CRenderer
 from tests.codegen.program_capture import load_records
@@ -49,7 +49,7 @@ def test_record_round_trips_through_json():
   ast = matmul_ast(16, 16, 16)
   p = get_program(ast, CRenderer(2))
   rec = record_program(ast, p)
-  back = ProgramRecord.from_json(rec.to_json())
+  back = KernelRecord.from_json(json.loads(json.dumps(rec.to_json())))
   assert back == rec and back.applied_opts() == tuple(p.applied_opts)
   assert recompile(back, eval_pyrender(back.ast), CRenderer(2)).src == p.src
 

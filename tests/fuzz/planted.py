@@ -1,7 +1,18 @@
 """Bugs planted into the compiler of a campaign's worker processes (`--setup tests.fuzz.planted:<name>`), to show that
-a campaign finds, reduces and deduplicates them. Each patches one rule of this process only."""
+a campaign finds, reduces and deduplicates them. Each patches one rule of this process only, for good, and pauses the
+replay capture of this process for good (what the compiler makes now is no record of the code)."""
+import functools
 from tinygrad.uop import Ops
+from replay import capture
 
+def planted(fn):
+  @functools.wraps(fn)
+  def plant() -> None:
+    capture.pause()
+    fn()
+  return plant
+
+@planted
 def range_bound_off_by_one() -> None:
   """The bounds rule of RANGE claims one value too few (vmax = end - 2): comparisons and div/mod fold wrongly."""
   import tinygrad.uop.ops as ops
@@ -11,6 +22,7 @@ def range_bound_off_by_one() -> None:
     return (lo, max(lo, hi - 1)) if u.op is Ops.RANGE else (lo, hi)
   ops._min_max = patched
 
+@planted
 def wild_store() -> None:
   """The C renderer writes through a null pointer at the start of every kernel: each run segfaults."""
   from tinygrad.renderer.cstyle import CRenderer
@@ -21,18 +33,21 @@ def wild_store() -> None:
     return src[:at] + "\n  *(volatile int*)0 = 1;" + src[at:]
   CRenderer.render = render  # type: ignore[method-assign]
 
+@planted
 def roll_one_further() -> None:
   """Tensor.roll shifts one place further than asked (a front-end bug for the tensor level)."""
   from tinygrad import Tensor
   orig = Tensor.roll
   Tensor.roll = lambda self, shifts, dims=None: orig(self, shifts + 1 if isinstance(shifts, int) else shifts, dims)  # type: ignore
 
+@planted
 def c_lt_as_le() -> None:
   """The C renderer prints CMPLT `a < b` as `a <= b` (a renderer change: C kernels' comparisons are off at equality;
   the CPU backend shows it, the symbolic level cannot)."""
   from tinygrad.renderer.cstyle import CRenderer
   CRenderer.code_for_op = {**CRenderer.code_for_op, Ops.CMPLT: lambda a, b, dt: f"({a}<={b})"}
 
+@planted
 def cat_pieces_reversed() -> None:
   """Tensor.cat joins its pieces in reverse order (a front-end change: only programs through the Tensor API show it)."""
   from tinygrad import Tensor
@@ -46,6 +61,7 @@ def _bool_buffer(uops) -> bool:
   from tinygrad.dtype import dtypes
   return any(u.op is Ops.DEFINE_GLOBAL and u.dtype.base is dtypes.bool for u in uops)
 
+@planted
 def wild_store_bool_kernels() -> None:
   """The C renderer writes through a null pointer at the start of kernels that have a bool buffer, and only those: in a
   batch (one shared object), one kernel segfaults and the others run."""
@@ -58,6 +74,7 @@ def wild_store_bool_kernels() -> None:
     return src[:at] + "\n  *(volatile int*)0 = 1;" + src[at:]
   CRenderer.render = render  # type: ignore[method-assign]
 
+@planted
 def wild_store_bool_kernels_llvm() -> None:
   """The LLVM renderer stores through address 8 at the entry of kernels that have a bool buffer (one MCJIT engine holds
   a batch: one kernel of it segfaults)."""
@@ -72,6 +89,7 @@ def wild_store_bool_kernels_llvm() -> None:
 def _buffer_dtypes(ast) -> set:
   return {u.dtype.base for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL}
 
+@planted
 def killed_and_hogging_workers() -> None:
   """Three ways a worker is lost, at the start of a kernel's checks (KernelLevel.prepare), each remembered by files in
   FUZZ_TEST_MARKER_DIR, a kill from outside (SIGKILL) or a blow-up:
@@ -103,6 +121,7 @@ def killed_and_hogging_workers() -> None:
     return orig(self, case)
   KernelLevel.prepare = prepare  # type: ignore[method-assign]
 
+@planted
 def no_grid_merge() -> None:
   """The lowering gives each grid axis a launch dimension of its own and never merges or splits them (as before issue
   31): a kernel with more local axes than workgroup dimensions (or an axis over its dimension's limit) fails to compile,
@@ -117,6 +136,7 @@ def no_grid_merge() -> None:
     return plan
   lowerer.plan_for = plan_for
 
+@planted
 def issue31() -> None:
   """Issue 31 as it was: no merge in the lowering (no_grid_merge), and GPU heuristics that give every output axis a
   LOCAL while the thread budget lasts, without counting the workgroup dimension a group reduce holds."""
@@ -125,3 +145,12 @@ def issue31() -> None:
   no_grid_merge()
   heuristic._Builder.try_local = heuristic._Builder.try_opt  # type: ignore[method-assign]
   heuristic.LOCAL_TYPES = (AxisType.LOCAL, AxisType.WARP)
+
+def grid_lowering_raises() -> None:
+  """Lowering a kernel's ranges to the grid raises (a codegen crash in one named pass, for the viewer's failing-pass
+  link: tests/viz/test_harness_links.py)."""
+  from tinygrad.uop.ops import UPat
+  from tinygrad.codegen import lowerer
+  def boom(r):
+    raise RuntimeError("planted: grid lowering crashed")
+  lowerer.pm_grid.__init__([(UPat(Ops.RANGE, name="r"), boom)] + lowerer.pm_grid.patterns)

@@ -9,7 +9,7 @@ from tinygrad.codegen.opt import apply_opts
 from tinygrad.codegen.program import prepare_kernel
 from tinygrad.helpers import EMULATE
 from fuzz.backends import NVBackend, AMDBackend, fit_opts
-from fuzz.kernel_gen import GPU_ARCHS, _gpu_renderer, gpu_opts
+from fuzz.kernel_gen import GPU_ARCHS, gpu_renderer, gpu_opts
 from fuzz.strategies import RandomChooser, build_kernel
 
 def test_kernel_cases_carry_the_gpu_heuristics_opts():
@@ -18,7 +18,7 @@ def test_kernel_cases_carry_the_gpu_heuristics_opts():
     c = build_kernel(RandomChooser(s))
     if c.opts is None: continue
     prepared = prepare_kernel(c.ast)
-    hits += any(list(c.opts) == hand_coded_optimizations(prepared, _gpu_renderer(a)) != [] for a in GPU_ARCHS)
+    hits += any(list(c.opts) == hand_coded_optimizations(prepared, gpu_renderer(a)) != [] for a in GPU_ARCHS)
   assert hits >= 5, hits
 
 def test_gpu_opts_reach_past_the_workgroup_dimensions():
@@ -28,7 +28,7 @@ def test_gpu_opts_reach_past_the_workgroup_dimensions():
   from tinygrad.uop import Ops
   x, w = Tensor.empty(2, 8, 10, 10), Tensor.empty(16, 8, 3, 3)
   ast = next(si.ast for si in x.conv2d(w).schedule() if si.ast.op is Ops.SINK)
-  ren, prepared = _gpu_renderer("sm_90"), prepare_kernel(ast)
+  ren, prepared = gpu_renderer("sm_90"), prepare_kernel(ast)
   most = 0
   for s in range(40):
     opts = fit_opts(ast, ren, gpu_opts(RandomChooser(s), ast), prepared)
@@ -55,12 +55,13 @@ def test_tensor_level_runs_on_nv_and_amd_under_their_emulation(monkeypatch):
 
 def test_campaign_on_nv_and_amd_finds_the_merge_planted_out(tmp_path):
   # NOTE: a budget of cases, not seconds, of fresh inputs only (one worker, campaign seed 1, no mutation or directed
-  # inputs, whose choice follows what earlier cases matched): the same inputs on every machine, the 17th to 32nd find it
+  # inputs, whose choice follows what earlier cases matched): the same inputs on every machine; since the level's
+  # generators changed (issues 25 and 31) one of the first 160 finds it (seeds 0 and 2 do not within 160)
   from fuzz.campaign import CampaignConfig, run_campaign
   nv, amd = NVBackend(), AMDBackend()
   if (why := nv.unavailable() or amd.unavailable()) is not None: pytest.skip(why)
   cfg = CampaignConfig(out=str(tmp_path / "camp"), minutes=10, backends=("nv", "amd"), jobs=1, progress=False, seed=1,
-                       setup="tests.fuzz.planted:no_grid_merge", reduce=False, max_cases=48, mutate=0.0,
+                       setup="tests.fuzz.planted:no_grid_merge", reduce=False, max_cases=160, mutate=0.0,
                        directed=False)
   summ = run_campaign(cfg)
   found = [f for f in summ.findings.values() if f.signature.stage == "codegen" and "lowerer.py" in f.signature.site]

@@ -56,7 +56,7 @@ def test_ledger_check_fails_on_a_counterexample(tmp_path):
 
 def _fold_div_div_off_by_one(x, a, b):
   # planted: (x//a)//b -> x//(a*b - 1)
-  if not sym.is_scalar_int(x.dtype) or not sym._positive_consts(a, b): return None
+  if not sym.is_scalar_int(x.dtype) or not sym.positive_consts(a, b): return None
   return x // int(a.arg * b.arg - 1) if a.arg * b.arg > 2 else None
 
 def test_certify_refutes_a_planted_bug_with_a_concrete_input():

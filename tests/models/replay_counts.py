@@ -3,16 +3,18 @@ schedules, and kernels per target (renderer) with how many of the NV and AMD one
 capture errors or a kernel that did not compile."""
 import collections, sys
 from replay.db import DB, parse_record
+from tinygrad.codegen.record import KernelRecord
 
 def counts(path: str) -> tuple[int, dict[str, list[int]], list[tuple[str, str]]]:
   db = DB(path, create=False)
   run = db.latest_run()
   per: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])  # renderer -> [kernels, compiled, failed]
   for rid, kind, ihash, text in db.rows(run.run_id, "kernel"):
-    body = parse_record(rid, kind, ihash, text)
-    c = per[str(body["renderer"])]
+    rec = parse_record(rid, kind, ihash, text)
+    assert isinstance(rec, KernelRecord), f"record {rid}: a kernel row that is not a KernelRecord"
+    c = per[rec.renderer]
     c[0] += 1
-    if isinstance(comp := body.get("compile"), dict): c[1 if comp.get("ok") else 2] += 1
+    if rec.compile is not None: c[1 if rec.compile.get("ok") else 2] += 1
   return db.count(run.run_id, "schedule"), dict(per), db.capture_errors(run.run_id)
 
 def main(argv: list[str]) -> int:

@@ -3,16 +3,17 @@
 safe_load raises a ValueError, torch_load sleeps past the time cap, gguf_load opens the file $PLANTED_FILE for
 writing."""
 import os, time
-import tinygrad.nn.state as state
-from fuzz.targets.load_common import SEEDS
+import importlib
+from fuzz.targets.load_common import LOADERS, SEEDS
 
 def _after_seeds(fmt: str, name: str, act) -> None:
-  orig, seeds, calls = getattr(state, name), len(os.listdir(os.path.join(SEEDS, f"load_{fmt}"))), [0]
+  mod = importlib.import_module(LOADERS[fmt][0])
+  orig, seeds, calls = getattr(mod, name), len(os.listdir(os.path.join(SEEDS, f"load_{fmt}"))), [0]
   def planted(data, **kw):
     calls[0] += 1
     if calls[0] > seeds: act()
     return orig(data, **kw)
-  setattr(state, name, planted)
+  setattr(mod, name, planted)
 
 def _write() -> None:
   with open(os.environ["PLANTED_FILE"], "w") as f: f.write("written by a checkpoint reader")

@@ -46,7 +46,7 @@ def test_torch_load_keeps_a_shared_tensor_shared(tmp_path):
 
 _LOAD = {"torch": "from tinygrad.nn.state import torch_load as load\n",
          "safetensors": "from tinygrad.nn.state import safe_load as load\n",
-         "gguf": "from tinygrad.nn.state import gguf_load as load\n"}
+         "gguf": "from tinygrad.nn.gguf import gguf_load as load\n"}
 
 def test_torch_load_zip_bomb_copies_its_data_once(tmp_path):
   nbytes = 96 * MB
@@ -109,7 +109,8 @@ def test_plain_file_loads_with_one_copy(tmp_path, fmt):
 
 @pytest.mark.parametrize("fmt", list(_PLAIN))
 def test_max_bytes_names_itself(tmp_path, fmt):
-  from tinygrad.nn.state import CheckpointError, safe_load, torch_load, gguf_load
+  from tinygrad.nn.state import CheckpointError, safe_load, torch_load
+  from tinygrad.nn.gguf import gguf_load
   fn = _PLAIN[fmt](tmp_path / f"small.{fmt}", 1024)
   load = {"torch": torch_load, "safetensors": safe_load, "gguf": gguf_load}[fmt]
   with pytest.raises(CheckpointError, match=rf"small\.{fmt}: .*over max_bytes=1000"): load(fn, max_bytes=1000)
@@ -166,7 +167,7 @@ def test_safe_load_reads_bytes_and_refuses_what_is_not_a_file(tmp_path):
   with pytest.raises(CheckpointError, match=r"safe_load: .*: cannot be opened|not a regular file"): safe_load(tmp_path)
 
 def _gguf_load(raw: bytes):
-  from tinygrad.nn.state import gguf_load
+  from tinygrad.nn.gguf import gguf_load
   return gguf_load(raw)
 
 @pytest.mark.parametrize("second_offset", [0, 32])

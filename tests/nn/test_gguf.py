@@ -6,8 +6,8 @@ import pathlib, struct
 import numpy as np
 import pytest
 from tinygrad import Tensor, GlobalCounters, dtypes, nn
-from tinygrad.nn.state import (gguf_load, ggml_data_to_tensor, ggml_type_name, load_state_dict, GGML_TYPES,
-                               CheckpointError)
+from tinygrad.nn.state import load_state_dict, CheckpointError
+from tinygrad.nn.gguf import gguf_load, ggml_data_to_tensor, ggml_type_name, GGML_TYPES
 
 # ---- a minimal GGUF writer of our own, for the malformed files (fields as the format lays them out) ----
 
@@ -130,7 +130,8 @@ def test_tensor_source_copies_only_the_header_to_the_host():
   src = Tensor(np.frombuffer(raw, np.uint8)).realize()
   GlobalCounters.reset()
   ts = gguf_load(src)[1]
-  assert GlobalCounters.global_mem <= 1 << 20, f"{GlobalCounters.global_mem} bytes moved to read the header"
+  # NOTE: the first 1 MiB chunk is read and written once (GlobalCounters counts every thread's loads and stores)
+  assert GlobalCounters.global_mem <= 2 << 20, f"{GlobalCounters.global_mem} bytes moved to read the header"
   assert ts["w"].sum().item() == 1 << 20
 
 def test_shape_is_dims_reversed_row_major():

@@ -34,7 +34,8 @@ def test_torch_seeds_load_as_torch_loads_them():
 
 def test_gguf_and_safetensors_seeds_load():
   gguf = pytest.importorskip("gguf")
-  from tinygrad.nn.state import gguf_load, safe_load
+  from tinygrad.nn.state import safe_load
+  from tinygrad.nn.gguf import gguf_load
   for fn in _seeds("gguf"):
     kv, ts = gguf_load(fn)
     ref = gguf.GGUFReader(fn)

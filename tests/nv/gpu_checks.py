@@ -15,8 +15,8 @@ rng = np.random.default_rng(0)
 
 def check_device_opens() -> None:
   dev = Device["NV"]
-  from tinygrad.runtime.support.cuda_toolchain import SUPPORTED_ARCHS
-  assert dev.arch in SUPPORTED_ARCHS, dev.arch
+  from tinygrad.renderer.archs import NV_SUPPORTED_ARCHS
+  assert dev.arch in NV_SUPPORTED_ARCHS, dev.arch
   need, _ = dev.compiler.min_driver
   assert dev.drv.version() >= need
   print(f"  {dev.device}: {dev.gpu_name}, sm_{dev.capability[0]}{dev.capability[1]} -> {dev.arch}, driver CUDA "

@@ -21,13 +21,13 @@ SLICE = {"NV": ["nn.functional.conv2d", "softmax"], "AMD_GFX1100": ["nn.function
 @pytest.fixture
 def on_target(request):
   dev, flags = TARGETS[request.param]
-  old = Device.DEFAULT
   with Context(**flags):
     # NOTE: the LLVM path is a second CPU device opened under CPU_LLVM=1 (the plain CPU device stays on C)
     if request.param == "LLVM": assert type(Device[dev].renderer).__name__ == "CPULLVMRenderer"
+    # NOTE: reset to None (follow DEV=), not to the value read before: that would pin the default for later tests
     Device.DEFAULT = dev
     try: yield dev
-    finally: Device.DEFAULT = old
+    finally: Device.DEFAULT = None
 
 @pytest.mark.parametrize("on_target,name", [(t, n) for t, ns in SLICE.items() for n in ns], indirect=["on_target"])
 def test_opinfo_slice_on_target(on_target, name):

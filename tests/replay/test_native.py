@@ -6,13 +6,13 @@ from tinygrad.codegen import get_program
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import UOp
 from replay import compare
-from replay.targets import target_renderer
+from tinygrad.runtime import targets as registry
 from tests.replay.helpers import kernels
 
 def _program(target, t):
   (ast,) = kernels(t)
   with Context(CPU_LLVM=int(target == "CPU_LLVM")):
-    p = get_program(ast, target_renderer(target, None))
+    p = get_program(ast, registry.renderer(target))
   return ast, (p.name, p.src, list(p.uops))
 
 @pytest.mark.parametrize("target", ["CPU", "CPU_LLVM"])

@@ -10,14 +10,13 @@ from tinygrad.renderer.cuda import CUDARenderer
 from tinygrad.device import DeviceOpenError
 from replay.db import DB
 from replay.diff import diff
-from replay.targets import target_compiler
+from tinygrad.runtime import targets as registry
 from tests.replay.helpers import copy_db, capturing, kernels
 
 def _toolchains() -> list[str]:
   ret = []
-  for t, ident in (("NV", "tinygrad.renderer.cuda.CUDARenderer(device=NV, arch=sm_90, threads=1, 0)"),
-                   ("AMD", "tinygrad.renderer.llvmir.AMDLLVMRenderer(device=AMD, arch=gfx1100, threads=1, 0)")):
-    try: target_compiler(t, ident)
+  for t in ("NV", "AMD"):
+    try: registry.compiler(t, registry.default_arch(t))
     except DeviceOpenError: continue
     ret.append(t)
   return ret

@@ -8,6 +8,8 @@ from tinygrad.helpers import Context
 from spec import SpecError, IndexOutOfBounds
 import spec.plugin as plugin
 
+plugin.load()  # the tests below read the checks the plugin imports at its first check
+
 BOUNDARY = ("tensor_graph", "kernel_graph", "kernel_ast", "program")
 
 def registered():
@@ -25,6 +27,27 @@ def test_leaving_context_restores_registration():
   with Context(SPEC=0):
     with Context(SPEC=2): assert plugin.uop_created in hooks.uop_created
     assert plugin.uop_created not in hooks.uop_created and plugin.kernel_ast not in hooks.kernel_ast
+
+IMPORT_ORDER = """
+{first}
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
+from spec import SpecError
+with Context(SPEC=2):
+  try: UOp(Ops.ADD, dtypes.int32, (UOp.const(dtypes.float32, 1.0), UOp.const(dtypes.float32, 2.0)))
+  except SpecError: print("caught")
+"""
+
+@pytest.mark.parametrize("first", ["import spec", "import tinygrad", "import spec.plugin", "from spec import verify",
+                                   "import replay.capture"])
+def test_any_import_order_works(first):
+  # NOTE: importing spec imports tinygrad, whose import loads spec.plugin: the plugin needs nothing of spec until its
+  # first check
+  code = IMPORT_ORDER.format(first=first)
+  out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "SPEC": "1"}, capture_output=True, text=True)
+  assert out.returncode == 0 and out.stdout.split() == ["caught"], out.stdout + out.stderr
 
 @pytest.mark.parametrize("env,expect", [("0", ([], [])), ("1", (["spec_kernel_ast"], [])), ("2", (["spec_kernel_ast"], ["uop_created"]))])
 def test_env_flag_at_import(env, expect):

@@ -74,3 +74,12 @@ def test_illegal_node_is_not_cached():
   for _ in range(2):
     with pytest.raises(SpecError): type_verify(UOp.sink(bad), kernel_spec)
   assert bad not in legal_cache(kernel_spec)
+
+def test_each_spec_carries_the_name_of_its_stage():
+  from spec import SPECS
+  from spec.verify import spec_name
+  from tinygrad.uop.ops import UPat, PatternMatcher
+  assert {name: spec_name(s) for name, s in SPECS.items()} == {name: name for name in SPECS}
+  own = PatternMatcher([(UPat(Ops.CONST), lambda: True)])
+  assert spec_name(own) == "custom" and spec_name(kernel_spec + own) == "custom"
+  with pytest.raises(SpecError, match="^custom spec: node 0 of 1 is illegal"): type_verify(UOp.variable("a", 0, 3), own)

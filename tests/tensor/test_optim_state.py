@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.nn.optim import SGD, Adam
-from tinygrad.tensor import _base_buffer
+from tinygrad.tensor import base_buffer
 
 def _sgd_step(opt: SGD, w: Tensor) -> None:
   opt.zero_grad()
@@ -15,14 +15,14 @@ def test_lr_is_a_buffer_written_in_place():
   w = Tensor([1.0, 2.0], requires_grad=True)
   opt = SGD([w], lr=0.1)
   assert isinstance(opt.lr, Tensor) and opt.lr.shape == (1,) and opt.lr.dtype is dtypes.float32
-  buf = _base_buffer(opt.lr.uop)
+  buf = base_buffer(opt.lr.uop)
   opt.lr = 0.25
-  assert _base_buffer(opt.lr.uop) is buf, "the setter writes the same buffer"
+  assert base_buffer(opt.lr.uop) is buf, "the setter writes the same buffer"
   np.testing.assert_allclose(opt.lr.numpy(), [0.25])
   _sgd_step(opt, w)
   np.testing.assert_allclose(w.numpy(), [0.5, 1.0], rtol=1e-6)
   opt.lr = Tensor([0.5])
-  assert _base_buffer(opt.lr.uop) is buf
+  assert base_buffer(opt.lr.uop) is buf
   _sgd_step(opt, w)
   np.testing.assert_allclose(w.numpy(), [0.0, 0.0], atol=1e-7)
 

@@ -4,7 +4,7 @@ import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.uop import Ops
 from fuzz.tensor_ref import eval_tensor_graph
-from tinygrad.tensor import _base_buffer
+from tinygrad.tensor import base_buffer
 
 def test_lazy_until_realize_then_buffer():
   a = Tensor([1.0, 2.0, 3.0])
@@ -12,9 +12,9 @@ def test_lazy_until_realize_then_buffer():
   assert b.uop.op is Ops.MUL, "ops must stay lazy"
   sched = b.schedule()
   assert len(sched) == 1
-  assert _base_buffer(b.uop) is None, "schedule() does not run anything, so the tensor stays lazy"
+  assert base_buffer(b.uop) is None, "schedule() does not run anything, so the tensor stays lazy"
   np.testing.assert_allclose(b.numpy(), [4.0, 6.0, 8.0])
-  assert _base_buffer(b.uop) is not None, "after realize the tensor reads its output buffer"
+  assert base_buffer(b.uop) is not None, "after realize the tensor reads its output buffer"
 
 def test_schedule_then_numpy_computes_the_values():
   x = Tensor([[1.0, 2.0], [3.0, 4.0]])

@@ -2,11 +2,11 @@
 import gc, math, pickle
 import pytest
 from tinygrad.uop import Ops, AxisType
-from tinygrad.uop.ops import UOp, UOpMetaClass, Metadata, consumer_map, _argkey
+from tinygrad.uop.ops import UOp, UOpMetaClass, Metadata, consumer_map, argkey
 from tinygrad.dtype import dtypes, Invalid
 
 def _in_cache(op, dtype, src, arg, tag=None) -> bool:
-  return (op, dtype, src, _argkey(arg), tag) in UOpMetaClass.ucache
+  return (op, dtype, src, argkey(arg), tag) in UOpMetaClass.ucache
 
 # ---- hash-consing ----
 
@@ -21,8 +21,8 @@ def test_equal_construction_is_same_object():
 def test_dtype_arg_and_tag_are_part_of_the_key():
   assert UOp.const(dtypes.int32, 1) is not UOp.const(dtypes.int64, 1)
   # True == 1 == 1.0 in Python, but they are different constants: the key keeps the type (and a float's bits)
-  assert len({_argkey(True), _argkey(1), _argkey(1.0), _argkey(-0.0), _argkey(0.0)}) == 5
-  assert _argkey((1, True)) != _argkey((1, 1))
+  assert len({argkey(True), argkey(1), argkey(1.0), argkey(-0.0), argkey(0.0)}) == 5
+  assert argkey((1, True)) != argkey((1, 1))
   a = UOp.variable("hc_tag", 0, 3)
   assert a.rtag("t") is not a and a.rtag("t") is a.rtag("t") and a.rtag("t").replace(tag=None) is a
 

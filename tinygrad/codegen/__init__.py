@@ -45,7 +45,8 @@ def get_program(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] 
   `prepared` is `prepare_kernel(ast)` when the caller has it already (a fuzzer lowering one AST for several targets);
   it must be exactly that. Fires `compiling`, then `compiled` once. On a failure other than an opt that does not fit,
   the kernel is printed (pyrender) and the error re-raised."""
-  if hooks.compiling: hooks.fire("compiling", ast, renderer, opts)
+  if hooks.compiling:
+    for fn in hooks.compiling: fn(ast, renderer, opts)
   try:
     if prepared is None: prepared = prepare_kernel(ast)
     spec = build_program(ast, prepared, renderer, _opts_or_choose(prepared, renderer, opts))
@@ -53,7 +54,8 @@ def get_program(ast: UOp, renderer: Renderer, opts: tuple[Opt, ...] | list[Opt] 
   except Exception as e:
     print_failing_kernel(ast, e)
     raise
-  if hooks.compiled: hooks.fire("compiled", ast, spec, renderer)
+  if hooks.compiled:
+    for fn in hooks.compiled: fn(ast, spec, renderer)
   return spec
 
 __all__ = ["full_rewrite_to_sink", "linearize", "line_rewrite", "get_program", "kernel_name", "choose_opts",

@@ -48,6 +48,10 @@ def cut_end(e: UOp, sym: PatternMatcher, next_id: list[int], budget: int) -> lis
 # (None: nothing to cut; storing the sink itself as its own value would keep it alive forever)
 _cuts: weakref.WeakKeyDictionary[UOp, UOp | None] = weakref.WeakKeyDictionary()
 
+def forget_cuts() -> None:
+  """Drop every remembered cut (a rule they were made with was swapped: fuzz/mutants.py)."""
+  _cuts.clear()
+
 def cut_store_ranges(sink: UOp) -> UOp:
   """`sink` with every store loop cut at its constant comparison points (`sink` itself where nothing is cut)."""
   if sink in _cuts: return sink if (got := _cuts[sink]) is None else got

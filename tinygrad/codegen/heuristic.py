@@ -329,10 +329,13 @@ def _locals(b: _Builder) -> None:
     if budget < 2 or (free := len(b.renderer.local_max or ()) - len(axes_of(b.ast, *LOCAL_TYPES))) < 1: return
     if rid not in (cur := [r.arg[0] for r in output_axes(b.ast)]): continue
     i = cur.index(rid)
-    size = axis_size(output_axes(b.ast)[i]) or 0
+    # NOTE: a symbolic axis is padded to a multiple of the workgroup (opt.split_symbolic): sized by its maximum
+    sym = axis_size(r := output_axes(b.ast)[i]) is None
+    size = int(r.src[0].vmax) if sym else axis_size(r) or 0
     cap = budget if n == len(order) - 1 or free == 1 else min(budget, max(wave, budget // 4))
     for amt in (256, 128, 64, 32, 16, 8, 4, 2):
-      if amt > cap or size % amt or size < amt or _group_shared_bytes(b, amt) > b.renderer.shared_max: continue
+      if amt > cap or (size % amt and not sym) or size < amt: continue
+      if _group_shared_bytes(b, amt) > b.renderer.shared_max: continue
       if b.try_local(Opt(OptOps.LOCAL, i, amt)):
         budget //= amt
         break

@@ -15,7 +15,7 @@ def _fits32(u: UOp) -> bool:
 def _widen(s: UOp, t: object) -> UOp:
   return s if s.dtype.scalar() is t else s.cast(t.vec(s.dtype.count))  # type: ignore[attr-defined]
 
-def _lower_one(u: UOp, nsrc: tuple[UOp, ...]) -> UOp:
+def lower_one(u: UOp, nsrc: tuple[UOp, ...]) -> UOp:
   ints = [s for s in nsrc if s.dtype.scalar() in (dtypes.int32, dtypes.int64)]
   if u.dtype.scalar() is dtypes.index:
     if u.op is Ops.CONST:
@@ -42,6 +42,7 @@ def lower_index_dtype(sink: UOp) -> UOp:
   new: dict[UOp, UOp] = {}
   for u in sink.toposort():
     nsrc = tuple(new[s] for s in u.src)
-    new[u] = _lower_one(u, nsrc) if u.dtype.scalar() is dtypes.index or nsrc != u.src else u
-  if hooks.rewrite_done: hooks.fire("rewrite_done", "lower index to int32/int64", sink, new[sink])
+    new[u] = lower_one(u, nsrc) if u.dtype.scalar() is dtypes.index or nsrc != u.src else u
+  if hooks.rewrite_done:
+    for fn in hooks.rewrite_done: fn("lower index to int32/int64", sink, new[sink])
   return new[sink]

@@ -34,7 +34,7 @@ from tinygrad.helpers import prod, round_up, to_function_name
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.tensor_cores import TensorCore, Layout
 from tinygrad.codegen.cutting import cut_store_ranges
-from tinygrad.codegen.grid import LOCAL_TYPES, grid_plan, plan_launch
+from tinygrad.codegen.grid import LOCAL_TYPES, grid_plan, plan_for
 
 class OptOps(FastEnum):
   TC = 1; UPCAST = 2; UNROLL = 3; LOCAL = 4; THREAD = 5; GROUP = 6; GROUPTOP = 7; NOLOCALS = 8; PADTO = 9; SWAP = 10
@@ -46,6 +46,23 @@ class Opt:
   axis: int | None = None
   arg: Any = None
   def __repr__(self) -> str: return f"Opt(op={self.op!r}, axis={self.axis!r}, arg={self.arg!r})"
+  def to_json(self) -> list[Any]:
+    """[OptOps name, axis, arg]: the one form every record and reproducer stores an opt in."""
+    return [self.op.name, self.axis, self.arg]
+  @staticmethod
+  def from_json(x: Any) -> Opt:
+    """The opt of `to_json`'s form. Raises UnknownOptError for an OptOps name this version lacks, ValueError for
+    anything else that is not that form (axis an int or null; arg an int, a string (a tensor core's name) or null)."""
+    if not (isinstance(x, list) and len(x) == 3 and isinstance(x[0], str)):
+      raise ValueError(f"opt {str(x)[:80]}: not [OptOps name, axis, arg]")
+    op, axis, arg = x
+    if op not in OptOps.__members__: raise UnknownOptError(f"opt {op[:40]!r} does not exist in this version")
+    if not (axis is None or type(axis) is int) or not (arg is None or type(arg) in (int, str)):
+      raise ValueError(f"opt {op}: axis must be an int or null and arg an int, a string or null, not {axis!r}, {arg!r}")
+    return Opt(OptOps.__members__[op], axis, arg)
+
+class UnknownOptError(ValueError):
+  """A stored opt names an OptOps this version does not have."""
 
 class KernelOptError(Exception):
   """An Opt that does not fit this kernel or this target. Heuristics and BEAM catch it and try something else."""
@@ -141,6 +158,12 @@ def _amount(r: UOp, opt: Opt) -> int:
   if amt <= 1: raise KernelOptError(f"{opt}: splitting by {amt} does nothing")
   return amt
 
+def _symbolic_amount(r: UOp, opt: Opt) -> int:
+  if not isinstance(opt.arg, int) or opt.arg < 2: raise KernelOptError(f"{opt}: a symbolic axis splits by an int >= 2")
+  if r.src[0].vmin < 1: raise KernelOptError(f"{opt}: symbolic axis {r.arg} may be empty")
+  if opt.arg > r.src[0].vmax: raise KernelOptError(f"{opt}: {opt.arg} is over the axis' maximum {r.src[0].vmax}")
+  return opt.arg
+
 def _check(cond: bool, msg: str) -> None:
   if not cond: raise KernelOptError(msg)
 
@@ -157,10 +180,23 @@ def pad_range(ast: UOp, r: UOp, amt: int) -> UOp:
   assert size is not None
   nr = r.replace(src=(UOp.const(r.dtype, round_up(size, amt)),))
   ast = replace_ranges(ast, {r: (nr, (nr,))})
-  valid = nr < size
+  return mask_range_uses(ast, (nr,), nr < size)
+
+def split_symbolic(ast: UOp, r: UOp, amt: int, new_type: AxisType) -> UOp:
+  """Split RANGE r of symbolic size n into ceil(n / amt) blocks of amt (the new, inner RANGE of AxisType new_type):
+  r -> kept * amt + new, every INDEX that uses them masked to kept * amt + new < n."""
+  n = r.src[0]
+  kept = r.replace(src=(simplify((n + (amt - 1)) // amt),))
+  new = UOp.range(amt, _next_id(ast), new_type, dtype=r.dtype)
+  ast = replace_ranges(ast, {r: (kept * amt + new, (kept, new))})
+  return mask_range_uses(ast, (kept, new), kept * amt + new < n)
+
+def mask_range_uses(ast: UOp, rngs: tuple[UOp, ...], valid: UOp) -> UOp:
+  """Every INDEX that uses one of `rngs` (or sits under a loop of them) masked by `valid`: the iterations where it is
+  False load 0 and store nothing."""
   # NOTE: a store inside the loop whose address does not depend on r (folded to a constant) must not run in the extra
   # iterations either (found by fuzz: it stored what the padded, zero-loaded lanes computed)
-  inside = {s.src[0] for e in ast.toposort() if e.op is Ops.END and nr in e.src[1:]
+  inside = {s.src[0] for e in ast.toposort() if e.op is Ops.END and any(r in e.src[1:] for r in rngs)
             for s in e.src[0].toposort() if s.op is Ops.STORE}
   # NOTE: bottom up, so an index that reads a loaded value (a gather) is built from the masked load (found by fuzz: a
   # substitution kept the unmasked load inside the gather's index, which read past the end in the extra iterations)
@@ -168,7 +204,7 @@ def pad_range(ast: UOp, r: UOp, amt: int) -> UOp:
   for u in ast.toposort():
     src = tuple(new[s] for s in u.src)
     nu = u if src == u.src else u.replace(src=src)
-    if u.op is Ops.INDEX and len(u.src) == 2 and (nr in u.src[1]._ranges or u in inside):
+    if u.op is Ops.INDEX and len(u.src) == 2 and (any(r in u.src[1]._ranges for r in rngs) or u in inside):
       idx = nu.src[1]
       cond = (idx.get_valid() & valid) if idx.is_masked() else valid
       nu = nu.replace(src=(nu.src[0], cond.where(idx.get_idx(), UOp.invalid())))
@@ -211,7 +247,9 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
     _check(round_up(size, opt.arg) <= 2 * size, f"{opt}: padding {size} to {round_up(size, opt.arg)} doubles the work")
     _check(not _uses_nonconst_int_div(ast), f"{opt}: the kernel divides by loaded ints; padded lanes could divide by 0")
     return pad_range(ast, r, opt.arg)
-  amt = _amount(r, opt)
+  # NOTE: only LOCAL splits a symbolic axis (padded to a multiple of the workgroup, split_symbolic); every other opt
+  # needs a constant size (no upcast or unroll of a symbolic axis)
+  amt = _amount(r, opt) if op is not OptOps.LOCAL or axis_size(r) is not None else _symbolic_amount(r, opt)
   if op in (OptOps.UPCAST, OptOps.UNROLL):
     _check(amt <= MAX_UPCAST, f"{opt}: upcast of {amt} is over the limit of {MAX_UPCAST}")
     total = _upcast_total(ast) * amt
@@ -228,7 +266,10 @@ def apply_opt(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...] =
   nlocal = prod(axis_size(x) or 1 for x in axes_of(ast, AxisType.LOCAL, AxisType.WARP, AxisType.GROUP_REDUCE))
   _check(nlocal * amt <= renderer.local_max_total,
          f"{opt}: {nlocal * amt} local threads are more than the {renderer.local_max_total} of a workgroup")
-  if op is OptOps.LOCAL: return check_workgroup(split_range(ast, r, amt, AxisType.LOCAL), opt, renderer)
+  if op is OptOps.LOCAL:
+    # NOTE: a symbolic axis is padded to a multiple of the workgroup, its extra threads masked
+    if axis_size(r) is None: return check_workgroup(split_symbolic(ast, r, amt, AxisType.LOCAL), opt, renderer)
+    return check_workgroup(split_range(ast, r, amt, AxisType.LOCAL), opt, renderer)
   _check(renderer.has_shared, f"{opt}: the renderer has no shared memory for a group reduce")
   _check(not axes_of(ast, AxisType.GROUP_REDUCE), f"{opt}: the kernel already has a group reduce")
   red_bytes = max((u.dtype.itemsize for u in ast.toposort() if u.op is Ops.REDUCE), default=4)
@@ -463,10 +504,11 @@ def assign_grid(ast: UOp, renderer: Renderer) -> UOp:
   GLOBAL axes is left as it is."""
   gm = renderer.global_max
   if not gm or renderer.has_threads or axes_of(ast, AxisType.GLOBAL): return ast
-  loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP and axis_size(r) is not None]
-  # NOTE: an empty axis stays a loop (of no iterations): a grid dimension of 0 is no launch a runtime accepts
-  chosen = [r for r in loops[-len(gm):] if (axis_size(r) or 0) >= 1]
-  while chosen and plan_launch([axis_size(r) or 0 for r in reversed(chosen)], gm) is None: chosen.pop(0)
+  loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP]
+  # NOTE: an axis that may be empty stays a loop (of no iterations): a grid dimension of 0 is no launch a runtime
+  # accepts; a symbolic one takes the grid where it fits at its maximum (its size is resolved at each launch)
+  chosen = [r for r in loops[-len(gm):] if r.src[0].vmin >= 1]
+  while chosen and plan_for(list(reversed(chosen)), gm) is None: chosen.pop(0)
   return replace_ranges(ast, {r: (g := _retype(r, AxisType.GLOBAL), (g,)) for r in chosen}) if chosen else ast
 
 def apply_opts(ast: UOp, opts: tuple[Opt, ...] | list[Opt], renderer: Renderer) -> UOp:

@@ -76,7 +76,8 @@ def build_program(ast: UOp, prepared: UOp, renderer: Renderer, opts: tuple[Opt, 
   one belongs to the caller that uses the program (get_program), not to a BEAM candidate."""
   sink, name, applied = lower_kernel(ast, prepared, renderer, opts)
   uops = line_rewrite(linearize(sink))
-  if hooks.program: hooks.fire("program", ast, uops, renderer)
+  if hooks.program:
+    for fn in hooks.program: fn(ast, uops, renderer)
   if DEBUG >= 5: print_uops(uops)
   src = renderer.render(uops, name)
   if DEBUG >= 4: print(src)

@@ -107,7 +107,8 @@ class _Timer:
   def compile(self, opts: list[Opt]) -> tuple[ProgramSpec, Any] | None:
     try:
       p = build_program(self.ast, self.ast, self.renderer, tuple(opts))
-      if hooks.beam_candidate: hooks.fire("beam_candidate", self.ast, p, self.renderer)
+      if hooks.beam_candidate:
+        for fn in hooks.beam_candidate: fn(self.ast, p, self.renderer)
       return p, self.dev.runtime(p.name, self.dev.compiler.compile_cached(p.src, p.renderer))
     except KernelOptError: return None
     except Exception as e:

@@ -15,11 +15,13 @@ from typing import Any, Callable, Generic, TypeVar, cast
 import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.sint import sint, binds_of, unbind_sint, bind_sint, render_shape, graph_binds, substitute_sizes
+from tinygrad.uop.sint import variables
 from tinygrad.dtype import DType
 from tinygrad.device import Device, Buffer, buffer_of
 from tinygrad.helpers import DEBUG
 from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, launch, capture_launches, _fmt_line
-from tinygrad.tensor import Tensor, _all_tensors, _base_buffer
+from tinygrad.tensor import Tensor, all_tensors, base_buffer
 
 R = TypeVar("R")
 
@@ -50,16 +52,43 @@ def _same_value(a: Any, b: Any) -> bool:
 
 @dataclass(frozen=True)
 class _TensorArg:
-  """What a tensor argument must be on every call (the tensor itself is not kept)."""
-  shape: tuple[int, ...]
+  """What a tensor argument must be on every call (the tensor itself is not kept). A symbolic size is kept unbound
+  (its variable, whatever value it is bound to)."""
+  shape: tuple[sint, ...]
   dtype: DType
   device: str
 
-def _spec(v: Any) -> Any: return _TensorArg(v.shape, v.dtype, v.device) if isinstance(v, Tensor) else v
+def _is_bound_var(v: Any) -> bool: return isinstance(v, UOp) and v.op is Ops.BIND
+
+def _spec(v: Any) -> Any:
+  """What an argument must be on every call: a tensor's shape (unbound), dtype and device; a bound variable's
+  variable (its value may change: that is how a replay gets new values); any other value itself."""
+  if isinstance(v, Tensor): return _TensorArg(tuple(unbind_sint(s) for s in v.shape), v.dtype, v.device)
+  return v.src[0] if _is_bound_var(v) else v
+
+def _call_vals(leaves: list[tuple[str, Any]]) -> dict[str, int]:
+  """The values of the call's bound variables by name: the variables passed as arguments and those in the symbolic
+  sizes of its tensors."""
+  ret: dict[str, int] = {}
+  for p, v in leaves:
+    found = binds_of(v) if _is_bound_var(v) else binds_of(v.shape) if isinstance(v, Tensor) else {}
+    for var, val in found.items():
+      if ret.setdefault(var.arg[0], val) != val:
+        raise JitError(f"TinyJit: variable {var.arg[0]!r} is bound to {ret[var.arg[0]]} and to {val} ('{p}') in one "
+                       "call")
+  return ret
 
 def _describe(v: Any) -> str:
-  if isinstance(v, _TensorArg): return f"a Tensor {v.shape} {v.dtype} on {v.device}"
+  if isinstance(v, _TensorArg):
+    bounds = "".join(f", {u.arg[0]} in [{u.arg[1]}, {u.arg[2]}]" for u in variables(v.shape))
+    return f"a Tensor {render_shape(v.shape)} {v.dtype} on {v.device}{bounds}"
+  if isinstance(v, UOp) and v.op is Ops.DEFINE_VAR: return f"variable {v.arg[0]!r} in [{v.arg[1]}, {v.arg[2]}]"
   return repr(v) if isinstance(v, _PLAIN) else f"a {type(v).__name__} object (id {id(v):#x})"
+
+def _rebind(u: UOp, vals: dict[str, int]) -> UOp:
+  """A captured view with its symbolic sizes bound to this call's values."""
+  subs = {var.bind(old): var.bind(vals[var.arg[0]]) for var, old in graph_binds(u).items() if var.arg[0] in vals}
+  return substitute_sizes(u, subs) if subs else u
 
 # ---- the capture ----
 
@@ -77,7 +106,7 @@ class _Out:
   """A returned tensor: a view `uop` of a captured buffer, or (slot >= 0) the buffer of input `slot` in `shape`."""
   uop: UOp | None
   slot: int
-  shape: tuple[int, ...]
+  shape: tuple[sint, ...]
 
 class CapturedJit:
   """The launches of one captured call and how to rebuild its return value. Slots are the buffers that change between
@@ -115,7 +144,7 @@ class CapturedJit:
 
   def _out(self, path: str, v: Any, slot_of: dict[Buffer, int], base_slot: dict[Buffer, int]) -> Any:
     if not isinstance(v, Tensor): return v
-    base = _base_buffer(v.uop)
+    base = base_buffer(v.uop)
     assert base is not None, f"{path} was realized"
     buf = buffer_of(base)
     if (s := slot_of.get(buf)) is not None: return _Out(None, s, v.shape)
@@ -135,8 +164,9 @@ class CapturedJit:
     cp.copyin(b.as_buffer())
     return cp
 
-  def replay(self, slot_bufs: list[Buffer]) -> Any:
-    """Run every launch with `slot_bufs` (the current arguments' and random states' buffers) swapped in."""
+  def replay(self, slot_bufs: list[Buffer], vals: dict[str, int] | None = None) -> Any:
+    """Run every launch with `slot_bufs` (the current arguments' and random states' buffers) swapped in and the bound
+    variables at `vals` (by name; a variable not in it keeps its value from the capture)."""
     now = {b: i for i, b in reversed(list(enumerate(slot_bufs)))}
     for i, b in enumerate(slot_bufs):
       if now[b] != self.aliases[i]:
@@ -150,11 +180,12 @@ class CapturedJit:
       bufs = list(ln.bufs)
       for pos, s, view in ln.patches: bufs[pos] = slot_bufs[s] if view is None else slot_bufs[s].view(*view)
       run_bufs = cast(list[Buffer], bufs)
-      try: et = launch(ln.runner, run_bufs, ln.var_vals, wait=DEBUG >= 2)
+      var_vals = {k: (vals or {}).get(k, v) for k, v in ln.var_vals.items()}
+      try: et = launch(ln.runner, run_bufs, var_vals, wait=DEBUG >= 2)
       except Exception as e:
         raise RuntimeError(f"TinyJit replay: launch {k} ({ln.runner.display_name}) failed: {type(e).__name__}: "
                            f"{e}") from e
-      if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et) + "  (jit)")
+      if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et, var_vals) + "  (jit)")
     return self.ret
 
 def _written(r: Runner) -> tuple[int, ...]:
@@ -167,7 +198,7 @@ def _written(r: Runner) -> tuple[int, ...]:
 def _realize_with_pending_assigns(tensors: list[Tensor]) -> None:
   """Realize `tensors` and every pending assign (a lazily assigned learning rate, BatchNorm statistics): the captured
   kernels read buffers, so a write still queued in a lazy graph must land in its buffer first."""
-  todo = tensors + [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
+  todo = tensors + [t for t in list(all_tensors) if t.uop.op is Ops.ASSIGN]
   if todo: todo[0].realize(*todo[1:])
 
 class TinyJit(Generic[R]):
@@ -257,7 +288,7 @@ class TinyJit(Generic[R]):
     named = [(p, v) for p, v in leaves if isinstance(v, Tensor)]
     inputs = [t for _, t in named]
     _realize_with_pending_assigns(inputs)
-    if self.captured is not None: return cast(R, self._replay(inputs))
+    if self.captured is not None: return cast(R, self._replay(inputs, _call_vals(leaves)))
     if self.cnt == 0:
       ret = self.fxn(*args, **kwargs)
       _realize_with_pending_assigns(self._outputs(ret))
@@ -278,7 +309,7 @@ class TinyJit(Generic[R]):
       rng_devs = self._commit_rng(rng_before)
     slot_tensors = [t for _, t in named] + [Tensor._rng_state(d) for d in rng_devs]
     slot_names = [p for p, _ in named] + [f"random state of {d}" for d in rng_devs]
-    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))) for t in slot_tensors]
+    slot_bufs = [buffer_of(cast(UOp, base_buffer(t.uop))) for t in slot_tensors]
     self.captured = CapturedJit(items, slot_bufs, slot_names, ret)
     self._rng_devs = rng_devs
     if DEBUG >= 2:
@@ -301,16 +332,17 @@ class TinyJit(Generic[R]):
       devs.append(dev)
     return devs
 
-  def _replay(self, inputs: list[Tensor]) -> Any:
+  def _replay(self, inputs: list[Tensor], vals: dict[str, int]) -> Any:
     assert self.captured is not None
     slot_tensors = inputs + [Tensor._rng_state(d) for d in self._rng_devs]
-    slot_bufs = [buffer_of(cast(UOp, _base_buffer(t.uop))).ensure_allocated() for t in slot_tensors]
-    ret = self.captured.replay(slot_bufs)
+    slot_bufs = [buffer_of(cast(UOp, base_buffer(t.uop))).ensure_allocated() for t in slot_tensors]
+    ret = self.captured.replay(slot_bufs, vals)
     self.cnt += 1
     def make(p: str, v: Any) -> Any:
       if not isinstance(v, _Out): return v
-      if v.slot < 0: return Tensor(cast(UOp, v.uop))
-      return Tensor(cast(UOp, _base_buffer(slot_tensors[v.slot].uop)).reshape(v.shape))
+      if v.slot < 0: return Tensor(_rebind(cast(UOp, v.uop), vals))
+      shape, t = tuple(bind_sint(s, vals) for s in v.shape), slot_tensors[v.slot]
+      return Tensor(t.uop if t.shape == shape else cast(UOp, base_buffer(t.uop)).reshape(shape))
     return _map_leaves(ret, make, "return")
 
 __all__ = ["TinyJit", "CapturedJit", "JitError"]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import time, contextlib
 from dataclasses import dataclass
 from typing import Any, Iterator
+from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.sint import sint, infer
 from tinygrad.device import Device, Buffer
 from tinygrad.helpers import DEBUG, GlobalCounters, COMPILE_ONLY, BEAM, codegen_flags
 from tinygrad.codegen import get_program
@@ -22,10 +24,13 @@ from tinygrad.codegen.search import check_beam_device
 class Runner:
   """Something that runs one schedule item: `runner(bufs, var_vals, wait) -> seconds | None`."""
   display_name: str = "runner"
-  ops: int = 0
-  mem: int = 0
+  ops: sint = 0
+  mem: sint = 0
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
     raise NotImplementedError
+  def work(self, var_vals: dict[str, int]) -> tuple[int, int]:
+    """(ALU ops, bytes) of one launch with these variable values."""
+    return infer(self.ops, var_vals), infer(self.mem, var_vals)
 
 class CompiledRunner(Runner):
   """A kernel AST compiled for a device: ProgramSpec from codegen, binary from the cached compiler, runtime program."""
@@ -36,6 +41,7 @@ class CompiledRunner(Runner):
     self.device, self.ast = device, ast
     self.p = get_program(ast, dev.renderer)
     self.display_name = self.p.name
+    # NOTE: sizes (sint) where a loop or the grid is symbolic; work(var_vals) gives a launch's numbers
     self.ops, self.mem = self.p.estimates.ops, self.p.estimates.mem
     self.lib = dev.compiler.compile_cached(self.p.src, self.p.renderer)
     self.report = dev.compiler.describe(self.lib)
@@ -55,6 +61,9 @@ class CompiledRunner(Runner):
     lsz = tuple(ls) if ls is not None else (1, 1, 1)
     et: float | None = self.prg(*args, global_size=tuple(gs), local_size=lsz, vals=vals, wait=wait)
     return et
+  def work(self, var_vals: dict[str, int]) -> tuple[int, int]:
+    """The program's estimates at the launch's values: a loop over a symbolic size counts its bound length."""
+    return self.p.estimates.at(var_vals)
 
 class CopyRunner(Runner):
   """A copy between devices: bufs[0] <- bufs[1] through host memory (rangeify makes a COPY a flat copy kernel)."""
@@ -105,19 +114,25 @@ def is_capturing() -> bool: return bool(_captures)
 
 def launch(runner: Runner, bufs: list[Buffer], var_vals: dict[str, int], wait: bool = False) -> float | None:
   """Run one launch, count it in GlobalCounters and record it into every active capture."""
-  et = runner(bufs, var_vals, wait)
+  # NOTE: a profiler (the `launched` checkpoint) needs the kernel's own time, so the launch waits for it
+  st = time.perf_counter() if hooks.launched else 0.0
+  et = runner(bufs, var_vals, wait or bool(hooks.launched))
+  ops, mem = runner.work(var_vals)
   GlobalCounters.kernel_count += isinstance(runner, CompiledRunner)
-  GlobalCounters.global_ops += runner.ops
-  GlobalCounters.global_mem += runner.mem
+  GlobalCounters.global_ops += ops
+  GlobalCounters.global_mem += mem
   if et is not None: GlobalCounters.time_sum_s += et
+  if hooks.launched:
+    for fn in hooks.launched: fn(runner, bufs, st, et)
   if _captures:
     item = ExecItem(runner, tuple(bufs), dict(var_vals))
     for cap in _captures: cap.append(item)
   return et
 
-def _fmt_line(i: int, r: Runner, bufs: list[Buffer], et: float | None) -> str:
+def _fmt_line(i: int, r: Runner, bufs: list[Buffer], et: float | None, var_vals: dict[str, int]) -> str:
   if et is None: return f"*** {bufs[0].device:7s} {i:4d} {r.display_name:30s}"
-  gflops, gbs = r.ops / max(et, 1e-9) * 1e-9, r.mem / max(et, 1e-9) * 1e-9
+  ops, mem = r.work(var_vals)
+  gflops, gbs = ops / max(et, 1e-9) * 1e-9, mem / max(et, 1e-9) * 1e-9
   return (f"*** {bufs[0].device:7s} {i:4d} {r.display_name:30s} tm {et*1e6:9.2f}us  {gflops:9.2f} GFLOPS "
           f"{gbs:8.2f} GB/s")
 
@@ -155,7 +170,7 @@ def run_schedule(schedule: list[Any], var_vals: dict[str, int] | None = None) ->
       md = ", ".join(str(m) for m in si.metadata)
       where = f"{name}; {md}" if md else name
       raise RuntimeError(f"run_schedule: item {i} ({where}) failed: {type(e).__name__}: {e}") from e
-    if DEBUG >= 2: print(_fmt_line(i, runner, bufs, et))
+    if DEBUG >= 2: print(_fmt_line(i, runner, bufs, et, vv))
 
 __all__ = ["Runner", "CompiledRunner", "CopyRunner", "ExecItem", "get_runner", "launch", "capture_launches",
            "is_capturing", "run_schedule"]

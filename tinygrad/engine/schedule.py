@@ -14,6 +14,7 @@ from tinygrad.uop.ops import UOp, Metadata
 from tinygrad.uop import hooks
 from tinygrad.device import Buffer, buffer_of, next_unique
 from tinygrad.schedule.rangeify import rangeify
+from tinygrad.schedule.unbind import unbind_graph, bind_view
 from tinygrad.schedule.memory import plan_memory
 
 @dataclass(frozen=True)
@@ -98,6 +99,26 @@ class RealBuffers:
   def view(self, v: UOp) -> UOp:
     return v.substitute({u: self.buffer(u) for u in v.toposort() if u.op in (Ops.BUFFER, Ops.BUFFER_VIEW)})
 
+@dataclass(frozen=True)
+class KernelGraph:
+  sink: UOp                     # KERNEL nodes over BUFFERs
+  becomes: dict[UOp, UOp]       # tensor graph node (unbound) -> the view of its buffer
+  var_vals: dict[UOp, int]      # DEFINE_VAR -> value at the tensor graph's bindings
+  unbound: dict[UOp, UOp]       # tensor graph node -> its unbound node
+  size_vals: dict[UOp, int]     # the values of the variables of symbolic sizes
+  aliases: dict[UOp, UOp]       # a buffer read through a wider pointer -> the buffer it is
+
+def kernel_graph(csink: UOp) -> KernelGraph:
+  """The kernel graph of the canonical tensor graph `csink`. Process replay rebuilds a schedule record's kernels with
+  it."""
+  # NOTE: the bound variables of symbolic sizes become the kernels' variables, so the kernels serve every binding
+  usink, unbound, size_vals, aliases = unbind_graph(csink)
+  ksink, becomes, var_vals = rangeify(usink)
+  for var, val in size_vals.items():
+    if var_vals.setdefault(var, val) != val:
+      raise ValueError(f"schedule: variable {var.arg[0]!r} is bound to both {val} and {var_vals[var]}")
+  return KernelGraph(ksink, becomes, var_vals, unbound, size_vals, aliases)
+
 def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   """Schedule the tensor graph `sink`. Returns (items in run order, becomes, var_vals); see the module doc."""
   # NOTE: the scheduler and the hooks see the graph with its buffers renamed LUNIQUE(0..) in order of first appearance,
@@ -106,24 +127,26 @@ def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, 
   csink = names[sink]
   if hooks.tensor_graph:
     for fn in hooks.tensor_graph: fn(csink)
-  ksink, cbecomes, var_vals = rangeify(csink)
+  kg = kernel_graph(csink)
+  ksink, cbecomes = kg.sink, kg.becomes
   if hooks.kernel_graph:
     for fn in hooks.kernel_graph: fn(ksink)
   kernels = order_kernels(ksink)
   real = RealBuffers(names)
+  for wide, buf in kg.aliases.items(): real.real[wide] = real.real[buf]
   items: list[ScheduleItem] = []
   for k in kernels:
     if hooks.kernel_ast and k.arg.op is Ops.SINK:
       for fn in hooks.kernel_ast: fn(k.arg)
     items.append(ScheduleItem(k.arg, tuple(buffer_of(real.buffer(_base(s))) for s in k.src), k.metadata))
-  original = {c: o for o, c in names.items() if c in cbecomes}
-  becomes = {original[c]: real.view(v) for c, v in cbecomes.items()}
+  original = {kg.unbound.get(c, c): o for o, c in names.items() if kg.unbound.get(c, c) in cbecomes}
+  becomes = {original[c]: bind_view(real.view(v), kg.size_vals) for c, v in cbecomes.items()}
   # buffers the schedule creates and nobody outside holds may share memory
   held = {_base(s) for s in ksink.src} | {_base_of(v) for v in cbecomes.values()}
   intermediates = {buffer_of(real.buffer(_base(k.src[0]))) for k in kernels if _base(k.src[0]) not in held}
   if (remap := plan_memory(items, intermediates)):
     items = [ScheduleItem(it.ast, tuple(remap.get(b, b) for b in it.bufs), it.metadata) for it in items]
-  return items, becomes, {v.arg[0]: val for v, val in var_vals.items()}
+  return items, becomes, {v.arg[0]: val for v, val in kg.var_vals.items()}
 
 def _base_of(view: UOp) -> UOp:
   while view.op not in (Ops.BUFFER, Ops.BUFFER_VIEW) and view.src: view = view.src[0]
@@ -133,4 +156,5 @@ def create_schedule(sink: UOp) -> list[ScheduleItem]:
   """The schedule of `sink` (see create_schedule_with_vars for the map the Tensor front end needs)."""
   return create_schedule_with_vars(sink)[0]
 
-__all__ = ["ScheduleItem", "create_schedule", "create_schedule_with_vars", "order_kernels"]
+__all__ = ["ScheduleItem", "KernelGraph", "kernel_graph", "create_schedule", "create_schedule_with_vars",
+           "order_kernels"]

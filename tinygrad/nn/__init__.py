@@ -173,8 +173,9 @@ class _ConvTransposeNd(_ConvNd):
   def _output_padding(self, x: Tensor, output_size: Sequence[int] | None) -> tuple[int, ...]:
     if output_size is None: return self.output_padding
     size = tuple(output_size)[-self.nsp:]
+    ins = x.int_shape(type(self).__name__)[-self.nsp:]
     base = [(i - 1) * s - 2 * p + d * (k - 1) + 1 for i, s, p, d, k in
-            zip(x.shape[-self.nsp:], self.stride, self.padding_t, self.dilation, self.kernel_size)]
+            zip(ins, self.stride, self.padding_t, self.dilation, self.kernel_size)]
     ops = tuple(o - b for o, b in zip(size, base))
     if len(size) != self.nsp or any(not 0 <= o < max(s, d) for o, s, d in zip(ops, self.stride, self.dilation)):
       raise ArgumentError(f"{type(self).__name__}: output_size {tuple(output_size)} is not reachable from input "

@@ -12,7 +12,7 @@ hyperparameters are constants of the kernels."""
 from __future__ import annotations
 import math
 import numpy as np
-from tinygrad.tensor import Tensor, _base_buffer, ArgumentError
+from tinygrad.tensor import Tensor, base_buffer, ArgumentError
 from tinygrad.device import buffer_of
 from tinygrad.dtype import DType, dtypes, to_storage_np
 
@@ -32,7 +32,7 @@ def _write_scalar(buf: Tensor, value: float | Tensor, what: str) -> None:
     return
   # NOTE: after any assign still queued for it
   buf.realize()
-  base = _base_buffer(buf.uop)
+  base = base_buffer(buf.uop)
   assert base is not None, "a realized tensor reads a buffer"
   data = np.ascontiguousarray(to_storage_np(np.full(buf.shape, float(value)), buf.dtype)).reshape(-1)
   buffer_of(base).copyin(data.view(np.uint8).data)
@@ -95,14 +95,14 @@ def _run_steps(name: str, opts: list[Optimizer]) -> None:
   # NOTE: the gradients (and the losses backward() ran from) read the old parameter values, so they are realized in
   # the same schedule as the update, which orders every read of a buffer before the write that replaces it; with
   # several optimizers that is also why their updates share one schedule (one's gradients read another's parameters)
-  from tinygrad.tensor import _backward_roots, _all_tensors
+  from tinygrad.tensor import backward_roots, all_tensors
   from tinygrad.uop import Ops
   grads = [p.grad for o in opts for p in o.params if p.grad is not None]
-  roots = [t for t in list(_backward_roots) if _base_buffer(t.uop) is None]
-  _backward_roots.clear()
+  roots = [t for t in list(backward_roots) if base_buffer(t.uop) is None]
+  backward_roots.clear()
   # NOTE: writes the forward pass queued (BatchNorm running statistics) run with the step; left lazy they would chain
   # one more step per iteration and keep every batch alive
-  pending = [t for t in list(_all_tensors) if t.uop.op is Ops.ASSIGN]
+  pending = [t for t in list(all_tensors) if t.uop.op is Ops.ASSIGN]
   updates = [u for o in opts for u in o._step()]
   Tensor.realize(*updates, *[b for o in opts for b in o.buffers], *grads, *roots, *pending)
 
@@ -301,8 +301,8 @@ class Muon(Optimizer):
       mom = self._mom.reshape(())
       self.b[i].assign(self.b[i] * mom + g)
       u = g + self.b[i] * mom if self.nesterov else self.b[i]
-      rows = p.shape[0]
-      cols = p.numel() // rows if rows else 0
+      rows = p.int_shape("Muon")[0]
+      cols = math.prod(p.int_shape("Muon")) // rows if rows else 0
       o = _newton_schulz(u.reshape(rows, cols), self.ns_steps, self.ns_coefficients, self.eps).reshape(p.shape)
       pf = p.detach().cast(dtypes.float32)
       if self.wd: pf = pf * (1 - lr * self.wd)

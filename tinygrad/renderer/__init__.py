@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, PatternMatcher
 from tinygrad.uop.symbolic import simplify
-from tinygrad.dtype import DType, PtrDType, AddrSpace
+from tinygrad.uop.sint import sint, ssimplify, infer
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.renderer.tensor_cores import TensorCore
 
 # ---- what a target has ----
@@ -107,12 +108,28 @@ def _sym_size(x: UOp, var_vals: dict[str, int]) -> int:
   bound = x.substitute({v: v.const_like(var_vals[v.arg[0]]) for v in x.toposort() if v.op is Ops.DEFINE_VAR})
   return int(simplify(bound).arg)
 
+def _index_size(u: UOp) -> sint:
+  """A loop or grid size of the linear program as a size over dtypes.index variables (the program's are int32)."""
+  if u.op is Ops.CONST: return int(u.arg)
+  new: dict[UOp, UOp] = {}
+  for x in u.toposort():
+    if x.op is Ops.DEFINE_VAR: new[x] = UOp.variable(x.arg[0], x.arg[1], x.arg[2])
+    elif x.op is Ops.CONST: new[x] = UOp.const(dtypes.index, x.arg)
+    elif x.op is Ops.CAST: new[x] = new[x.src[0]]
+    elif x.op in GroupOp.ALU: new[x] = UOp(x.op, dtypes.index, tuple(new[s] for s in x.src), x.arg)
+    else: raise ValueError(f"a loop size of {x.op} is not index arithmetic: {u!r}")
+  return ssimplify(new[u])
+
 @dataclass(frozen=True)
 class Estimates:
-  """Work of one launch: ALU ops and bytes moved through global memory (symbolic loops count at their max)."""
-  ops: int = 0
-  mem: int = 0
-  lds: int = 0
+  """Work of one launch: ALU ops and bytes moved through global memory, summed over every thread of the grid and every
+  loop iteration; a size that depends on a variable (`sint`) is counted at the launch's values (`at(var_vals)`)."""
+  ops: sint = 0
+  mem: sint = 0
+  lds: sint = 0
+  def at(self, var_vals: dict[str, int]) -> tuple[int, int]:
+    """(ops, mem) with the variables at these values."""
+    return infer(self.ops, var_vals), infer(self.mem, var_vals)
   @staticmethod
   def from_uops(uops: list[UOp]) -> Estimates:
     # NOTE: index math (the integer ALU feeding INDEX offsets and gates) is not counted as work
@@ -122,17 +139,24 @@ class Estimates:
       if (x := todo.pop()) in idx_math or x.op not in GroupOp.ALU: continue
       idx_math.add(x)
       todo.extend(x.src)
-    mult, stack, ops, mem = 1, [], 0, 0
+    # NOTE: every thread of the grid (gidx, lidx, the CPU's core_id) runs the body once
+    threads: dict[str, sint] = {u.arg: _index_size(u.src[0]) for u in uops if u.op is Ops.SPECIAL}
+    mult: sint = 1
+    for t in threads.values(): mult = mult * t
+    stack: list[sint] = []
+    ops: sint = 0
+    mem: sint = 0
     for u in uops:
       if u.op is Ops.RANGE:
         stack.append(mult)
-        mult *= max(int(u.src[0].vmax), 0)
+        mult = mult * _index_size(u.src[0])
       elif u.op is Ops.END: mult = stack.pop()
-      elif u.op in GroupOp.ALU and u.op is not Ops.WHERE and u not in idx_math: ops += mult * u.dtype.count
+      elif u.op in GroupOp.ALU and u.op is not Ops.WHERE and u not in idx_math: ops = ops + mult * u.dtype.count
       elif u.op in (Ops.LOAD, Ops.STORE):
         idx = u.src[0]
         if isinstance(idx.dtype, PtrDType) and idx.dtype.addrspace is AddrSpace.GLOBAL:
-          mem += mult * idx.dtype.base.itemsize * idx.dtype.v
+          mem = mem + mult * (idx.dtype.base.itemsize * idx.dtype.v)
+    ops, mem = ssimplify(ops), ssimplify(mem)
     return Estimates(ops, mem, mem)
 
 def _bufs_under(uops: list[UOp], op: Ops) -> tuple[int, ...]:

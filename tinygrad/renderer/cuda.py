@@ -38,6 +38,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, PtrDType, dtypes, float_to_bf16, float_to_fp8
 from tinygrad.renderer import Vectors
 from tinygrad.renderer.tensor_cores import TensorCore, NV_TENSOR_CORES, tensor_core
+from tinygrad.renderer.archs import NV_DEFAULT_ARCH, check_arch
 from tinygrad.renderer.cstyle import CStyleLanguage, _Lines
 from tinygrad.helpers import prod
 
@@ -184,8 +185,7 @@ class CUDARenderer(CStyleLanguage):
   # NOTE: the tg_ vector structs have no arithmetic: only loads and stores are packed into vectors (of any dtype)
   vectors = {dt: Vectors((8, 4, 2)) for dt in type_map}
 
-  def __init__(self, arch: str = "sm_90"):
-    from tinygrad.runtime.support.cuda_toolchain import check_arch
+  def __init__(self, arch: str = NV_DEFAULT_ARCH):
     self.arch = check_arch(arch)
     lim = NV_ARCHS[self.arch]
     self.limits = lim

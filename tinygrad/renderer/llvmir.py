@@ -26,6 +26,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, lanes_alike
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, float_to_bf16, float_to_fp8, DTYPES_DICT
 from tinygrad.renderer import Renderer, Vectors
 from tinygrad.renderer.tensor_cores import AMD_TENSOR_CORES, TensorCore, tensor_core
+from tinygrad.renderer.archs import AMD_DEFAULT_ARCH, amd_arch
 
 # ---- the semantics of the cases LLVM leaves undefined (one place; the PYTHON backend and constant folding agree) ----
 
@@ -862,28 +863,12 @@ class CPULLVMRenderer(LLVMRenderer):
     # NOTE: without these, x86 targets tuned to prefer 256-bit vectors split every 512-bit vector op in two
     return f'nounwind "min-legal-vector-width"="{self.vector_bits}" "prefer-vector-width"="{self.vector_bits}"'
 
-@dataclass(frozen=True)
-class AMDArch:
-  """What codegen and the compiler need to know of one AMD GPU architecture."""
-  name: str
-  family: str
-  wave: int          # threads per wavefront: 64 on CDNA, 32 (the compiler's choice) on RDNA
-  lds: int           # bytes of LDS per workgroup
-
-AMD_ARCHS = {a.name: a for a in (AMDArch("gfx942", "CDNA3", 64, 65536), AMDArch("gfx1100", "RDNA3", 32, 65536),
-                                  AMDArch("gfx1201", "RDNA4", 32, 65536))}
 # NOTE: code object v5: every ROCm since 5.x loads it; v6 (LLVM 22's default) needs ROCm 6.2+ loaders (docs/llvm_amd.md)
 AMD_CODE_OBJECT_VERSION = 5
 # LLVM 22's AMDGPU data layout (tests/amd checks it against llvmlite's target machine for every arch)
 AMD_DATALAYOUT = ("e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-"
                   "p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"
                   "v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9")
-
-def amd_arch(name: str) -> AMDArch:
-  if name not in AMD_ARCHS:
-    raise ValueError(f"AMD_ARCH={name!r} is not a supported architecture; choose one of {sorted(AMD_ARCHS)} "
-                     "(gfx942: CDNA3/MI300, gfx1100: RDNA3/RX 7900, gfx1201: RDNA4/RX 9070)")
-  return AMD_ARCHS[name]
 
 class AMDLLVMRenderer(LLVMRenderer):
   """AMD GPUs through llvmlite's AMDGPU target. Kernel: `amdgpu_kernel void name(ptr addrspace(1) data0, ..., i32 var0,
@@ -903,7 +888,7 @@ class AMDLLVMRenderer(LLVMRenderer):
   local_max = (1024, 1024, 1024)
   local_max_total = 1024
   code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True}
-  def __init__(self, arch: str = "gfx1100"):
+  def __init__(self, arch: str = AMD_DEFAULT_ARCH):
     self.target = amd_arch(arch)
     self.arch, self.shared_max, self.wave = self.target.name, self.target.lds, self.target.wave
     self.tensor_cores = AMD_TENSOR_CORES[self.arch]
@@ -989,5 +974,5 @@ _TO_F32 = {dtypes.bfloat16: "__tg_bf16_to_f32", dtypes.fp8e4m3: "__tg_fp8e4m3_to
 _FROM_F32 = {dtypes.bfloat16: "__tg_f32_to_bf16", dtypes.fp8e4m3: "__tg_f32_to_fp8e4m3",
              dtypes.fp8e5m2: "__tg_f32_to_fp8e5m2"}
 
-__all__ = ["LLVMRenderer", "CPULLVMRenderer", "AMDLLVMRenderer", "AMDArch", "AMD_ARCHS", "amd_arch",
-           "AMD_CODE_OBJECT_VERSION", "DIV_BY_ZERO", "FASTMATH", "pack_accumulators", "llvm_matcher"]
+__all__ = ["LLVMRenderer", "CPULLVMRenderer", "AMDLLVMRenderer", "AMD_CODE_OBJECT_VERSION", "DIV_BY_ZERO", "FASTMATH",
+           "pack_accumulators", "llvm_matcher"]

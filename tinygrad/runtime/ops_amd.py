@@ -12,10 +12,8 @@ import ctypes, ctypes.util, glob, time
 from typing import Any
 from tinygrad.device import Compiled, Allocator, CompileOnlyAllocator, DeviceOpenError
 from tinygrad.helpers import AMD_ARCH, COMPILE_ONLY, HCQ_VISIBLE_DEVICES
-from tinygrad.renderer.llvmir import AMDLLVMRenderer, amd_arch
-from tinygrad.runtime.support.compiler_amd import AMDCompiler, read_code_object, pack_kernargs
-
-DEFAULT_ARCH = "gfx1100"
+from tinygrad.runtime.support.compiler_amd import read_code_object, pack_kernargs
+from tinygrad.runtime import targets
 
 def visible_devices(n_physical: int | None = None) -> list[int]:
   """The physical GPU ids this process may open, in AMD:0, AMD:1, ... order (HCQ_VISIBLE_DEVICES, else all)."""
@@ -44,10 +42,10 @@ def kfd_archs() -> list[str]:
 
 def choose_arch(physical: int | None) -> str:
   """AMD_ARCH if set (an unknown one is an error), else the GPU's own, else gfx1100."""
-  if AMD_ARCH.value: return amd_arch(AMD_ARCH.value).name
+  if AMD_ARCH.value: return targets.amd_arch(AMD_ARCH.value).name
   archs = kfd_archs()
-  if physical is not None and physical < len(archs): return amd_arch(archs[physical]).name
-  return DEFAULT_ARCH
+  if physical is not None and physical < len(archs): return targets.amd_arch(archs[physical]).name
+  return targets.AMD_DEFAULT_ARCH
 
 # ---- HIP through ctypes ----
 
@@ -160,7 +158,8 @@ class AMDDevice(Compiled):
     except ValueError as e: raise DeviceOpenError(f"{device}: {e}") from e
     allocator = HIPAllocator(self, self.hip) if self.hip is not None else CompileOnlyAllocator()
     arch = self.arch
-    super().__init__(device, allocator, lambda: AMDLLVMRenderer(arch), AMDCompiler(arch), self._load)
+    super().__init__(device, allocator, lambda: targets.renderer("AMD", arch), targets.make_compiler("AMD", arch),
+                     self._load)
   def _load(self, name: str, lib: bytes) -> AMDProgram: return AMDProgram(self, name, lib)
   def select(self) -> None:
     if self.hip is not None: self.hip.check("hipSetDevice", self.hip.lib.hipSetDevice(self.physical))

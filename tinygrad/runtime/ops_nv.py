@@ -18,7 +18,9 @@ import ctypes, functools
 from typing import Any
 from tinygrad.device import Compiled, LRUAllocator, CompileOnlyAllocator, DeviceOpenError
 from tinygrad.helpers import COMPILE_ONLY, NV_ARCH, HCQ_VISIBLE_DEVICES, prod
-from tinygrad.runtime.support.cuda_toolchain import NVCompiler, NVBinary, DEFAULT_ARCH, check_arch, arch_for_device
+# NOTE: the device makes its NVCompiler itself: tests/nv/fake_nv.py swaps this name for a host-shim compiler
+from tinygrad.runtime.support.cuda_toolchain import NVCompiler, NVBinary, check_arch, arch_for_device
+from tinygrad.runtime import targets
 from tinygrad.runtime.support.cuda_toolchain import cubin_runs_on
 from tinygrad.runtime.support import cuda_driver as cu
 from tinygrad.runtime.support.cuda_driver import CUDADriver, CUDADriverError, driver_version_str
@@ -60,10 +62,10 @@ def compile_only_arch() -> str:
   try:
     drv = open_driver()
     ids = visible_devices(drv.get_int("cuDeviceGetCount"))
-    if not ids: return DEFAULT_ARCH
+    if not ids: return targets.NV_DEFAULT_ARCH
     dev = drv.get_int("cuDeviceGet", ids[0])
     return arch_for_device(*_device_arch(drv, dev))
-  except (DeviceOpenError, CUDADriverError): return DEFAULT_ARCH
+  except (DeviceOpenError, CUDADriverError): return targets.NV_DEFAULT_ARCH
 
 # ---- memory ----
 
@@ -182,9 +184,7 @@ class CompileOnlyProgram:
 # ---- the device ----
 
 def _renderer_factory(arch: str) -> Any:
-  def make() -> Any:
-    from tinygrad.renderer.cuda import CUDARenderer
-    return CUDARenderer(arch)
+  def make() -> Any: return targets.renderer("NV", arch)
   return make
 
 class NVDevice(Compiled):

@@ -33,7 +33,8 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop import semantics
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, to_np_dtype, DTYPES_DICT, INVERSE_DTYPES_DICT
 from tinygrad.dtype import to_storage_np, from_storage_np
-from tinygrad.helpers import EMULATE, NV_ARCH, AMD_ARCH, prod
+from tinygrad.helpers import EMULATE, prod
+from tinygrad.renderer.archs import emulated
 from tinygrad.device import Compiled, Compiler, MallocAllocator, CompileError
 from tinygrad.renderer import Renderer, Vectors, TensorCore
 from tinygrad.renderer.tensor_cores import Layout, tensor_core
@@ -53,26 +54,22 @@ class Target:
   base: Renderer | None = None  # the emulated target's own renderer (None: a generic GPU)
 
 GENERIC = Target("PYTHON", (2**31 - 1, 65535, 65535), (1024, 1024, 64), 1024, 32768)
-# EMULATE value -> (device, arch); "" arch: NV_ARCH / AMD_ARCH, else sm_90 / gfx1100
-EMULATED: dict[str, tuple[str, str]] = {"NV": ("NV", ""), "AMD": ("AMD", ""), "AMD_GFX1100": ("AMD", "gfx1100"),
-                                        "AMD_GFX1201": ("AMD", "gfx1201"), "AMD_GFX942": ("AMD", "gfx942")}
 _targets: dict[tuple[str, str], Target] = {}
 
 def base_renderer(device: str, arch: str) -> Renderer:
   """The renderer the emulated device would compile with: the PYTHON device runs exactly the linear program it gets."""
+  # NOTE: built here, not by the target registry (runtime/targets.py), which imports this module for PythonRenderer
   if device == "NV":
     from tinygrad.renderer.cuda import CUDARenderer
-    return CUDARenderer(arch or NV_ARCH.value or "sm_90")
+    return CUDARenderer(arch)
   from tinygrad.renderer.llvmir import AMDLLVMRenderer
-  return AMDLLVMRenderer(arch or AMD_ARCH.value or "gfx1100")
+  return AMDLLVMRenderer(arch)
 
 def get_target(name: str | None = None) -> Target:
+  """The target an EMULATE value (None: the flag's) stands for (the registry's EMULATED, renderer/archs.py)."""
   key = (EMULATE.value if name is None else name).upper()
   if key == "": return GENERIC
-  if key not in EMULATED:
-    raise ValueError(f"EMULATE={key!r} is not a known target; use one of {sorted(EMULATED)} or nothing (generic)")
-  device, arch = EMULATED[key]
-  arch = arch or (NV_ARCH.value if device == "NV" else AMD_ARCH.value)
+  device, arch = emulated(key)
   if (device, arch) not in _targets:
     base = base_renderer(device, arch)
     assert base.global_max is not None and base.local_max is not None

@@ -31,8 +31,9 @@ from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, graph_rewrite_map, Metadata, identity_element
 from tinygrad.uop.symbolic import symbolic, split_sum, build_sum, split_uop
+from tinygrad.uop.sint import sint, as_uop, sym_prod, sym_eq, vmax
 from tinygrad.dtype import dtypes, Invalid, PtrDType
-from tinygrad.helpers import prod, dedup
+from tinygrad.helpers import prod, dedup, all_int
 
 # ---- index math: UOp arithmetic; the symbolic rules simplify it where an index is split, and in each kernel ----
 
@@ -70,25 +71,78 @@ def mask(valid: UOp | None, idx: list[UOp] | tuple[UOp, ...]) -> tuple[UOp, ...]
   # NOTE: i is an unmasked index and valid a condition, so no symbolic rule applies to the WHERE itself
   return tuple(i.valid(valid) for i in idx)
 
-def linear_index(idx: tuple[UOp, ...] | list[UOp], shape: tuple[int, ...]) -> UOp:
+def _strides(shape: tuple[sint, ...]) -> list[sint]:
+  """Row-major strides; a symbolic shape's are products of its sizes (an int shape keeps its historical form)."""
+  if all_int(shape):
+    ret, stride = [], prod(shape)
+    for s in shape:
+      stride //= max(s, 1)
+      ret.append(stride)
+    return ret
+  return [sym_prod(shape[k + 1:]) for k in range(len(shape))]
+
+def linear_index(idx: tuple[UOp, ...] | list[UOp], shape: tuple[sint, ...]) -> UOp:
   """The row-major flat offset of `idx` in a contiguous buffer of `shape` (masked by the indices' mask)."""
   valid, raw = unmask(tuple(idx))
   terms: list[UOp] = []
-  stride = prod(shape)
   # NOTE: outermost axis first, so the ranges are numbered in axis order by first appearance
-  for i, s in zip(raw, shape):
-    stride //= max(s, 1)
-    if s != 1 and not (i.op is Ops.CONST and i.arg == 0): terms.append(i if stride == 1 else i * _c(stride))
+  for i, s, stride in zip(raw, shape, _strides(tuple(shape))):
+    if (isinstance(s, UOp) or s != 1) and not (i.op is Ops.CONST and i.arg == 0):
+      terms.append(i if _is_one(stride) else i * as_uop(stride))
   if not terms: return mask(valid, [_c(0)])[0]
   ret = terms[0]
   for t in terms[1:]: ret = ret + t
   return mask(valid, [ret])[0]
 
-def reshape_index(idx: tuple[UOp, ...] | list[UOp], out_shape: tuple[int, ...],
-                  in_shape: tuple[int, ...]) -> tuple[UOp, ...]:
+def _is_one(x: sint) -> bool: return not isinstance(x, UOp) and x == 1
+
+def _symbolic_groups(out_ax: list[int], out_shape: tuple[sint, ...], in_ax: list[int],
+                     in_shape: tuple[sint, ...]) -> list[tuple[list[int], list[int]]]:
+  """Groups of axes of equal product (provably, for every value of the variables): cut where the running products of
+  the two sides are equal."""
+  groups: list[tuple[list[int], list[int]]] = []
+  oi = ii = 0
+  while oi < len(out_ax) or ii < len(in_ax):
+    og: list[int] = []
+    ig: list[int] = []
+    found = False
+    for o in range(oi, len(out_ax)):
+      og.append(out_ax[o])
+      op_ = sym_prod(out_shape[a] for a in og)
+      ig = []
+      for i in range(ii, len(in_ax)):
+        ig.append(in_ax[i])
+        if sym_eq(op_, sym_prod(in_shape[a] for a in ig)): found = True; break
+      if found: break
+    if not found: og, ig = out_ax[oi:], in_ax[ii:]
+    groups.append((og, ig))
+    oi, ii = oi + len(og), ii + len(ig)
+  return groups
+
+def _symbolic_reshape_index(raw: list[UOp], out_shape: tuple[sint, ...], in_shape: tuple[sint, ...]) -> list[UOp]:
+  out_ax = [i for i, s in enumerate(out_shape) if not _is_one(s)]
+  in_ax = [i for i, s in enumerate(in_shape) if not _is_one(s)]
+  ret: list[UOp] = [_c(0)] * len(in_shape)
+  for og, ig in _symbolic_groups(out_ax, out_shape, in_ax, in_shape):
+    lin = linear_index([raw[a] for a in og], tuple(out_shape[a] for a in og))
+    if len(ig) > 1 and lin.op is Ops.ADD: lin = simp(lin)
+    strides = _strides(tuple(in_shape[a] for a in ig))
+    for n, (a, stride) in enumerate(zip(ig, strides)):
+      q = simp(lin // as_uop(stride)) if not _is_one(stride) else lin
+      ret[a] = q if n == 0 else simp(q % as_uop(in_shape[a]))
+  return ret
+
+def reshape_index(idx: tuple[UOp, ...] | list[UOp], out_shape: tuple[sint, ...],
+                  in_shape: tuple[sint, ...]) -> tuple[UOp, ...]:
   """Indices into `in_shape` of the element at `idx` of its reshape to `out_shape`. Axes are matched in groups of equal
   product, so a merge or a split of axes costs one div/mod per axis of its group, never a whole-tensor flatten."""
   valid, raw = unmask(tuple(idx))
+  if not all_int(out_shape + in_shape):
+    keep_out, keep_in = [s for s in out_shape if not _is_one(s)], [s for s in in_shape if not _is_one(s)]
+    if len(keep_out) == len(keep_in) and all(sym_eq(a, b) for a, b in zip(keep_out, keep_in)):
+      it = iter(r for r, s in zip(raw, out_shape) if not _is_one(s))
+      return mask(valid, [_c(0) if _is_one(s) else next(it) for s in in_shape])
+    return mask(valid, _symbolic_reshape_index(raw, out_shape, in_shape))
   # NOTE: an empty tensor has no element to read: some index here runs over a size-0 range (or is masked off by a pad),
   # so any in-range index will do, and the grouping below would divide by the 0 size
   if prod(in_shape) == 0: return mask(valid, [_c(0)] * len(in_shape))
@@ -118,7 +172,7 @@ def reshape_index(idx: tuple[UOp, ...] | list[UOp], out_shape: tuple[int, ...],
       ret[a] = q if n == 0 else simp(q % _c(in_shape[a]))
   return mask(valid, ret)
 
-def shape_of(u: UOp) -> tuple[int, ...]:
+def shape_of(u: UOp) -> tuple[sint, ...]:
   if (sh := u.shape) is None: raise ValueError(f"rangeify: {u.op} ({u.dtype}) has no shape; not a tensor-graph node")
   return sh
 
@@ -263,7 +317,7 @@ def folds_to_closed_form(r: UOp) -> bool:
   """A REDUCE_AXIS of constants only (the cumsum of ones under arange) whose kernel simplifies to no loop at all: as
   cheap to recompute in each consumer as to load, so the cost rules leave it fused (argmax, eye, one_hot, gather)."""
   # NOTE: only pm_fold_int_sum takes a REDUCE out of a kernel: any other reduce over more than one element stays a loop
-  if not (r.arg[0] is Ops.ADD and dtypes.is_int(r.dtype)) and any(shape_of(r.src[0])[a] > 1 for a in r.arg[1]):
+  if not (r.arg[0] is Ops.ADD and dtypes.is_int(r.dtype)) and any(vmax(shape_of(r.src[0])[a]) > 1 for a in r.arg[1]):
     return False
   if any(u.op in NOT_CONST for u in r.toposort()): return False
   lowered = lower_kernels(UOp.sink(r), RangeifyContext({r: None}))
@@ -296,17 +350,19 @@ class RangeifyContext:
       self.leaves.append(leaf)
     return d
 
-  def new_range(self, size: int, axis_type: AxisType) -> UOp:
+  def new_range(self, size: sint, axis_type: AxisType) -> UOp:
     self.n_ranges += 1
     return UOp.range(size, self.n_ranges - 1, axis_type)
 
-  def output_ranges(self, shape: tuple[int, ...]) -> tuple[list[UOp], tuple[UOp, ...]]:
-    ranges = [self.new_range(s, AxisType.LOOP) for s in shape if s != 1]
+  def output_ranges(self, shape: tuple[sint, ...]) -> tuple[list[UOp], tuple[UOp, ...]]:
+    ranges = [self.new_range(s, AxisType.LOOP) for s in shape if not _is_one(s)]
     it = iter(ranges)
-    return ranges, tuple(_c(0) if s == 1 else next(it) for s in shape)
+    return ranges, tuple(_c(0) if _is_one(s) else next(it) for s in shape)
 
-  def new_buffer(self, dtype: Any, size: int, device: Any) -> UOp:
+  def new_buffer(self, dtype: Any, size: sint, device: Any) -> UOp:
+    """A new buffer of `size` elements; a symbolic size gets the buffer of its maximum (docs/symbolic.md)."""
     if not isinstance(device, str): raise ValueError(f"rangeify: a buffer needs one device, got {device!r}")
+    size = vmax(size)
     self.next_buffer += 1
     return UOp(Ops.BUFFER, dtype, (UOp(Ops.LUNIQUE, arg=self.next_buffer - 1), UOp(Ops.DEVICE, arg=device)), size)
 
@@ -314,6 +370,8 @@ class RangeifyContext:
     self.metadata.append(metadata)
     if assign: self.assigns.add(len(self.metadata) - 1)
     return len(self.metadata) - 1
+
+def _is_zero(x: sint) -> bool: return not isinstance(x, UOp) and x == 0
 
 def tagged_store(idx: UOp, value: UOp, kernel: int) -> UOp: return UOp(Ops.STORE, dtypes.void, (idx, value), tag=kernel)
 
@@ -343,7 +401,7 @@ def store_assign(ctx: RangeifyContext, x: UOp) -> UOp:
   if buf.op not in (Ops.BUFFER, Ops.BUFFER_VIEW):
     raise ValueError(f"rangeify: ASSIGN target must be a view of a buffer, not {buf.op} (under {target.op})")
   shape = shape_of(x)
-  if prod(shape) == 0: return target
+  if _is_zero(sym_prod(shape)): return target
   k = ctx.new_kernel(_fused_metadata(ctx, x), assign=True)
   ranges, idx = ctx.output_ranges(shape)
   # NOTE: the STORE's index is the target view at the output index; pushing it down yields the buffer offset
@@ -354,17 +412,20 @@ def store_realized(ctx: RangeifyContext, x: UOp) -> UOp:
   """A realized node -> its BUFFER after the STORE that computes it, viewed in x's shape."""
   if x.op is Ops.ASSIGN: return store_assign(ctx, x)
   shape = shape_of(x)
-  buf = ctx.new_buffer(x.dtype, prod(shape), x.device)
-  if prod(shape) == 0: return buf.reshape(shape)
+  n = sym_prod(shape)
+  buf = ctx.new_buffer(x.dtype, n, x.device)
+  if _is_zero(n): return buf.reshape(shape)
   value = x.src[0] if x.op in (Ops.CONTIGUOUS, Ops.COPY) else x
   # NOTE: a COPY is a flat copy (one range, one load, one store): the engine runs it as a buffer copy across devices
-  kshape = (prod(shape),) if x.op is Ops.COPY else shape
+  kshape = (n,) if x.op is Ops.COPY else shape
   k = ctx.new_kernel(x.metadata if x.op is Ops.COPY else _fused_metadata(ctx, x))
   ranges, idx = ctx.output_ranges(kshape)
   # NOTE: x's own value is pushed one step here: an INDEX of x itself would load from this very store
   val = vindex(value.reshape(kshape), idx) if value is not x else push_once(ctx, vindex(x, idx))
   st = tagged_store(ctx.dg(buf).index(linear_index(idx, kshape)), val, k).end(*ranges)
-  return buf.after(st).reshape(shape)
+  # NOTE: a symbolic size's buffer is the maximum's; the value is its first n elements
+  done = buf.after(st)
+  return (done if not isinstance(n, UOp) else done.shrink(((0, n),))).reshape(shape)
 
 
 # ---- pass: push indices ----
@@ -576,8 +637,8 @@ def split_assign_hazard(ctx: RangeifyContext, store: UOp, ranges: tuple[UOp, ...
   reads = [u for u in val.toposort(lambda u: u.op is not Ops.AFTER) if u.op is Ops.INDEX and u is not out]
   if not any(_base_dg(u.src[0]) is target for u in reads): return None
   leaf = ctx.leaves[target.arg]
-  shape = tuple(r.src[0].arg for r in ranges)
-  tmp = ctx.dg(ctx.new_buffer(val.dtype, prod(shape), leaf.device))
+  shape = tuple(r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0] for r in ranges)
+  tmp = ctx.dg(ctx.new_buffer(val.dtype, sym_prod(shape), leaf.device))
   lin = linear_index(ranges, shape)
   k = ctx.new_kernel(ctx.metadata[store.tag])
   st_tmp = tagged_store(tmp.index(lin), val, k).end(*ranges)

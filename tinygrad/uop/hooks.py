@@ -1,7 +1,8 @@
 """Named checkpoints the harness (spec/, replay/, fuzz/) plugs into. tinygrad never imports the harness by name.
 
-A checkpoint is a module-level list of callbacks; the compiler tests the list for truthiness before building any
-argument, so a checkpoint with nothing registered costs one attribute load and one branch.
+A checkpoint is a module-level list of callbacks. Every call site in the compiler has one form,
+`if hooks.name:` then `for fn in hooks.name: fn(...)`: nothing is built for a checkpoint with nothing registered (one
+attribute load and one branch), and a registered one costs no lookup by name.
 
 Checkpoints, with the arguments each callback receives:
   uop_created(u)                        every new UOp, right after hash-consing created it
@@ -16,10 +17,13 @@ Checkpoints, with the arguments each callback receives:
   beam_candidate(ast, program_spec, renderer)
                                         each program BEAM compiles to time it (never `compiled`: the winner is
                                         compiled again by get_program and fires `compiled` there)
+  rewrite_start(rewriter, root)         each graph_rewrite (and graph_rewrite_map) about to run: `rewriter` is the
+                                        ops._Rewriter (name, pm, bottom_up); a callback may set `rewriter.apply` to a
+                                        wrapper (the viewer's recorder does), so an empty checkpoint costs nothing
+                                        per step
   rewrite_done(name, before, after)     each named graph_rewrite that ran (only when registered)
-  patched_rewrite(where)                a rewrite ran with a PatternMatcher that is not tinygrad's own rules (a test's
-                                        or a planted mutant's rule: PatternMatcher.patched); `where` names the pass and
-                                        the rule
+  launched(runner, bufs, start, seconds) each launch, after it ran (PROFILE=1 registers it: launches then wait for the
+                                        kernel, and `seconds` is its time; `start` is time.perf_counter() before it)
 
 `ast` is the kernel AST as the scheduler made it; `renderer` the Renderer (its `identity` names it across processes).
 """
@@ -35,15 +39,18 @@ program: list[Callable[..., Any]] = []
 compiling: list[Callable[..., Any]] = []
 compiled: list[Callable[..., Any]] = []
 beam_candidate: list[Callable[..., Any]] = []
+rewrite_start: list[Callable[..., Any]] = []
 rewrite_done: list[Callable[..., Any]] = []
-patched_rewrite: list[Callable[..., Any]] = []
+launched: list[Callable[..., Any]] = []
 
-CHECKPOINTS: tuple[str, ...] = ("uop_created", "tensor_graph", "kernel_graph", "kernel_ast", "program", "compiling",
-                                "compiled", "beam_candidate", "rewrite_done", "patched_rewrite")
+# name -> its list: every list above (a checkpoint is named once, where it is defined)
+CHECKPOINTS: dict[str, list[Callable[..., Any]]] = {k: v for k, v in globals().items()
+                                                    if type(v) is list and not k.startswith("_")}
 
 def _list(name: str) -> list[Callable[..., Any]]:
-  if name not in CHECKPOINTS: raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {CHECKPOINTS}")
-  return getattr(sys.modules[__name__], name)
+  if (lst := CHECKPOINTS.get(name)) is None:
+    raise KeyError(f"unknown checkpoint {name!r}; checkpoints are {tuple(CHECKPOINTS)}")
+  return lst
 
 def register(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
   """Call `fn` at checkpoint `name`. Registering the same function twice is a no-op. Returns `fn`."""

@@ -1,6 +1,6 @@
 """UOp (the one IR node, hash-consed), UPat / PatternMatcher (the one rewrite mechanism) and graph_rewrite."""
 from __future__ import annotations
-import atexit, weakref, functools, itertools, inspect, math, struct, sys, time, types, collections
+import atexit, weakref, functools, itertools, inspect, math, struct, time, types, collections
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 from tinygrad.uop import Ops, GroupOp, AxisType
@@ -36,11 +36,11 @@ class recursive_property(functools.cached_property):
     d[name] = ret = self.func(instance)
     return ret
 
-def _argkey(a: Any) -> Any:
+def argkey(a: Any) -> Any:
   # NOTE: 0.0 == -0.0 and nan != nan, so floats key by their bits; True == 1, so scalars key with their type
   t = type(a)
   if t is float: return (float, struct.pack("<d", a))
-  if t is tuple: return tuple(_argkey(x) for x in a)
+  if t is tuple: return tuple(argkey(x) for x in a)
   if t is bool or t is int: return (t, a)
   return a
 
@@ -49,7 +49,7 @@ class UOpMetaClass(type):
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None,
                tag: Any = None) -> UOp:
     if type(src) is not tuple: src = tuple(src)
-    key = (op, dtype, src, None if arg is None else _argkey(arg), tag)
+    key = (op, dtype, src, None if arg is None else argkey(arg), tag)
     if (wret := UOpMetaClass.ucache.get(key)) is not None and (ret := wret()) is not None: return ret
     created: UOp = super().__call__(op, dtype, src, arg, tag)
     UOpMetaClass.ucache[key] = weakref.ref(created)
@@ -72,7 +72,7 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __del__(self) -> None:
     try:
-      key = (self.op, self.dtype, self.src, None if self.arg is None else _argkey(self.arg), self.tag)
+      key = (self.op, self.dtype, self.src, None if self.arg is None else argkey(self.arg), self.tag)
       # NOTE: __del__ runs before CPython clears weakrefs, so the entry still points at self here
       if (r := UOpMetaClass.ucache.get(key)) is not None and (r() is None or r() is self): del UOpMetaClass.ucache[key]
     except (AttributeError, TypeError, KeyError): pass
@@ -129,6 +129,10 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
     return self
 
   # ---- constructors ----
+  def _binary(self, op: Ops, x: Any, reverse: bool = False) -> Any:
+    # NOTE: an operand of another MathTrait (a Tensor) takes the operator: `pos + t` is the Tensor's reflected add
+    if isinstance(x, MathTrait) and not isinstance(x, UOp): return NotImplemented
+    return super()._binary(op, x, reverse)
   def alu(self, op: Ops, *src: UOp) -> UOp:
     out_dtype = (self, *src)[-1].dtype
     if op in GroupOp.Comparison: out_dtype = dtypes.bool.vec(out_dtype.count) if out_dtype.count > 1 else dtypes.bool
@@ -196,36 +200,45 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def is_masked(self) -> bool:
     return self.op is Ops.WHERE and self.src[2].op is Ops.CONST and self.src[2].arg is Invalid
 
-  # ---- tensor-graph sugar: movement and reduction (args are plain int tuples) ----
-  def reshape(self, shape: tuple[int, ...]) -> UOp:
+  # ---- tensor-graph sugar: movement and reduction (sizes are ints or symbolic index UOps, tinygrad/uop/sint.py) ----
+  def reshape(self, shape: tuple[Any, ...]) -> UOp:
     shape = tuple(shape)
-    if self.shape is not None and prod(self.shape) != prod(shape):
-      raise ValueError(f"reshape: cannot reshape {self.shape} ({prod(self.shape)} elements) to {shape} "
-                       f"({prod(shape)} elements)")
+    if self.shape is not None:
+      if not all_int(self.shape + shape): _sint().check_reshape(self.shape, shape)
+      elif prod(self.shape) != prod(shape):
+        raise ValueError(f"reshape: cannot reshape {self.shape} ({prod(self.shape)} elements) to {shape} "
+                         f"({prod(shape)} elements)")
     return self if self.shape == shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
   def permute(self, order: tuple[int, ...]) -> UOp:
     order = tuple(order)
     if self.shape is not None and sorted(order) != list(range(len(self.shape))):
       raise ValueError(f"permute: {order} is not a permutation of the {len(self.shape)} axes of {self.shape}")
     return self if order == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
-  def expand(self, shape: tuple[int, ...]) -> UOp:
+  def expand(self, shape: tuple[Any, ...]) -> UOp:
     shape = tuple(shape)
-    if self.shape is not None and (len(shape) != len(self.shape) or
-                                   any(s != n and s != 1 for s, n in zip(self.shape, shape))):
-      raise ValueError(f"expand: cannot expand {self.shape} to {shape} (only size-1 axes expand)")
+    if self.shape is not None and not _sint_expand_ok(self.shape, shape):
+      raise ValueError(f"expand: cannot expand {_sint_text(self.shape)} to {_sint_text(shape)} (only size-1 axes "
+                       "expand)")
     return self if self.shape == shape else UOp(Ops.EXPAND, self.dtype, (self,), shape)
-  def pad(self, arg: tuple[tuple[int, int], ...]) -> UOp:
-    arg = tuple((int(b), int(e)) for b, e in arg)
-    if any(b < 0 or e < 0 for b, e in arg): raise ValueError(f"pad: negative padding {arg}; use shrink")
+  def pad(self, arg: tuple[tuple[Any, Any], ...]) -> UOp:
+    arg = tuple((_size_arg(b), _size_arg(e)) for b, e in arg)
+    if any(_lo(b) < 0 or _lo(e) < 0 for b, e in arg):
+      raise ValueError(f"pad: negative padding {_sint_text(arg)} (for some value of its variables); use shrink")
     if self.shape is not None and len(arg) != len(self.shape):
       raise ValueError(f"pad: {len(arg)} pairs for {len(self.shape)} axes of {self.shape}")
-    return self if all(b == 0 and e == 0 for b, e in arg) else UOp(Ops.PAD, self.dtype, (self,), arg)
-  def shrink(self, arg: tuple[tuple[int, int], ...]) -> UOp:
-    arg = tuple((int(b), int(e)) for b, e in arg)
-    if self.shape is not None and (len(arg) != len(self.shape) or
-                                   any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape))):
-      raise ValueError(f"shrink: {arg} does not fit shape {self.shape}")
-    if self.shape is not None and arg == tuple((0, s) for s in self.shape): return self
+    return self if all(_is_int(b, 0) and _is_int(e, 0) for b, e in arg) else UOp(Ops.PAD, self.dtype, (self,), arg)
+  def shrink(self, arg: tuple[tuple[Any, Any], ...]) -> UOp:
+    arg = tuple((_size_arg(b), _size_arg(e)) for b, e in arg)
+    if self.shape is None: return UOp(Ops.SHRINK, self.dtype, (self,), arg)
+    if all_int(self.shape) and all(type(b) is int and type(e) is int for b, e in arg):
+      if len(arg) != len(self.shape) or any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)):
+        raise ValueError(f"shrink: {arg} does not fit shape {self.shape}")
+      if arg == tuple((0, s) for s in self.shape): return self
+    else:
+      if len(arg) != len(self.shape) or not _sint().shrink_fits(arg, self.shape):
+        raise ValueError(f"shrink: {_sint_text(arg)} does not fit shape {_sint_text(self.shape)} for every value of "
+                         "its variables (a symbolic bound must stay inside the axis for the variable's whole range)")
+      if all(_is_int(b, 0) and _sint().sym_eq(e, s) for (b, e), s in zip(arg, self.shape)): return self
     return UOp(Ops.SHRINK, self.dtype, (self,), arg)
   def flip(self, arg: tuple[bool, ...]) -> UOp:
     arg = tuple(bool(x) for x in arg)
@@ -239,11 +252,13 @@ class UOp(MathTrait, metaclass=UOpMetaClass):
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
 
   @recursive_property
-  def shape(self) -> tuple[int, ...] | None:
+  def shape(self) -> tuple[Any, ...] | None:
     """The tensor-graph shape, or None for nodes that have none (kernel and program nodes)."""
     return _shape(self)
   @property
-  def size(self) -> int: return prod(self.shape) if self.shape is not None else 1
+  def size(self) -> Any:
+    if self.shape is None: return 1
+    return prod(self.shape) if all_int(self.shape) else _sint().sym_prod(self.shape)
   @recursive_property
   def device(self) -> str | tuple[str, ...] | None:
     if self.op is Ops.DEVICE: return self.arg
@@ -294,15 +309,40 @@ def _short_repr(u: UOp, depth: int) -> str:
 
 # ---- shapes of tensor-graph nodes ----
 
-def _shape(u: UOp) -> tuple[int, ...] | None:
+# NOTE: symbolic sizes are simplified by the symbolic rules, which are built from this module, so the helpers
+# (tinygrad.uop.sint) register themselves here when imported (`import tinygrad` does it) and this module imports neither
+sint_helpers: list[types.ModuleType] = []
+def _sint() -> types.ModuleType:
+  if not sint_helpers: raise RuntimeError("a symbolic size needs tinygrad.uop.sint: import tinygrad (or it) first")
+  return sint_helpers[0]
+
+def _is_int(x: Any, v: int) -> bool: return not isinstance(x, UOp) and x == v
+def _size_arg(x: Any) -> Any: return x if isinstance(x, UOp) else int(x)
+def _lo(x: Any) -> Any: return x.vmin if isinstance(x, UOp) else x
+def _sint_text(x: Any) -> str:
+  if isinstance(x, UOp): return _sint().render_sint(x)
+  if isinstance(x, tuple): return "(" + ", ".join(_sint_text(y) for y in x) + ("," if len(x) == 1 else "") + ")"
+  return repr(x)
+
+def _sint_expand_ok(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+  if len(old) != len(new): return False
+  if all_int(old + new): return all(s == n or s == 1 for s, n in zip(old, new))
+  return all(_is_int(s, 1) or _sint().sym_eq(s, n) for s, n in zip(old, new))
+
+def _shape(u: UOp) -> tuple[Any, ...] | None:
   op = u.op
   if op is Ops.BUFFER: return (u.arg,)
   if op is Ops.BUFFER_VIEW: return (u.arg[0],)
   if op is Ops.CONST: return () if u.src else None
   if op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
   if op is Ops.PERMUTE: return None if (ps := u.src[0].shape) is None else tuple(ps[i] for i in u.arg)
-  if op is Ops.PAD: return None if (ps := u.src[0].shape) is None else tuple(s + b + e for s, (b, e) in zip(ps, u.arg))
-  if op is Ops.SHRINK: return tuple(e - b for b, e in u.arg)
+  if op is Ops.PAD:
+    if (ps := u.src[0].shape) is None: return None
+    ret = tuple(s + b + e for s, (b, e) in zip(ps, u.arg))
+    return ret if all_int(ret) else tuple(_sint().ssimplify(s) for s in ret)
+  if op is Ops.SHRINK:
+    ret = tuple(e - b for b, e in u.arg)
+    return ret if all_int(ret) else tuple(_sint().ssimplify(s) for s in ret)
   if op is Ops.FLIP: return u.src[0].shape
   if op is Ops.REDUCE_AXIS:
     return None if (ps := u.src[0].shape) is None else tuple(1 if i in u.arg[1] else s for i, s in enumerate(ps))
@@ -531,50 +571,19 @@ def _takes_ctx(fn: Callable[..., Any]) -> bool:
   return ret
 _ctx_memo: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
-def foreign_rule(fn: Any) -> str | None:
-  """Where a rule function comes from when it is not tinygrad's own code as its module defines it (a test's function, a
-  planted mutant, a copy of a tinygrad function with other globals), else None. Builtins count as tinygrad's own.
-  NOTE: memoized per function, like _takes_ctx (matchers are built per kernel)."""
-  try: return _foreign_memo[fn][0]
-  except (KeyError, TypeError): pass
-  ret = _foreign_rule(fn)
-  try: _foreign_memo[fn] = (ret,)
-  except TypeError: pass
-  return ret
-_foreign_memo: weakref.WeakKeyDictionary[Any, tuple[str | None]] = weakref.WeakKeyDictionary()
+# NOTE: a dict keeps insertion order, so live_matchers() lists the oldest first
+_live_matchers: weakref.WeakKeyDictionary[PatternMatcher, None] = weakref.WeakKeyDictionary()
 
-def _foreign_rule(fn: Any) -> str | None:
-  while isinstance(fn, functools.partial): fn = fn.func
-  if isinstance(fn, types.MethodType): fn = fn.__func__
-  if isinstance(fn, types.FunctionType):
-    mod = str(fn.__globals__.get("__name__", "?"))
-    own = mod.split(".")[0] == "tinygrad" and getattr(sys.modules.get(mod), "__dict__", None) is fn.__globals__
-    return None if own else f"{fn.__qualname__} from {mod}"
-  mod = str(type(fn).__module__)
-  return None if mod.split(".")[0] in ("tinygrad", "builtins") else f"{type(fn).__qualname__} from {mod}"
-
-_pm_gens = itertools.count()
+def live_matchers() -> list[PatternMatcher]:
+  """Every PatternMatcher alive, in the order they were made: a tool that changes rules in place finds them here."""
+  return list(_live_matchers)
 
 class PatternMatcher:
   """Rules indexed by op. A rule's function gets the captures as keyword args (and `ctx` if it names it)
-  and returns a new UOp or None.
-  `patched` says why the matcher is not tinygrad's own rules as written (a rule function defined outside tinygrad or
-  copied with other globals, or rules replaced in place after construction), else None: a rewrite with such a matcher
-  fires the `patched_rewrite` checkpoint, so a record of what the compiler made (replay/) can leave its output out."""
+  and returns a new UOp or None."""
   def __init__(self, patterns: Sequence[tuple[UPat, Callable[..., Any]]]):
     self.patterns = list(patterns)
-    # NOTE: a second __init__ on the same matcher (fuzz/mutants.py swap_rule) is a patch unless it restores the rules
-    # the matcher was built with
-    first: list[tuple[UPat, Callable[..., Any]]] | None = self.__dict__.get("_built_with")
-    if first is None: self._built_with = list(self.patterns)
-    # NOTE: which __init__ made the rules as they are now (a sum made from them is stale once this changes)
-    self._gen = next(_pm_gens)
-    self.patched: str | None = next((f"rule #{i} {w}" for i, (_, fn) in enumerate(self.patterns)
-                                     if (w := foreign_rule(fn)) is not None), None)
-    if self.patched is None and first is not None and (len(first) != len(self.patterns) or
-                                                       any(a[0] is not b[0] or a[1] is not b[1]
-                                                           for a, b in zip(first, self.patterns))):
-      self.patched = "its rules were replaced in place after construction"
+    _live_matchers[self] = None
     self.rules: list[Rule] = []
     self.pdict: dict[Ops, list[tuple[UPat, Callable[..., Any], frozenset[Ops], bool, int]]] = {}
     for i, (p, fn) in enumerate(self.patterns):
@@ -586,17 +595,15 @@ class PatternMatcher:
   def __add__(self, more: PatternMatcher) -> PatternMatcher:
     # NOTE: a sum is kept per pair of operands as their rules are now: codegen adds `symbolic + pm_expand` for every
     # kernel, and a new matcher each time also described each rule again for TRACK_MATCH_STATS. An operand given other
-    # rules in place (fuzz/mutants.py swap_rule calls __init__ again) has a new _gen, so its sum is made again
-    sums: weakref.WeakKeyDictionary[PatternMatcher, tuple[int, int, PatternMatcher]] = \
+    # rules in place (__init__ again) has a new `patterns` list, so its sum is made again
+    sums: weakref.WeakKeyDictionary[PatternMatcher, tuple[list[Any], list[Any], PatternMatcher]] = \
       self.__dict__.setdefault("_sums", weakref.WeakKeyDictionary())
-    if (hit := sums.get(more)) is not None and hit[0] == self._gen and hit[1] == more._gen: return hit[2]
+    if (hit := sums.get(more)) is not None and hit[0] is self.patterns and hit[1] is more.patterns: return hit[2]
     ret = PatternMatcher(self.patterns + more.patterns)
-    sums[more] = (self._gen, more._gen, ret)
+    sums[more] = (self.patterns, more.patterns, ret)
     return ret
   def __len__(self) -> int: return len(self.patterns)
-  def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None:
-    if self.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"rewrite: {self.patched}")
-    return self._rewrite(uop, ctx)[0]
+  def rewrite(self, uop: UOp, ctx: Any = None) -> UOp | None: return self._rewrite(uop, ctx)[0]
   def _rewrite(self, uop: UOp, ctx: Any) -> tuple[UOp | None, int]:
     rules = self.pdict.get(uop.op)
     if rules is None: return None, -1
@@ -692,6 +699,8 @@ class _Rewriter:
     for o in others: self.on_stack.discard(o)
 
   def run(self, root: UOp) -> UOp:
+    if hooks.rewrite_start:
+      for fn in hooks.rewrite_start: fn(self, root)
     replace, on_stack, pdict, apply = self.replace, self.on_stack, self.pm.pdict, self.apply
     # (original node, stage, node being worked on, node to release from on_stack when done)
     stack: list[tuple[UOp, int, UOp, UOp]] = [(root, 0, root, root)]
@@ -752,7 +761,6 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
   unless `bottom_up` (then each node is rewritten before its sources).
   A non-terminating rewrite raises RewriteNotConverging."""
   pname = name or "unnamed"
-  if pm.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"{pname}: {pm.patched}")
   rw = _Rewriter(pm, ctx, pname, bottom_up, sink)
   out = rw.run(sink)
   if hooks.rewrite_done:
@@ -763,7 +771,6 @@ def graph_rewrite_map(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up:
                       name: str | None = None) -> dict[UOp, UOp]:
   """Like graph_rewrite, but returns what every node of the input graph became."""
   pname = name or "unnamed"
-  if pm.patched is not None and hooks.patched_rewrite: hooks.fire("patched_rewrite", f"{pname}: {pm.patched}")
   topo = sink.toposort()
   rw = _Rewriter(pm, ctx, pname, bottom_up, len(topo))
   out = rw.run(sink)
@@ -800,5 +807,5 @@ def identity_element(op: Ops, dt: DType) -> Any:
   raise NotImplementedError(f"REDUCE with {op} has no identity element")
 
 __all__ = ["UOp", "UPat", "PatternMatcher", "graph_rewrite", "graph_rewrite_map", "Ops", "GroupOp", "AxisType",
-           "RewriteNotConverging", "Metadata", "consumer_map", "identity_element", "match_stats", "dtypes", "DType",
-           "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]
+           "RewriteNotConverging", "Metadata", "consumer_map", "identity_element", "match_stats", "live_matchers",
+           "argkey", "dtypes", "DType", "PtrDType", "AddrSpace", "Invalid", "argfix", "all_int", "cmod", "Iterator"]

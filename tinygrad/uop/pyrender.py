@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses, enum, math, struct
 from typing import Any, Callable
 from tinygrad.uop import Ops, AxisType
-from tinygrad.uop.ops import UOp, _argkey
+from tinygrad.uop.ops import UOp, argkey
 from tinygrad.dtype import DType, PtrDType, dtypes, AddrSpace, InvalidType, DTYPES_DICT, INVERSE_DTYPES_DICT
 
 __all__ = ["pyrender", "pyrender_list", "pyrender_node", "render_arg", "render_dtype"]
@@ -96,7 +96,7 @@ def render_arg(x: Any, uop_ref: Callable[[UOp], str] | None = None) -> str:
       if not f.init: continue
       v = getattr(x, f.name)
       default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-      if default is not dataclasses.MISSING and _argkey(v) == _argkey(default): continue
+      if default is not dataclasses.MISSING and argkey(v) == argkey(default): continue
       kws.append(f"{f.name}={render_arg(v, uop_ref)}")
     return f"{t.__name__}({', '.join(kws)})"
   raise ValueError(f"pyrender: cannot print an arg of type {t.__name__}: {x!r}")
@@ -112,7 +112,7 @@ class Form:
     self.refs, self.fn, self.atom, self.inline = refs, fn, atom, inline
 
 def _as_const_exact(arg: Any, dtype: DType) -> bool:
-  try: return bool(_argkey(dtypes.as_const(arg, dtype)) == _argkey(arg))
+  try: return bool(argkey(dtypes.as_const(arg, dtype)) == argkey(arg))
   except (KeyError, TypeError, ValueError, OverflowError): return False
 
 def _const_exact(u: UOp) -> bool:

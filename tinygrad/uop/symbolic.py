@@ -176,16 +176,16 @@ def _sum_fits(terms: dict[UOp, int], const: int, dt: DType) -> bool:
   worst = abs(const) + sum(abs(k) * max(abs(t.vmin), abs(t.vmax)) for t, k in terms.items())
   return bool(worst <= dtypes.max(dt))
 
-def _positive_consts(*cs: UOp) -> bool: return all(_is_const(c) and c.arg > 0 for c in cs)
+def positive_consts(*cs: UOp) -> bool: return all(_is_const(c) and c.arg > 0 for c in cs)
 
 def fold_div_div(x: UOp, a: UOp, b: UOp) -> UOp | None:
   """(x//a)//b -> x//(a*b) for a, b > 0: true for truncation as for floor, since x//a keeps the sign of x."""
-  if not is_scalar_int(x.dtype) or not _positive_consts(a, b) or not _fits(a.arg * b.arg, x.dtype): return None
+  if not is_scalar_int(x.dtype) or not positive_consts(a, b) or not _fits(a.arg * b.arg, x.dtype): return None
   return x // int(a.arg * b.arg)
 
 def fold_mod_mod(x: UOp, a: UOp, b: UOp) -> UOp | None:
   """(x%a)%b -> x%b when b divides a (a, b > 0): both have the sign of x and magnitude |x| mod b."""
-  if not is_scalar_int(x.dtype) or not _positive_consts(a, b) or a.arg % b.arg != 0: return None
+  if not is_scalar_int(x.dtype) or not positive_consts(a, b) or a.arg % b.arg != 0: return None
   return x % int(b.arg)
 
 # ---- comparisons (dtypes.index only: it does not wrap, so terms may move across) ----

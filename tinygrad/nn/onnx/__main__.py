@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
   return 0
 
 def _compile_only(path: str, target: str, given: dict[str, np.ndarray]) -> int:
-  from tinygrad.helpers import Context, NV_ARCH, AMD_ARCH
+  from tinygrad.helpers import Context, AMD_ARCH
+  from tinygrad.runtime.targets import default_arch
   from tinygrad.uop import hooks
   from tinygrad.nn.onnx import OnnxRunner
   from tinygrad.engine.realize import run_schedule  # noqa: F401  (the device's compiler is loaded before counting)
@@ -63,7 +64,7 @@ def _compile_only(path: str, target: str, given: dict[str, np.ndarray]) -> int:
       runner = OnnxRunner(path, device=target)
       runner(_made_up_inputs(runner, given))
   finally: hooks.unregister("compiled", grab)
-  arch = (NV_ARCH.value or "sm_90") if target == "NV" else (AMD_ARCH.value or "the device's default arch")
+  arch = default_arch("NV") if target == "NV" else (AMD_ARCH.value or "the device's default arch")
   print(f"{target} ({arch}): {len(compiled)} kernels compiled, {len(set(compiled))} distinct")
   return 0
 

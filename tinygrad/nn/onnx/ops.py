@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools, math
 from typing import Any, Callable, Sequence
 import numpy as np
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, broadcast_shape
+from tinygrad.uop.sint import shape_eq
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, flatten
 from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function
@@ -96,8 +97,9 @@ def _const(v: Any, dt: DType, like: Tensor) -> Tensor: return Tensor.full((), v,
 def _float_like(x: Tensor) -> Tensor: return x if dtypes.is_float(x.dtype) else x.cast(dtypes.float32)
 
 def _broadcast(*ts: Tensor) -> list[Tensor]:
-  shape = tuple(np.broadcast_shapes(*(t.shape for t in ts)))
-  return [t if t.shape == shape else t.reshape((1,) * (len(shape) - t.ndim) + t.shape).expand(shape) for t in ts]
+  shape = broadcast_shape(*(t.shape for t in ts), op="ONNX broadcast")
+  return [t if shape_eq(t.shape, shape) else t.reshape((1,) * (len(shape) - t.ndim) + t.shape).expand(shape)
+          for t in ts]
 
 def _legacy_bcast(c: Call, a: Tensor, b: Tensor) -> Tensor:
   # NOTE: before opset 7 a binary op broadcast only with broadcast=1, b's axes aligned at `axis` of a
@@ -298,7 +300,7 @@ def _shape_tensor(vals: Sequence[int], c: Call) -> Tensor:
 
 @op("Shape")
 def _shape(c: Call) -> Tensor:
-  s = c.t(0).shape
+  s = c.t(0).int_shape("ONNX Shape")
   n = len(s)
   start, end = c.attr("start", 0), c.attr("end", n)
   start, end = max(0, min(n, start + n if start < 0 else start)), max(0, min(n, end + n if end < 0 else end))
@@ -400,7 +402,7 @@ def _slice(x: Tensor, starts: list[int], ends: list[int], axes: list[int] | None
   steps = steps or [1] * len(starts)
   idx: list[Any] = [slice(None)] * x.ndim
   for a, s, e, st in zip(axes, starts, ends, steps):
-    n = x.shape[a]
+    n = x.int_shape("ONNX Slice")[a]
     if st == 0: raise ValueError("Slice step 0")
     s, e = (s + n if s < 0 else s), (e + n if e < 0 else e)
     if st > 0: s, e = max(0, min(n, s)), max(0, min(n, e))
@@ -440,7 +442,7 @@ def _slice_op(c: Call) -> Tensor:
 def _expand(c: Call) -> Tensor:
   x, shape = c.t(0), c.ints(1)
   assert shape is not None
-  out = tuple(np.broadcast_shapes(x.shape, tuple(shape)))
+  out = broadcast_shape(x.shape, tuple(shape), op="ONNX Expand")
   return x.reshape((1,) * (len(out) - x.ndim) + x.shape).expand(out)
 
 @op("Tile")
@@ -500,7 +502,7 @@ def _wrap_index(idx: Tensor, n: int) -> Tensor:
 def _gather(c: Call) -> Tensor:
   x, idx = c.t(0), c.t(1)
   ax = _axis(c.attr("axis", 0), x.ndim)
-  idx = _wrap_index(idx, x.shape[ax])
+  idx = _wrap_index(idx, x.int_shape("ONNX Gather")[ax])
   flat = idx.reshape(-1)
   # out[pre, i, post] = x[pre, idx[i], post]
   xx = x.permute([ax] + [i for i in range(x.ndim) if i != ax])
@@ -526,13 +528,13 @@ def _take_rows(x: Tensor, idx: Tensor) -> Tensor:
 def _gather_el(c: Call) -> Tensor:
   x, idx = c.t(0), c.t(1)
   ax = _axis(c.attr("axis", 0), x.ndim)
-  return x.gather(ax, _wrap_index(idx, x.shape[ax]))
+  return x.gather(ax, _wrap_index(idx, x.int_shape("ONNX GatherElements")[ax]))
 
 @op("GatherND")
 def _gather_nd(c: Call) -> Tensor:
   x, idx = c.t(0), c.t(1)
   b = c.attr("batch_dims", 0)
-  k = idx.shape[-1]
+  k = idx.int_shape("ONNX GatherND")[-1]
   bshape = x.shape[:b]
   nb = prod(bshape)
   rest = x.shape[b + k:]
@@ -552,7 +554,7 @@ def _gather_nd(c: Call) -> Tensor:
   return res.reshape(*bshape, *mid, *rest)
 
 def _scatter_elements(x: Tensor, ax: int, idx: Tensor, upd: Tensor, red: str) -> Tensor:
-  idx = _wrap_index(idx, x.shape[ax])
+  idx = _wrap_index(idx, x.int_shape("ONNX ScatterElements")[ax])
   if red == "none": return x.scatter(ax, idx, upd)
   m = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}[red]
   return x.scatter_reduce(ax, idx, upd, m, include_self=True)
@@ -565,7 +567,7 @@ def _scatter_el(c: Call) -> Tensor:
 @op("ScatterND")
 def _scatter_nd(c: Call) -> Tensor:
   x, idx, upd = c.t(0), c.t(1), c.t(2)
-  k = idx.shape[-1]
+  k = idx.int_shape("ONNX ScatterND")[-1]
   red = c.attr("reduction", "none")
   lead = x.shape[:k]
   rest = x.shape[k:]
@@ -641,7 +643,7 @@ def _nonzero_1d(m: Tensor, c: Call) -> Tensor:
 @op("NonZero", since=9)
 def _nonzero(c: Call) -> Tensor:
   x = c.t(0)
-  shape = x.shape if x.ndim else (1,)
+  shape = x.int_shape("ONNX NonZero") if x.ndim else (1,)
   flat = _nonzero_1d((x != 0).reshape(-1), c)
   cols, rem = [], flat
   for i in range(len(shape) - 1, -1, -1):
@@ -702,7 +704,7 @@ def _argext(c: Call, largest: bool) -> Tensor:
   ax, keep = _axis(c.attr("axis", 0), x.ndim), bool(c.attr("keepdims", 1))
   if c.attr("select_last_index", 0):
     r = x.flip(ax)._argext(ax, keep, largest).cast(dtypes.int64)
-    return (x.shape[ax] - 1) - r
+    return (x.int_shape("ONNX ArgMax/ArgMin")[ax] - 1) - r
   return x._argext(ax, keep, largest).cast(dtypes.int64)
 op("ArgMax")(lambda c: _argext(c, True))
 op("ArgMin")(lambda c: _argext(c, False))
@@ -785,9 +787,9 @@ def _conv(c: Call) -> Tensor:
 
 def _conv_core(c: Call, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
   n = w.ndim - 2
-  k = c.attr("kernel_shape") or w.shape[2:]
+  k = c.attr("kernel_shape") or w.int_shape("ONNX Conv")[2:]
   s, d = c.attr("strides") or [1] * n, c.attr("dilations") or [1] * n
-  pads = _conv_pads(c, x.shape[2:], k, s, d)
+  pads = _conv_pads(c, x.int_shape("ONNX Conv")[2:], k, s, d)
   xp = x.pad([(0, 0), (0, 0)] + pads)
   return xp.conv2d(w, b, groups=c.attr("group", 1), stride=tuple(s), dilation=tuple(d))
 
@@ -822,7 +824,7 @@ def _pool_args(c: Call, x: Tensor) -> tuple[list[int], list[int], list[int], lis
   k = list(c.attr("kernel_shape"))
   n = len(k)
   s, d = list(c.attr("strides") or [1] * n), list(c.attr("dilations") or [1] * n)
-  return k, s, d, _conv_pads(c, x.shape[2:], k, s, d)
+  return k, s, d, _conv_pads(c, x.int_shape("ONNX pooling")[2:], k, s, d)
 
 def _flat_pads(pads: list[tuple[int, int]]) -> list[int]: return flatten([list(p) for p in pads[::-1]])
 
@@ -840,7 +842,7 @@ def _maxpool(c: Call) -> Any:
   n = len(k)
   ceil = bool(c.attr("ceil_mode", 0))
   low = -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype)
-  outs = [_pool_out(x.shape[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
+  outs = [_pool_out(x.int_shape("ONNX pooling")[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
   # pad so exactly `outs` windows fit: the pads, then more at the end for ceil mode windows
   ext = [(pads[i][0], max(0, (outs[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - x.shape[2 + i] - pads[i][0]))
          for i in range(n)]
@@ -875,7 +877,7 @@ def _avgpool(c: Call) -> Tensor:
   n = len(k)
   ceil = bool(c.attr("ceil_mode", 0))
   cip = bool(c.attr("count_include_pad", 0))
-  outs = [_pool_out(x.shape[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
+  outs = [_pool_out(x.int_shape("ONNX pooling")[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
   ext = [(pads[i][0], max(0, (outs[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - x.shape[2 + i] - pads[i][0]))
          for i in range(n)]
   xp = _float_like(x).pad([(0, 0), (0, 0)] + ext)
@@ -896,7 +898,7 @@ def _lppool(c: Call) -> Tensor:
   k, s, d, pads = _pool_args(c, x)
   n, p = len(k), c.attr("p", 2)
   ceil = bool(c.attr("ceil_mode", 0))
-  outs = [_pool_out(x.shape[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
+  outs = [_pool_out(x.int_shape("ONNX pooling")[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
   ext = [(pads[i][0], max(0, (outs[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - x.shape[2 + i] - pads[i][0]))
          for i in range(n)]
   win = x.abs().pow(p).pad([(0, 0), (0, 0)] + ext)._pool(tuple(k), tuple(s), tuple(d))
@@ -1065,7 +1067,7 @@ def _einsum(c: Call) -> Tensor:
 @op("Det", since=11)
 def _det(c: Call) -> Tensor:
   x = c.t(0)
-  n = x.shape[-1]
+  n = x.int_shape("ONNX Det")[-1]
   a = x.reshape(-1, n, n).cast(dtypes.float64)
   # Gaussian elimination with partial pivoting, unrolled over the (static) size
   det = Tensor.ones(a.shape[0], dtype=dtypes.float64, device=x.device)
@@ -1364,9 +1366,9 @@ def _zp_w(w: Tensor, zp: Tensor | None) -> Tensor:
 
 def _conv_int(c: Call, xi: Tensor, wi: Tensor) -> Tensor:
   n = wi.ndim - 2
-  k = c.attr("kernel_shape") or wi.shape[2:]
+  k = c.attr("kernel_shape") or wi.int_shape("ONNX ConvInteger")[2:]
   s, d = c.attr("strides") or [1] * n, c.attr("dilations") or [1] * n
-  pads = _conv_pads(c, xi.shape[2:], k, s, d)
+  pads = _conv_pads(c, xi.int_shape("ONNX ConvInteger")[2:], k, s, d)
   # NOTE: padding is applied after the zero point is subtracted: padded positions hold the zero point's value 0
   return xi.pad([(0, 0), (0, 0)] + pads).conv2d(wi, None, groups=c.attr("group", 1), stride=tuple(s),
                                                    dilation=tuple(d)).cast(dtypes.int32)
@@ -1627,7 +1629,7 @@ def _resize(c: Call, upsample: bool) -> Tensor:
     if c.has(2) and c.t(2).numel(): scales = [float(v) for v in np.array(c.static(2)).reshape(-1)]
     if c.has(3) and c.t(3).numel(): sizes = c.ints(3)
   axes = [_axis(a, x.ndim) for a in (c.attr("axes") or range(x.ndim))]
-  ins = [x.shape[a] for a in axes]
+  ins = [x.int_shape("ONNX Resize")[a] for a in axes]
   if sizes is not None:
     pol = c.attr("keep_aspect_ratio_policy", "stretch")
     ratios = [s / n for s, n in zip(sizes, ins)]
@@ -1672,7 +1674,8 @@ def _attention(c: Call) -> tuple:
   if pk is not None: k = pk.cat(k, dim=2)
   if pv is not None: v = pv.cat(v, dim=2)
   present_k, present_v = k, v
-  B, Hq, Sq, D = q.shape
+  B, Hq, Sq = q.shape[:3]
+  D = q.int_shape("ONNX Attention")[3]
   Hkv, Skv = k.shape[1], k.shape[2]
   if Hq != Hkv:
     rep = Hq // Hkv
@@ -1834,7 +1837,7 @@ def _binarizer(c: Call) -> Tensor:
 @op("ai.onnx.ml:ArrayFeatureExtractor")
 def _afe(c: Call) -> Tensor:
   x, idx = c.t(0), c.t(1)
-  return _gather_axis(x, x.ndim - 1, _wrap_index(idx.reshape(-1), x.shape[-1]))
+  return _gather_axis(x, x.ndim - 1, _wrap_index(idx.reshape(-1), x.int_shape("ONNX ArrayFeatureExtractor")[-1]))
 
 # ---- newer fused ops ----
 
@@ -1846,7 +1849,7 @@ def _swiglu(c: Call) -> Tensor:
 @op("CausalConvWithState", since=27)
 def _causal_conv(c: Call) -> tuple[Tensor, Tensor]:
   x, w, bias, past = c.t(0), c.t(1), c.opt(2), c.opt(3)
-  B, C, L = x.shape
+  B, C, L = x.int_shape("ONNX CausalConvWithState")
   k = w.shape[-1]
   if past is None: past = Tensor.zeros(B, C, k - 1, dtype=x.dtype, device=x.device)
   full = past.cat(x, dim=2) if k > 1 else x
@@ -1859,7 +1862,7 @@ def _causal_conv(c: Call) -> tuple[Tensor, Tensor]:
 def _tensor_scatter(c: Call) -> Tensor:
   past, upd, wi = c.t(0), c.t(1), c.opt(2)
   ax = _axis(c.attr("axis", -2), past.ndim)
-  M, S, B = past.shape[ax], upd.shape[ax], past.shape[0]
+  M, S, B = past.int_shape("ONNX TensorScatter")[ax], upd.shape[ax], past.shape[0]
   start = wi.cast(dtypes.int64) if wi is not None else Tensor.zeros(B, dtype=dtypes.int64, device=past.device)
   # for every cache position m: which update position s lands there (m - start, wrapped in circular mode)
   m = Tensor.arange(M, device=past.device).cast(dtypes.int64).reshape(1, M)
@@ -1880,7 +1883,7 @@ def _linear_attention(c: Call) -> tuple[Tensor, Tensor]:
   past, decay, beta = c.opt(3), c.opt(4), c.opt(5)
   hq, hkv = c.attr("q_num_heads"), c.attr("kv_num_heads")
   rule = c.attr("update_rule", "gated_delta")
-  B, T, _ = q.shape
+  B, T, _ = q.int_shape("ONNX LinearAttention")
   dk, dv = q.shape[-1] // hq, v.shape[-1] // hkv
   scale = c.attr("scale", 0.0) or 1 / math.sqrt(dk)
   f32 = dtypes.float32 if q.dtype is not dtypes.float64 else q.dtype
@@ -1921,7 +1924,7 @@ def _dft(c: Call) -> Tensor:
   inverse, onesided = c.attr("inverse", 0), c.attr("onesided", 0)
   xf = x.cast(dtypes.float64)
   re, im = (xf[..., 0], xf[..., 1]) if x.shape[-1] == 2 else (xf[..., 0], None)
-  N = n_len or x.shape[ax]
+  N = n_len or x.int_shape("ONNX DFT")[ax]
   def fit(t: Tensor) -> Tensor:
     n = t.shape[ax]
     if N < n: return t.shrink([(0, N) if i == ax else None for i in range(t.ndim)])
@@ -1977,7 +1980,7 @@ def _gridsample(c: Call) -> Tensor:
                                                        c.attr("mode", "linear"))
   pad, align = c.attr("padding_mode", "zeros"), bool(c.attr("align_corners", 0))
   N, C = x.shape[:2]
-  sp = x.shape[2:]
+  sp = x.int_shape("ONNX GridSample")[2:]
   nd = len(sp)
   out_sp = grid.shape[1:-1]
   P = prod(out_sp)
@@ -2084,7 +2087,7 @@ def _nms(c: Call) -> Tensor:
   max_out = int(c.scalar(2)) if c.has(2) else 0
   iou_thr = float(c.scalar(3)) if c.has(3) else 0.0
   score_thr = float(c.scalar(4)) if c.has(4) else None
-  B, C, N = scores.shape
+  B, C, N = scores.int_shape("ONNX NonMaxSuppression")
   bx = boxes.cast(dtypes.float32)
   if c.attr("center_point_box", 0):
     xc, yc, w, h = bx[..., 0], bx[..., 1], bx[..., 2], bx[..., 3]

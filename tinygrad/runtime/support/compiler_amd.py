@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
 from tinygrad.helpers import AMD_LD
-from tinygrad.renderer.llvmir import amd_arch, AMD_CODE_OBJECT_VERSION
-from tinygrad.runtime.support.compiler_llvm import llvm, llvm_version, parse_and_verify, optimize, _lock
+from tinygrad.renderer.llvmir import AMD_CODE_OBJECT_VERSION
+from tinygrad.renderer.archs import amd_arch
+from tinygrad.runtime.support.compiler_llvm import llvm, llvm_version, parse_and_verify, optimize, llvm_lock
 from tinygrad.runtime.support.elf import ELF, ELFError, unpack_msgpack, NT_AMDGPU_METADATA, EM_AMDGPU, ET_DYN
 
 LINKER_HINT = ("install the project's `llvm` extra (`pip install -e '.[llvm]'`, which brings LLD as `zig ld.lld` in "
@@ -65,7 +66,7 @@ class AMDCompiler(Compiler):
   def object(self, src: str) -> bytes:
     """The relocatable object (before linking)."""
     mod = parse_and_verify(src, f"AMD {self.target.name}")
-    with _lock:
+    with llvm_lock:
       optimize(mod, self.tm, self.opt)
       return bytes(self.tm.emit_object(mod))
   def compile(self, src: str) -> bytes:
@@ -76,7 +77,7 @@ class AMDCompiler(Compiler):
     return lib
   def assembly(self, src: str) -> str:
     mod = parse_and_verify(src, f"AMD {self.target.name}")
-    with _lock:
+    with llvm_lock:
       optimize(mod, self.tm, self.opt)
       return str(self.tm.emit_assembly(mod))
   def disassemble(self, lib: bytes) -> str: return "\n".join(str(k) for k in read_code_object(lib).kernels.values())

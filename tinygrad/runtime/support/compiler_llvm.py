@@ -10,7 +10,7 @@ import ctypes, re, threading
 from typing import Any
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
 
-_lock = threading.Lock()
+llvm_lock = threading.Lock()  # held around llvmlite set-up, optimization, emission, engines (compiler_amd too)
 _LLVMLITE_HINT = "`pip install 'llvmlite==0.50.0'` (the project's `llvm` extra: pip install -e '.[llvm]')"
 _llvm: Any = None
 
@@ -18,7 +18,7 @@ def llvm() -> Any:
   """llvmlite.binding, with every target initialised (once). A clear error when llvmlite is missing."""
   global _llvm
   if _llvm is not None: return _llvm
-  with _lock:
+  with llvm_lock:
     if _llvm is None:
       # NOTE: llvmlite is an optional third-party extra (`llvm`): missing, it is an error naming the extra
       try: import llvmlite.binding as binding
@@ -105,7 +105,7 @@ class LLVMCompiler(Compiler):
     self.tm = self.host.machine(opt)
   def compile(self, src: str) -> bytes:
     mod = parse_and_verify(src, "CPU (LLVM)")
-    with _lock:
+    with llvm_lock:
       optimize(mod, self.tm, self.opt)
       return bytes(self.tm.emit_object(mod))
   def disassemble(self, lib: bytes) -> str:
@@ -122,7 +122,7 @@ class LLVMProgramLoader:
     """Several object files (kernel name, object) in one engine: (the engine, each kernel's address in order). Making
     an engine and its target machine costs more than loading a small object: a batch of kernels shares one."""
     b = llvm()
-    with _lock:
+    with llvm_lock:
       # NOTE: an engine owns (and deletes) its target machine: each engine gets its own
       tm = self.host.target.create_target_machine(cpu=self.host.cpu, features=self.host.features, opt=2,
                                                   reloc="default", codemodel="jitdefault", jit=True)
@@ -138,5 +138,5 @@ def cfunc(addr: int, nbufs: int, nvals: int) -> Any:
   """The kernel at `addr` as a ctypes function: (void* x nbufs, int32 x nvals, int32 core_id) -> void."""
   return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nbufs), *([ctypes.c_int32] * (nvals + 1)))(addr)
 
-__all__ = ["llvm", "llvm_version", "explain_error", "parse_and_verify", "optimize", "HostTarget", "host_target",
-           "LLVMCompiler", "LLVMProgramLoader", "cfunc"]
+__all__ = ["llvm", "llvm_lock", "llvm_version", "explain_error", "parse_and_verify", "optimize", "HostTarget",
+           "host_target", "LLVMCompiler", "LLVMProgramLoader", "cfunc"]

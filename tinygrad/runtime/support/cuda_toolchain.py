@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
 from tinygrad.helpers import CUDA_PATH, file_stem
+from tinygrad.renderer.archs import NV_DEFAULT_ARCH, NV_SUPPORTED_ARCHS, check_arch
 
 # ---- architectures and versions ----
 
-SUPPORTED_ARCHS = ("sm_80", "sm_89", "sm_90")
-DEFAULT_ARCH = "sm_90"
 # the versions `pip install .[nv]` pins (pyproject.toml)
 PINNED_CUDA = "13.5.37"
 # NOTE: CUDA minor version compatibility: a cubin built by any CUDA 13.x toolkit loads on every driver of the 13.0
@@ -35,22 +34,13 @@ class ToolchainError(DeviceOpenError):
   """The NV toolchain (NVRTC, the CUDA headers, ptxas) is missing or unusable: the message says which piece and what
   to install."""
 
-def check_arch(arch: str) -> str:
-  """`arch` as one of SUPPORTED_ARCHS ("sm_90"; "SM_90" and "90" are accepted too), else a clear error."""
-  a = arch.strip().lower()
-  a = a if a.startswith("sm_") else f"sm_{a.removeprefix('sm')}"
-  if a not in SUPPORTED_ARCHS:
-    raise ValueError(f"NV_ARCH={arch!r} is not a supported NVIDIA architecture; supported: "
-                     f"{', '.join(SUPPORTED_ARCHS)} (A100 sm_80, L4/L40/RTX 40xx sm_89, H100/H200 sm_90)")
-  return a
-
 def arch_for_device(major: int, minor: int) -> str:
   """The newest supported arch whose cubin runs on a GPU of compute capability major.minor (SASS runs on the same
   major with an equal or higher minor), else a clear error."""
-  fits = [a for a in SUPPORTED_ARCHS if int(a[3:]) // 10 == major and int(a[3:]) % 10 <= minor]
+  fits = [a for a in NV_SUPPORTED_ARCHS if int(a[3:]) // 10 == major and int(a[3:]) % 10 <= minor]
   if not fits:
     raise DeviceOpenError(f"NV: the GPU is sm_{major}{minor}; this backend builds cubins for "
-                          f"{', '.join(SUPPORTED_ARCHS)} and none of them runs on it")
+                          f"{', '.join(NV_SUPPORTED_ARCHS)} and none of them runs on it")
   return fits[-1]
 
 def cubin_runs_on(arch: str, major: int, minor: int) -> bool:
@@ -304,7 +294,7 @@ NVRTC_FLAGS = ("--std=c++17", "--fmad=true", "-ftz=false", "-prec-div=true", "-p
 class NVCompiler(Compiler):
   """CUDA C -> PTX (NVRTC) -> cubin (ptxas) for one arch. The cache key holds both tools' versions, where the headers
   are, the arch and the flags."""
-  def __init__(self, arch: str = DEFAULT_ARCH, toolchain: Toolchain | None = None):
+  def __init__(self, arch: str = NV_DEFAULT_ARCH, toolchain: Toolchain | None = None):
     self.arch = check_arch(arch)
     self.toolchain = toolchain or find_toolchain()
     self.nvrtc = NVRTC(self.toolchain.nvrtc)

@@ -1,0 +1,373 @@
+"""An LLM from a GGUF file: the llama family (llama 2/3 layouts, GQA, RoPE with rope.freq_base, llama-3 frequency
+factors and linear scaling, RMSNorm, SwiGLU, tied or separate output) and qwen2 (attention biases, NeoX RoPE).
+
+    python -m tinygrad.apps.llm --model F.gguf --prompt "Hello" --max-tokens 64
+    llm = LLM.load("F.gguf"); print(llm.generate("Hello", max_tokens=32)); for piece in llm.stream("Hi"): ...
+
+Weights stay as they are in the file (memory-mapped, quantized) and each matmul dequantizes its weight inside its own
+kernel. The KV cache is allocated once, at load. Prefill runs in fixed-size chunks and decode is one TinyJit-captured
+step; the position enters each captured step as a tensor (`start`) with an attention mask over the cache, so one
+capture serves every position. Until Tensor has bound symbolic variables, a step's work is the cache's capacity, not the
+current length: `_write_cache` and `_attend` are the two places a bound position would slice instead of mask."""
+from __future__ import annotations
+import argparse, math, sys, time
+from dataclasses import dataclass
+from typing import Any, Iterator
+import numpy as np
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import dtypes
+from tinygrad.engine.jit import TinyJit
+from tinygrad.helpers import GlobalCounters, prod
+from tinygrad.nn.gguf import GGUFFile, ggml_data_to_tensor, ggml_type_name
+from tinygrad.nn.state import CheckpointError
+from tinygrad.apps.tokenizer import Tokenizer, TokenizerError
+from tinygrad.apps.sampling import LLMError, SamplingParams, sample
+
+SUPPORTED_ARCHS = ("llama", "qwen2")
+# the weight types a matmul dequantizes in its kernel
+WEIGHT_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "Q4_K": 12, "Q6_K": 14, "BF16": 30}
+
+# ---- configuration from the GGUF metadata ----
+
+@dataclass(frozen=True)
+class Config:
+  arch: str
+  n_layers: int
+  dim: int
+  hidden: int
+  n_heads: int
+  n_kv_heads: int
+  head_dim: int
+  vocab: int
+  context: int
+  norm_eps: float
+  rope_base: float
+  rope_linear: float = 1.0
+  neox_rope: bool = False
+  qkv_bias: bool = False
+  tied: bool = False
+  rope_factors: bool = False
+
+def _meta(md: dict[str, Any], key: str, kind: type, default: Any = None) -> Any:
+  if key not in md:
+    if default is not None: return default
+    raise LLMError(f"llm: the GGUF metadata has no {key!r}, which the model needs")
+  v = md[key]
+  ok = isinstance(v, (int, float)) and not isinstance(v, bool) if kind is float else \
+    isinstance(v, int) and not isinstance(v, bool) if kind is int else isinstance(v, kind)
+  if not ok: raise LLMError(f"llm: GGUF key {key!r} is {v!r}, expected a {kind.__name__}")
+  if kind is int and v <= 0: raise LLMError(f"llm: GGUF key {key!r} is {v}, expected a positive int")
+  return kind(v)
+
+def config_from_gguf(f: GGUFFile) -> Config:
+  md = f.metadata
+  arch = md.get("general.architecture")
+  if arch not in SUPPORTED_ARCHS:
+    raise LLMError(f"llm: general.architecture is {arch!r}; this app runs {', '.join(SUPPORTED_ARCHS)}")
+  p = f"{arch}."
+  dim, n_heads = _meta(md, p + "embedding_length", int), _meta(md, p + "attention.head_count", int)
+  n_kv = _meta(md, p + "attention.head_count_kv", int, n_heads)
+  if dim % n_heads or n_heads % n_kv:
+    raise LLMError(f"llm: {p}embedding_length {dim}, attention.head_count {n_heads} and head_count_kv {n_kv} do not "
+                   "divide (dim by heads, heads by kv heads)")
+  head_dim = _meta(md, p + "attention.key_length", int, dim // n_heads)
+  if (rd := md.get(p + "rope.dimension_count", head_dim)) != head_dim:
+    raise LLMError(f"llm: {p}rope.dimension_count is {rd}; only RoPE over the whole head ({head_dim}) is supported")
+  if head_dim % 2: raise LLMError(f"llm: the head dim {head_dim} is odd; RoPE rotates pairs")
+  scaling, factor = md.get(p + "rope.scaling.type", "none"), 1.0
+  if scaling == "linear": factor = _meta(md, p + "rope.scaling.factor", float)
+  elif scaling != "none":
+    raise LLMError(f"llm: {p}rope.scaling.type is {scaling!r}; supported: none, linear (llama-3's scaling comes as "
+                   "the rope_freqs.weight tensor)")
+  vocab = md[p + "vocab_size"] if p + "vocab_size" in md else len(md.get("tokenizer.ggml.tokens", []))
+  if "token_embd.weight" not in f.tensors: raise LLMError(f"llm: {f.path}: no tensor 'token_embd.weight'")
+  if not vocab: vocab = f.tensors["token_embd.weight"].shape[0]
+  eps, base = _meta(md, p + "attention.layer_norm_rms_epsilon", float), _meta(md, p + "rope.freq_base", float, 10000.0)
+  return Config(arch, _meta(md, p + "block_count", int), dim, _meta(md, p + "feed_forward_length", int), n_heads, n_kv,
+                head_dim, vocab, _meta(md, p + "context_length", int), eps, base, factor,
+                neox_rope=arch == "qwen2", qkv_bias=arch == "qwen2", tied="output.weight" not in f.tensors,
+                rope_factors="rope_freqs.weight" in f.tensors)
+
+# ---- weights: kept as the file stores them, dequantized inside the kernel that reads them ----
+
+class Weight:
+  """A weight of shape (rows, cols) in the file's type; `matrix()` is its float32 values as a lazy expression over the
+  raw bytes, so a matmul that reads it dequantizes in its own kernel and no dequantized copy is ever stored."""
+  def __init__(self, f: GGUFFile, name: str, shape: tuple[int, ...]):
+    ti = f.info(name)
+    if ti.shape != shape:
+      raise LLMError(f"llm: {f.path}: tensor {name!r} has shape {ti.shape}, the model's metadata needs {shape}")
+    if ti.ggml_type not in WEIGHT_TYPES.values():
+      raise LLMError(f"llm: {f.path}: tensor {name!r} is {ggml_type_name(ti.ggml_type)} (ggml type {ti.ggml_type}); "
+                     f"the app runs weights of type {', '.join(WEIGHT_TYPES)}")
+    self.name, self.shape, self.ggml_type, self.raw = name, shape, ti.ggml_type, f.raw(name)
+  def matrix(self) -> Tensor:
+    return ggml_data_to_tensor(self.raw.reshape(-1), prod(self.shape), self.ggml_type).reshape(self.shape) \
+      .cast(dtypes.float32)
+  def __call__(self, x: Tensor) -> Tensor: return x.matmul(self.matrix().T)
+
+def _rms_norm(x: Tensor, w: Tensor, eps: float) -> Tensor:
+  return x * (x.square().mean(axis=-1, keepdim=True) + eps).rsqrt() * w
+
+class Block:
+  def __init__(self, f: GGUFFile, c: Config, i: int):
+    p, hd = f"blk.{i}.", c.head_dim
+    self.attn_norm = Weight(f, p + "attn_norm.weight", (c.dim,))
+    self.q = Weight(f, p + "attn_q.weight", (c.n_heads * hd, c.dim))
+    self.k = Weight(f, p + "attn_k.weight", (c.n_kv_heads * hd, c.dim))
+    self.v = Weight(f, p + "attn_v.weight", (c.n_kv_heads * hd, c.dim))
+    self.o = Weight(f, p + "attn_output.weight", (c.dim, c.n_heads * hd))
+    self.biases = [Weight(f, p + f"attn_{n}.bias", (k * hd,)) for n, k in (("q", c.n_heads), ("k", c.n_kv_heads),
+                                                                             ("v", c.n_kv_heads))] if c.qkv_bias else []
+    self.ffn_norm = Weight(f, p + "ffn_norm.weight", (c.dim,))
+    self.gate = Weight(f, p + "ffn_gate.weight", (c.hidden, c.dim))
+    self.up = Weight(f, p + "ffn_up.weight", (c.hidden, c.dim))
+    self.down = Weight(f, p + "ffn_down.weight", (c.dim, c.hidden))
+
+# ---- the model ----
+
+class Transformer:
+  """The network and its KV cache (allocated once, `capacity` positions). `forward(tokens, start)` runs positions
+  start..start+C-1 of one sequence and returns their logits."""
+  def __init__(self, f: GGUFFile, c: Config, capacity: int):
+    self.c, self.capacity = c, capacity
+    self.embed = Weight(f, "token_embd.weight", (c.vocab, c.dim))
+    self.blocks = [Block(f, c, i) for i in range(c.n_layers)]
+    self.norm = Weight(f, "output_norm.weight", (c.dim,))
+    self.output = self.embed if c.tied else Weight(f, "output.weight", (c.vocab, c.dim))
+    inv = 1.0 / c.rope_base ** (np.arange(0, c.head_dim, 2, dtype=np.float64) / c.head_dim)
+    inv_t = Tensor(inv.astype(np.float32) / np.float32(c.rope_linear))
+    if c.rope_factors: inv_t = inv_t / Weight(f, "rope_freqs.weight", (c.head_dim // 2,)).matrix()
+    self.inv_freq = inv_t.realize()
+    shape = (c.n_kv_heads, capacity, c.head_dim)
+    self.cache = [(Tensor.zeros(*shape).contiguous().realize(), Tensor.zeros(*shape).contiguous().realize())
+                  for _ in self.blocks]
+    self._jits: dict[int, TinyJit] = {}
+
+  def _rope(self, x: Tensor, pos: Tensor) -> Tensor:
+    """x (heads, C, head_dim) rotated at positions pos (C,): GGUF llama weights pair adjacent dims, qwen2 the halves."""
+    ang = pos.cast(dtypes.float32).reshape(-1, 1) * self.inv_freq.reshape(1, -1)
+    cos, sin = ang.cos(), ang.sin()
+    h = self.c.head_dim // 2
+    if self.c.neox_rope: a, b = x[..., :h], x[..., h:]
+    else: a, b = (p := x.reshape(*x.shape[:-1], h, 2))[..., 0], p[..., 1]
+    ra, rb = a * cos - b * sin, a * sin + b * cos
+    return ra.cat(rb, dim=-1) if self.c.neox_rope else Tensor.stack(ra, rb, dim=-1).reshape(x.shape)
+
+  def _write_cache(self, cache: Tensor, new: Tensor, pos: Tensor) -> Tensor:
+    """cache (kv, capacity, hd) with rows pos (C,) replaced by new (kv, C, hd); positions past the capacity drop."""
+    sel = (Tensor.arange(self.capacity).reshape(1, -1) == pos.reshape(-1, 1))
+    written = sel.T.cast(dtypes.float32).unsqueeze(0).matmul(new)
+    return sel.any(axis=0).reshape(1, -1, 1).where(written, cache)
+
+  def _attend(self, q: Tensor, k: Tensor, v: Tensor, pos: Tensor) -> Tensor:
+    """q (heads, C, hd) attending to the cache rows at or before each query's position."""
+    rep = self.c.n_heads // self.c.n_kv_heads
+    kv_shape = (self.c.n_kv_heads, rep, self.capacity, self.c.head_dim)
+    k = k.unsqueeze(1).expand(kv_shape).reshape(self.c.n_heads, self.capacity, self.c.head_dim)
+    v = v.unsqueeze(1).expand(kv_shape).reshape(self.c.n_heads, self.capacity, self.c.head_dim)
+    scores = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(self.c.head_dim))
+    allowed = Tensor.arange(self.capacity).reshape(1, -1) <= pos.reshape(-1, 1)
+    return allowed.where(scores, -math.inf).softmax(-1).matmul(v)
+
+  def _block(self, b: Block, li: int, x: Tensor, pos: Tensor) -> Tensor:
+    c, C = self.c, x.shape[0]
+    h = _rms_norm(x, b.attn_norm.matrix(), c.norm_eps)
+    q, k, v = b.q(h), b.k(h), b.v(h)
+    if b.biases: q, k, v = q + b.biases[0].matrix(), k + b.biases[1].matrix(), v + b.biases[2].matrix()
+    q = self._rope(q.reshape(C, c.n_heads, c.head_dim).transpose(0, 1), pos)
+    k = self._rope(k.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1), pos)
+    v = v.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1)
+    # NOTE: attention reads the assigned cache, so the new rows are written in place and no copy of the cache exists
+    ck = self.cache[li][0].assign(self._write_cache(self.cache[li][0], k, pos))
+    cv = self.cache[li][1].assign(self._write_cache(self.cache[li][1], v, pos))
+    a = self._attend(q, ck, cv, pos).transpose(0, 1).reshape(C, c.n_heads * c.head_dim)
+    x = x + b.o(a)
+    h = _rms_norm(x, b.ffn_norm.matrix(), c.norm_eps)
+    return x + b.down(b.gate(h).silu() * b.up(h))
+
+  def _hidden(self, tokens: Tensor, start: Tensor) -> Tensor:
+    """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1 (start: (1,) int32)."""
+    C = tokens.shape[0]
+    pos = start.reshape(1) + Tensor.arange(C, dtype=dtypes.int32)
+    x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
+      .cast(dtypes.float32).matmul(self.embed.matrix())
+    for i, b in enumerate(self.blocks): x = self._block(b, i, x, pos)
+    return _rms_norm(x, self.norm.matrix(), self.c.norm_eps)
+
+  def forward(self, tokens: Tensor, start: Tensor) -> Tensor:
+    """Logits (C, vocab) of every position (not jitted; the tests compare them)."""
+    return self.output(self._hidden(tokens, start))
+
+  def _step(self, tokens: Tensor, start: Tensor, last: Tensor) -> Tensor:
+    x = self._hidden(tokens, start)
+    pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32) == last.reshape(1)).cast(dtypes.float32).reshape(1, -1)
+    return self.output(pick.matmul(x)).reshape(-1)
+
+  def step(self, tokens: list[int], start: int, chunk: int) -> np.ndarray:
+    """The logits of the last of `tokens` (at most `chunk` of them, padded to `chunk`) placed at positions start...:
+    one TinyJit per chunk size, capturing once for every position."""
+    assert 0 < len(tokens) <= chunk
+    jit = self._jits.setdefault(chunk, TinyJit(self._step))
+    toks = Tensor(np.array(tokens + [0] * (chunk - len(tokens)), dtype=np.int32))
+    out = jit(toks, Tensor(np.array([start], dtype=np.int32)), Tensor(np.array([len(tokens) - 1], dtype=np.int32)))
+    return out.numpy()
+
+# ---- the app ----
+
+@dataclass
+class Stats:
+  prompt_tokens: int = 0
+  tokens: int = 0
+  prefill_s: float = 0.0
+  decode_s: float = 0.0
+  finish_reason: str = ""
+
+class LLM:
+  """A loaded model with its tokenizer. `generate` returns the text, `stream` yields text pieces as tokens come,
+  `tokens` yields token ids; `stats` describes the last call."""
+  def __init__(self, f: GGUFFile, capacity: int | None = None, chunk: int = 32):
+    self.file, self.config = f, config_from_gguf(f)
+    try: self.tokenizer = Tokenizer.from_gguf(f.metadata)
+    except TokenizerError as e: raise LLMError(f"llm: {f.path}: {e}") from e
+    if self.tokenizer.vocab_size != self.config.vocab:
+      raise LLMError(f"llm: {f.path}: the tokenizer has {self.tokenizer.vocab_size} tokens, the model's vocabulary is "
+                     f"{self.config.vocab}")
+    self.capacity = min(capacity or self.config.context, self.config.context)
+    self.chunk = chunk
+    self.model = Transformer(f, self.config, self.capacity)
+    self.stats = Stats()
+
+  @staticmethod
+  def load(path: str, capacity: int | None = None, chunk: int = 32, device: str | None = None) -> LLM:
+    return LLM(GGUFFile(path, device), capacity, chunk)
+
+  def chat_prompt(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    return self.tokenizer.render_chat(messages, add_generation_prompt)
+
+  def tokens(self, prompt: str | list[int], params: SamplingParams | None = None) -> Iterator[int]:
+    """Token ids as they are sampled (EOS ends it, unless params.ignore_eos)."""
+    for tok, _ in self.steps(prompt, params): yield tok
+
+  def steps(self, prompt: str | list[int], params: SamplingParams | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """(token, the logits it was sampled from) as tokens are sampled; a str prompt is encoded with BOS."""
+    p = params or SamplingParams()
+    p.check()
+    ids = self.tokenizer.encode(prompt) if isinstance(prompt, str) else list(prompt)
+    if not ids: raise LLMError("llm: the prompt is empty (and the tokenizer adds no BOS token)")
+    if len(ids) + p.max_tokens > self.capacity:
+      raise LLMError(f"llm: the prompt's {len(ids)} tokens + max_tokens {p.max_tokens} exceed the context of "
+                     f"{self.capacity} tokens (the model's context_length {self.config.context}); shorten the prompt "
+                     "or lower max_tokens")
+    self.stats, rng = Stats(prompt_tokens=len(ids)), np.random.default_rng(p.seed)
+    t0 = time.perf_counter()
+    for s in range(0, len(ids), self.chunk): logits = self.model.step(ids[s:s + self.chunk], s, self.chunk)
+    self.stats.prefill_s, seen, t1 = time.perf_counter() - t0, list(ids), time.perf_counter()
+    for n in range(p.max_tokens):
+      tok = sample(logits, p, seen, rng)
+      if tok in self.tokenizer.eos_ids and not p.ignore_eos: self.stats.finish_reason = "stop"; break
+      seen.append(tok)
+      self.stats.tokens += 1
+      yield tok, logits
+      if n + 1 < p.max_tokens: logits = self.model.step([tok], len(seen) - 1, 1)
+      self.stats.decode_s = time.perf_counter() - t1
+    else: self.stats.finish_reason = "length"
+
+  def stream(self, prompt: str | list[int], params: SamplingParams | None = None) -> Iterator[str]:
+    """Text pieces as tokens come (a piece ends on a whole UTF-8 character); stops before a stop string."""
+    p = params or SamplingParams()
+    out, sent, raw = "", 0, b""
+    for tok in self.tokens(prompt, p):
+      raw += self.tokenizer.token_bytes(tok)
+      text = raw.decode("utf-8", errors="replace") if _whole_utf8(raw) else None
+      if text is None: continue
+      out, raw = out + text, b""
+      if (hit := min((i for s in p.stop if (i := out.find(s)) >= 0), default=-1)) >= 0:
+        if hit > sent: yield out[sent:hit]
+        self.stats.finish_reason = "stop"
+        return
+      # NOTE: text that may be the start of a stop string is held back until it cannot be
+      hold = max((k for s in p.stop for k in range(1, len(s)) if out.endswith(s[:k])), default=0)
+      if len(out) - hold > sent: yield out[sent:len(out) - hold]; sent = len(out) - hold
+    if raw: out += raw.decode("utf-8", errors="replace")
+    if len(out) > sent: yield out[sent:]
+
+  def generate(self, prompt: str | list[int], params: SamplingParams | None = None, **kw: Any) -> str:
+    return "".join(self.stream(prompt, params or SamplingParams(**kw)))
+
+def _whole_utf8(b: bytes) -> bool:
+  """b ends on a character boundary (a partial multi-byte sequence at the end is waited for, up to 4 bytes)."""
+  for i in range(1, min(4, len(b)) + 1):
+    c = b[-i]
+    if c < 0x80: return True
+    if c >= 0xC0: return i >= (2 if c < 0xE0 else 3 if c < 0xF0 else 4)
+  return len(b) >= 4
+
+# ---- CLI ----
+
+def _peak_rss_mb() -> float:
+  import resource
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def main(argv: list[str] | None = None) -> int:
+  ap = argparse.ArgumentParser(prog="python -m tinygrad.apps.llm", description="run a llama/qwen2 GGUF model")
+  ap.add_argument("--model", required=True, help="the .gguf file")
+  g = ap.add_mutually_exclusive_group()
+  g.add_argument("--prompt", help="complete this text (default: read stdin)")
+  g.add_argument("--chat", action="store_true", help="chat on stdin/stdout with the file's chat template")
+  g.add_argument("--serve", action="store_true", help="serve OpenAI-compatible /v1/chat/completions, /v1/completions")
+  ap.add_argument("--host", default="127.0.0.1", help="--serve's address (default 127.0.0.1: this machine only)")
+  ap.add_argument("--port", type=int, default=8080)
+  ap.add_argument("--max-tokens", type=int, default=128)
+  ap.add_argument("--temperature", type=float, default=0.0)
+  ap.add_argument("--top-k", type=int, default=0)
+  ap.add_argument("--top-p", type=float, default=1.0)
+  ap.add_argument("--min-p", type=float, default=0.0)
+  ap.add_argument("--repetition-penalty", type=float, default=1.0)
+  ap.add_argument("--seed", type=int, default=None)
+  ap.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
+  ap.add_argument("--context", type=int, default=None, help="KV cache capacity (default: the model's context_length)")
+  ap.add_argument("--benchmark", action="store_true", help="print prefill/decode tokens/s and peak memory")
+  a = ap.parse_args(argv)
+  try:
+    llm = LLM.load(a.model, a.context)
+    params = SamplingParams(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.seed, a.max_tokens,
+                            a.stop)
+    if a.chat: return _chat(llm, params)
+    if a.serve:
+      from tinygrad.apps.serve import serve
+      httpd = serve(llm, a.host, a.port, name=a.model.rsplit("/", 1)[-1])
+      print(f"serving {a.model} on http://{a.host}:{httpd.server_address[1]}/v1", file=sys.stderr)
+      httpd.serve_forever()
+      return 0
+    for piece in llm.stream(a.prompt if a.prompt is not None else sys.stdin.read(), params):
+      sys.stdout.write(piece)
+      sys.stdout.flush()
+    sys.stdout.write("\n")
+  except (LLMError, TokenizerError, CheckpointError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  if a.benchmark: _print_bench(llm)
+  return 0
+
+def _print_bench(llm: LLM) -> None:
+  s = llm.stats
+  pre = s.prompt_tokens / s.prefill_s if s.prefill_s else 0.0
+  dec = (s.tokens - 1) / s.decode_s if s.decode_s and s.tokens > 1 else 0.0
+  print(f"prefill {s.prompt_tokens} tokens {pre:.2f} tok/s, decode {s.tokens} tokens {dec:.2f} tok/s, "
+        f"peak RSS {_peak_rss_mb():.0f} MiB, kernels {GlobalCounters.kernel_count}", file=sys.stderr)
+
+def _chat(llm: LLM, params: SamplingParams) -> int:
+  messages: list[dict[str, str]] = []
+  for line in sys.stdin:
+    messages.append({"role": "user", "content": line.rstrip("\n")})
+    reply = ""
+    for piece in llm.stream(llm.tokenizer.encode(llm.chat_prompt(messages), add_bos=False, special=True), params):
+      reply += piece
+      sys.stdout.write(piece)
+      sys.stdout.flush()
+    sys.stdout.write("\n")
+    messages.append({"role": "assistant", "content": reply})
+  return 0
+
+if __name__ == "__main__": sys.exit(main())
