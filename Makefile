@@ -239,10 +239,12 @@ replay-models: $(STAMP)
 	$(PY) -m tests.models.replay_counts $(MODELS_DB)
 	$(PY) -m replay diff --db $(MODELS_DB) --html .replay/models.html --assert-no-change $(MODELS_REPLAY_ARGS)
 
-# the zoo's slow checks: the whole training step of ResNet-18, the UNet and the LSTM LM against torch, every zoo model's
-# step kernels compiled for sm_80/89/90 and gfx942/1100/1201, every forward under every emulation (docs/models.md)
+# the zoo's slow checks (docs/models.md): the optimizer step of every zoo model but GPT-2 against torch, the two-layer
+# LSTM LM, BERT's float16 forward, every zoo model's step kernels compiled for sm_80/89/90 and gfx942/1100/1201, every
+# forward under every emulation, and nn.LSTM's other configurations
 test-models-slow: $(STAMP)
-	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/models
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/models \
+		tests/nn/test_layers.py -k "zoo or lstm"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

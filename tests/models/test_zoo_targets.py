@@ -1,9 +1,9 @@
 """The zoo's kernels on the GPU targets (docs/models.md): every kernel of a zoo model's training step (tiny sizes)
-compiles for sm_90 and gfx1100 (BERT and GPT-2 here, every model on every arch under -m slow) as `COMPILE_ONLY=1 realize()` compiles it (tests/codegen/gpu_sweep.py: get_program with
-the arch's renderer and default heuristics, then NVRTC + ptxas, or llvmlite + LLD with the code object checked); the
-other archs (sm_80/89, gfx942/1201) under -m slow (make test-models-slow). And each model's forward runs on the PYTHON
-backend emulating NV and AMD gfx1100 with the CPU's results, from the same weights (BERT, GPT-2 and the LSTM here;
-every model under every emulation under -m slow)."""
+compiles for the GPU archs as `COMPILE_ONLY=1 realize()` compiles it (tests/codegen/gpu_sweep.py: get_program with
+the arch's renderer and default heuristics, then NVRTC + ptxas, or llvmlite + LLD with the code object checked), and
+each model's forward runs on the PYTHON backend emulating NV and AMD with the CPU's results, from the same weights.
+The default suite compiles GPT-2's step for sm_90 and runs its forward under EMULATE=AMD_GFX1100; every model on
+sm_80/89/90 and gfx942/1100/1201 and under every emulation runs under -m slow (make test-models-slow)."""
 import os, subprocess, sys
 import numpy as np
 import pytest
@@ -13,10 +13,11 @@ from tests.models.zoo_run import step_kernels, forward
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAMES = list(zoo("tiny"))
-DEFAULT_ARCHS, SLOW_ARCHS = ("sm_90", "gfx1100"), ("sm_80", "sm_89", "gfx942", "gfx1201")
-# NOTE: the CNNs' steps compile hundreds of kernels and the LSTM's unrolled backward is slow to compile: on every arch
-# under -m slow; in the default suite the transformers' steps (sm_90, gfx1100) and the cheaper forwards under emulation
-FAST_STEPS, FAST_EMU = ["bert", "gpt2"], ["bert", "gpt2", "lstm"]
+ARCHS = ("sm_80", "sm_89", "sm_90", "gfx942", "gfx1100", "gfx1201")
+EMULATIONS = ("NV", "AMD_GFX1100", "AMD_GFX1201", "AMD_GFX942")
+# NOTE: codegen dominates (a CNN's step compiles hundreds of kernels): the default suite compiles GPT-2's step for
+# sm_90 and runs its forward under EMULATE=AMD_GFX1100; every other model, arch and emulation under -m slow
+DEFAULT_COMPILE, DEFAULT_EMU = ("gpt2", "sm_90"), ("gpt2", "AMD_GFX1100")
 # NOTE: the emulated GPUs compute in another order (their reductions split across threads): float32 rounding apart
 EMU_TOL = 1e-4
 
@@ -27,24 +28,18 @@ def _check_compiles(name: str, arch: str) -> None:
   assert not bad, f"{name}: {len(bad)} of {len(asts)} kernels do not compile for {arch}:\n" + \
     "\n".join(f"  kernel {i}: {e[:1500]}" for i, e in list(bad.items())[:5])
 
-@pytest.mark.parametrize("arch", DEFAULT_ARCHS)
-@pytest.mark.parametrize("name", FAST_STEPS)
-def test_zoo_step_kernels_compile(name, arch): _check_compiles(name, arch)
+def test_zoo_step_kernels_compile(): _check_compiles(*DEFAULT_COMPILE)
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("arch", DEFAULT_ARCHS + SLOW_ARCHS)
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name,arch", [(n, a) for n in NAMES for a in ARCHS if (n, a) != DEFAULT_COMPILE])
 def test_zoo_step_kernels_compile_every_arch(name, arch): _check_compiles(name, arch)
 
-@pytest.mark.parametrize("emu", ["NV", "AMD_GFX1100"])
-@pytest.mark.parametrize("name", FAST_EMU)
-def test_zoo_forward_under_emulation_matches_cpu(name, emu, tmp_path): _check_emulation(name, emu, tmp_path)
+def test_zoo_forward_under_emulation_matches_cpu(tmp_path): _check_emulation(*DEFAULT_EMU, tmp_path)
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("emu", ["NV", "AMD_GFX1100", "AMD_GFX1201", "AMD_GFX942"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name,emu", [(n, e) for n in NAMES for e in EMULATIONS if (n, e) != DEFAULT_EMU])
 def test_zoo_forward_under_every_emulation_matches_cpu(name, emu, tmp_path): _check_emulation(name, emu, tmp_path)
 
 def _check_emulation(name: str, emu: str, tmp_path) -> None:
