@@ -450,7 +450,9 @@ class LSTM:
     xw = x.linear(w_ih.T, b_ih)
     if b_hh is not None: xw = xw + b_hh
     outs: list[Tensor] = []
-    for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+    # NOTE: the recurrence is unrolled over the steps, so their number must be concrete
+    steps = x.int_shape("LSTM (its recurrence is unrolled over the sequence)")[0]
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
       i, f, g, o = (xw[t] + h.matmul(w_hh.T)).chunk(4, dim=1)
       # NOTE: each step's state is stored: fused, every later step (and its gradient) would recompute all before it
       c = (f.sigmoid() * c + i.sigmoid() * g.tanh()).contiguous()
