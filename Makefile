@@ -12,7 +12,7 @@ JOBS ?= 2
 
 .PHONY: demo test test-symbolic test-python test-llvm test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
-	test-ops-targets test-gpu-sweep chromium viz-docs test-multi
+	test-ops-targets test-gpu-sweep chromium viz-docs test-multi replay-models test-models-slow
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -230,6 +230,26 @@ replay: $(STAMP)
 		$(abspath $(PY)) -m pytest -n $(JOBS) -q -p no:cacheprovider $(REPLAY_TESTS)
 	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html --viz .replay/viz --viz-base .replay/base \
 		$(REPLAY_ARGS); rc=$$?; git worktree remove --force .replay/base; exit $$rc
+
+# the model zoo under process replay (docs/models.md): every schedule and kernel of `python -m tinygrad.models` (each zoo
+# model's forward, backward and one SGD step at the small sizes) captured on CPU, each kernel also rendered and compiled
+# (compile-only) for NV and AMD; then a diff of the capture against the code checked out (every record must come back
+# unchanged) and the per-target counts. The database and report in .replay/models.db and .replay/models.html;
+# MODELS_REPLAY_ARGS adds diff options (--target NV, ...)
+MODELS_DB ?= .replay/models.db
+MODELS_REPLAY_ARGS ?=
+replay-models: $(STAMP)
+	mkdir -p .replay && rm -f $(MODELS_DB) $(MODELS_DB)-wal $(MODELS_DB)-shm
+	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD -- $(PY) -m tinygrad.models
+	$(PY) -m tests.models.replay_counts $(MODELS_DB)
+	$(PY) -m replay diff --db $(MODELS_DB) --html .replay/models.html --assert-no-change $(MODELS_REPLAY_ARGS)
+
+# the zoo's slow checks (docs/models.md): the optimizer step of every zoo model but GPT-2 against torch, the two-layer
+# LSTM LM, BERT's float16 forward, every zoo model's step kernels compiled for sm_80/89/90 and gfx942/1100/1201, every
+# forward under every emulation, and nn.LSTM's other configurations
+test-models-slow: $(STAMP)
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/models \
+		tests/nn/test_layers.py -k "zoo or lstm"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import torch
 from tinygrad import Tensor, dtypes, nn
+from tinygrad.tensor import ArgumentError
+from tinygrad.nn.state import get_state_dict
 from tests.nn.torch_ref import check_layer, rand
 
 # ---- Linear, Embedding ----
@@ -255,6 +257,42 @@ def test_lstmcell_matches_torch_with_state():
 def test_lstmcell_matches_torch_without_state_and_unbatched():
   check_layer(nn.LSTMCell(3, 2, bias=False), torch.nn.LSTMCell(3, 2, bias=False), [rand(4, 3)])
   check_layer(nn.LSTMCell(3, 2), torch.nn.LSTMCell(3, 2), [rand(3)])
+
+def _lstm_flat(m, x, *hc):
+  out, (h, c) = m(x, tuple(hc) if hc else None)
+  return out, h, c
+
+# NOTE: the unrolled recurrence's kernels are slow to compile (a case takes 15-55 s of CPU): the default suite checks the
+# bidirectional batch_first one without bias, the others run under -m slow (make test-models-slow)
+@pytest.mark.parametrize("kw,shape", [(dict(bias=False, batch_first=True, bidirectional=True), (2, 2, 4))],
+                         ids=["nobias_bf_bidir"])
+def test_lstm_matches_torch(kw, shape):
+  check_layer(nn.LSTM(4, 3, **kw), torch.nn.LSTM(4, 3, **kw), [rand(*shape)], call=_lstm_flat)
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("kw,shape", [(dict(num_layers=2), (3, 2, 4)), (dict(batch_first=True), (2, 3, 4)),
+                                      (dict(num_layers=2, bidirectional=True), (2, 2, 4)),
+                                      (dict(num_layers=2), (3, 4))],
+                         ids=["2layers", "batch_first", "bidirectional", "unbatched"])
+def test_lstm_slow_matches_torch(kw, shape):
+  check_layer(nn.LSTM(4, 3, **kw), torch.nn.LSTM(4, 3, **kw), [rand(*shape)], call=_lstm_flat)
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_lstm_matches_torch_with_state_and_float16():
+  dirs = 2
+  x, h, c = rand(2, 2, 3), rand(dirs, 2, 5, seed=1), rand(dirs, 2, 5, seed=2)
+  kw = dict(num_layers=1, bidirectional=True)
+  check_layer(nn.LSTM(3, 5, **kw), torch.nn.LSTM(3, 5, **kw), [x, h, c], call=_lstm_flat)
+  check_layer(nn.LSTM(3, 5, **kw), torch.nn.LSTM(3, 5, **kw), [x, h, c], "float16", call=_lstm_flat)
+
+def test_lstm_state_dict_keys_and_bad_shapes():
+  theirs = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+  assert sorted(get_state_dict(nn.LSTM(3, 4, num_layers=2, bidirectional=True))) == sorted(theirs.state_dict())
+  with pytest.raises(ArgumentError, match="input"): nn.LSTM(3, 4)(Tensor.zeros(2, 2, 5))
+  with pytest.raises(ArgumentError, match="states"): nn.LSTM(3, 4)(Tensor.zeros(2, 2, 3), (Tensor.zeros(1, 3, 4),) * 2)
+  with pytest.raises(ArgumentError, match="proj_size"): nn.LSTM(3, 4, proj_size=2)
 
 # ---- training mode ----
 

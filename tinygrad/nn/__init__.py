@@ -2,7 +2,7 @@
 and they compute what torch's layer of the same name computes:
 
   Linear, Embedding, Conv1d/2d/3d, ConvTranspose1d/2d/3d, BatchNorm (any rank; BatchNorm1d/2d/3d check it),
-  LayerNorm, LayerNorm2d, GroupNorm, InstanceNorm (any rank; InstanceNorm1d/2d/3d), RMSNorm, LSTMCell,
+  LayerNorm, LayerNorm2d, GroupNorm, InstanceNorm (any rank; InstanceNorm1d/2d/3d), RMSNorm, LSTMCell, LSTM,
   MultiheadAttention, Sequential, Dropout, Identity, Flatten, and the activations as modules (ReLU, GELU, SiLU, Tanh,
   Sigmoid, ...).
 
@@ -456,6 +456,75 @@ class LSTMCell:
     h_new = o.sigmoid() * c_new.tanh()
     return (h_new.squeeze(0), c_new.squeeze(0)) if unbatched else (h_new, c_new)
 
+class LSTM:
+  """torch.nn.LSTM: `output, (h_n, c_n) = lstm(x, (h_0, c_0))`, num_layers stacked, optionally bidirectional, gates in
+  torch's order (input, forget, cell, output). Parameters weight_ih_l{k}, weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k}
+  (suffix `_reverse` for the backward direction), uniform in +-1/sqrt(hidden) as torch. x is (L, N, input), (N, L,
+  input) with batch_first, or unbatched (L, input); states are (num_layers * directions, N, hidden) (batch_first does
+  not change them, as torch), zeros when not given. dropout (in training) applies to every layer's output but the
+  last. The input projection of a whole sequence is one matmul; the recurrence is unrolled over the L steps."""
+  def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+               batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0):
+    if num_layers < 1 or hidden_size < 1: raise ArgumentError(f"LSTM: num_layers {num_layers} and hidden_size "
+                                                              f"{hidden_size} must be positive")
+    if proj_size: raise ArgumentError("LSTM: proj_size is not supported (give proj_size=0)")
+    if not 0 <= dropout <= 1: raise ArgumentError(f"LSTM: dropout must be between 0 and 1, got {dropout}")
+    self.input_size, self.hidden_size, self.num_layers, self.bias = input_size, hidden_size, num_layers, bias
+    self.batch_first, self.dropout, self.bidirectional = batch_first, dropout, bidirectional
+    bound, dirs = 1 / math.sqrt(hidden_size), 2 if bidirectional else 1
+    for layer in range(num_layers):
+      for sfx in ("", "_reverse")[:dirs]:
+        n_in = input_size if layer == 0 else hidden_size * dirs
+        setattr(self, f"weight_ih_l{layer}{sfx}", _uniform(4 * hidden_size, n_in, bound=bound))
+        setattr(self, f"weight_hh_l{layer}{sfx}", _uniform(4 * hidden_size, hidden_size, bound=bound))
+        if bias:
+          setattr(self, f"bias_ih_l{layer}{sfx}", _uniform(4 * hidden_size, bound=bound))
+          setattr(self, f"bias_hh_l{layer}{sfx}", _uniform(4 * hidden_size, bound=bound))
+  def _direction(self, x: Tensor, h: Tensor, c: Tensor, name: str, reverse: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """One layer, one direction over x (L, N, in): the outputs (L, N, hidden) and the last (h, c)."""
+    w_ih, w_hh = getattr(self, f"weight_ih_{name}"), getattr(self, f"weight_hh_{name}")
+    b_ih, b_hh = getattr(self, f"bias_ih_{name}", None), getattr(self, f"bias_hh_{name}", None)
+    xw = x.linear(w_ih.T, b_ih)
+    if b_hh is not None: xw = xw + b_hh
+    outs: list[Tensor] = []
+    # NOTE: the recurrence is unrolled over the steps, so their number must be concrete
+    steps = x.int_shape("LSTM (its recurrence is unrolled over the sequence)")[0]
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+      i, f, g, o = (xw[t] + h.matmul(w_hh.T)).chunk(4, dim=1)
+      # NOTE: each step's state is stored: fused, every later step (and its gradient) would recompute all before it
+      c = (f.sigmoid() * c + i.sigmoid() * g.tanh()).contiguous()
+      h = (o.sigmoid() * c.tanh()).contiguous()
+      outs.append(h)
+    if reverse: outs.reverse()
+    return Tensor.stack(*outs), h, c
+  def __call__(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
+      raise ArgumentError(f"LSTM({self.input_size}, {self.hidden_size}): input {x.shape} must be (L, N, "
+                          f"{self.input_size}), (N, L, {self.input_size}) with batch_first, or (L, {self.input_size})")
+    unbatched = x.ndim == 2
+    x = x.unsqueeze(1) if unbatched else x.transpose(0, 1) if self.batch_first else x
+    dirs = 2 if self.bidirectional else 1
+    want = (self.num_layers * dirs, x.shape[1], self.hidden_size)
+    if hx is None: h0 = c0 = Tensor.zeros(*want, dtype=x.dtype, device=x.device)
+    else: h0, c0 = (t.unsqueeze(1) if unbatched else t for t in hx)
+    if h0.shape != want or c0.shape != want:
+      raise ArgumentError(f"LSTM: states {h0.shape} and {c0.shape} must be {want[1:] if unbatched else want}")
+    hs: list[Tensor] = []
+    cs: list[Tensor] = []
+    for layer in range(self.num_layers):
+      outs = []
+      for d, sfx in enumerate(("", "_reverse")[:dirs]):
+        k = layer * dirs + d
+        out, h, c = self._direction(x, h0[k], c0[k], f"l{layer}{sfx}", reverse=d == 1)
+        outs.append(out)
+        hs.append(h)
+        cs.append(c)
+      x = outs[0] if dirs == 1 else outs[0].cat(outs[1], dim=-1)
+      if layer < self.num_layers - 1 and self.dropout: x = x.dropout(self.dropout)
+    h_n, c_n = Tensor.stack(*hs), Tensor.stack(*cs)
+    if unbatched: return x.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
+    return (x.transpose(0, 1) if self.batch_first else x), (h_n, c_n)
+
 # ---- containers, dropout and activations as modules ----
 
 class Sequential:
@@ -664,7 +733,7 @@ class MultiheadAttention:
 __all__ = ["Linear", "Embedding", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "BatchNorm", "UnsyncedBatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
            "InstanceNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LayerNorm2d",
-           "GroupNorm", "RMSNorm", "LSTMCell", "MultiheadAttention", "Sequential", "Identity", "Dropout", "Flatten",
-           "ReLU", "ReLU6", "SiLU",
-           "Sigmoid", "Tanh", "Mish", "Hardswish", "Hardsigmoid", "Softsign", "LogSigmoid", "SELU", "GELU", "LeakyReLU",
-           "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax", "PReLU", "optim", "state", "lr_scheduler"]
+           "GroupNorm", "RMSNorm", "LSTMCell", "LSTM", "MultiheadAttention", "Sequential", "Identity", "Dropout",
+           "Flatten", "ReLU", "ReLU6", "SiLU", "Sigmoid", "Tanh", "Mish", "Hardswish", "Hardsigmoid", "Softsign",
+           "LogSigmoid", "SELU", "GELU", "LeakyReLU", "ELU", "CELU", "Hardtanh", "Softplus", "Softmax", "LogSoftmax",
+           "PReLU", "optim", "state", "lr_scheduler"]
