@@ -174,3 +174,16 @@ def test_chat_template_is_sandboxed():
     render_template("{% set x = messages.append(1) %}", messages=[])
   with pytest.raises(TokenizerError, match="unknown role tool"):
     render_template(LLAMA3_TEMPLATE, messages=[{"role": "tool", "content": ""}], bos_token="")
+
+@pytest.mark.parametrize("template", ["{{ 1 / 0 }}", "{{ messages.a.b }}", "{{ 'ab' * 2000000000 }}", "{{ [0] * 10 ** 9 }}",
+                                      "{% for i in range(100) %}{{ 'x' * 20000 }}{% endfor %}",
+                                      "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"])
+def test_a_hostile_chat_template_is_a_tokenizer_error_without_exhausting_memory(template):
+  # what the template raises, a repetition past TEMPLATE_MAX_CHARS (never built: the 4 GB string would be), an output
+  # past it, a recursion: each a TokenizerError naming the template
+  import tracemalloc
+  tracemalloc.start()
+  try:
+    with pytest.raises(TokenizerError, match="chat template failed"): render_template(template, messages=[])
+    assert tracemalloc.get_traced_memory()[1] < 64 << 20
+  finally: tracemalloc.stop()

@@ -184,17 +184,36 @@ class Tokenizer:
                            bos_token=self.tokens[self.bos] if self.bos is not None else "",
                            eos_token=self.tokens[self.eos] if self.eos is not None else "", **extra)
 
+TEMPLATE_MAX_CHARS = 1 << 20  # a rendered chat prompt, and any string or list a template builds with * on the way
+
 def render_template(template: str, **ctx: Any) -> str:
   """A chat template rendered in jinja2's immutable sandbox, with the helpers chat templates expect (raise_exception,
-  tojson keeping non-ASCII, strftime_now)."""
-  from jinja2.exceptions import TemplateError
+  tojson keeping non-ASCII, strftime_now). A template is untrusted: `*` may not build a string or list longer than
+  TEMPLATE_MAX_CHARS, nor may the output be; every failure is a TokenizerError."""
+  from jinja2.exceptions import TemplateError, SecurityError
   from jinja2.sandbox import ImmutableSandboxedEnvironment
   import datetime
   def raise_exception(msg: str) -> None: raise TemplateError(msg)
-  env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+  class Sandbox(ImmutableSandboxedEnvironment):
+    intercepted_binops = frozenset({"*"})
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+      seq, n = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
+      if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > TEMPLATE_MAX_CHARS:
+        raise SecurityError(f"a repetition of {len(seq)} x {n} items is over the limit of {TEMPLATE_MAX_CHARS}")
+      return super().call_binop(context, operator, left, right)
+  env = Sandbox(trim_blocks=True, lstrip_blocks=True)
   env.filters["tojson"] = lambda x, indent=None, ensure_ascii=False, sort_keys=False: \
     json.dumps(x, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
   env.globals["raise_exception"] = raise_exception
   env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
-  try: return env.from_string(template).render(**ctx)
+  try:
+    out, n = list[str](), 0
+    for piece in env.from_string(template).generate(**ctx):
+      out.append(piece)
+      if (n := n + len(piece)) > TEMPLATE_MAX_CHARS:
+        raise SecurityError(f"the rendered text passed {TEMPLATE_MAX_CHARS} characters ({n} so far)")
+    return "".join(out)
   except TemplateError as e: raise TokenizerError(f"tokenizer: the chat template failed: {e}") from e
+  # NOTE: a template is code from the file: whatever it raises (1/0, a bad index, a recursion) is the file's fault
+  except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError, MemoryError) as e:
+    raise TokenizerError(f"tokenizer: the chat template failed: {type(e).__name__}: {e}") from e
