@@ -15,7 +15,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SEP = "\n# ---- kernel ----\n"
 _seen: dict[UOp, None] = {}
 
-def _record(ast: UOp) -> None: _seen[ast] = None
+def _record(ast: UOp) -> None:
+  from tinygrad.engine.realize import is_transfer
+  # NOTE: a copy between devices is a kernel without codegen (the engine moves its bytes): nothing to render for NV
+  if not is_transfer(ast): _seen[ast] = None
 
 def pytest_addoption(parser: Any) -> None:
   parser.addoption("--nv-capture", default=None, help="write every kernel AST of the run to this file (pyrender text)")

@@ -10,7 +10,8 @@ Checkpoints, with the arguments each callback receives:
   device_graph(sink)                    a tensor graph with tensors on several devices, lowered to one graph per device
                                         (tinygrad/schedule/multi.py): every node on one device, transfers as COPYs
   kernel_graph(sink)                    the graph after rangeify: KERNEL nodes over BUFFERs
-  kernel_ast(ast)                       each kernel's AST (a SINK) before codegen
+  kernel_ast(ast)                       each kernel's AST (a SINK) before codegen; a copy between devices too
+                                        (SINK(COPY), realize.is_transfer), which has no codegen
   program(ast, uops, renderer)          each linearized program (the list after line_rewrite), BEAM candidates too
   compiling(ast, renderer, opts)        get_program starts on `ast` with the opts its caller gave (None: it chooses
                                         them); `compiled` ends it
