@@ -9,7 +9,7 @@ when it is empty) are real template shapes, so mutations start from jinja syntax
 import os, sys
 # NOTE: run as a script, the repository root is not on sys.path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from fuzz.targets.load_common import Audit, LoaderFinding
+from fuzz.targets.load_common import Audit, audited
 
 SEEDS = {
   "llama3": "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
@@ -24,16 +24,10 @@ MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content
 AUDIT = Audit()
 
 def test_one_input(data: bytes) -> None:
-  from tinygrad.apps.tokenizer import render_template, TokenizerError
-  AUDIT.events.clear()
-  AUDIT.active = True
-  try: render_template(data.decode("utf-8", "replace"), messages=MESSAGES, add_generation_prompt=True, bos_token="<s>")
-  except TokenizerError: pass
-  except Exception as e:
-    if AUDIT.events: raise LoaderFinding(f"a chat template did what no file may make it do: {AUDIT.events}") from e
-    raise
-  finally: AUDIT.active = False
-  if AUDIT.events: raise LoaderFinding(f"a chat template did what no file may make it do: {AUDIT.events}")
+  from tinygrad.apps import tokenizer
+  text = data.decode("utf-8", "replace")
+  def render() -> None: tokenizer.render_template(text, messages=MESSAGES, add_generation_prompt=True, bos_token="<s>")
+  audited(AUDIT, "a chat template", render, tokenizer.TokenizerError)
 
 def main(argv: list[str]) -> None:
   import atheris

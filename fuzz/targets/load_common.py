@@ -75,22 +75,26 @@ def make_check(fmt: str, audit: Audit, realize: bool) -> Callable[[bytes], None]
     if isinstance(obj, Tensor): return [obj]
     if depth > 80 or not isinstance(obj, (dict, list, tuple)): return []
     return [t for v in (obj.values() if isinstance(obj, dict) else obj) for t in tensors(v, depth + 1)]
-  def check(data: bytes) -> None:
-    audit.events.clear()
-    audit.active = True
-    try:
-      out = load(data, device=device)
-      # NOTE: a view or dequantization reading outside its buffer is an EmulatedKernelError on PYTHON; a huge (but
-      # lazy, expanded) tensor is read at its first element only
-      if realize and (ts := [t.reshape(-1)[:1] if t.numel() > 4096 else t for t in tensors(out)]): Tensor.realize(*ts)
-    except CheckpointError: pass
-    except Exception as e:
-      # NOTE: the hook's refusal (PermissionError) surfaces here, unless the reader wrapped it in a CheckpointError
-      if audit.events: raise LoaderFinding(f"{LOADERS[fmt][1]} did what no file may make it do: {audit.events}") from e
-      raise
-    finally: audit.active = False
-    if audit.events: raise LoaderFinding(f"{LOADERS[fmt][1]} did what no file may make it do: {audit.events}")
-  return check
+  def read(data: bytes) -> None:
+    out = load(data, device=device)
+    # NOTE: a view or dequantization reading outside its buffer is an EmulatedKernelError on PYTHON; a huge (but lazy,
+    # expanded) tensor is read at its first element only
+    if realize and (ts := [t.reshape(-1)[:1] if t.numel() > 4096 else t for t in tensors(out)]): Tensor.realize(*ts)
+  return lambda data: audited(audit, name, lambda: read(data), CheckpointError)
+
+def audited(audit: Audit, what: str, fn: Callable[[], Any], allowed: type[Exception]) -> None:
+  """fn() with the audit hook active: an `allowed` exception is the reader's documented refusal; anything the hook saw
+  is a LoaderFinding (whatever fn raised then: the hook's refusal, a PermissionError, surfaces there unless the reader
+  wrapped it in its own error class); any other exception goes up as the finding it is."""
+  audit.events.clear()
+  audit.active = True
+  try: fn()
+  except allowed: pass
+  except Exception as e:
+    if audit.events: raise LoaderFinding(f"{what} did what no file may make it do: {audit.events}") from e
+    raise
+  finally: audit.active = False
+  if audit.events: raise LoaderFinding(f"{what} did what no file may make it do: {audit.events}")
 
 def keep_going(check: Callable[[bytes], None], prefix: str) -> Callable[[bytes], None]:
   """check, with each finding written once per signature (exception type, the innermost frame that raised it) and
