@@ -127,7 +127,8 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.SHRINK, name="ret"), _shrink_grad),
   (UPat(Ops.FLIP, name="ret"), lambda ctx, ret: (ctx.flip(ret.arg),)),
   (UPat(Ops.REDUCE_AXIS, name="ret"), _reduce_grad),
-  (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
+  # NOTE: stored where the forward stores: an unrolled recurrence's weight gradients would otherwise inline every step
+  (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx.contiguous(),)),
   (UPat(Ops.DETACH), lambda: (None,)),
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (UOp(Ops.COPY, ctx.dtype, (ctx, _dev(ret.src[0]))), None)),
   (UPat(Ops.ASSIGN), lambda: (None, None)),

@@ -509,7 +509,10 @@ class Tensor(_CastSugar, MathTrait):
     raise ArgumentError(f"{op} of a tensor of symbolic shape {render_shape(self.shape)} needs concrete sizes "
                         f"(symbolic: {sym}); reshape it to the bound sizes first, e.g. .reshape{conc}")
 
-  def contiguous(self) -> Tensor: return self._new(self.uop.contiguous(), )
+  def contiguous(self) -> Tensor:
+    """This tensor stored in a buffer of its own; in backward its gradient is stored there too (so a recurrence stored
+    step by step in the forward is not recomputed whole inside each of its gradient kernels)."""
+    return self._new(self.uop.contiguous(), )
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:
     """Marks this tensor (in place) as one backward() computes a gradient for; returns it."""
