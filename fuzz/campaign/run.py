@@ -119,20 +119,16 @@ def default_memory_mb(jobs: int) -> int:
   """A worker's memory cap: the physical memory shared by the workers and the parent."""
   return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / (jobs + 1) / 2**20)
 
-def resident_mb(pid: int) -> float:
-  """The resident memory of a live process (MB), 0 when it cannot be read."""
-  try:
-    with open(f"/proc/{pid}/statm") as f: return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-  except (OSError, ValueError, IndexError): return 0.0
-
-def peak_resident_mb(pid: int) -> float:
-  """The most resident memory a live process has had since its exec (VmHWM, MB), 0 when it cannot be read."""
+def resident_mb(pid: int) -> tuple[float, float]:
+  """(resident memory now, the most it has been since the process's exec) of a live process in MB (VmRSS, VmHWM of
+  /proc/PID/status), zeros when they cannot be read."""
+  vals: dict[str, float] = {}
   try:
     with open(f"/proc/{pid}/status") as f:
       for line in f:
-        if line.startswith("VmHWM:"): return int(line.split()[1]) / 1024
+        if line.startswith(("VmRSS:", "VmHWM:")): vals[line[:5]] = int(line.split()[1]) / 1024
   except (OSError, ValueError, IndexError): pass
-  return 0.0
+  return vals.get("VmRSS", 0.0), vals.get("VmHWM", 0.0)
 
 def worker_env(cfg: CampaignConfig) -> dict[str, str]:
   env = dict(os.environ)
@@ -277,13 +273,15 @@ class WorkerPool:
         events.append((w, "died", (job, note, why, w.peak_mb)))
     t = time.monotonic()
     for w in list(self.workers):
-      if w.job is not None and (mb := resident_mb(w.proc.pid)) > self.memory_mb:
+      if w.job is None: continue
+      mb, peak = resident_mb(w.proc.pid)
+      if mb > self.memory_mb:
         job, note = w.job, w.note
         self.restart(w, kill=True)
         events.append((w, "memory", (job, note, mb)))
         continue
-      if w.job is not None: w.peak_mb = max(w.peak_mb, mb, peak_resident_mb(w.proc.pid))
-      if w.job is not None and t - w.last_beat > self.step_timeout:
+      w.peak_mb = max(w.peak_mb, peak)
+      if t - w.last_beat > self.step_timeout:
         job, note = w.job, w.note
         self.restart(w, kill=True)
         events.append((w, "hung", (job, note)))
