@@ -140,6 +140,12 @@ def test_edited_trace_names_the_line(tmp_path):
   lines.insert(2, json.dumps({"t": "n", "i": 999999, "op": "ADD", "dt": "int", "arg": "None", "src": [123456]}))
   bad.write_text("\n".join(lines) + "\n")
   with pytest.raises(TraceError, match="refers to node 123456, which no earlier line defines"): load(str(bad))
+  # JSON nested past the parser's recursion limit, as a record and as the header
+  lines = open(_good(tmp_path)).read().splitlines()
+  bad.write_text("\n".join(lines[:2] + ["[" * 200000] + lines[2:]) + "\n")
+  with pytest.raises(TraceError, match="bad.jsonl:3: not a JSON record"): load(str(bad))
+  bad.write_text("[" * 200000 + "\n")
+  with pytest.raises(TraceError, match="bad.jsonl:1: not a VIZ trace"): load(str(bad))
 
 def test_newer_trace_says_so(tmp_path):
   lines = open(_good(tmp_path)).read().splitlines()

@@ -146,7 +146,8 @@ def _check(path: str, lineno: int, rec: Any) -> dict[str, Any]:
 
 def _header(path: str, first: str) -> dict[str, Any]:
   try: rec = json.loads(first)
-  except ValueError as e: raise TraceError(f"{path}:1: not a VIZ trace (the first line is not JSON: {e})") from None
+  except (ValueError, RecursionError) as e:
+    raise TraceError(f"{path}:1: not a VIZ trace (the first line is not JSON: {type(e).__name__}: {e})") from None
   if not isinstance(rec, dict) or rec.get("t") != "header" or rec.get("format") != FORMAT:
     raise TraceError(f"{path}:1: not a VIZ trace (the first line is not a {FORMAT} header)")
   v = rec.get("version")
@@ -228,8 +229,9 @@ def load(path: str) -> Trace:
         if pending is not None: raise pending
         if tr.complete or tr.capped_at is not None:
           raise TraceError(f"{path}:{lineno}: a record after the trace's {'end' if tr.complete else 'cap'} record")
+        # NOTE: JSON nested deeper than the parser's recursion is a RecursionError; it is a bad line like any other
         try: rec = json.loads(line)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
           # NOTE: only the last line may be cut short; a bad line before another one is an edited file
           if line.endswith("\n"): pending = TraceError(f"{path}:{lineno}: not a JSON record ({e})")
           else: tr.warnings.append(f"the trace ends mid-record at line {lineno} (the run was cut short); showing what "
