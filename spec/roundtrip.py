@@ -696,6 +696,9 @@ class _Reader:
 
   def build_uop(self, line: int, what: str, fn: Callable[[], Any]) -> UOp:
     if not isinstance(ret := self.build(line, what, fn), UOp): raise self.err(line, what, "did not build a UOp")
+    # NOTE: a constructor such as UOp.group(1) takes any source; a node is a graph only if each source is a node
+    if (bad := next((s for s in ret.src if not isinstance(s, UOp)), None)) is not None:
+      raise self.err(line, what, f"has a source that is not a UOp: {type(bad).__name__}")
     return ret
 
   # ---- the common lines, read whole by a pattern ----
@@ -726,7 +729,8 @@ def _show(t: _Tok) -> str:
   return repr(t[1]) if t[0] != "str" else "a string"
 
 def _short(v: Any) -> str:
-  s = repr(v)
+  try: s = repr(v)
+  except Exception as e: s = f"<{type(v).__name__}, unprintable: {type(e).__name__}>"
   return s if len(s) <= 60 else s[:57] + "..."
 
 # NOTE: each pattern is one whole line exactly as pyrender prints it, and takes only what the reader would take from

@@ -352,3 +352,12 @@ def test_literals_their_dtypes_hold_are_read():
                 (dtypes.fp8e4m3, 448.0), (dtypes.float, -0.0), (dtypes.index, 2**100)]:
     u = UOp.const(dt, v)
     assert eval_pyrender(pyrender(u)) is u, (dt, v)
+
+# the CI fuzz-parser run's crash: UOp.group(1) built a node whose source was an int, and naming it in an error raised
+@pytest.mark.parametrize("text", [
+  "c0 = UOp.group(1, 2)\nast = c0\n",
+  "c0 = UOp.const(dtypes.int, UOp.group(1))\nast = c0\n",
+  "c0 = UOp.sink(3)\nast = c0\n",
+  "c0 = UOp.const(dtypes.int, 1)\nc1 = c0.index(5)\nast = c1\n"])
+def test_a_source_that_is_not_a_uop_is_a_syntax_error(text):
+  with pytest.raises(PyrenderSyntaxError, match="line [12]: .* has a source that is not a UOp: int"): eval_pyrender(text)
