@@ -48,17 +48,15 @@ demo: $(EXTRA)core
 	SPEC=2 $(PY) examples/mlp.py
 
 # the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's LLVM path and on PYTHON emulating
-# NV (the CUDA renderer's exact programs, tensor cores included); every tests/tensor kernel rendered as CUDA, compiled
-# for sm_90 by NVRTC + ptxas and run on the host against C; the pyrender reader fuzzed for 30 s (fuzz-parser); then the
-# whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on every core; the checkpoint readers fuzzed for 30 s each
-# (fuzz-loaders). The AMD sweeps run a slice here (tests/amd, tests/codegen/test_emulate.py).
+# NV (the CUDA renderer's exact programs, tensor cores included); the pyrender reader fuzzed for 30 s (fuzz-parser);
+# then the whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on $(JOBS) cores (JOBS=2 unless given);
+# the checkpoint readers fuzzed for 30 s each (fuzz-loaders). The whole suite holds a slice of each target sweep; the
+# sweeps themselves are CI jobs of their own: test-nv (every tests/tensor kernel as CUDA, run against C),
+# test-emulate-amd (tests/tensor on each AMD emulation), test-amd-sweep (every tests/tensor kernel for each AMD arch)
 test: $(STAMP) chromium
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 	$(MAKE) test-llvm
 	$(MAKE) test-emulate-nv
-	$(MAKE) test-emulate-amd AMD_EMULATIONS=AMD_GFX942
-	$(MAKE) test-amd-sweep
-	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv/test_sweep.py
 	$(MAKE) fuzz-parser
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
 	$(MAKE) fuzz-loaders
@@ -83,15 +81,15 @@ test-amd-sweep: $(STAMP)
 	CPU_LLVM=1 $(PY) -m tests.amd.sweep
 
 # tests/tensor on the PYTHON backend emulating a GPU: the NV (CUDA) or AMD (LLVM) renderer's exact linear programs,
-# tensor cores run with the hardware's register layout (NV and gfx942 in make test; tests/codegen/test_emulate.py is the
-# quick slice of every arch)
+# tensor cores run with the hardware's register layout (NV in make test; tests/codegen/test_emulate.py is the quick
+# slice of every arch)
 test-emulate: test-emulate-nv test-emulate-amd
 
 test-emulate-nv: $(STAMP)
 	DEV=PYTHON EMULATE=NV SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 
-# every AMD arch here and in its CI job; make test runs gfx942 (wave64 and MFMA: the arch least like the others), the
-# default gfx1100 and gfx1201 are in tests/codegen/test_emulate.py's slice and the opinfo/zoo emulation tests
+# every AMD arch, here and in its CI job; make test runs the slice of each in tests/codegen/test_emulate.py and the
+# opinfo/zoo emulation tests
 AMD_EMULATIONS ?= AMD_GFX1100 AMD_GFX1201 AMD_GFX942
 test-emulate-amd: $(STAMP)
 	for a in $(AMD_EMULATIONS); do \
