@@ -187,3 +187,24 @@ def test_a_hostile_chat_template_is_a_tokenizer_error_without_exhausting_memory(
     with pytest.raises(TokenizerError, match="chat template failed"): render_template(template, messages=[])
     assert tracemalloc.get_traced_memory()[1] < 64 << 20
   finally: tracemalloc.stop()
+
+@pytest.mark.parametrize("in_thread", [False, True])
+def test_a_template_that_loops_without_output_is_stopped_by_its_cpu_budget(monkeypatch, in_thread):
+  # loops that print nothing and call nothing: only the CPU-time budget ends them (range is capped at 100,000, but nests)
+  import threading, time
+  from tinygrad.apps import tokenizer
+  monkeypatch.setattr(tokenizer, "TEMPLATE_MAX_SECONDS", 0.3)
+  hostile = "{% for a in range(100000) %}{% for b in range(100000) %}{% if a %}{% endif %}{% endfor %}{% endfor %}"
+  got: list = []
+  def run() -> None:
+    st = time.thread_time()
+    try: render_template(hostile, messages=[])
+    except TokenizerError as e: got.append((str(e), time.thread_time() - st))
+  if in_thread:
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(120)
+  else: run()
+  assert got and "0.3 s of CPU time" in got[0][0] and got[0][1] < 5
+  # the budget ends with each render: many quick renders after it raise nothing stray
+  for _ in range(50): assert render_template("{{ messages|length }}", messages=[1, 2]) == "2"

@@ -10,7 +10,7 @@
 The chat template is `tokenizer.chat_template`, rendered by jinja2's immutable sandbox: a template is untrusted input,
 so it can call no Python beyond what the sandbox allows."""
 from __future__ import annotations
-import functools, json
+import ctypes, functools, json, threading, time
 from typing import Any
 
 class TokenizerError(ValueError):
@@ -185,11 +185,45 @@ class Tokenizer:
                            eos_token=self.tokens[self.eos] if self.eos is not None else "", **extra)
 
 TEMPLATE_MAX_CHARS = 1 << 20  # a rendered chat prompt, and any string or list a template builds with * on the way
+TEMPLATE_MAX_SECONDS = 5.0    # CPU time of the thread rendering a template (a real chat template takes milliseconds)
+
+class _TemplateTimeout(BaseException):
+  """Raised into the rendering thread when its template runs past TEMPLATE_MAX_SECONDS (a BaseException, so no
+  `except Exception` inside jinja or a filter swallows it)."""
+
+def _cpu_bounded(fn: Any, seconds: float) -> Any:
+  """fn() in this thread, ended by _TemplateTimeout once this thread has used `seconds` of CPU time: a watcher thread
+  reads this thread's CPU clock and raises the exception into it, which ends even a loop that calls nothing."""
+  me, lock, state = threading.get_ident(), threading.Lock(), {"done": False, "fired": False}
+  clock = time.pthread_getcpuclockid(me)
+  start, done = time.clock_gettime(clock), threading.Event()
+  def watch() -> None:
+    while not done.wait(0.02):
+      if time.clock_gettime(clock) - start <= seconds: continue
+      with lock:
+        if not state["done"]:
+          state["fired"] = True
+          ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(me), ctypes.py_object(_TemplateTimeout))
+      return
+  watcher = threading.Thread(target=watch, name="template-cpu-budget", daemon=True)
+  watcher.start()
+  try:
+    ret = fn()
+  finally:
+    with lock:
+      state["done"] = True
+      # NOTE: an exception set but not delivered yet (fn returned first) is cleared here, so it never lands elsewhere
+      if state["fired"]: ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(me), None)
+    done.set()
+    watcher.join()
+  if state["fired"]: raise _TemplateTimeout
+  return ret
 
 def render_template(template: str, **ctx: Any) -> str:
   """A chat template rendered in jinja2's immutable sandbox, with the helpers chat templates expect (raise_exception,
   tojson keeping non-ASCII, strftime_now). A template is untrusted: `*` may not build a string or list longer than
-  TEMPLATE_MAX_CHARS, nor may the output be; every failure is a TokenizerError."""
+  TEMPLATE_MAX_CHARS, nor may the output be, and it may use TEMPLATE_MAX_SECONDS of CPU time; every failure is a
+  TokenizerError."""
   from jinja2.exceptions import TemplateError, SecurityError
   from jinja2.sandbox import ImmutableSandboxedEnvironment
   import datetime
@@ -206,13 +240,17 @@ def render_template(template: str, **ctx: Any) -> str:
     json.dumps(x, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
   env.globals["raise_exception"] = raise_exception
   env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
-  try:
+  def render() -> str:
     out, n = list[str](), 0
     for piece in env.from_string(template).generate(**ctx):
       out.append(piece)
       if (n := n + len(piece)) > TEMPLATE_MAX_CHARS:
         raise SecurityError(f"the rendered text passed {TEMPLATE_MAX_CHARS} characters ({n} so far)")
     return "".join(out)
+  try: return _cpu_bounded(render, TEMPLATE_MAX_SECONDS)
+  except _TemplateTimeout:
+    raise TokenizerError(f"tokenizer: the chat template failed: it ran past {TEMPLATE_MAX_SECONDS} s of CPU time") \
+      from None
   except TemplateError as e: raise TokenizerError(f"tokenizer: the chat template failed: {e}") from e
   # NOTE: a template is code from the file: whatever it raises (1/0, a bad index, a recursion) is the file's fault
   except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError, MemoryError) as e:
