@@ -63,7 +63,10 @@ def run_node(runner: Any, scope: Scope, n: Node) -> None:
     small_host = all(v is None or isinstance(v, Tensor) and all_concrete(v.shape) and v.numel() <= HOST_NUMEL
                      for v in inputs)
     if static and n.op in HOST_EVAL and (small_host or n.op in ("Shape", "Size")):
-      return _host_eval(runner, scope, n, names, inputs, opset)
+      # NOTE: a value the host cannot hold (a size cast to float) is computed as a tensor, its sizes kernel variables
+      try: return _host_eval(runner, scope, n, names, inputs, opset)
+      except SymbolicUnsupported:
+        if n.op not in SYMBOLIC_OK: raise
     if n.op not in SYMBOLIC_OK or n.domain:
       shapes = [v.shape if isinstance(v, Tensor) else type(v).__name__ for v in inputs]
       raise SymbolicUnsupported(f"{n.label()}: op {n.op} at opset {opset} takes symbolic sizes (inputs {shapes}) and "
@@ -79,6 +82,8 @@ def run_node(runner: Any, scope: Scope, n: Node) -> None:
   else:
     _, fn = _lookup(n, scope.opsets, runner.model.src)
     try: outs = fn(c)
+    except SymbolicUnsupported as e:
+      raise SymbolicUnsupported(f"{n.label()} at opset {opset}: {e}" if n.label() not in str(e) else str(e)) from e
     except OnnxError: raise
     except Exception as e:
       raise OnnxError(f"{runner.model.src}: {n.label()} at opset {opset}: {type(e).__name__}: {e}") from e
@@ -202,8 +207,7 @@ def _he_unsqueeze(c: Call, a: list) -> tuple:
 
 def _he_squeeze(c: Call, a: list) -> tuple:
   x, axes = a[0], _he_axes(c, a)
-  if axes is None: raise SymbolicUnsupported(f"{c.node.label()}: Squeeze without axes of a symbolic value")
-  axes = [_axis(v, x.ndim) for v in axes]
+  axes = [_axis(v, x.ndim) for v in axes] if axes is not None else [i for i, s in enumerate(x.shape) if s == 1]
   return x.reshape([s for i, s in enumerate(x.shape) if i not in axes]), _he_dtype(c)
 
 def _he_reshape(c: Call, a: list) -> tuple:

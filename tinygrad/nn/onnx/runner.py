@@ -25,10 +25,12 @@ class OnnxRunner:
   the inputs take the sizes of the feeds; a feed whose rank, fixed dims or dtype contradicts the model is an
   OnnxError.
 
-  symbolic: bind each named dim to a Variable (1 to `dim_max.get(name, DIM_MAX)`), so the kernels serve every size and
-  a TinyJit capture every batch (feed it `runner.bind(feeds)`). A node that needs a concrete size (`concrete_reason`
-  says which) makes the model bind its dims per call instead; symbolic=False always does."""
-  def __init__(self, model: str | os.PathLike | bytes | Tensor, device: str | None = None, symbolic: bool = True,
+  Symbolic dims: `runner.bind(feeds)` gives the feeds with each named dim bound to this runner's variable (1 to
+  `dim_max.get(name, DIM_MAX)`); fed those (a TinyJit's inputs), the graph's shapes are symbolic and one capture serves
+  every size. A model with a node that needs a concrete size raises then, naming it. With symbolic=True concrete feeds
+  are bound to the variables too (the outputs come back at the fed sizes); a model that cannot be falls back to
+  binding per call and `concrete_reason` says why."""
+  def __init__(self, model: str | os.PathLike | bytes | Tensor, device: str | None = None, symbolic: bool = False,
                dim_max: dict[str, int] | None = None):
     if isinstance(model, Tensor):
       if model.dtype is not dtypes.uint8 or model.ndim != 1:
@@ -57,6 +59,7 @@ class OnnxRunner:
     self.concrete_reason: str | None = None  # why the named dims are bound per call (None: they are symbolic)
     self._vars: dict[str, UOp] = {}
     self._bound: dict[str, UOp] = {}  # this call's named dim -> its bound variable
+    self._graph_concrete = False  # a node of the graph needs concrete sizes: concrete feeds bind per call from now on
     check_graph(self.model.graph, self.model.opsets, self.model.functions, src)
     self.initializers: dict[str, Tensor] = {n: self._tensor(t, f"{src}: initializer")
                                             for n, t in self.model.graph.initializers.items()}
@@ -110,13 +113,16 @@ class OnnxRunner:
       elif vi.kind == "optional": args.append(None)
       else: raise OnnxError(f"{self.model.src}: input {vi.name!r} has no feed")
     given = any(isinstance(a, Tensor) and not all_concrete(a.shape) for a in args)
-    if given or (self.symbolic and self.concrete_reason is None):
+    if given or (self.symbolic and not self._graph_concrete):
       why: str | None = None
+      # NOTE: a size above its bound is the caller's error (raise dim_max), not a reason to bind per call
+      try: sym_args, internal = self._bind_args(args, given)
+      except SymbolicUnsupported as e: sym_args, internal, why = args, None, str(e)
       try:
-        sym_args, internal = self._bind_args(args, given)
         if internal is not None: return self._run(sym_args, set(feeds), realize, internal)
-      except SymbolicUnsupported as e: why = str(e)
-      except OnnxError as e: why = f"{e} (with the named dims {sorted(self._bound)} symbolic)"
+      except SymbolicUnsupported as e: why, self._graph_concrete = str(e), not given
+      except OnnxError as e: why, self._graph_concrete = f"{e} (with the named dims {sorted(self._bound)} symbolic)", \
+        not given
       finally: self._bound = {}
       # NOTE: the caller bound the dims (a TinyJit input): binding them per call here would be baked into its capture
       if given: raise OnnxError(f"{self.model.src}: this model cannot run with symbolic dims: {why}; feed concrete "
@@ -164,6 +170,7 @@ class OnnxRunner:
   def _bind_args(self, args: list[Value], given: bool) -> tuple[list[Value], bool | None]:
     """The args with their named dims bound: (args, True) when bound here, (args, False) when the caller bound them,
     (args, None) when the model has no named dim to bind."""
+    self._bound = {}
     if given:
       for vi, a in zip(self.model.graph.inputs, args):
         if not isinstance(a, Tensor) or vi.shape is None: continue
