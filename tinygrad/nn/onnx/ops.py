@@ -516,7 +516,9 @@ def _infer_symbolic(have: Sequence[Any], want: list, c: Call) -> list:
                                               "product of the input's sizes")
     rest.pop(hit)
   num, den = prod(s for s in have if not isinstance(s, UOp)), prod(s for s in want if not isinstance(s, UOp) and s != -1)
-  if den == 0 or num % den: raise c.error(f"Reshape of {have} to {want}: the sizes do not divide")
+  if den == 0 or num % den:
+    raise SymbolicUnsupported(f"{c.node.label()}: Reshape of {have} to {want}: the -1 is not a whole multiple of the "
+                              "symbolic sizes")
   return [prod(rest) * (num // den) if s is not None and not isinstance(s, UOp) and s == -1 else s for s in want]
 
 @op("Flatten")
