@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import onnxruntime as ort
 from onnx import helper, TensorProto, numpy_helper
-from tinygrad import Tensor, TinyJit
+from tinygrad import TinyJit
 from tinygrad.device import Device
 from tinygrad.uop import hooks
 from tinygrad.nn.onnx import OnnxRunner, OnnxError
@@ -18,7 +18,7 @@ def _model(nodes, inputs, outputs, inits=()) -> bytes:
 def _shape_math() -> bytes:
   """x (N, 4, 6) -> y = reshape(x, (N, 24)) * ones(N, 1) + sum over the batch, z = x[1:] along the batch, w = expand
   of a row to (N, 4, 6) + x, m = x / N (the size as a float value)."""
-  f, i64 = TensorProto.FLOAT, TensorProto.INT64
+  f = TensorProto.FLOAT
   nodes = [
     helper.make_node("Shape", ["x"], ["s"]),
     helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
@@ -81,7 +81,7 @@ def test_concrete_feeds_bound_symbolically_reuse_the_model_kernels():
 
 def _needs_concrete() -> bytes:
   """x (N,) + Range(0, N): Range's length is read on the host, so N is bound per call."""
-  f, i64 = TensorProto.FLOAT, TensorProto.INT64
+  f = TensorProto.FLOAT
   nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Squeeze", ["s"], ["n"]),
            helper.make_node("Range", ["z", "n", "o"], ["r"]), helper.make_node("Cast", ["r"], ["rf"], to=f),
            helper.make_node("Add", ["x", "rf"], ["y"])]

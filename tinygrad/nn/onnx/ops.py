@@ -11,7 +11,7 @@ from tinygrad.uop.sint import shape_eq, all_concrete, vmax, vmin
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, flatten
 from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function
-from tinygrad.nn.onnx.call import Call, Scope, DTYPES, to_dtype, MAX_OPSET, SymbolicUnsupported, flat_host
+from tinygrad.nn.onnx.call import Call, Scope, DTYPES, to_dtype, MAX_OPSET, SymbolicUnsupported
 
 OPS: dict[str, tuple[int, Callable[[Call], Any]]] = {}  # op -> (first opset implemented, function)
 
@@ -171,6 +171,8 @@ def _objarr(vals: list) -> np.ndarray:
 
 def _he_slice(c: Call, a: list) -> tuple:
   x = a[0]
+  starts: list | None
+  ends: list | None
   if c.opset < 10: starts, ends, axes, steps = list(c.attr("starts")), list(c.attr("ends")), c.attr("axes"), None
   else: starts, ends, axes, steps = (list(a[i].reshape(-1)) if i < len(a) and a[i] is not None else None
                                      for i in range(1, 5))
@@ -180,8 +182,8 @@ def _he_slice(c: Call, a: list) -> tuple:
     ax = _axis(_needs_int(axes[j], "a Slice axis") if axes is not None else j, x.ndim)
     st = _needs_int(steps[j], "a Slice step") if steps is not None else 1
     lim = 2 ** 62
-    idx[ax] = slice(max(-lim, min(lim, _needs_int(s, "a Slice start"))), max(-lim, min(lim, _needs_int(e, "a Slice end"))),
-                    st)
+    s, e = _needs_int(s, "a Slice start"), _needs_int(e, "a Slice end")
+    idx[ax] = slice(max(-lim, min(lim, s)), max(-lim, min(lim, e)), st)
   return x[tuple(idx)], _he_dtype(c)
 
 def _he_dtype(c: Call) -> DType: return c.t(0).dtype
@@ -515,7 +517,8 @@ def _infer_symbolic(have: Sequence[Any], want: list, c: Call) -> list:
     if hit is None: raise SymbolicUnsupported(f"{c.node.label()}: Reshape of {have} to {want}: the -1 is not a "
                                               "product of the input's sizes")
     rest.pop(hit)
-  num, den = prod(s for s in have if not isinstance(s, UOp)), prod(s for s in want if not isinstance(s, UOp) and s != -1)
+  num = prod(s for s in have if not isinstance(s, UOp))
+  den = prod(s for s in want if not isinstance(s, UOp) and s != -1)
   if den == 0 or num % den:
     raise SymbolicUnsupported(f"{c.node.label()}: Reshape of {have} to {want}: the -1 is not a whole multiple of the "
                               "symbolic sizes")
@@ -606,8 +609,9 @@ def _slice(x: Tensor, starts: list[int], ends: list[int], axes: list[int] | None
   return out
 
 def _symbolic_bounds(n: Any, s: Any, e: Any, st: Any) -> tuple[Any, Any, None]:
-  """A Slice of step 1 where the axis or a bound is symbolic, as (start, end, None): negative ints count from the end,
-  an end at or past the axis' largest size is the end; what stays must fit the axis for every binding (shrink checks)."""
+  """A Slice of step 1 where the axis or a bound is symbolic, as (start, end, None): negative ints count from the
+  end, an end at or past the axis' largest size is the end; what stays must fit the axis for every binding (shrink
+  checks)."""
   if st != 1: raise SymbolicUnsupported(f"a Slice of step {st} along an axis of symbolic size {n}")
   if isinstance(s, int): s = max(0, s) if s >= 0 else n + s if -s <= vmin(n) else None
   if isinstance(e, int): e = n if e >= vmax(n) else e if e >= 0 else n + e if -e <= vmin(n) else None
@@ -697,7 +701,7 @@ def _wrap_index(idx: Tensor, n: int) -> Tensor:
 def _gather(c: Call) -> Tensor:
   x, idx = c.t(0), c.t(1)
   ax = _axis(c.attr("axis", 0), x.ndim)
-  idx = _wrap_index(idx, x.shape[ax])
+  idx = _wrap_index(idx, x.shape[ax])  # type: ignore[arg-type]  # a symbolic size adds as a kernel variable
   flat = idx.reshape(-1)
   # out[pre, i, post] = x[pre, idx[i], post]
   xx = x.permute([ax] + [i for i in range(x.ndim) if i != ax])
@@ -1831,8 +1835,8 @@ def _resize(c: Call, upsample: bool) -> Tensor:
     crop = c.attr("coordinate_transformation_mode") == "tf_crop_and_resize"
     same = [(sizes[i] is x.shape[a]) if sizes is not None else scales is not None and float(scales[i]) == 1.0
             for i, a in enumerate(axes)]
-    if crop or any(k and not sm for k, sm in zip(keep, same)) or (sizes is not None and
-                                                                   c.attr("keep_aspect_ratio_policy", "stretch") != "stretch"):
+    stretch = c.attr("keep_aspect_ratio_policy", "stretch") == "stretch"
+    if crop or any(k and not sm for k, sm in zip(keep, same)) or (sizes is not None and not stretch):
       raise SymbolicUnsupported(f"{c.node.label()}: Resize of an axis of symbolic size")
     if roi is not None and len(roi) == 2 * len(axes):
       roi = [r for i, r in enumerate(roi[:len(axes)]) if not keep[i]] + [r for i, r in enumerate(roi[len(axes):])
@@ -1841,7 +1845,7 @@ def _resize(c: Call, upsample: bool) -> Tensor:
     if scales is not None: scales = [v for v, k in zip(scales, keep) if not k]
     if sizes is not None: sizes = [v for v, k in zip(sizes, keep) if not k]
     axes = [a for a, k in zip(axes, keep) if not k]
-  ins = [int(x.shape[a]) for a in axes]
+  ins = [int(x.shape[a]) for a in axes]  # type: ignore[arg-type]  # the symbolic axes are left out above
   if sizes is not None:
     pol = c.attr("keep_aspect_ratio_policy", "stretch")
     ratios = [s / n for s, n in zip(sizes, ins)]

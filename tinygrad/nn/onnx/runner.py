@@ -6,7 +6,7 @@ from shapes and constants are cached per input signature, so a TinyJit capture (
 there; anything else is realized (data-dependent shapes: NonZero, Compress, Loop trip counts)."""
 from __future__ import annotations
 import os, re
-from typing import Any
+from typing import Any, cast
 import numpy as np
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
@@ -148,7 +148,7 @@ class OnnxRunner:
           if sizes.setdefault(d, n) != n: raise OnnxError(f"named dim {d!r} is {sizes[d]} in one input, {n} in "
                                                           f"input {name!r}")
           self._check_size(name, d, n)
-      out[name] = t.reshape(tuple(self._var(d).bind(n) if isinstance(d, str) and d else n
+      out[name] = t.reshape(tuple(self._var(d).bind(cast(int, n)) if isinstance(d, str) and d else n
                                   for d, n in zip(vi.shape, t.shape)))
     return out
 
@@ -190,6 +190,7 @@ class OnnxRunner:
       shape: list[Any] = []
       for d, n in zip(vi.shape, a.shape):
         if isinstance(d, str) and d:
+          n = cast(int, n)  # the feeds are concrete here (given is False)
           if sizes.setdefault(d, n) != n:
             raise SymbolicUnsupported(f"named dim {d!r} has the sizes {sizes[d]} and {n} in the feeds")
           self._check_size(vi.name, d, n)
