@@ -68,11 +68,21 @@ class Call:
     """The single value of input i (a 0-d or one-element tensor) as a Python number."""
     v = flat_host(self.static(i))
     if len(v) != 1: raise self.error(f"input {i} must hold one value, it has {len(v)}")
-    return v[0] if isinstance(v[0], UOp) else np.array(v[0]).item()
-  def ints(self, i: int) -> list | None:
-    """The values of input i as a flat list of ints; a size computed from a symbolic dim stays a UOp."""
+    return np.array(self._concrete(i, v)[0]).item()
+  def ints(self, i: int) -> list[int] | None:
+    """The values of input i as a flat list of ints (axes, counts: a symbolic size there is refused)."""
+    v = self.static(i)
+    return None if v is None else [int(x) for x in self._concrete(i, flat_host(v))]
+  def sizes(self, i: int) -> list | None:
+    """The values of input i as a flat list of sizes (a shape, slice bounds): a size computed from a symbolic dim stays
+    a UOp, for ops that take symbolic sizes."""
     v = self.static(i)
     return None if v is None else [x if isinstance(x, UOp) else int(x) for x in flat_host(v)]
+  def _concrete(self, i: int, v: list) -> list:
+    if any(isinstance(x, UOp) for x in v):
+      raise SymbolicUnsupported(f"{self.node.label()}: input {i} holds the symbolic sizes {v}; it needs concrete "
+                                "values")
+    return v
   def error(self, what: str) -> OnnxError:
     return OnnxError(f"{self.node.label()} at opset {self.opset}: {what}")
   def subgraph(self, g: Graph, inputs: Sequence[Value]) -> list[Value]:

@@ -473,7 +473,7 @@ def _size(c: Call) -> Tensor: return Tensor(np.array(c.t(0).numel(), np.int64), 
 
 @op("ConstantOfShape")
 def _cos(c: Call) -> Tensor:
-  shape = c.ints(0) or []
+  shape = c.sizes(0) or []
   val = c.attr("value")
   if val is None: return Tensor.zeros(*shape, dtype=dtypes.float32, device=c.device)
   t = c.runner.tensor_of(val, c.node.label())
@@ -501,7 +501,7 @@ def _range(c: Call) -> Tensor:
 @op("Reshape")
 def _reshape(c: Call) -> Tensor:
   x = c.t(0)
-  shape = list(c.attr("shape", [])) if c.opset < 5 else c.ints(1) or []
+  shape = list(c.attr("shape", [])) if c.opset < 5 else c.sizes(1) or []
   allowzero = c.attr("allowzero", 0)
   shape = [x.shape[i] if s == 0 and not allowzero else s for i, s in enumerate(shape)]
   if -1 in shape and not all_concrete(list(x.shape) + shape): shape = _infer_symbolic(x.shape, shape, c)
@@ -633,13 +633,13 @@ def _take_strided(x: Tensor, a: int, start: int, step: int, cnt: int) -> Tensor:
 def _slice_op(c: Call) -> Tensor:
   x = c.t(0)
   if c.opset < 10: return _slice(x, list(c.attr("starts")), list(c.attr("ends")), c.attr("axes"), None)
-  starts, ends = c.ints(1), c.ints(2)
+  starts, ends = c.sizes(1), c.sizes(2)
   assert starts is not None and ends is not None
   return _slice(x, starts, ends, c.ints(3), c.ints(4))
 
 @op("Expand", since=8)
 def _expand(c: Call) -> Tensor:
-  x, shape = c.t(0), c.ints(1)
+  x, shape = c.t(0), c.sizes(1)
   assert shape is not None
   out = broadcast_shape(x.shape, tuple(shape), op="ONNX Expand")
   return x.reshape((1,) * (len(out) - x.ndim) + x.shape).expand(out)
@@ -1827,7 +1827,7 @@ def _resize(c: Call, upsample: bool) -> Tensor:
   else:
     if c.has(1) and c.t(1).numel(): roi = [float(v) for v in np.array(c.static(1)).reshape(-1)]
     if c.has(2) and c.t(2).numel(): scales = [float(v) for v in np.array(c.static(2)).reshape(-1)]
-    if c.has(3) and c.t(3).numel(): sizes = c.ints(3)
+    if c.has(3) and c.t(3).numel(): sizes = c.sizes(3)
   axes = [_axis(a, x.ndim) for a in (c.attr("axes") or range(x.ndim))]
   # NOTE: an axis of symbolic size (a batch) may only be kept as it is: scale 1 or its own size, no crop
   keep = [isinstance(x.shape[a], UOp) for a in axes]
