@@ -79,30 +79,40 @@ def test_concrete_feeds_bound_symbolically_reuse_the_model_kernels():
   finally: hooks.unregister("compiled", fn)
   assert runner.concrete_reason is None
 
-def _needs_concrete() -> bytes:
-  """x (N,) + Range(0, N): Range's length is read on the host, so N is bound per call."""
+def _needs_concrete(kind: str) -> bytes:
+  """Graphs on x (N, 1) whose result depends on N in a way one kernel cannot serve: a Range of length N (read on the
+  host), the first two rows (clipped to N), a Squeeze without axes (drops N when it is 1)."""
   f = TensorProto.FLOAT
-  nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Squeeze", ["s"], ["n"]),
-           helper.make_node("Range", ["z", "n", "o"], ["r"]), helper.make_node("Cast", ["r"], ["rf"], to=f),
-           helper.make_node("Add", ["x", "rf"], ["y"])]
-  inits = [("z", np.array(0, np.int64)), ("o", np.array(1, np.int64))]
-  return _model(nodes, [helper.make_tensor_value_info("x", f, ["N"])], [helper.make_tensor_value_info("y", f, None)],
-                inits)
+  if kind == "Range":
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "z"], ["n"], axis=0),
+             helper.make_node("Range", ["z", "n", "o"], ["r"]), helper.make_node("Cast", ["r"], ["rf"], to=f),
+             helper.make_node("Unsqueeze", ["rf", "o1"], ["r2"]), helper.make_node("Add", ["x", "r2"], ["y"])]
+  elif kind == "Slice": nodes = [helper.make_node("Slice", ["x", "z1", "two1", "z1"], ["y"])]
+  else: nodes = [helper.make_node("Squeeze", ["x"], ["y"])]
+  inits = [("z", np.array(0, np.int64)), ("o", np.array(1, np.int64)), ("o1", np.array([1], np.int64)),
+           ("z1", np.array([0], np.int64)), ("two1", np.array([2], np.int64))]
+  used = {i for n in nodes for i in n.input}
+  return _model(nodes, [helper.make_tensor_value_info("x", f, ["N", 1])], [helper.make_tensor_value_info("y", f, None)],
+                [(k, v) for k, v in inits if k in used])
 
-def test_a_model_that_needs_a_concrete_size_binds_per_call_and_says_why():
-  model = _needs_concrete()
+@pytest.mark.parametrize("kind", ["Range", "Slice", "Squeeze"])
+def test_a_model_that_needs_a_concrete_size_binds_per_call_and_says_why(kind):
+  model = _needs_concrete(kind)
   runner = OnnxRunner(model, symbolic=True)
-  for n in (3, 5):
-    x = np.arange(n, dtype=np.float32) * 0.5
-    np.testing.assert_allclose(runner({"x": x})["y"].numpy(), _ort(model, {"x": x})[0])
-  assert runner.concrete_reason is not None and "Range" in runner.concrete_reason
+  for n in (1, 3):
+    x = np.arange(n, dtype=np.float32).reshape(n, 1) * 0.5
+    got, ref = runner({"x": x})["y"].numpy(), _ort(model, {"x": x})[0]
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref)
+  assert runner.concrete_reason is not None and kind in runner.concrete_reason, runner.concrete_reason
   # fed bound dims (a TinyJit input), it cannot bind per call: an error naming the node, never a wrong capture
-  with pytest.raises(OnnxError, match=r"cannot run with symbolic dims.*Range"):
-    runner(runner.bind(x=np.ones(3, np.float32)))
-  # by default concrete feeds bind per call
+  with pytest.raises(OnnxError, match=rf"cannot run with symbolic dims.*{kind}"):
+    OnnxRunner(model)(OnnxRunner(model).bind(x=np.ones((3, 1), np.float32)))
+
+def test_by_default_concrete_feeds_bind_per_call():
   plain = OnnxRunner(_shape_math())
   np.testing.assert_allclose(plain({"x": _x(2)})["w"].numpy(), _ort(_shape_math(), {"x": _x(2)})[2], rtol=1e-5)
-  assert plain.concrete_reason is None
+  assert plain.concrete_reason is None and not plain._graph_concrete
 
 def test_named_dim_bounds():
   runner = OnnxRunner(_shape_math(), symbolic=True, dim_max={"N": 4})

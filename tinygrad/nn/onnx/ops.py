@@ -134,6 +134,10 @@ def _host_eval(runner: Any, scope: Scope, n: Node, names: list[str], inputs: lis
     raise SymbolicUnsupported(f"{n.label()}: {n.op} of symbolic sizes on the host: {type(e).__name__}: {e}") from e
   name = n.outputs[0]
   if not name: return
+  if not isinstance(out, np.ndarray):  # numpy gives a 0-d result (a Gather of a scalar index) as the element
+    arr = np.empty((), dtype=object)
+    arr[()] = out
+    out = arr
   scope.values[name], scope.static_ok[name] = _host_tensor(out, dt, c.device), True
   if any(isinstance(x, UOp) for x in out.reshape(-1)): scope.sym[name] = out
 
