@@ -73,25 +73,32 @@ def run_node(runner: Any, scope: Scope, n: Node) -> None:
                                 "is not among the ops that handle them")
   small = all(not isinstance(v, Tensor) or vmax(v.numel()) <= HOST_NUMEL for v in inputs)
   dev = runner.device
-  if dev is not None and dev.split(":")[0] != "CPU":
-    dev = "CPU" if static and small else dev
-    inputs = [runner.cpu_initializer(nm) if dev == "CPU" and runner.is_initializer(nm) else _to(v, dev)
-              for nm, v in zip(names, inputs)]
-  c = Call(runner, n, inputs, names, opset, scope, dev)
-  if (f := runner.model.functions.get((n.domain, n.op))) is not None: outs: Any = tuple(runner.run_function(f, c))
-  else:
-    _, fn = _lookup(n, scope.opsets, runner.model.src)
-    try: outs = fn(c)
-    except SymbolicUnsupported as e:
-      raise SymbolicUnsupported(f"{n.label()} at opset {opset}: {e}" if n.label() not in str(e) else str(e)) from e
-    except OnnxError: raise
-    except Exception as e:
-      raise OnnxError(f"{runner.model.src}: {n.label()} at opset {opset}: {type(e).__name__}: {e}") from e
-  # NOTE: an op returns one value or a tuple of outputs; a list is one value (a sequence)
-  if not isinstance(outs, tuple): outs = (outs,)
+  on_cpu = dev is not None and dev.split(":")[0] != "CPU" and static and small
+  outs = _run_op(runner, scope, n, names, inputs, opset, "CPU" if on_cpu else dev)
+  # NOTE: a value of symbolic shape (zeros expanded to the batch) is data, not a shape: it is computed on the runner's
+  # device (a tensor of symbolic shape does not move between devices)
+  if on_cpu and any(isinstance(v, Tensor) and not all_concrete(v.shape) for v in outs):
+    outs = _run_op(runner, scope, n, names, inputs, opset, dev)
   for name, v in zip(n.outputs, outs):
     if not name: continue
     scope.values[name], scope.static_ok[name] = v, static
+
+def _run_op(runner: Any, scope: Scope, n: Node, names: list[str], inputs: list[Any], opset: int,
+            dev: str | None) -> tuple:
+  if dev is not None and runner.device is not None and runner.device.split(":")[0] != "CPU":
+    inputs = [runner.cpu_initializer(nm) if dev == "CPU" and runner.is_initializer(nm) else _to(v, dev)
+              for nm, v in zip(names, inputs)]
+  c = Call(runner, n, inputs, names, opset, scope, dev)
+  if (f := runner.model.functions.get((n.domain, n.op))) is not None: return tuple(runner.run_function(f, c))
+  _, fn = _lookup(n, scope.opsets, runner.model.src)
+  try: outs = fn(c)
+  except SymbolicUnsupported as e:
+    raise SymbolicUnsupported(f"{n.label()} at opset {opset}: {e}" if n.label() not in str(e) else str(e)) from e
+  except OnnxError: raise
+  except Exception as e:
+    raise OnnxError(f"{runner.model.src}: {n.label()} at opset {opset}: {type(e).__name__}: {e}") from e
+  # NOTE: an op returns one value or a tuple of outputs; a list is one value (a sequence)
+  return outs if isinstance(outs, tuple) else (outs,)
 
 HOST_NUMEL = 4096  # a shape computation's tensors are this small; a constant folded from weights is not
 
