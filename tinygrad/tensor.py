@@ -501,10 +501,12 @@ class Tensor(_CastSugar, MathTrait):
       raise ArgumentError(f"item: only a tensor of one element has an item, this one has shape {self.shape}")
     return cast(ConstType, self.numpy().reshape(-1)[0].item())
   def data(self) -> np.ndarray: return self.numpy()
-  def int_shape(self, op: str) -> tuple[int, ...]:
-    """The shape, for an op that needs concrete sizes; a symbolic size raises naming `op` and the bound sizes."""
-    if all_concrete(self.shape): return cast(tuple[int, ...], self.shape)
-    sym = ", ".join(render_sint(x) for x in self.shape if isinstance(x, UOp))
+  def int_shape(self, op: str, last: int | None = None) -> tuple[int, ...]:
+    """The shape (with `last`, its last `last` sizes only), for an op that needs concrete sizes; a symbolic size among
+    them raises naming `op` and the bound sizes."""
+    sizes = self.shape if last is None else self.shape[len(self.shape) - last:]
+    if all_concrete(sizes): return cast(tuple[int, ...], sizes)
+    sym = ", ".join(render_sint(x) for x in sizes if isinstance(x, UOp))
     conc = tuple(vmax(x) if not isinstance(x, UOp) else _bound_or(x) for x in self.shape)
     raise ArgumentError(f"{op} of a tensor of symbolic shape {render_shape(self.shape)} needs concrete sizes "
                         f"(symbolic: {sym}); reshape it to the bound sizes first, e.g. .reshape{conc}")
@@ -2635,7 +2637,7 @@ class Tensor(_CastSugar, MathTrait):
     s_, d_ = make_tuple(stride, nk), make_tuple(dilation, nk)
     if any(v <= 0 for v in (*k_, *s_, *d_)):
       raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
-    noop, i_ = self.shape[:-nk], self.int_shape(op)[-nk:]
+    noop, i_ = self.shape[:-nk], self.int_shape(op, nk)
     o1_ = [i - d * (k - 1) for i, k, d in zip(i_, k_, d_)]
     if any(o <= 0 for o in o1_):
       raise ArgumentError(f"{op}: kernel {k_} (dilation {d_}) does not fit the (padded) spatial size {i_} of the input "
@@ -2800,7 +2802,7 @@ class Tensor(_CastSugar, MathTrait):
     them: ceil_mode adds windows that start inside the input or its left padding (torch's rule) by padding the end."""
     if self.ndim < len(k_): raise ShapeMismatchError(f"{op}: kernel {k_} has more axes than the input {self.shape}")
     outs, full = [], []
-    for i, k, s, dl, (b, a) in zip(self.int_shape(op)[-len(k_):], k_, s_, d_, pads):
+    for i, k, s, dl, (b, a) in zip(self.int_shape(op, len(k_)), k_, s_, d_, pads):
       if k <= 0 or s <= 0 or dl <= 0:
         raise ArgumentError(f"{op}: kernel {k_}, stride {s_} and dilation {d_} must be positive (input {self.shape})")
       eff = dl * (k - 1) + 1

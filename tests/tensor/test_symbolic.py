@@ -97,3 +97,31 @@ def test_kv_cache_decode_step_replays_every_position():
     keys.append(nx[0] @ nw[1]); vals.append(nx[0] @ nw[2])
     att = (nx[0] @ nw[0]) @ np.concatenate(keys).T / math.sqrt(D)
     np.testing.assert_allclose(out.reshape(1, D), _softmax(att) @ np.concatenate(vals), rtol=1e-4, atol=1e-5)
+
+def test_conv_and_pooling_over_a_symbolic_batch_match_torch_and_compile_once():
+  import torch
+  import torch.nn.functional as F
+  nx = rng.standard_normal((5, 2, 9, 9)).astype(np.float32)
+  nw, nt = rng.standard_normal((4, 2, 3, 3)).astype(np.float32), rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
+  x, w, wt = Tensor(nx).realize(), Tensor(nw).realize(), Tensor(nt).realize()
+  var = Variable("b", 1, 5)
+  programs: list = []
+  for k, n in enumerate((2, 5, 1)):
+    v = var.bind(n)
+    xs = x[:v]
+    outs = [xs.conv2d(w, padding=1, stride=2), xs.max_pool2d(3, stride=2, ceil_mode=True),
+            xs.avg_pool2d(2, padding=1, count_include_pad=False), xs.conv_transpose2d(wt, stride=2)]
+    fn = hooks.register("compiled", lambda *args: programs.append(args))
+    try: Tensor.realize(*outs)
+    finally: hooks.unregister("compiled", fn)
+    got = [_concrete(o) for o in outs]
+    tx = torch.from_numpy(nx[:n])
+    refs = [F.conv2d(tx, torch.from_numpy(nw), padding=1, stride=2), F.max_pool2d(tx, 3, 2, ceil_mode=True),
+            F.avg_pool2d(tx, 2, padding=1, count_include_pad=False), F.conv_transpose2d(tx, torch.from_numpy(nt), stride=2)]
+    for g, r in zip(got, refs): np.testing.assert_allclose(g, r.numpy(), rtol=1e-4, atol=1e-5)
+    # the kernels of the first binding serve the others
+    if k == 0: first = len(programs)
+    else: assert len(programs) == first, f"batch {n} compiled {len(programs) - first} more programs"
+  # a symbolic spatial size still needs concrete sizes, naming the op
+  with pytest.raises(Exception, match=r"conv2d .*symbolic"):
+    x[:, :, :var.bind(4)].conv2d(w)

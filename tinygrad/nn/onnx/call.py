@@ -7,6 +7,8 @@ import numpy as np
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
 from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, type_name
 
 MIN_OPSET, MAX_OPSET = 1, 28  # the default domain's versions this runner knows (28: the newest onnx 1.23 defines)
@@ -30,6 +32,14 @@ def numpy_to_tensor(arr: np.ndarray, code: int, where: str, device: str | None =
   return Tensor(np.array(arr, order="C"), device=device, dtype=dt)
 
 Value = Any  # Tensor | list[Tensor] | None
+
+class SymbolicUnsupported(OnnxError):
+  """A node that cannot run with a named dim bound to a variable: the runner binds that model's dims per call."""
+
+def flat_host(v: Any) -> list:
+  """A host value (a nested list of numbers and symbolic sizes) flattened in row-major order."""
+  if isinstance(v, (list, tuple)): return [y for x in v for y in flat_host(x)]
+  return [v]
 
 class Call:
   """One node being run: its inputs, attributes and opset, and access to host values and subgraphs."""
@@ -56,12 +66,23 @@ class Call:
     return self.scope.host(name, src)
   def scalar(self, i: int) -> Any:
     """The single value of input i (a 0-d or one-element tensor) as a Python number."""
-    v = np.array(self.static(i)).reshape(-1)
-    if v.size != 1: raise self.error(f"input {i} must hold one value, it has {v.size}")
-    return v[0].item()
+    v = flat_host(self.static(i))
+    if len(v) != 1: raise self.error(f"input {i} must hold one value, it has {len(v)}")
+    return np.array(self._concrete(i, v)[0]).item()
   def ints(self, i: int) -> list[int] | None:
+    """The values of input i as a flat list of ints (axes, counts: a symbolic size there is refused)."""
     v = self.static(i)
-    return None if v is None else [int(x) for x in np.array(v).reshape(-1)]
+    return None if v is None else [int(x) for x in self._concrete(i, flat_host(v))]
+  def sizes(self, i: int) -> list | None:
+    """The values of input i as a flat list of sizes (a shape, slice bounds): a size computed from a symbolic dim stays
+    a UOp, for ops that take symbolic sizes."""
+    v = self.static(i)
+    return None if v is None else [x if isinstance(x, UOp) else int(x) for x in flat_host(v)]
+  def _concrete(self, i: int, v: list) -> list:
+    if any(isinstance(x, UOp) for x in v):
+      raise SymbolicUnsupported(f"{self.node.label()}: input {i} holds the symbolic sizes {v}; it needs concrete "
+                                "values")
+    return v
   def error(self, what: str) -> OnnxError:
     return OnnxError(f"{self.node.label()} at opset {self.opset}: {what}")
   def subgraph(self, g: Graph, inputs: Sequence[Value]) -> list[Value]:
@@ -74,6 +95,7 @@ class Scope:
     self.runner, self.parent, self.opsets = runner, parent, opsets
     self.values: dict[str, Value] = {}
     self.static_ok: dict[str, bool] = {}  # value -> computed from shapes and constants only
+    self.sym: dict[str, np.ndarray] = {}  # value -> its host value (object array) where it holds symbolic sizes
   def get(self, name: str) -> Value:
     s: Scope | None = self
     while s is not None:
@@ -86,9 +108,20 @@ class Scope:
       if name in s.static_ok: return s.static_ok[name]
       s = s.parent
     return False
+  def sym_of(self, name: str) -> np.ndarray | None:
+    s: Scope | None = self
+    while s is not None:
+      if name in s.values: return s.sym.get(name)
+      s = s.parent
+    return None
   def host(self, name: str, t: Tensor) -> list:
     runner = self.runner
     if name in runner._const_host: return runner._const_host[name]
+    if (arr := self.sym_of(name)) is not None: return arr.tolist()
+    # NOTE: a value read on the host is baked into the graph: one that depends on a bound dim would be wrong for the
+    # next binding (a TinyJit replay), so the model binds its dims per call instead
+    if runner._bound and (bound := [u.src[0].arg[0] for u in t.uop.toposort() if u.op is Ops.BIND]):
+      raise SymbolicUnsupported(f"{name!r} is read on the host and depends on the symbolic dims {sorted(set(bound))}")
     static, key = self.is_static(name), (runner._signature, name)
     if static and key in runner._host_cache: return runner._host_cache[key]
     # NOTE: shape values are computed on the CPU even under COMPILE_ONLY=1, which compiles the model's device kernels

@@ -6,11 +6,12 @@ import itertools, math
 from typing import Any, Callable, Sequence
 import numpy as np
 from tinygrad.tensor import Tensor, broadcast_shape
-from tinygrad.uop.sint import shape_eq
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.sint import shape_eq, all_concrete, vmax, vmin
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, flatten
 from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function
-from tinygrad.nn.onnx.call import Call, Scope, DTYPES, to_dtype, MAX_OPSET
+from tinygrad.nn.onnx.call import Call, Scope, DTYPES, to_dtype, MAX_OPSET, SymbolicUnsupported
 
 OPS: dict[str, tuple[int, Callable[[Call], Any]]] = {}  # op -> (first opset implemented, function)
 
@@ -57,27 +58,199 @@ def run_node(runner: Any, scope: Scope, n: Node) -> None:
   # GPU round trip each, and impossible under COMPILE_ONLY); the others (weights folded from constants too) run on the
   # runner's device
   static = n.op not in _NOT_STATIC and all(scope.is_static(nm) for nm in names if nm) or n.op in ("Shape", "Size")
-  small = all(not isinstance(v, Tensor) or v.numel() <= HOST_NUMEL for v in inputs)
+  if runner._bound and _symbolic_inputs(scope, names, inputs):
+    # NOTE: only small values of concrete shape (a shape vector, its pieces) are computed on the host
+    small_host = all(v is None or isinstance(v, Tensor) and all_concrete(v.shape) and v.numel() <= HOST_NUMEL
+                     for v in inputs)
+    if static and n.op in HOST_EVAL and (small_host or n.op in ("Shape", "Size")):
+      # NOTE: a value the host cannot hold (a size cast to float) is computed as a tensor, its sizes kernel variables
+      try: return _host_eval(runner, scope, n, names, inputs, opset)
+      except SymbolicUnsupported:
+        if n.op not in SYMBOLIC_OK: raise
+    if n.op not in SYMBOLIC_OK or n.domain:
+      shapes = [v.shape if isinstance(v, Tensor) else type(v).__name__ for v in inputs]
+      raise SymbolicUnsupported(f"{n.label()}: op {n.op} at opset {opset} takes symbolic sizes (inputs {shapes}) and "
+                                "is not among the ops that handle them")
+  small = all(not isinstance(v, Tensor) or vmax(v.numel()) <= HOST_NUMEL for v in inputs)
   dev = runner.device
-  if dev is not None and dev.split(":")[0] != "CPU":
-    dev = "CPU" if static and small else dev
-    inputs = [runner.cpu_initializer(nm) if dev == "CPU" and runner.is_initializer(nm) else _to(v, dev)
-              for nm, v in zip(names, inputs)]
-  c = Call(runner, n, inputs, names, opset, scope, dev)
-  if (f := runner.model.functions.get((n.domain, n.op))) is not None: outs: Any = tuple(runner.run_function(f, c))
-  else:
-    _, fn = _lookup(n, scope.opsets, runner.model.src)
-    try: outs = fn(c)
-    except OnnxError: raise
-    except Exception as e:
-      raise OnnxError(f"{runner.model.src}: {n.label()} at opset {opset}: {type(e).__name__}: {e}") from e
-  # NOTE: an op returns one value or a tuple of outputs; a list is one value (a sequence)
-  if not isinstance(outs, tuple): outs = (outs,)
+  on_cpu = dev is not None and dev.split(":")[0] != "CPU" and static and small
+  outs = _run_op(runner, scope, n, names, inputs, opset, "CPU" if on_cpu else dev)
+  # NOTE: a value of symbolic shape (zeros expanded to the batch) is data, not a shape: it is computed on the runner's
+  # device (a tensor of symbolic shape does not move between devices)
+  if on_cpu and any(isinstance(v, Tensor) and not all_concrete(v.shape) for v in outs):
+    outs = _run_op(runner, scope, n, names, inputs, opset, dev)
   for name, v in zip(n.outputs, outs):
     if not name: continue
     scope.values[name], scope.static_ok[name] = v, static
 
+def _run_op(runner: Any, scope: Scope, n: Node, names: list[str], inputs: list[Any], opset: int,
+            dev: str | None) -> tuple:
+  if dev is not None and runner.device is not None and runner.device.split(":")[0] != "CPU":
+    inputs = [runner.cpu_initializer(nm) if dev == "CPU" and runner.is_initializer(nm) else _to(v, dev)
+              for nm, v in zip(names, inputs)]
+  c = Call(runner, n, inputs, names, opset, scope, dev)
+  if (f := runner.model.functions.get((n.domain, n.op))) is not None: return tuple(runner.run_function(f, c))
+  _, fn = _lookup(n, scope.opsets, runner.model.src)
+  try: outs = fn(c)
+  except SymbolicUnsupported as e:
+    raise SymbolicUnsupported(f"{n.label()} at opset {opset}: {e}" if n.label() not in str(e) else str(e)) from e
+  except OnnxError: raise
+  except Exception as e:
+    raise OnnxError(f"{runner.model.src}: {n.label()} at opset {opset}: {type(e).__name__}: {e}") from e
+  # NOTE: an op returns one value or a tuple of outputs; a list is one value (a sequence)
+  return outs if isinstance(outs, tuple) else (outs,)
+
 HOST_NUMEL = 4096  # a shape computation's tensors are this small; a constant folded from weights is not
+
+# ---- symbolic (named) dims ----
+# NOTE: with a model's named dims bound to variables, a node whose inputs have symbolic sizes runs only if its op is
+# known to handle them: Python decides on sizes (comparisons, ranges, numpy), and a symbolic size there could decide
+# wrongly for another binding without an error. Any other op makes the runner bind the dims per call.
+
+def _symbolic_inputs(scope: Scope, names: list[str], inputs: list[Any]) -> bool:
+  ts = [t for v in inputs for t in (v if isinstance(v, list) else [v]) if isinstance(t, Tensor)]
+  return any(not all_concrete(t.shape) for t in ts) or any(scope.sym_of(nm) is not None for nm in names if nm)
+
+SYMBOLIC_OK = {
+  # elementwise (broadcasting checks symbolic sizes)
+  "Add", "Sub", "Mul", "Div", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+  "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift", "Pow", "Mod", "Identity", "IsInf", "LeakyRelu", "Elu", "Celu",
+  "Selu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Shrink", "Gelu", "Swish", "Clip", "Where", "Sum", "Max",
+  "Min", "Mean", "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear",
+  # movement and indexing
+  "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Slice", "Expand", "Gather", "ConstantOfShape",
+  # reductions, matmul, conv and pooling over concrete spatial sizes, normalization, recurrences over a concrete length
+  "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+  "ReduceLogSum", "ReduceLogSumExp", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool",
+  "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization", "InstanceNormalization",
+  "LayerNormalization", "RMSNormalization", "LSTM", "GRU", "RNN", "Resize",
+}
+
+def _host_eval(runner: Any, scope: Scope, n: Node, names: list[str], inputs: list[Any], opset: int) -> None:
+  """A shape computation with symbolic sizes, done on the host over object arrays of ints and sizes: the values stay
+  symbolic (a Reshape then gets the symbolic shape); their tensors take the sizes as kernel variables."""
+  c = Call(runner, n, inputs, names, opset, scope, runner.device)
+  arrs: list[np.ndarray | None] = []
+  for i, nm in enumerate(names):
+    if not nm or n.op in ("Shape", "Size"): arrs.append(None); continue
+    sym = scope.sym_of(nm)
+    arrs.append(sym if sym is not None else _obj(np.array(c.static(i), dtype=object)))
+  try: out, dt = HOST_EVAL[n.op](c, arrs)
+  except SymbolicUnsupported: raise
+  except Exception as e:
+    raise SymbolicUnsupported(f"{n.label()}: {n.op} of symbolic sizes on the host: {type(e).__name__}: {e}") from e
+  name = n.outputs[0]
+  if not name: return
+  if not isinstance(out, np.ndarray):  # numpy gives a 0-d result (a Gather of a scalar index) as the element
+    arr = np.empty((), dtype=object)
+    arr[()] = out
+    out = arr
+  scope.values[name], scope.static_ok[name] = _host_tensor(out, dt, c.device), True
+  if any(isinstance(x, UOp) for x in out.reshape(-1)): scope.sym[name] = out
+
+def _obj(a: np.ndarray) -> np.ndarray:
+  out = np.empty(a.shape, dtype=object)
+  out.reshape(-1)[:] = [x.item() if isinstance(x, np.generic) else x for x in a.reshape(-1)]
+  return out
+
+def _host_tensor(arr: np.ndarray, dt: DType, device: str | None) -> Tensor:
+  flat = list(arr.reshape(-1))
+  base = Tensor(np.array([0 if isinstance(x, UOp) else x for x in flat], dtype=np.int64).reshape(arr.shape),
+                device=device).cast(dt)
+  for i, x in enumerate(flat):
+    if not isinstance(x, UOp): continue
+    hot = np.zeros(len(flat), dtype=np.int64)
+    hot[i] = 1
+    base = base + (Tensor(hot.reshape(arr.shape), device=device) * x).cast(dt)
+  return base
+
+def _needs_int(x: Any, what: str) -> int:
+  if isinstance(x, UOp): raise SymbolicUnsupported(f"{what} is the symbolic size {x}; it needs a concrete value")
+  return int(x)
+
+def _he_shape(c: Call, a: list) -> tuple:
+  s = c.t(0).shape
+  k = len(s)
+  start, end = c.attr("start", 0), c.attr("end", k)
+  start, end = max(0, min(k, start + k if start < 0 else start)), max(0, min(k, end + k if end < 0 else end))
+  return _objarr(list(s[start:end])), dtypes.int64
+
+def _objarr(vals: list) -> np.ndarray:
+  out = np.empty(len(vals), dtype=object)
+  out[:] = vals
+  return out
+
+def _he_slice(c: Call, a: list) -> tuple:
+  x = a[0]
+  starts: list | None
+  ends: list | None
+  if c.opset < 10: starts, ends, axes, steps = list(c.attr("starts")), list(c.attr("ends")), c.attr("axes"), None
+  else: starts, ends, axes, steps = (list(a[i].reshape(-1)) if i < len(a) and a[i] is not None else None
+                                     for i in range(1, 5))
+  assert starts is not None and ends is not None
+  idx: list[Any] = [slice(None)] * x.ndim
+  for j, (s, e) in enumerate(zip(starts, ends)):
+    ax = _axis(_needs_int(axes[j], "a Slice axis") if axes is not None else j, x.ndim)
+    st = _needs_int(steps[j], "a Slice step") if steps is not None else 1
+    lim = 2 ** 62
+    s, e = _needs_int(s, "a Slice start"), _needs_int(e, "a Slice end")
+    idx[ax] = slice(max(-lim, min(lim, s)), max(-lim, min(lim, e)), st)
+  return x[tuple(idx)], _he_dtype(c)
+
+def _he_dtype(c: Call) -> DType: return c.t(0).dtype
+
+def _he_gather(c: Call, a: list) -> tuple:
+  idx = np.array([_needs_int(v, "a Gather index") for v in a[1].reshape(-1)], dtype=np.int64).reshape(a[1].shape)
+  return np.take(a[0], idx, axis=_axis(c.attr("axis", 0), a[0].ndim)), _he_dtype(c)
+
+def _he_concat(c: Call, a: list) -> tuple:
+  xs = [x for x in a if x is not None]
+  return np.concatenate(xs, axis=_axis(c.attr("axis", 1 if c.opset < 4 else 0), xs[0].ndim)), _he_dtype(c)
+
+def _he_axes(c: Call, a: list) -> list[int] | None:
+  if c.opset < 13: return list(c.attr("axes")) if c.attr("axes") is not None else None
+  return [_needs_int(v, "an axis") for v in a[1].reshape(-1)] if len(a) > 1 and a[1] is not None else None
+
+def _he_unsqueeze(c: Call, a: list) -> tuple:
+  x, axes = a[0], _he_axes(c, a) or []
+  k = x.ndim + len(axes)
+  shape = list(x.shape)
+  for ax in sorted(_axis(v, k) for v in axes): shape.insert(ax, 1)
+  return x.reshape(shape), _he_dtype(c)
+
+def _he_squeeze(c: Call, a: list) -> tuple:
+  x, axes = a[0], _he_axes(c, a)
+  axes = [_axis(v, x.ndim) for v in axes] if axes is not None else [i for i, s in enumerate(x.shape) if s == 1]
+  return x.reshape([s for i, s in enumerate(x.shape) if i not in axes]), _he_dtype(c)
+
+def _he_reshape(c: Call, a: list) -> tuple:
+  shape = [_needs_int(v, "a Reshape of a host value") for v in a[1].reshape(-1)] if c.opset >= 5 else c.attr("shape")
+  shape = [a[0].shape[i] if s == 0 and not c.attr("allowzero", 0) else s for i, s in enumerate(shape)]
+  return a[0].reshape(shape), _he_dtype(c)
+
+def _he_cast(c: Call, a: list) -> tuple:
+  dt = to_dtype(c.attr("to"), c.node.label())
+  if not dtypes.is_int(dt) or dt.itemsize < 4:
+    raise SymbolicUnsupported(f"{c.node.label()}: a cast of symbolic sizes to {dt}")
+  return a[0], dt
+
+def _he_binary(fn: Callable[[Any, Any], Any], nonneg: bool = False) -> Callable[[Call, list], tuple]:
+  def run(c: Call, a: list) -> tuple:
+    if not dtypes.is_int(c.t(0).dtype): raise SymbolicUnsupported(f"{c.node.label()}: arithmetic on symbolic sizes "
+                                                                   f"in {c.t(0).dtype}")
+    # NOTE: Div truncates, a size's // floors: the same for operands >= 0
+    if nonneg and any(vmin(v) < 0 for x in a for v in x.reshape(-1)):
+      raise SymbolicUnsupported(f"{c.node.label()}: division of symbolic sizes with a negative operand")
+    return np.vectorize(fn, otypes=[object])(a[0], a[1]), _he_dtype(c)
+  return run
+
+HOST_EVAL: dict[str, Callable[[Call, list], tuple]] = {
+  "Shape": _he_shape, "Size": lambda c, a: (_objarr([c.t(0).numel()]).reshape(()), dtypes.int64),
+  "Slice": _he_slice, "Gather": _he_gather, "Concat": _he_concat, "Unsqueeze": _he_unsqueeze,
+  "Squeeze": _he_squeeze, "Reshape": _he_reshape, "Identity": lambda c, a: (a[0], _he_dtype(c)), "Cast": _he_cast,
+  "Add": _he_binary(lambda x, y: x + y), "Sub": _he_binary(lambda x, y: x - y),
+  "Mul": _he_binary(lambda x, y: x * y), "Div": _he_binary(lambda x, y: x // y, nonneg=True),
+}
 
 def _to(v: Any, dev: str) -> Any:
   if isinstance(v, list): return [_to(x, dev) for x in v]
@@ -172,6 +345,7 @@ _UNARY: dict[str, Callable[[Tensor], Tensor]] = {
   "Round": lambda x: x.round(), "Mish": lambda x: x * x.softplus().tanh(),
 }
 for _n, _f in _UNARY.items(): op(_n)(_unary(_f))
+SYMBOLIC_OK.update(_UNARY)
 
 @op("Identity")
 def _identity(c: Call) -> Any: return c.inputs[0]
@@ -310,7 +484,7 @@ def _size(c: Call) -> Tensor: return Tensor(np.array(c.t(0).numel(), np.int64), 
 
 @op("ConstantOfShape")
 def _cos(c: Call) -> Tensor:
-  shape = c.ints(0) or []
+  shape = c.sizes(0) or []
   val = c.attr("value")
   if val is None: return Tensor.zeros(*shape, dtype=dtypes.float32, device=c.device)
   t = c.runner.tensor_of(val, c.node.label())
@@ -338,10 +512,28 @@ def _range(c: Call) -> Tensor:
 @op("Reshape")
 def _reshape(c: Call) -> Tensor:
   x = c.t(0)
-  shape = list(c.attr("shape", [])) if c.opset < 5 else c.ints(1) or []
+  shape = list(c.attr("shape", [])) if c.opset < 5 else c.sizes(1) or []
   allowzero = c.attr("allowzero", 0)
   shape = [x.shape[i] if s == 0 and not allowzero else s for i, s in enumerate(shape)]
+  if -1 in shape and not all_concrete(list(x.shape) + shape): shape = _infer_symbolic(x.shape, shape, c)
   return x.reshape(shape)
+
+def _infer_symbolic(have: Sequence[Any], want: list, c: Call) -> list:
+  """The -1 of a reshape with symbolic sizes: the input's symbolic factors the others do not take, times the quotient
+  of the concrete ones."""
+  rest = list(s for s in have if isinstance(s, UOp))
+  for s in want:
+    if not isinstance(s, UOp): continue
+    hit = next((i for i, r in enumerate(rest) if r is s), None)
+    if hit is None: raise SymbolicUnsupported(f"{c.node.label()}: Reshape of {have} to {want}: the -1 is not a "
+                                              "product of the input's sizes")
+    rest.pop(hit)
+  num = prod(s for s in have if not isinstance(s, UOp))
+  den = prod(s for s in want if not isinstance(s, UOp) and s != -1)
+  if den == 0 or num % den:
+    raise SymbolicUnsupported(f"{c.node.label()}: Reshape of {have} to {want}: the -1 is not a whole multiple of the "
+                              "symbolic sizes")
+  return [prod(rest) * (num // den) if s is not None and not isinstance(s, UOp) and s == -1 else s for s in want]
 
 @op("Flatten")
 def _flatten(c: Call) -> Tensor:
@@ -356,7 +548,8 @@ def _axes_arg(c: Call, i: int) -> list[int] | None:
 def _squeeze(c: Call) -> Tensor:
   x = c.t(0)
   axes = _axes_arg(c, 1)
-  if axes is None: return x.reshape([s for s in x.shape if s != 1])
+  # NOTE: a symbolic size may be bound to 1: whether to drop it would differ per binding
+  if axes is None: return x.reshape([s for s in x.int_shape("ONNX Squeeze without axes") if s != 1])
   axes = [_axis(a, x.ndim) for a in axes]
   return x.reshape([s for i, s in enumerate(x.shape) if i not in axes])
 
@@ -402,7 +595,10 @@ def _slice(x: Tensor, starts: list[int], ends: list[int], axes: list[int] | None
   steps = steps or [1] * len(starts)
   idx: list[Any] = [slice(None)] * x.ndim
   for a, s, e, st in zip(axes, starts, ends, steps):
-    n = x.int_shape("ONNX Slice")[a]
+    n = x.shape[a]
+    if isinstance(n, UOp) or isinstance(s, UOp) or isinstance(e, UOp):
+      idx[a] = _symbolic_bounds(n, s, e, st)
+      continue
     if st == 0: raise ValueError("Slice step 0")
     s, e = (s + n if s < 0 else s), (e + n if e < 0 else e)
     if st > 0: s, e = max(0, min(n, s)), max(0, min(n, e))
@@ -412,6 +608,9 @@ def _slice(x: Tensor, starts: list[int], ends: list[int], axes: list[int] | None
   for a, sl in enumerate(idx):
     if isinstance(sl, slice): continue
     s, e, st = sl
+    if st is None:
+      out = out.shrink([(s, e) if i == a else None for i in range(out.ndim)])
+      continue
     if st > 0:
       cnt = max(0, -(-(e - s) // st))
       out = _take_strided(out, a, s, st, cnt)
@@ -419,6 +618,17 @@ def _slice(x: Tensor, starts: list[int], ends: list[int], axes: list[int] | None
       cnt = max(0, -(-(s - e) // -st))
       out = _take_strided(out.flip(a), a, out.shape[a] - 1 - s, -st, cnt)
   return out
+
+def _symbolic_bounds(n: Any, s: Any, e: Any, st: Any) -> tuple[Any, Any, None]:
+  """A Slice of step 1 where the axis or a bound is symbolic, as (start, end, None): negative ints count from the
+  end, an end at or past the axis' largest size is the end; what stays must fit the axis for every binding (shrink
+  checks)."""
+  if st != 1: raise SymbolicUnsupported(f"a Slice of step {st} along an axis of symbolic size {n}")
+  if isinstance(s, int): s = max(0, s) if s >= 0 else n + s if -s <= vmin(n) else None
+  if isinstance(e, int): e = n if e >= vmax(n) else e if e >= 0 else n + e if -e <= vmin(n) else None
+  if s is None or e is None or isinstance(s, int) and s > vmin(n) or isinstance(e, int) and e > vmin(n):
+    raise SymbolicUnsupported(f"a Slice whose clipping to the axis of symbolic size {n} depends on the binding")
+  return s, e, None
 
 def _take_strided(x: Tensor, a: int, start: int, step: int, cnt: int) -> Tensor:
   if cnt == 0: return x.shrink([(0, 0) if i == a else None for i in range(x.ndim)])
@@ -434,13 +644,13 @@ def _take_strided(x: Tensor, a: int, start: int, step: int, cnt: int) -> Tensor:
 def _slice_op(c: Call) -> Tensor:
   x = c.t(0)
   if c.opset < 10: return _slice(x, list(c.attr("starts")), list(c.attr("ends")), c.attr("axes"), None)
-  starts, ends = c.ints(1), c.ints(2)
+  starts, ends = c.sizes(1), c.sizes(2)
   assert starts is not None and ends is not None
   return _slice(x, starts, ends, c.ints(3), c.ints(4))
 
 @op("Expand", since=8)
 def _expand(c: Call) -> Tensor:
-  x, shape = c.t(0), c.ints(1)
+  x, shape = c.t(0), c.sizes(1)
   assert shape is not None
   out = broadcast_shape(x.shape, tuple(shape), op="ONNX Expand")
   return x.reshape((1,) * (len(out) - x.ndim) + x.shape).expand(out)
@@ -502,7 +712,7 @@ def _wrap_index(idx: Tensor, n: int) -> Tensor:
 def _gather(c: Call) -> Tensor:
   x, idx = c.t(0), c.t(1)
   ax = _axis(c.attr("axis", 0), x.ndim)
-  idx = _wrap_index(idx, x.int_shape("ONNX Gather")[ax])
+  idx = _wrap_index(idx, x.shape[ax])  # type: ignore[arg-type]  # a symbolic size adds as a kernel variable
   flat = idx.reshape(-1)
   # out[pre, i, post] = x[pre, idx[i], post]
   xx = x.permute([ax] + [i for i in range(x.ndim) if i != ax])
@@ -789,7 +999,7 @@ def _conv_core(c: Call, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
   n = w.ndim - 2
   k = c.attr("kernel_shape") or w.int_shape("ONNX Conv")[2:]
   s, d = c.attr("strides") or [1] * n, c.attr("dilations") or [1] * n
-  pads = _conv_pads(c, x.int_shape("ONNX Conv")[2:], k, s, d)
+  pads = _conv_pads(c, x.int_shape("ONNX Conv", n), k, s, d)
   xp = x.pad([(0, 0), (0, 0)] + pads)
   return xp.conv2d(w, b, groups=c.attr("group", 1), stride=tuple(s), dilation=tuple(d))
 
@@ -797,10 +1007,10 @@ def _conv_core(c: Call, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
 def _convt(c: Call) -> Tensor:
   x, w, b = c.t(0), c.t(1), c.opt(2)
   n = w.ndim - 2
-  k = c.attr("kernel_shape") or w.shape[2:]
+  k = c.attr("kernel_shape") or w.int_shape("ONNX ConvTranspose")[2:]
   s, d = c.attr("strides") or [1] * n, c.attr("dilations") or [1] * n
   op_ = c.attr("output_padding") or [0] * n
-  sp = x.shape[2:]
+  sp = x.int_shape("ONNX ConvTranspose", n)
   full = [(sp[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 for i in range(n)]
   auto = c.attr("auto_pad", "NOTSET")
   if c.attr("output_shape") is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -824,7 +1034,7 @@ def _pool_args(c: Call, x: Tensor) -> tuple[list[int], list[int], list[int], lis
   k = list(c.attr("kernel_shape"))
   n = len(k)
   s, d = list(c.attr("strides") or [1] * n), list(c.attr("dilations") or [1] * n)
-  return k, s, d, _conv_pads(c, x.int_shape("ONNX pooling")[2:], k, s, d)
+  return k, s, d, _conv_pads(c, x.int_shape("ONNX pooling", n), k, s, d)
 
 def _flat_pads(pads: list[tuple[int, int]]) -> list[int]: return flatten([list(p) for p in pads[::-1]])
 
@@ -842,7 +1052,7 @@ def _maxpool(c: Call) -> Any:
   n = len(k)
   ceil = bool(c.attr("ceil_mode", 0))
   low = -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype)
-  outs = [_pool_out(x.int_shape("ONNX pooling")[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
+  outs = [_pool_out(x.int_shape("ONNX pooling", n)[i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
   # pad so exactly `outs` windows fit: the pads, then more at the end for ceil mode windows
   ext = [(pads[i][0], max(0, (outs[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - x.shape[2 + i] - pads[i][0]))
          for i in range(n)]
@@ -851,6 +1061,7 @@ def _maxpool(c: Call) -> Any:
   win = win.shrink([None, None] + [(0, o) for o in outs] + [None] * n)
   out = win.max(tuple(range(-n, 0)))
   if len(c.node.outputs) < 2 or not c.node.outputs[1]: return out
+  x.int_shape("ONNX MaxPool indices")
   sp = x.shape[2:]
   # indices: flat positions in the (N, C, *spatial) input (row-major, or column-major for storage_order=1)
   if c.attr("storage_order", 0):
@@ -877,7 +1088,7 @@ def _avgpool(c: Call) -> Tensor:
   n = len(k)
   ceil = bool(c.attr("ceil_mode", 0))
   cip = bool(c.attr("count_include_pad", 0))
-  outs = [_pool_out(x.int_shape("ONNX pooling")[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
+  outs = [_pool_out(x.int_shape("ONNX pooling", n)[i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
   ext = [(pads[i][0], max(0, (outs[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - x.shape[2 + i] - pads[i][0]))
          for i in range(n)]
   xp = _float_like(x).pad([(0, 0), (0, 0)] + ext)
@@ -898,7 +1109,7 @@ def _lppool(c: Call) -> Tensor:
   k, s, d, pads = _pool_args(c, x)
   n, p = len(k), c.attr("p", 2)
   ceil = bool(c.attr("ceil_mode", 0))
-  outs = [_pool_out(x.int_shape("ONNX pooling")[2 + i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
+  outs = [_pool_out(x.int_shape("ONNX pooling", n)[i], k[i], s[i], d[i], *pads[i], ceil) for i in range(n)]
   ext = [(pads[i][0], max(0, (outs[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - x.shape[2 + i] - pads[i][0]))
          for i in range(n)]
   win = x.abs().pow(p).pad([(0, 0), (0, 0)] + ext)._pool(tuple(k), tuple(s), tuple(d))
@@ -1627,9 +1838,25 @@ def _resize(c: Call, upsample: bool) -> Tensor:
   else:
     if c.has(1) and c.t(1).numel(): roi = [float(v) for v in np.array(c.static(1)).reshape(-1)]
     if c.has(2) and c.t(2).numel(): scales = [float(v) for v in np.array(c.static(2)).reshape(-1)]
-    if c.has(3) and c.t(3).numel(): sizes = c.ints(3)
+    if c.has(3) and c.t(3).numel(): sizes = c.sizes(3)
   axes = [_axis(a, x.ndim) for a in (c.attr("axes") or range(x.ndim))]
-  ins = [x.int_shape("ONNX Resize")[a] for a in axes]
+  # NOTE: an axis of symbolic size (a batch) may only be kept as it is: scale 1 or its own size, no crop
+  keep = [isinstance(x.shape[a], UOp) for a in axes]
+  if any(keep):
+    crop = c.attr("coordinate_transformation_mode") == "tf_crop_and_resize"
+    same = [(sizes[i] is x.shape[a]) if sizes is not None else scales is not None and float(scales[i]) == 1.0
+            for i, a in enumerate(axes)]
+    stretch = c.attr("keep_aspect_ratio_policy", "stretch") == "stretch"
+    if crop or any(k and not sm for k, sm in zip(keep, same)) or (sizes is not None and not stretch):
+      raise SymbolicUnsupported(f"{c.node.label()}: Resize of an axis of symbolic size")
+    if roi is not None and len(roi) == 2 * len(axes):
+      roi = [r for i, r in enumerate(roi[:len(axes)]) if not keep[i]] + [r for i, r in enumerate(roi[len(axes):])
+                                                                         if not keep[i]]
+    elif roi is not None: raise SymbolicUnsupported(f"{c.node.label()}: Resize with a roi over a symbolic axis")
+    if scales is not None: scales = [v for v, k in zip(scales, keep) if not k]
+    if sizes is not None: sizes = [v for v, k in zip(sizes, keep) if not k]
+    axes = [a for a, k in zip(axes, keep) if not k]
+  ins = [int(x.shape[a]) for a in axes]  # type: ignore[arg-type]  # the symbolic axes are left out above
   if sizes is not None:
     pol = c.attr("keep_aspect_ratio_policy", "stretch")
     ratios = [s / n for s, n in zip(sizes, ins)]

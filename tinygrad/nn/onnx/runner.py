@@ -5,14 +5,17 @@ values on the host (a Reshape's shape, a Slice's starts, a TopK's k) reads them 
 from shapes and constants are cached per input signature, so a TinyJit capture (which cannot read the host) finds them
 there; anything else is realized (data-dependent shapes: NonZero, Compress, Loop trip counts)."""
 from __future__ import annotations
-import os
-from typing import Any
+import os, re
+from typing import Any, cast
 import numpy as np
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.sint import all_concrete, bound_value, unbind_sint
 from tinygrad.nn.onnx.proto import OnnxError, Model, Graph, Node, Function, ValueInfo, load_model, tensor_to_numpy
 from tinygrad.nn.onnx.proto import type_name
 from tinygrad.nn.onnx.call import MIN_OPSET, MAX_OPSET, ONNX_OF, Call, Scope, Value, numpy_to_tensor
+from tinygrad.nn.onnx.call import SymbolicUnsupported
 from tinygrad.nn.onnx.ops import check_graph, run_node
 
 class OnnxRunner:
@@ -20,8 +23,15 @@ class OnnxRunner:
 
   feeds: {input name: numpy array | Tensor | list (a sequence) | None}, or keyword arguments. Named (symbolic) dims of
   the inputs take the sizes of the feeds; a feed whose rank, fixed dims or dtype contradicts the model is an
-  OnnxError."""
-  def __init__(self, model: str | os.PathLike | bytes | Tensor, device: str | None = None):
+  OnnxError.
+
+  Symbolic dims: `runner.bind(feeds)` gives the feeds with each named dim bound to this runner's variable (1 to
+  `dim_max.get(name, DIM_MAX)`); fed those (a TinyJit's inputs), the graph's shapes are symbolic and one capture serves
+  every size. A model with a node that needs a concrete size raises then, naming it. With symbolic=True concrete feeds
+  are bound to the variables too (the outputs come back at the fed sizes); a model that cannot be falls back to
+  binding per call and `concrete_reason` says why."""
+  def __init__(self, model: str | os.PathLike | bytes | Tensor, device: str | None = None, symbolic: bool = False,
+               dim_max: dict[str, int] | None = None):
     if isinstance(model, Tensor):
       if model.dtype is not dtypes.uint8 or model.ndim != 1:
         raise OnnxError("OnnxRunner: a Tensor model must be 1-d uint8")
@@ -43,6 +53,13 @@ class OnnxRunner:
     self._fed: set[str] = set()
     self._host_cache: dict[Any, list] = {}
     self._signature: Any = None
+    self.symbolic, self.dim_max = symbolic, dict(dim_max or {})
+    bad = [(k, v) for k, v in self.dim_max.items() if not isinstance(v, int) or v < 1]
+    if bad: raise OnnxError(f"OnnxRunner: dim_max needs ints >= 1, got {bad}")
+    self.concrete_reason: str | None = None  # why the named dims are bound per call (None: they are symbolic)
+    self._vars: dict[str, UOp] = {}
+    self._bound: dict[str, UOp] = {}  # this call's named dim -> its bound variable
+    self._graph_concrete = False  # a node of the graph needs concrete sizes: concrete feeds bind per call from now on
     check_graph(self.model.graph, self.model.opsets, self.model.functions, src)
     self.initializers: dict[str, Tensor] = {n: self._tensor(t, f"{src}: initializer")
                                             for n, t in self.model.graph.initializers.items()}
@@ -95,8 +112,98 @@ class OnnxRunner:
       elif vi.name in self.initializers: args.append(self.initializers[vi.name])
       elif vi.kind == "optional": args.append(None)
       else: raise OnnxError(f"{self.model.src}: input {vi.name!r} has no feed")
-    self._signature, self._fed = tuple(_sig(a) for a in args), set(feeds)
+    given = any(isinstance(a, Tensor) and not all_concrete(a.shape) for a in args)
+    if given or (self.symbolic and not self._graph_concrete):
+      why: str | None = None
+      # NOTE: a size above its bound is the caller's error (raise dim_max), not a reason to bind per call
+      try: sym_args, internal = self._bind_args(args, given)
+      except SymbolicUnsupported as e: sym_args, internal, why = args, None, str(e)
+      try:
+        if internal is not None: return self._run(sym_args, set(feeds), realize, internal)
+      except SymbolicUnsupported as e: why, self._graph_concrete = str(e), not given
+      except OnnxError as e: why, self._graph_concrete = f"{e} (with the named dims {sorted(self._bound)} symbolic)", \
+        not given
+      finally: self._bound = {}
+      # NOTE: the caller bound the dims (a TinyJit input): binding them per call here would be baked into its capture
+      if given: raise OnnxError(f"{self.model.src}: this model cannot run with symbolic dims: {why}; feed concrete "
+                                "sizes (one TinyJit capture per size)")
+      if why is not None: self.concrete_reason = why
+    return self._run(args, set(feeds), realize, False)
+
+  def bind(self, feeds: dict[str, Any] | None = None, **kw: Any) -> dict[str, Value]:
+    """The feeds as Tensors whose named dims are bound to this runner's variables: the input of a TinyJit-ed call,
+    whose capture then serves every size of those dims (within their bounds)."""
+    feeds = {**(feeds or {}), **kw}
+    vis = {v.name: v for v in self.model.graph.inputs}
+    unknown = set(feeds) - set(vis)
+    if unknown: raise OnnxError(f"{self.model.src}: feeds {sorted(unknown)} are not inputs of the model")
+    sizes: dict[str, int] = {}
+    out: dict[str, Value] = {}
+    for name, v in feeds.items():
+      vi, t = vis[name], self._feed(vis[name], v)
+      if not isinstance(t, Tensor) or vi.shape is None: out[name] = t; continue
+      for d, n in zip(vi.shape, t.shape):
+        if isinstance(d, str) and d:
+          if isinstance(n, UOp): raise OnnxError(f"input {name!r}: the feed is already symbolic ({t.shape})")
+          if sizes.setdefault(d, n) != n: raise OnnxError(f"named dim {d!r} is {sizes[d]} in one input, {n} in "
+                                                          f"input {name!r}")
+          self._check_size(name, d, n)
+      out[name] = t.reshape(tuple(self._var(d).bind(cast(int, n)) if isinstance(d, str) and d else n
+                                  for d, n in zip(vi.shape, t.shape)))
+    return out
+
+  def _var(self, dim: str) -> UOp:
+    if dim not in self._vars:
+      # NOTE: a variable's name is a kernel parameter: a C identifier, unique per dim name
+      base = "d_" + re.sub(r"\W", "_", dim)
+      name, k = base, 1
+      while any(v.arg[0] == name for v in self._vars.values()): name, k = f"{base}_{k}", k + 1
+      self._vars[dim] = UOp.variable(name, 1, self.dim_max.get(dim, DIM_MAX))
+    return self._vars[dim]
+
+  def _check_size(self, name: str, dim: str, n: int) -> None:
+    hi = self.dim_max.get(dim, DIM_MAX)
+    if n > hi: raise OnnxError(f"input {name!r}: named dim {dim!r} is {n}, above its bound {hi} (raise it with "
+                               f"OnnxRunner(..., dim_max={{{dim!r}: {n}}}))")
+    if n < 1: raise SymbolicUnsupported(f"input {name!r}: named dim {dim!r} is {n}; a variable is at least 1")
+
+  def _bind_args(self, args: list[Value], given: bool) -> tuple[list[Value], bool | None]:
+    """The args with their named dims bound: (args, True) when bound here, (args, False) when the caller bound them,
+    (args, None) when the model has no named dim to bind."""
+    self._bound = {}
+    if given:
+      for vi, a in zip(self.model.graph.inputs, args):
+        if not isinstance(a, Tensor) or vi.shape is None: continue
+        for d, n in zip(vi.shape, a.shape):
+          if not isinstance(n, UOp): continue
+          if not isinstance(d, str) or not d:
+            raise OnnxError(f"input {vi.name!r}: a symbolic size {n} at a dim the model does not name ({vi.shape})")
+          if d in self._bound and self._bound[d] is not n:
+            raise OnnxError(f"named dim {d!r} is bound to two different sizes in the feeds")
+          self._bound[d] = n
+      return args, False
+    sizes: dict[str, int] = {}
+    out: list[Value] = []
+    for vi, a in zip(self.model.graph.inputs, args):
+      if not isinstance(a, Tensor) or vi.shape is None or not any(isinstance(d, str) and d for d in vi.shape):
+        out.append(a); continue
+      shape: list[Any] = []
+      for d, n in zip(vi.shape, a.shape):
+        if isinstance(d, str) and d:
+          n = cast(int, n)  # the feeds are concrete here (given is False)
+          if sizes.setdefault(d, n) != n:
+            raise SymbolicUnsupported(f"named dim {d!r} has the sizes {sizes[d]} and {n} in the feeds")
+          self._check_size(vi.name, d, n)
+          shape.append(self._bound.setdefault(d, self._var(d).bind(n)))
+        else: shape.append(n)
+      out.append(a.reshape(tuple(shape)))
+    return out, (True if self._bound else None)
+
+  def _run(self, args: list[Value], fed: set[str], realize: bool, concrete_out: bool) -> dict[str, Value]:
+    self._signature, self._fed = tuple(_sig(a) for a in args), fed
     outs = self.run_graph(self.model.graph, args, None, self.model.opsets, top=True)
+    # NOTE: bound here from concrete feeds, the outputs go back to the bound sizes, as the caller fed them
+    if concrete_out: outs = [_concrete(o) for o in outs]
     # NOTE: the outputs are realized in one schedule: realized one by one, the graph they share would run once each
     flat = [t for o in outs for t in (o if isinstance(o, list) else [o]) if isinstance(t, Tensor)]
     if realize and flat: flat[0].realize(*flat[1:])
@@ -151,8 +258,19 @@ class OnnxRunner:
       run_node(self, scope, Node(n.op, n.domain, n.inputs, n.outputs, n.name, {**n.attrs, **bound}))
     return [scope.values.get(o) for o in f.outputs]
 
+DIM_MAX = 64  # a named dim's default bound: buffers of a symbolic size are allocated at the bound
+
+def _concrete(v: Value) -> Value:
+  if isinstance(v, list): return [_concrete(x) for x in v]
+  if not isinstance(v, Tensor) or all_concrete(v.shape): return v
+  sizes = [bound_value(s) if isinstance(s, UOp) else s for s in v.shape]
+  if any(s is None for s in sizes): raise OnnxError(f"an output of shape {v.shape} has an unbound size")
+  return v.reshape(tuple(sizes))
+
 def _sig(a: Value) -> Any:
-  if isinstance(a, Tensor): return (a.shape, a.dtype)
+  # NOTE: a size bound to a variable keys by the variable: host values are cached for every binding (one that depends
+  # on the binding is never read on the host, see Scope.host)
+  if isinstance(a, Tensor): return (tuple(unbind_sint(s) for s in a.shape), a.dtype)
   if isinstance(a, list): return tuple(_sig(x) for x in a)
   return None
 
