@@ -13,6 +13,7 @@ import hashlib, json, os
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.helpers import atomic_write
+from tinygrad.uop import Ops
 from fuzz.gen.kernels import KernelCase
 
 # a seed file larger than this is refused before it is read (the biggest model kernel's text is ~100 KB)
@@ -39,6 +40,7 @@ def read_seed(path: str) -> KernelCase:
   level = KernelLevel()
   try: case = level.from_state(st)
   except Exception as e: raise SeedError(f"seed {path}: {type(e).__name__}: {str(e)[:500]}") from None
+  if case.ast.op is not Ops.SINK: raise SeedError(f"seed {path}: the graph's root is a {case.ast.op.name}, not a kernel's SINK")
   if not level.valid(case): raise SeedError(f"seed {path}: the graph is not a legal kernel (kernel_spec, closed ranges)")
   return case
 
