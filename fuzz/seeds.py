@@ -40,8 +40,9 @@ def read_seed(path: str) -> KernelCase:
   level = KernelLevel()
   try: case = level.from_state(st)
   except Exception as e: raise SeedError(f"seed {path}: {type(e).__name__}: {str(e)[:500]}") from None
-  if case.ast.op is not Ops.SINK: raise SeedError(f"seed {path}: the graph's root is a {case.ast.op.name}, not a kernel's SINK")
-  if not level.valid(case): raise SeedError(f"seed {path}: the graph is not a legal kernel (kernel_spec, closed ranges)")
+  if case.ast.op is not Ops.SINK:
+    raise SeedError(f"seed {path}: the graph's root is a {case.ast.op.name}, not a kernel's SINK")
+  if not level.valid(case): raise SeedError(f"seed {path}: not a legal kernel (kernel_spec, every range closed)")
   return case
 
 def seed_files(d: str) -> list[str]:
@@ -65,8 +66,8 @@ class Extracted:
   runs: list[str] = field(default_factory=list)
   def __str__(self) -> str:
     skip = "".join(f"\n  skipped {n}: {why}" for why, n in sorted(self.skipped.items(), key=lambda x: -x[1]))
-    return (f"fuzz seeds: {self.records} kernel records of run(s) {', '.join(self.runs)}: {self.written} seeds written, "
-            f"{self.existing} already there, {self.duplicates} records of a kernel seen before{skip}")
+    return (f"fuzz seeds: {self.records} kernel records of run(s) {', '.join(self.runs)}: {self.written} seeds "
+            f"written, {self.existing} already there, {self.duplicates} records of a kernel seen before{skip}")
 
 def extract(db_path: str, out: str, runs: list[str] | None = None) -> Extracted:
   """Every distinct kernel AST of the database's runs (default: all) as a seed file in `out`, named by the hash of

@@ -329,5 +329,5 @@ def mismatch_class(msg: str) -> str:
 
 LEVELS: dict[str, type[Level]] = {"kernel": KernelLevel, "symbolic": SymbolicLevel, "tensor": TensorLevel}
 
-__all__ = ["Level", "KernelLevel", "SeededKernelLevel", "SEED_TAG", "SymbolicLevel", "TensorLevel", "TensorCase", "LEVELS", "parse_graph",
-           "exception_site"]
+__all__ = ["Level", "KernelLevel", "SeededKernelLevel", "SEED_TAG", "SymbolicLevel", "TensorLevel", "TensorCase",
+           "LEVELS", "parse_graph", "exception_site"]

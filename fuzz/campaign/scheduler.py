@@ -172,9 +172,9 @@ class Scheduler:
                marks: list[int] | Callable[[], list[int]] | None = None,
                shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0, tag: Any = None) -> bool:
     """Record what `data` made the compiler do (rule -> matches; `used`: bytes its case read; `marks`: where its
-    choices started, if known, or a function giving them when the input joins the corpus; `shape`: shape_features of its case; `cost`: seconds it took); True when it joined the
-    corpus: it had a feature no earlier input had, or it reached a rare rule feature for under half what that
-    feature's cheapest seed costs."""
+    choices started, if known, or a function giving them when the input joins the corpus; `shape`: shape_features of
+    its case; `cost`: seconds it took); True when it joined the corpus: it had a feature no earlier input had, or it
+    reached a rare rule feature for under half what that feature's cheapest seed costs."""
     self.inputs += 1
     self.cost += cost
     origin = self._origin.pop(data, -1)

@@ -5,8 +5,9 @@ parent (fuzz/campaign/run.py) sees its pipe close or its time run out, records a
 worker last announced, and starts a new worker.
 
 Config (argv[1]): {"levels": [names] (or "level": name), "backends": [names], "setup": "module:function" or null,
-"max_jobs": n, "validate_bounds": bool, "seeds": directory of kernel seeds or null}. The `setup` hook is imported and called once at start (planted-bug
-experiments patch the compiler there); it comes from the campaign's command line, never from a reproducer file.
+"max_jobs": n, "validate_bounds": bool, "seeds": directory of kernel seeds or null}. The `setup` hook is imported and
+called once at start (planted-bug experiments patch the compiler there); it comes from the campaign's command line,
+never from a reproducer file.
 
 To the parent (on the original stdout; the worker's own stdout is redirected to stderr, so stray prints cannot break
 the protocol):
@@ -19,8 +20,8 @@ the protocol):
   by rule key (fuzz/campaign/scheduler.py rule_key): the scheduler's features)
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
 From the parent (stdin): {"job": id, "op": "check", "level": name, "inputs": [hex bytes], "tags": [rule or null]
-(optional: the rule each input's generator is directed at, or "seed:NAME", the kernel seed it mutates; fuzz/campaign/levels.py
-DirectedLevels)} or {"job": id, "op":
+(optional: the rule each input's generator is directed at, or "seed:NAME", the kernel seed it mutates;
+fuzz/campaign/levels.py DirectedLevels)} or {"job": id, "op":
 "check_state", "level": name, "states": [level states], "backends": [names] or null}. A job without "level" is of
 the first level of the config.
 """
