@@ -1,7 +1,7 @@
 """Real models' kernels as kernel-level seeds (fuzz/seeds.py, fuzz/gen/seeded.py, docs/fuzz.md): seeds extracted from a
 replay capture of a small model run load as kernel cases, a short campaign mutating them runs clean, and a seed file is
 untrusted input (read exec-free, refused with a SeedError naming the file)."""
-import json, os, random, subprocess, sys
+import json, os, random, sqlite3, subprocess, sys
 import pytest
 from tinygrad.uop.pyrender import pyrender
 from fuzz.seeds import read_seed, read_seeds, extract, SeedError, MAX_SEED_BYTES
@@ -66,6 +66,19 @@ def test_a_campaign_mutates_the_seeds_clean(seed_dir, tmp_path):
   assert summ.findings == {}, str(summ)
   assert summ.corpus > 0 and summ.rules_matched > 0
 
+def test_extract_names_the_runs_and_skips_bad_records(model_db, tmp_path):
+  with pytest.raises(SeedError, match="no run nope"): extract(model_db, str(tmp_path / "a"), ["nope"])
+  # a tampered record (its input changed after capture) is counted under its reason, not written
+  db = str(tmp_path / "t.db")
+  with sqlite3.connect(model_db) as src, sqlite3.connect(db) as dst: src.backup(dst)
+  with sqlite3.connect(db) as c:
+    rid, body = c.execute("SELECT id, body FROM records WHERE kind='kernel' ORDER BY id LIMIT 1").fetchone()
+    rec = json.loads(body)
+    rec["ast"] = "x = 1\n" + rec["ast"]
+    c.execute("UPDATE records SET body=? WHERE id=?", (json.dumps(rec), rid))
+  res = extract(db, str(tmp_path / "b"))
+  assert sum(res.skipped.values()) == 1 and "bad record" in next(iter(res.skipped)), str(res)
+
 def test_worker_and_parent_refuse_an_unknown_seed_tag(seed_dir):
   from fuzz.campaign.levels import DirectedLevels
   dl = DirectedLevels(KernelLevel(), seeds=read_seeds(seed_dir))
@@ -95,17 +108,19 @@ def test_an_oversized_seed_is_refused_before_it_is_parsed(tmp_path):
   p.write_bytes(b'{"graph": "' + b" " * MAX_SEED_BYTES + b'"}')
   with pytest.raises(SeedError, match=f"larger than {MAX_SEED_BYTES}"): read_seed(str(p))
 
-def test_fuzz_run_refuses_a_bad_seed_directory(tmp_path):
+def test_fuzz_run_refuses_a_bad_seed_directory(tmp_path, capsys):
+  from fuzz.__main__ import main
   (tmp_path / "x.json").write_text(json.dumps({"graph": "not pyrender"}))
-  env = {**os.environ, "PYTHONPATH": ROOT}
-  for d, msg in ((tmp_path, "x.json"), (tmp_path / "missing", "not a directory")):
-    r = subprocess.run([sys.executable, "-m", "fuzz", "run", "--levels", "kernel", "--seeds", str(d), "--out",
-                        str(tmp_path / "o")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and msg in r.stderr, r.stderr[-2000:]
+  (tmp_path / "empty").mkdir()
+  for d, msg in ((tmp_path, "x.json"), (tmp_path / "missing", "not a directory"), (tmp_path / "empty", "no seed files")):
+    with pytest.raises(SystemExit) as e:
+      main(["run", "--levels", "kernel", "--seeds", str(d), "--out", str(tmp_path / "o")])
+    assert e.value.code == 2 and msg in capsys.readouterr().err
+  assert not (tmp_path / "o").exists()
 
-def test_seeds_cli_names_an_unreadable_database(tmp_path):
+def test_seeds_cli_names_an_unreadable_database(tmp_path, capsys):
+  from fuzz.__main__ import main
   bad = tmp_path / "not.db"
   bad.write_bytes(b"this is not sqlite" * 100)
-  r = subprocess.run([sys.executable, "-m", "fuzz", "seeds", "--db", str(bad), "--out", str(tmp_path / "s")], cwd=ROOT,
-                     env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True, timeout=120)
-  assert r.returncode == 2 and str(bad) in r.stderr, r.stderr
+  assert main(["seeds", "--db", str(bad), "--out", str(tmp_path / "s")]) == 2
+  assert str(bad) in capsys.readouterr().err
