@@ -93,7 +93,7 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                  "rules not matched yet (fuzz/campaign/scheduler.py Director)")
   p.add_argument("--seeds", type=_seeds_dir, default=None, metavar="DIR",
                  help="kernel level: start mutations from the seed kernels in DIR (`python -m fuzz seeds`), each run "
-                      "once first")
+                      "once as it is (half the inputs until all have run)")
 
 def _run_run(a: argparse.Namespace) -> int:
   from fuzz.campaign.run import CampaignConfig, run_campaign

@@ -79,8 +79,8 @@ class CampaignConfig:
   # kernel and symbolic levels: a share of the fresh inputs (a bandit between 20% and 80% over which kind reaches new
   # rules) is built by a generator directed at a rule tried but never matched yet (fuzz/campaign/scheduler.py Director)
   directed: bool = True
-  # kernel level: a directory of seed kernels (fuzz/seeds.py; `python -m fuzz seeds`): each runs once first, then its
-  # mutations (fuzz/gen/seeded.py) join the corpus as mutations of the bytes do
+  # kernel level: a directory of seed kernels (fuzz/seeds.py; `python -m fuzz seeds`): each runs once as it is (half
+  # the inputs until all have), then its mutations (fuzz/gen/seeded.py) join the corpus as mutations of the bytes do
   seeds: str | None = None
   env: dict[str, str] = field(default_factory=dict)
 
@@ -343,8 +343,9 @@ class LevelRun:
     self.tried_keys: set[str] = set()
     self.hit_keys: set[str] = set()
     # a case tagged with a rule (a directed input) is built with that rule's level, in the workers and here alike
-    # kernel seeds (fuzz/seeds.py): each is run once as it is (tag SEED_TAG + name, from `pending`), and joins the
-    # corpus with its features as any input does; its mutations are built from it (SeededKernelLevel)
+    # kernel seeds (fuzz/seeds.py): each is run once as it is (tag SEED_TAG + name, from `pending`: half the inputs
+    # until every seed ran), and joins the corpus with its features as any input does; its mutations are built from it
+    # (SeededKernelLevel)
     seeds = read_seeds(cfg.seeds) if cfg.seeds and name == "kernel" else {}
     self.pending: list[str] = [SEED_TAG + n for n in seeds]
     self.directed = DirectedLevels(self.level, cfg.bounds, seeds)
@@ -384,7 +385,9 @@ class Campaign:
   def next_input(self, run: LevelRun) -> tuple[bytes, str | None, bool]:
     """(bytes, the rule its generator is directed at or None, whether this input is a fresh directed one): a
     mutation is built as its seed was; a fresh input, one time in director.share(), is directed."""
-    if run.pending: return b"", run.pending.pop(0), False
+    # NOTE: seeds not run yet take every input until the corpus has one, then half: a short campaign on many seeds
+    # mutates those already run too
+    if run.pending and (not run.sched.corpus or self.rng.random() < 0.5): return b"", run.pending.pop(0), False
     data = run.sched.next()
     if (parent := run.sched.origin(data)) is not None and is_seed(parent.tag): return data, parent.tag, False
     if run.director is None: return data, None, False
