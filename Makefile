@@ -73,7 +73,7 @@ test-llvm-matmul: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/llvm/test_llvm_ir.py
 
 # the LLM app's whole-model comparisons with transformers for every weight type, greedy F16/Q8_0, llama-3 RoPE, the CLI
-# run and the capacity xfail (docs/llm.md)
+# run and the capacity xfail (docs/llm.md); its kernels on every GPU arch and emulation are in test-models-slow
 test-llm-slow: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/apps
 
