@@ -71,7 +71,7 @@ test-llvm-matmul: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/llvm/test_llvm_ir.py
 
 # the LLM app's whole-model comparisons with transformers for every weight type, greedy F16/Q8_0, llama-3 RoPE, the CLI
-# run and the capacity xfail (docs/llm.md)
+# run and the capacity xfail (docs/llm.md); its kernels on every GPU arch and emulation are in test-models-slow
 test-llm-slow: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/apps
 
@@ -233,22 +233,30 @@ replay: $(STAMP)
 	$(PY) -m replay diff --db .replay/replay.db --html .replay/report.html --viz .replay/viz --viz-base .replay/base \
 		$(REPLAY_ARGS); rc=$$?; git worktree remove --force .replay/base; exit $$rc
 
-# the model zoo under process replay (docs/models.md): every schedule and kernel of `python -m tinygrad.models` (each zoo
-# model's forward, backward and one SGD step at the small sizes) captured on CPU, each kernel also rendered and compiled
-# (compile-only) for NV and AMD; then a diff of the capture against the code checked out (every record must come back
-# unchanged) and the per-target counts. The database and report in .replay/models.db and .replay/models.html;
+# the models under process replay (docs/models.md): every schedule and kernel of `python -m tinygrad.models` (each zoo
+# model's forward, backward and one SGD step at the small sizes; run `zoo`) and of the LLM app's jitted prefill chunks
+# and decode steps on small random-weight Q8_0 and Q4_0 llama GGUF files (`python -m tests.models.llm_run`; run `llm`)
+# captured on CPU, each kernel also rendered and compiled (compile-only) for NV and AMD; the per-run, per-target
+# counts; then a diff of each run against the code checked out (every record must come back unchanged); last, every
+# distinct kernel written as a kernel-level fuzz seed (`python -m fuzz run --levels kernel --seeds $(MODELS_SEEDS)`,
+# docs/fuzz.md). The database and reports in .replay/models.db, .replay/models.html (zoo), .replay/llm.html;
 # MODELS_REPLAY_ARGS adds diff options (--target NV, ...)
 MODELS_DB ?= .replay/models.db
+MODELS_SEEDS ?= .replay/model-seeds
 MODELS_REPLAY_ARGS ?=
 replay-models: $(STAMP)
-	mkdir -p .replay && rm -f $(MODELS_DB) $(MODELS_DB)-wal $(MODELS_DB)-shm
-	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD -- $(PY) -m tinygrad.models
+	mkdir -p .replay && rm -rf $(MODELS_DB) $(MODELS_DB)-wal $(MODELS_DB)-shm $(MODELS_SEEDS)
+	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD --run zoo -- $(PY) -m tinygrad.models
+	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD --run llm -- $(PY) -m tests.models.llm_run
 	$(PY) -m tests.models.replay_counts $(MODELS_DB)
-	$(PY) -m replay diff --db $(MODELS_DB) --html .replay/models.html --assert-no-change $(MODELS_REPLAY_ARGS)
+	$(PY) -m replay diff --db $(MODELS_DB) --against zoo --html .replay/models.html --assert-no-change $(MODELS_REPLAY_ARGS)
+	$(PY) -m replay diff --db $(MODELS_DB) --against llm --html .replay/llm.html --assert-no-change $(MODELS_REPLAY_ARGS)
+	$(PY) -m fuzz seeds --db $(MODELS_DB) --out $(MODELS_SEEDS)
 
 # the zoo's slow checks (docs/models.md): the optimizer step of every zoo model but GPT-2 against torch, the two-layer
-# LSTM LM, BERT's float16 forward, every zoo model's step kernels compiled for sm_80/89/90 and gfx942/1100/1201, every
-# forward under every emulation, and nn.LSTM's other configurations
+# LSTM LM, BERT's float16 forward, every zoo model's step kernels and the LLM app's prefill and decode kernels (Q8_0,
+# Q4_0) compiled for sm_80/89/90 and gfx942/1100/1201, every zoo forward and LLM run under every emulation, and
+# nn.LSTM's other configurations
 test-models-slow: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/models \
 		tests/nn/test_layers.py -k "zoo or lstm"

@@ -91,6 +91,9 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                  help="share of inputs mutated from the corpus (0: fresh only)")
   p.add_argument("--no-directed", action="store_true", help="kernel and symbolic levels: no inputs directed at "
                  "rules not matched yet (fuzz/campaign/scheduler.py Director)")
+  p.add_argument("--seeds", type=_seeds_dir, default=None, metavar="DIR",
+                 help="kernel level: start mutations from the seed kernels in DIR (`python -m fuzz seeds`), each run "
+                      "once as it is (half the inputs until all have run)")
 
 def _run_run(a: argparse.Namespace) -> int:
   from fuzz.campaign.run import CampaignConfig, run_campaign
@@ -98,9 +101,32 @@ def _run_run(a: argparse.Namespace) -> int:
                        batch=a.batch, step_timeout=a.step_timeout, reduce=not a.no_reduce,
                        reduce_checks=a.reduce_checks, reduce_grace=a.reduce_grace, spec=a.spec, bounds=a.bounds,
                        setup=a.setup, max_cases=a.max_cases, mutate=a.mutate, directed=not a.no_directed,
-                       memory_mb=a.memory_mb)
+                       memory_mb=a.memory_mb, seeds=a.seeds)
   summ = run_campaign(cfg)
   print(summ)
+  return 0
+
+def _seeds_dir(text: str) -> str:
+  """A directory of kernel seeds, every one read (and checked) here, before any worker starts."""
+  from fuzz.seeds import read_seeds, SeedError
+  try: n = len(read_seeds(text))
+  except SeedError as e: raise argparse.ArgumentTypeError(str(e)) from None
+  if not n: raise argparse.ArgumentTypeError(f"seeds {text}: no seed files (*.json) there")
+  return text
+
+def _seeds_args(p: argparse.ArgumentParser) -> None:
+  p.add_argument("--db", required=True, help="a process replay database (make replay-models writes .replay/models.db)")
+  p.add_argument("--out", required=True, help="the seed directory (created; seeds already there are kept)")
+  p.add_argument("--run", action="append", default=None, help="a run of the database (repeatable; default: every run)")
+
+def _seeds_run(a: argparse.Namespace) -> int:
+  from fuzz.seeds import extract, SeedError
+  from replay.db import DBError
+  try: res = extract(a.db, a.out, a.run)
+  except (SeedError, DBError) as e:
+    print(f"fuzz seeds: {e}", file=sys.stderr)
+    return 2
+  print(res)
   return 0
 
 def _repro_args(p: argparse.ArgumentParser) -> None:
@@ -226,6 +252,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                     "signature, reduced, and written as reproducers in OUT/findings/. A progress line every 5 s; at "
                     "the end a summary with each finding's file and the report command. See docs/fuzz.md.",
                     _run_args, _run_run),
+  "seeds": Subcommand("kernel seeds for `run --seeds` from a process replay database (real models' kernels)",
+                      "Write every distinct kernel AST of a process replay database (make replay-models captures the "
+                      "model zoo and the LLM app) into DIR as a seed file of the kernel level (a reproducer's case "
+                      "format, read back exec-free). Records that cannot be read or are not legal kernels are counted "
+                      "and named. Exit status 2 when the database cannot be read.", _seeds_args, _seeds_run),
   "repro": Subcommand("replay one finding; exit 1 if it still reproduces, 0 if not, 128 if the file is not one",
                       "Replay one finding in a worker process, under the flags it recorded (only the flags that "
                       "change codegen, and SPEC, IGNORE_OOB). Exit status: 0 not reproduced (what `git bisect run` "

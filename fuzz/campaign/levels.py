@@ -117,6 +117,19 @@ class KernelLevel(Level):
         if r is not None: out[i].append(r)
     return out
 
+class SeededKernelLevel(KernelLevel):
+  """The kernel level grown from one seed kernel (a real model's, fuzz/seeds.py): a case is the seed mutated by the
+  chooser's choices (fuzz/gen/seeded.py mutate_kernel; zeros give the seed itself, fitted to the seeded size)."""
+  def __init__(self, seed: KernelCase, validate_bounds: bool = False):
+    super().__init__(validate_bounds=validate_bounds)
+    self.seed = seed
+  def from_chooser(self, ch: BytesChooser) -> KernelCase:
+    from fuzz.gen.seeded import mutate_kernel
+    return mutate_kernel(ch, self.seed, lambda ast: self.valid(KernelCase(ast, {})))
+
+# a tag naming a seed kernel (DirectedLevels.get): "seed:" + the seed's name (its file's stem)
+SEED_TAG = "seed:"
+
 def directed_kernel_level(aim: Any, patterns: Sequence[Any] = (), validate_bounds: bool = False) -> KernelLevel:
   """The kernel level with its generator directed at a rewrite rule (fuzz/campaign/scheduler.py Director): its op and
   dtype weights at `aim` (the Ops and DTypes of the rule's pattern, and whether it repeats an operand), and building an
@@ -134,12 +147,14 @@ def directed_level(level: str, aim: Any, patterns: Sequence[Any] = (), validate_
   raise ValueError(f"the {level} level has no directed generator (kernel and symbolic have)")
 
 class DirectedLevels:
-  """The level a tagged input is built with: tag None, `plain`; a rule's key (fuzz/campaign/scheduler.py rule_key),
+  """The level a tagged input is built with: tag None, `plain`; SEED_TAG + a seed's name, that seed's mutations
+  (SeededKernelLevel); a rule's key (fuzz/campaign/scheduler.py rule_key),
   `plain`'s level directed at that rule (`directed_level`), made once per rule. The rule tables are read on first need:
   every module that holds rules is imported and the PatternMatchers alive are walked (`aims`: rule key -> (aim,
   patterns)), so the campaign's parent, its workers and the targets see the same rules."""
-  def __init__(self, plain: Level, validate_bounds: bool = False):
-    self.plain, self.validate_bounds = plain, validate_bounds
+  def __init__(self, plain: Level, validate_bounds: bool = False, seeds: dict[str, KernelCase] | None = None):
+    """`seeds` (kernel level): seed name -> case; the tag SEED_TAG + name builds mutations of that seed."""
+    self.plain, self.validate_bounds, self.seeds = plain, validate_bounds, seeds or {}
     self.levels: dict[str, Level] = {}
     self._aims: dict[str, tuple[Any, tuple[Any, ...]]] | None = None
   @property
@@ -155,7 +170,11 @@ class DirectedLevels:
     return {k: a for k, (a, _) in self.aims.items()}
   def get(self, tag: str | None) -> Level:
     if tag is None: return self.plain
-    if (lv := self.levels.get(tag)) is None:
+    if (lv := self.levels.get(tag)) is None and tag.startswith(SEED_TAG):
+      if (seed := self.seeds.get(tag[len(SEED_TAG):])) is None:
+        raise ValueError(f"an input names seed {tag[len(SEED_TAG):]!r}, which this process has not loaded")
+      lv = self.levels[tag] = SeededKernelLevel(seed, self.validate_bounds)
+    if lv is None:
       if tag not in self.aims: raise ValueError(f"a directed input names rule {tag!r}, which this process has not")
       aim, pats = self.aims[tag]
       lv = self.levels[tag] = directed_level(self.plain.name, aim, pats, self.validate_bounds)
@@ -310,5 +329,5 @@ def mismatch_class(msg: str) -> str:
 
 LEVELS: dict[str, type[Level]] = {"kernel": KernelLevel, "symbolic": SymbolicLevel, "tensor": TensorLevel}
 
-__all__ = ["Level", "KernelLevel", "SymbolicLevel", "TensorLevel", "TensorCase", "LEVELS", "parse_graph",
-           "exception_site"]
+__all__ = ["Level", "KernelLevel", "SeededKernelLevel", "SEED_TAG", "SymbolicLevel", "TensorLevel", "TensorCase",
+           "LEVELS", "parse_graph", "exception_site"]

@@ -41,7 +41,8 @@ from fuzz.campaign.findings import (Signature, Finding, write_finding, load_find
                                     replay_flags, now)
 from fuzz.campaign.reduce import Reduction
 from fuzz.campaign.scheduler import Scheduler, Director, recorder_marks, rule_key
-from fuzz.campaign.levels import DirectedLevels
+from fuzz.campaign.levels import DirectedLevels, SEED_TAG
+from fuzz.seeds import read_seeds
 
 # bytes of a fresh input per level (a generator reads what it needs; past the end it reads zeros)
 FRESH_BYTES = {"kernel": 2048, "symbolic": 256, "tensor": 1024}
@@ -78,6 +79,9 @@ class CampaignConfig:
   # kernel and symbolic levels: a share of the fresh inputs (a bandit between 20% and 80% over which kind reaches new
   # rules) is built by a generator directed at a rule tried but never matched yet (fuzz/campaign/scheduler.py Director)
   directed: bool = True
+  # kernel level: a directory of seed kernels (fuzz/seeds.py; `python -m fuzz seeds`): each runs once as it is (half
+  # the inputs until all have), then its mutations (fuzz/gen/seeded.py) join the corpus as mutations of the bytes do
+  seeds: str | None = None
   env: dict[str, str] = field(default_factory=dict)
 
 @dataclass
@@ -92,6 +96,7 @@ class CampaignSummary:
   hangs: int = 0
   restarts: int = 0
   directed: int = 0               # cases built by a generator directed at a rule (fresh directed ones and mutations)
+  seeded: int = 0                 # kernel cases grown from a seed kernel (the seed itself and its mutations)
   losses: int = 0                 # workers killed from outside (SIGKILL) whose case then ran alone without it
   backends: dict[str, str] = field(default_factory=dict)
   missing: dict[str, str] = field(default_factory=dict)
@@ -102,7 +107,8 @@ class CampaignSummary:
     lines = [f"{self.cases} cases in {self.seconds:.0f}s ({rate:.1f}/s), rewrite rules matched {self.rules_matched} "
              f"of {self.rules_tried} tried, corpus {self.corpus}, {len(self.findings)} findings, {self.crashes} "
              f"crashes, {self.hangs} hangs, {self.restarts} worker restarts, {self.losses} worker losses (killed from "
-             f"outside, not again when the case was rerun), {self.directed} directed cases"]
+             f"outside, not again when the case was rerun), {self.directed} directed cases"
+             + (f", {self.seeded} seeded cases" if self.seeded else "")]
     if len(self.levels) > 1:
       lines.append("  levels: " + ", ".join(f"{n} {c} cases in {t:.0f} worker-s" for n, (c, t) in self.levels.items()))
     lines += [f"  not run: {n}: {why}" for n, why in self.missing.items()]
@@ -112,6 +118,8 @@ class CampaignSummary:
                    f"{os.path.join(fdir, f.signature.id + '.json')}")
     if self.out: lines.append(f"report: python -m fuzz report {self.out}")
     return "\n".join(lines)
+
+def is_seed(tag: str | None) -> bool: return tag is not None and tag.startswith(SEED_TAG)
 
 # ---- worker processes ----
 
@@ -205,9 +213,9 @@ class WorkerPool:
   `memory_mb` is killed too."""
   def __init__(self, n: int, levels: Sequence[str], backends: Sequence[str], env: dict[str, str], logdir: str,
                setup: str | None = None, max_jobs: int = 100, step_timeout: float = 120.0, bounds: bool = False,
-               memory_mb: int | None = None):
+               memory_mb: int | None = None, seeds: str | None = None):
     self.config = {"levels": list(levels), "backends": list(backends), "setup": setup, "max_jobs": max_jobs,
-                   "validate_bounds": bounds}
+                   "validate_bounds": bounds, "seeds": seeds}
     self.env, self.logdir, self.step_timeout = env, logdir, step_timeout
     self.memory_mb = memory_mb if memory_mb is not None else default_memory_mb(n)
     os.makedirs(logdir, exist_ok=True)
@@ -335,7 +343,12 @@ class LevelRun:
     self.tried_keys: set[str] = set()
     self.hit_keys: set[str] = set()
     # a case tagged with a rule (a directed input) is built with that rule's level, in the workers and here alike
-    self.directed = DirectedLevels(self.level, cfg.bounds)
+    # kernel seeds (fuzz/seeds.py): each is run once as it is (tag SEED_TAG + name, from `pending`: half the inputs
+    # until every seed ran), and joins the corpus with its features as any input does; its mutations are built from it
+    # (SeededKernelLevel)
+    seeds = read_seeds(cfg.seeds) if cfg.seeds and name == "kernel" else {}
+    self.pending: list[str] = [SEED_TAG + n for n in seeds]
+    self.directed = DirectedLevels(self.level, cfg.bounds, seeds)
     self.director: Director | None = None
     if name in ("kernel", "symbolic") and cfg.directed:
       self.director = Director(self.directed.ops(), random.Random(rng.random()))
@@ -372,7 +385,11 @@ class Campaign:
   def next_input(self, run: LevelRun) -> tuple[bytes, str | None, bool]:
     """(bytes, the rule its generator is directed at or None, whether this input is a fresh directed one): a
     mutation is built as its seed was; a fresh input, one time in director.share(), is directed."""
+    # NOTE: seeds not run yet take every input until the corpus has one, then half: a short campaign on many seeds
+    # mutates those already run too
+    if run.pending and (not run.sched.corpus or self.rng.random() < 0.5): return b"", run.pending.pop(0), False
     data = run.sched.next()
+    if (parent := run.sched.origin(data)) is not None and is_seed(parent.tag): return data, parent.tag, False
     if run.director is None: return data, None, False
     if (parent := run.sched.origin(data)) is not None: return data, parent.tag, False
     if self.rng.random() < run.director.share() and (aim := run.director.pick(run.tried_keys, run.hit_keys)):
@@ -519,15 +536,18 @@ class Campaign:
     for data, tag, fresh, res in zip(job["_inputs"], tags, job["_directed"], results):
       self.summary.cases += 1
       run.cases += 1
-      self.summary.directed += tag is not None
+      self.summary.directed += tag is not None and not is_seed(tag)
+      self.summary.seeded += is_seed(tag)
       self.matched |= set(res["rules"])
       self.tried |= set(res["attempted"])
       keys = set(res["hits"])
-      if run.director is not None and run.sched.origin(data) is None:
+      if run.director is not None and run.sched.origin(data) is None and not is_seed(tag):
         run.director.note(fresh, bool(keys - run.hit_keys))
       run.hit_keys |= keys
       run.tried_keys |= {rule_key(r.split("::", 1)[-1]) for r in res["attempted"]}
-      if run.sched.feedback(data, res["hits"], res["used"], tag=tag) and tag is None:
+      # NOTE: a seeded input's choice boundaries are its seed level's (the plain generator's would be other choices)
+      marks = (lambda t=tag, d=data: recorder_marks(run.directed.get(t).from_chooser)(d)) if is_seed(tag) else None
+      if run.sched.feedback(data, res["hits"], res["used"], marks, tag=tag) and tag is None:
         self.add_corpus(run, data[:max(res["used"], 1)])
       fs = [Failure(**d) for d in res["failures"]]
       # NOTE: a directed case's bytes build another case under the plain generator: its state is the reproducer
@@ -599,7 +619,8 @@ class Campaign:
   def run(self) -> CampaignSummary:
     cfg = self.cfg
     self.pool = WorkerPool(cfg.jobs, cfg.levels, cfg.backends, self.env, self.dirs["logs"], cfg.setup,
-                           cfg.max_jobs_per_worker, cfg.step_timeout, cfg.bounds, cfg.memory_mb)
+                           cfg.max_jobs_per_worker, cfg.step_timeout, cfg.bounds, cfg.memory_mb,
+                           cfg.seeds if "kernel" in cfg.levels else None)
     try:
       self.pool.wait_ready()
       s = self.summary

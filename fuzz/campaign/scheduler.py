@@ -168,12 +168,13 @@ class Scheduler:
     return self.corpus[i] if 0 <= i < len(self.corpus) else None
 
   # ---- feedback ----
-  def feedback(self, data: bytes, rules: dict[str, int], used: int | None = None, marks: list[int] | None = None,
+  def feedback(self, data: bytes, rules: dict[str, int], used: int | None = None,
+               marks: list[int] | Callable[[], list[int]] | None = None,
                shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0, tag: Any = None) -> bool:
     """Record what `data` made the compiler do (rule -> matches; `used`: bytes its case read; `marks`: where its
-    choices started, if known; `shape`: shape_features of its case; `cost`: seconds it took); True when it joined the
-    corpus: it had a feature no earlier input had, or it reached a rare rule feature for under half what that
-    feature's cheapest seed costs."""
+    choices started, if known, or a function giving them when the input joins the corpus; `shape`: shape_features of
+    its case; `cost`: seconds it took); True when it joined the corpus: it had a feature no earlier input had, or it
+    reached a rare rule feature for under half what that feature's cheapest seed costs."""
     self.inputs += 1
     self.cost += cost
     origin = self._origin.pop(data, -1)
@@ -194,12 +195,14 @@ class Scheduler:
     self.add(data[:max(used, 1)] if used is not None else data, fs, marks, shape, cost, tag)
     return True
 
-  def add(self, data: bytes, fs: set[str] | frozenset[str] = frozenset(), marks: list[int] | None = None,
+  def add(self, data: bytes, fs: set[str] | frozenset[str] = frozenset(),
+          marks: list[int] | Callable[[], list[int]] | None = None,
           shape: set[str] | frozenset[str] = frozenset(), cost: float = 0.0, tag: Any = None) -> None:
     """A seed (also for loading a corpus directory, features unknown); it becomes the favored seed of each of its rule
     features that it reaches cheaper than the one before."""
     i = len(self.corpus)
-    self.corpus.append(Seed(data, marks if marks is not None else self.marks_of(data), frozenset(fs), cost,
+    got = marks() if callable(marks) else marks if marks is not None else self.marks_of(data)
+    self.corpus.append(Seed(data, got, frozenset(fs), cost,
                             shape=frozenset(shape), tag=tag))
     for f in fs:
       if (j := self.top.get(f)) is None or (cost > 0 and cost < self.corpus[j].cost): self.top[f] = i

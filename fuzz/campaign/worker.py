@@ -5,8 +5,9 @@ parent (fuzz/campaign/run.py) sees its pipe close or its time run out, records a
 worker last announced, and starts a new worker.
 
 Config (argv[1]): {"levels": [names] (or "level": name), "backends": [names], "setup": "module:function" or null,
-"max_jobs": n, "validate_bounds": bool}. The `setup` hook is imported and called once at start (planted-bug
-experiments patch the compiler there); it comes from the campaign's command line, never from a reproducer file.
+"max_jobs": n, "validate_bounds": bool, "seeds": directory of kernel seeds or null}. The `setup` hook is imported and
+called once at start (planted-bug experiments patch the compiler there); it comes from the campaign's command line,
+never from a reproducer file.
 
 To the parent (on the original stdout; the worker's own stdout is redirected to stderr, so stray prints cannot break
 the protocol):
@@ -19,7 +20,8 @@ the protocol):
   by rule key (fuzz/campaign/scheduler.py rule_key): the scheduler's features)
   {"t": "bye"} after max_jobs jobs (the parent starts a fresh worker: memory held by loaded kernels is returned)
 From the parent (stdin): {"job": id, "op": "check", "level": name, "inputs": [hex bytes], "tags": [rule or null]
-(optional: the rule each input's generator is directed at, fuzz/campaign/levels.py DirectedLevels)} or {"job": id, "op":
+(optional: the rule each input's generator is directed at, or "seed:NAME", the kernel seed it mutates;
+fuzz/campaign/levels.py DirectedLevels)} or {"job": id, "op":
 "check_state", "level": name, "states": [level states], "backends": [names] or null}. A job without "level" is of
 the first level of the config.
 """
@@ -100,6 +102,7 @@ def main(argv: list[str]) -> int:
   from fuzz.campaign.levels import LEVELS, KernelLevel, DirectedLevels
   from fuzz.campaign.backends import open_backends, Failure, failure_from
   from fuzz.gen.choosers import BytesChooser
+  from fuzz.seeds import read_seeds
   bounds = bool(cfg.get("validate_bounds"))
   level_names = cfg.get("levels") or [cfg["level"]]
   levels = {n: KernelLevel(validate_bounds=bounds) if n == "kernel" else LEVELS[n]() for n in level_names}
@@ -115,7 +118,9 @@ def main(argv: list[str]) -> int:
   cov = Coverage()
   jobs = 0
   # NOTE: the parent's Campaign builds a tagged input with the same levels (fuzz/campaign/levels.py DirectedLevels)
-  directed = {n: DirectedLevels(lv, bounds) for n, lv in levels.items()}
+  # NOTE: the kernel level's seeds (fuzz/seeds.py), read here with the same checked reader as in the parent
+  seeds = read_seeds(cfg["seeds"]) if cfg.get("seeds") and "kernel" in levels else {}
+  directed = {n: DirectedLevels(lv, bounds, seeds if n == "kernel" else None) for n, lv in levels.items()}
   for line in sys.stdin:
     job = json.loads(line)
     jid = job["job"]

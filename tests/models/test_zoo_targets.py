@@ -8,6 +8,7 @@ import os, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad.models import zoo
+from tinygrad.uop.ops import UOp
 from tests.codegen.gpu_sweep import compile_arch
 from tests.models.zoo_run import step_kernels, forward
 
@@ -21,12 +22,29 @@ DEFAULT_COMPILE, DEFAULT_EMU = ("gpt2", "sm_90"), ("gpt2", "AMD_GFX1100")
 # NOTE: the emulated GPUs compute in another order (their reductions split across threads): float32 rounding apart
 EMU_TOL = 1e-4
 
+def assert_compiles(what: str, asts: tuple[UOp, ...], arch: str) -> None:
+  """Every kernel of `asts` compiles for `arch` as COMPILE_ONLY=1 compiles it (also tests/models/test_llm_targets.py)."""
+  bad = compile_arch(arch, list(asts))
+  assert not bad, f"{what}: {len(bad)} of {len(asts)} kernels do not compile for {arch}:\n" + \
+    "\n".join(f"  kernel {i}: {e[:1500]}" for i, e in list(bad.items())[:5])
+
+def assert_emulation_matches(what: str, emu: str, cmd: list[str], out: str, cpu: dict[str, np.ndarray]) -> None:
+  """`cmd` (a module run with DEV=PYTHON EMULATE=emu, saving its outputs to the npz `out`) gives the CPU's outputs
+  `cpu` within EMU_TOL (also tests/models/test_llm_targets.py)."""
+  env = {**os.environ, "DEV": "PYTHON", "EMULATE": emu, "SPEC": "2", "IGNORE_OOB": "0", "PYTHONPATH": ROOT}
+  res = subprocess.run([sys.executable, "-m", *cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+  assert res.returncode == 0, f"{what} under EMULATE={emu} failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+  got = np.load(out)
+  assert sorted(got.files) == sorted(cpu), f"{what}: EMULATE={emu} saved {got.files}, the CPU {list(cpu)}"
+  for k, ref in cpu.items():
+    assert got[k].shape == ref.shape and np.isfinite(ref).all()
+    np.testing.assert_allclose(got[k], ref, atol=EMU_TOL * max(1.0, float(np.abs(ref).max())), rtol=EMU_TOL,
+                               err_msg=f"{what} {k}: EMULATE={emu} against CPU")
+
 def _check_compiles(name: str, arch: str) -> None:
   asts = step_kernels(name)
   assert len(asts) >= 10, f"{name}: only {len(asts)} kernels in a training step"
-  bad = compile_arch(arch, list(asts))
-  assert not bad, f"{name}: {len(bad)} of {len(asts)} kernels do not compile for {arch}:\n" + \
-    "\n".join(f"  kernel {i}: {e[:1500]}" for i, e in list(bad.items())[:5])
+  assert_compiles(name, asts, arch)
 
 def test_zoo_step_kernels_compile(): _check_compiles(*DEFAULT_COMPILE)
 
@@ -44,12 +62,6 @@ def test_zoo_forward_under_every_emulation_matches_cpu(name, emu, tmp_path): _ch
 
 def _check_emulation(name: str, emu: str, tmp_path) -> None:
   cpu = forward(name, "tiny", str(tmp_path))
-  env = {**os.environ, "DEV": "PYTHON", "EMULATE": emu, "SPEC": "2", "IGNORE_OOB": "0", "PYTHONPATH": ROOT}
-  out = tmp_path / "emu.npz"
-  cmd = [sys.executable, "-m", "tests.models.zoo_run", "--weights", str(tmp_path), "--out", str(out), "--models", name]
-  res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-  assert res.returncode == 0, f"{name} under EMULATE={emu} failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
-  emu_out = np.load(out)[name]
-  assert emu_out.shape == cpu.shape and np.isfinite(cpu).all()
-  np.testing.assert_allclose(emu_out, cpu, atol=EMU_TOL * max(1.0, float(np.abs(cpu).max())), rtol=EMU_TOL,
-                             err_msg=f"{name}: EMULATE={emu} forward against CPU")
+  out = str(tmp_path / "emu.npz")
+  assert_emulation_matches(name, emu, ["tests.models.zoo_run", "--weights", str(tmp_path), "--out", out, "--models", name],
+                           out, {name: cpu})
