@@ -223,15 +223,20 @@ class PythonBackend(Backend):
     # NOTE: the PYTHON renderer's source is the interpreter's program text (render_program of the uops) already
     return run_python(prg, item, prg.src)
 
-def run_python(prg: Any, item: KernelItem, text: str | None = None) -> dict[int, np.ndarray]:
+def run_python(prg: Any, item: KernelItem, text: str | None = None, emulate: dict[str, str] | None = None) \
+    -> dict[int, np.ndarray]:
   """Interpret a lowered program (any target's lowering) on the PYTHON backend, on copies of the inputs. `text` is the
-  program's interpreter text when the caller has it (the PYTHON renderer's own source), else it is rendered here."""
+  program's interpreter text when the caller has it (the PYTHON renderer's own source), else it is rendered here.
+  `emulate` (EMULATE and an arch flag) makes the interpreter the GPU the program was lowered for: its launch limits,
+  wave and shared memory, not the generic GPU's."""
+  from tinygrad.helpers import Context
   from tinygrad.runtime.ops_python import PythonProgram, render_program
-  fxn = PythonProgram(prg.name, (render_program(prg.uops) if text is None else text).encode())
-  arrs = host_arrays(item)
-  gs, ls = prg.launch_dims(dict(item.var_vals))
-  fxn(*[arrs[n] for n in prg.globals], global_size=tuple(gs), local_size=tuple(ls) if ls is not None else (1, 1, 1),
-      vals=tuple(int(item.var_vals[v]) for v in prg.var_names))
+  with Context(**(emulate or {})):
+    fxn = PythonProgram(prg.name, (render_program(prg.uops) if text is None else text).encode())
+    arrs = host_arrays(item)
+    gs, ls = prg.launch_dims(dict(item.var_vals))
+    fxn(*[arrs[n] for n in prg.globals], global_size=tuple(gs), local_size=tuple(ls) if ls is not None else (1, 1, 1),
+        vals=tuple(int(item.var_vals[v]) for v in prg.var_names))
   return arrs
 
 class CBackend(Backend):
@@ -388,7 +393,7 @@ class NVBackend(Backend):
           except Exception as e: out[i] = failure_from(e, "host-compile", self.name)
     return out
   def run(self, built: Any, prg: Any, item: KernelItem) -> dict[int, np.ndarray]:
-    if built == "python": return run_python(prg, item)
+    if built == "python": return run_python(prg, item, emulate={"EMULATE": "NV", "NV_ARCH": prg.device_arch})
     arrs = host_arrays(item)
     gs, ls = prg.launch_dims(dict(item.var_vals))
     built.run(prg.name, [arrs[n].ctypes.data for n in prg.globals], [int(item.var_vals[v]) for v in prg.var_names],
@@ -435,7 +440,8 @@ class AMDBackend(Backend):
         continue
       out[i] = lib
     return out
-  def run(self, built: Any, prg: Any, item: KernelItem) -> dict[int, np.ndarray]: return run_python(prg, item)
+  def run(self, built: Any, prg: Any, item: KernelItem) -> dict[int, np.ndarray]:
+    return run_python(prg, item, emulate={"EMULATE": f"AMD_{prg.device_arch.upper()}"})
 
 class CodeObjectError(AssertionError):
   """An AMD code object that does not fit the program it was compiled from."""
