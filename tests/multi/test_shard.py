@@ -220,6 +220,25 @@ def test_symbolic_sizes_run_replicated_and_on_an_unsplit_axis_and_are_refused_on
   with pytest.raises(MultiDeviceError, match=r"allreduce of partial sums of symbolic shape \(n, 1\)"):
     split1[:v].sum(1, keepdim=True).realize()
 
+def test_a_symbolic_reshape_that_keeps_the_split_axis_runs_per_shard():
+  from tinygrad import Variable
+  x = np.random.default_rng(3).standard_normal((6, 5, 4)).astype(np.float32)
+  q = np.random.default_rng(4).standard_normal((6, 2, 4)).astype(np.float32)
+  v = Variable("n", 1, 5).bind(3)
+  k, qt = Tensor(x).shard(D3, 0).realize(), Tensor(q).shard(D3, 0).realize()
+  # attention's shapes at a bound position: heads split, the rows symbolic; the unsqueeze and the regrouping of the
+  # axes after the split axis (a matmul's reshapes) stay on each shard, and so does the result
+  s = qt.matmul(k[:, :v].transpose(1, 2)).reshape(6, 2, 1, v).softmax(-1)
+  out = s.reshape(6, 2, v).matmul(k[:, :v])
+  ref = np.einsum("hqd,hkd->hqk", q, x[:, :3])
+  ref = np.exp(ref - ref.max(-1, keepdims=True))
+  ref = np.einsum("hqk,hkd->hqd", ref / ref.sum(-1, keepdims=True), x[:, :3])
+  assert out.uop.device == tuple(Device.canonicalize(d) for d in D3) and out._layout()[1] == 0
+  np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6)
+  # the split axis regrouped (6 -> 3, 2) at a symbolic size has no per-device bounds: still refused
+  with pytest.raises(MultiDeviceError, match=r"RESHAPE \(3, 2, n, 4\) .* split on axis 0"):
+    k[:, :v].reshape(3, 2, v, 4).sum().realize()
+
 def test_safe_load_onto_a_set_of_devices_replicates(tmp_path):
   from tinygrad.nn.state import safe_save, safe_load
   x = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
