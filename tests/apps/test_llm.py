@@ -461,7 +461,8 @@ def test_shard_generates_the_single_device_tokens(tmp_path, arch, q, n, kw):
   assert _layout(llm.model.cache[0][0]) == (0, tuple((i * kv, (i + 1) * kv) for i in range(n)))
   assert _layout(b.k.matrix()) == (0, tuple((i * kv * c.head_dim, (i + 1) * kv * c.head_dim) for i in range(n)))
   gate, down = _layout(b.gate.matrix()), _layout(b.down.matrix())
-  assert gate is not None and down is not None and gate[0] == 0 and down[0] == 1 and gate[1] == down[1]
+  # NOTE: a down of one block (Q4_K here) sits whole on device 0, a layout that reads as a split of either axis
+  if c.hidden // b.down.block >= n: assert gate is not None and down == (1, gate[1]) and gate[0] == 0
   assert _layout(llm.model.norm.matrix()) == (None, None)
   it = llm.steps(prompt, SamplingParams(max_tokens=8, ignore_eos=True))
   steps = [next(it) for _ in range(3)]
