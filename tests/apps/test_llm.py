@@ -470,6 +470,12 @@ def test_shard_generates_the_single_device_tokens(tmp_path, arch, q, n, kw):
   assert comp.n == 0, f"{comp.n} kernels compiled after the second decode token"
   # every device ran its part, and the partial sums of attn_output and down moved between devices as COPYs
   assert all(GlobalCounters.device_kernels.get(d, 0) > 0 for d in devs) and GlobalCounters.copy_count > 0
+  # no hidden gather: a decode step moves only the two allreduced partials per layer (naive at this size: N(N-1) COPYs
+  # of dim floats each)
+  GlobalCounters.reset()
+  llm.model.step([steps[-1][0]], len(prompt) + len(steps), 1)
+  assert GlobalCounters.copy_count == 2 * c.n_layers * n * (n - 1)
+  assert GlobalCounters.copy_bytes == GlobalCounters.copy_count * c.dim * 4
   _check_greedy_against_reference(steps, fn, prompt, 8, _fp8_reference if quantize else None)
 
 def test_shard_count_that_cannot_split_the_heads_is_an_error(models, tmp_path, capsys):
