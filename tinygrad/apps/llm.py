@@ -104,7 +104,8 @@ class Weight:
       raise LLMError(f"llm: {f.path}: tensor {name!r} is {ggml_type_name(ti.ggml_type)} (ggml type {ti.ggml_type}); "
                      f"the app runs weights of type {', '.join(WEIGHT_TYPES)}")
     self.name, self.shape, self.ggml_type, self.raw = name, shape, ti.ggml_type, f.raw(name)
-    self.block, self.split = GGML_TYPES[ti.ggml_type][1], None
+    self.block = GGML_TYPES[ti.ggml_type][1]
+    self.split: int | None = None  # 1 when the columns are split (Weight.shard): the raw bytes are stored column-major
   def matrix(self) -> Tensor:
     v = ggml_data_to_tensor(self.raw.reshape(-1), prod(self.shape), self.ggml_type)
     if self.split == 1:
