@@ -117,16 +117,16 @@ class Weight:
     return (self.shape[0], self.shape[1]) if len(self.shape) == 2 else (1, self.shape[0])
   def shard(self, devices: tuple[str, ...], axis: int | None, unit: int = 1) -> None:
     """Copy the raw bytes onto `devices` now: replicated (axis None), or split on `axis` of the shape in groups of
-    `unit` rows or columns (a column group is whole quantization blocks). A column split stores each device's blocks
-    column-major ((blocks, rows, bytes)), so every device dequantizes its own bytes."""
+    `unit` rows or columns. A column split stores each device's blocks column-major ((blocks, rows, bytes)), so every
+    device dequantizes its own bytes; a column group that is not whole quantization blocks is replicated instead."""
     rows, cols = self._rows_cols()
+    if axis is not None and (axis == 1 or len(self.shape) == 1) and unit % self.block: axis = None
     nb, bb = cols // self.block, self.raw.shape[-1] // (cols // self.block) if cols else 0
     raw = self.raw.reshape(rows, nb, bb)
     if axis is None: self.raw = raw.shard(devices).realize()
     elif axis == 0 and len(self.shape) == 2:
       self.raw = raw.reshape(rows // unit, unit * nb * bb).shard(devices, 0).realize()
     else:
-      assert unit % self.block == 0, f"a column group of {unit} is not whole {self.block}-element blocks"
       g = unit // self.block
       self.raw, self.split = raw.permute(1, 0, 2).reshape(nb // g, g * rows * bb).shard(devices, 0).realize(), 1
 
@@ -229,13 +229,12 @@ class Transformer:
     biases split by rows, whole heads; the KV cache by kv heads) and 1/N of the FFN's hidden units (gate and up split
     by rows, down by columns, in groups of down's quantization block so the two splits meet). attn_output and down
     are split by columns, so their products are partial sums, allreduced; everything else (embedding, norms, output,
-    RoPE frequencies) is replicated. An attn_output whose per-device columns are not whole blocks is replicated (each
-    device then reads the columns of its own heads)."""
+    RoPE frequencies) is replicated. An attn_output (or a bias) whose per-device part is not whole quantization blocks
+    is replicated (each device then reads the columns of its own heads)."""
     c, n = self.c, len(devs)
     for b in self.blocks:
       for w in (b.q, b.k, b.v, *b.biases): w.shard(devs, 0, c.head_dim)
-      ocols = c.n_heads // n * c.head_dim
-      b.o.shard(devs, *((1, ocols) if ocols % b.o.block == 0 else (None,)))
+      b.o.shard(devs, 1, c.n_heads // n * c.head_dim)
       for w in (b.gate, b.up): w.shard(devs, 0, b.down.block)
       b.down.shard(devs, 1, b.down.block)
       for w in (b.attn_norm, b.ffn_norm): w.shard(devs, None)
