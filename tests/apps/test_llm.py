@@ -463,6 +463,10 @@ def test_shard_generates_the_single_device_tokens(tmp_path, arch, q, n, kw):
   gate, down = _layout(b.gate.matrix()), _layout(b.down.matrix())
   # NOTE: a down of one block (Q4_K here) sits whole on device 0, a layout that reads as a split of either axis
   if c.hidden // b.down.block >= n: assert gate is not None and down == (1, gate[1]) and gate[0] == 0
+  # attn_output by columns on the heads' bounds, replicated where those columns are not whole blocks (a K-quant's 256)
+  oc = c.n_heads // n * c.head_dim
+  assert _layout(b.o.matrix()) == ((1, tuple((i * oc, (i + 1) * oc) for i in range(n))) if oc % b.o.block == 0 else
+                                   (None, None))
   assert _layout(llm.model.norm.matrix()) == (None, None)
   it = llm.steps(prompt, SamplingParams(max_tokens=8, ignore_eos=True))
   steps = [next(it) for _ in range(3)]
