@@ -435,12 +435,12 @@ def _layout(t: Tensor):
   lay = t._layout()
   return None if lay is None else (lay[1], lay[2])
 
-# NOTE: the default run prefills one chunk (each jitted call of a sharded step schedules for seconds); -m slow prefills
-# two (the second through the prefill's capture) and covers qwen2's biases, a K-quant whose attn_output is replicated
+# NOTE: the default run has one layer and prefills one chunk (each jitted call of a sharded step schedules for seconds);
+# -m slow has two layers, prefills two chunks (the second through the prefill's capture) and covers qwen2's biases, a K-quant whose attn_output is replicated
 # (its 128 columns per device are not whole 256-element blocks) and whose down has one block (an empty shard), four
 # devices, and fp8
 @pytest.mark.parametrize("arch,q,n,kw", [
-  ("llama", "Q8_0", 2, {}),
+  ("llama", "Q8_0", 2, {"n_layers": 1}),
   pytest.param("qwen2", "F32", 2, {"prompt": PROMPT}, marks=_slow),
   pytest.param("llama", "Q4_K", 2, {"prompt": PROMPT}, marks=_slow),
   pytest.param("llama", "F16", 4, {"n_kv_heads": 4, "prompt": PROMPT}, marks=_slow),
@@ -491,5 +491,5 @@ def test_shard_count_that_cannot_split_the_heads_is_an_error(models, tmp_path, c
   assert "--shard 3 does not divide" in capsys.readouterr().err
   # more devices than the process may open (HOST_DEVICES, 8 by default)
   write_model(wide := str(tmp_path / "wide.gguf"), n_heads=16, n_kv_heads=16)
-  with Context(HOST_DEVICES=8), pytest.raises(LLMError, match=r"--shard 16: .*HOST_DEVICES"):
+  with Context(HOST_DEVICES=8), pytest.raises(LLMError, match=r"--shard 16: .*CPU:15.*HOST_DEVICES"):
     LLM.load(wide, capacity=CAP, shard=16)

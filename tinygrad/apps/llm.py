@@ -346,8 +346,9 @@ def shard_devices(n: int, c: Config, device: str) -> tuple[str, ...] | None:
   if n == 1: return None
   base = Device.canonicalize(device).split(":")[0]
   devs = tuple(f"{base}:{i}" for i in range(n))
+  # NOTE: the highest index first, so a count past what the process may open opens no device
   try:
-    for d in devs: Device[d]  # noqa: B018
+    for d in reversed(devs): Device[d]  # noqa: B018
   except DeviceOpenError as e: raise LLMError(f"llm: --shard {n}: {e}") from e
   return devs
 
