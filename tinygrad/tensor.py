@@ -368,7 +368,7 @@ class Tensor(_CastSugar, MathTrait):
     training mode."""
     return _TrainingMode(False)(mode) if callable(mode) else _TrainingMode(not mode)
 
-  def __init__(self, data: Any, device: str | None = None, dtype: DTypeLike | None = None,
+  def __init__(self, data: Any, device: str | tuple[str, ...] | None = None, dtype: DTypeLike | None = None,
                requires_grad: bool | None = None):
     dtype = None if dtype is None else _tensor_dtype(dtype)
     if isinstance(data, Tensor): data = data.uop
@@ -577,7 +577,7 @@ class Tensor(_CastSugar, MathTrait):
       return Tensor(buf.shrink(((0, sym_prod(s)),)).reshape(s), **kw)
     return Tensor(_new_buffer_uop(prod(s), dt, dev, cast(tuple[int, ...], s)), **kw)
   @staticmethod
-  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | None = None,
+  def full(shape: tuple[sint, ...] | sint, fill_value: ConstType, device: str | tuple[str, ...] | None = None,
            dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     s = Tensor._shape_arg((shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dt = _tensor_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
@@ -603,7 +603,7 @@ class Tensor(_CastSugar, MathTrait):
     return Tensor.randn(self.shape, **{"dtype": self.dtype, "device": self.device, **kw})
 
   @staticmethod
-  def _arange_index(n: sint, device: str | None) -> Tensor:
+  def _arange_index(n: sint, device: str | tuple[str, ...] | None) -> Tensor:
     """int32 0..n-1 from constants only: a cumsum of ones for n <= 1024, above that a 2-d split i = a*b + c of two
     smaller ones. The scheduler folds the cumsum's window sum to a closed form (rangeify.fold_int_sum), so it costs no
     loop and fuses into its consumers."""
@@ -615,8 +615,8 @@ class Tensor(_CastSugar, MathTrait):
     hi = Tensor._arange_index(a, device) * b
     return (hi.reshape(a, 1) + Tensor._arange_index(b, device).reshape(1, b)).flatten().shrink(((0, n),))
   @staticmethod
-  def arange(start: sint | float, stop: sint | float | None = None, step: int | float = 1, device: str | None = None,
-             dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
+  def arange(start: sint | float, stop: sint | float | None = None, step: int | float = 1,
+             device: str | tuple[str, ...] | None = None, dtype: DTypeLike | None = None, **kw: Any) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise ArgumentError("arange: step must not be zero")
     if isinstance(stop, UOp) or isinstance(start, UOp) or isinstance(step, UOp):
@@ -639,7 +639,7 @@ class Tensor(_CastSugar, MathTrait):
     v = Tensor._arange_index(n, device).cast(acc) * step + start
     return Tensor(v.cast(dt).uop if n else _const_uop(0, dt, _canon_device(device), (0,)), **kw)
   @staticmethod
-  def _arange_symbolic(start: Any, stop: Any, step: Any, device: str | None, dtype: DTypeLike | None,
+  def _arange_symbolic(start: Any, stop: Any, step: Any, device: str | tuple[str, ...] | None, dtype: DTypeLike | None,
                        **kw: Any) -> Tensor:
     """arange to a symbolic stop: the arange to the stop's maximum, viewed at the symbolic length."""
     if isinstance(start, UOp) or isinstance(step, UOp) or not isinstance(start, int) or not isinstance(step, int) or \

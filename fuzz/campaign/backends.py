@@ -154,6 +154,11 @@ class Backend:
   def describe(self) -> str: return self.name
   def renderer(self, item: KernelItem) -> Any: raise NotImplementedError
   def tensor_device(self) -> str | None: return None
+  def tensor_shard_devices(self) -> tuple[str, ...] | None:
+    """The devices a sharded tensor program runs on here (fuzz/gen/tensor_programs.py), each opened as
+    tensor_device() is; None: it runs unsharded on tensor_device()."""
+    from fuzz.gen.tensor_programs import shard_devices
+    return None if (dev := self.tensor_device()) is None else shard_devices(dev)
   def tensor_context(self, key: int) -> Any:
     """What a tensor program on `tensor_device()` runs under (an emulation; `key` turns an arch per case)."""
     return contextlib.nullcontext()
@@ -250,6 +255,9 @@ class CBackend(Backend):
     from tinygrad.runtime.support.compiler_cpu import find_cc, cc_version
     return f"cpu: C, one shared object per batch ({cc_version(find_cc())})"
   def tensor_device(self) -> str | None: return "CPU"
+  # NOTE: CPU:1 is the llvm backend's device (opened with CPU_LLVM=1), so the C backend's second device is CPU:2
+  SHARD_DEVICES = ("CPU", "CPU:2")
+  def tensor_shard_devices(self) -> tuple[str, ...] | None: return self.SHARD_DEVICES
   @functools.cached_property
   def _renderer(self) -> Any: return registry.renderer("CPU", threads=1)
   def renderer(self, item: KernelItem) -> Any: return self._renderer
@@ -304,6 +312,12 @@ class LLVMBackend(Backend):
     # NOTE: a second CPU device, opened with CPU_LLVM=1, keeps the plain CPU device on C in the same process
     with Context(CPU_LLVM=1): Device["CPU:1"]
     return "CPU:1"
+  def tensor_shard_devices(self) -> tuple[str, ...] | None:
+    from tinygrad.device import Device
+    from tinygrad.helpers import Context
+    self.tensor_device()
+    with Context(CPU_LLVM=1): Device["CPU:3"]
+    return ("CPU:1", "CPU:3")
   @functools.cached_property
   def _renderer(self) -> Any: return registry.renderer("CPU_LLVM")
   def renderer(self, item: KernelItem) -> Any: return self._renderer
@@ -481,6 +495,8 @@ class NVGPUBackend(Backend):
     from tinygrad.device import Device
     return f"nvgpu: the NV GPU for real ({getattr(Device['NV'], 'arch', '?')})"
   def tensor_device(self) -> str | None: return "NV"
+  # NOTE: one GPU is all this backend assumes; a sharded program runs unsharded on it
+  def tensor_shard_devices(self) -> tuple[str, ...] | None: return None
   def renderer(self, item: KernelItem) -> Any:
     from tinygrad.device import Device
     return Device["NV"].renderer

@@ -17,13 +17,13 @@ tensor:   a program through the public Tensor API (fuzz/gen/tensor_programs.py) 
           amd and backends without a device check the program's scheduled kernels.
 """
 from __future__ import annotations
-import json
+import dataclasses, json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from fuzz.campaign.backends import Backend, Failure, KernelItem, Note, failure_from, exception_site
+from fuzz.campaign.backends import Backend, CBackend, Failure, KernelItem, Note, failure_from, exception_site
 from fuzz.strategies import BytesChooser, KernelCase, KernelConfig, build_kernel, IndexExprConfig
 
 def _no_note(i: int, backend: str, stage: str) -> None: pass
@@ -277,8 +277,11 @@ class TensorLevel(Level):
       for name, b in backends.items():
         if (dev := b.tensor_device()) is None: continue
         note(i, name, "tensor")
+        prog, devs = c.program, None
+        if prog.shard is not None and (devs := b.tensor_shard_devices()) is None:
+          prog = dataclasses.replace(prog, shard=None)
         try:
-          with b.tensor_context(len(c.data)): check_program(c.program, [dev])
+          with b.tensor_context(len(c.data)): check_program(prog, [dev], {dev: devs} if devs else None)
         except ProgramMismatch as e:
           cause = e.__cause__
           if cause is not None: out[i].append(failure_from(cause, "tensor-run", name))
@@ -292,10 +295,12 @@ class TensorLevel(Level):
   def check_scheduled(self, case: TensorCase, backends: dict[str, Backend], note: Note) -> list[Failure]:
     """The program's kernels (scheduled for the CPU), each checked on the backends as at the kernel level."""
     from fuzz.gen.tensor_programs import run_tensor_lazy
+    from tinygrad.engine.realize import is_transfer
     note(0, "schedule", "schedule")
     try:
-      outs = run_tensor_lazy(case.program, "CPU")
-      asts = [it.ast for it in outs[0].schedule(*outs[1:])] if outs else []
+      outs = run_tensor_lazy(case.program, "CPU", CBackend.SHARD_DEVICES)
+      # NOTE: a transfer kernel (a sharded program's COPY between devices) has no codegen to check
+      asts = [it.ast for it in outs[0].schedule(*outs[1:]) if not is_transfer(it.ast)] if outs else []
     except Exception as e: return [failure_from(e, "tensor-schedule", "schedule")]
     kl = KernelLevel()
     fails = [f for fs in kl.check([KernelCase(a, {}, None, k) for k, a in enumerate(asts)], backends, note) for f in fs]

@@ -9,11 +9,15 @@ the compiler (or of the front end), never of the numerics.
 `build_tensor_program(ch)` draws one from a `fuzz.strategies.Chooser`; `tensor_programs()` is the hypothesis strategy;
 `check_program(prog)` runs it and raises `ProgramMismatch` (with a runnable reproducer, `prog.source()`) on the first
 difference. `python -m fuzz.gen.tensor_programs -n 1000 --seed 0` runs a seeded loop outside pytest.
+
+One program in four is sharded: its inputs are placed on SHARD_DEVICES devices of the device it runs on (each split on
+an axis whose size the device count divides, or replicated), so every step runs through the multi-device pass
+(tinygrad/schedule/multi.py) while the numpy twin is the same program on one array.
 """
 from __future__ import annotations
 import functools, math, re, sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from hypothesis import strategies as st
 from tinygrad.dtype import DType, dtypes
@@ -38,6 +42,7 @@ MAX_NUMEL = 300        # the PYTHON interpreter runs every element in Python
 # CPU-only runs: sizes and element counts where the heuristics upcast, unroll and split into THREADs
 BIG_SIZES = EDGE_SIZES + (31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
 BIG_NUMEL = 1 << 17
+SHARD_DEVICES = 2      # the devices a sharded program's inputs are placed on
 INT_MAX = 2 ** 31      # int32 arithmetic wraps (two's complement, as numpy): any int op is allowed, bounds saturate
 FLOAT_LIMIT = {dtypes.float32: 1e6, dtypes.float16: 2e3}
 
@@ -60,21 +65,34 @@ class TensorProgram:
   defs: list[np.ndarray | tuple[str, str]] = field(default_factory=list)
   vals: list[Val] = field(default_factory=list)
   outputs: list[int] = field(default_factory=list)
+  # a sharded program: input number -> its split axis (None: replicated); an input not named is replicated
+  shard: dict[int, int | None] | None = None
 
-  def source(self, device: str = "CPU") -> str:
-    """A runnable reproducer: the Tensor program, with its inputs, on `device`."""
+  def placement(self, device: str, devices: Sequence[str] | None = None) -> str | tuple[str, ...]:
+    """Where the program runs: `device`, or for a sharded program the device set (`devices`, else shard_devices)."""
+    return device if self.shard is None else tuple(devices or shard_devices(device))
+
+  def source(self, device: str = "CPU", devices: Sequence[str] | None = None) -> str:
+    """A runnable reproducer: the Tensor program, with its inputs, on `device` (a sharded one on `devices`)."""
+    where = self.placement(device, devices)
     lines = ["import numpy as np", "from tinygrad import Tensor", "from tinygrad.dtype import dtypes",
-             f"DEVICE = {device!r}"] + TG_HELPERS.strip().splitlines()
+             f"DEVICE = {where!r}"] + TG_HELPERS.strip().splitlines()
     for i, d in enumerate(self.defs):
       if isinstance(d, np.ndarray):
         arr = f"np.array({d.ravel().tolist()!r}, dtype={NP_DTYPE[_dtype_of(d)]}).reshape({d.shape})"
-        lines.append(f"v{i} = Tensor({arr}, device=DEVICE)")
+        lines.append(f"v{i} = Tensor({arr}, device=DEVICE)" if self.shard is None else
+                     f"v{i} = Tensor({arr}, device=DEVICE[0]).shard(DEVICE, {self.shard.get(i)!r})")
       else: lines.append(f"v{i} = {d[0]}")
     outs = ", ".join(f"v{o}" for o in self.outputs)
     lines.append(f"Tensor.realize({outs})" if len(self.outputs) > 1 else f"v{self.outputs[0]}.realize()")
     lines += [f"print(v{o}.numpy())" for o in self.outputs]
     return "\n".join(lines)
   def __repr__(self) -> str: return "TensorProgram(\n" + self.source() + "\n)"
+
+def shard_devices(device: str, n: int = SHARD_DEVICES) -> tuple[str, ...]:
+  """n devices of `device`'s backend for a sharded program: `device` itself, then indices 1.. of its backend."""
+  base = device.split(":")[0]
+  return (device,) + tuple(f"{base}:{i}" for i in range(1, n))
 
 def _dtype_of(a: np.ndarray) -> DType:
   return {np.dtype(np.float32): dtypes.float32, np.dtype(np.float16): dtypes.float16, np.dtype(np.int32): dtypes.int32,
@@ -684,7 +702,21 @@ class _Builder:
     outs = {i for i in steps if i not in used} or {len(self.prog.defs) - 1}
     if steps and self.coin(3): outs.add(self.ch.choice(steps))
     self.prog.outputs = sorted(outs)
+    self.shard_inputs()
     return self.prog
+
+  def shard_inputs(self) -> None:
+    """One program in four (drawn last, so the steps are the same either way; a chooser past its end draws one
+    device): each input, three times in four, split on one of its axes (half the time one whose size SHARD_DEVICES
+    divides, when it has one; else any, so uneven and empty shards come too), else replicated."""
+    if self.ch.integer(0, 3) != 3: return
+    shard: dict[int, int | None] = {}
+    for i, d in enumerate(self.prog.defs):
+      if not isinstance(d, np.ndarray): continue
+      if not d.ndim or not self.ch.integer(0, 3): shard[i] = None; continue
+      even = [a for a, n in enumerate(d.shape) if n and n % SHARD_DEVICES == 0]
+      shard[i] = self.ch.choice(even) if even and self.coin() else self.ch.integer(0, d.ndim - 1)
+    self.prog.shard = shard
 
 # ---- the newer API ops: one named step each, against torch ----
 
@@ -872,34 +904,46 @@ def run_numpy(prog: TensorProgram) -> list[np.ndarray]:
     with np.errstate(all="ignore"): env[f"v{i}"] = d if isinstance(d, np.ndarray) else np.asarray(eval(d[1], env))
   return [env[f"v{o}"] for o in prog.outputs]
 
-def run_tensor_lazy(prog: TensorProgram, device: str) -> list[Any]:
-  """The program's outputs as Tensors on `device`, not realized (steps that realize on purpose have run)."""
+def run_tensor_lazy(prog: TensorProgram, device: str, devices: Sequence[str] | None = None) -> list[Any]:
+  """The program's outputs as Tensors on `device` (a sharded program's on `devices`, else shard_devices(device)), not
+  realized (steps that realize on purpose have run)."""
   from tinygrad import Tensor
-  env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes, "DEVICE": device, "np": np}
+  where = prog.placement(device, devices)
+  env: dict[str, Any] = {"Tensor": Tensor, "dtypes": dtypes, "DEVICE": where, "np": np}
   exec(TG_HELPERS, env)
   for i, d in enumerate(prog.defs):
-    env[f"v{i}"] = Tensor(d.copy(), device=device) if isinstance(d, np.ndarray) else eval(d[0], env)
+    if not isinstance(d, np.ndarray): env[f"v{i}"] = eval(d[0], env)
+    elif prog.shard is None: env[f"v{i}"] = Tensor(d.copy(), device=device)
+    else: env[f"v{i}"] = Tensor(d.copy(), device=where[0]).shard(where, prog.shard.get(i))
   return [env[f"v{o}"] for o in prog.outputs]
 
-def run_tensor(prog: TensorProgram, device: str) -> list[Any]:
-  """The program's outputs as realized Tensors on `device`."""
+def run_tensor(prog: TensorProgram, device: str, devices: Sequence[str] | None = None) -> list[Any]:
+  """The program's outputs as realized Tensors on `device` (a sharded program's on `devices`)."""
   from tinygrad import Tensor
-  outs = run_tensor_lazy(prog, device)
+  outs = run_tensor_lazy(prog, device, devices)
   Tensor.realize(*outs)
   return outs
 
-def check_program(prog: TensorProgram, devices: Sequence[str] = ("CPU", "PYTHON")) -> None:
+def check_program(prog: TensorProgram, devices: Sequence[str] = ("CPU", "PYTHON"),
+                  shard_sets: Mapping[str, Sequence[str]] | None = None) -> None:
   """Run `prog` on every device and compare every output with numpy: dtype, shape, values (within the error bound the
-  builder tracked, NaN/Inf matched). Raises ProgramMismatch with a reproducer."""
+  builder tracked, NaN/Inf matched), and that it is where it was placed. A sharded program runs on
+  `shard_sets[device]` (default shard_devices(device)); numpy runs it as the one program it stands for. Raises
+  ProgramMismatch with a reproducer."""
+  from tinygrad.device import Device
   ref = run_numpy(prog)
   for dev in devices:
-    try: outs = run_tensor(prog, dev)
+    devs = (shard_sets or {}).get(dev)
+    where = prog.placement(dev, devs)
+    want_dev = where if isinstance(where, str) else tuple(Device.canonicalize(d) for d in where)
+    try: outs = run_tensor(prog, dev, devs)
     except Exception as e:
-      raise ProgramMismatch(f"{dev}: raised {type(e).__name__}: {e}\n---- program ----\n{prog.source(dev)}") from e
+      raise ProgramMismatch(f"{where}: raised {type(e).__name__}: {e}\n---- program ----\n{prog.source(dev, devs)}") \
+        from e
     for o, t, want in zip(prog.outputs, outs, ref):
       v = prog.vals[o]
       msg = None
-      if t.device != dev: msg = f"on device {t.device}, expected {dev}"
+      if t.device != want_dev: msg = f"on device {t.device}, expected {want_dev}"
       elif t.dtype is not v.dtype: msg = f"dtype {t.dtype}, expected {v.dtype}"
       elif t.shape != v.shape or want.shape != v.shape:
         msg = f"shape {t.shape} (numpy {want.shape}), expected {v.shape}"
@@ -909,7 +953,7 @@ def check_program(prog: TensorProgram, devices: Sequence[str] = ("CPU", "PYTHON"
         msg = compare_outputs(got, want, v.dtype, rtol=rt, atol=max(at, 2 * v.err)) if dtypes.is_float(v.dtype) else \
           compare_outputs(got, want.astype(got.dtype), v.dtype)
       if msg is not None:
-        raise ProgramMismatch(f"{dev}: output v{o}: {msg}\n---- program ----\n{prog.source(dev)}")
+        raise ProgramMismatch(f"{where}: output v{o}: {msg}\n---- program ----\n{prog.source(dev, devs)}")
 
 # ---- a seeded loop outside pytest ----
 

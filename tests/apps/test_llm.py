@@ -5,6 +5,7 @@ import json, os, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, hooks
+from tinygrad.helpers import Context, GlobalCounters
 from tinygrad.apps.llm import LLM, LLMError, SamplingParams, sample, main
 from tinygrad.nn.gguf import GGUFFile
 from tinygrad.uop import Ops
@@ -414,3 +415,81 @@ def test_llama3_rope_frequency_factors_match_transformers(tmp_path):
   ref_model.model.rotary_emb.inv_freq.copy_(inv3)
   with torch.no_grad(): ref = ref_model(torch.tensor([PROMPT])).logits[0].numpy()
   np.testing.assert_allclose(ours.numpy(), ref, atol=_tol(ref), rtol=0)
+
+# ---- tensor parallel: --shard N ----
+
+def _check_greedy_against_reference(steps: list, fn: str, prompt: list[int], n: int, reference=None) -> None:
+  """steps (token, logits) against the reference's greedy generation from prompt: logits at the F32 tolerance at every
+  position, the reference's margins over 10x it, the tokens identical."""
+  with torch.no_grad():
+    r = (reference or _ref_model)(fn).generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False,
+                                               eos_token_id=None, pad_token_id=0, output_logits=True,
+                                               return_dict_in_generate=True)
+  scores = torch.stack(r.logits)[:, 0].numpy()
+  np.testing.assert_allclose(np.stack([lg for _, lg in steps]), scores, atol=_tol(scores), rtol=0)
+  top2 = np.sort(scores, axis=-1)[:, -2:]
+  assert (top2[:, 1] - top2[:, 0]).min() > 10 * _tol(scores), "the reference has a near-tie: pick another seed"
+  assert [t for t, _ in steps] == r.sequences[0, len(prompt):].tolist()
+
+def _layout(t: Tensor):
+  lay = t._layout()
+  return None if lay is None else (lay[1], lay[2])
+
+# NOTE: the default run has one layer and prefills one chunk (each jitted call of a sharded step schedules for seconds);
+# -m slow has two layers, prefills two chunks (the second through the prefill's capture) and covers qwen2's biases, a K-quant whose attn_output is replicated
+# (its 128 columns per device are not whole 256-element blocks) and whose down has one block (an empty shard), four
+# devices, and fp8
+@pytest.mark.parametrize("arch,q,n,kw", [
+  ("llama", "Q8_0", 2, {"n_layers": 1}),
+  pytest.param("qwen2", "F32", 2, {"prompt": PROMPT}, marks=_slow),
+  pytest.param("llama", "Q4_K", 2, {"prompt": PROMPT}, marks=_slow),
+  pytest.param("llama", "F16", 4, {"n_kv_heads": 4, "prompt": PROMPT}, marks=_slow),
+  pytest.param("llama", "F32", 2, {"quantize": "fp8", "prompt": PROMPT}, marks=_slow)])
+def test_shard_generates_the_single_device_tokens(tmp_path, arch, q, n, kw):
+  """--shard N: whole heads and 1/N of the FFN per device, through the jitted prefill and the decode step at the bound
+  start_pos; the single-device run is checked against transformers (test_greedy_generation_token_identical), so the
+  sharded run is checked against the same reference: logits at the F32 tolerance, tokens identical."""
+  fn, quantize, prompt = str(tmp_path / "m.gguf"), kw.pop("quantize", None), kw.pop("prompt", PROMPT[:20])
+  write_model(fn, arch=arch, qtype=q, out_scale=4.0, **(_K_SIZES if q.endswith("_K") else {}), **kw)
+  GlobalCounters.reset()
+  llm = LLM.load(fn, capacity=CAP, quantize=quantize, shard=n)
+  devs = tuple(Device.canonicalize(f"CPU:{i}") for i in range(n))
+  b, c = llm.model.blocks[0], llm.config
+  # the KV cache and q/k/v are split by whole heads, gate/up by rows and down by columns on the same bounds
+  kv = c.n_kv_heads // n
+  assert llm.model.cache[0][0].device == devs
+  assert _layout(llm.model.cache[0][0]) == (0, tuple((i * kv, (i + 1) * kv) for i in range(n)))
+  assert _layout(b.k.matrix()) == (0, tuple((i * kv * c.head_dim, (i + 1) * kv * c.head_dim) for i in range(n)))
+  gate, down = _layout(b.gate.matrix()), _layout(b.down.matrix())
+  # NOTE: a down of one block (Q4_K here) sits whole on device 0, a layout that reads as a split of either axis
+  if c.hidden // b.down.block >= n: assert gate is not None and down == (1, gate[1]) and gate[0] == 0
+  # attn_output by columns on the heads' bounds, replicated where those columns are not whole blocks (a K-quant's 256)
+  oc = c.n_heads // n * c.head_dim
+  assert _layout(b.o.matrix()) == ((1, tuple((i * oc, (i + 1) * oc) for i in range(n))) if oc % b.o.block == 0 else
+                                   (None, None))
+  assert _layout(llm.model.norm.matrix()) == (None, None)
+  it = llm.steps(prompt, SamplingParams(max_tokens=8, ignore_eos=True))
+  steps = [next(it) for _ in range(3)]
+  with _Compiles() as comp: steps += list(it)
+  assert comp.n == 0, f"{comp.n} kernels compiled after the second decode token"
+  # every device ran its part, and the partial sums of attn_output and down moved between devices as COPYs
+  assert all(GlobalCounters.device_kernels.get(d, 0) > 0 for d in devs) and GlobalCounters.copy_count > 0
+  # no hidden gather: a decode step moves only the two allreduced partials per layer (naive at this size: N(N-1) COPYs
+  # of dim floats each)
+  GlobalCounters.reset()
+  llm.model.step([steps[-1][0]], len(prompt) + len(steps), 1)
+  assert GlobalCounters.copy_count == 2 * c.n_layers * n * (n - 1)
+  assert GlobalCounters.copy_bytes == GlobalCounters.copy_count * c.dim * 4
+  _check_greedy_against_reference(steps, fn, prompt, 8, _fp8_reference if quantize else None)
+
+def test_shard_count_that_cannot_split_the_heads_is_an_error(models, tmp_path, capsys):
+  fn = models("llama", "F32")
+  for n, msg in ((0, r"--shard 0: the number of devices must be a positive integer"),
+                 (3, r"--shard 3 does not divide the model's attention.head_count 4 and head_count_kv 2")):
+    with pytest.raises(LLMError, match=msg): LLM.load(fn, capacity=CAP, shard=n)
+  assert main(["--model", fn, "--prompt", "hi", "--shard", "3"]) == 2
+  assert "--shard 3 does not divide" in capsys.readouterr().err
+  # more devices than the process may open (HOST_DEVICES, 8 by default)
+  write_model(wide := str(tmp_path / "wide.gguf"), n_heads=16, n_kv_heads=16)
+  with Context(HOST_DEVICES=8), pytest.raises(LLMError, match=r"--shard 16: .*CPU:15.*HOST_DEVICES"):
+    LLM.load(wide, capacity=CAP, shard=16)

@@ -154,3 +154,11 @@ def grid_lowering_raises() -> None:
   def boom(r):
     raise RuntimeError("planted: grid lowering crashed")
   lowerer.pm_grid.__init__([(UPat(Ops.RANGE, name="r"), boom)] + lowerer.pm_grid.patterns)
+
+@planted
+def allreduce_drops_a_shard() -> None:
+  """The multi-device pass's allreduce (and reduce-scatter) leaves the last device's partial out of the sum: a reduce
+  over a split axis is wrong on every device (only sharded tensor programs show it)."""
+  import tinygrad.schedule.multi as multi
+  orig = multi._reduce_onto
+  multi._reduce_onto = lambda shards, op, dev, box: orig(shards[:-1] or shards, op, dev, box)

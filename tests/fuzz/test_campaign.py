@@ -137,3 +137,32 @@ def test_a_campaign_directs_fresh_inputs_at_rules_it_has_not_matched(tmp_path):
   with open(os.path.join(cfg.out, "campaign.json")) as f: assert json.load(f)["directed"] == summ.directed
   cfg, summ = _campaign(tmp_path / "plain", None, ("python",), 300, max_cases=48, reduce=False, directed=False)
   assert summ.cases == 48 and summ.directed == 0 and not summ.findings, str(summ)
+
+# ---- the tensor level's sharded programs (inputs on two devices; fuzz/gen/tensor_programs.py) ----
+
+def _sharded_corpus(out: str) -> None:
+  """The campaign's tensor corpus seeded with four sharded programs (a split input each), so that its inputs, all
+  mutated from them, are mostly sharded programs: the level draws one in four sharded on its own."""
+  from tests.fuzz.test_tensor_programs import _level_cases, _split
+  os.makedirs(d := os.path.join(out, "corpus", "tensor"))
+  for i, c in enumerate([c for c in _level_cases(40) if _split(c.program)][:4]):
+    with open(os.path.join(d, f"seed{i}.bin"), "wb") as f: f.write(c.data)
+
+def test_a_tensor_campaign_over_sharded_programs_runs_clean(tmp_path):
+  _sharded_corpus(str(tmp_path / "camp"))
+  cfg, summ = _campaign(tmp_path, None, ("cpu",), 600, levels=("tensor",), max_cases=16, mutate=1.0, batch=4)
+  assert summ.cases == 16 and not summ.findings, str(summ)
+
+def test_a_tensor_campaign_finds_a_planted_allreduce_bug(tmp_path):
+  """The multi-device pass's allreduce leaving one device's partial out: found on a sharded program, reduced, and its
+  reproducer replays with the bug and not without it."""
+  setup = "tests.fuzz.planted:allreduce_drops_a_shard"
+  _sharded_corpus(str(tmp_path / "camp"))
+  cfg, summ = _campaign(tmp_path, setup, ("cpu",), 600, levels=("tensor",), max_cases=16, mutate=1.0, batch=4,
+                        reduce_checks=40)
+  assert summ.findings, str(summ)
+  f = next(iter(summ.findings.values()))
+  path = os.path.join(cfg.out, "findings", f"{f.signature.id}.json")
+  rep = read_reproducer(path)
+  assert f.signature.level == "tensor" and ".shard(DEVICE, " in rep.state["program"]
+  assert repro(path, setup=setup).reproduced and not repro(path).reproduced

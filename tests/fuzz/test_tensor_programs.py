@@ -86,3 +86,58 @@ def test_a_wrong_gradient_is_caught(monkeypatch):
   # the planted bug: roll shifts one further than asked, so its gradient lands one place off
   monkeypatch.setattr(Tensor, "roll", lambda self, shifts, dims=None: orig(self, shifts + 1, dims))
   with pytest.raises(ProgramMismatch): check_program(prog, devices=("CPU",))
+
+# ---- sharded programs: inputs on two devices, numpy the one program they stand for ----
+
+def _split(p) -> bool: return p.shard is not None and any(a is not None for a in p.shard.values())
+
+def _level_cases(n: int) -> list:
+  """The tensor level's cases as a campaign draws them: from random bytes (fixed here)."""
+  from fuzz.campaign.levels import TensorLevel
+  from fuzz.gen.choosers import BytesChooser
+  rng, lv = np.random.default_rng(0), TensorLevel()
+  return [lv.from_chooser(BytesChooser(rng.integers(0, 256, 400, dtype=np.uint8).tobytes())) for _ in range(n)]
+
+def test_some_programs_are_sharded_and_their_source_runs():
+  progs = _programs()
+  sharded = [p for p in progs if p.shard is not None]
+  assert 0.15 < len(sharded) / len(progs) < 0.35
+  axes = [(p.defs[i].shape, a) for p in sharded for i, a in p.shard.items() if a is not None]
+  # split inputs on even and on uneven axes (the last device's part the smaller), and replicated ones
+  assert any(s[a] % 2 == 0 for s, a in axes) and any(s[a] % 2 for s, a in axes)
+  assert any(a is None for p in sharded for a in p.shard.values())
+  p = next(p for p in sharded if _split(p))
+  src = p.source()
+  assert "DEVICE = ('CPU', 'CPU:1')" in src and ".shard(DEVICE, " in src
+  env: dict = {}
+  exec(src.replace("print(", "repr("), env)
+  for o, want in zip(p.outputs, run_numpy(p)):
+    assert env[f"v{o}"].device == ("CPU", "CPU:1") and env[f"v{o}"].shape == want.shape
+
+def test_the_tensor_level_runs_sharded_programs_clean():
+  """The campaign's tensor level (its check path, on the cpu and python backends) on sharded programs with a split
+  input: every output equals numpy's single-array run and comes back on the device set."""
+  from fuzz.campaign.levels import TensorLevel
+  from fuzz.campaign.backends import BACKENDS
+  cases = [c for c in _level_cases(40) if _split(c.program)][:5]
+  assert len(cases) == 5
+  fails = TensorLevel().check(cases, {"cpu": BACKENDS["cpu"](), "python": BACKENDS["python"]()})
+  assert fails == [[] for _ in cases], fails
+
+def test_a_planted_allreduce_bug_is_found_on_sharded_programs(monkeypatch):
+  """The multi-device pass's allreduce leaving one device's partial out (tests.fuzz.planted:allreduce_drops_a_shard)
+  is found by the tensor level within a few sharded programs; the program it fails is clean without the bug."""
+  import tinygrad.schedule.multi as multi
+  from fuzz.campaign.levels import TensorLevel
+  from fuzz.campaign.backends import BACKENDS
+  lv, be = TensorLevel(), {"cpu": BACKENDS["cpu"]()}
+  orig = multi._reduce_onto
+  monkeypatch.setattr(multi, "_reduce_onto", lambda shards, op, dev, box: orig(shards[:-1], op, dev, box))
+  found = None
+  for c in [c for c in _level_cases(60) if _split(c.program)][:8]:
+    if (f := lv.check([c], be)[0]): found = (c, f); break
+  assert found is not None, "the planted allreduce bug was not found in 8 sharded programs"
+  c, f = found
+  assert f[0].stage == "tensor-compare" and "('CPU', 'CPU:2')" in f[0].message, f
+  monkeypatch.undo()
+  assert lv.check([c], be) == [[]]

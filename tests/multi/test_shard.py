@@ -220,6 +220,25 @@ def test_symbolic_sizes_run_replicated_and_on_an_unsplit_axis_and_are_refused_on
   with pytest.raises(MultiDeviceError, match=r"allreduce of partial sums of symbolic shape \(n, 1\)"):
     split1[:v].sum(1, keepdim=True).realize()
 
+def test_a_symbolic_reshape_that_keeps_the_split_axis_runs_per_shard():
+  from tinygrad import Variable
+  x = np.random.default_rng(3).standard_normal((6, 5, 4)).astype(np.float32)
+  q = np.random.default_rng(4).standard_normal((6, 2, 4)).astype(np.float32)
+  v = Variable("n", 1, 5).bind(3)
+  k, qt = Tensor(x).shard(D3, 0).realize(), Tensor(q).shard(D3, 0).realize()
+  # attention's shapes at a bound position: heads split, the rows symbolic; the unsqueeze and the regrouping of the
+  # axes after the split axis (a matmul's reshapes) stay on each shard, and so does the result
+  s = qt.matmul(k[:, :v].transpose(1, 2)).reshape(6, 2, 1, v).softmax(-1)
+  out = s.reshape(6, 2, v).matmul(k[:, :v])
+  ref = np.einsum("hqd,hkd->hqk", q, x[:, :3])
+  ref = np.exp(ref - ref.max(-1, keepdims=True))
+  ref = np.einsum("hqk,hkd->hqd", ref / ref.sum(-1, keepdims=True), x[:, :3])
+  assert out.uop.device == tuple(Device.canonicalize(d) for d in D3) and out._layout()[1] == 0
+  np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6)
+  # the split axis regrouped (6 -> 3, 2) at a symbolic size has no per-device bounds: still refused
+  with pytest.raises(MultiDeviceError, match=r"RESHAPE \(3, 2, n, 4\) .* split on axis 0"):
+    k[:, :v].reshape(3, 2, v, 4).sum().realize()
+
 def test_safe_load_onto_a_set_of_devices_replicates(tmp_path):
   from tinygrad.nn.state import safe_save, safe_load
   x = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
@@ -257,3 +276,31 @@ def test_compile_only_gpus_compile_every_per_device_kernel_and_plan_the_copies(b
   with Context(COMPILE_ONLY=1, HCQ_VISIBLE_DEVICES="0,1"):
     with pytest.raises(DeviceOpenError, match=f"{backend}:3: unknown device index 3"):
       Tensor([1.0]).shard((f"{backend}:0", f"{backend}:3"))
+
+@pytest.mark.parametrize("backend", ["NV", "AMD"])
+def test_compile_only_compiles_each_devices_kernels_for_that_device(backend):
+  """COMPILE_ONLY with N GPUs and none here: every kernel of every device's graph (a ring allreduce's adds included)
+  is compiled for that device by its own toolchain, and every COPY between devices is planned, not run."""
+  from tinygrad.engine.realize import is_transfer, _runner_cache, CompiledRunner
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.helpers import codegen_flags
+  from tinygrad.uop.ops import UOp
+  devs = tuple(Device.canonicalize(f"{backend}:{i}") for i in range(3))
+  with Context(COMPILE_ONLY=1, ALLREDUCE="ring"):
+    x = Tensor(np.ones((6, 8), np.float32), device=devs[0]).shard(devs, 1)
+    w = Tensor(np.ones((8, 5), np.float32), device=devs[0]).shard(devs, 0)
+    out = (x @ w).relu() * 2
+    sched = create_schedule(UOp.sink(out.uop))
+    kernels = [si for si in sched if not is_transfer(si.ast)]
+    transfers = [si for si in sched if is_transfer(si.ast)]
+    # 4 COPYs place x's and w's parts on NV:1 and NV:2; the ring moves each of 3 chunks 2 hops to reduce it and 2 to
+    # gather it
+    assert len(transfers) == 4 + 12 and all(si.bufs[0].device != si.bufs[1].device for si in transfers)
+    keys = [(si.bufs[0].device, si.ast, codegen_flags()) for si in kernels]
+    for k in keys: _runner_cache.pop(k, None)
+    out.realize()
+    for si in kernels:
+      r = _runner_cache.get((si.bufs[0].device, si.ast, codegen_flags()))
+      assert isinstance(r, CompiledRunner) and r.device == si.bufs[0].device and len(r.lib) > 0, si.ast.key.hex()[:8]
+    assert {si.bufs[0].device for si in kernels} == set(devs)
+    with pytest.raises(Exception, match="COMPILE_ONLY"): out.numpy()

@@ -20,7 +20,8 @@ from tinygrad.uop.sint import sint
 from tinygrad.dtype import dtypes
 from tinygrad.engine.jit import TinyJit
 from tinygrad.helpers import GlobalCounters, prod
-from tinygrad.nn.gguf import GGUFFile, ggml_data_to_tensor, ggml_type_name
+from tinygrad.device import Device, DeviceOpenError
+from tinygrad.nn.gguf import GGML_TYPES, GGUFFile, ggml_data_to_tensor, ggml_type_name
 from tinygrad.nn.state import CheckpointError
 from tinygrad.apps.tokenizer import Tokenizer, TokenizerError
 from tinygrad.apps.sampling import LLMError, SamplingParams, sample
@@ -103,10 +104,31 @@ class Weight:
       raise LLMError(f"llm: {f.path}: tensor {name!r} is {ggml_type_name(ti.ggml_type)} (ggml type {ti.ggml_type}); "
                      f"the app runs weights of type {', '.join(WEIGHT_TYPES)}")
     self.name, self.shape, self.ggml_type, self.raw = name, shape, ti.ggml_type, f.raw(name)
+    self.block = GGML_TYPES[ti.ggml_type][1]
+    self.split: int | None = None  # 1 when the columns are split (Weight.shard): the raw bytes are stored column-major
   def matrix(self) -> Tensor:
-    return ggml_data_to_tensor(self.raw.reshape(-1), prod(self.shape), self.ggml_type).reshape(self.shape) \
-      .cast(dtypes.float32)
+    v = ggml_data_to_tensor(self.raw.reshape(-1), prod(self.shape), self.ggml_type)
+    if self.split == 1:
+      rows, cols = self._rows_cols()
+      v = v.reshape(cols // self.block, rows, self.block).permute(1, 0, 2)
+    return v.reshape(self.shape).cast(dtypes.float32)
   def __call__(self, x: Tensor) -> Tensor: return x.matmul(self.matrix().T)
+  def _rows_cols(self) -> tuple[int, int]:
+    return (self.shape[0], self.shape[1]) if len(self.shape) == 2 else (1, self.shape[0])
+  def shard(self, devices: tuple[str, ...], axis: int | None, unit: int = 1) -> None:
+    """Copy the raw bytes onto `devices` now: replicated (axis None), or split on `axis` of the shape in groups of
+    `unit` rows or columns. A column split stores each device's blocks column-major ((blocks, rows, bytes)), so every
+    device dequantizes its own bytes; a column group that is not whole quantization blocks is replicated instead."""
+    rows, cols = self._rows_cols()
+    if axis is not None and (axis == 1 or len(self.shape) == 1) and unit % self.block: axis = None
+    nb, bb = cols // self.block, self.raw.shape[-1] // (cols // self.block) if cols else 0
+    raw = self.raw.reshape(rows, nb, bb)
+    if axis is None: self.raw = raw.shard(devices).realize()
+    elif axis == 0 and len(self.shape) == 2:
+      self.raw = raw.reshape(rows // unit, unit * nb * bb).shard(devices, 0).realize()
+    else:
+      g = unit // self.block
+      self.raw, self.split = raw.permute(1, 0, 2).reshape(nb // g, g * rows * bb).shard(devices, 0).realize(), 1
 
 QUANTIZATIONS = ("fp8",)
 FP8_MAX = 448.0
@@ -116,13 +138,24 @@ class Fp8Weight:
   largest value is +-448, e4m3's largest); `matrix()` is q * scale as a lazy expression, so the matmul's kernel
   dequantizes it, as for a file's own quantized types. An all-zero row gets scale 1."""
   def __init__(self, w: Weight):
-    self.name, self.shape, self.source = w.name, w.shape, w.ggml_type
+    self.name, self.shape, self.source, self.block = w.name, w.shape, w.ggml_type, 1
     m = w.matrix()
     amax = m.abs().max(axis=1)
     self.scale = (amax == 0).where(1.0, amax / FP8_MAX).contiguous().realize()
     self.q = (m / self.scale.reshape(-1, 1)).clip(-FP8_MAX, FP8_MAX).cast(dtypes.fp8e4m3).contiguous().realize()
   def matrix(self) -> Tensor: return self.q.cast(dtypes.float32) * self.scale.reshape(-1, 1)
   def __call__(self, x: Tensor) -> Tensor: return x.matmul(self.matrix().T)
+  def shard(self, devices: tuple[str, ...], axis: int | None, unit: int = 1) -> None:
+    """As Weight.shard: the fp8 values split on `axis` in groups of `unit`, the row scales with the rows (or
+    replicated when the columns are split)."""
+    rows, cols = self.shape
+    if axis is None: self.q, self.scale = self.q.shard(devices).realize(), self.scale.shard(devices).realize()
+    elif axis == 0:
+      self.q = self.q.reshape(rows // unit, unit * cols).shard(devices, 0).realize().reshape(rows, cols)
+      self.scale = self.scale.reshape(rows // unit, unit).shard(devices, 0).realize().reshape(rows)
+    else:
+      self.q = self.q.reshape(rows, cols // unit, unit).shard(devices, 1).realize().reshape(rows, cols)
+      self.scale = self.scale.shard(devices).realize()
 
 def _rms_norm(x: Tensor, w: Tensor, eps: float) -> Tensor:
   return x * (x.square().mean(axis=-1, keepdim=True) + eps).rsqrt() * w
@@ -163,10 +196,12 @@ class Transformer:
   """The network and its KV cache (allocated once: `capacity` positions plus `chunk - 1` rows that the padding of a
   last prefill chunk may write). `forward(tokens, start)` runs positions start..start+C-1 of one sequence and returns
   their logits; `step` is the same through one TinyJit per chunk size, the position a bound variable."""
-  def __init__(self, f: GGUFFile, c: Config, capacity: int, chunk: int = 32, quantize: str | None = None):
+  def __init__(self, f: GGUFFile, c: Config, capacity: int, chunk: int = 32, quantize: str | None = None,
+               devices: tuple[str, ...] | None = None):
     if quantize is not None and quantize not in QUANTIZATIONS:
       raise LLMError(f"llm: unknown quantization {quantize!r}; supported: {', '.join(QUANTIZATIONS)}")
     self.c, self.capacity, self.chunk = c, capacity, chunk
+    self.device: str | tuple[str, ...] = devices if devices else f.device
     self.embed: Weight | Fp8Weight = Weight(f, "token_embd.weight", (c.vocab, c.dim))
     self.blocks = [Block(f, c, i) for i in range(c.n_layers)]
     self.norm = Weight(f, "output_norm.weight", (c.dim,))
@@ -184,9 +219,27 @@ class Transformer:
     self.inv_freq = inv_t.realize()
     self.rows = capacity + chunk - 1
     shape = (c.n_kv_heads, self.rows, c.head_dim)
-    self.cache = [(Tensor.zeros(*shape).contiguous().realize(), Tensor.zeros(*shape).contiguous().realize())
-                  for _ in self.blocks]
+    def zeros() -> Tensor: return Tensor.zeros(*shape).shard(devices, 0) if devices else Tensor.zeros(*shape)
+    self.cache = [(zeros().contiguous().realize(), zeros().contiguous().realize()) for _ in self.blocks]
+    if devices: self._shard(devices)
     self._jits: dict[int, TinyJit] = {}
+
+  def _shard(self, devs: tuple[str, ...]) -> None:
+    """Tensor parallel over devs: each device holds n_heads/N query heads and n_kv_heads/N kv heads (q, k, v and their
+    biases split by rows, whole heads; the KV cache by kv heads) and 1/N of the FFN's hidden units (gate and up split
+    by rows, down by columns, in groups of down's quantization block so the two splits meet). attn_output and down
+    are split by columns, so their products are partial sums, allreduced; everything else (embedding, norms, output,
+    RoPE frequencies) is replicated. An attn_output (or a bias) whose per-device part is not whole quantization blocks
+    is replicated (each device then reads the columns of its own heads)."""
+    c, n = self.c, len(devs)
+    for b in self.blocks:
+      for w in (b.q, b.k, b.v, *b.biases): w.shard(devs, 0, c.head_dim)
+      b.o.shard(devs, 1, c.n_heads // n * c.head_dim)
+      for w in (b.gate, b.up): w.shard(devs, 0, b.down.block)
+      b.down.shard(devs, 1, b.down.block)
+      for w in (b.attn_norm, b.ffn_norm): w.shard(devs, None)
+    for w in {id(w): w for w in (self.embed, self.output, self.norm)}.values(): w.shard(devs, None)
+    self.inv_freq = self.inv_freq.shard(devs).realize()
 
   def _rope(self, x: Tensor, pos: Tensor) -> Tensor:
     """x (heads, C, head_dim) rotated at positions pos (C,): GGUF llama weights pair adjacent dims, qwen2 the halves."""
@@ -206,14 +259,14 @@ class Transformer:
     scores = q.reshape(c.n_kv_heads, rep * C, c.head_dim).matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(c.head_dim))
     if C > 1:
       # NOTE: a one-token step sees every row it reads; a chunk masks each query's later rows
-      later = Tensor.arange(L, dtype=dtypes.int32).reshape(1, -1) > (Tensor.arange(C, dtype=dtypes.int32) + start) \
-        .reshape(-1, 1)
+      later = Tensor.arange(L, dtype=dtypes.int32, device=self.device).reshape(1, -1) > \
+        (Tensor.arange(C, dtype=dtypes.int32, device=self.device) + start).reshape(-1, 1)
       scores = later.where(-math.inf, scores.reshape(c.n_kv_heads, rep, C, L)).reshape(c.n_kv_heads, rep * C, L)
     return scores.softmax(-1).matmul(v).reshape(c.n_heads, C, c.head_dim)
 
   def _block(self, b: Block, li: int, x: Tensor, start: sint, writes: list[Tensor]) -> Tensor:
     c, C = self.c, x.shape[0]
-    pos = Tensor.arange(C, dtype=dtypes.int32) + start
+    pos = Tensor.arange(C, dtype=dtypes.int32, device=self.device) + start
     h = _rms_norm(x, b.attn_norm.matrix(), c.norm_eps)
     q, k, v = b.q(h), b.k(h), b.v(h)
     if b.biases: q, k, v = q + b.biases[0].matrix(), k + b.biases[1].matrix(), v + b.biases[2].matrix()
@@ -236,7 +289,8 @@ class Transformer:
     their rows are appended to `writes`, to be realized with the result. One token may be a bound variable: its
     embedding is then the one row of the table, not a one-hot product over the vocabulary."""
     if isinstance(tokens, UOp): x = self.embed.matrix()[tokens:tokens + 1]
-    else: x = (tokens.reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32).reshape(1, -1)) \
+    else: x = (tokens.to(self.device).reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32,
+                                                                      device=self.device).reshape(1, -1)) \
       .cast(dtypes.float32).matmul(self.embed.matrix())
     for i, b in enumerate(self.blocks): x = self._block(b, i, x, start, writes)
     return _rms_norm(x, self.norm.matrix(), self.c.norm_eps)
@@ -256,7 +310,8 @@ class Transformer:
   def _step(self, tokens: Tensor, start: UOp, last: Tensor) -> Tensor:
     writes: list[Tensor] = []
     x = self._hidden(tokens, start, writes)
-    pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32) == last.reshape(1)).cast(dtypes.float32).reshape(1, -1)
+    pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32, device=self.device) == last.reshape(1)) \
+      .cast(dtypes.float32).reshape(1, -1)
     return _realize_after(self.output(pick.matmul(x)).reshape(-1), writes)
 
   def _decode(self, token: UOp, start: UOp) -> Tensor:
@@ -277,8 +332,25 @@ class Transformer:
       jit = self._jits.setdefault(1, TinyJit(self._decode))
       return jit(UOp.variable("token", 0, self.c.vocab - 1).bind(tokens[0]), pos).numpy()
     jit = self._jits.setdefault(chunk, TinyJit(self._step))
-    toks = Tensor(np.array(tokens + [0] * (chunk - len(tokens)), dtype=np.int32))
-    return jit(toks, pos, Tensor(np.array([len(tokens) - 1], dtype=np.int32))).numpy()
+    toks = Tensor(np.array(tokens + [0] * (chunk - len(tokens)), dtype=np.int32), device=self.device)
+    return jit(toks, pos, Tensor(np.array([len(tokens) - 1], dtype=np.int32), device=self.device)).numpy()
+
+def shard_devices(n: int, c: Config, device: str) -> tuple[str, ...] | None:
+  """Devices 0..n-1 of `device`'s backend for tensor parallelism over n devices (None for n = 1: one device). n must
+  divide the query and the kv head counts: each device holds whole heads."""
+  if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    raise LLMError(f"llm: --shard {n!r}: the number of devices must be a positive integer")
+  if c.n_heads % n or c.n_kv_heads % n:
+    raise LLMError(f"llm: --shard {n} does not divide the model's attention.head_count {c.n_heads} and head_count_kv "
+                   f"{c.n_kv_heads}; each device holds whole heads, so use a device count dividing both")
+  if n == 1: return None
+  base = Device.canonicalize(device).split(":")[0]
+  devs = tuple(f"{base}:{i}" for i in range(n))
+  # NOTE: the highest index first, so a count past what the process may open opens no device
+  try:
+    for d in reversed(devs): Device[d]  # noqa: B018
+  except DeviceOpenError as e: raise LLMError(f"llm: --shard {n}: {e}") from e
+  return devs
 
 # ---- the app ----
 
@@ -293,8 +365,10 @@ class Stats:
 class LLM:
   """A loaded model with its tokenizer. `generate` returns the text, `stream` yields text pieces as tokens come,
   `tokens` yields token ids; `stats` describes the last call."""
-  def __init__(self, f: GGUFFile, capacity: int | None = None, chunk: int = 32, quantize: str | None = None):
+  def __init__(self, f: GGUFFile, capacity: int | None = None, chunk: int = 32, quantize: str | None = None,
+               shard: int | None = None):
     self.file, self.config = f, config_from_gguf(f)
+    devices = shard_devices(shard, self.config, f.device) if shard is not None else None
     try: self.tokenizer = Tokenizer.from_gguf(f.metadata)
     except TokenizerError as e: raise LLMError(f"llm: {f.path}: {e}") from e
     if self.tokenizer.vocab_size != self.config.vocab:
@@ -302,14 +376,15 @@ class LLM:
                      f"{self.config.vocab}")
     self.capacity = min(capacity or self.config.context, self.config.context)
     self.chunk = chunk
-    self.model = Transformer(f, self.config, self.capacity, chunk, quantize)
+    self.model = Transformer(f, self.config, self.capacity, chunk, quantize, devices)
     self.stats = Stats()
 
   @staticmethod
   def load(path: str, capacity: int | None = None, chunk: int = 32, device: str | None = None,
-           quantize: str | None = None) -> LLM:
-    """quantize="fp8": requantize every weight matrix to fp8e4m3 with per-row scales at load (Fp8Weight)."""
-    return LLM(GGUFFile(path, device), capacity, chunk, quantize)
+           quantize: str | None = None, shard: int | None = None) -> LLM:
+    """quantize="fp8": requantize every weight matrix to fp8e4m3 with per-row scales at load (Fp8Weight).
+    shard=N: tensor parallel over devices 0..N-1 of `device`'s backend (Transformer._shard)."""
+    return LLM(GGUFFile(path, device), capacity, chunk, quantize, shard)
 
   def chat_prompt(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
     return self.tokenizer.render_chat(messages, add_generation_prompt)
@@ -397,10 +472,12 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
   ap.add_argument("--context", type=int, default=None, help="KV cache capacity (default: the model's context_length)")
   ap.add_argument("--quantize", default=None, help="requantize the weights at load: fp8 (fp8e4m3, per-row scales)")
+  ap.add_argument("--shard", type=int, default=None, help="tensor parallel over N devices (CPU:0..N-1): whole heads "
+                  "and 1/N of the FFN per device; N must divide the head counts")
   ap.add_argument("--benchmark", action="store_true", help="print prefill/decode tokens/s and peak memory")
   a = ap.parse_args(argv)
   try:
-    llm = LLM.load(a.model, a.context, quantize=a.quantize)
+    llm = LLM.load(a.model, a.context, quantize=a.quantize, shard=a.shard)
     params = SamplingParams(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.seed, a.max_tokens,
                             a.stop)
     if a.chat: return _chat(llm, params)

@@ -38,7 +38,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite_map
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import ALLREDUCE, prod
-from tinygrad.uop.sint import render_shape, render_sint
+from tinygrad.uop.sint import all_concrete, render_shape, render_sint, sint
 
 Bounds = tuple[tuple[int, int], ...]
 Box = tuple[tuple[int, int], ...]
@@ -311,6 +311,17 @@ def reshape_layout(old: tuple[int, ...], new: tuple[int, ...], axis: int, bounds
       return b, tuple((lo * post // pn, hi * post // pn) for lo, hi in bounds)
   return None
 
+def reshape_keeping_split(old: tuple[sint, ...], new: tuple[sint, ...], axis: int) -> int | None:
+  """The axis of `new` that is the split axis untouched (its concrete size, the same concrete number of elements before
+  it): a reshape of symbolic sizes that only regroups the other axes keeps the bounds as they are. None if there is
+  none."""
+  pre, size = old[:axis], old[axis]
+  if not isinstance(size, int) or size == 0 or not all_concrete(pre): return None
+  for b in range(len(new)):
+    if not all_concrete(new[:b + 1]): return None
+    if prod(new[:b]) == prod(pre) and new[b] == size: return b
+  return None
+
 def _pad_layout(size: int, bounds: Bounds, before: int, after: int) -> tuple[Bounds, list[tuple[int, int]]]:
   """New bounds of an axis padded by (before, after), and each shard's own padding: the shard that holds row 0 takes
   `before`, the one that holds the last row `after` (shard 0 both when the axis is empty)."""
@@ -342,6 +353,10 @@ def lower_movement(x: UOp, m: UOp) -> UOp:
   if axis is None:
     return multi([_md(x, UOp(x.op, x.dtype, (s,), x.arg)) for s in m.src], None, None, op)
   shape = m.shape
+  # NOTE: a reshape of symbolic sizes runs on each shard when the split axis itself is left as it is
+  if x.op is Ops.RESHAPE and not all_concrete((*x.arg, *shape)) and \
+      (nax := reshape_keeping_split(shape, x.arg, axis)) is not None:
+    return multi([_md(x, s.reshape(local_shape(x.arg, nax, b))) for s, b in zip(m.src, bounds)], nax, bounds)
   if _symbolic_on_axis(x, axis):
     arg = render_shape(x.arg) if x.op in (Ops.RESHAPE, Ops.EXPAND) else \
       "(" + ", ".join(f"({render_sint(b)}, {render_sint(e)})" for b, e in x.arg) + ")"
