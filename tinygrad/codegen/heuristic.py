@@ -133,10 +133,9 @@ def _reused_alu(ast: UOp, r: UOp) -> int:
   body = {u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort()}
   return sum(1 for u in body if u.op in GroupOp.ALU and r not in u._ranges and reds & u._ranges)
 
-def _big_reuse_reduce(ast: UOp) -> bool:
-  """A big reduce with an output axis that some load does not depend on: register blocking pays (a matmul, a conv)."""
-  if not reduce_axes(ast) or _work(ast) < BIG_BLOCK_MIN_WORK: return False
-  return any((axis_size(r) or 0) >= 8 and _broadcast_loads(ast, r) for r in output_axes(ast))
+def _reuse_reduce(ast: UOp) -> bool:
+  """A reduce with an output axis that some load does not depend on: register blocking pays (a matmul, a conv)."""
+  return bool(reduce_axes(ast)) and any((axis_size(r) or 0) >= 8 and _broadcast_loads(ast, r) for r in output_axes(ast))
 
 def _reduce_dtype(b: _Builder) -> DType | None:
   return next((u.dtype for u in b.ast.toposort() if u.op is Ops.REDUCE), None)
@@ -407,10 +406,10 @@ def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
 
 def _build(b: _Builder) -> None:
   # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else.
-  # NOTE: not a big matmul-like reduce (the weight gradient of a chunked projection: a cat of matmuls): the opt limits
+  # NOTE: not a matmul-like reduce (the weight gradient of a chunked projection: a cat of matmuls): the opt limits
   # count the upcasts of every piece together, so only one piece would get register tiles (measured: the 768x256x1024
   # gradient of a fused qkv projection ran 14x slower cut than whole, its gated loads blocked 32x8)
-  if b.renderer.has_threads and not _big_reuse_reduce(b.ast): b.try_opt(Opt(OptOps.CUT))
+  if b.renderer.has_threads and not _reuse_reduce(b.ast): b.try_opt(Opt(OptOps.CUT))
   _upcast_for_reuse(b)
   _reorder_for_reuse(b)
   _pack_panel(b)
