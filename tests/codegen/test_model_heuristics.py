@@ -11,7 +11,7 @@ import pytest
 import torch
 from tinygrad import Tensor, Device
 from tinygrad.helpers import Context
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, AxisType
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size
 from tinygrad.codegen.program import prepare_kernel
@@ -30,15 +30,18 @@ def tol(x: np.ndarray, ref: np.ndarray, k: int) -> None:
   # float32 sums of k products in another order: relative to the size of the terms
   np.testing.assert_allclose(x, ref, atol=4e-6 * k ** 0.5 * max(1.0, float(np.abs(ref).max())), rtol=1e-4)
 
-def gelu_wgrad(dev: str, b: int, t: int, d: int, f: int) -> tuple[Tensor, np.ndarray]:
-  """dW of gelu(h) @ W^T against the upstream gradient g: dW = g^T gelu(h), reduced over (b, t)."""
+def gelu_linear(dev: str, b: int, t: int, d: int, f: int) -> tuple[Tensor, Tensor, np.ndarray, np.ndarray]:
+  """gelu(h) @ W^T (both operands read along the reduce) and, against the upstream gradient g, its weight gradient
+  dW = g^T gelu(h), reduced over (b, t): (out, dW, torch's out, torch's dW)."""
   h, w, g = rand(0, b, t, f), rand(1, d, f) / f ** 0.5, rand(2, b, t, d)
   tw = Tensor(w, device=dev, requires_grad=True)
-  ((Tensor(h, device=dev).gelu(approximate="tanh") @ tw.T) * Tensor(g, device=dev)).sum().backward()
+  out = Tensor(h, device=dev).gelu(approximate="tanh") @ tw.T
+  (out * Tensor(g, device=dev)).sum().backward()
   rh, rw = torch.from_numpy(h), torch.from_numpy(w).requires_grad_()
-  ((torch.nn.functional.gelu(rh, approximate="tanh") @ rw.T) * torch.from_numpy(g)).sum().backward()
+  rout = torch.nn.functional.gelu(rh, approximate="tanh") @ rw.T
+  (rout * torch.from_numpy(g)).sum().backward()
   assert tw.grad is not None
-  return tw.grad, rw.grad.numpy()
+  return out, tw.grad, rout.detach().numpy(), rw.grad.numpy()
 
 def qkv_wgrad(dev: str, b: int, t: int, d: int) -> tuple[Tensor, np.ndarray]:
   """dW of a layernorm's qkv projection chunked in three (one gradient each, one through a relu): a cat of matmuls."""
@@ -60,7 +63,8 @@ def test_weight_gradients_and_transposed_matmul_match_torch(dev):
     with Context(CPU_LLVM=1): assert Device["CPU:1"].llvm
   b, t, d, f = SMALL if dev == "PYTHON" else BIG
   with Context(SPEC=2):
-    got, ref = gelu_wgrad(dev, b, t, d, f)
+    out, got, rout, ref = gelu_linear(dev, b, t, d, f)
+    tol(out.numpy(), rout, f)
     tol(got.numpy(), ref, b * t)
     got, ref = qkv_wgrad(dev, b, t, d)
     tol(got.numpy(), ref, b * t)
@@ -90,7 +94,7 @@ def test_heuristics_put_the_wide_lanes_where_a_fused_gelu_is_reused():
   # dW = g^T gelu(h): both axes are read with vector loads; every lane of d reuses each gelu(h) value, every lane of f
   # would compute its own: the 16 (then 2 more) lanes go on d, the 8 on f
   b, t, d, f = BIG
-  grad, _ = gelu_wgrad("CPU", b, t, d, f)
+  _, grad, _, _ = gelu_linear("CPU", b, t, d, f)
   k = the_kernel([grad], {d, f}, b * t)
   opts = hand_coded_optimizations(k, REN)
   axes = output_axes(k)
@@ -122,3 +126,20 @@ def test_heuristics_block_transposed_and_broadcast_matmuls():
   k = the_kernel([Tensor(rand(12, b, t, d)) @ Tensor(rand(13, d, f))], {b, t, f}, d)
   opts = hand_coded_optimizations(k, REN)
   assert wide_axis(opts) is not None and axis_size(output_axes(k)[wide_axis(opts)]) == f, opts
+
+def test_heuristics_pack_w_of_x_at_w_transposed_where_the_renderer_owns_its_vectors():
+  # x @ W^T on a renderer that builds its own vector accumulators (the LLVM path): W's tile loop goes outermost (SWAP)
+  # and its panel is packed (PACK) with the reduce outermost, so each reduce step reads the tile's lanes contiguously
+  from tests.codegen.test_opt import CPUVectorLike
+  from tinygrad.codegen.opt import apply_opts, packable_loads, panel_ranges, index_stride
+  b, t, d, f = BIG
+  k = the_kernel([Tensor(rand(0, b * t, f)) @ Tensor(rand(1, 2 * d, f)).T], {b * t, 2 * d}, f)
+  ren = CPUVectorLike()
+  opts = hand_coded_optimizations(k, ren)
+  assert any(o.op is OptOps.SWAP for o in opts) and any(o.op is OptOps.PACK for o in opts), opts
+  pre = apply_opts(k, [o for o in opts if o.op is not OptOps.PACK and o.op is not OptOps.THREAD][:4], ren)
+  ld = packable_loads(pre)[next(o.axis for o in opts if o.op is OptOps.PACK)]
+  rs = panel_ranges(ld)
+  assert rs[0].arg[-1] is AxisType.REDUCE and index_stride(ld.src[0].src[1].get_idx(), rs[0]) == 1, rs
+  # the C path (gcc vectorizes, no own accumulators) keeps the loop order and packs nothing
+  assert not any(o.op in (OptOps.SWAP, OptOps.PACK) for o in hand_coded_optimizations(k, REN))
