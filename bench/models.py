@@ -13,7 +13,8 @@ Rows (--quick: the first row of each workload, fewer steps):
                          forward only (--quick: 2 blocks)
 The torch models are written here with the same layers (no torchvision); weights are random on both sides (the bench
 times, it does not compare values). Times are the best of --steps steps after a warm-up and a capture step; on a shared
-machine compare the ratios, not the milliseconds. The kernel table comes from a separate, profiled step (each launch
+machine compare the ratios, not the milliseconds. torch is timed with 2 threads and again with 1 (an oversubscribed
+machine slows its 2 OpenMP threads most), and our time is given as a ratio to each. The kernel table comes from a separate, profiled step (each launch
 waits for its kernel through the `launched` hook), so its total can differ a little from the timed step.
 """
 from __future__ import annotations
@@ -198,13 +199,17 @@ def main() -> int:
     tx = torch.from_numpy(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
     tstep(tx)
     t_torch = best_of(lambda: tstep(tx), steps)
-    row = {"torch": t_torch}
+    # NOTE: torch's OpenMP threads wait on each other on an oversubscribed machine: one thread is the steadier reference
+    torch.set_num_threads(1)
+    t_torch1 = best_of(lambda: tstep(tx), steps)
+    torch.set_num_threads(2)
+    row = {"torch": t_torch, "torch1": t_torch1}
     profs = {}
     for pname, dev in paths.items():
       row[pname], profs[pname] = run_ours(dev, make, shape, steps)
     results.append((name, row))
-    cells = "  ".join(f"{p} {row[p]*1e3:9.1f} ms ({row[p]/t_torch:5.1f}x)" for p in paths)
-    print(f"{name:22s} torch {t_torch*1e3:8.1f} ms  {cells}", flush=True)
+    cells = "  ".join(f"{p} {row[p]*1e3:9.1f} ms ({row[p]/t_torch:5.1f}x, {row[p]/t_torch1:5.1f}x)" for p in paths)
+    print(f"{name:22s} torch {t_torch*1e3:8.1f} ms, 1 thread {t_torch1*1e3:8.1f} ms  {cells}", flush=True)
     for pname, per in profs.items():
       total = sum(v[0] for v in per.values())
       print(f"  slowest kernels ({pname}, profiled step {total*1e3:.1f} ms, {sum(int(v[2]) for v in per.values())} "
@@ -213,11 +218,12 @@ def main() -> int:
         print(f"    {kname:40s} x{int(n):<3d} {sec*1e3:8.2f} ms {ops/max(sec, 1e-9)*1e-9:7.1f} GFLOPS "
               f"{100*sec/total:5.1f}%")
   Device.DEFAULT = "CPU"
-  print("\n| workload | torch ms | " + " | ".join(f"ours {p} ms | ratio {p}" for p in paths) + " |")
-  print("|---|---|" + "---|---|" * len(paths))
+  print("\n| workload | torch 2 threads ms | torch 1 thread ms | " +
+        " | ".join(f"ours {p} ms | {p} / torch 2 thr | {p} / torch 1 thr" for p in paths) + " |")
+  print("|---|---|---|" + "---|---|---|" * len(paths))
   for name, row in results:
-    print(f"| {name} | {row['torch']*1e3:.1f} | " +
-          " | ".join(f"{row[p]*1e3:.1f} | {row[p]/row['torch']:.1f}x" for p in paths) + " |")
+    print(f"| {name} | {row['torch']*1e3:.1f} | {row['torch1']*1e3:.1f} | " + " | ".join(
+      f"{row[p]*1e3:.1f} | {row[p]/row['torch']:.1f}x | {row[p]/row['torch1']:.1f}x" for p in paths) + " |")
   return 0
 
 if __name__ == "__main__": sys.exit(main())
