@@ -1,5 +1,5 @@
-"""Real-model speed on the CPU: one training step (forward, backward, SGD) of ResNet-18 and of a transformer block, and a
-GPT-2-small-shaped forward, ours (a TinyJit-captured step on the default CPU path, and on the LLVM path with --llvm)
+"""Real-model speed on the CPU: one training step (forward, backward, SGD) of ResNet-18 and of a transformer block, and
+a GPT-2-small-shaped forward, ours (a TinyJit-captured step on the default CPU path, and on the LLVM path with --llvm)
 against torch (eager, 2 threads) on the same shapes, measured in the same run; then, per workload, the 10 kernels of
 our step that take the longest, with their GFLOPS and their share of the step.
 
@@ -14,8 +14,9 @@ Rows (--quick: the first row of each workload, fewer steps):
 The torch models are written here with the same layers (no torchvision); weights are random on both sides (the bench
 times, it does not compare values). Times are the best of --steps steps after a warm-up and a capture step; on a shared
 machine compare the ratios, not the milliseconds. torch is timed with 2 threads and again with 1 (an oversubscribed
-machine slows its 2 OpenMP threads most), and our time is given as a ratio to each. The kernel table comes from a separate, profiled step (each launch
-waits for its kernel through the `launched` hook), so its total can differ a little from the timed step.
+machine slows its 2 OpenMP threads most), and our time is given as a ratio to each. The kernel table comes from a
+separate, profiled step (each launch waits for its kernel through the `launched` hook), so its total can differ a
+little from the timed step.
 """
 from __future__ import annotations
 import argparse, os, sys, time

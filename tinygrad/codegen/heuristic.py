@@ -196,7 +196,8 @@ def _reorder_for_reuse(b: _Builder) -> None:
   # same time as the 1024x1024 @ 1024x256 matmul. Only where PACK follows (the C path's gcc gained nothing from it)
   wide = max(axes_of(b.ast, AxisType.UPCAST), key=lambda u: axis_size(u) or 0)
   def strided_wide_lanes(r: UOp, other: UOp) -> bool:
-    idxs = [idx for ld in _loads(b.ast) if r in (idx := ld.src[0].src[1].get_idx())._ranges and other not in idx._ranges]
+    idxs = [idx for ld in _loads(b.ast)
+            if r in (idx := ld.src[0].src[1].get_idx())._ranges and other not in idx._ranges]
     return bool(idxs) and all(wide in idx._ranges and index_stride(idx, wide) != 1 for idx in idxs)
   if _own_vector_accs(b) and so and si and all(x == 1 for x in so + si) and strided_wide_lanes(inner, outer):
     b.try_opt(Opt(OptOps.SWAP, output_axes(b.ast).index(outer), output_axes(b.ast).index(inner)))
