@@ -79,16 +79,22 @@ def _upcast_for_reuse(b: _Builder) -> None:
   if not reduce_axes(b.ast): return
   cpu = not b.renderer.has_local and _work(b.ast) >= BIG_BLOCK_MIN_WORK
   done: set[int] = set()
+  # NOTE: a matmul whose operands are both read along the reduce (A @ W^T) has no vector axis: the store's axis then
+  any_vec = any(_vector_axis(b.ast, r) for r in output_axes(b.ast))
   while True:
     sidx = _store_idx(b.ast)
     cands = []
     for i, r in enumerate(output_axes(b.ast)):
       size = axis_size(r) or 0
       if r.arg[0] in done or size < 8 or (n := _broadcast_loads(b.ast, r)) == 0: continue
-      contiguous = sidx is not None and index_stride(sidx, r) == 1
-      cands.append((contiguous, n, size, i))
+      # NOTE: the wide lanes go where the loads that vary along the axis are vector loads (a matmul's B columns); where
+      # both axes have them (a weight gradient, dY^T X), to the one whose broadcast operand costs more to compute per
+      # reduce step (a fused gelu/layernorm): every lane of the axis reuses it
+      vec = _vector_axis(b.ast, r)
+      store = sidx is not None and index_stride(sidx, r) == 1
+      cands.append((vec or (store and not any_vec), _reused_alu(b.ast, r) if vec else 0, store, n, size, i))
     if not cands: return
-    contiguous, _, size, i = max(cands)
+    contiguous, _, _, _, size, i = max(cands)
     done.add(rid := output_axes(b.ast)[i].arg[0])
     amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
     room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
@@ -114,6 +120,22 @@ def _upcast_for_reuse(b: _Builder) -> None:
     kept = [r for r in output_axes(b.ast) if r.arg[0] == rid]
     if cpu and contiguous and got == 16 and kept and (axis_size(kept[0]) or 0) >= 4:
       b.try_opt(Opt(OptOps.UPCAST, i, 2))
+
+def _vector_axis(ast: UOp, r: UOp) -> bool:
+  """Do the loads that vary along output axis r (and along the reduce) all read it with stride 1 (vector loads)?"""
+  reds = set(reduce_axes(ast))
+  idxs = [idx for ld in _loads(ast) if r in (idx := ld.src[0].src[1].get_idx())._ranges and reds & idx._ranges]
+  return bool(idxs) and all(index_stride(idx, r) == 1 for idx in idxs)
+
+def _reused_alu(ast: UOp, r: UOp) -> int:
+  """ALU ops of each reduce step that do not depend on output axis r: computed once and reused by each lane of r."""
+  reds = set(reduce_axes(ast))
+  body = {u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort()}
+  return sum(1 for u in body if u.op in GroupOp.ALU and r not in u._ranges and reds & u._ranges)
+
+def _reuse_reduce(ast: UOp) -> bool:
+  """A reduce with an output axis that some load does not depend on: register blocking pays (a matmul, a conv)."""
+  return bool(reduce_axes(ast)) and any((axis_size(r) or 0) >= 8 and _broadcast_loads(ast, r) for r in output_axes(ast))
 
 def _reduce_dtype(b: _Builder) -> DType | None:
   return next((u.dtype for u in b.ast.toposort() if u.op is Ops.REDUCE), None)
@@ -166,6 +188,18 @@ def _reorder_for_reuse(b: _Builder) -> None:
   outer, inner = outs
   so, si = own_strides(outer, inner), own_strides(inner, outer)
   if so and si and all(x == 1 for x in so) and all(x not in (0, 1) for x in si):
+    b.try_opt(Opt(OptOps.SWAP, output_axes(b.ast).index(outer), output_axes(b.ast).index(inner)))
+    return
+  # x @ W^T (both inputs read along the reduce): the loop whose input has no vector loads along its lanes (W's rows, a
+  # row apart) goes outermost, so that the panel PACK transposes for it (_pack_panel) is reused by every block of x.
+  # Measured on a 1024x1024 @ (256x1024)^T (AVX2, LLVM path, a shared machine): 4x the unswapped, unpacked kernel, the
+  # same time as the 1024x1024 @ 1024x256 matmul. Only where PACK follows (the C path's gcc gained nothing from it)
+  wide = max(axes_of(b.ast, AxisType.UPCAST), key=lambda u: axis_size(u) or 0)
+  def strided_wide_lanes(r: UOp, other: UOp) -> bool:
+    idxs = [idx for ld in _loads(b.ast)
+            if r in (idx := ld.src[0].src[1].get_idx())._ranges and other not in idx._ranges]
+    return bool(idxs) and all(wide in idx._ranges and index_stride(idx, wide) != 1 for idx in idxs)
+  if _own_vector_accs(b) and so and si and all(x == 1 for x in so + si) and strided_wide_lanes(inner, outer):
     b.try_opt(Opt(OptOps.SWAP, output_axes(b.ast).index(outer), output_axes(b.ast).index(inner)))
 
 def _pack_candidate(b: _Builder) -> tuple[int, int] | None:
@@ -383,8 +417,11 @@ def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   return b.opts
 
 def _build(b: _Builder) -> None:
-  # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else
-  if b.renderer.has_threads: b.try_opt(Opt(OptOps.CUT))
+  # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else.
+  # NOTE: not a matmul-like reduce (the weight gradient of a chunked projection: a cat of matmuls): the opt limits
+  # count the upcasts of every piece together, so only one piece would get register tiles (measured: the 768x256x1024
+  # gradient of a fused qkv projection ran 14x slower cut than whole, its gated loads blocked 32x8)
+  if b.renderer.has_threads and not _reuse_reduce(b.ast): b.try_opt(Opt(OptOps.CUT))
   _upcast_for_reuse(b)
   _reorder_for_reuse(b)
   _pack_panel(b)

@@ -454,11 +454,13 @@ def packable_loads(ast: UOp) -> list[UOp]:
 
 def panel_ranges(ld: UOp) -> list[UOp]:
   """The ranges of a load's index that a PACK copies over (reduce and vector-lane ranges), in the packed buffer's
-  order: by stride in the input, largest first (so the innermost lanes stay contiguous), then by id."""
+  order: the reduce ranges outermost, then by stride in the input, largest first (so the innermost lanes are contiguous
+  for each reduce step, also where the input is read along the reduce: W of x @ W^T), then by id."""
   idx = ld.src[0].src[1]
   rs = [r for r in idx._ranges if r.arg[-1] in PANEL_AXES]
   flat = idx.get_idx()
-  return sorted(rs, key=lambda r: (-(st if (st := index_stride(flat, r)) is not None else 1 << 62), r.arg[0]))
+  return sorted(rs, key=lambda r: (r.arg[-1] is not AxisType.REDUCE,
+                                   -(st if (st := index_stride(flat, r)) is not None else 1 << 62), r.arg[0]))
 
 def pack_load(ast: UOp, opt: Opt) -> UOp:
   """OptOps.PACK: axis = which of `packable_loads`. The load's panel (its index over the reduce and lane ranges, for

@@ -1,0 +1,230 @@
+"""Real-model speed on the CPU: one training step (forward, backward, SGD) of ResNet-18 and of a transformer block, and
+a GPT-2-small-shaped forward, ours (a TinyJit-captured step on the default CPU path, and on the LLVM path with --llvm)
+against torch (eager, 2 threads) on the same shapes, measured in the same run; then, per workload, the 10 kernels of
+our step that take the longest, with their GFLOPS and their share of the step.
+
+  python bench/models.py [--quick] [--llvm] [--big] [--only resnet,block,gpt2] [--steps 3]
+
+Rows (--quick: the first row of each workload, fewer steps):
+  resnet18 b8 64x64      ResNet-18 (width 64, 10 classes), batch 8, 64x64 images; --big adds batch 32 at 128x128
+  block D256 H4          a GPT-2 pre-norm block, B=8 T=128 D=256 H=4, causal scaled dot-product attention;
+                         block D768 H12 the same at D=768 H=12
+  gpt2 fwd T256          12 GPT-2 blocks D=768 H=12 (GPT-2 small without its embeddings and LM head), B=1, T=256,
+                         forward only (--quick: 2 blocks)
+The torch models are written here with the same layers (no torchvision); weights are random on both sides (the bench
+times, it does not compare values). Times are the best of --steps steps after a warm-up and a capture step; on a shared
+machine compare the ratios, not the milliseconds. torch is timed with 2 threads and again with 1 (an oversubscribed
+machine slows its 2 OpenMP threads most), and our time is given as a ratio to each. The kernel table comes from a
+separate, profiled step (each launch waits for its kernel through the `launched` hook), so its total can differ a
+little from the timed step.
+"""
+from __future__ import annotations
+import argparse, os, sys, time
+from typing import Any, Callable
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tinygrad import Tensor, TinyJit, Device
+from tinygrad.helpers import Context
+from tinygrad.nn.optim import SGD
+from tinygrad.nn.state import get_parameters
+from tinygrad.models.resnet import resnet18
+from tinygrad.models.gpt2 import GPT2Block
+from tinygrad.nn import LayerNorm
+from tinygrad.uop import hooks
+
+# ---- torch twins of the models (the reference side of the timing only) ----
+
+class TBasic(torch.nn.Module):
+  def __init__(self, cin: int, cout: int, stride: int):
+    super().__init__()
+    self.c1, self.b1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False), torch.nn.BatchNorm2d(cout)
+    self.c2, self.b2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(cout)
+    self.down = torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False), torch.nn.BatchNorm2d(cout)) \
+      if stride != 1 or cin != cout else None
+  def forward(self, x: torch.Tensor) -> torch.Tensor:
+    out = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+    return F.relu(out + (self.down(x) if self.down is not None else x))
+
+class TResNet18(torch.nn.Module):
+  def __init__(self, width: int = 64, classes: int = 10):
+    super().__init__()
+    self.c1, self.b1 = torch.nn.Conv2d(3, width, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(width)
+    blocks, cin = [], width
+    for i, stride in enumerate((1, 2, 2, 2)):
+      cout = width << i
+      blocks += [TBasic(cin, cout, stride), TBasic(cout, cout, 1)]
+      cin = cout
+    self.blocks, self.fc = torch.nn.Sequential(*blocks), torch.nn.Linear(cin, classes)
+  def forward(self, x: torch.Tensor) -> torch.Tensor:
+    x = F.max_pool2d(F.relu(self.b1(self.c1(x))), 3, 2, 1)
+    return self.fc(self.blocks(x).mean((2, 3)))
+
+class TBlock(torch.nn.Module):
+  def __init__(self, d: int, h: int):
+    super().__init__()
+    self.h, self.ln1, self.ln2 = h, torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+    self.attn, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+    self.fc, self.out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+  def forward(self, x: torch.Tensor) -> torch.Tensor:
+    n, t, d = x.shape
+    q, k, v = (z.reshape(n, t, self.h, d // self.h).transpose(1, 2) for z in self.attn(self.ln1(x)).chunk(3, dim=2))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    x = x + self.proj(y.transpose(1, 2).reshape(n, t, d))
+    return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+class TStack(torch.nn.Module):
+  def __init__(self, d: int, h: int, layers: int):
+    super().__init__()
+    self.blocks, self.ln = torch.nn.Sequential(*[TBlock(d, h) for _ in range(layers)]), torch.nn.LayerNorm(d)
+  def forward(self, x: torch.Tensor) -> torch.Tensor: return self.ln(self.blocks(x))
+
+class Stack:
+  def __init__(self, d: int, h: int, layers: int):
+    self.blocks, self.ln = [GPT2Block(d, h) for _ in range(layers)], LayerNorm(d)
+  def __call__(self, x: Tensor) -> Tensor:
+    for b in self.blocks: x = b(x)
+    return self.ln(x)
+
+# ---- one workload: how to build each side's step ----
+
+def ours_train_step(model: Any, loss_fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+  opt = SGD(get_parameters(model), lr=0.01)
+  @TinyJit
+  def step(x: Tensor) -> Tensor:
+    with Tensor.train():
+      opt.zero_grad()
+      loss = loss_fn(model(x))
+      loss.backward()
+      opt.step()
+    return loss.realize()
+  return step
+
+def ours_forward(model: Any) -> Callable[[Tensor], Tensor]:
+  @TinyJit
+  def step(x: Tensor) -> Tensor: return model(x).realize()
+  return step
+
+def torch_train_step(model: torch.nn.Module, loss_fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[..., Any]:
+  opt = torch.optim.SGD(model.parameters(), lr=0.01)
+  model.train()
+  def step(x: torch.Tensor) -> torch.Tensor:
+    opt.zero_grad()
+    loss = loss_fn(model(x))
+    loss.backward()
+    opt.step()
+    return loss
+  return step
+
+def torch_forward(model: torch.nn.Module) -> Callable[..., Any]:
+  model.eval()
+  def step(x: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad(): return model(x)
+  return step
+
+def resnet_loss(out: Tensor) -> Tensor: return out.square().mean()
+def torch_resnet_loss(out: torch.Tensor) -> torch.Tensor: return out.square().mean()
+
+def workloads(args: argparse.Namespace) -> list[tuple[str, str, Callable[[], tuple[Any, Any, tuple[int, ...]]]]]:
+  """(row name, group, build) where build() -> (our step maker, torch step, input shape)."""
+  rows: list[tuple[str, str, Callable[[], tuple[Any, Any, tuple[int, ...]]]]] = []
+  def resnet(b: int, hw: int) -> Callable[[], tuple[Any, Any, tuple[int, ...]]]:
+    return lambda: (lambda: ours_train_step(resnet18(num_classes=10), resnet_loss),
+                    torch_train_step(TResNet18(), torch_resnet_loss), (b, 3, hw, hw))
+  def block(d: int, h: int) -> Callable[[], tuple[Any, Any, tuple[int, ...]]]:
+    return lambda: (lambda: ours_train_step(GPT2Block(d, h), resnet_loss),
+                    torch_train_step(TBlock(d, h), torch_resnet_loss), (8, 128, d))
+  def gpt2(layers: int) -> Callable[[], tuple[Any, Any, tuple[int, ...]]]:
+    return lambda: (lambda: ours_forward(Stack(768, 12, layers)), torch_forward(TStack(768, 12, layers)), (1, 256, 768))
+  rows.append(("resnet18 b8 64x64", "resnet", resnet(8, 64)))
+  if args.big: rows.append(("resnet18 b32 128x128", "resnet", resnet(32, 128)))
+  rows.append(("block D256 H4", "block", block(256, 4)))
+  if not args.quick: rows.append(("block D768 H12", "block", block(768, 12)))
+  rows.append((f"gpt2 fwd T256 x{2 if args.quick else 12}", "gpt2", gpt2(2 if args.quick else 12)))
+  return [r for r in rows if r[1] in args.only.split(",")]
+
+# ---- timing ----
+
+def best_of(fn: Callable[[], Any], steps: int) -> float:
+  best = float("inf")
+  for _ in range(steps):
+    st = time.perf_counter()
+    fn()
+    best = min(best, time.perf_counter() - st)
+  return best
+
+def profile_step(fn: Callable[[], Any]) -> dict[str, list[float]]:
+  """One step with every launch timed: kernel name -> [seconds, ops, launches]."""
+  per: dict[str, list[float]] = {}
+  def on_launch(runner: Any, bufs: Any, start: float, seconds: float | None) -> None:
+    if not hasattr(runner, "p"): return
+    e = per.setdefault(runner.display_name, [0.0, 0.0, 0])
+    e[0] += seconds if seconds is not None else time.perf_counter() - start
+    e[1] += runner.work({})[0]
+    e[2] += 1
+  hooks.launched.append(on_launch)
+  try: fn()
+  finally: hooks.launched.remove(on_launch)
+  return per
+
+def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], steps: int) -> tuple[float, dict]:
+  Device.DEFAULT = device
+  Tensor.manual_seed(0)
+  step = make()
+  x = Tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32), device=device).realize()
+  def one() -> None: step(x).numpy()
+  for _ in range(2): one()  # warm-up and capture
+  t = best_of(one, steps)
+  return t, profile_step(one)
+
+def main() -> int:
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--quick", action="store_true", help="the first row of each workload, 2 timed steps")
+  ap.add_argument("--llvm", action="store_true", help="also ours on the LLVM path (CPU_LLVM=1)")
+  ap.add_argument("--big", action="store_true", help="add ResNet-18 at batch 32, 128x128")
+  ap.add_argument("--only", default="resnet,block,gpt2", help="comma-separated workload groups")
+  ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 3, --quick 2)")
+  ap.add_argument("--top", type=int, default=10, help="slowest kernels listed per row")
+  args = ap.parse_args()
+  steps = args.steps or (2 if args.quick else 3)
+  torch.set_num_threads(2)
+  paths = {"C": "CPU"}
+  if args.llvm:
+    with Context(CPU_LLVM=1): paths["LLVM"] = Device["CPU:1"].device
+  print(f"torch {torch.__version__} with {torch.get_num_threads()} threads; ours: TinyJit, "
+        f"{Device['CPU'].threads} threads; best of {steps} steps", flush=True)
+  results = []
+  for name, _, build in workloads(args):
+    make, tstep, shape = build()
+    tx = torch.from_numpy(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    tstep(tx)
+    t_torch = best_of(lambda: tstep(tx), steps)
+    # NOTE: torch's OpenMP threads wait on each other on an oversubscribed machine: one thread is the steadier reference
+    torch.set_num_threads(1)
+    t_torch1 = best_of(lambda: tstep(tx), steps)
+    torch.set_num_threads(2)
+    row = {"torch": t_torch, "torch1": t_torch1}
+    profs = {}
+    for pname, dev in paths.items():
+      row[pname], profs[pname] = run_ours(dev, make, shape, steps)
+    results.append((name, row))
+    cells = "  ".join(f"{p} {row[p]*1e3:9.1f} ms ({row[p]/t_torch:5.1f}x, {row[p]/t_torch1:5.1f}x)" for p in paths)
+    print(f"{name:22s} torch {t_torch*1e3:8.1f} ms, 1 thread {t_torch1*1e3:8.1f} ms  {cells}", flush=True)
+    for pname, per in profs.items():
+      total = sum(v[0] for v in per.values())
+      print(f"  slowest kernels ({pname}, profiled step {total*1e3:.1f} ms, {sum(int(v[2]) for v in per.values())} "
+            f"launches):")
+      for kname, (sec, ops, n) in sorted(per.items(), key=lambda kv: -kv[1][0])[:args.top]:
+        print(f"    {kname:40s} x{int(n):<3d} {sec*1e3:8.2f} ms {ops/max(sec, 1e-9)*1e-9:7.1f} GFLOPS "
+              f"{100*sec/total:5.1f}%")
+  Device.DEFAULT = "CPU"
+  print("\n| workload | torch 2 threads ms | torch 1 thread ms | " +
+        " | ".join(f"ours {p} ms | {p} / torch 2 thr | {p} / torch 1 thr" for p in paths) + " |")
+  print("|---|---|---|" + "---|---|---|" * len(paths))
+  for name, row in results:
+    print(f"| {name} | {row['torch']*1e3:.1f} | {row['torch1']*1e3:.1f} | " + " | ".join(
+      f"{row[p]*1e3:.1f} | {row[p]/row['torch']:.1f}x | {row[p]/row['torch1']:.1f}x" for p in paths) + " |")
+  return 0
+
+if __name__ == "__main__": sys.exit(main())

@@ -1,0 +1,145 @@
+"""The matmul-shaped kernels real models make (bench/models.py), with the default heuristics, against torch: the weight
+gradient of a linear layer whose input is a fused gelu (a reduce over batch x time, both operands read along it, the
+gelu recomputed in it), the weight gradient of a fused qkv projection of a layernorm (a cat of three matmuls), A^T @ B
+(both operands read along the reduce with a row stride). On the C path and the LLVM path at sizes where the CPU's
+register blocking applies, and on the PYTHON interpreter at small sizes, all under SPEC=2. The opts the CPU heuristics
+choose for these forms (and for a gelu-fed A @ W^T and a batch-broadcast matmul) are checked for the structure that makes
+them fast: register tiles, no cut of a matmul into pieces, the wide lanes where the costly operand is reused."""
+import importlib.util
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, Device
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops, AxisType
+from tinygrad.codegen.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size
+from tinygrad.codegen.program import prepare_kernel
+from tinygrad.renderer.cstyle import CRenderer
+
+HAS_LLVM = importlib.util.find_spec("llvmlite") is not None
+# NOTE: the LLVM path as a second CPU device of this process (CPU_LLVM is read when a device opens)
+DEVICES = ["CPU", *(["CPU:1"] if HAS_LLVM else []), "PYTHON"]
+# (batch, time, model dim, hidden dim): the weight gradients reduce over B*T = 512 with d x f, 3d x d outputs: past the
+# CPU heuristics' big-kernel threshold (2^24 multiply-adds), where the 32x8 register tiles apply
+BIG, SMALL = (4, 128, 128, 256), (2, 4, 8, 16)
+
+def rand(seed: int, *shape: int) -> np.ndarray: return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+def tol(x: np.ndarray, ref: np.ndarray, k: int) -> None:
+  # float32 sums of k products in another order: relative to the size of the terms
+  np.testing.assert_allclose(x, ref, atol=4e-6 * k ** 0.5 * max(1.0, float(np.abs(ref).max())), rtol=1e-4)
+
+def gelu_linear(dev: str, b: int, t: int, d: int, f: int) -> tuple[Tensor, Tensor, np.ndarray, np.ndarray]:
+  """gelu(h) @ W^T (both operands read along the reduce) and, against the upstream gradient g, its weight gradient
+  dW = g^T gelu(h), reduced over (b, t): (out, dW, torch's out, torch's dW)."""
+  h, w, g = rand(0, b, t, f), rand(1, d, f) / f ** 0.5, rand(2, b, t, d)
+  tw = Tensor(w, device=dev, requires_grad=True)
+  out = Tensor(h, device=dev).gelu(approximate="tanh") @ tw.T
+  (out * Tensor(g, device=dev)).sum().backward()
+  rh, rw = torch.from_numpy(h), torch.from_numpy(w).requires_grad_()
+  rout = torch.nn.functional.gelu(rh, approximate="tanh") @ rw.T
+  (rout * torch.from_numpy(g)).sum().backward()
+  assert tw.grad is not None
+  return out, tw.grad, rout.detach().numpy(), rw.grad.numpy()
+
+def qkv_wgrad(dev: str, b: int, t: int, d: int) -> tuple[Tensor, np.ndarray]:
+  """dW of a layernorm's qkv projection chunked in three (one gradient each, one through a relu): a cat of matmuls."""
+  x, w, gs = rand(3, b, t, d), rand(4, 3 * d, d) / d ** 0.5, [rand(5 + i, b, t, d) for i in range(3)]
+  tw = Tensor(w, device=dev, requires_grad=True)
+  q, k, v = (Tensor(x, device=dev).layernorm() @ tw.T).chunk(3, dim=2)
+  ((q * Tensor(gs[0], device=dev)).sum() + (k * Tensor(gs[1], device=dev)).sum() +
+   (v.relu() * Tensor(gs[2], device=dev)).sum()).backward()
+  rw = torch.from_numpy(w).requires_grad_()
+  rq, rk, rv = (torch.nn.functional.layer_norm(torch.from_numpy(x), (d,), eps=1e-5) @ rw.T).chunk(3, dim=2)
+  ((rq * torch.from_numpy(gs[0])).sum() + (rk * torch.from_numpy(gs[1])).sum() +
+   (rv.relu() * torch.from_numpy(gs[2])).sum()).backward()
+  assert tw.grad is not None
+  return tw.grad, rw.grad.numpy()
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_weight_gradients_and_transposed_matmul_match_torch(dev):
+  if dev == "CPU:1":
+    with Context(CPU_LLVM=1): assert Device["CPU:1"].llvm
+  b, t, d, f = SMALL if dev == "PYTHON" else BIG
+  with Context(SPEC=2):
+    out, got, rout, ref = gelu_linear(dev, b, t, d, f)
+    tol(out.numpy(), rout, f)
+    tol(got.numpy(), ref, b * t)
+    got, ref = qkv_wgrad(dev, b, t, d)
+    tol(got.numpy(), ref, b * t)
+    a, bb = rand(10, b * t, d), rand(11, b * t, f)
+    tol((Tensor(a, device=dev).T @ Tensor(bb, device=dev)).numpy(), a.T @ bb, b * t)
+
+# ---- the opts the CPU heuristics choose (no kernel runs) ----
+
+def kernels(*ts: Tensor) -> list:
+  return [prepare_kernel(si.ast) for si in Tensor.schedule(*ts) if si.ast.op is Ops.SINK]
+
+def out_sizes(ast) -> list[int]: return [axis_size(r) or 0 for r in output_axes(ast)]
+def red_size(ast) -> int: return int(np.prod([axis_size(r) or 0 for r in reduce_axes(ast)]))
+
+def the_kernel(ts: list[Tensor], outs: set[int], red: int):
+  """The one kernel whose output axes have these sizes and whose reduce is this long."""
+  ks = [k for k in kernels(*ts) if set(out_sizes(k)) == outs and red_size(k) == red]
+  assert len(ks) == 1, [(out_sizes(k), red_size(k)) for k in kernels(*ts)]
+  return ks[0]
+
+def wide_axis(opts: list[Opt]) -> int | None:
+  return next((o.axis for o in opts if o.op is OptOps.UPCAST and o.arg == 16), None)
+
+REN = CRenderer(threads=2)
+
+def test_heuristics_put_the_wide_lanes_where_a_fused_gelu_is_reused():
+  # dW = g^T gelu(h): both axes are read with vector loads; every lane of d reuses each gelu(h) value, every lane of f
+  # would compute its own: the 16 (then 2 more) lanes go on d, the 8 on f
+  b, t, d, f = BIG
+  _, grad, _, _ = gelu_linear("CPU", b, t, d, f)
+  k = the_kernel([grad], {d, f}, b * t)
+  opts = hand_coded_optimizations(k, REN)
+  axes = output_axes(k)
+  assert wide_axis(opts) is not None and axis_size(axes[wide_axis(opts)]) == d, opts
+  assert Opt(OptOps.UPCAST, wide_axis(opts), 2) in opts and any(o.op is OptOps.UPCAST and o.arg == 8 for o in opts), opts
+
+def test_heuristics_keep_a_cat_of_weight_gradients_whole_and_blocked():
+  # the (3d, d) gradient of a chunked qkv projection: one register-blocked loop nest, not three cut pieces of which only
+  # the first gets tiles (the opt limits count every piece's upcasts together)
+  b, t, d, _ = BIG
+  grad, _ = qkv_wgrad("CPU", b, t, d)
+  opts = hand_coded_optimizations(the_kernel([grad], {3 * d, d}, b * t), REN)
+  assert not any(o.op is OptOps.CUT for o in opts), opts
+  assert [o.arg for o in opts if o.op is OptOps.UPCAST][:3] == [16, 2, 8], opts
+
+def test_heuristics_block_transposed_and_broadcast_matmuls():
+  b, t, d, f = BIG
+  # A^T @ B: B is read along n with stride 1 (vector loads), A along m with stride 1 too, but n is the store's axis
+  a = Tensor(rand(10, b * t, d)).T @ Tensor(rand(11, b * t, f))
+  k = the_kernel([a], {d, f}, b * t)
+  opts = hand_coded_optimizations(k, REN)
+  assert wide_axis(opts) is not None and axis_size(output_axes(k)[wide_axis(opts)]) in (d, f), opts
+  # gelu(h) @ W^T: both operands read along the reduce (no vector axis): the store's contiguous axis d takes the lanes
+  w = Tensor(rand(1, d, f)).T
+  k = the_kernel([Tensor(rand(0, b, t, f)).gelu() @ w], {b, t, d} - {1}, f)
+  opts = hand_coded_optimizations(k, REN)
+  assert wide_axis(opts) is not None and axis_size(output_axes(k)[wide_axis(opts)]) == d, opts
+  # a batch of A against one B (broadcast over the batch): tiled like the plain matmul, lanes on n
+  k = the_kernel([Tensor(rand(12, b, t, d)) @ Tensor(rand(13, d, f))], {b, t, f}, d)
+  opts = hand_coded_optimizations(k, REN)
+  assert wide_axis(opts) is not None and axis_size(output_axes(k)[wide_axis(opts)]) == f, opts
+
+def test_heuristics_pack_w_of_x_at_w_transposed_where_the_renderer_owns_its_vectors():
+  # x @ W^T on a renderer that builds its own vector accumulators (the LLVM path): W's tile loop goes outermost (SWAP)
+  # and its panel is packed (PACK) with the reduce outermost, so each reduce step reads the tile's lanes contiguously
+  from tests.codegen.test_opt import CPUVectorLike
+  from tinygrad.codegen.opt import apply_opts, packable_loads, panel_ranges, index_stride
+  b, t, d, f = BIG
+  k = the_kernel([Tensor(rand(0, b * t, f)) @ Tensor(rand(1, 2 * d, f)).T], {b * t, 2 * d}, f)
+  ren = CPUVectorLike()
+  opts = hand_coded_optimizations(k, ren)
+  assert any(o.op is OptOps.SWAP for o in opts) and any(o.op is OptOps.PACK for o in opts), opts
+  pre = apply_opts(k, [o for o in opts if o.op is not OptOps.PACK and o.op is not OptOps.THREAD][:4], ren)
+  ld = packable_loads(pre)[next(o.axis for o in opts if o.op is OptOps.PACK)]
+  rs = panel_ranges(ld)
+  assert rs[0].arg[-1] is AxisType.REDUCE and index_stride(ld.src[0].src[1].get_idx(), rs[0]) == 1, rs
+  # the C path (gcc vectorizes, no own accumulators) keeps the loop order and packs nothing
+  assert not any(o.op in (OptOps.SWAP, OptOps.PACK) for o in hand_coded_optimizations(k, REN))
