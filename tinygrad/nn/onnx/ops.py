@@ -2151,13 +2151,31 @@ def _dft(c: Call) -> Tensor:
   inverse, onesided = c.attr("inverse", 0), c.attr("onesided", 0)
   xf = x.cast(dtypes.float64)
   re, im = (xf[..., 0], xf[..., 1]) if x.shape[-1] == 2 else (xf[..., 0], None)
-  N = n_len or x.int_shape("ONNX DFT")[ax]
-  def fit(t: Tensor) -> Tensor:
+  n_in = x.int_shape("ONNX DFT")[ax]
+  # an inverse of a one-sided spectrum (irfft) reads N//2+1 bins and writes N real samples, N = 2*(bins-1) by default
+  irfft = bool(inverse and onesided)
+  N = n_len or (2 * (n_in - 1) if irfft else n_in)
+  if N < 1: raise c.error(f"the DFT length must be positive, it is {N}")
+  def fit(t: Tensor, L: int) -> Tensor:
     n = t.shape[ax]
-    if N < n: return t.shrink([(0, N) if i == ax else None for i in range(t.ndim)])
-    return t.pad([(0, N - n) if i == ax else (0, 0) for i in range(t.ndim)]) if N > n else t
-  re = fit(re).transpose(ax, -1)
-  im = fit(im).transpose(ax, -1) if im is not None else None
+    if L < n: return t.shrink([(0, L) if i == ax else None for i in range(t.ndim)])
+    return t.pad([(0, L - n) if i == ax else (0, 0) for i in range(t.ndim)]) if L > n else t
+  L = N // 2 + 1 if irfft else N
+  re = fit(re, L).transpose(ax, -1)
+  im = fit(im, L).transpose(ax, -1) if im is not None else None
+  if irfft:
+    # x[n] = (1/N) sum_k w_k (Re X_k cos(2 pi k n/N) - Im X_k sin(2 pi k n/N)): the bins 1..ceil(N/2)-1 stand for their
+    # conjugate twins too (w=2); the DC bin and, for an even N, the Nyquist bin count once and their imaginary parts drop
+    nk = np.outer(np.arange(L), np.arange(N)) * (2 * np.pi / N)
+    w = np.full((L, 1), 2.0)
+    w[0] = 1.0
+    if N % 2 == 0: w[-1] = 1.0
+    sin = np.sin(nk) * w
+    sin[0] = 0.0
+    if N % 2 == 0: sin[-1] = 0.0
+    out_r = re.matmul(Tensor(np.cos(nk) * w / N, device=x.device))
+    if im is not None: out_r = out_r - im.matmul(Tensor(sin / N, device=x.device))
+    return out_r.transpose(ax, -1).unsqueeze(-1).cast(x.dtype)
   K = N // 2 + 1 if onesided else N
   kn = np.outer(np.arange(N), np.arange(K)) * (2 * np.pi / N)
   cos, sin = Tensor(np.cos(kn), device=x.device), Tensor(np.sin(kn), device=x.device)

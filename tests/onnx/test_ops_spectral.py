@@ -1,0 +1,24 @@
+"""DFT, STFT and MelWeightMatrix beyond the backend suite's examples, against numpy's FFT."""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+import pytest
+from tinygrad.nn.onnx import OnnxRunner
+
+def _run(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int = 20) -> np.ndarray:
+  ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feeds.items()]
+  g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)])
+  m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+  return list(OnnxRunner(m.SerializeToString())(feeds).values())[0].numpy()
+
+@pytest.mark.parametrize("n,length", [(9, None), (10, 7), (6, 15), (5, 8)])
+def test_irfft(n, length):
+  rng = np.random.default_rng(n)
+  spec = np.fft.rfft(rng.standard_normal((3, n)), axis=1) + 0.25j  # imaginary DC/Nyquist parts must be ignored
+  x = np.stack([spec.real, spec.imag], -1).astype(np.float32)
+  feeds = {"x": x, "axis": np.array(1, np.int64)}
+  inputs = ["x", "", "axis"]
+  if length is not None: feeds, inputs = {**feeds, "len": np.array(length, np.int64)}, ["x", "len", "axis"]
+  got = _run(helper.make_node("DFT", inputs, ["y"], inverse=1, onesided=1), feeds)
+  want = np.fft.irfft(spec, n=length if length is not None else 2 * (spec.shape[1] - 1), axis=1)
+  np.testing.assert_allclose(got[..., 0], want, rtol=1e-4, atol=1e-5)
