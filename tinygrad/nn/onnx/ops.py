@@ -333,8 +333,18 @@ def _mod(c: Call) -> Tensor:
 
 def _unary(fn: Callable[[Tensor], Tensor]) -> Callable[[Call], Tensor]: return lambda c: fn(c.t(0))
 
+def _exp(x: Tensor) -> Tensor:
+  # a 16-bit float's exp goes through float32 and rounds once: exp2(x * log2 e) with the product rounded to 16 bits is
+  # off by several ulps (the reference computes 16-bit math in float32)
+  return x.cast(dtypes.float32).exp().cast(x.dtype) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.exp()
+
+def _softmax(x: Tensor, ax: int) -> Tensor:
+  if x.dtype not in (dtypes.float16, dtypes.bfloat16): return x.softmax(ax)
+  e = _exp(x - x.max(ax, keepdim=True))
+  return e / e.sum(ax, keepdim=True)
+
 _UNARY: dict[str, Callable[[Tensor], Tensor]] = {
-  "Abs": lambda x: x.abs(), "Neg": lambda x: -x, "Exp": lambda x: x.exp(), "Log": lambda x: x.log(),
+  "Abs": lambda x: x.abs(), "Neg": lambda x: -x, "Exp": _exp, "Log": lambda x: x.log(),
   "Sqrt": lambda x: x.sqrt(), "Reciprocal": lambda x: x.reciprocal(), "Floor": lambda x: x.floor(),
   "Ceil": lambda x: x.ceil(), "Sin": lambda x: x.sin(), "Cos": lambda x: x.cos(), "Tan": lambda x: x.tan(),
   "Asin": lambda x: x.asin(), "Acos": lambda x: x.acos(), "Atan": lambda x: x.atan(), "Sinh": lambda x: x.sinh(),
@@ -950,7 +960,7 @@ def _coerced(c: Call, fn: Callable[[Tensor, int], Tensor]) -> Tensor:
   ax = _axis(c.attr("axis", 1), x.ndim)
   return fn(x.reshape(prod(x.shape[:ax]), prod(x.shape[ax:])), 1).reshape(x.shape)
 
-op("Softmax")(lambda c: _coerced(c, lambda x, a: x.softmax(a)))
+op("Softmax")(lambda c: _coerced(c, _softmax))
 op("LogSoftmax")(lambda c: _coerced(c, lambda x, a: x.log_softmax(a)))
 op("Hardmax")(lambda c: _coerced(c, lambda x, a: (x._argext(a, True, True) ==
                                                 Tensor.arange(x.shape[a], device=x.device).reshape(
@@ -1944,7 +1954,7 @@ def _attention(c: Call) -> tuple:
   qs = qk.cast(to_dtype(sp, c.node.label())) if sp else qk
   mx = qs.max(-1, keepdim=True)
   dead = mx == -math.inf
-  e = (qs - dead.where(0, mx)).exp()
+  e = _exp(qs - dead.where(0, mx))
   p = e / dead.where(1, e.sum(-1, keepdim=True))
   p = p.cast(qk.dtype)
   y = p.matmul(v)
