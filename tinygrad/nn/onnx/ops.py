@@ -1144,12 +1144,18 @@ def _maxunpool(c: Call) -> Tensor:
   k = c.attr("kernel_shape")
   n = len(k)
   s, p = c.attr("strides") or [1] * n, c.attr("pads") or [0] * (2 * n)
-  if c.has(2): outs = c.ints(2)[2:]  # type: ignore[index]
-  else: outs = [(x.shape[2 + i] - 1) * s[i] + k[i] - p[i] - p[i + n] for i in range(n)]
-  total = x.shape[0] * x.shape[1] * prod(outs)
+  inferred = [(x.shape[2 + i] - 1) * s[i] + k[i] - p[i] - p[i + n] for i in range(n)]
+  total = x.shape[0] * x.shape[1] * prod(inferred)
   flat = Tensor.zeros(total, dtype=x.dtype, device=x.device)
   flat = flat.scatter(0, idx.reshape(-1).cast(dtypes.int64), x.reshape(-1))
-  return flat.reshape(x.shape[0], x.shape[1], *outs)
+  y = flat.reshape(x.shape[0], x.shape[1], *inferred)
+  if not c.has(2): return y
+  # the indices address the inferred shape; an output_shape only appends zeros at the end of each spatial dim
+  want = c.ints(2)
+  assert want is not None
+  if len(want) != 2 + n or list(want[:2]) != list(x.shape[:2]) or any(w < i for w, i in zip(want[2:], inferred)):
+    raise c.error(f"output_shape {want} must be {list(x.shape[:2])} then spatial sizes >= {inferred}")
+  return y.pad([(0, 0), (0, 0)] + [(0, w - i) for w, i in zip(want[2:], inferred)])
 
 # ---- normalization ----
 
