@@ -17,7 +17,6 @@ EXCLUDED: list[tuple[str, str]] = [
   (r"^test_scan_sum", "not implemented: Scan at opset 8 (batched, with a sequence_lens input)"),
   (r"^test_dft_inverse", "reference rounding: the expected imaginary part of the Nyquist bin is numpy's complex64 FFT "
    "rounding (1.9e-7, exact value 0), above the suite's atol 1e-7; our DFT sums in float64 (5e-15 there)"),
-  (r"^test_spacetodepth_crd_mode_example$", "bug: the example's output shape differs"),
   (r"^test_loop16_seq_none$", "bug: a Loop whose state is an empty optional sequence returns the wrong kind of value"),
 ]
 

@@ -696,7 +696,8 @@ def _pad(c: Call) -> Tensor:
 def _d2s(c: Call) -> Tensor:
   x, b = c.t(0), c.attr("blocksize")
   n, ch, h, w = x.shape
-  if c.attr("mode", "DCR") == "DCR":
+  if (mode := c.attr("mode", "DCR")) not in ("DCR", "CRD"): raise c.error(f"mode must be DCR or CRD, it is {mode!r}")
+  if mode == "DCR":
     return x.reshape(n, b, b, ch // (b * b), h, w).permute(0, 3, 4, 1, 5, 2).reshape(n, ch // (b * b), h * b, w * b)
   return x.reshape(n, ch // (b * b), b, b, h, w).permute(0, 1, 4, 2, 5, 3).reshape(n, ch // (b * b), h * b, w * b)
 
@@ -704,7 +705,11 @@ def _d2s(c: Call) -> Tensor:
 def _s2d(c: Call) -> Tensor:
   x, b = c.t(0), c.attr("blocksize")
   n, ch, h, w = x.shape
-  return x.reshape(n, ch, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4).reshape(n, ch * b * b, h // b, w // b)
+  mode = c.attr("mode", "DCR")
+  if mode not in ("DCR", "CRD"): raise c.error(f"mode must be DCR or CRD, it is {mode!r}")
+  # DCR: the block offset is the outer part of the new channel; CRD (opset 28): the old channel is
+  order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+  return x.reshape(n, ch, h // b, b, w // b, b).permute(*order).reshape(n, ch * b * b, h // b, w // b)
 
 @op("Trilu", since=14)
 def _trilu(c: Call) -> Tensor:
