@@ -2186,7 +2186,7 @@ def _dft(c: Call) -> Tensor:
   im = fit(im, L).transpose(ax, -1) if im is not None else None
   if irfft:
     # x[n] = (1/N) sum_k w_k (Re X_k cos(2 pi k n/N) - Im X_k sin(2 pi k n/N)): the bins 1..ceil(N/2)-1 stand for their
-    # conjugate twins too (w=2); the DC bin and, for an even N, the Nyquist bin count once and their imaginary parts drop
+    # conjugate twins too (w=2); the DC bin and, for an even N, the Nyquist bin count once, their imaginary parts drop
     nk = np.outer(np.arange(L), np.arange(N)) * (2 * np.pi / N)
     w = np.full((L, 1), 2.0)
     w[0] = 1.0
