@@ -22,3 +22,17 @@ def test_irfft(n, length):
   got = _run(helper.make_node("DFT", inputs, ["y"], inverse=1, onesided=1), feeds)
   want = np.fft.irfft(spec, n=length if length is not None else 2 * (spec.shape[1] - 1), axis=1)
   np.testing.assert_allclose(got[..., 0], want, rtol=1e-4, atol=1e-5)
+
+@pytest.mark.parametrize("complex_in,onesided", [(False, 1), (True, 0), (False, 0)])
+def test_stft(complex_in, onesided):
+  rng = np.random.default_rng(3)
+  sig = rng.standard_normal((2, 50)) + (1j * rng.standard_normal((2, 50)) if complex_in else 0)
+  L, step = 12, 5
+  win = np.hanning(L).astype(np.float32)
+  x = np.stack([sig.real, sig.imag], -1) if complex_in else sig.real[..., None]
+  feeds = {"x": x.astype(np.float32), "step": np.array(step, np.int64), "w": win, "L": np.array(L, np.int64)}
+  got = _run(helper.make_node("STFT", ["x", "step", "w", "L"], ["y"], onesided=onesided), feeds, opset=17)
+  n = 1 + (50 - L) // step
+  frames = np.stack([sig[:, f * step:f * step + L] * win for f in range(n)], 1)
+  want = np.fft.fft(frames, axis=-1)[..., :L // 2 + 1 if onesided else L]
+  np.testing.assert_allclose(got, np.stack([want.real, want.imag], -1), rtol=1e-4, atol=1e-4)

@@ -2197,15 +2197,35 @@ def _dft(c: Call) -> Tensor:
     out_r = re.matmul(Tensor(np.cos(nk) * w / N, device=x.device))
     if im is not None: out_r = out_r - im.matmul(Tensor(sin / N, device=x.device))
     return out_r.transpose(ax, -1).unsqueeze(-1).cast(x.dtype)
-  K = N // 2 + 1 if onesided else N
+  out_re, out_im = _dft_last(re, im, N, N // 2 + 1 if onesided else N, bool(inverse))
+  out = Tensor.stack(out_re.transpose(ax, -1), out_im.transpose(ax, -1), dim=-1)
+  return out.cast(x.dtype)
+
+def _dft_last(re: Tensor, im: Tensor | None, N: int, K: int, inverse: bool) -> tuple[Tensor, Tensor]:
+  """The first K bins of the N-point DFT (or inverse DFT, scaled by 1/N) along the last axis, as (real, imaginary)."""
   kn = np.outer(np.arange(N), np.arange(K)) * (2 * np.pi / N)
-  cos, sin = Tensor(np.cos(kn), device=x.device), Tensor(np.sin(kn), device=x.device)
+  cos, sin = Tensor(np.cos(kn), device=re.device), Tensor(np.sin(kn), device=re.device)
   sgn = 1.0 if inverse else -1.0
   out_re = re.matmul(cos) - (im.matmul(sin) * sgn if im is not None else 0)
   out_im = re.matmul(sin) * sgn + (im.matmul(cos) if im is not None else 0)
-  if inverse: out_re, out_im = out_re / N, out_im / N
-  out = Tensor.stack(out_re.transpose(ax, -1), out_im.transpose(ax, -1), dim=-1)
-  return out.cast(x.dtype)
+  return (out_re / N, out_im / N) if inverse else (out_re, out_im)
+
+@op("STFT", since=17)
+def _stft(c: Call) -> Tensor:
+  x, win = c.t(0), c.opt(2)
+  if x.ndim != 3 or x.shape[2] not in (1, 2): raise c.error(f"signal must be [batch, length, 1 or 2], it is {x.shape}")
+  S = x.int_shape("ONNX STFT")[1]
+  step = int(c.scalar(1))
+  if win is not None and win.ndim != 1: raise c.error(f"window must be 1-d, it is {win.shape}")
+  L = int(c.scalar(3)) if c.has(3) else (win.int_shape("ONNX STFT")[0] if win is not None else S)
+  if win is not None and win.shape[0] != L: raise c.error(f"window length {win.shape[0]} != frame_length {L}")
+  if step < 1 or not 1 <= L <= S: raise c.error(f"frame_step {step} and frame_length {L} do not fit the signal ({S})")
+  # [batch, frames, 1|2, frame_length]: the frames start every `step` samples, a partial last frame is dropped
+  frames = x.cast(dtypes.float64).unfold(1, L, step)
+  if win is not None: frames = frames * win.cast(dtypes.float64)
+  re, im = frames[:, :, 0], (frames[:, :, 1] if x.shape[2] == 2 else None)
+  out_re, out_im = _dft_last(re, im, L, L // 2 + 1 if c.attr("onesided", 1) else L, False)
+  return Tensor.stack(out_re, out_im, dim=-1).cast(x.dtype)
 
 @op("Col2Im", since=18)
 def _col2im(c: Call) -> Tensor:
