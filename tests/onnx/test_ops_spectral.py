@@ -36,3 +36,17 @@ def test_stft(complex_in, onesided):
   frames = np.stack([sig[:, f * step:f * step + L] * win for f in range(n)], 1)
   want = np.fft.fft(frames, axis=-1)[..., :L // 2 + 1 if onesided else L]
   np.testing.assert_allclose(got, np.stack([want.real, want.imag], -1), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("mels,dft,sr,lo,hi", [(8, 16, 8192, 0.0, 4096.0), (40, 512, 16000, 20.0, 7600.0),
+                                               (10, 63, 22050, 300.0, 8000.0)])
+def test_melweightmatrix(mels, dft, sr, lo, hi):
+  from onnx.reference import ReferenceEvaluator
+  feeds = {"m": np.array(mels, np.int32), "d": np.array(dft, np.int32), "s": np.array(sr, np.int32),
+           "lo": np.array(lo, np.float32), "hi": np.array(hi, np.float32)}
+  node = helper.make_node("MelWeightMatrix", list(feeds), ["y"])
+  got = _run(node, feeds, opset=17)
+  ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feeds.items()]
+  g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+  want = ReferenceEvaluator(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])).run(None, feeds)[0]
+  assert got.shape == want.shape == (dft // 2 + 1, mels)
+  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

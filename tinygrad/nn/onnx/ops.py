@@ -2227,6 +2227,27 @@ def _stft(c: Call) -> Tensor:
   out_re, out_im = _dft_last(re, im, L, L // 2 + 1 if c.attr("onesided", 1) else L, False)
   return Tensor.stack(out_re, out_im, dim=-1).cast(x.dtype)
 
+@op("MelWeightMatrix", since=17)
+def _melweight(c: Call) -> Tensor:
+  M, dft, sr = int(c.scalar(0)), int(c.scalar(1)), int(c.scalar(2))
+  if M < 1 or dft < 1 or sr < 1: raise c.error(f"num_mel_bins {M}, dft_length {dft}, sample_rate {sr} must be positive")
+  f64 = dtypes.float64
+  def mel(hz: Tensor) -> Tensor: return (hz.cast(f64) / 700).log1p() * (2595 / math.log(10))
+  lo, hi = mel(c.t(3)), mel(c.t(4))
+  # M+2 band edges evenly spaced in mel from the lower edge (step (hi-lo)/(M+2)), each floored to a spectrogram bin
+  edges_mel = Tensor.arange(M + 2, device=c.device).cast(f64) * ((hi - lo) / (M + 2)) + lo
+  edges_hz = (edges_mel * (math.log(10) / 2595)).expm1() * 700
+  b = ((edges_hz * (dft + 1)) / sr).floor().cast(dtypes.int64)
+  left, center, right = b[:M].reshape(1, M), b[1:M + 1].reshape(1, M), b[2:].reshape(1, M)
+  j = Tensor.arange(dft // 2 + 1, device=c.device).cast(dtypes.int64).reshape(-1, 1)
+  # triangles peaking at 1 on the center bin: rising over [left, center], falling over [center, right)
+  up = (j - left).cast(f64) / (center - left).maximum(1).cast(f64)
+  down = (right - j).cast(f64) / (right - center).maximum(1).cast(f64)
+  w = ((j >= left) & (j <= center)).where(up, 0.0)
+  w = (center == left).where((j == center).where(1.0, w), w)
+  w = ((j >= center) & (j < right)).where(down, w)
+  return w.cast(to_dtype(c.attr("output_datatype", 1), c.node.label()))
+
 @op("Col2Im", since=18)
 def _col2im(c: Call) -> Tensor:
   x, img, blk = c.t(0), c.ints(1), c.ints(2)
