@@ -2248,6 +2248,67 @@ def _melweight(c: Call) -> Tensor:
   w = ((j >= center) & (j < right)).where(down, w)
   return w.cast(to_dtype(c.attr("output_datatype", 1), c.node.label()))
 
+def _roi_axis(start: Tensor, bin_sz: Tensor, grid: Tensor, P: int, G: int, n: int) -> tuple[Tensor, Tensor]:
+  """Bilinear weights of RoiAlign's samples along one axis onto its n positions, [rois, P, G, n] for the low and the
+  high neighbour: sample g of bin p sits at start + p*bin + (g+0.5)*bin/grid; a sample past the grid or outside
+  [-1, n] weighs nothing, one past the last position clamps to it."""
+  dev, R = start.device, start.shape[0]
+  p = Tensor.arange(P, device=dev).cast(dtypes.float64).reshape(1, P, 1)
+  g = Tensor.arange(G, device=dev).cast(dtypes.float64).reshape(1, 1, G)
+  gr = grid.cast(dtypes.float64).reshape(R, 1, 1)
+  s = start.reshape(R, 1, 1) + p * bin_sz.reshape(R, 1, 1) + (g + 0.5) * bin_sz.reshape(R, 1, 1) / gr.maximum(1)
+  ok = (g < gr) & (s >= -1.0) & (s <= n)
+  s = s.maximum(0)
+  lo = s.floor().minimum(n - 1)
+  s = (lo >= n - 1).where(lo, s)
+  frac = s - lo
+  hi = (lo + 1).minimum(n - 1)
+  pos = Tensor.arange(n, device=dev).cast(dtypes.float64).reshape(1, 1, 1, n)
+  def onto(at: Tensor, w: Tensor) -> Tensor:
+    return ((at.unsqueeze(-1) == pos) & ok.unsqueeze(-1)).where(w.unsqueeze(-1), 0.0)
+  return onto(lo, 1 - frac), onto(hi, frac)
+
+@op("RoiAlign", since=10)
+def _roialign(c: Call) -> Tensor:
+  x, rois, bidx = c.t(0), c.t(1), c.t(2)
+  if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4 or bidx.ndim != 1 or bidx.shape[0] != rois.shape[0]:
+    raise c.error(f"X must be 4-d, rois [R, 4], batch_indices [R]: got {x.shape}, {rois.shape}, {bidx.shape}")
+  N, C, H, W = x.int_shape("ONNX RoiAlign")
+  R = rois.shape[0]
+  PH, PW, sr = c.attr("output_height", 1), c.attr("output_width", 1), c.attr("sampling_ratio", 0)
+  mode, scale = c.attr("mode", "avg"), c.attr("spatial_scale", 1.0)
+  if mode not in ("avg", "max"): raise c.error(f"mode must be avg or max, it is {mode!r}")
+  ctm = c.attr("coordinate_transformation_mode", "half_pixel" if c.opset >= 16 else "output_half_pixel")
+  if ctm not in ("half_pixel", "output_half_pixel"): raise c.error(f"unknown coordinate_transformation_mode {ctm!r}")
+  if R == 0: return Tensor.zeros(0, C, PH, PW, dtype=x.dtype, device=x.device)
+  half = ctm == "half_pixel"
+  box = _float_like(rois) * scale - (0.5 if half else 0.0)
+  sw, sh, ew, eh = box[:, 0], box[:, 1], box[:, 2], box[:, 3]
+  rw, rh = (ew - sw, eh - sh) if half else ((ew - sw).maximum(1.0), (eh - sh).maximum(1.0))
+  # NOTE: the box and bin sizes in the rois' own dtype: a bin of 8.0000001 (float64) would take 9 samples, not 8
+  bh, bw = rh / PH, rw / PW
+  sw, sh, bh, bw = sw.cast(dtypes.float64), sh.cast(dtypes.float64), bh.cast(dtypes.float64), bw.cast(dtypes.float64)
+  # sampling_ratio 0: each ROI takes ceil(bin size) samples per bin and axis, so the sample counts are read back
+  if sr > 0: gh = gw = Tensor.full((R,), sr, dtype=dtypes.int64, device=x.device)
+  else: gh, gw = bh.ceil().cast(dtypes.int64).maximum(0), bw.ceil().cast(dtypes.int64).maximum(0)
+  Gh, Gw = (sr, sr) if sr > 0 else (max(int(gh.max().item()), 1), max(int(gw.max().item()), 1))
+  ylo, yhi = _roi_axis(sh, bh, gh, PH, Gh, H)
+  xlo, xhi = _roi_axis(sw, bw, gw, PW, Gw, W)
+  xr = _take_rows(x.cast(dtypes.float64), bidx.cast(dtypes.int64))  # [R, C, H, W]
+  if mode == "avg":
+    ay, ax = (ylo + yhi).sum(2), (xlo + xhi).sum(2)  # [R, P, n]
+    out = ay.unsqueeze(1).matmul(xr).matmul(ax.unsqueeze(1).transpose(-1, -2))
+    return (out / (gh * gw).maximum(1).cast(dtypes.float64).reshape(R, 1, 1, 1)).cast(x.dtype)
+  # max: the largest weighted corner of any sample (each corner's value times its bilinear weight)
+  def corner(wy: Tensor, wx: Tensor) -> Tensor:
+    v = wy.reshape(R, 1, PH * Gh, H).matmul(xr).matmul(wx.reshape(R, 1, PW * Gw, W).transpose(-1, -2))
+    return v.reshape(R, C, PH, Gh, PW, Gw)
+  v = corner(ylo, xlo).maximum(corner(ylo, xhi)).maximum(corner(yhi, xlo)).maximum(corner(yhi, xhi))
+  iy = Tensor.arange(Gh, device=x.device).reshape(1, 1, 1, Gh, 1, 1) < gh.reshape(R, 1, 1, 1, 1, 1)
+  ix = Tensor.arange(Gw, device=x.device).reshape(1, 1, 1, 1, 1, Gw) < gw.reshape(R, 1, 1, 1, 1, 1)
+  m = (iy & ix).where(v, -math.inf).max((3, 5))
+  return (m == -math.inf).where(0.0, m).cast(x.dtype)
+
 @op("Col2Im", since=18)
 def _col2im(c: Call) -> Tensor:
   x, img, blk = c.t(0), c.ints(1), c.ints(2)
