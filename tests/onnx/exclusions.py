@@ -9,7 +9,6 @@ EXCLUDED: list[tuple[str, str]] = [
   (r"^test_(bernoulli|training_dropout(?!_zero_ratio))", "random draws: the expected values come from numpy's generator, which no other generator reproduces"),
   (r"^test_flexattention(?!.*_expanded)", "not implemented: FlexAttention (the ai.onnx.preview domain, score/mask functions as subgraphs)"),
   (r"^test_tfidfvectorizer", "not implemented: TfIdfVectorizer (n-gram counting)"),
-  (r"^test_(basic_)?deform_conv", "not implemented: DeformConv"),
   (r"^test_ai_onnx_ml_tree_ensemble", "not implemented: ai.onnx.ml TreeEnsemble"),
   (r"^test_scan_sum", "not implemented: Scan at opset 8 (batched, with a sequence_lens input)"),
   (r"^test_dft_inverse", "reference rounding: the expected imaginary part of the Nyquist bin is numpy's complex64 FFT "

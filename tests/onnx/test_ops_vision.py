@@ -36,3 +36,22 @@ def test_roialign(opset, mode, ratio, ctm):
   got, want = _both(helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], **attrs), feeds, opset, ref)
   assert got.shape == want.shape == (5, 3, 3, 4)
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("group,og,stride,dil,pads,with_mask", [(2, 2, 2, 1, [1, 0, 2, 1], True), (1, 4, 1, 2, [0, 0, 0, 0], False),
+                                                                (4, 1, 1, 1, [1, 1, 1, 1], True)])
+def test_deform_conv(group, og, stride, dil, pads, with_mask):
+  rng = np.random.default_rng(group * 10 + og)
+  N, C, H, W, OC, k = 2, 4, 7, 8, 8, (3, 2)
+  oh = (H + pads[0] + pads[2] - (k[0] - 1) * dil - 1) // stride + 1
+  ow = (W + pads[1] + pads[3] - (k[1] - 1) * dil - 1) // stride + 1
+  feeds = {"x": rng.standard_normal((N, C, H, W)).astype(np.float32),
+           "w": rng.standard_normal((OC, C // group, *k)).astype(np.float32),
+           # offsets up to 3 pixels: some samples land between pixels, some past the image
+           "off": (rng.standard_normal((N, og * 6 * 2, oh, ow)) * 1.5).astype(np.float32),
+           "b": rng.standard_normal(OC).astype(np.float32)}
+  if with_mask: feeds["m"] = rng.random((N, og * 6, oh, ow)).astype(np.float32)
+  node = helper.make_node("DeformConv", list(feeds), ["y"], group=group, offset_group=og, strides=[stride] * 2,
+                          dilations=[dil] * 2, pads=pads, kernel_shape=list(k))
+  got, want = _both(node, feeds, 19)
+  assert got.shape == want.shape == (N, OC, oh, ow)
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -2309,6 +2309,51 @@ def _roialign(c: Call) -> Tensor:
   m = (iy & ix).where(v, -math.inf).max((3, 5))
   return (m == -math.inf).where(0.0, m).cast(x.dtype)
 
+@op("DeformConv", since=19)
+def _deformconv(c: Call) -> Tensor:
+  x, w, off, bias, mask = c.t(0), c.t(1), c.t(2), c.opt(3), c.opt(4)
+  d = x.ndim - 2
+  if d < 1 or w.ndim != x.ndim or off.ndim != x.ndim: raise c.error(f"X, W, offset must share a rank >= 3: {x.shape}, "
+                                                                    f"{w.shape}, {off.shape}")
+  N, C, *sp = x.int_shape("ONNX DeformConv")
+  OC, Cg, *ks = w.int_shape("ONNX DeformConv")
+  k = list(c.attr("kernel_shape") or ks)
+  group, og = c.attr("group", 1), c.attr("offset_group", 1)
+  st, dil = c.attr("strides") or [1] * d, c.attr("dilations") or [1] * d
+  pads = c.attr("pads") or [0] * (2 * d)
+  out = list(off.int_shape("ONNX DeformConv")[2:])
+  K, O, S = prod(k), prod(out), prod(sp)
+  if k != ks or C != Cg * group or OC % group or C % og: raise c.error(f"X {x.shape}, W {w.shape}, kernel_shape {k}, "
+                                                                      f"group {group}, offset_group {og} disagree")
+  if off.shape[:2] != (N, og * K * d): raise c.error(f"offset must be [{N}, {og * K * d}, ...], it is {off.shape}")
+  want = [(sp[a] + pads[a] + pads[a + d] - (k[a] - 1) * dil[a] - 1) // st[a] + 1 for a in range(d)]
+  if out != want: raise c.error(f"offset's output dims {out} differ from the convolution's {want}")
+  if mask is not None and mask.shape != (N, og * K, *out): raise c.error(f"mask must be {(N, og * K, *out)}")
+  dt = x.dtype if x.dtype in (dtypes.float32, dtypes.float64) else dtypes.float32
+  offr = off.cast(dt).reshape(N, og, K, d, O)
+  # each (kernel tap, output position) samples X at its regular position plus its offset, bilinearly with zeros outside;
+  # the weights onto the input grid are a product of one weight vector per spatial axis
+  kk, oo = np.indices(k).reshape(d, K), np.indices(out).reshape(d, O)
+  wt: Tensor | None = None
+  for a in range(d):
+    base = (-pads[a] + st[a] * oo[a]).reshape(1, O) + (dil[a] * kk[a]).reshape(K, 1)
+    pa = Tensor(base.astype(np.float64), device=x.device).cast(dt).reshape(1, 1, K, O) + offr[:, :, :, a]
+    lo = pa.floor()
+    fr = (pa - lo).unsqueeze(-1)
+    lo = lo.unsqueeze(-1)
+    pos = Tensor.arange(sp[a], device=x.device).cast(dt).reshape(1, 1, 1, 1, sp[a])
+    wa = (lo == pos).where(1 - fr, 0.0) + (lo + 1 == pos).where(fr, 0.0)  # [N, og, K, O, n_a]
+    wt = wa if wt is None else wt.unsqueeze(-1) * wa.reshape(N, og, K, O, *([1] * a), sp[a])
+  assert wt is not None
+  wt = wt.reshape(N, og, K, O, S)
+  if mask is not None: wt = wt * mask.cast(dt).reshape(N, og, K, O, 1)
+  xg = x.cast(dt).reshape(N, og, C // og, S).transpose(-1, -2)  # [N, og, S, C/og]
+  cols = wt.reshape(N, og, K * O, S).matmul(xg).reshape(N, og, K, O, C // og).permute(0, 1, 4, 2, 3)
+  cols = cols.reshape(N, group, Cg * K, O)
+  y = w.cast(dt).reshape(1, group, OC // group, Cg * K).matmul(cols).reshape(N, OC, *out)
+  if bias is not None: y = y + bias.cast(dt).reshape(1, OC, *([1] * d))
+  return y.cast(x.dtype)
+
 @op("Col2Im", since=18)
 def _col2im(c: Call) -> Tensor:
   x, img, blk = c.t(0), c.ints(1), c.ints(2)
