@@ -10,7 +10,6 @@ EXCLUDED: list[tuple[str, str]] = [
   (r"^test_flexattention(?!.*_expanded)", "not implemented: FlexAttention (the ai.onnx.preview domain, score/mask functions as subgraphs)"),
   (r"^test_tfidfvectorizer", "not implemented: TfIdfVectorizer (n-gram counting)"),
   (r"^test_ai_onnx_ml_tree_ensemble", "not implemented: ai.onnx.ml TreeEnsemble"),
-  (r"^test_scan_sum", "not implemented: Scan at opset 8 (batched, with a sequence_lens input)"),
   (r"^test_dft_inverse", "reference rounding: the expected imaginary part of the Nyquist bin is numpy's complex64 FFT "
    "rounding (1.9e-7, exact value 0), above the suite's atol 1e-7; our DFT sums in float64 (5e-15 there)"),
   (r"^test_loop16_seq_none$", "suite bug: its sequence comparison takes len() of the 0-d first element and raises "

@@ -1452,7 +1452,7 @@ def _loop(c: Call) -> tuple:
 def _scan(c: Call) -> tuple:
   body: Graph = c.attr("body")
   ns = c.attr("num_scan_inputs")
-  if c.opset < 9: raise c.error("Scan before opset 9 (with a sequence_lens input) is not supported")
+  if c.opset < 9: return _scan8(c, body, ns)
   state = list(c.inputs[:len(c.inputs) - ns])
   xs = [c.t(len(state) + j) for j in range(ns)]
   in_axes = c.attr("scan_input_axes") or [0] * ns
@@ -1478,6 +1478,47 @@ def _scan(c: Call) -> tuple:
     a = _axis(out_axes[j], st.ndim)
     if a: st = st.permute(list(range(1, a + 1)) + [0] + list(range(a + 1, st.ndim)))
     res.append(st)
+  return tuple(res)
+
+def _scan8(c: Call, body: Graph, ns: int) -> tuple:
+  """Scan-8: axis 0 of every state and scan input is a batch run one element at a time, axis 1 of a scan input is the
+  sequence; an optional sequence_lens (input 0) stops each batch element early, its scan outputs padded with zeros."""
+  nstate = len(c.inputs) - 1 - ns
+  if nstate < 0: raise c.error(f"{len(c.inputs)} inputs cannot hold sequence_lens and {ns} scan inputs")
+  init, xs = [c.t(1 + i) for i in range(nstate)], [c.t(1 + nstate + j) for j in range(ns)]
+  dirs = c.attr("directions") or [0] * ns
+  if not xs: raise c.error("Scan-8 needs at least one scan input (it gives the batch size)")
+  B, T = xs[0].shape[0], xs[0].shape[1]
+  if any(x.ndim < 2 or x.shape[:2] != (B, T) for x in xs) or any(s.shape[0] != B for s in init):
+    raise c.error(f"every scan input must be [batch {B}, sequence {T}, ...] and every state [batch {B}, ...]")
+  lens = c.ints(0) if c.has(0) else [T] * B
+  assert lens is not None
+  if len(lens) != B or any(not 0 <= n <= T for n in lens):
+    raise c.error(f"sequence_lens {lens} must be {B} values <= {T}")
+  if B == 0: raise c.error("Scan-8 with a batch of 0")
+  finals: list[list[Tensor]] = [[] for _ in range(nstate)]
+  outs: list[list[list[Tensor]]] = []  # [batch][output][step]
+  for b in range(B):
+    state: list[Any] = [s[b] for s in init]
+    steps: list[list[Tensor]] = []
+    for t in range(lens[b]):
+      r = c.subgraph(body, [*state, *[x[b, lens[b] - 1 - t if dr else t] for x, dr in zip(xs, dirs)]])
+      state = r[:nstate]
+      if not steps: steps = [[] for _ in r[nstate:]]
+      for lst, v in zip(steps, r[nstate:]): lst.append(v)
+    for lst, v in zip(finals, state): lst.append(v)
+    outs.append(steps)
+  nout = len(c.node.outputs) - nstate
+  res: list[Any] = [Tensor.stack(*f) for f in finals]
+  for j in range(nout):
+    elem = next((o[j][0] for o in outs if o and o[j]), None)
+    if elem is None:
+      if T: raise c.error(f"scan output {j} has no element in any batch, so its shape is unknown")
+      res.append(Tensor.zeros(B, 0, dtype=xs[0].dtype, device=c.device))
+      continue
+    pad = Tensor.zeros(*elem.shape, dtype=elem.dtype, device=elem.device)
+    rows = [Tensor.stack(*((o[j] if o else []) + [pad] * (T - lens[b]))) for b, o in enumerate(outs)]
+    res.append(Tensor.stack(*rows))
   return tuple(res)
 
 @op("SequenceMap", since=17)
