@@ -31,7 +31,7 @@ def check_graph(g: Graph, opsets: dict[str, int], functions: dict[tuple[str, str
       for sub in (v if isinstance(v, list) else [v]):
         if isinstance(sub, Graph): check_graph(sub, opsets, functions, src)
 
-DOMAINS = ("", "ai.onnx.preview.training", "ai.onnx.ml")
+DOMAINS = ("", "ai.onnx.preview.training", "ai.onnx.preview", "ai.onnx.ml")
 
 def _lookup(n: Node, opsets: dict[str, int], src: str) -> tuple[int, Callable[[Call], Any]]:
   if n.domain not in DOMAINS:
@@ -2014,6 +2014,37 @@ def _attention(c: Call) -> tuple:
   mode = c.attr("qk_matmul_output_mode", 0)
   qko = {0: raw, 1: capped, 2: with_bias, 3: p}.get(mode, raw)
   return y, present_k, present_v, qko
+
+@op("ai.onnx.preview:FlexAttention")
+def _flexattention(c: Call) -> Tensor:
+  q, k, v = c.t(0), c.t(1), c.t(2)
+  if q.ndim != 4 or k.ndim != 4 or v.ndim != 4: raise c.error(f"Q, K, V must be 4-d: {q.shape}, {k.shape}, {v.shape}")
+  B, Hq, L, E = q.int_shape("ONNX FlexAttention")
+  _, Hkv, S, Ek = k.int_shape("ONNX FlexAttention")
+  if v.shape[1:3] != (Hkv, S) or Ek != E or Hkv < 1 or Hq % Hkv:
+    raise c.error(f"K {k.shape} and V {v.shape} must share heads and length, Q {q.shape} must share the head size and "
+                  "have a multiple of K's heads")
+  if Hq != Hkv:  # query head h reads K/V head h // (Hq/Hkv)
+    rep = Hq // Hkv
+    k = k.reshape(B, Hkv, 1, S, E).expand(B, Hkv, rep, S, E).reshape(B, Hq, S, E)
+    v = v.reshape(B, Hkv, 1, S, v.shape[3]).expand(B, Hkv, rep, S, v.shape[3]).reshape(B, Hq, S, v.shape[3])
+  scale = c.attr("scale")
+  sq = math.sqrt(float(np.float32(1 / math.sqrt(E) if scale is None else scale)))
+  scores = (q * sq).matmul((k * sq).transpose(-1, -2))
+  sp = c.attr("softmax_precision")
+  # the softmax (and the modifiers' tensors) are float32 for a 16-bit input unless softmax_precision says otherwise
+  cdt = to_dtype(sp, c.node.label()) if sp else (dtypes.float64 if q.dtype is dtypes.float64 else dtypes.float32)
+  scores = scores.cast(cdt)
+  def modify(name: str, t: Tensor) -> Tensor:
+    if (g := c.attr(name)) is None: return t
+    outs = c.subgraph(g, [t])
+    if len(outs) != 1 or not isinstance(outs[0], Tensor) or outs[0].shape != t.shape:
+      raise c.error(f"{name} must return one tensor of shape {t.shape}")
+    return outs[0].cast(cdt)
+  scores = modify("score_mod", scores)
+  e = _exp(scores - scores.max(-1, keepdim=True))
+  probs = modify("prob_mod", e / e.sum(-1, keepdim=True))
+  return probs.matmul(v.cast(cdt)).cast(v.dtype)
 
 @op("RotaryEmbedding", since=23)
 def _rotary(c: Call) -> Tensor:
