@@ -2426,6 +2426,49 @@ def _deformconv(c: Call) -> Tensor:
   if bias is not None: y = y + bias.cast(dt).reshape(1, OC, *([1] * d))
   return y.cast(x.dtype)
 
+@op("TfIdfVectorizer", since=9)
+def _tfidf(c: Call) -> Tensor:
+  x = c.t(0)
+  if c.attr("pool_strings") is not None: raise c.error("pool_strings: the library has no string dtype")
+  if x.ndim not in (1, 2) or not dtypes.is_int(x.dtype): raise c.error(f"X must be a 1-d or 2-d int tensor: {x.shape}")
+  pool, starts, idxs = c.attr("pool_int64s") or [], c.attr("ngram_counts") or [], c.attr("ngram_indexes") or []
+  lo, hi, skip = c.attr("min_gram_length"), c.attr("max_gram_length"), c.attr("max_skip_count")
+  mode = c.attr("mode")
+  if mode not in ("TF", "IDF", "TFIDF") or lo is None or hi is None or skip is None or not 1 <= lo <= hi or skip < 0:
+    raise c.error(f"mode {mode!r}, min/max_gram_length {lo}/{hi}, max_skip_count {skip} are required and valid")
+  # the pool: n-grams of size n from index starts[n-1] to starts[n] (or the end), listed in the order of ngram_indexes
+  grams: list[tuple[int, ...]] = []
+  for n, st in enumerate(starts, 1):
+    end = starts[n] if n < len(starts) else len(pool)
+    if st > end or (end - st) % n: raise c.error(f"ngram_counts {starts} do not cut pool_int64s into {n}-grams")
+    grams += [tuple(pool[i:i + n]) for i in range(st, end, n)]
+  if len(idxs) != len(grams) or any(i < 0 for i in idxs):
+    raise c.error(f"ngram_indexes has {len(idxs)} entries for {len(grams)} pooled n-grams")
+  size = max(idxs) + 1 if idxs else 0
+  # NOTE: a weight scales an output coordinate (weights[ngram_indexes[i]] for the i-th n-gram), as onnxruntime and the
+  # onnx reference do; with the identity ngram_indexes that is the spec's "i-th n-gram"
+  w = c.attr("weights") or [1.0] * size
+  if len(w) < size: raise c.error(f"weights has {len(w)} entries for {size} output coordinates")
+  xb = (x if x.ndim == 2 else x.reshape(1, -1)).cast(dtypes.int64)
+  R, C = xb.shape
+  counts = Tensor.zeros(R, len(grams), device=x.device)
+  for n in range(lo, min(hi, len(starts)) + 1):
+    sel = [i for i, g in enumerate(grams) if len(g) == n]
+    if not sel: continue
+    P = Tensor(np.array([grams[i] for i in sel], np.int64).reshape(len(sel), n), device=x.device)
+    hot = Tensor(np.eye(len(grams), dtype=np.float32)[sel], device=x.device)  # [this size's grams, all grams]
+    # an n-gram takes every d-th token, d = 1 .. max_skip_count+1 (a unigram is counted once)
+    for d in range(1, (skip + 2) if n > 1 else 2):
+      span = C - (n - 1) * d
+      if span <= 0: break
+      hit = Tensor.ones(R, span, len(sel), dtype=dtypes.bool, device=x.device)
+      for j in range(n): hit = hit & (xb[:, j * d:j * d + span].unsqueeze(-1) == P[:, j].reshape(1, 1, -1))
+      counts = counts + hit.cast(dtypes.float32).sum(1).matmul(hot)
+  y = counts.matmul(Tensor(np.eye(size, dtype=np.float32)[idxs].reshape(len(grams), size), device=x.device))
+  if mode == "IDF": y = y.minimum(1)
+  if mode != "TF": y = y * Tensor(np.array(w[:size], np.float32), device=x.device)
+  return y if x.ndim == 2 else y.reshape(-1)
+
 @op("Col2Im", since=18)
 def _col2im(c: Call) -> Tensor:
   x, img, blk = c.t(0), c.ints(1), c.ints(2)
