@@ -7,7 +7,6 @@ EXCLUDED: list[tuple[str, str]] = [
   (r"^test_(strnorm|string_|regex_full_match|equal_string|ai_onnx_ml_label_encoder)", "string tensors: the library has no string dtype"),
   (r"^test_image_decoder", "ImageDecoder decodes JPEG/PNG/BMP/TIFF/WebP bytes: an image codec, not tensor math"),
   (r"^test_(bernoulli|training_dropout(?!_zero_ratio))", "random draws: the expected values come from numpy's generator, which no other generator reproduces"),
-  (r"^test_ai_onnx_ml_tree_ensemble", "not implemented: ai.onnx.ml TreeEnsemble"),
   (r"^test_dft_inverse", "reference rounding: the expected imaginary part of the Nyquist bin is numpy's complex64 FFT "
    "rounding (1.9e-7, exact value 0), above the suite's atol 1e-7; our DFT sums in float64 (5e-15 there)"),
   (r"^test_loop16_seq_none$", "suite bug: its sequence comparison takes len() of the 0-d first element and raises "

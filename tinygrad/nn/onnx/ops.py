@@ -10,7 +10,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.sint import shape_eq, all_concrete, vmax, vmin
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, flatten
-from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function
+from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function, tensor_to_numpy
 from tinygrad.nn.onnx.call import Call, Scope, DTYPES, to_dtype, MAX_OPSET, SymbolicUnsupported
 
 OPS: dict[str, tuple[int, Callable[[Call], Any]]] = {}  # op -> (first opset implemented, function)
@@ -2148,6 +2148,90 @@ def _adam(c: Call) -> tuple:
   return (*xo, *vo, *ho)
 
 # ---- ai.onnx.ml: the numeric ops ----
+
+def _attr_array(c: Call, name: str) -> np.ndarray | None:
+  """A tensor attribute's values on the host (a model's tree structure, not data)."""
+  t = c.attr(name)
+  return None if t is None else tensor_to_numpy(t, c.runner.model.base_dir, f"{c.node.label()} {name}")[0].reshape(-1)
+
+def _tree_depth(root: int, tid: list, fid: list, tleaf: list, fleaf: list, where: str) -> int:
+  """The most interior nodes on a path from root; a cycle or an index out of range is refused."""
+  best, stack = 0, [(root, 1)]
+  while stack:
+    n, d = stack.pop()
+    if not 0 <= n < len(tid) or d > len(tid): raise OnnxError(f"{where}: node {n} is out of range or on a cycle")
+    best = max(best, d)
+    stack += [(nxt, d + 1) for nxt, leaf in ((tid[n], tleaf[n]), (fid[n], fleaf[n])) if not leaf]
+  return best
+
+@op("ai.onnx.ml:TreeEnsemble", since=5)
+def _tree_ensemble(c: Call) -> Tensor:
+  x = _float_like(c.t(0))
+  if x.ndim != 2: raise c.error(f"X must be [N, F], it is {x.shape}")
+  N, F = x.int_shape("ONNX TreeEnsemble")
+  feat, tid, fid = c.attr("nodes_featureids"), c.attr("nodes_truenodeids"), c.attr("nodes_falsenodeids")
+  tleaf, fleaf, roots = c.attr("nodes_trueleafs"), c.attr("nodes_falseleafs"), c.attr("tree_roots")
+  ltgt, nt = c.attr("leaf_targetids"), c.attr("n_targets")
+  modes, splits, lw = _attr_array(c, "nodes_modes"), _attr_array(c, "nodes_splits"), _attr_array(c, "leaf_weights")
+  if any(v is None for v in (feat, tid, fid, tleaf, fleaf, roots, ltgt, nt, modes, splits, lw)):
+    raise c.error("a required attribute is missing")
+  assert modes is not None and splits is not None and lw is not None
+  M, L = len(feat), len(ltgt)
+  if any(len(a) != M for a in (tid, fid, tleaf, fleaf, modes, splits)) or len(lw) != L or not roots:
+    raise c.error("the nodes_* attributes (and the leaf_* ones) must have one length, and tree_roots must not be empty")
+  miss = c.attr("nodes_missing_value_tracks_true") or [0] * M
+  if (agg := c.attr("aggregate_function", 1)) not in (0, 1, 2, 3): raise c.error(f"aggregate_function {agg}")
+  if (post := c.attr("post_transform", 0)) not in (0, 1, 2, 3):
+    raise c.error(f"post_transform {post} (PROBIT needs an inverse erf the library does not have)" if post == 4 else
+                  f"unknown post_transform {post}")
+  if any(not 0 <= f < F for f in feat) or any(not 0 <= t < nt for t in ltgt) or any(m not in range(7) for m in modes):
+    raise c.error(f"a feature id >= {F}, a target id >= {nt} or an unknown node mode")
+  # the sets of BRANCH_MEMBER nodes, in node order, each ended by a NaN in membership_values
+  sets: dict[int, list[float]] = {}
+  mv = list(_attr_array(c, "membership_values") if c.attr("membership_values") is not None else [])
+  for n in (i for i in range(M) if modes[i] == 6):
+    if not any(math.isnan(v) for v in mv): raise c.error("membership_values lacks a NaN-ended set per member node")
+    end = next(i for i, v in enumerate(mv) if math.isnan(v))
+    sets[n], mv = mv[:end], mv[end + 1:]
+  depth = max(_tree_depth(r, tid, fid, tleaf, fleaf, c.node.label()) for r in roots)
+  dev, T, K = x.device, len(roots), max([len(v) for v in sets.values()] + [1])
+  def table(vals: Any, dt: DType) -> Tensor: return Tensor(np.array(vals).reshape(len(vals), -1), device=dev).cast(dt)
+  i64 = dtypes.int64
+  t_feat, t_mode, t_split = table(feat, i64), table(modes, i64), table(splits, x.dtype)
+  t_next = table([[t, f, tl, fl, m] for t, f, tl, fl, m in zip(tid, fid, tleaf, fleaf, miss)], i64)
+  t_set = table([sets.get(i, []) + [math.nan] * (K - len(sets.get(i, []))) for i in range(M)], x.dtype)
+  # a root whose both branches are the same leaf is a one-leaf tree
+  single = [bool(tleaf[r] and fleaf[r] and tid[r] == fid[r]) for r in roots]
+  cur = Tensor(np.array(roots, np.int64), device=dev).reshape(1, T).expand(N, T)
+  done = Tensor(np.array(single), device=dev).reshape(1, T).expand(N, T)
+  leaf = Tensor(np.array([tid[r] for r in roots], np.int64), device=dev).reshape(1, T).expand(N, T)
+  fpos = Tensor.arange(F, device=dev).cast(i64).reshape(1, 1, F)
+  for _ in range(depth):
+    flat = cur.reshape(-1)
+    f, md, sp = (_take_rows(t, flat).reshape(N, T) for t in (t_feat, t_mode, t_split))
+    nxt, members = _take_rows(t_next, flat).reshape(N, T, 5), _take_rows(t_set, flat).reshape(N, T, K)
+    xv = (f.unsqueeze(-1) == fpos).where(x.reshape(N, 1, F), 0.0).sum(-1)
+    cmp = [xv <= sp, xv < sp, xv >= sp, xv > sp, xv == sp, xv != sp, (xv.unsqueeze(-1) == members).any(-1)]
+    cond = cmp[6]
+    for m in range(6): cond = (md == m).where(cmp[m], cond)
+    cond = cond | (xv.isnan() & (nxt[..., 4] != 0))
+    to, to_leaf = cond.where(nxt[..., 0], nxt[..., 1]), cond.where(nxt[..., 2], nxt[..., 3]) != 0
+    leaf = (~done & to_leaf).where(to, leaf)
+    done, cur = done | to_leaf, (done | to_leaf).where(cur, to)
+  w = _take_rows(table(lw, x.dtype), leaf.reshape(-1)).reshape(N, T, 1)
+  tgt = _take_rows(table(ltgt, i64), leaf.reshape(-1)).reshape(N, T, 1)
+  hot = tgt == Tensor.arange(nt, device=dev).cast(i64).reshape(1, 1, nt)
+  big = float(np.finfo({dtypes.float16: np.float16, dtypes.float64: np.float64}.get(x.dtype, np.float32)).max)
+  if agg in (0, 1): y = hot.where(w, 0.0).sum(1) / (T if agg == 0 else 1)
+  elif agg == 2: y = hot.where(w, big).min(1)
+  else: y = hot.where(w, -big).max(1)
+  if post == 1: y = y.softmax(-1)
+  elif post == 2: y = y.sigmoid()
+  elif post == 3:  # softmax over the nonzero scores, zeros stay zero
+    nz = y != 0
+    e = nz.where((y - nz.where(y, -math.inf).max(-1, keepdim=True)).exp(), 0.0)
+    y = e / e.sum(-1, keepdim=True).maximum(1e-30)
+  return y.cast(x.dtype)
 
 @op("ai.onnx.ml:Binarizer")
 def _binarizer(c: Call) -> Tensor:
