@@ -1,4 +1,5 @@
-"""TfIdfVectorizer (the suite has TF mode only) and ai.onnx.ml TreeEnsemble beyond the suite's examples, against onnx.reference."""
+"""TfIdfVectorizer (the suite has TF mode only) and ai.onnx.ml TreeEnsemble beyond the suite's examples, against
+onnx.reference."""
 import numpy as np
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
