@@ -1488,7 +1488,7 @@ def _scan8(c: Call, body: Graph, ns: int) -> tuple:
   init, xs = [c.t(1 + i) for i in range(nstate)], [c.t(1 + nstate + j) for j in range(ns)]
   dirs = c.attr("directions") or [0] * ns
   if not xs: raise c.error("Scan-8 needs at least one scan input (it gives the batch size)")
-  B, T = xs[0].shape[0], xs[0].shape[1]
+  B, T = xs[0].int_shape("ONNX Scan")[:2]
   if any(x.ndim < 2 or x.shape[:2] != (B, T) for x in xs) or any(s.shape[0] != B for s in init):
     raise c.error(f"every scan input must be [batch {B}, sequence {T}, ...] and every state [batch {B}, ...]")
   lens = c.ints(0) if c.has(0) else [T] * B
@@ -2188,7 +2188,8 @@ def _tree_ensemble(c: Call) -> Tensor:
     raise c.error(f"a feature id >= {F}, a target id >= {nt} or an unknown node mode")
   # the sets of BRANCH_MEMBER nodes, in node order, each ended by a NaN in membership_values
   sets: dict[int, list[float]] = {}
-  mv = list(_attr_array(c, "membership_values") if c.attr("membership_values") is not None else [])
+  mva = _attr_array(c, "membership_values")
+  mv = [] if mva is None else mva.tolist()
   for n in (i for i in range(M) if modes[i] == 6):
     if not any(math.isnan(v) for v in mv): raise c.error("membership_values lacks a NaN-ended set per member node")
     end = next(i for i, v in enumerate(mv) if math.isnan(v))
@@ -2221,7 +2222,7 @@ def _tree_ensemble(c: Call) -> Tensor:
   w = _take_rows(table(lw, x.dtype), leaf.reshape(-1)).reshape(N, T, 1)
   tgt = _take_rows(table(ltgt, i64), leaf.reshape(-1)).reshape(N, T, 1)
   hot = tgt == Tensor.arange(nt, device=dev).cast(i64).reshape(1, 1, nt)
-  big = float(np.finfo({dtypes.float16: np.float16, dtypes.float64: np.float64}.get(x.dtype, np.float32)).max)
+  big = {dtypes.float16: 65504.0, dtypes.float64: 1.7976931348623157e308}.get(x.dtype, 3.4028234663852886e38)
   if agg in (0, 1): y = hot.where(w, 0.0).sum(1) / (T if agg == 0 else 1)
   elif agg == 2: y = hot.where(w, big).min(1)
   else: y = hot.where(w, -big).max(1)
