@@ -10,7 +10,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.sint import shape_eq, all_concrete, vmax, vmin
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod, flatten
-from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function
+from tinygrad.nn.onnx.proto import OnnxError, Graph, Node, Function, tensor_to_numpy
 from tinygrad.nn.onnx.call import Call, Scope, DTYPES, to_dtype, MAX_OPSET, SymbolicUnsupported
 
 OPS: dict[str, tuple[int, Callable[[Call], Any]]] = {}  # op -> (first opset implemented, function)
@@ -31,7 +31,7 @@ def check_graph(g: Graph, opsets: dict[str, int], functions: dict[tuple[str, str
       for sub in (v if isinstance(v, list) else [v]):
         if isinstance(sub, Graph): check_graph(sub, opsets, functions, src)
 
-DOMAINS = ("", "ai.onnx.preview.training", "ai.onnx.ml")
+DOMAINS = ("", "ai.onnx.preview.training", "ai.onnx.preview", "ai.onnx.ml")
 
 def _lookup(n: Node, opsets: dict[str, int], src: str) -> tuple[int, Callable[[Call], Any]]:
   if n.domain not in DOMAINS:
@@ -333,8 +333,18 @@ def _mod(c: Call) -> Tensor:
 
 def _unary(fn: Callable[[Tensor], Tensor]) -> Callable[[Call], Tensor]: return lambda c: fn(c.t(0))
 
+def _exp(x: Tensor) -> Tensor:
+  # a 16-bit float's exp goes through float32 and rounds once: exp2(x * log2 e) with the product rounded to 16 bits is
+  # off by several ulps (the reference computes 16-bit math in float32)
+  return x.cast(dtypes.float32).exp().cast(x.dtype) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x.exp()
+
+def _softmax(x: Tensor, ax: int) -> Tensor:
+  if x.dtype not in (dtypes.float16, dtypes.bfloat16): return x.softmax(ax)
+  e = _exp(x - x.max(ax, keepdim=True))
+  return e / e.sum(ax, keepdim=True)
+
 _UNARY: dict[str, Callable[[Tensor], Tensor]] = {
-  "Abs": lambda x: x.abs(), "Neg": lambda x: -x, "Exp": lambda x: x.exp(), "Log": lambda x: x.log(),
+  "Abs": lambda x: x.abs(), "Neg": lambda x: -x, "Exp": _exp, "Log": lambda x: x.log(),
   "Sqrt": lambda x: x.sqrt(), "Reciprocal": lambda x: x.reciprocal(), "Floor": lambda x: x.floor(),
   "Ceil": lambda x: x.ceil(), "Sin": lambda x: x.sin(), "Cos": lambda x: x.cos(), "Tan": lambda x: x.tan(),
   "Asin": lambda x: x.asin(), "Acos": lambda x: x.acos(), "Atan": lambda x: x.atan(), "Sinh": lambda x: x.sinh(),
@@ -686,7 +696,8 @@ def _pad(c: Call) -> Tensor:
 def _d2s(c: Call) -> Tensor:
   x, b = c.t(0), c.attr("blocksize")
   n, ch, h, w = x.shape
-  if c.attr("mode", "DCR") == "DCR":
+  if (mode := c.attr("mode", "DCR")) not in ("DCR", "CRD"): raise c.error(f"mode must be DCR or CRD, it is {mode!r}")
+  if mode == "DCR":
     return x.reshape(n, b, b, ch // (b * b), h, w).permute(0, 3, 4, 1, 5, 2).reshape(n, ch // (b * b), h * b, w * b)
   return x.reshape(n, ch // (b * b), b, b, h, w).permute(0, 1, 4, 2, 5, 3).reshape(n, ch // (b * b), h * b, w * b)
 
@@ -694,7 +705,11 @@ def _d2s(c: Call) -> Tensor:
 def _s2d(c: Call) -> Tensor:
   x, b = c.t(0), c.attr("blocksize")
   n, ch, h, w = x.shape
-  return x.reshape(n, ch, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4).reshape(n, ch * b * b, h // b, w // b)
+  mode = c.attr("mode", "DCR")
+  if mode not in ("DCR", "CRD"): raise c.error(f"mode must be DCR or CRD, it is {mode!r}")
+  # DCR: the block offset is the outer part of the new channel; CRD (opset 28): the old channel is
+  order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+  return x.reshape(n, ch, h // b, b, w // b, b).permute(*order).reshape(n, ch * b * b, h // b, w // b)
 
 @op("Trilu", since=14)
 def _trilu(c: Call) -> Tensor:
@@ -950,7 +965,7 @@ def _coerced(c: Call, fn: Callable[[Tensor, int], Tensor]) -> Tensor:
   ax = _axis(c.attr("axis", 1), x.ndim)
   return fn(x.reshape(prod(x.shape[:ax]), prod(x.shape[ax:])), 1).reshape(x.shape)
 
-op("Softmax")(lambda c: _coerced(c, lambda x, a: x.softmax(a)))
+op("Softmax")(lambda c: _coerced(c, _softmax))
 op("LogSoftmax")(lambda c: _coerced(c, lambda x, a: x.log_softmax(a)))
 op("Hardmax")(lambda c: _coerced(c, lambda x, a: (x._argext(a, True, True) ==
                                                 Tensor.arange(x.shape[a], device=x.device).reshape(
@@ -1134,12 +1149,18 @@ def _maxunpool(c: Call) -> Tensor:
   k = c.attr("kernel_shape")
   n = len(k)
   s, p = c.attr("strides") or [1] * n, c.attr("pads") or [0] * (2 * n)
-  if c.has(2): outs = c.ints(2)[2:]  # type: ignore[index]
-  else: outs = [(x.shape[2 + i] - 1) * s[i] + k[i] - p[i] - p[i + n] for i in range(n)]
-  total = x.shape[0] * x.shape[1] * prod(outs)
+  inferred = [(x.shape[2 + i] - 1) * s[i] + k[i] - p[i] - p[i + n] for i in range(n)]
+  total = x.shape[0] * x.shape[1] * prod(inferred)
   flat = Tensor.zeros(total, dtype=x.dtype, device=x.device)
   flat = flat.scatter(0, idx.reshape(-1).cast(dtypes.int64), x.reshape(-1))
-  return flat.reshape(x.shape[0], x.shape[1], *outs)
+  y = flat.reshape(x.shape[0], x.shape[1], *inferred)
+  if not c.has(2): return y
+  # the indices address the inferred shape; an output_shape only appends zeros at the end of each spatial dim
+  want = c.ints(2)
+  assert want is not None
+  if len(want) != 2 + n or list(want[:2]) != list(x.shape[:2]) or any(w < i for w, i in zip(want[2:], inferred)):
+    raise c.error(f"output_shape {want} must be {list(x.shape[:2])} then spatial sizes >= {inferred}")
+  return y.pad([(0, 0), (0, 0)] + [(0, w - i) for w, i in zip(want[2:], inferred)])
 
 # ---- normalization ----
 
@@ -1431,7 +1452,7 @@ def _loop(c: Call) -> tuple:
 def _scan(c: Call) -> tuple:
   body: Graph = c.attr("body")
   ns = c.attr("num_scan_inputs")
-  if c.opset < 9: raise c.error("Scan before opset 9 (with a sequence_lens input) is not supported")
+  if c.opset < 9: return _scan8(c, body, ns)
   state = list(c.inputs[:len(c.inputs) - ns])
   xs = [c.t(len(state) + j) for j in range(ns)]
   in_axes = c.attr("scan_input_axes") or [0] * ns
@@ -1457,6 +1478,47 @@ def _scan(c: Call) -> tuple:
     a = _axis(out_axes[j], st.ndim)
     if a: st = st.permute(list(range(1, a + 1)) + [0] + list(range(a + 1, st.ndim)))
     res.append(st)
+  return tuple(res)
+
+def _scan8(c: Call, body: Graph, ns: int) -> tuple:
+  """Scan-8: axis 0 of every state and scan input is a batch run one element at a time, axis 1 of a scan input is the
+  sequence; an optional sequence_lens (input 0) stops each batch element early, its scan outputs padded with zeros."""
+  nstate = len(c.inputs) - 1 - ns
+  if nstate < 0: raise c.error(f"{len(c.inputs)} inputs cannot hold sequence_lens and {ns} scan inputs")
+  init, xs = [c.t(1 + i) for i in range(nstate)], [c.t(1 + nstate + j) for j in range(ns)]
+  dirs = c.attr("directions") or [0] * ns
+  if not xs: raise c.error("Scan-8 needs at least one scan input (it gives the batch size)")
+  B, T = xs[0].int_shape("ONNX Scan")[:2]
+  if any(x.ndim < 2 or x.shape[:2] != (B, T) for x in xs) or any(s.shape[0] != B for s in init):
+    raise c.error(f"every scan input must be [batch {B}, sequence {T}, ...] and every state [batch {B}, ...]")
+  lens = c.ints(0) if c.has(0) else [T] * B
+  assert lens is not None
+  if len(lens) != B or any(not 0 <= n <= T for n in lens):
+    raise c.error(f"sequence_lens {lens} must be {B} values <= {T}")
+  if B == 0: raise c.error("Scan-8 with a batch of 0")
+  finals: list[list[Tensor]] = [[] for _ in range(nstate)]
+  outs: list[list[list[Tensor]]] = []  # [batch][output][step]
+  for b in range(B):
+    state: list[Any] = [s[b] for s in init]
+    steps: list[list[Tensor]] = []
+    for t in range(lens[b]):
+      r = c.subgraph(body, [*state, *[x[b, lens[b] - 1 - t if dr else t] for x, dr in zip(xs, dirs)]])
+      state = r[:nstate]
+      if not steps: steps = [[] for _ in r[nstate:]]
+      for lst, v in zip(steps, r[nstate:]): lst.append(v)
+    for lst, v in zip(finals, state): lst.append(v)
+    outs.append(steps)
+  nout = len(c.node.outputs) - nstate
+  res: list[Any] = [Tensor.stack(*f) for f in finals]
+  for j in range(nout):
+    elem = next((o[j][0] for o in outs if o and o[j]), None)
+    if elem is None:
+      if T: raise c.error(f"scan output {j} has no element in any batch, so its shape is unknown")
+      res.append(Tensor.zeros(B, 0, dtype=xs[0].dtype, device=c.device))
+      continue
+    pad = Tensor.zeros(*elem.shape, dtype=elem.dtype, device=elem.device)
+    rows = [Tensor.stack(*((o[j] if o else []) + [pad] * (T - lens[b]))) for b, o in enumerate(outs)]
+    res.append(Tensor.stack(*rows))
   return tuple(res)
 
 @op("SequenceMap", since=17)
@@ -1944,7 +2006,7 @@ def _attention(c: Call) -> tuple:
   qs = qk.cast(to_dtype(sp, c.node.label())) if sp else qk
   mx = qs.max(-1, keepdim=True)
   dead = mx == -math.inf
-  e = (qs - dead.where(0, mx)).exp()
+  e = _exp(qs - dead.where(0, mx))
   p = e / dead.where(1, e.sum(-1, keepdim=True))
   p = p.cast(qk.dtype)
   y = p.matmul(v)
@@ -1952,6 +2014,37 @@ def _attention(c: Call) -> tuple:
   mode = c.attr("qk_matmul_output_mode", 0)
   qko = {0: raw, 1: capped, 2: with_bias, 3: p}.get(mode, raw)
   return y, present_k, present_v, qko
+
+@op("ai.onnx.preview:FlexAttention")
+def _flexattention(c: Call) -> Tensor:
+  q, k, v = c.t(0), c.t(1), c.t(2)
+  if q.ndim != 4 or k.ndim != 4 or v.ndim != 4: raise c.error(f"Q, K, V must be 4-d: {q.shape}, {k.shape}, {v.shape}")
+  B, Hq, L, E = q.int_shape("ONNX FlexAttention")
+  _, Hkv, S, Ek = k.int_shape("ONNX FlexAttention")
+  if v.shape[1:3] != (Hkv, S) or Ek != E or Hkv < 1 or Hq % Hkv:
+    raise c.error(f"K {k.shape} and V {v.shape} must share heads and length, Q {q.shape} must share the head size and "
+                  "have a multiple of K's heads")
+  if Hq != Hkv:  # query head h reads K/V head h // (Hq/Hkv)
+    rep = Hq // Hkv
+    k = k.reshape(B, Hkv, 1, S, E).expand(B, Hkv, rep, S, E).reshape(B, Hq, S, E)
+    v = v.reshape(B, Hkv, 1, S, v.shape[3]).expand(B, Hkv, rep, S, v.shape[3]).reshape(B, Hq, S, v.shape[3])
+  scale = c.attr("scale")
+  sq = math.sqrt(float(np.float32(1 / math.sqrt(E) if scale is None else scale)))
+  scores = (q * sq).matmul((k * sq).transpose(-1, -2))
+  sp = c.attr("softmax_precision")
+  # the softmax (and the modifiers' tensors) are float32 for a 16-bit input unless softmax_precision says otherwise
+  cdt = to_dtype(sp, c.node.label()) if sp else (dtypes.float64 if q.dtype is dtypes.float64 else dtypes.float32)
+  scores = scores.cast(cdt)
+  def modify(name: str, t: Tensor) -> Tensor:
+    if (g := c.attr(name)) is None: return t
+    outs = c.subgraph(g, [t])
+    if len(outs) != 1 or not isinstance(outs[0], Tensor) or outs[0].shape != t.shape:
+      raise c.error(f"{name} must return one tensor of shape {t.shape}")
+    return outs[0].cast(cdt)
+  scores = modify("score_mod", scores)
+  e = _exp(scores - scores.max(-1, keepdim=True))
+  probs = modify("prob_mod", e / e.sum(-1, keepdim=True))
+  return probs.matmul(v.cast(cdt)).cast(v.dtype)
 
 @op("RotaryEmbedding", since=23)
 def _rotary(c: Call) -> Tensor:
@@ -2056,6 +2149,91 @@ def _adam(c: Call) -> tuple:
 
 # ---- ai.onnx.ml: the numeric ops ----
 
+def _attr_array(c: Call, name: str) -> np.ndarray | None:
+  """A tensor attribute's values on the host (a model's tree structure, not data)."""
+  t = c.attr(name)
+  return None if t is None else tensor_to_numpy(t, c.runner.model.base_dir, f"{c.node.label()} {name}")[0].reshape(-1)
+
+def _tree_depth(root: int, tid: list, fid: list, tleaf: list, fleaf: list, where: str) -> int:
+  """The most interior nodes on a path from root; a cycle or an index out of range is refused."""
+  best, stack = 0, [(root, 1)]
+  while stack:
+    n, d = stack.pop()
+    if not 0 <= n < len(tid) or d > len(tid): raise OnnxError(f"{where}: node {n} is out of range or on a cycle")
+    best = max(best, d)
+    stack += [(nxt, d + 1) for nxt, leaf in ((tid[n], tleaf[n]), (fid[n], fleaf[n])) if not leaf]
+  return best
+
+@op("ai.onnx.ml:TreeEnsemble", since=5)
+def _tree_ensemble(c: Call) -> Tensor:
+  x = _float_like(c.t(0))
+  if x.ndim != 2: raise c.error(f"X must be [N, F], it is {x.shape}")
+  N, F = x.int_shape("ONNX TreeEnsemble")
+  feat, tid, fid = c.attr("nodes_featureids"), c.attr("nodes_truenodeids"), c.attr("nodes_falsenodeids")
+  tleaf, fleaf, roots = c.attr("nodes_trueleafs"), c.attr("nodes_falseleafs"), c.attr("tree_roots")
+  ltgt, nt = c.attr("leaf_targetids"), c.attr("n_targets")
+  modes, splits, lw = _attr_array(c, "nodes_modes"), _attr_array(c, "nodes_splits"), _attr_array(c, "leaf_weights")
+  if any(v is None for v in (feat, tid, fid, tleaf, fleaf, roots, ltgt, nt, modes, splits, lw)):
+    raise c.error("a required attribute is missing")
+  assert modes is not None and splits is not None and lw is not None
+  M, L = len(feat), len(ltgt)
+  if any(len(a) != M for a in (tid, fid, tleaf, fleaf, modes, splits)) or len(lw) != L or not roots:
+    raise c.error("the nodes_* attributes (and the leaf_* ones) must have one length, and tree_roots must not be empty")
+  miss = c.attr("nodes_missing_value_tracks_true") or [0] * M
+  if (agg := c.attr("aggregate_function", 1)) not in (0, 1, 2, 3): raise c.error(f"aggregate_function {agg}")
+  if (post := c.attr("post_transform", 0)) not in (0, 1, 2, 3):
+    raise c.error(f"post_transform {post} (PROBIT needs an inverse erf the library does not have)" if post == 4 else
+                  f"unknown post_transform {post}")
+  if any(not 0 <= f < F for f in feat) or any(not 0 <= t < nt for t in ltgt) or any(m not in range(7) for m in modes):
+    raise c.error(f"a feature id >= {F}, a target id >= {nt} or an unknown node mode")
+  # the sets of BRANCH_MEMBER nodes, in node order, each ended by a NaN in membership_values
+  sets: dict[int, list[float]] = {}
+  mva = _attr_array(c, "membership_values")
+  mv = [] if mva is None else mva.tolist()
+  for n in (i for i in range(M) if modes[i] == 6):
+    if not any(math.isnan(v) for v in mv): raise c.error("membership_values lacks a NaN-ended set per member node")
+    end = next(i for i, v in enumerate(mv) if math.isnan(v))
+    sets[n], mv = mv[:end], mv[end + 1:]
+  depth = max(_tree_depth(r, tid, fid, tleaf, fleaf, c.node.label()) for r in roots)
+  dev, T, K = x.device, len(roots), max([len(v) for v in sets.values()] + [1])
+  def table(vals: Any, dt: DType) -> Tensor: return Tensor(np.array(vals).reshape(len(vals), -1), device=dev).cast(dt)
+  i64 = dtypes.int64
+  t_feat, t_mode, t_split = table(feat, i64), table(modes, i64), table(splits, x.dtype)
+  t_next = table([[t, f, tl, fl, m] for t, f, tl, fl, m in zip(tid, fid, tleaf, fleaf, miss)], i64)
+  t_set = table([sets.get(i, []) + [math.nan] * (K - len(sets.get(i, []))) for i in range(M)], x.dtype)
+  # a root whose both branches are the same leaf is a one-leaf tree
+  single = [bool(tleaf[r] and fleaf[r] and tid[r] == fid[r]) for r in roots]
+  cur = Tensor(np.array(roots, np.int64), device=dev).reshape(1, T).expand(N, T)
+  done = Tensor(np.array(single), device=dev).reshape(1, T).expand(N, T)
+  leaf = Tensor(np.array([tid[r] for r in roots], np.int64), device=dev).reshape(1, T).expand(N, T)
+  fpos = Tensor.arange(F, device=dev).cast(i64).reshape(1, 1, F)
+  for _ in range(depth):
+    flat = cur.reshape(-1)
+    f, md, sp = (_take_rows(t, flat).reshape(N, T) for t in (t_feat, t_mode, t_split))
+    nxt, members = _take_rows(t_next, flat).reshape(N, T, 5), _take_rows(t_set, flat).reshape(N, T, K)
+    xv = (f.unsqueeze(-1) == fpos).where(x.reshape(N, 1, F), 0.0).sum(-1)
+    cmp = [xv <= sp, xv < sp, xv >= sp, xv > sp, xv == sp, xv != sp, (xv.unsqueeze(-1) == members).any(-1)]
+    cond = cmp[6]
+    for m in range(6): cond = (md == m).where(cmp[m], cond)
+    cond = cond | (xv.isnan() & (nxt[..., 4] != 0))
+    to, to_leaf = cond.where(nxt[..., 0], nxt[..., 1]), cond.where(nxt[..., 2], nxt[..., 3]) != 0
+    leaf = (~done & to_leaf).where(to, leaf)
+    done, cur = done | to_leaf, (done | to_leaf).where(cur, to)
+  w = _take_rows(table(lw, x.dtype), leaf.reshape(-1)).reshape(N, T, 1)
+  tgt = _take_rows(table(ltgt, i64), leaf.reshape(-1)).reshape(N, T, 1)
+  hot = tgt == Tensor.arange(nt, device=dev).cast(i64).reshape(1, 1, nt)
+  big = {dtypes.float16: 65504.0, dtypes.float64: 1.7976931348623157e308}.get(x.dtype, 3.4028234663852886e38)
+  if agg in (0, 1): y = hot.where(w, 0.0).sum(1) / (T if agg == 0 else 1)
+  elif agg == 2: y = hot.where(w, big).min(1)
+  else: y = hot.where(w, -big).max(1)
+  if post == 1: y = y.softmax(-1)
+  elif post == 2: y = y.sigmoid()
+  elif post == 3:  # softmax over the nonzero scores, zeros stay zero
+    nz = y != 0
+    e = nz.where((y - nz.where(y, -math.inf).max(-1, keepdim=True)).exp(), 0.0)
+    y = e / e.sum(-1, keepdim=True).maximum(1e-30)
+  return y.cast(x.dtype)
+
 @op("ai.onnx.ml:Binarizer")
 def _binarizer(c: Call) -> Tensor:
   x = c.t(0)
@@ -2151,22 +2329,230 @@ def _dft(c: Call) -> Tensor:
   inverse, onesided = c.attr("inverse", 0), c.attr("onesided", 0)
   xf = x.cast(dtypes.float64)
   re, im = (xf[..., 0], xf[..., 1]) if x.shape[-1] == 2 else (xf[..., 0], None)
-  N = n_len or x.int_shape("ONNX DFT")[ax]
-  def fit(t: Tensor) -> Tensor:
+  n_in = x.int_shape("ONNX DFT")[ax]
+  # an inverse of a one-sided spectrum (irfft) reads N//2+1 bins and writes N real samples, N = 2*(bins-1) by default
+  irfft = bool(inverse and onesided)
+  N = n_len or (2 * (n_in - 1) if irfft else n_in)
+  if N < 1: raise c.error(f"the DFT length must be positive, it is {N}")
+  def fit(t: Tensor, L: int) -> Tensor:
     n = t.shape[ax]
-    if N < n: return t.shrink([(0, N) if i == ax else None for i in range(t.ndim)])
-    return t.pad([(0, N - n) if i == ax else (0, 0) for i in range(t.ndim)]) if N > n else t
-  re = fit(re).transpose(ax, -1)
-  im = fit(im).transpose(ax, -1) if im is not None else None
-  K = N // 2 + 1 if onesided else N
+    if L < n: return t.shrink([(0, L) if i == ax else None for i in range(t.ndim)])
+    return t.pad([(0, L - n) if i == ax else (0, 0) for i in range(t.ndim)]) if L > n else t
+  L = N // 2 + 1 if irfft else N
+  re = fit(re, L).transpose(ax, -1)
+  im = fit(im, L).transpose(ax, -1) if im is not None else None
+  if irfft:
+    # x[n] = (1/N) sum_k w_k (Re X_k cos(2 pi k n/N) - Im X_k sin(2 pi k n/N)): the bins 1..ceil(N/2)-1 stand for their
+    # conjugate twins too (w=2); the DC bin and, for an even N, the Nyquist bin count once, their imaginary parts drop
+    nk = np.outer(np.arange(L), np.arange(N)) * (2 * np.pi / N)
+    w = np.full((L, 1), 2.0)
+    w[0] = 1.0
+    if N % 2 == 0: w[-1] = 1.0
+    sin = np.sin(nk) * w
+    sin[0] = 0.0
+    if N % 2 == 0: sin[-1] = 0.0
+    out_r = re.matmul(Tensor(np.cos(nk) * w / N, device=x.device))
+    if im is not None: out_r = out_r - im.matmul(Tensor(sin / N, device=x.device))
+    return out_r.transpose(ax, -1).unsqueeze(-1).cast(x.dtype)
+  out_re, out_im = _dft_last(re, im, N, N // 2 + 1 if onesided else N, bool(inverse))
+  out = Tensor.stack(out_re.transpose(ax, -1), out_im.transpose(ax, -1), dim=-1)
+  return out.cast(x.dtype)
+
+def _dft_last(re: Tensor, im: Tensor | None, N: int, K: int, inverse: bool) -> tuple[Tensor, Tensor]:
+  """The first K bins of the N-point DFT (or inverse DFT, scaled by 1/N) along the last axis, as (real, imaginary)."""
   kn = np.outer(np.arange(N), np.arange(K)) * (2 * np.pi / N)
-  cos, sin = Tensor(np.cos(kn), device=x.device), Tensor(np.sin(kn), device=x.device)
+  cos, sin = Tensor(np.cos(kn), device=re.device), Tensor(np.sin(kn), device=re.device)
   sgn = 1.0 if inverse else -1.0
   out_re = re.matmul(cos) - (im.matmul(sin) * sgn if im is not None else 0)
   out_im = re.matmul(sin) * sgn + (im.matmul(cos) if im is not None else 0)
-  if inverse: out_re, out_im = out_re / N, out_im / N
-  out = Tensor.stack(out_re.transpose(ax, -1), out_im.transpose(ax, -1), dim=-1)
-  return out.cast(x.dtype)
+  return (out_re / N, out_im / N) if inverse else (out_re, out_im)
+
+@op("STFT", since=17)
+def _stft(c: Call) -> Tensor:
+  x, win = c.t(0), c.opt(2)
+  if x.ndim != 3 or x.shape[2] not in (1, 2): raise c.error(f"signal must be [batch, length, 1 or 2], it is {x.shape}")
+  S = x.int_shape("ONNX STFT")[1]
+  step = int(c.scalar(1))
+  if win is not None and win.ndim != 1: raise c.error(f"window must be 1-d, it is {win.shape}")
+  L = int(c.scalar(3)) if c.has(3) else (win.int_shape("ONNX STFT")[0] if win is not None else S)
+  if win is not None and win.shape[0] != L: raise c.error(f"window length {win.shape[0]} != frame_length {L}")
+  if step < 1 or not 1 <= L <= S: raise c.error(f"frame_step {step} and frame_length {L} do not fit the signal ({S})")
+  # [batch, frames, 1|2, frame_length]: the frames start every `step` samples, a partial last frame is dropped
+  frames = x.cast(dtypes.float64).unfold(1, L, step)
+  if win is not None: frames = frames * win.cast(dtypes.float64)
+  re, im = frames[:, :, 0], (frames[:, :, 1] if x.shape[2] == 2 else None)
+  out_re, out_im = _dft_last(re, im, L, L // 2 + 1 if c.attr("onesided", 1) else L, False)
+  return Tensor.stack(out_re, out_im, dim=-1).cast(x.dtype)
+
+@op("MelWeightMatrix", since=17)
+def _melweight(c: Call) -> Tensor:
+  M, dft, sr = int(c.scalar(0)), int(c.scalar(1)), int(c.scalar(2))
+  if M < 1 or dft < 1 or sr < 1: raise c.error(f"num_mel_bins {M}, dft_length {dft}, sample_rate {sr} must be positive")
+  f64 = dtypes.float64
+  def mel(hz: Tensor) -> Tensor: return (hz.cast(f64) / 700).log1p() * (2595 / math.log(10))
+  lo, hi = mel(c.t(3)), mel(c.t(4))
+  # M+2 band edges evenly spaced in mel from the lower edge (step (hi-lo)/(M+2)), each floored to a spectrogram bin
+  edges_mel = Tensor.arange(M + 2, device=c.device).cast(f64) * ((hi - lo) / (M + 2)) + lo
+  edges_hz = (edges_mel * (math.log(10) / 2595)).expm1() * 700
+  b = ((edges_hz * (dft + 1)) / sr).floor().cast(dtypes.int64)
+  left, center, right = b[:M].reshape(1, M), b[1:M + 1].reshape(1, M), b[2:].reshape(1, M)
+  j = Tensor.arange(dft // 2 + 1, device=c.device).cast(dtypes.int64).reshape(-1, 1)
+  # triangles peaking at 1 on the center bin: rising over [left, center], falling over [center, right)
+  up = (j - left).cast(f64) / (center - left).maximum(1).cast(f64)
+  down = (right - j).cast(f64) / (right - center).maximum(1).cast(f64)
+  w = ((j >= left) & (j <= center)).where(up, 0.0)
+  w = (center == left).where((j == center).where(1.0, w), w)
+  w = ((j >= center) & (j < right)).where(down, w)
+  return w.cast(to_dtype(c.attr("output_datatype", 1), c.node.label()))
+
+def _roi_axis(start: Tensor, bin_sz: Tensor, grid: Tensor, P: int, G: int, n: int) -> tuple[Tensor, Tensor]:
+  """Bilinear weights of RoiAlign's samples along one axis onto its n positions, [rois, P, G, n] for the low and the
+  high neighbour: sample g of bin p sits at start + p*bin + (g+0.5)*bin/grid; a sample past the grid or outside
+  [-1, n] weighs nothing, one past the last position clamps to it."""
+  dev, R = start.device, start.shape[0]
+  p = Tensor.arange(P, device=dev).cast(dtypes.float64).reshape(1, P, 1)
+  g = Tensor.arange(G, device=dev).cast(dtypes.float64).reshape(1, 1, G)
+  gr = grid.cast(dtypes.float64).reshape(R, 1, 1)
+  s = start.reshape(R, 1, 1) + p * bin_sz.reshape(R, 1, 1) + (g + 0.5) * bin_sz.reshape(R, 1, 1) / gr.maximum(1)
+  ok = (g < gr) & (s >= -1.0) & (s <= n)
+  s = s.maximum(0)
+  lo = s.floor().minimum(n - 1)
+  s = (lo >= n - 1).where(lo, s)
+  frac = s - lo
+  hi = (lo + 1).minimum(n - 1)
+  pos = Tensor.arange(n, device=dev).cast(dtypes.float64).reshape(1, 1, 1, n)
+  def onto(at: Tensor, w: Tensor) -> Tensor:
+    return ((at.unsqueeze(-1) == pos) & ok.unsqueeze(-1)).where(w.unsqueeze(-1), 0.0)
+  return onto(lo, 1 - frac), onto(hi, frac)
+
+@op("RoiAlign", since=10)
+def _roialign(c: Call) -> Tensor:
+  x, rois, bidx = c.t(0), c.t(1), c.t(2)
+  if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4 or bidx.ndim != 1 or bidx.shape[0] != rois.shape[0]:
+    raise c.error(f"X must be 4-d, rois [R, 4], batch_indices [R]: got {x.shape}, {rois.shape}, {bidx.shape}")
+  N, C, H, W = x.int_shape("ONNX RoiAlign")
+  R = rois.shape[0]
+  PH, PW, sr = c.attr("output_height", 1), c.attr("output_width", 1), c.attr("sampling_ratio", 0)
+  mode, scale = c.attr("mode", "avg"), c.attr("spatial_scale", 1.0)
+  if mode not in ("avg", "max"): raise c.error(f"mode must be avg or max, it is {mode!r}")
+  ctm = c.attr("coordinate_transformation_mode", "half_pixel" if c.opset >= 16 else "output_half_pixel")
+  if ctm not in ("half_pixel", "output_half_pixel"): raise c.error(f"unknown coordinate_transformation_mode {ctm!r}")
+  if R == 0: return Tensor.zeros(0, C, PH, PW, dtype=x.dtype, device=x.device)
+  half = ctm == "half_pixel"
+  box = _float_like(rois) * scale - (0.5 if half else 0.0)
+  sw, sh, ew, eh = box[:, 0], box[:, 1], box[:, 2], box[:, 3]
+  rw, rh = (ew - sw, eh - sh) if half else ((ew - sw).maximum(1.0), (eh - sh).maximum(1.0))
+  # NOTE: the box and bin sizes in the rois' own dtype: a bin of 8.0000001 (float64) would take 9 samples, not 8
+  bh, bw = rh / PH, rw / PW
+  sw, sh, bh, bw = sw.cast(dtypes.float64), sh.cast(dtypes.float64), bh.cast(dtypes.float64), bw.cast(dtypes.float64)
+  # sampling_ratio 0: each ROI takes ceil(bin size) samples per bin and axis, so the sample counts are read back
+  if sr > 0: gh = gw = Tensor.full((R,), sr, dtype=dtypes.int64, device=x.device)
+  else: gh, gw = bh.ceil().cast(dtypes.int64).maximum(0), bw.ceil().cast(dtypes.int64).maximum(0)
+  Gh, Gw = (sr, sr) if sr > 0 else (max(int(gh.max().item()), 1), max(int(gw.max().item()), 1))
+  ylo, yhi = _roi_axis(sh, bh, gh, PH, Gh, H)
+  xlo, xhi = _roi_axis(sw, bw, gw, PW, Gw, W)
+  xr = _take_rows(x.cast(dtypes.float64), bidx.cast(dtypes.int64))  # [R, C, H, W]
+  if mode == "avg":
+    ay, ax = (ylo + yhi).sum(2), (xlo + xhi).sum(2)  # [R, P, n]
+    out = ay.unsqueeze(1).matmul(xr).matmul(ax.unsqueeze(1).transpose(-1, -2))
+    return (out / (gh * gw).maximum(1).cast(dtypes.float64).reshape(R, 1, 1, 1)).cast(x.dtype)
+  # max: the largest weighted corner of any sample (each corner's value times its bilinear weight)
+  def corner(wy: Tensor, wx: Tensor) -> Tensor:
+    v = wy.reshape(R, 1, PH * Gh, H).matmul(xr).matmul(wx.reshape(R, 1, PW * Gw, W).transpose(-1, -2))
+    return v.reshape(R, C, PH, Gh, PW, Gw)
+  v = corner(ylo, xlo).maximum(corner(ylo, xhi)).maximum(corner(yhi, xlo)).maximum(corner(yhi, xhi))
+  iy = Tensor.arange(Gh, device=x.device).reshape(1, 1, 1, Gh, 1, 1) < gh.reshape(R, 1, 1, 1, 1, 1)
+  ix = Tensor.arange(Gw, device=x.device).reshape(1, 1, 1, 1, 1, Gw) < gw.reshape(R, 1, 1, 1, 1, 1)
+  m = (iy & ix).where(v, -math.inf).max((3, 5))
+  return (m == -math.inf).where(0.0, m).cast(x.dtype)
+
+@op("DeformConv", since=19)
+def _deformconv(c: Call) -> Tensor:
+  x, w, off, bias, mask = c.t(0), c.t(1), c.t(2), c.opt(3), c.opt(4)
+  d = x.ndim - 2
+  if d < 1 or w.ndim != x.ndim or off.ndim != x.ndim: raise c.error(f"X, W, offset must share a rank >= 3: {x.shape}, "
+                                                                    f"{w.shape}, {off.shape}")
+  N, C, *sp = x.int_shape("ONNX DeformConv")
+  OC, Cg, *ks = w.int_shape("ONNX DeformConv")
+  k = list(c.attr("kernel_shape") or ks)
+  group, og = c.attr("group", 1), c.attr("offset_group", 1)
+  st, dil = c.attr("strides") or [1] * d, c.attr("dilations") or [1] * d
+  pads = c.attr("pads") or [0] * (2 * d)
+  out = list(off.int_shape("ONNX DeformConv")[2:])
+  K, O, S = prod(k), prod(out), prod(sp)
+  if k != ks or C != Cg * group or OC % group or C % og: raise c.error(f"X {x.shape}, W {w.shape}, kernel_shape {k}, "
+                                                                      f"group {group}, offset_group {og} disagree")
+  if off.shape[:2] != (N, og * K * d): raise c.error(f"offset must be [{N}, {og * K * d}, ...], it is {off.shape}")
+  want = [(sp[a] + pads[a] + pads[a + d] - (k[a] - 1) * dil[a] - 1) // st[a] + 1 for a in range(d)]
+  if out != want: raise c.error(f"offset's output dims {out} differ from the convolution's {want}")
+  if mask is not None and mask.shape != (N, og * K, *out): raise c.error(f"mask must be {(N, og * K, *out)}")
+  dt = x.dtype if x.dtype in (dtypes.float32, dtypes.float64) else dtypes.float32
+  offr = off.cast(dt).reshape(N, og, K, d, O)
+  # each (kernel tap, output position) samples X at its regular position plus its offset, bilinearly with zeros outside;
+  # the weights onto the input grid are a product of one weight vector per spatial axis
+  kk, oo = np.indices(k).reshape(d, K), np.indices(out).reshape(d, O)
+  wt: Tensor | None = None
+  for a in range(d):
+    base = (-pads[a] + st[a] * oo[a]).reshape(1, O) + (dil[a] * kk[a]).reshape(K, 1)
+    pa = Tensor(base.astype(np.float64), device=x.device).cast(dt).reshape(1, 1, K, O) + offr[:, :, :, a]
+    lo = pa.floor()
+    fr = (pa - lo).unsqueeze(-1)
+    lo = lo.unsqueeze(-1)
+    pos = Tensor.arange(sp[a], device=x.device).cast(dt).reshape(1, 1, 1, 1, sp[a])
+    wa = (lo == pos).where(1 - fr, 0.0) + (lo + 1 == pos).where(fr, 0.0)  # [N, og, K, O, n_a]
+    wt = wa if wt is None else wt.unsqueeze(-1) * wa.reshape(N, og, K, O, *([1] * a), sp[a])
+  assert wt is not None
+  wt = wt.reshape(N, og, K, O, S)
+  if mask is not None: wt = wt * mask.cast(dt).reshape(N, og, K, O, 1)
+  xg = x.cast(dt).reshape(N, og, C // og, S).transpose(-1, -2)  # [N, og, S, C/og]
+  cols = wt.reshape(N, og, K * O, S).matmul(xg).reshape(N, og, K, O, C // og).permute(0, 1, 4, 2, 3)
+  cols = cols.reshape(N, group, Cg * K, O)
+  y = w.cast(dt).reshape(1, group, OC // group, Cg * K).matmul(cols).reshape(N, OC, *out)
+  if bias is not None: y = y + bias.cast(dt).reshape(1, OC, *([1] * d))
+  return y.cast(x.dtype)
+
+@op("TfIdfVectorizer", since=9)
+def _tfidf(c: Call) -> Tensor:
+  x = c.t(0)
+  if c.attr("pool_strings") is not None: raise c.error("pool_strings: the library has no string dtype")
+  if x.ndim not in (1, 2) or not dtypes.is_int(x.dtype): raise c.error(f"X must be a 1-d or 2-d int tensor: {x.shape}")
+  pool, starts, idxs = c.attr("pool_int64s") or [], c.attr("ngram_counts") or [], c.attr("ngram_indexes") or []
+  lo, hi, skip = c.attr("min_gram_length"), c.attr("max_gram_length"), c.attr("max_skip_count")
+  mode = c.attr("mode")
+  if mode not in ("TF", "IDF", "TFIDF") or lo is None or hi is None or skip is None or not 1 <= lo <= hi or skip < 0:
+    raise c.error(f"mode {mode!r}, min/max_gram_length {lo}/{hi}, max_skip_count {skip} are required and valid")
+  # the pool: n-grams of size n from index starts[n-1] to starts[n] (or the end), listed in the order of ngram_indexes
+  grams: list[tuple[int, ...]] = []
+  for n, st in enumerate(starts, 1):
+    end = starts[n] if n < len(starts) else len(pool)
+    if st > end or (end - st) % n: raise c.error(f"ngram_counts {starts} do not cut pool_int64s into {n}-grams")
+    grams += [tuple(pool[i:i + n]) for i in range(st, end, n)]
+  if len(idxs) != len(grams) or any(i < 0 for i in idxs):
+    raise c.error(f"ngram_indexes has {len(idxs)} entries for {len(grams)} pooled n-grams")
+  size = max(idxs) + 1 if idxs else 0
+  # NOTE: a weight scales an output coordinate (weights[ngram_indexes[i]] for the i-th n-gram), as onnxruntime and the
+  # onnx reference do; with the identity ngram_indexes that is the spec's "i-th n-gram"
+  w = c.attr("weights") or [1.0] * size
+  if len(w) < size: raise c.error(f"weights has {len(w)} entries for {size} output coordinates")
+  xb = (x if x.ndim == 2 else x.reshape(1, -1)).cast(dtypes.int64)
+  R, C = xb.shape
+  counts = Tensor.zeros(R, len(grams), device=x.device)
+  for n in range(lo, min(hi, len(starts)) + 1):
+    sel = [i for i, g in enumerate(grams) if len(g) == n]
+    if not sel: continue
+    P = Tensor(np.array([grams[i] for i in sel], np.int64).reshape(len(sel), n), device=x.device)
+    hot = Tensor(np.eye(len(grams), dtype=np.float32)[sel], device=x.device)  # [this size's grams, all grams]
+    # an n-gram takes every d-th token, d = 1 .. max_skip_count+1 (a unigram is counted once)
+    for d in range(1, (skip + 2) if n > 1 else 2):
+      span = C - (n - 1) * d
+      if span <= 0: break
+      hit = Tensor.ones(R, span, len(sel), dtype=dtypes.bool, device=x.device)
+      for j in range(n): hit = hit & (xb[:, j * d:j * d + span].unsqueeze(-1) == P[:, j].reshape(1, 1, -1))
+      counts = counts + hit.cast(dtypes.float32).sum(1).matmul(hot)
+  y = counts.matmul(Tensor(np.eye(size, dtype=np.float32)[idxs].reshape(len(grams), size), device=x.device))
+  if mode == "IDF": y = y.minimum(1)
+  if mode != "TF": y = y * Tensor(np.array(w[:size], np.float32), device=x.device)
+  return y if x.ndim == 2 else y.reshape(-1)
 
 @op("Col2Im", since=18)
 def _col2im(c: Call) -> Tensor:
