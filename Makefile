@@ -236,11 +236,12 @@ replay: $(STAMP)
 # the models under process replay (docs/models.md): every schedule and kernel of `python -m tinygrad.models` (each zoo
 # model's forward, backward and one SGD step at the small sizes; run `zoo`) and of the LLM app's jitted prefill chunks
 # and decode steps on small random-weight Q8_0 and Q4_0 llama GGUF files (`python -m tests.models.llm_run`; run `llm`)
-# captured on CPU, each kernel also rendered and compiled (compile-only) for NV and AMD; the per-run, per-target
-# counts; then a diff of each run against the code checked out (every record must come back unchanged); last, every
-# distinct kernel written as a kernel-level fuzz seed (`python -m fuzz run --levels kernel --seeds $(MODELS_SEEDS)`,
-# docs/fuzz.md). The database and reports in .replay/models.db, .replay/models.html (zoo), .replay/llm.html;
-# MODELS_REPLAY_ARGS adds diff options (--target NV, ...)
+# and of the torch-exported ONNX models run by OnnxRunner, eager and under TinyJit (`python -m tests.models.onnx_run`;
+# run `onnx`) captured on CPU, each kernel also rendered and compiled (compile-only) for NV and AMD; the per-run,
+# per-target counts; then a diff of each run against the code checked out (every record must come back unchanged);
+# last, every distinct kernel written as a kernel-level fuzz seed (`python -m fuzz run --levels kernel --seeds
+# $(MODELS_SEEDS)`, docs/fuzz.md). The database and reports in .replay/models.db, .replay/models.html (zoo),
+# .replay/llm.html, .replay/onnx.html; MODELS_REPLAY_ARGS adds diff options (--target NV, ...)
 MODELS_DB ?= .replay/models.db
 MODELS_SEEDS ?= .replay/model-seeds
 MODELS_REPLAY_ARGS ?=
@@ -248,9 +249,11 @@ replay-models: $(STAMP)
 	mkdir -p .replay && rm -rf $(MODELS_DB) $(MODELS_DB)-wal $(MODELS_DB)-shm $(MODELS_SEEDS)
 	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD --run zoo -- $(PY) -m tinygrad.models
 	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD --run llm -- $(PY) -m tests.models.llm_run
+	$(PY) -m replay capture --db $(MODELS_DB) --targets NV,AMD --run onnx -- $(PY) -m tests.models.onnx_run
 	$(PY) -m tests.models.replay_counts $(MODELS_DB)
 	$(PY) -m replay diff --db $(MODELS_DB) --against zoo --html .replay/models.html --assert-no-change $(MODELS_REPLAY_ARGS)
 	$(PY) -m replay diff --db $(MODELS_DB) --against llm --html .replay/llm.html --assert-no-change $(MODELS_REPLAY_ARGS)
+	$(PY) -m replay diff --db $(MODELS_DB) --against onnx --html .replay/onnx.html --assert-no-change $(MODELS_REPLAY_ARGS)
 	$(PY) -m fuzz seeds --db $(MODELS_DB) --out $(MODELS_SEEDS)
 
 # the zoo's slow checks (docs/models.md): the optimizer step of every zoo model but GPT-2 against torch, the two-layer

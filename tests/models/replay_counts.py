@@ -1,6 +1,6 @@
 """python -m tests.models.replay_counts DB: what a capture of the models (`make replay-models`: the zoo's run `zoo`, the
-LLM app's run `llm`) holds, per run: schedules, and kernels per target (renderer) with how many of the NV and AMD ones
-compiled. Exits 1 when a run has capture errors or a kernel that did not compile."""
+LLM app's run `llm`, the ONNX models' run `onnx`) holds, per run: schedules, and kernels per target (renderer) with how
+many of the NV and AMD ones compiled. Exits 1 when a run has capture errors or a kernel that did not compile."""
 import collections, sys
 from replay.db import DB, parse_record
 from tinygrad.codegen.record import KernelRecord
