@@ -96,13 +96,17 @@ test-emulate-amd: $(STAMP)
 	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor || exit 1; \
 	done
 
-# the OpInfo harness (tests/ops/opinfo, against torch) on each emulated GPU (the NV and AMD renderers' exact programs on
-# the PYTHON interpreter) and on the CPU's LLVM path, then every conv2d regression shape of issue 31 on every arch and
-# emulation (make test runs a slice of both: tests/ops/test_opinfo_targets.py, tests/codegen/test_conv_gpu_targets.py)
+# the OpInfo harness (tests/ops/opinfo, against torch): the (op, dtype) cases the default suite leaves out (it runs every
+# op in float32 and a hashed third of the rest), then every case on each emulated GPU (the NV and AMD renderers' exact
+# programs on the PYTHON interpreter) and on the CPU's LLVM path, then every conv2d regression shape of issue 31 on
+# every arch and emulation (make test runs a slice of each: tests/ops/test_opinfo.py, tests/ops/test_opinfo_targets.py,
+# tests/codegen/test_conv_gpu_targets.py)
 test-ops-targets: $(STAMP)
-	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/ops/test_opinfo.py
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/ops/test_opinfo.py
+	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m "slow or not slow" tests/ops/test_opinfo.py
 	for a in NV AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
-	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/ops/test_opinfo.py || exit 1; \
+	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m "slow or not slow" \
+	    tests/ops/test_opinfo.py || exit 1; \
 	done
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/codegen/test_conv_gpu_targets.py
 

@@ -11,7 +11,7 @@ def pytest_collection_modifyitems(config, items):
   check_durations_coverage(config, items)
   # NOTE: slow sweeps have make targets of their own (-m slow); the default suite skips them with the reason
   if "slow" not in (config.getoption("-m") or ""):
-    slow = pytest.mark.skip(reason="slow: runs with -m slow (make test-nv, make test-semantics-sweep, make test-deep-chains, make test-llvm-matmul, make test-symbolic, make test-llm-slow, make test-multi, make test-models-slow)")
+    slow = pytest.mark.skip(reason="slow: runs with -m slow (make test-nv, make test-semantics-sweep, make test-deep-chains, make test-llvm-matmul, make test-symbolic, make test-llm-slow, make test-multi, make test-models-slow, make test-ops-targets)")
     for it in items:
       if "slow" in it.keywords: it.add_marker(slow)
   # NOTE: GPU tests run only where a real GPU answers; everywhere else they skip with the reason

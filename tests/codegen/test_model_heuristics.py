@@ -15,11 +15,12 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size
 from tinygrad.codegen.program import prepare_kernel
+from tests.llvm_device import llvm_cpu_device
 from tinygrad.renderer.cstyle import CRenderer
 
 HAS_LLVM = importlib.util.find_spec("llvmlite") is not None
-# NOTE: the LLVM path as a second CPU device of this process (CPU_LLVM is read when a device opens)
-DEVICES = ["CPU", *(["CPU:1"] if HAS_LLVM else []), "PYTHON"]
+# NOTE: the LLVM path as another CPU device of this process (tests/llvm_device.py: CPU_LLVM is read when a device opens)
+DEVICES = ["CPU", *(["LLVM"] if HAS_LLVM else []), "PYTHON"]
 # (batch, time, model dim, hidden dim): the weight gradients reduce over B*T = 512 with d x f, 3d x d outputs: past the
 # CPU heuristics' big-kernel threshold (2^24 multiply-adds), where the 32x8 register tiles apply
 BIG, SMALL = (4, 128, 128, 256), (2, 4, 8, 16)
@@ -59,8 +60,9 @@ def qkv_wgrad(dev: str, b: int, t: int, d: int) -> tuple[Tensor, np.ndarray]:
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_weight_gradients_and_transposed_matmul_match_torch(dev):
-  if dev == "CPU:1":
-    with Context(CPU_LLVM=1): assert Device["CPU:1"].llvm
+  if dev == "LLVM":
+    dev = llvm_cpu_device()
+    assert Device[dev].llvm
   b, t, d, f = SMALL if dev == "PYTHON" else BIG
   with Context(SPEC=2):
     out, got, rout, ref = gelu_linear(dev, b, t, d, f)

@@ -8,12 +8,13 @@ from tinygrad.device import Device
 from tinygrad.helpers import Context
 from tinygrad.uop import hooks
 from tests.ops.opinfo.driver import adapters, opinfos, run_op
+from tests.llvm_device import llvm_cpu_device
 
 _OPS, _ADS = opinfos(), adapters()
 # target -> (device, the flags it opens and runs under)
 TARGETS = {"NV": ("PYTHON", {"EMULATE": "NV"}), "AMD_GFX1100": ("PYTHON", {"EMULATE": "AMD_GFX1100"}),
            "AMD_GFX1201": ("PYTHON", {"EMULATE": "AMD_GFX1201"}), "AMD_GFX942": ("PYTHON", {"EMULATE": "AMD_GFX942"}),
-           "LLVM": ("CPU:1", {"CPU_LLVM": 1})}
+           "LLVM": ("", {})}
 SLICE = {"NV": ["nn.functional.conv2d", "softmax"], "AMD_GFX1100": ["nn.functional.avg_pool2d", "cumsum"],
          "AMD_GFX1201": ["matmul", "nn.functional.layer_norm"], "AMD_GFX942": ["nn.functional.conv2d", "sum"],
          "LLVM": ["nn.functional.max_pool2d", "gather"]}
@@ -21,8 +22,9 @@ SLICE = {"NV": ["nn.functional.conv2d", "softmax"], "AMD_GFX1100": ["nn.function
 @pytest.fixture
 def on_target(request):
   dev, flags = TARGETS[request.param]
+  # NOTE: the LLVM path is another CPU device opened under CPU_LLVM=1 (the plain CPU device stays on C)
+  if request.param == "LLVM": dev = llvm_cpu_device()
   with Context(**flags):
-    # NOTE: the LLVM path is a second CPU device opened under CPU_LLVM=1 (the plain CPU device stays on C)
     if request.param == "LLVM": assert type(Device[dev].renderer).__name__ == "CPULLVMRenderer"
     # NOTE: reset to None (follow DEV=), not to the value read before: that would pin the default for later tests
     Device.DEFAULT = dev
