@@ -94,6 +94,10 @@ def test_worker_and_parent_refuse_an_unknown_seed_tag(seed_dir):
   (b'{"graph": "ast = UOp.const(dtypes.float, 1.0)"}', "root is a CONST"),
   (b'{"graph": "ast = UOp.sink()", "var_vals": {"a": "1"}}', "var_vals"),
   (b'{"graph": "ast = UOp.sink()", "opts": [["NOPE", 0, 1]]}', "ValueError"),
+  (b"[" * 100000 + b"]" * 100000, "not UTF-8 JSON: maximum recursion depth"),
+  # a SINK whose range is never ended: read, but not a legal kernel
+  (b'{"graph": "c0 = UOp.range(4, 0, AxisType.LOOP)\\nc1 = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(4), arg=0)'
+   b'.index(c0).store(UOp.const(dtypes.float32, 1.0))\\nast = UOp.sink(c1)"}', "not a legal kernel"),
 ])
 def test_a_bad_seed_is_a_seed_error_naming_the_file(tmp_path, body, why, monkeypatch):
   monkeypatch.chdir(tmp_path)
