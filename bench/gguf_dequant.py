@@ -7,16 +7,9 @@ Prints, per type, the best time of each and their ratio (reference / ours: above
 second and later runs (the first compiles the kernel); the data is already on the device, as after gguf_load.
 """
 from __future__ import annotations
-import argparse, time
+import argparse
 import numpy as np
-
-def best_of(fn, repeat: int) -> float:
-  best = float("inf")
-  for _ in range(repeat):
-    st = time.perf_counter()
-    fn()
-    best = min(best, time.perf_counter() - st)
-  return best
+from timing import best_of
 
 def main() -> None:
   ap = argparse.ArgumentParser()
@@ -27,7 +20,7 @@ def main() -> None:
   args = ap.parse_args()
   import gguf
   from tinygrad import Tensor
-  from tinygrad.nn.state import GGML_TYPES, ggml_data_to_tensor
+  from tinygrad.nn.gguf import GGML_TYPES, ggml_data_to_tensor
   by_name = {v[0]: k for k, v in GGML_TYPES.items()}
   rng, n = np.random.default_rng(0), args.rows * args.cols
   for name in args.types.split(","):

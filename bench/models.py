@@ -23,6 +23,7 @@ import argparse, os, sys, time
 from typing import Any, Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np
+from timing import best_of  # noqa: E402
 import torch
 import torch.nn.functional as F
 from tinygrad import Tensor, TinyJit, Device
@@ -145,14 +146,6 @@ def workloads(args: argparse.Namespace) -> list[tuple[str, str, Callable[[], tup
   return [r for r in rows if r[1] in args.only.split(",")]
 
 # ---- timing ----
-
-def best_of(fn: Callable[[], Any], steps: int) -> float:
-  best = float("inf")
-  for _ in range(steps):
-    st = time.perf_counter()
-    fn()
-    best = min(best, time.perf_counter() - st)
-  return best
 
 def profile_step(fn: Callable[[], Any]) -> dict[str, list[float]]:
   """One step with every launch timed: kernel name -> [seconds, ops, launches]."""
