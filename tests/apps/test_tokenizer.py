@@ -3,7 +3,7 @@ pre-tokenizer regex, >= 8k merges, special tokens) and a BPE model trained here 
 each written into a GGUF file with ggml's writer and read back through GGUFFile; encode and decode on a few thousand
 strings (CJK, emoji, combining marks, whitespace runs, text that looks like special tokens); the chat template against
 transformers' apply_chat_template, and the sandbox refusing what a template must not do."""
-import random
+import os, random, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad.apps.tokenizer import Tokenizer, TokenizerError, render_template, PRE_TOKENIZERS
@@ -208,3 +208,34 @@ def test_a_template_that_loops_without_output_is_stopped_by_its_cpu_budget(monke
   assert got and "0.3 s of CPU time" in got[0][0] and got[0][1] < 5
   # the budget ends with each render: many quick renders after it raise nothing stray
   for _ in range(50): assert render_template("{{ messages|length }}", messages=[1, 2]) == "2"
+
+# NOTE: in a fresh process: before the fix a timed-out render left CPython's "async exception pending" flag set with
+# nothing pending, and the next function called under sys.setprofile looped at its first instruction forever (a pytest
+# worker hung in a later test that profiles a graph_rewrite)
+_PROFILED_AFTER_BUDGET = """
+import sys
+from tinygrad.apps.tokenizer import _cpu_bounded, _TemplateTimeout
+def spin():
+  while True: pass
+def swallow():  # the budget's exception lands in fn and fn swallows it: the render still ends as a timeout
+  try: sum(range(3 * 10 ** 7))
+  except BaseException: pass
+  return "done"
+for fn in (spin, swallow):
+  try: _cpu_bounded(fn, 0.05)
+  except _TemplateTimeout: pass
+  else: sys.exit(f"{fn.__name__}: no timeout")
+assert _cpu_bounded(lambda: "quick", 5.0) == "quick"
+calls = []
+def f(n): return n if n < 2 else f(n - 1) + 1
+sys.setprofile(lambda frame, event, arg: calls.append(event))
+f(50)
+sys.setprofile(None)
+print(len(calls))
+"""
+
+def test_a_stopped_render_leaves_no_pending_exception_behind():
+  r = subprocess.run([sys.executable, "-c", _PROFILED_AFTER_BUDGET], capture_output=True, text=True, timeout=60,
+                     env={**os.environ, "PYTHONPATH": os.getcwd()})
+  assert r.returncode == 0, r.stderr[-3000:]
+  assert int(r.stdout.split()[-1]) >= 100

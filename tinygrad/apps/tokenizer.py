@@ -207,15 +207,22 @@ def _cpu_bounded(fn: Any, seconds: float) -> Any:
       return
   watcher = threading.Thread(target=watch, name="template-cpu-budget", daemon=True)
   watcher.start()
-  try:
-    ret = fn()
+  landed = False
+  try: ret = fn()
+  except _TemplateTimeout: landed = True
   finally:
-    with lock:
-      state["done"] = True
-      # NOTE: an exception set but not delivered yet (fn returned first) is cleared here, so it never lands elsewhere
-      if state["fired"]: ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(me), None)
+    with lock: state["done"] = True  # from here on the watcher sets nothing
     done.set()
     watcher.join()
+  if state["fired"] and not landed:
+    # NOTE: fn ended (or swallowed it) after the watcher set the exception: it is let land here, never cleared with
+    # PyThreadState_SetAsyncExc(id, NULL). CPython 3.11 then keeps its "async exception pending" flag set with nothing
+    # pending: every later call in this thread takes the slow path, and one under sys.setprofile (a profiler, a
+    # coverage tool, pytest-timeout's handler) loops at its first instruction forever. The loop's first backward jump
+    # delivers a pending exception; it ends by itself if the exception already landed inside fn.
+    try:
+      for _ in range(1_000_000): pass
+    except _TemplateTimeout: pass
   if state["fired"]: raise _TemplateTimeout
   return ret
 
