@@ -97,12 +97,12 @@ test-emulate-amd: $(STAMP)
 	done
 
 # the OpInfo harness (tests/ops/opinfo, against torch): the (op, dtype) cases the default suite leaves out (it runs every
-# op in float32 and a hashed third of the rest), then every case on each emulated GPU (the NV and AMD renderers' exact
+# op in float32 and a hashed sixth of the rest, and the slow-marked cases of the other tests/ops files), then every case on each emulated GPU (the NV and AMD renderers' exact
 # programs on the PYTHON interpreter) and on the CPU's LLVM path, then every conv2d regression shape of issue 31 on
 # every arch and emulation (make test runs a slice of each: tests/ops/test_opinfo.py, tests/ops/test_opinfo_targets.py,
 # tests/codegen/test_conv_gpu_targets.py)
 test-ops-targets: $(STAMP)
-	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/ops/test_opinfo.py
+	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/ops
 	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m "slow or not slow" tests/ops/test_opinfo.py
 	for a in NV AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
 	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m "slow or not slow" \
@@ -120,7 +120,8 @@ test-gpu-sweep: $(STAMP)
 test-python: $(STAMP)
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 
-# the slow NV sweeps (the default suite runs a slice of each): the rendered CUDA of every tests/tensor kernel run on the
+# the slow NV sweeps (the default suite runs a slice of each): every tests/tensor kernel compiled for sm_90 (NVRTC +
+# ptxas), the rendered CUDA of every tests/tensor kernel run on the
 # host as C++ against the C backend, and tests/tensor on DEV=NV through a fake libcuda that runs host-built kernels
 test-nv: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/nv

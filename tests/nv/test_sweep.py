@@ -1,7 +1,8 @@
 """The NV sweeps over the kernels of tests/tensor (captured once per run by running that suite on CPU with the capture
 plugin, tests/nv/kernel_capture.py):
 - every kernel rendered for sm_90, compiled by NVRTC and assembled by ptxas (batched; a failing batch is retried kernel
-  by kernel so each error names its kernel);
+  by kernel so each error names its kernel): every 3rd kernel and every one with half, bfloat16 or fp8 here, all of
+  them in the slow-marked test (`make test-nv`);
 - a slice of them (every 16th kernel, and every one with half, bfloat16 or fp8) for sm_80 and sm_89 too;
 - the rendered CUDA run on the host (C++ with our shim) against the C backend: every 8th kernel here, all of them in
   the slow-marked test (`make test-nv`)."""
@@ -47,13 +48,20 @@ def _check(asts, arch):
   failed = [e for e in errs if e is not None]
   assert not failed, f"{len(failed)} of {len(srcs)} kernels failed for {arch}; the first:\n{failed[0][:6000]}"
 
+def _slice(kernels: list, every: int) -> list:
+  wide = [a for a in kernels if any(d in str(a) for d in ("float16", "bfloat16", "fp8"))]
+  return list(dict.fromkeys(kernels[::every] + wide))
+
+def test_tensor_suite_slice_compiles_for_sm90(tensor_suite_kernels):
+  _check(_slice(tensor_suite_kernels, 3), "sm_90")
+
+@pytest.mark.slow
 def test_every_tensor_suite_kernel_compiles_for_sm90(tensor_suite_kernels):
   _check(tensor_suite_kernels, "sm_90")
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_tensor_suite_slice_compiles_for_other_archs(tensor_suite_kernels, arch):
-  wide = [a for a in tensor_suite_kernels if any(d in str(a) for d in ("float16", "bfloat16", "fp8"))]
-  _check(list(dict.fromkeys(tensor_suite_kernels[::16] + wide)), arch)
+  _check(_slice(tensor_suite_kernels, 16), arch)
 
 def _diff(asts):
   rep = diff_asts(asts)
