@@ -8,7 +8,7 @@ The gate is the `cond.where(idx, Invalid)` mask of a kernel, or the third source
 around the access. One solver per call; proved accesses are cached per node, so a kernel seen again costs nothing.
 """
 from __future__ import annotations
-import threading, weakref
+import importlib.util, threading, weakref
 from typing import Any, NamedTuple, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
@@ -94,10 +94,11 @@ def validate_index(graph_or_list: UOp | Sequence[UOp]) -> None:
 
 def _prove(todo: list[tuple[int, UOp, tuple[UOp, ...], Access]]) -> None:
   # NOTE: z3 loads in ~0.2 s; imported here so that loading the spec plugin stays cheap
-  try: import z3
-  except ImportError as e:
+  # NOTE: z3-solver is an optional third-party package, needed only at IGNORE_OOB=0: without it that setting is refused
+  if importlib.util.find_spec("z3") is None:
     raise ImportError("IGNORE_OOB=0 proves every memory access with z3, which is not installed: pip install z3-solver "
-                      "(the project's `fuzz` and `testing` extras have it), or leave IGNORE_OOB at 1") from e
+                      "(the project's `fuzz` and `testing` extras have it), or leave IGNORE_OOB at 1")
+  import z3
   from spec import smt
   tr, solver = smt.Translator(model_floats=False), z3.Solver()
   # NOTE: the budget is z3's deterministic resource count, not wall time, so a proof holds or fails the same way on a
