@@ -72,6 +72,8 @@ _BLOCK_HEAVY = ("import sys, runpy\n"
                 "    if name.split('.')[0] in {'torch', 'z3', 'llvmlite', 'hypothesis', 'atheris', 'nvidia', 'ziglang', 'gguf'}:\n"
                 "      raise ImportError(f'{name} is not part of the demo install')\n"
                 "sys.meta_path.insert(0, Block())\n"
+                # NOTE: a None entry is how an absent module looks to importlib.util.find_spec as well as to import
+                "sys.modules.update(dict.fromkeys(['torch', 'z3', 'llvmlite', 'hypothesis', 'atheris', 'nvidia', 'ziglang', 'gguf']))\n"
                 "sys.argv = ['examples/mlp.py']\n"
                 "runpy.run_path('examples/mlp.py', run_name='__main__')\n")
 
