@@ -1,8 +1,9 @@
 """Capture: record every schedule and every compiled kernel of a run into the replay database.
 
 Two boundaries, through tinygrad's checkpoints (tinygrad/uop/hooks.py):
-  schedule  tensor_graph(sink) then kernel_graph(ksink): the canonical tensor graph in (buffers named LUNIQUE), the
-            kernel ASTs out, in run order (one record per distinct tensor graph)
+  schedule  tensor_graph(sink) then kernel_graph(ksink): the canonical tensor graph (buffers named LUNIQUE) and the
+            scheduler flags (helpers.schedule_flags) in, the kernel ASTs out, in run order (one record per distinct
+            input)
   kernel    compiled(ast, program, renderer): the kernel AST, the renderer's identity, the codegen flags and the applied
             opts in; the source, the linear program (pyrender text) and the ProgramSpec fields out
 With REPLAY_TARGETS (`python -m replay capture --targets NV,AMD`) each kernel is also rendered for those targets and
@@ -24,7 +25,7 @@ from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.pyrender import pyrender
 from tinygrad.codegen.record import record_program
-from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context
+from tinygrad.helpers import CAPTURE_PROCESS_REPLAY, REPLAY_RUN, REPLAY_TARGETS, Context, schedule_flags
 from replay.db import DB, default_path, git_commit, new_run_id
 from tinygrad.runtime import targets as registry
 
@@ -153,7 +154,8 @@ def on_kernel_graph(ksink: UOp) -> None:
   sink = state.pending.pop()
   try:
     from tinygrad.engine.schedule import order_kernels
-    body = {"graph": pyrender(sink), "kernels": [pyrender(k.arg) for k in order_kernels(ksink)]}
+    body = {"graph": pyrender(sink), "flags": [list(f) for f in schedule_flags()],
+            "kernels": [pyrender(k.arg) for k in order_kernels(ksink)]}
     if _db().add_record(state.run_id, "schedule", body): state.written["schedule"] += 1
   except Exception as e: _error("a schedule", e)
 

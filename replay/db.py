@@ -23,9 +23,13 @@ from tinygrad.codegen.record import KernelRecord, RecordFormatError
 SCHEMA_VERSION = 1
 KINDS = ("kernel", "schedule")
 # the inputs of each kind of record: what the input hash covers (the rest of a body is outputs)
-INPUT_FIELDS: dict[str, tuple[str, ...]] = {"kernel": KernelRecord.INPUTS, "schedule": ("graph",)}
+INPUT_FIELDS: dict[str, tuple[str, ...]] = {"kernel": KernelRecord.INPUTS, "schedule": ("graph", "flags")}
+# NOTE: input fields a record of an older capture may lack: the hash covers them when present (so removing one is
+# tampering, caught), and a schedule captured before they existed is read with none
+OPTIONAL_INPUTS = {("schedule", "flags")}
 # every field a schedule body must have, with its JSON type (a kernel body is a KernelRecord, which checks its own)
 SCHEDULE_FIELDS: dict[str, type] = {"graph": str, "kernels": list}
+SCHEDULE_OPTIONAL: dict[str, type] = {"flags": list}
 
 class DBError(RuntimeError):
   """The replay database cannot be read: not an sqlite file, truncated or corrupt, another program's sqlite file, or one
@@ -43,7 +47,8 @@ def default_path() -> str:
 def canonical(x: Any) -> str: return json.dumps(x, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 def input_hash(kind: str, body: dict[str, Any]) -> str:
-  return hashlib.sha256(canonical([kind] + [body[k] for k in INPUT_FIELDS[kind]]).encode()).hexdigest()
+  fields = [k for k in INPUT_FIELDS[kind] if k in body or (kind, k) not in OPTIONAL_INPUTS]
+  return hashlib.sha256(canonical([kind] + [body[k] for k in fields]).encode()).hexdigest()
 
 def git_commit(cwd: str | None = None) -> str:
   try:
@@ -206,6 +211,9 @@ def parse_record(rid: int, kind: Any, ihash: Any, text: Any) -> KernelRecord | d
   for name, typ in SCHEDULE_FIELDS.items() if kind == "schedule" else ():
     if name not in body: raise RecordError(f"{where}: field {name!r} is missing")
     if not isinstance(body[name], typ): raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
+  for name, typ in SCHEDULE_OPTIONAL.items() if kind == "schedule" else ():
+    if name in body and not isinstance(body[name], typ):
+      raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
   try: got = input_hash(kind, body)
   except (TypeError, ValueError) as e: raise RecordError(f"{where}: its inputs cannot be hashed: {e}") from None
   if got != ihash:

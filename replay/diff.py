@@ -21,9 +21,9 @@ in the summary, which leads with how many distinct kernels' outputs differ.
 from __future__ import annotations
 import hashlib, re, sys, time, traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Sequence, TextIO
 from tinygrad.uop.ops import UOp
-from tinygrad.helpers import Context, ContextVar
+from tinygrad.helpers import Context, ContextVar, FlagError, schedule_flags
 from tinygrad.codegen.record import KernelRecord
 from replay.db import DB, KINDS, RecordError, parse_record, default_path
 from tinygrad.runtime import targets as registry
@@ -216,13 +216,24 @@ def read_graph(text: str, what: str, want_list: bool = False) -> Any:
   if want_list != isinstance(g, list): raise _Skip("bad record", f"{what}: is not a {'list' if want_list else 'graph'}")
   return g
 
-def read_flags(flags: tuple[Any, ...]) -> dict[str, Any]:
+def read_flags(flags: Sequence[Any], kind: str = "kernel") -> dict[str, Any]:
+  """A record's flags as {name: value}: each one declared now, of the kind the record may carry (codegen=True in a
+  kernel record, schedule=True in a schedule record); a scheduler flag's value must be one the flag allows."""
   ret: dict[str, Any] = {}
   for f in flags:
+    if isinstance(f, list): f = tuple(f)
     if not (isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str) and isinstance(f[1], (int, str))):
       raise _Skip("bad record", f"flag entry {f!r} is not [name, int or str]")
     if (cv := ContextVar.declared().get(f[0])) is None: raise _Skip("incompatible", f"flag {f[0]} does not exist now")
-    if not cv.codegen: raise _Skip("bad record", f"flag {f[0]} does not change generated code")
+    if kind == "kernel" and not cv.codegen: raise _Skip("bad record", f"flag {f[0]} does not change generated code")
+    if kind == "schedule" and not cv.schedule:
+      raise _Skip("bad record", f"flag {f[0]} does not change how a graph is scheduled")
+    if f[0] in ret: raise _Skip("bad record", f"flag {f[0]} is given twice")
+    # NOTE: a scheduler flag's value is checked before the scheduler sees it (codegen flags reach the compiler as
+    # recorded: a test may set one through Context to a value the environment could not)
+    if kind == "schedule":
+      try: cv.parse(str(f[1]))
+      except FlagError as e: raise _Skip("incompatible", str(e)) from None
     ret[f[0]] = f[1]
   return ret
 
@@ -367,14 +378,20 @@ def _heuristics_again(out: Outcome, rec: KernelRecord, ast: UOp, prepared: UOp, 
 def diff_schedule(rid: int, body: dict[str, Any]) -> Outcome:
   kernels = body["kernels"]
   out = Outcome(rid, "schedule", f"#{rid} ({len(kernels)} kernels)", "", "", old="\n\n".join(map(str, kernels)))
-  try: graph: UOp = read_graph(body["graph"], "the tensor graph")
+  try:
+    graph: UOp = read_graph(body["graph"], "the tensor graph")
+    flags = read_flags(body.get("flags", []), "schedule")
   except _Skip as s:
     out.cls, out.detail = s.cls, s.detail
     return out
   from tinygrad.engine.schedule import kernel_graph, order_kernels
   from tinygrad.uop.pyrender import pyrender
+  # NOTE: a record without flags was captured before schedule records carried them: it is scheduled under the defaults
+  unknown = "" if "flags" in body else " (captured before schedule records carried their flags: scheduled with each " \
+                                       "flag at its default)"
   try:
-    ksink = kernel_graph(graph).sink
+    with Context(**{**{k: ContextVar.declared()[k].default for k, _ in schedule_flags()}, **flags}):
+      ksink = kernel_graph(graph).sink
     new = [pyrender(k.arg) for k in order_kernels(ksink)]
   except Exception as e:
     out.cls, out.detail = "failed", f"{type(e).__name__}: {e}"
@@ -387,8 +404,8 @@ def diff_schedule(rid: int, body: dict[str, Any]) -> Outcome:
     return out
   which = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
   out.cls = "changed"
-  out.detail = f"{len(old)} kernels before, {len(new)} now" if len(old) != len(new) else \
-    f"kernel(s) {which} of {len(old)} have a different AST"
+  out.detail = (f"{len(old)} kernels before, {len(new)} now" if len(old) != len(new) else
+                f"kernel(s) {which} of {len(old)} have a different AST") + unknown
   return out
 
 # ---- the run ----

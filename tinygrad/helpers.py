@@ -43,14 +43,17 @@ class AnyText(Allowed):
 class ContextVar:
   """A flag read once from the environment, overridable in-process with `Context`. `allowed` says which values it takes:
   a value outside it raises FlagError when the flag is declared (at import). `codegen=True` marks a flag that changes
-  generated code (which kernels, opts or source text come out): see `codegen_flags`."""
+  generated code (which kernels, opts or source text come out): see `codegen_flags`. `schedule=True` marks a flag that
+  changes how a tensor graph is split into kernels: see `schedule_flags`."""
   _registry: dict[str, ContextVar] = {}
   # flag name -> callbacks run after `Context` changes that flag (the harness re-registers its checkpoints for SPEC=...)
   watchers: dict[str, list[Callable[[], None]]] = {}
-  __slots__ = ("key", "value", "default", "doc", "codegen", "allowed")
-  def __init__(self, key: str, default: Any, doc: str = "", *, allowed: Allowed, codegen: bool = False):
+  __slots__ = ("key", "value", "default", "doc", "codegen", "schedule", "allowed")
+  def __init__(self, key: str, default: Any, doc: str = "", *, allowed: Allowed, codegen: bool = False,
+               schedule: bool = False):
     if key in ContextVar._registry: raise RuntimeError(f"flag {key} declared twice")
     self.key, self.default, self.doc, self.codegen, self.allowed = key, default, doc, codegen, allowed
+    self.schedule = schedule
     raw = os.environ.get(key)
     self.value = default if raw is None else self.parse(raw)
     ContextVar._registry[key] = self
@@ -149,7 +152,8 @@ HOST_DEVICES = ContextVar("HOST_DEVICES", 8, "how many CPU and PYTHON devices a 
                           "PYTHON:0..N-1 (CPU:0 is CPU), each with its own memory and threads", allowed=Ints(1, 1024))
 ALLREDUCE = ContextVar("ALLREDUCE", "", "allreduce of a multi-device tensor: naive (every device copies every "
                        "partial) or ring (reduce-scatter, then allgather, in chunks); empty chooses by size",
-                       allowed=Matching(r"(?i)(naive|ring)?", "empty, naive or ring", ("tree", "naive,ring")))
+                       allowed=Matching(r"(?i)(naive|ring)?", "empty, naive or ring", ("tree", "naive,ring")),
+                       schedule=True)
 TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0,
                                "1 records per-pass, per-rule match counts and time; 2 prints them at exit",
                                allowed=Ints(0, 2))
@@ -221,6 +225,11 @@ def codegen_flags() -> tuple[tuple[str, Any], ...]:
   """The current value of every flag that changes generated code (declared with codegen=True), sorted by name. Every
   cache key (compile cache, BEAM results) and every replay record includes it."""
   return tuple((k, v.value) for k, v in sorted(ContextVar._registry.items()) if v.codegen)
+
+def schedule_flags() -> tuple[tuple[str, Any], ...]:
+  """The current value of every flag that changes which kernels a tensor graph becomes (declared with schedule=True),
+  sorted by name. Every replay schedule record includes it."""
+  return tuple((k, v.value) for k, v in sorted(ContextVar._registry.items()) if v.schedule)
 
 # ---- facts about the environment (not flags: nothing in the compiler changes with them) ----
 

@@ -79,3 +79,10 @@ def test_env_vars_doc_lists_exactly_the_codegen_flags():
   para = next(p for p in section.split("\n\n") if re.fullmatch(r"(`[A-Z_]+`(, |\.))+", p.strip()))
   listed = set(re.findall(r"`([A-Z_]+)`", para))
   assert listed == {k for k, v in ContextVar._registry.items() if v.codegen}
+
+def test_env_vars_doc_lists_exactly_the_schedule_flags():
+  text = (ROOT / "docs" / "env_vars.md").read_text()
+  section = text.split("## Flags that change how a graph is scheduled", 1)[1].split("\n## ", 1)[0]
+  para = next(p for p in section.split("\n\n") if re.fullmatch(r"(`[A-Z_]+`(, |\.))+", p.strip()))
+  listed = set(re.findall(r"`([A-Z_]+)`", para))
+  assert listed == {k for k, v in ContextVar._registry.items() if v.schedule} and "ALLREDUCE" in listed
