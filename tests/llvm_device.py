@@ -7,8 +7,7 @@ def llvm_cpu_device() -> str:
   as C devices in the same worker process, so this takes the highest index that is not open yet or is already LLVM."""
   for k in range(int(HOST_DEVICES.value) - 1, 0, -1):
     name = f"CPU:{k}"
-    if name not in Device._opened:
+    if (dev := Device.opened(name)) is None:
       with Context(CPU_LLVM=1): dev = Device[name]
-    else: dev = Device._opened[name]
     if getattr(dev, "llvm", False): return name
   raise RuntimeError(f"every CPU:1..CPU:{int(HOST_DEVICES.value) - 1} is open as a C device; none is left for CPU_LLVM")

@@ -61,6 +61,10 @@ class _Device:
     if (dev := self._opened.get(cname)) is None: dev = self._opened[cname] = self._open(cname)
     return dev
 
+  def opened(self, name: str) -> Compiled | None:
+    """The device `name` if this process has opened it, else None (never opens one)."""
+    return self._opened.get(self.canonicalize(name))
+
   def _open(self, cname: str) -> Compiled:
     base, _, num = cname.partition(":")
     if not base.isidentifier(): raise DeviceOpenError(f"device {cname!r}: not a device name; known: {KNOWN_DEVICES}")
