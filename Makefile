@@ -10,7 +10,7 @@ EXTRA := $(VENV)/.installed-
 # NOTE: pytest-xdist workers for the suite; CI's machines have 2 cores (`make test JOBS=8` on a bigger one)
 JOBS ?= 2
 
-.PHONY: demo test test-symbolic test-python test-llvm test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench clean durations \
+.PHONY: demo test test-symbolic test-python test-llvm test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench-llm clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
 	test-ops-targets test-gpu-sweep chromium viz-docs test-multi replay-models test-models-slow
 
@@ -40,6 +40,12 @@ chromium:
 	@if ! command -v chromium >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "installing Debian's chromium for tests/viz"; \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
+
+# bench/llm.py with its llama.cpp column: the bench-llm extra builds llama-cpp-python from source (10-20 minutes on 2
+# cores, once; never part of make test). BENCH_LLM_ARGS passes options (--dim 512 --layers 4 for a quick run)
+BENCH_LLM_ARGS ?=
+bench-llm: $(STAMP) $(EXTRA)bench-llm
+	$(PY) bench/llm.py $(BENCH_LLM_ARGS)
 
 # the virtual environment alone (CI jobs that run its tools from more than one checkout)
 install: $(STAMP)

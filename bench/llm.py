@@ -1,14 +1,16 @@
-"""Benchmark: the LLM app on a random-weight llama GGUF against transformers (eager, torch on the same CPU) loading the
-same file, plus the memory-bandwidth bound of decode, all measured in one run.
+"""Benchmark: the LLM app on a random-weight llama GGUF against llama.cpp (llama-cpp-python) and transformers (eager,
+torch on the same CPU) loading the same file, plus the memory-bandwidth bound of decode, all measured in one run.
 
   python bench/llm.py [--dim 1024] [--layers 8] [--hidden 2816] [--vocab 32000] [--types Q8_0,F16] [--prompt 64]
                       [--decode 32] [--quantize fp8]
 
 For each weight type: prefill tokens/s, decode tokens/s, time to first token (prefill + first sample, warm), peak RSS
-of a fresh process each, ours and transformers', and the ratio. The bound: the bytes one decode token reads (the file's
-weights once, or with --quantize fp8 one byte per matrix weight + a float32 scale per row, + the KV cache) divided by
-the bandwidth of a numpy stream copy measured in the same run. llama.cpp
-(llama-cpp-python) is not run here: its build does not fit this machine's budget (docs/llm.md).
+of a fresh process each, ours, llama.cpp's and transformers', and our ratio to each. The bound: the bytes one decode
+token reads (the file's weights once, or with --quantize fp8 one byte per matrix weight + a float32 scale per row, + the
+KV cache) divided by the bandwidth of a numpy stream copy measured in the same run.
+
+llama.cpp runs when llama-cpp-python is installed (`make bench-llm` installs the `bench-llm` extra: a source build of
+10-20 minutes on 2 cores, never part of `make test`); without it the bench says so and prints "-" in its columns.
 """
 from __future__ import annotations
 import argparse, json, os, subprocess, sys, tempfile, time
@@ -65,6 +67,33 @@ print(json.dumps({"prefill": n_prompt / pre, "decode": (n_dec - 1) / dec, "ttft"
                   "rss_mb": hwm()}))
 """
 
+# NOTE: greedy (top_k=1) and never stopped by an end token: generate() yields until its caller stops; every CPU core,
+# as ours uses them
+_LLAMACPP = """
+import json, os, sys, time
+HWM
+from llama_cpp import Llama
+fn, n_prompt, n_dec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+n = os.cpu_count() or 1
+llm = Llama(model_path=fn, n_ctx=n_prompt + n_dec + 8, n_batch=max(n_prompt, 8), n_threads=n, n_threads_batch=n,
+            verbose=False)
+prompt = [(i * 7919) % 1000 + 1 for i in range(n_prompt)]
+def gen():
+  it = llm.generate(prompt, top_k=1, temp=0.0, reset=True)
+  t0 = time.perf_counter(); next(it); ttft = time.perf_counter() - t0
+  t1 = time.perf_counter()
+  for _ in range(n_dec - 1): next(it)
+  return ttft, time.perf_counter() - t1
+gen()
+llm.reset(); t0 = time.perf_counter(); llm.eval(prompt); pre = time.perf_counter() - t0
+ttft, dec = gen()
+print(json.dumps({"prefill": n_prompt / pre, "decode": (n_dec - 1) / dec, "ttft": ttft, "rss_mb": hwm()}))
+"""
+
+def have_llamacpp() -> bool:
+  import importlib.util
+  return importlib.util.find_spec("llama_cpp") is not None
+
 def run(code: str, fn: str, a: argparse.Namespace) -> dict:
   r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode), a.quantize],
                      capture_output=True, text=True,
@@ -86,9 +115,13 @@ def main() -> None:
   from tests.apps.gguf_models import write_model
   bw = stream_bandwidth()
   print(f"stream copy bandwidth {bw / 1e9:.1f} GB/s")
-  print(f"{'type':6} {'params':>8} {'file MB':>8} | {'prefill tok/s ours/torch':>25} | "
-        f"{'decode tok/s ours/torch':>24} | {'bound tok/s':>11} | {'ttft s ours/torch':>18} | "
-        f"{'peak RSS MB ours/torch':>22}")
+  lcpp = have_llamacpp()
+  if not lcpp: print("llama.cpp: not run (llama-cpp-python is not installed: `make bench-llm` builds and installs it)")
+  print(f"{'type':6} {'params':>8} {'file MB':>8} | {'prefill tok/s ours/llama.cpp/torch':>36} | "
+        f"{'decode tok/s ours/llama.cpp/torch':>34} | {'bound tok/s':>11} | {'ttft s ours/llama.cpp/torch':>28} | "
+        f"{'peak RSS MB ours/llama.cpp/torch':>32}")
+  def col(d: dict | None, k: str, fmt: str) -> str: return "-" if d is None else format(d[k], fmt)
+  def ratio(x: dict, d: dict | None, k: str) -> str: return "-" if d is None else f"{x[k] / d[k]:.2f}x"
   with tempfile.TemporaryDirectory() as d:
     for q in a.types.split(","):
       fn = os.path.join(d, f"bench_{q}.gguf")
@@ -103,11 +136,13 @@ def main() -> None:
                        (a.dim, a.hidden)] * a.layers + [(a.vocab, a.dim)] * 2
       read = sum(r * (c + 4) for r, c in mat_rows_cols) if a.quantize == "fp8" else size
       bound = bw / (read + kv)
-      ours, ref = run(_OURS, fn, a), run(_TORCH, fn, a)
-      print(f"{q:6} {params / 1e6:7.0f}M {size / 1e6:8.0f} | {ours['prefill']:9.1f} / {ref['prefill']:7.1f} "
-            f"({ours['prefill'] / ref['prefill']:.2f}x) | {ours['decode']:8.2f} / {ref['decode']:6.2f} "
-            f"({ours['decode'] / ref['decode']:.2f}x) | {bound:11.1f} | {ours['ttft']:7.2f} / {ref['ttft']:7.2f} | "
-            f"{ours['rss_mb']:9.0f} / {ref['rss_mb']:9.0f}")
-      print(f"       decode at {ours['decode'] / bound:.2f}x of the bandwidth bound")
+      ours, cpp, ref = run(_OURS, fn, a), run(_LLAMACPP, fn, a) if lcpp else None, run(_TORCH, fn, a)
+      print(f"{q:6} {params / 1e6:7.0f}M {size / 1e6:8.0f} | {ours['prefill']:9.1f} / {col(cpp, 'prefill', '9.1f')} / "
+            f"{ref['prefill']:7.1f} | {ours['decode']:8.2f} / {col(cpp, 'decode', '8.2f')} / {ref['decode']:6.2f} | "
+            f"{bound:11.1f} | {ours['ttft']:7.2f} / {col(cpp, 'ttft', '7.2f')} / {ref['ttft']:7.2f} | "
+            f"{ours['rss_mb']:9.0f} / {col(cpp, 'rss_mb', '9.0f')} / {ref['rss_mb']:9.0f}")
+      print(f"       ours / llama.cpp: prefill {ratio(ours, cpp, 'prefill')}, decode {ratio(ours, cpp, 'decode')}; "
+            f"ours / torch: prefill {ratio(ours, ref, 'prefill')}, decode {ratio(ours, ref, 'decode')}; "
+            f"decode at {ours['decode'] / bound:.2f}x of the bandwidth bound")
 
 if __name__ == "__main__": main()
