@@ -149,7 +149,8 @@ llm = LLM.load(fn, capacity=256)
 m = llm.model
 caches = {_buffer(t) for kv in m.cache for t in kv}
 mats = [w for b in m.blocks for w in (b.q, b.k, b.v, b.o, b.gate, b.up, b.down)] + [m.embed, m.output]
-weights = {_buffer(w.raw) for w in mats + [m.norm] + [w for b in m.blocks for w in (b.attn_norm, b.ffn_norm)]}
+weights = {_buffer(t) for w in mats + [m.norm] + [w for b in m.blocks for w in (b.attn_norm, b.ffn_norm)]
+           for t in w.tensors()}
 toks = list(llm.tokens([(i * 7) % 300 + 1 for i in range(40)], SamplingParams(max_tokens=12, ignore_eos=True)))
 tmp = [b.base.nbytes for ln in m._jits[1].captured.launches for b in ln.bufs
        if b is not None and b.base not in caches | weights]
@@ -180,6 +181,30 @@ def test_peak_memory_is_the_file_and_the_kv_cache(tmp_path):
   row_block = 32 * m["cols"] * 4
   assert row_block < m["smallest"] and m["decode_tmp"] <= row_block, \
     f"a {m['decode_tmp']}-byte buffer in decode, one row block of a dequantized weight is {row_block} bytes"
+
+def test_typed_views_read_the_files_values_without_a_copy(tmp_path):
+  """GGUFFile.typed (a plain type) and the Q8_0 views Weight reads are the file's own bytes (no buffer of their own)
+  and give exactly the values the byte-level dequantization gives; a quantized type has no typed view."""
+  from tinygrad.apps.llm import Weight
+  from tinygrad.dtype import dtypes
+  fn = str(tmp_path / "m.gguf")
+  written = write_model(fn, qtype="Q8_0", dim=64, hidden=128, n_layers=1)
+  f = GGUFFile(fn)
+  norm = f.typed("blk.0.attn_norm.weight")
+  assert norm is not None and norm.dtype is dtypes.float32 and not _buffer(norm)._owned
+  np.testing.assert_array_equal(norm.numpy(), written["blk.0.attn_norm.weight"])
+  assert f.typed("blk.0.ffn_up.weight") is None
+  w = Weight(f, "blk.0.ffn_up.weight", (128, 64))
+  assert w.q8 is not None and all(not _buffer(t)._owned for t in w.tensors())
+  np.testing.assert_array_equal(w.matrix().numpy(), f.dequantized("blk.0.ffn_up.weight").numpy())
+  # a scale is the block's first two bytes, as float16
+  raw = np.frombuffer(open(fn, "rb").read(), np.uint8)[f.info("blk.0.ffn_up.weight").offset:][:2].view(np.float16)
+  assert w.q8[0].numpy()[0] == raw[0]
+  f16 = str(tmp_path / "h.gguf")
+  written = write_model(f16, qtype="F16", dim=64, hidden=128, n_layers=1)
+  h = GGUFFile(f16).typed("blk.0.ffn_up.weight")
+  assert h is not None and h.dtype is dtypes.float16 and h.shape == (128, 64)
+  np.testing.assert_array_equal(h.numpy(), written["blk.0.ffn_up.weight"].astype(np.float16))
 
 # ---- --quantize fp8 ----
 

@@ -106,7 +106,26 @@ class Weight:
     self.name, self.shape, self.ggml_type, self.raw = name, shape, ti.ggml_type, f.raw(name)
     self.block = GGML_TYPES[ti.ggml_type][1]
     self.split: int | None = None  # 1 when the columns are split (Weight.shard): the raw bytes are stored column-major
+    # NOTE: a plain type (F32, F16, BF16) is read in its own dtype over the same mapped bytes where the file allows it:
+    # assembled from bytes instead, every element costs a kernel several loads and shifts (a norm's weight, fused into
+    # a matmul, once per multiply-add)
+    self.values: Tensor | None = f.typed(name)
+    # NOTE: Q8_0 likewise: its blocks are a float16 scale then 32 int8 values (34 bytes, so every scale is 2-aligned),
+    # read through a float16 and an int8 view of the same bytes
+    self.q8: tuple[Tensor, Tensor] | None = None
+    if ti.ggml_type == WEIGHT_TYPES["Q8_0"] and (h := f.view(name, dtypes.float16)) is not None and \
+       (q := f.view(name, dtypes.int8)) is not None:
+      self.q8 = (h, q)
+  def tensors(self) -> list[Tensor]:
+    """Every tensor this weight reads the file's bytes through (the raw bytes and the typed views of them)."""
+    return [self.raw] + ([self.values] if self.values is not None else []) + (list(self.q8) if self.q8 else [])
   def matrix(self) -> Tensor:
+    if self.values is not None: return self.values.reshape(self.shape).cast(dtypes.float32)
+    if self.q8 is not None:
+      rows, cols = self._rows_cols()
+      h, q = self.q8
+      scale = h.reshape(rows, cols // 32, 17)[:, :, 0:1].cast(dtypes.float32)
+      return (q.reshape(rows, cols // 32, 34)[:, :, 2:].cast(dtypes.float32) * scale).reshape(self.shape)
     v = ggml_data_to_tensor(self.raw.reshape(-1), prod(self.shape), self.ggml_type)
     if self.split == 1:
       rows, cols = self._rows_cols()
@@ -120,6 +139,7 @@ class Weight:
     `unit` rows or columns. A column split stores each device's blocks column-major ((blocks, rows, bytes)), so every
     device dequantizes its own bytes; a column group that is not whole quantization blocks is replicated instead."""
     rows, cols = self._rows_cols()
+    self.values, self.q8 = None, None
     if axis is not None and (axis == 1 or len(self.shape) == 1) and unit % self.block: axis = None
     nb, bb = cols // self.block, self.raw.shape[-1] // (cols // self.block) if cols else 0
     raw = self.raw.reshape(rows, nb, bb)

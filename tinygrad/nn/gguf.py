@@ -6,7 +6,7 @@ memory map (the weights are paged in by the kernels that read them, never copied
 `ggml_matrix` giving the lazy dequantization that fuses into the kernel that consumes it. Every file is hostile: the
 same checks bound every count, offset and size before anything is read or allocated."""
 from __future__ import annotations
-import contextlib, ctypes, mmap, struct
+import contextlib, ctypes, mmap, struct, sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from tinygrad.tensor import Tensor
@@ -457,6 +457,28 @@ class GGUFFile:
       assert self._map is not None
       buf.ensure_allocated().copyin(memoryview(self._map)[ti.offset:ti.offset + ti.nbytes])
     return Tensor(u).reshape(rows, ti.nbytes // rows)
+
+  def view(self, name: str, dtype: DType) -> Tensor | None:
+    """Tensor `name`'s bytes as a 1-d tensor of `dtype` (nbytes // itemsize elements) over the same memory, with no
+    copy: where the bytes are the host's memory map, the host is little-endian, and the data's offset and size are
+    multiples of the element size; None otherwise (use raw). Quantized blocks keep their layout: a Q8_0 row is
+    (scale f16, 32 x int8) blocks, so its float16 view holds each scale at element 17*b of the row."""
+    from tinygrad.device import buffer_of
+    from tinygrad.tensor import _new_buffer_uop
+    ti, n = self.info(name), dtype.itemsize
+    if self._map is None or sys.byteorder != "little" or ti.nbytes == 0 or ti.offset % n or ti.nbytes % n: return None
+    u = _new_buffer_uop(ti.nbytes // n, dtype, self.device)
+    buf = buffer_of(u)
+    if not hasattr(buf.allocator, "_as_buffer"): return None
+    buf.allocate(opaque=(ctypes.c_uint8 * ti.nbytes).from_buffer(self._map, ti.offset))
+    return Tensor(u)
+
+  def typed(self, name: str) -> Tensor | None:
+    """Tensor `name` of a plain type (F32, F16, BF16, F64, I8-I64) in its own dtype and shape over the same bytes
+    (`view`): nothing for a kernel to assemble from bytes. None where `view` is None or the type is quantized."""
+    ti = self.info(name)
+    if (dt := _GGML_PLAIN.get(ti.ggml_type)) is None or (v := self.view(name, dt)) is None: return None
+    return v.reshape(ti.shape)
 
   def dequantized(self, name: str) -> Tensor:
     """Tensor `name`'s values, lazily dequantized (ggml_data_to_tensor) and shaped as ti.shape."""
