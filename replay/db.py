@@ -24,11 +24,10 @@ SCHEMA_VERSION = 1
 KINDS = ("kernel", "schedule")
 # the inputs of each kind of record: what the input hash covers (the rest of a body is outputs)
 INPUT_FIELDS: dict[str, tuple[str, ...]] = {"kernel": KernelRecord.INPUTS, "schedule": ("graph", "flags")}
-# NOTE: input fields a record of an older capture may lack: the hash covers them when present (so removing one is
-# tampering, caught), and a schedule captured before they existed is read with none
-OPTIONAL_INPUTS = {("schedule", "flags")}
 # every field a schedule body must have, with its JSON type (a kernel body is a KernelRecord, which checks its own)
 SCHEDULE_FIELDS: dict[str, type] = {"graph": str, "kernels": list}
+# NOTE: fields a schedule of an older capture may lack: the input hash covers one when present (so removing it is
+# tampering, caught), and a schedule captured before it existed is read without it
 SCHEDULE_OPTIONAL: dict[str, type] = {"flags": list}
 
 class DBError(RuntimeError):
@@ -47,7 +46,7 @@ def default_path() -> str:
 def canonical(x: Any) -> str: return json.dumps(x, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 def input_hash(kind: str, body: dict[str, Any]) -> str:
-  fields = [k for k in INPUT_FIELDS[kind] if k in body or (kind, k) not in OPTIONAL_INPUTS]
+  fields = [k for k in INPUT_FIELDS[kind] if k in body or not (kind == "schedule" and k in SCHEDULE_OPTIONAL)]
   return hashlib.sha256(canonical([kind] + [body[k] for k in fields]).encode()).hexdigest()
 
 def git_commit(cwd: str | None = None) -> str:
@@ -208,12 +207,11 @@ def parse_record(rid: int, kind: Any, ihash: Any, text: Any) -> KernelRecord | d
   if kind == "kernel":
     try: rec = KernelRecord.from_json(body)
     except RecordFormatError as e: raise RecordError(f"{where}: {e}") from None
-  for name, typ in SCHEDULE_FIELDS.items() if kind == "schedule" else ():
-    if name not in body: raise RecordError(f"{where}: field {name!r} is missing")
+  for name, typ in {**SCHEDULE_FIELDS, **SCHEDULE_OPTIONAL}.items() if kind == "schedule" else ():
+    if name not in body:
+      if name in SCHEDULE_OPTIONAL: continue
+      raise RecordError(f"{where}: field {name!r} is missing")
     if not isinstance(body[name], typ): raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
-  for name, typ in SCHEDULE_OPTIONAL.items() if kind == "schedule" else ():
-    if name in body and not isinstance(body[name], typ):
-      raise RecordError(f"{where}: field {name!r} is a {type(body[name]).__name__}")
   try: got = input_hash(kind, body)
   except (TypeError, ValueError) as e: raise RecordError(f"{where}: its inputs cannot be hashed: {e}") from None
   if got != ihash:

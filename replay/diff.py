@@ -390,7 +390,8 @@ def diff_schedule(rid: int, body: dict[str, Any]) -> Outcome:
   unknown = "" if "flags" in body else " (captured before schedule records carried their flags: scheduled with each " \
                                        "flag at its default)"
   try:
-    with Context(**{**{k: ContextVar.declared()[k].default for k, _ in schedule_flags()}, **flags}):
+    declared = ContextVar.declared()
+    with Context(**{**{k: declared[k].default for k, _ in schedule_flags()}, **flags}):
       ksink = kernel_graph(graph).sink
     new = [pyrender(k.arg) for k in order_kernels(ksink)]
   except Exception as e:

@@ -122,10 +122,10 @@ class Weight:
   def matrix(self) -> Tensor:
     if self.values is not None: return self.values.reshape(self.shape).cast(dtypes.float32)
     if self.q8 is not None:
-      rows, cols = self._rows_cols()
+      (rows, cols), bb = self._rows_cols(), GGML_TYPES[self.ggml_type][2]
       h, q = self.q8
-      scale = h.reshape(rows, cols // 32, 17)[:, :, 0:1].cast(dtypes.float32)
-      return (q.reshape(rows, cols // 32, 34)[:, :, 2:].cast(dtypes.float32) * scale).reshape(self.shape)
+      scale = h.reshape(rows, cols // self.block, bb // 2)[:, :, 0:1].cast(dtypes.float32)
+      return (q.reshape(rows, cols // self.block, bb)[:, :, 2:].cast(dtypes.float32) * scale).reshape(self.shape)
     v = ggml_data_to_tensor(self.raw.reshape(-1), prod(self.shape), self.ggml_type)
     if self.split == 1:
       rows, cols = self._rows_cols()

@@ -442,36 +442,41 @@ class GGUFFile:
                             f"{', '.join(list(self.tensors)[:8])}{', ...' if len(self.tensors) > 8 else ''})")
     return self.tensors[name]
 
-  def raw(self, name: str) -> Tensor:
-    """The bytes of tensor `name` as uint8 (rows, bytes per row): a row is the last axis of the shape in blocks."""
+  def _mapped(self, ti: GGUFTensorInfo, dtype: DType) -> Tensor | None:
+    """ti's bytes as a 1-d tensor of `dtype` over the memory map itself (no copy); None where the device's memory is not
+    the host's or the data's offset and size are not multiples of the element size."""
     from tinygrad.device import buffer_of
     from tinygrad.tensor import _new_buffer_uop
+    n = dtype.itemsize
+    if self._map is None or ti.offset % n or ti.nbytes % n: return None
+    u = _new_buffer_uop(ti.nbytes // n, dtype, self.device)
+    buf = buffer_of(u)
+    if not hasattr(buf.allocator, "_as_buffer"): return None
+    buf.allocate(opaque=(ctypes.c_uint8 * ti.nbytes).from_buffer(self._map, ti.offset))
+    return Tensor(u)
+
+  def raw(self, name: str) -> Tensor:
+    """The bytes of tensor `name` as uint8 (rows, bytes per row): a row is the last axis of the shape in blocks."""
     ti = self.info(name)
     rows = prod(ti.shape[:-1]) if len(ti.shape) > 1 else 1
     if ti.nbytes == 0: return Tensor.empty(rows, 0, dtype=dtypes.uint8, device=self.device)
-    u = _new_buffer_uop(ti.nbytes, dtypes.uint8, self.device)
-    buf = buffer_of(u)
-    if hasattr(buf.allocator, "_as_buffer") and self._map is not None:
-      buf.allocate(opaque=(ctypes.c_uint8 * ti.nbytes).from_buffer(self._map, ti.offset))
-    else:
+    if (t := self._mapped(ti, dtypes.uint8)) is None:
+      # NOTE: a device with memory of its own gets a copy of the bytes
+      from tinygrad.device import buffer_of
+      from tinygrad.tensor import _new_buffer_uop
       assert self._map is not None
-      buf.ensure_allocated().copyin(memoryview(self._map)[ti.offset:ti.offset + ti.nbytes])
-    return Tensor(u).reshape(rows, ti.nbytes // rows)
+      u = _new_buffer_uop(ti.nbytes, dtypes.uint8, self.device)
+      buffer_of(u).ensure_allocated().copyin(memoryview(self._map)[ti.offset:ti.offset + ti.nbytes])
+      t = Tensor(u)
+    return t.reshape(rows, ti.nbytes // rows)
 
   def view(self, name: str, dtype: DType) -> Tensor | None:
     """Tensor `name`'s bytes as a 1-d tensor of `dtype` (nbytes // itemsize elements) over the same memory, with no
     copy: where the bytes are the host's memory map, the host is little-endian, and the data's offset and size are
     multiples of the element size; None otherwise (use raw). Quantized blocks keep their layout: a Q8_0 row is
     (scale f16, 32 x int8) blocks, so its float16 view holds each scale at element 17*b of the row."""
-    from tinygrad.device import buffer_of
-    from tinygrad.tensor import _new_buffer_uop
-    ti, n = self.info(name), dtype.itemsize
-    if self._map is None or sys.byteorder != "little" or ti.nbytes == 0 or ti.offset % n or ti.nbytes % n: return None
-    u = _new_buffer_uop(ti.nbytes // n, dtype, self.device)
-    buf = buffer_of(u)
-    if not hasattr(buf.allocator, "_as_buffer"): return None
-    buf.allocate(opaque=(ctypes.c_uint8 * ti.nbytes).from_buffer(self._map, ti.offset))
-    return Tensor(u)
+    ti = self.info(name)
+    return None if sys.byteorder != "little" or ti.nbytes == 0 else self._mapped(ti, dtype)
 
   def typed(self, name: str) -> Tensor | None:
     """Tensor `name` of a plain type (F32, F16, BF16, F64, I8-I64) in its own dtype and shape over the same bytes
