@@ -518,3 +518,38 @@ def test_shard_count_that_cannot_split_the_heads_is_an_error(models, tmp_path, c
   write_model(wide := str(tmp_path / "wide.gguf"), n_heads=16, n_kv_heads=16)
   with Context(HOST_DEVICES=8), pytest.raises(LLMError, match=r"--shard 16: .*CPU:15.*HOST_DEVICES"):
     LLM.load(wide, capacity=CAP, shard=16)
+
+def _unaligned_file(path):
+  """A file at general.alignment 1 whose Q8_0 and F32 tensors sit at odd offsets (a short padding key shifts them)."""
+  import gguf
+  from gguf import GGMLQuantizationType as Q
+  x = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32)
+  for pad in range(8):
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_custom_alignment(1)
+    w.add_string("x.pad", "p" * pad)
+    w.add_tensor("a", np.arange(3, dtype=np.int8))
+    w.add_tensor("q", gguf.quantize(x, Q.Q8_0), raw_dtype=Q.Q8_0)
+    w.add_tensor("f", np.arange(4, dtype=np.float32))
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    f = GGUFFile(path)
+    if f.info("q").offset % 2 and f.info("f").offset % 4: return f
+  raise AssertionError("no padding put both tensors at odd offsets")
+
+def test_unaligned_tensors_get_no_view_and_are_read_from_their_bytes(tmp_path):
+  """A tensor whose offset is not a multiple of a view's element size (a hand-made or hostile file at alignment 1) gets
+  no typed view: the weight reads its raw bytes, with the same values, and nothing is mapped past the tensor."""
+  from tinygrad.apps.llm import Weight
+  from tinygrad.dtype import dtypes
+  f = _unaligned_file(str(tmp_path / "u.gguf"))
+  assert f.view("q", dtypes.float16) is None and f.typed("f") is None
+  assert f.view("q", dtypes.int8) is not None and f.view("q", dtypes.int8).numel() == f.info("q").nbytes
+  q, v = Weight(f, "q", (2, 64)), Weight(f, "f", (4,))
+  assert q.q8 is None and v.values is None and q.tensors() == [q.raw]
+  np.testing.assert_array_equal(q.matrix().numpy(), f.dequantized("q").numpy())
+  np.testing.assert_array_equal(v.matrix().numpy(), np.arange(4, dtype=np.float32))
+  # a view never reaches past the file: a truncated copy is refused when opened, before any tensor is mapped
+  from tinygrad.nn.state import CheckpointError
+  cut = tmp_path / "cut.gguf"
+  cut.write_bytes((tmp_path / "u.gguf").read_bytes()[:-3])
+  with pytest.raises(CheckpointError, match="truncated"): GGUFFile(str(cut))

@@ -61,7 +61,11 @@ def test_a_schedule_records_flags_are_checked(tmp_path):
            "unknown flag": (lambda b: dict(b, flags=[["NO_SUCH_FLAG", 1]]), "incompatible", "does not exist now"),
            "bad value": (lambda b: dict(b, flags=[["ALLREDUCE", "tree"]]), "incompatible", "'tree' is not allowed"),
            "twice": (lambda b: dict(b, flags=[["ALLREDUCE", "ring"], ["ALLREDUCE", "naive"]]), "bad record", "twice"),
-           "not a pair": (lambda b: dict(b, flags=[["ALLREDUCE"]]), "bad record", "is not [name, int or str]")}
+           "not a pair": (lambda b: dict(b, flags=[["ALLREDUCE"]]), "bad record", "is not [name, int or str]"),
+           "nested value": (lambda b: dict(b, flags=[["ALLREDUCE", [["ring"]]]]), "bad record", "is not [name, int or str]"),
+           "code as value": (lambda b: dict(b, flags=[["ALLREDUCE", "__import__('os').system('id')"]]), "incompatible",
+                             "is not allowed"),
+           "not a list": (lambda b: dict(b, flags="ALLREDUCE=ring"), "bad record", "field 'flags' is a str")}
   for name, (change, cls, text) in cases.items():
     copy, rid = _rewrite(db, tmp_path, f"{name.replace(' ', '_')}.db", change)
     o = _sched_outcomes(copy)[rid]
