@@ -149,6 +149,23 @@ def test_divmod_negative_numerator_not_floor():
   assert simp((yn * 4 - 3) // 4) is yn
   assert simp((yn * 4 - 3) % 4) is idx(-3)
 
+def test_divmod_offset_below_the_common_factor():
+  # 16*k + e split by 32 with 0 <= e < 16: e never carries past a multiple of 32, so every lane of an unrolled axis
+  # gets lane 0's quotient and lane 0's remainder + e (the lanes' loads are then consecutive: one vector load)
+  k = UOp.range(64, 1)
+  for e in (1, 5, 15):
+    assert simp((k * 16 + e) // 32) is k // 2
+    assert simp((k * 16 + e) % 32) is simp((k % 2) * 16 + e)
+    assert_same_everywhere((k * 16 + e) // 32, simp((k * 16 + e) // 32))
+    assert_same_everywhere((k * 16 + e) % 32, simp((k * 16 + e) % 32))
+  # an offset past the factor's multiple is its multiple plus the rest: (16k + 19)//32 == (k + 1)//2
+  assert simp((k * 16 + 19) // 32) is simp((k + 1) // 2)
+  assert_same_everywhere((k * 16 + 19) % 32, simp((k * 16 + 19) % 32))
+  # a term that may be negative truncates towards zero: no rewrite (y in [-5, 5]: (16y + 1)//32 at y=-1 is 0, not -1)
+  assert simp((y * 16 + 1) // 32) is not y // 2
+  assert_same_everywhere((y * 16 + 1) // 32, simp((y * 16 + 1) // 32))
+  assert_same_everywhere((y * 16 + 1) % 32, simp((y * 16 + 1) % 32))
+
 def test_divmod_exact_any_sign():
   assert simp((y * 6 + 4) // 2) is y * 3 + 2
   assert simp((y * 6) % 3) is idx(0)

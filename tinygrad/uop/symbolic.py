@@ -156,6 +156,13 @@ def fold_divmod(d: UOp, x: UOp, c: UOp) -> UOp | None:
   if (g := math.gcd(cv, const, *terms.values())) > 1:
     xg = build_sum({t: k // g for t, k in terms.items()}, const // g, d.dtype)
     return xg // (cv // g) if idiv else (xg % (cv // g)) * g
+  # x = g*X + e with g = gcd(c, the terms' coefficients) > 1 and 0 <= e < g: where g*X >= 0, e never carries x past a
+  # multiple of c, so x//c == X//(c/g) and x%c == (X%(c/g))*g + e (lane e of an unrolled axis, 16*k + e split by 32:
+  # every lane then shares lane 0's index and differs by its constant, so the lanes pack into one vector load)
+  if terms and (g := math.gcd(cv, *terms.values())) > 1:
+    e = const % g
+    xg = build_sum({t: k // g for t, k in terms.items()}, (const - e) // g, d.dtype)
+    if xg.vmin >= 0: return xg // (cv // g) if idiv else (xg % (cv // g)) * g + e
   # x = c*A + B; if x >= 0 then x/c truncates as floor: floor(x/c) = A + floor(B/c) (and ceil likewise when x <= 0)
   if lo >= 0: part, ok = _floordiv, _nonneg
   elif hi <= 0: part, ok = _ceildiv, _nonpos
