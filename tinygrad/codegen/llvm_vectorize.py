@@ -9,6 +9,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, lanes_alike
 from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes
 from tinygrad.renderer.llvm_helpers import fmf
 from tinygrad.renderer import Renderer
+from tinygrad.helpers import DEVECTORIZE
 
 # ---- vector accumulators ----
 # Codegen expands UPCAST lanes into one scalar accumulator per lane. Here the accumulators of one loop whose updates
@@ -206,15 +207,17 @@ def fuse_mulacc(m: UOp, c: UOp) -> UOp | None:
 
 def llvm_matcher(ren: Renderer) -> PatternMatcher:
   """The final renderer rules: vector accumulators (where the target has vector registers), lanes into vector ops,
-  a*b+c into MULACC."""
+  a*b+c into MULACC. DEVECTORIZE (read as each kernel is rewritten) holds here as in codegen: at 1 only loads become
+  vectors, at 2 nothing does."""
   rules: list[tuple[UPat, Callable[..., Any]]] = [
     (UPat(Ops.VECTORIZE, name="v"), fold_vectorize),
-    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_load(ren, v)),
-    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_alu(ren, v)),
+    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_load(ren, v) if DEVECTORIZE < 2 else None),
+    (UPat(Ops.VECTORIZE, name="v"), lambda v: vectorize_alu(ren, v) if DEVECTORIZE < 1 else None),
     (UPat(Ops.ADD, src=[UPat(Ops.MUL, name="m"), UPat.var("c")]), fuse_mulacc),
   ]
   if ren.acc_widths(dtypes.float32):
-    rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: pack_accumulators(ren, sink)))
+    rules.insert(0, (UPat(Ops.SINK, name="sink"),
+                     lambda sink: pack_accumulators(ren, sink) if DEVECTORIZE < 1 else None))
   return PatternMatcher(rules)
 
 __all__ = ["pack_accumulators", "vectorize_alu", "vectorize_load", "fold_vectorize", "llvm_matcher"]
