@@ -1,13 +1,20 @@
-"""A CPU device of this process that compiles through LLVM, for tests that run the LLVM path next to the C one."""
+"""CPU devices of this process that compile through LLVM or through C, for tests that run both paths side by side
+(CPU_LLVM is read when a device opens; the default CPU is LLVM where llvmlite is installed, else C)."""
 from tinygrad.device import Device
 from tinygrad.helpers import Context, HOST_DEVICES
 
-def llvm_cpu_device() -> str:
-  """The name of a CPU:k opened under CPU_LLVM=1 (the flag is read when a device opens). Multi-device tests open CPU:1..
-  as C devices in the same worker process, so this takes the highest index that is not open yet or is already LLVM."""
+def cpu_device(llvm: bool) -> str:
+  """The name of a CPU device that compiles through LLVM (llvm=True) or C: "CPU" when it is of that kind, else a CPU:k
+  opened under CPU_LLVM=1/0. Multi-device tests open CPU:1.. as default devices in the same worker process, so this
+  takes the highest index that is not open yet or is already of that kind."""
+  if Device["CPU"].llvm == llvm: return "CPU"
   for k in range(int(HOST_DEVICES.value) - 1, 0, -1):
     name = f"CPU:{k}"
     if (dev := Device.opened(name)) is None:
-      with Context(CPU_LLVM=1): dev = Device[name]
-    if getattr(dev, "llvm", False): return name
-  raise RuntimeError(f"every CPU:1..CPU:{int(HOST_DEVICES.value) - 1} is open as a C device; none is left for CPU_LLVM")
+      with Context(CPU_LLVM=int(llvm)): dev = Device[name]
+    if getattr(dev, "llvm", False) == llvm: return name
+  raise RuntimeError(f"every CPU:1..CPU:{int(HOST_DEVICES.value) - 1} is open as the other kind of CPU device; none is "
+                     f"left for CPU_LLVM={int(llvm)}")
+
+def llvm_cpu_device() -> str: return cpu_device(True)
+def c_cpu_device() -> str: return cpu_device(False)

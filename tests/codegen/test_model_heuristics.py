@@ -15,12 +15,12 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size
 from tinygrad.codegen.program import prepare_kernel
-from tests.llvm_device import llvm_cpu_device
+from tests.llvm_device import llvm_cpu_device, c_cpu_device
 from tinygrad.renderer.cstyle import CRenderer
 
 HAS_LLVM = importlib.util.find_spec("llvmlite") is not None
-# NOTE: the LLVM path as another CPU device of this process (tests/llvm_device.py: CPU_LLVM is read when a device opens)
-DEVICES = ["CPU", *(["LLVM"] if HAS_LLVM else []), "PYTHON"]
+# NOTE: each CPU path as a CPU device of this process (tests/llvm_device.py: CPU_LLVM is read when a device opens)
+DEVICES = ["C", *(["LLVM"] if HAS_LLVM else []), "PYTHON"]
 # (batch, time, model dim, hidden dim): the weight gradients reduce over B*T = 512 with d x f, 3d x d outputs: past the
 # CPU heuristics' big-kernel threshold (2^24 multiply-adds), where the 32x8 register tiles apply
 BIG, SMALL = (4, 128, 128, 256), (2, 4, 8, 16)
@@ -60,9 +60,10 @@ def qkv_wgrad(dev: str, b: int, t: int, d: int) -> tuple[Tensor, np.ndarray]:
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_weight_gradients_and_transposed_matmul_match_torch(dev):
-  if dev == "LLVM":
-    dev = llvm_cpu_device()
-    assert Device[dev].llvm
+  if dev in ("LLVM", "C"):
+    want = dev == "LLVM"
+    dev = llvm_cpu_device() if want else c_cpu_device()
+    assert Device[dev].llvm == want
   b, t, d, f = SMALL if dev == "PYTHON" else BIG
   with Context(SPEC=2):
     out, got, rout, ref = gelu_linear(dev, b, t, d, f)
@@ -145,3 +146,47 @@ def test_heuristics_pack_w_of_x_at_w_transposed_where_the_renderer_owns_its_vect
   assert rs[0].arg[-1] is AxisType.REDUCE and index_stride(ld.src[0].src[1].get_idx(), rs[0]) == 1, rs
   # the C path (gcc vectorizes, no own accumulators) keeps the loop order and packs nothing
   assert not any(o.op in (OptOps.SWAP, OptOps.PACK) for o in hand_coded_optimizations(k, REN))
+
+# ---- matrix-vector products (an LLM's decode step) on the LLVM path ----
+
+def q8_matvec(dev: str, n: int, k: int, rows: int = 1) -> tuple[Tensor, np.ndarray]:
+  """x (rows, k) @ W^T with W (n, k) in Q8_0's layout: int8 values in blocks of 32, one float16 scale per block,
+  dequantized inside the kernel (as apps/llm.py reads a Q8_0 weight); and numpy's product of the same values."""
+  rng = np.random.default_rng(20)
+  q = rng.integers(-127, 128, (n, k // 32, 32)).astype(np.int8)
+  sc = (rng.random((n, k // 32, 1)) * 0.02 + 0.001).astype(np.float16)
+  x = rand(21, rows, k)
+  w = (Tensor(q, device=dev).cast("float32") * Tensor(sc, device=dev).cast("float32")).reshape(n, k)
+  return Tensor(x, device=dev) @ w.T, x @ (q.astype(np.float32) * sc.astype(np.float32)).reshape(n, k).T
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_matvec_unrolls_the_reduce_into_one_vector_accumulator_on_llvm():
+  dev = llvm_cpu_device()
+  ren = Device[dev].renderer
+  n, k = 256, 1024
+  out, ref = q8_matvec(dev, n, k)
+  (kern,) = [a for a in kernels(out) if red_size(a) == k]
+  mv = kern
+  opts = hand_coded_optimizations(kern, ren)
+  # the reduce unrolled by 16 (one vector of consecutive weights), 8 rows sharing each load of x
+  assert Opt(OptOps.UNROLL, 0, 16) in opts and Opt(OptOps.UPCAST, 0, 8) in opts, opts
+  from tinygrad.codegen import get_program
+  src = get_program(kern, ren).src
+  # int8 weights loaded 16 at a time and converted in registers; one vector FMA into a vector accumulator
+  assert "load <16 x i8>" in src and "sitofp <16 x i8>" in src and "@llvm.fma.v16f32" in src, src
+  with Context(SPEC=2): tol(out.numpy(), ref, k)
+  # float16 and float32 matrices likewise
+  for dt in ("float16", "float32"):
+    w = rand(22, n, k).astype(dt)
+    x = rand(23, 1, k)
+    t = Tensor(x, device=dev) @ Tensor(w, device=dev).cast("float32").T
+    (kern,) = [a for a in kernels(t) if red_size(a) == k]
+    assert Opt(OptOps.UNROLL, 0, 16) in hand_coded_optimizations(kern, ren)
+    with Context(SPEC=2): tol(t.numpy(), x @ w.astype(np.float32).T, k)
+  # a product with more than one row of x reuses W across the rows: the matmul's register tile, not the matvec form
+  out, ref = q8_matvec(dev, n, k, rows=32)
+  (kern,) = [a for a in kernels(out) if red_size(a) == k]
+  assert not any(o.op is OptOps.UNROLL and o.arg == 16 for o in hand_coded_optimizations(kern, ren))
+  with Context(SPEC=2): tol(out.numpy(), ref, k)
+  # the C path leaves vectorization to gcc: its heuristics are unchanged
+  assert not any(o.op is OptOps.UNROLL and o.arg == 16 for o in hand_coded_optimizations(mv, REN))
