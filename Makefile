@@ -10,7 +10,7 @@ EXTRA := $(VENV)/.installed-
 # NOTE: pytest-xdist workers for the suite; CI's machines have 2 cores (`make test JOBS=8` on a bigger one)
 JOBS ?= 2
 
-.PHONY: demo test test-symbolic test-python test-llvm test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench-llm clean durations \
+.PHONY: demo test test-symbolic test-python test-llvm test-c test-llm-slow test-amd-sweep test-spec3 test-shard lint types fuzz-smoke fuzz-nightly fuzz-mutants fuzz-compare fuzz-loaders fuzz-parser fuzz-planted bench-llm clean durations \
 	test-nv test-onnx onnx-report test-gpu test-semantics-sweep test-deep-chains test-llvm-matmul test-emulate test-emulate-nv test-emulate-amd replay install \
 	test-ops-targets test-gpu-sweep chromium viz-docs test-multi replay-models test-models-slow
 
@@ -61,15 +61,20 @@ demo: $(EXTRA)core
 # test-emulate-amd (tests/tensor on each AMD emulation), test-amd-sweep (every tests/tensor kernel for each AMD arch)
 test: $(STAMP) chromium
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
-	$(MAKE) test-llvm
+	$(MAKE) test-c
 	$(MAKE) test-emulate-nv
 	$(MAKE) fuzz-parser
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
 	$(MAKE) fuzz-loaders
 
-# the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1) instead of C
+# the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1: the default where
+# llvmlite is installed, so the whole suite runs this path too)
 test-llvm: $(STAMP)
 	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
+
+# the Tensor tests with every CPU kernel compiled as C by the system C compiler (CPU_LLVM=0: the path without llvmlite)
+test-c: $(STAMP)
+	CPU_LLVM=0 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 
 # matmuls of big odd shapes (1023^3, KBLOCK-blocked batches) through both CPU paths with default heuristics, against
 # numpy (the default suite runs the small shapes)

@@ -212,10 +212,11 @@ def test_reduce_axes_stable_under_unroll():
 def _run_on_cpu(ast, opts, threads=4):
   from tinygrad.codegen import get_program
   from tinygrad.device import Device, Buffer
-  from tinygrad.renderer.cstyle import CRenderer
+  from tinygrad.runtime import targets
   dev = Device["CPU"]
-  # NOTE: THREAD counts are capped by the renderer's threads, not by this machine: 4 calls on fewer cores still run
-  p = get_program(ast, CRenderer(threads), opts=opts)
+  # NOTE: THREAD counts are capped by the renderer's threads, not by this machine: 4 calls on fewer cores still run.
+  # The renderer is the device's own kind (C, or LLVM IR under CPU_LLVM), so its compiler takes the source
+  p = get_program(ast, targets.renderer("CPU_LLVM" if dev.llvm else "CPU", threads=threads), opts=opts)
   host = _bufs(ast, seed=1)
   bufs = {i: Buffer("CPU", a.size, dtypes.float32).copyin(memoryview(a.astype(np.float32))) for i, a in host.items()}
   prg = dev.runtime(p.name, dev.compiler.compile_cached(p.src, p.renderer))

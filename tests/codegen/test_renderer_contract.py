@@ -1,6 +1,6 @@
 """The Renderer contract: codegen reads from a renderer only what `Renderer` declares, and a renderer's identity names
 what decides its output."""
-import ast, pathlib, subprocess, sys
+import ast, os, pathlib, subprocess, sys
 import pytest
 from tinygrad import Tensor
 from tinygrad.codegen import get_program, search
@@ -78,7 +78,13 @@ def test_explicit_gpu_opts_read_only_declared_attributes(asts):
 def test_beam_reads_only_declared_attributes(monkeypatch, tmp_path, asts):
   monkeypatch.setattr(search, "ACTIONS", [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.THREAD, 0, 2)])
   monkeypatch.setattr(search, "MAX_ROUNDS", 1)
-  ren, reads = recording(CRenderer, 2)
+  # NOTE: BEAM times on Device["CPU"], so the renderer is of its kind (LLVM IR where llvmlite is installed, else C)
+  from tinygrad.device import Device
+  if Device["CPU"].llvm:
+    from tinygrad.runtime.support.compiler_llvm import host_target
+    h = host_target()
+    ren, reads = recording(CPULLVMRenderer, h.triple, h.datalayout, h.vector_bits, 2)
+  else: ren, reads = recording(CRenderer, 2)
   with Context(CACHEDB=str(tmp_path / "beam.db"), BEAM=1): get_program(asts[0], ren)
   check_reads(reads)
   assert {"device", "identity", "threads"} <= reads
@@ -154,7 +160,22 @@ def test_identity_is_the_same_in_a_fresh_process():
 def test_cpu_device_renderer_has_its_thread_count():
   from tinygrad.device import Device
   dev = Device["CPU"]
-  assert isinstance(dev.renderer, CRenderer) and dev.renderer.threads == dev.threads
+  assert isinstance(dev.renderer, CPULLVMRenderer if dev.llvm else CRenderer) and dev.renderer.threads == dev.threads
+
+def test_cpu_device_compiles_llvm_where_llvmlite_is_installed_else_c():
+  # the default CPU path: LLVM IR where llvmlite imports (measured faster, docs/perf.md), C without it; CPU_LLVM=0/1
+  # choose either, read when the device opens
+  code = ("import sys; from tinygrad.device import Device; from tinygrad import Tensor; d = Device['CPU']; "
+          "print(d.llvm, type(d.renderer).__name__, (Tensor([1.0, 2.0]) * 3).tolist())")
+  def run(env: dict[str, str], block_llvmlite: bool = False) -> str:
+    pre = "import sys; sys.modules['llvmlite'] = None; " if block_llvmlite else ""
+    e = {k: v for k, v in os.environ.items() if k not in ("CPU_LLVM", "DEV", "PYTHON")} | env
+    return subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True, cwd=ROOT, check=True,
+                          env=e).stdout.strip()
+  import importlib.util
+  if importlib.util.find_spec("llvmlite") is not None: assert run({}) == "True CPULLVMRenderer [3.0, 6.0]"
+  assert run({}, block_llvmlite=True) == "False CRenderer [3.0, 6.0]"
+  assert run({"CPU_LLVM": "0"}) == "False CRenderer [3.0, 6.0]"
 
 def test_heuristics_follow_the_renderer_not_the_machine():
   from tests.codegen.test_opt import matmul_ast
