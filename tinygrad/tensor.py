@@ -1291,10 +1291,16 @@ class Tensor(_CastSugar, MathTrait):
       # NOTE: 10**-d is not exact in binary, so a negative d divides by 10**|d| where torch does (no extra rounding)
       if decimals > 0: return self._in_float32(lambda x: (x * 10.0 ** decimals).round() / 10.0 ** decimals)
       return self._in_float32(lambda x: (x / 10.0 ** -decimals).round() * 10.0 ** -decimals)
+    # NOTE: the value is compared with t +- 0.5 (exact below 2**mantissa, and above it every value is an integer) rather
+    # than its fraction self - t taken: a target may contract a product's subtraction into one FMA (docs/ir.md), which
+    # sees the unrounded product (1.2345 * 1000 is 1234.5 rounded, 1234.50005 fused: a tie becomes "round away")
     t = self.trunc()
-    frac, step = self - t, (self < 0).where(-1.0, 1.0).cast(self.dtype)
+    neg = self < 0
+    step = neg.where(-1.0, 1.0).cast(self.dtype)
+    edge = t + step * 0.5
     t_odd = (t * 0.5).trunc() != t * 0.5
-    away = (frac.abs() > 0.5) | ((frac.abs() == 0.5) & t_odd)
+    exact = t.abs() < 2.0 ** dtypes.finfo(self.dtype)[1]
+    away = exact & (neg.where(self < edge, self > edge) | ((self == edge) & t_odd))
     return away.where(t + step, t)
   def abs(self) -> Tensor:
     if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self
@@ -1403,7 +1409,9 @@ class Tensor(_CastSugar, MathTrait):
     return pos if detect_positive else neg if detect_negative else self._const(False, dtypes.bool)
   def isfinite(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self._const(True, dtypes.bool)
-    return (self - self) == 0
+    # NOTE: compared, not (self - self) == 0: a product's x - x may be contracted into an FMA, which is its rounding
+    # error, not 0 (docs/ir.md); nan fails both comparisons
+    return (self < math.inf) & (self > -math.inf)
   def nan_to_num(self, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """nan, +inf and -inf replaced by the given values (torch.nan_to_num); the infinities default to the dtype's
     largest and smallest finite values. The gradient passes through the finite elements and is 0 at replaced ones.
