@@ -3,11 +3,12 @@
 from tinygrad.device import Device
 from tinygrad.helpers import Context, HOST_DEVICES
 
-def cpu_device(llvm: bool) -> str:
-  """The name of a CPU device that compiles through LLVM (llvm=True) or C: "CPU" when it is of that kind, else a CPU:k
-  opened under CPU_LLVM=1/0. Multi-device tests open CPU:1.. as default devices in the same worker process, so this
-  takes the highest index that is not open yet or is already of that kind."""
-  if Device["CPU"].llvm == llvm: return "CPU"
+def cpu_device(llvm: bool, own: bool = False) -> str:
+  """The name of a CPU device that compiles through LLVM (llvm=True) or C: "CPU" when it is of that kind (and `own` is
+  not asked: a device other tests do not run on, so its runner cache is this caller's), else a CPU:k opened under
+  CPU_LLVM=1/0. Multi-device tests open CPU:1.. as default devices in the same worker process, so this takes the
+  highest index that is not open yet or is already of that kind."""
+  if Device["CPU"].llvm == llvm and not own: return "CPU"
   for k in range(int(HOST_DEVICES.value) - 1, 0, -1):
     name = f"CPU:{k}"
     if (dev := Device.opened(name)) is None:
@@ -16,5 +17,5 @@ def cpu_device(llvm: bool) -> str:
   raise RuntimeError(f"every CPU:1..CPU:{int(HOST_DEVICES.value) - 1} is open as the other kind of CPU device; none is "
                      f"left for CPU_LLVM={int(llvm)}")
 
-def llvm_cpu_device() -> str: return cpu_device(True)
+def llvm_cpu_device(own: bool = False) -> str: return cpu_device(True, own)
 def c_cpu_device() -> str: return cpu_device(False)

@@ -22,8 +22,9 @@ SLICE = {"NV": ["nn.functional.conv2d", "softmax"], "AMD_GFX1100": ["nn.function
 @pytest.fixture
 def on_target(request):
   dev, flags = TARGETS[request.param]
-  # NOTE: the LLVM path is another CPU device opened under CPU_LLVM=1 (the plain CPU device stays on C)
-  if request.param == "LLVM": dev = llvm_cpu_device()
+  # NOTE: the LLVM path is a CPU device of its own opened under CPU_LLVM=1 (not the default CPU, whose runner cache
+  # other tests of this worker fill: its kernels would not be compiled again, so no renderer would be seen)
+  if request.param == "LLVM": dev = llvm_cpu_device(own=True)
   with Context(**flags):
     if request.param == "LLVM": assert type(Device[dev].renderer).__name__ == "CPULLVMRenderer"
     # NOTE: reset to None (follow DEV=), not to the value read before: that would pin the default for later tests
