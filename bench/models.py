@@ -1,9 +1,10 @@
 """Real-model speed on the CPU: one training step (forward, backward, SGD) of ResNet-18 and of a transformer block, and
-a GPT-2-small-shaped forward, ours (a TinyJit-captured step on the default CPU path, and on the LLVM path with --llvm)
+a GPT-2-small-shaped forward, ours (a TinyJit-captured step on the default CPU path: LLVM where llvmlite is installed,
+else C; --both adds the other path)
 against torch (eager, 2 threads) on the same shapes, measured in the same run; then, per workload, the 10 kernels of
 our step that take the longest, with their GFLOPS and their share of the step.
 
-  python bench/models.py [--quick] [--llvm] [--big] [--only resnet,block,gpt2] [--steps 3]
+  python bench/models.py [--quick] [--both] [--big] [--only resnet,block,gpt2] [--steps 3]
 
 Rows (--quick: the first row of each workload, fewer steps):
   resnet18 b8 64x64      ResNet-18 (width 64, 10 classes), batch 8, 64x64 images; --big adds batch 32 at 128x128
@@ -174,7 +175,7 @@ def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], steps
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--quick", action="store_true", help="the first row of each workload, 2 timed steps")
-  ap.add_argument("--llvm", action="store_true", help="also ours on the LLVM path (CPU_LLVM=1)")
+  ap.add_argument("--both", action="store_true", help="also ours on the other CPU path (C where the default is LLVM)")
   ap.add_argument("--big", action="store_true", help="add ResNet-18 at batch 32, 128x128")
   ap.add_argument("--only", default="resnet,block,gpt2", help="comma-separated workload groups")
   ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 3, --quick 2)")
@@ -182,9 +183,10 @@ def main() -> int:
   args = ap.parse_args()
   steps = args.steps or (2 if args.quick else 3)
   torch.set_num_threads(2)
-  paths = {"C": "CPU"}
-  if args.llvm:
-    with Context(CPU_LLVM=1): paths["LLVM"] = Device["CPU:1"].device
+  default = "LLVM" if Device["CPU"].llvm else "C"
+  paths = {default: "CPU"}
+  if args.both:
+    with Context(CPU_LLVM=int(default == "C")): paths["C" if default == "LLVM" else "LLVM"] = Device["CPU:1"].device
   print(f"torch {torch.__version__} with {torch.get_num_threads()} threads; ours: TinyJit, "
         f"{Device['CPU'].threads} threads; best of {steps} steps", flush=True)
   results = []
