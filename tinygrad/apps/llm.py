@@ -357,7 +357,8 @@ class Transformer:
       jit = self._jits.setdefault(1, TinyJit(self._decode))
       return jit(UOp.variable("token", 0, self.c.vocab - 1).bind(tokens[0]), pos).numpy()
     jit = self._jits.setdefault(chunk, TinyJit(self._step))
-    toks = [UOp.variable(f"token{i}", 0, self.c.vocab - 1).bind(t) for i, t in enumerate(tokens + [0] * (chunk - len(tokens)))]
+    padded = tokens + [0] * (chunk - len(tokens))
+    toks = [UOp.variable(f"token{i}", 0, self.c.vocab - 1).bind(t) for i, t in enumerate(padded)]
     return jit(*toks, pos, UOp.variable("last", 0, chunk - 1).bind(len(tokens) - 1)).numpy()
 
 def shard_devices(n: int, c: Config, device: str) -> tuple[str, ...] | None:
