@@ -304,11 +304,15 @@ class Transformer:
     h = _rms_norm(x, b.ffn_norm.matrix(), c.norm_eps)
     return (x + b.down(b.gate(h).silu() * b.up(h))).contiguous()
 
-  def _hidden(self, tokens: Tensor | UOp, start: sint, writes: list[Tensor]) -> Tensor:
+  def _hidden(self, tokens: Tensor | tuple[UOp, ...], start: sint, writes: list[Tensor]) -> Tensor:
     """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1; the cache writes of
-    their rows are appended to `writes`, to be realized with the result. One token may be a bound variable: its
-    embedding is then the one row of the table, not a one-hot product over the vocabulary."""
-    if isinstance(tokens, UOp): x = self.embed.matrix()[tokens:tokens + 1]
+    their rows are appended to `writes`, to be realized with the result. Tokens given as bound variables (a jitted
+    step) are each the one row of the table, read in one kernel; a tensor of tokens is a one-hot product over the
+    vocabulary (C x vocab x dim multiply-adds: the unjitted forward only)."""
+    if isinstance(tokens, tuple):
+      table = self.embed.matrix()
+      x = table[tokens[0]:tokens[0] + 1].cat(*[table[t:t + 1] for t in tokens[1:]]) if len(tokens) > 1 else \
+        table[tokens[0]:tokens[0] + 1]
     else: x = (tokens.to(self.device).reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32,
                                                                       device=self.device).reshape(1, -1)) \
       .cast(dtypes.float32).matmul(self.embed.matrix())
@@ -327,16 +331,17 @@ class Transformer:
     writes: list[Tensor] = []
     return _realize_after(self.output(self._hidden(tokens, start, writes)), writes)
 
-  def _step(self, tokens: Tensor, start: UOp, last: Tensor) -> Tensor:
+  def _step(self, *args: UOp) -> Tensor:
+    # NOTE: the chunk's tokens, its position and the index of its last real token, all bound variables (TinyJit passes
+    # them as they are), so one capture per chunk size serves every prompt
+    *tokens, start, last = args
     writes: list[Tensor] = []
-    x = self._hidden(tokens, start, writes)
-    pick = (Tensor.arange(tokens.shape[0], dtype=dtypes.int32, device=self.device) == last.reshape(1)) \
-      .cast(dtypes.float32).reshape(1, -1)
-    return _realize_after(self.output(pick.matmul(x)).reshape(-1), writes)
+    x = self._hidden(tuple(tokens), start, writes)
+    return _realize_after(self.output(x.shrink(((last, last + 1), None))).reshape(-1), writes)
 
   def _decode(self, token: UOp, start: UOp) -> Tensor:
     writes: list[Tensor] = []
-    return _realize_after(self.output(self._hidden(token, start, writes)).reshape(-1), writes)
+    return _realize_after(self.output(self._hidden((token,), start, writes)).reshape(-1), writes)
 
   def step(self, tokens: list[int], start: int, chunk: int) -> np.ndarray:
     """The logits of the last of `tokens` (at most `chunk` of them, padded to `chunk`) placed at positions start...:
@@ -352,8 +357,9 @@ class Transformer:
       jit = self._jits.setdefault(1, TinyJit(self._decode))
       return jit(UOp.variable("token", 0, self.c.vocab - 1).bind(tokens[0]), pos).numpy()
     jit = self._jits.setdefault(chunk, TinyJit(self._step))
-    toks = Tensor(np.array(tokens + [0] * (chunk - len(tokens)), dtype=np.int32), device=self.device)
-    return jit(toks, pos, Tensor(np.array([len(tokens) - 1], dtype=np.int32), device=self.device)).numpy()
+    padded = tokens + [0] * (chunk - len(tokens))
+    toks = [UOp.variable(f"token{i}", 0, self.c.vocab - 1).bind(t) for i, t in enumerate(padded)]
+    return jit(*toks, pos, UOp.variable("last", 0, chunk - 1).bind(len(tokens) - 1)).numpy()
 
 def shard_devices(n: int, c: Config, device: str) -> tuple[str, ...] | None:
   """Devices 0..n-1 of `device`'s backend for tensor parallelism over n devices (None for n = 1: one device). n must

@@ -228,6 +228,26 @@ def _computes_threefry(root: UOp, realizes: dict[UOp, None]) -> bool:
   """Whether the kernel computing `root` evaluates THREEFRY itself (not crossing a realized node or a buffer)."""
   return any(u.op is Ops.THREEFRY for u in _kernel_region(root, realizes, (root,)))
 
+# NOTE: an elementwise expression with a transcendental op (exp2, log2, sin, sqrt: a gelu, a layernorm's or softmax's
+# normalisation) read through a broadcasting EXPAND at least this many times over is stored instead of recomputed per
+# broadcast element: fused into a matmul's operand it was recomputed for every output column tile (measured in a GPT-2
+# block's training step on the LLVM path: the gelu-fed and layernorm-fed projections ran at 8-12 GFLOPS, the plain
+# matmuls of the same step at 50-110). Integer and cast work (a quantized weight's dequantization) stays fused, so
+# weights stay quantized in memory and are dequantized in the kernel that reads them. Below 128 times over (an
+# attention's probabilities, read once per value of a head: 64) they stay fused: stored, they would double the memory
+# of the score matrix, for a recompute factor a register tile mostly hides
+RECOMPUTE_BROADCAST = 128
+TRANSCENDENTAL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT)
+
+def _broadcast_factor(e: UOp) -> int:
+  """How many times over a broadcasting EXPAND reads each element of its source (a symbolic size counts its maximum)."""
+  return int(prod(vmax(n) for s, n in zip(shape_of(e.src[0]), e.arg) if vmax(s) == 1 and vmax(n) != 1))
+
+def _costly_elementwise(b: UOp, realizes: dict[UOp, None]) -> bool:
+  """An elementwise node whose kernel region (up to stored nodes and buffers) evaluates a transcendental op."""
+  if b.op not in GroupOp.Elementwise: return False
+  return any(u.op in TRANSCENDENTAL_OPS for u in _kernel_region(b, realizes, (b,)))
+
 def find_realizes(sink: UOp) -> dict[UOp, None]:
   """The nodes that are stored to a buffer, in dependency order. Forced: the sink's outputs (unless already a buffer),
   CONTIGUOUS, COPY (and its source), ASSIGN. Cost rules, to a fixed point: a REDUCE_AXIS read through a broadcasting
@@ -235,7 +255,8 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   unless it is a reduce of constants that folds to a closed form (an arange), which costs nothing to recompute. Random
   numbers (THREEFRY, tens of integer ops per element) read through a broadcasting EXPAND are stored too: a matmul of
   `Tensor.randn` inputs would otherwise draw every input element once per output column; elementwise uses (dropout)
-  stay fused."""
+  stay fused. So is an elementwise expression with a transcendental op read through an EXPAND that broadcasts it at
+  least RECOMPUTE_BROADCAST times (a gelu or a layernorm fused into a matmul's operand)."""
   topo = sink.toposort()
   realizes: dict[UOp, None] = {}
   for s in sink.src:
@@ -256,6 +277,8 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
       for r in _fused_reduces(e, realizes, (e.src[0],)):
         if store(r): realizes[r] = None; changed = True
       if (b := base_of_view(e.src[0])) not in realizes and not _is_buffer_view(b) and _computes_threefry(b, realizes):
+        realizes[b] = None; changed = True
+      elif b not in realizes and _broadcast_factor(e) >= RECOMPUTE_BROADCAST and _costly_elementwise(b, realizes):
         realizes[b] = None; changed = True
     users: dict[UOp, int] = {}
     for root in list(realizes):

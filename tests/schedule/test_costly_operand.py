@@ -1,0 +1,45 @@
+"""Where a costly elementwise operand of a matmul is computed: an expression with a transcendental op (a gelu, a
+layernorm) read through a broadcast at least RECOMPUTE_BROADCAST times over is stored by its own kernel instead of
+being recomputed for every output column; cheap or integer work (a scale, a quantized weight's dequantization) and a
+small broadcast (an attention's probabilities over a head's values) stay fused. Values against torch."""
+import numpy as np
+import torch
+from tinygrad import Tensor, dtypes
+from tinygrad.uop import Ops
+from tinygrad.schedule.rangeify import RECOMPUTE_BROADCAST
+
+def kernels(t: Tensor) -> list[tuple[int, set[Ops]]]:
+  """(the size of the buffer it writes, the ops it computes) of each kernel the schedule of t runs."""
+  return [(si.bufs[0].size, {u.op for u in si.ast.toposort()}) for si in t.schedule() if si.ast.op is Ops.SINK]
+
+def rand(seed: int, *shape: int) -> np.ndarray: return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+def test_gelu_and_layernorm_operands_are_stored_once_not_recomputed_per_column():
+  x, w = rand(0, 16, 64), rand(1, RECOMPUTE_BROADCAST, 64)
+  for f, tf in ((lambda t: t.gelu(), lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
+                (lambda t: t.layernorm(), lambda t: torch.nn.functional.layer_norm(t, (64,), eps=1e-5))):
+    out = f(Tensor(x)) @ Tensor(w).T
+    ks = kernels(out)
+    # the matmul kernel (the 16 x 128 output) evaluates no transcendental itself; one kernel before it did
+    (mm,) = [ops for size, ops in ks if size == 16 * RECOMPUTE_BROADCAST]
+    assert not mm & {Ops.EXP2, Ops.SQRT}, mm
+    assert any(ops & {Ops.EXP2, Ops.SQRT} for size, ops in ks if size == 16 * 64), ks
+    np.testing.assert_allclose(out.numpy(), (tf(torch.from_numpy(x)) @ torch.from_numpy(w).T).numpy(), rtol=1e-4,
+                               atol=1e-4)
+
+def test_cheap_operands_and_small_broadcasts_stay_fused():
+  x, w = rand(2, 16, 64), rand(3, RECOMPUTE_BROADCAST, 64)
+  # a scaled operand: one kernel
+  assert len(kernels((Tensor(x) * 2) @ Tensor(w).T)) == 1
+  # a Q8_0-like weight dequantized in the matmul (int8 * float16 scale): the weight is never stored as float32
+  q = np.random.default_rng(4).integers(-127, 128, (RECOMPUTE_BROADCAST, 2, 32)).astype(np.int8)
+  sc = np.random.default_rng(5).random((RECOMPUTE_BROADCAST, 2, 1)).astype(np.float16)
+  deq = (Tensor(q).cast(dtypes.float32) * Tensor(sc).cast(dtypes.float32)).reshape(RECOMPUTE_BROADCAST, 64)
+  xs = Tensor(x)
+  out = xs @ deq.T
+  assert len(kernels(out)) == 1
+  np.testing.assert_allclose(out.numpy(), x @ (q.astype(np.float32) * sc.astype(np.float32)).reshape(-1, 64).T,
+                             rtol=1e-4, atol=1e-4)
+  # a gelu broadcast fewer times over than RECOMPUTE_BROADCAST stays in the matmul's kernel
+  small = Tensor(x).gelu() @ Tensor(rand(6, RECOMPUTE_BROADCAST // 2, 64)).T
+  assert len(kernels(small)) == 1
