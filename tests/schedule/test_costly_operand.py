@@ -1,7 +1,8 @@
 """Where a costly elementwise operand of a matmul is computed: an expression with a transcendental op (a gelu, a
-layernorm) read through a broadcast at least RECOMPUTE_BROADCAST times over is stored by its own kernel instead of
-being recomputed for every output column; cheap or integer work (a scale, a quantized weight's dequantization) and a
-small broadcast (an attention's probabilities over a head's values) stay fused. Values against torch."""
+layernorm) or COSTLY_ALU float ops (an affine normalisation) read through a broadcast at least RECOMPUTE_BROADCAST times
+over is stored by its own kernel instead of being recomputed for every output column; cheap work (a scale), the
+decoding of narrow data (a quantized weight's dequantization) and a small broadcast (an attention's probabilities over
+a head's values) stay fused. Values against torch and numpy."""
 import numpy as np
 import torch
 from tinygrad import Tensor, dtypes
@@ -35,11 +36,24 @@ def test_cheap_operands_and_small_broadcasts_stay_fused():
   q = np.random.default_rng(4).integers(-127, 128, (RECOMPUTE_BROADCAST, 2, 32)).astype(np.int8)
   sc = np.random.default_rng(5).random((RECOMPUTE_BROADCAST, 2, 1)).astype(np.float16)
   deq = (Tensor(q).cast(dtypes.float32) * Tensor(sc).cast(dtypes.float32)).reshape(RECOMPUTE_BROADCAST, 64)
-  xs = Tensor(x)
-  out = xs @ deq.T
+  # NOTE: read by RECOMPUTE_BROADCAST rows of x, so it is broadcast often enough: its int8 and float16 reads keep it fused
+  xr = rand(7, RECOMPUTE_BROADCAST, 64)
+  out = Tensor(xr) @ deq.T
   assert len(kernels(out)) == 1
-  np.testing.assert_allclose(out.numpy(), x @ (q.astype(np.float32) * sc.astype(np.float32)).reshape(-1, 64).T,
+  np.testing.assert_allclose(out.numpy(), xr @ (q.astype(np.float32) * sc.astype(np.float32)).reshape(-1, 64).T,
                              rtol=1e-4, atol=1e-4)
   # a gelu broadcast fewer times over than RECOMPUTE_BROADCAST stays in the matmul's kernel
   small = Tensor(x).gelu() @ Tensor(rand(6, RECOMPUTE_BROADCAST // 2, 64)).T
   assert len(kernels(small)) == 1
+
+def test_an_affine_normalisation_with_stored_statistics_is_stored_once():
+  # (x - mean) * rstd * g + b with mean and rstd already buffers (a batchnorm's running statistics): four float ALU
+  # ops per element, no transcendental left, recomputed per output column if fused: stored
+  x, w = rand(8, 16, 64), rand(9, RECOMPUTE_BROADCAST, 64)
+  m, s, g, b = rand(10, 64), np.abs(rand(11, 64)) + 0.5, rand(12, 64), rand(13, 64)
+  norm = (Tensor(x) - Tensor(m)) * Tensor(s) * Tensor(g) + Tensor(b)
+  out = norm @ Tensor(w).T
+  assert len(kernels(out)) == 2, kernels(out)
+  np.testing.assert_allclose(out.numpy(), (((x - m) * s * g + b) @ w.T), rtol=1e-4, atol=1e-4)
+  # one op less (x * s + b) stays fused
+  assert len(kernels((Tensor(x) * Tensor(s) + Tensor(b)) @ Tensor(w).T)) == 1

@@ -228,15 +228,17 @@ def _computes_threefry(root: UOp, realizes: dict[UOp, None]) -> bool:
   """Whether the kernel computing `root` evaluates THREEFRY itself (not crossing a realized node or a buffer)."""
   return any(u.op is Ops.THREEFRY for u in _kernel_region(root, realizes, (root,)))
 
-# NOTE: an elementwise expression with a transcendental op (exp2, log2, sin, sqrt: a gelu, a layernorm's or softmax's
-# normalisation) read through a broadcasting EXPAND at least this many times over is stored instead of recomputed per
-# broadcast element: fused into a matmul's operand it was recomputed for every output column tile (measured in a GPT-2
-# block's training step on the LLVM path: the gelu-fed and layernorm-fed projections ran at 8-12 GFLOPS, the plain
-# matmuls of the same step at 50-110). Integer and cast work (a quantized weight's dequantization) stays fused, so
+# NOTE: a costly elementwise expression (_costly_elementwise: a gelu, a layernorm's or batchnorm's normalisation) read
+# through a broadcasting EXPAND at least this many times over is stored instead of recomputed per broadcast element:
+# fused into a matmul's or a conv's operand it was recomputed for every output column tile (measured on the LLVM path:
+# the gelu-fed and layernorm-fed projections of a GPT-2 block ran at 8-12 GFLOPS, the plain matmuls of the same step at
+# 50-220; bench/models.py --quick: ResNet-18's step 750 -> 380 ms, the block's 300 -> 74 ms, two GPT-2 blocks' forward
+# 426 -> 122 ms). The decoding of narrower or integer data (a quantized weight's dequantization) stays fused, so
 # weights stay quantized in memory and are dequantized in the kernel that reads them. Below 128 times over (an
 # attention's probabilities, read once per value of a head: 64) they stay fused: stored, they would double the memory
 # of the score matrix, for a recompute factor a register tile mostly hides
 RECOMPUTE_BROADCAST = 128
+COSTLY_ALU = 4
 TRANSCENDENTAL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT)
 
 def _broadcast_factor(e: UOp) -> int:
@@ -244,9 +246,16 @@ def _broadcast_factor(e: UOp) -> int:
   return int(prod(vmax(n) for s, n in zip(shape_of(e.src[0]), e.arg) if vmax(s) == 1 and vmax(n) != 1))
 
 def _costly_elementwise(b: UOp, realizes: dict[UOp, None]) -> bool:
-  """An elementwise node whose kernel region (up to stored nodes and buffers) evaluates a transcendental op."""
+  """An elementwise node whose kernel region (up to stored nodes and buffers) evaluates a transcendental op, or at least
+  COSTLY_ALU ALU ops on float32/float64 (and bool) values only (a layernorm's or batchnorm's affine normalisation with
+  its statistics stored). A region that reads narrower or integer data (a quantized weight's decoding) is not stored
+  for its ALU ops."""
   if b.op not in GroupOp.Elementwise: return False
-  return any(u.op in TRANSCENDENTAL_OPS for u in _kernel_region(b, realizes, (b,)))
+  region = _kernel_region(b, realizes, (b,))
+  if any(u.op in TRANSCENDENTAL_OPS for u in region): return True
+  wide = all(u.dtype.scalar() in (dtypes.float32, dtypes.float64, dtypes.bool) for u in region
+             if u.op in GroupOp.ALU or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CAST, Ops.BITCAST))
+  return wide and sum(1 for u in region if u.op in GroupOp.ALU) >= COSTLY_ALU
 
 def find_realizes(sink: UOp) -> dict[UOp, None]:
   """The nodes that are stored to a buffer, in dependency order. Forced: the sink's outputs (unless already a buffer),
@@ -255,8 +264,8 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   unless it is a reduce of constants that folds to a closed form (an arange), which costs nothing to recompute. Random
   numbers (THREEFRY, tens of integer ops per element) read through a broadcasting EXPAND are stored too: a matmul of
   `Tensor.randn` inputs would otherwise draw every input element once per output column; elementwise uses (dropout)
-  stay fused. So is an elementwise expression with a transcendental op read through an EXPAND that broadcasts it at
-  least RECOMPUTE_BROADCAST times (a gelu or a layernorm fused into a matmul's operand)."""
+  stay fused. So is a costly elementwise expression (a transcendental op, or COSTLY_ALU float ALU ops) read through an
+  EXPAND that broadcasts it at least RECOMPUTE_BROADCAST times (a gelu or a layernorm fused into a matmul's operand)."""
   topo = sink.toposort()
   realizes: dict[UOp, None] = {}
   for s in sink.src:
