@@ -96,10 +96,16 @@ def have_llamacpp() -> bool:
   import importlib.util
   return importlib.util.find_spec("llama_cpp") is not None
 
-def run(code: str, fn: str, a: argparse.Namespace) -> dict:
+def run(code: str, fn: str, a: argparse.Namespace, optional: str = "") -> dict | None:
+  """One side's measurements, from a fresh process. A failed run ends the bench, except an `optional` side's (the
+  reference named by it: its failure, a llama.cpp crash, is printed and its columns are "-")."""
   r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode), a.quantize],
                      capture_output=True, text=True,
                      env={**os.environ, "PYTHONPATH": ROOT})
+  if r.returncode and optional:
+    last = r.stderr.strip().splitlines()[-1:] or [""]
+    print(f"{optional}: its run failed (exit code {r.returncode}{', a signal' if r.returncode < 0 else ''}): {last[0]}")
+    return None
   if r.returncode: raise SystemExit(f"bench/llm.py: a run failed:\n{r.stderr[-3000:]}")
   return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -138,7 +144,8 @@ def main() -> None:
                        (a.dim, a.hidden)] * a.layers + [(a.vocab, a.dim)] * 2
       read = sum(r * (c + 4) for r, c in mat_rows_cols) if a.quantize == "fp8" else size
       bound = bw / (read + kv)
-      ours, cpp, ref = run(_OURS, fn, a), run(_LLAMACPP, fn, a) if lcpp else None, run(_TORCH, fn, a)
+      ours, cpp, ref = run(_OURS, fn, a), run(_LLAMACPP, fn, a, "llama.cpp") if lcpp else None, run(_TORCH, fn, a)
+      assert ours is not None and ref is not None
       print(f"{q:6} {params / 1e6:7.0f}M {size / 1e6:8.0f} | {ours['prefill']:9.1f} / {col(cpp, 'prefill', '9.1f')} / "
             f"{ref['prefill']:7.1f} | {ours['decode']:8.2f} / {col(cpp, 'decode', '8.2f')} / {ref['decode']:6.2f} | "
             f"{bound:11.1f} | {ours['ttft']:7.2f} / {col(cpp, 'ttft', '7.2f')} / {ref['ttft']:7.2f} | "
