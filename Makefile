@@ -54,7 +54,8 @@ demo: $(EXTRA)core
 	SPEC=2 $(PY) examples/mlp.py
 
 # the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's C path (CPU_LLVM=0; the suite
-# runs the default, LLVM) and on PYTHON emulating NV (the CUDA renderer's exact programs, tensor cores included); the pyrender reader fuzzed for 30 s (fuzz-parser);
+# runs the default, LLVM) and on PYTHON emulating NV (the CUDA renderer's exact programs, tensor cores included); the
+# pyrender reader fuzzed for 30 s (fuzz-parser);
 # then the whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on $(JOBS) cores (JOBS=2 unless given);
 # the checkpoint readers fuzzed for 30 s each (fuzz-loaders). The whole suite holds a slice of each target sweep; the
 # sweeps themselves are CI jobs of their own: test-nv (every tests/tensor kernel as CUDA, run against C),
