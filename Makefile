@@ -53,8 +53,8 @@ install: $(STAMP)
 demo: $(EXTRA)core
 	SPEC=2 $(PY) examples/mlp.py
 
-# the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's C path (CPU_LLVM=0; the suite
-# runs the default, LLVM) and on PYTHON emulating NV (the CUDA renderer's exact programs, tensor cores included); the
+# the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's LLVM path (CPU_LLVM=1; the suite
+# runs the default, C) and on PYTHON emulating NV (the CUDA renderer's exact programs, tensor cores included); the
 # pyrender reader fuzzed for 30 s (fuzz-parser);
 # then the whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on $(JOBS) cores (JOBS=2 unless given);
 # the checkpoint readers fuzzed for 30 s each (fuzz-loaders). The whole suite holds a slice of each target sweep; the
@@ -62,18 +62,17 @@ demo: $(EXTRA)core
 # test-emulate-amd (tests/tensor on each AMD emulation), test-amd-sweep (every tests/tensor kernel for each AMD arch)
 test: $(STAMP) chromium
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
-	$(MAKE) test-c
+	$(MAKE) test-llvm
 	$(MAKE) test-emulate-nv
 	$(MAKE) fuzz-parser
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
 	$(MAKE) fuzz-loaders
 
-# the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1: the default where
-# llvmlite is installed, so the whole suite runs this path too)
+# the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1, the fast path for models)
 test-llvm: $(STAMP)
 	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 
-# the Tensor tests with every CPU kernel compiled as C by the system C compiler (CPU_LLVM=0: the path without llvmlite)
+# the Tensor tests with every CPU kernel compiled as C by the system C compiler (CPU_LLVM=0, the default)
 test-c: $(STAMP)
 	CPU_LLVM=0 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 

@@ -1,6 +1,6 @@
 """Real-model speed on the CPU: one training step (forward, backward, SGD) of ResNet-18 and of a transformer block, and
-a GPT-2-small-shaped forward, ours (a TinyJit-captured step on the default CPU path: LLVM where llvmlite is installed,
-else C; --both adds the other path)
+a GPT-2-small-shaped forward, ours (a TinyJit-captured step on the default CPU path: C, or LLVM under CPU_LLVM=1;
+--both adds the other path)
 against torch (eager, 2 threads) on the same shapes, measured in the same run; then, per workload, the 10 kernels of
 our step that take the longest, with their GFLOPS and their share of the step.
 
@@ -175,7 +175,7 @@ def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], steps
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--quick", action="store_true", help="the first row of each workload, 2 timed steps")
-  ap.add_argument("--both", action="store_true", help="also ours on the other CPU path (C where the default is LLVM)")
+  ap.add_argument("--both", action="store_true", help="also ours on the other CPU path (LLVM where the default is C)")
   ap.add_argument("--big", action="store_true", help="add ResNet-18 at batch 32, 128x128")
   ap.add_argument("--only", default="resnet,block,gpt2", help="comma-separated workload groups")
   ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 3, --quick 2)")
