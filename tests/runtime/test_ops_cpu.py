@@ -4,11 +4,8 @@ from tinygrad.device import Device, Buffer, CompileError, DeviceOpenError
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context
 from tinygrad.runtime.support.compiler_cpu import CCompiler, CFLAGS
-from tests.llvm_device import c_cpu_device
-
-def cpu() -> str:
-  """The C CPU device (these tests hand it C source): "CPU" where it compiles C, else a CPU:k opened with CPU_LLVM=0."""
-  return c_cpu_device()
+# NOTE: cpu() is the C CPU device (these tests hand it C source): "CPU" where it compiles C, else a CPU:k under CPU_LLVM=0
+from tests.llvm_device import c_cpu_device as cpu
 
 ADD_SRC = """
 void add(float* restrict d0, const float* restrict d1, const float* restrict d2, int n, int core_id) {

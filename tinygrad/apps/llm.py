@@ -311,8 +311,8 @@ class Transformer:
     vocabulary (C x vocab x dim multiply-adds: the unjitted forward only)."""
     if isinstance(tokens, tuple):
       table = self.embed.matrix()
-      x = table[tokens[0]:tokens[0] + 1].cat(*[table[t:t + 1] for t in tokens[1:]]) if len(tokens) > 1 else \
-        table[tokens[0]:tokens[0] + 1]
+      rows = [table[t:t + 1] for t in tokens]
+      x = rows[0].cat(*rows[1:]) if len(rows) > 1 else rows[0]
     else: x = (tokens.to(self.device).reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32,
                                                                       device=self.device).reshape(1, -1)) \
       .cast(dtypes.float32).matmul(self.embed.matrix())

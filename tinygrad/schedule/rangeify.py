@@ -224,11 +224,7 @@ def _kernel_inputs(r: UOp) -> tuple[UOp, ...]:
   if r.op in (Ops.CONTIGUOUS, Ops.COPY): return (r.src[0],)
   return (r,)
 
-def _computes_threefry(root: UOp, realizes: dict[UOp, None]) -> bool:
-  """Whether the kernel computing `root` evaluates THREEFRY itself (not crossing a realized node or a buffer)."""
-  return any(u.op is Ops.THREEFRY for u in _kernel_region(root, realizes, (root,)))
-
-# NOTE: a costly elementwise expression (_costly_elementwise: a gelu, a layernorm's or batchnorm's normalisation) read
+# NOTE: a costly elementwise expression (_store_broadcast_source: a gelu, a layernorm's or batchnorm's output) read
 # through a broadcasting EXPAND at least this many times over is stored instead of recomputed per broadcast element:
 # fused into a matmul's or a conv's operand it was recomputed for every output column tile (measured on the LLVM path:
 # the gelu-fed and layernorm-fed projections of a GPT-2 block ran at 8-12 GFLOPS, the plain matmuls of the same step at
@@ -245,13 +241,16 @@ def _broadcast_factor(e: UOp) -> int:
   """How many times over a broadcasting EXPAND reads each element of its source (a symbolic size counts its maximum)."""
   return int(prod(vmax(n) for s, n in zip(shape_of(e.src[0]), e.arg) if vmax(s) == 1 and vmax(n) != 1))
 
-def _costly_elementwise(b: UOp, realizes: dict[UOp, None]) -> bool:
-  """An elementwise node whose kernel region (up to stored nodes and buffers) evaluates a transcendental op, or at least
-  COSTLY_ALU ALU ops on float32/float64 (and bool) values only (a layernorm's or batchnorm's affine normalisation with
-  its statistics stored). A region that reads narrower or integer data (a quantized weight's decoding) is not stored
-  for its ALU ops."""
-  if b.op not in GroupOp.Elementwise: return False
+def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None]) -> bool:
+  """Is the source `b` of the broadcasting EXPAND `e` cheaper stored than recomputed per broadcast element? Where the
+  kernel computing it (up to stored nodes and buffers) evaluates THREEFRY; or where `e` broadcasts it at least
+  RECOMPUTE_BROADCAST times and it is a costly elementwise node: a transcendental op, or at least COSTLY_ALU ALU ops on
+  float32/float64 (and bool) values only (a layernorm's or batchnorm's affine normalisation with its statistics
+  stored). A region that reads narrower or integer data (a quantized weight's decoding) is not stored for its ALU
+  ops."""
   region = _kernel_region(b, realizes, (b,))
+  if any(u.op is Ops.THREEFRY for u in region): return True
+  if b.op not in GroupOp.Elementwise or _broadcast_factor(e) < RECOMPUTE_BROADCAST: return False
   if any(u.op in TRANSCENDENTAL_OPS for u in region): return True
   wide = all(u.dtype.scalar() in (dtypes.float32, dtypes.float64, dtypes.bool) for u in region
              if u.op in GroupOp.ALU or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CAST, Ops.BITCAST))
@@ -285,9 +284,8 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     for e in expands:
       for r in _fused_reduces(e, realizes, (e.src[0],)):
         if store(r): realizes[r] = None; changed = True
-      if (b := base_of_view(e.src[0])) not in realizes and not _is_buffer_view(b) and _computes_threefry(b, realizes):
-        realizes[b] = None; changed = True
-      elif b not in realizes and _broadcast_factor(e) >= RECOMPUTE_BROADCAST and _costly_elementwise(b, realizes):
+      b = base_of_view(e.src[0])
+      if b not in realizes and not _is_buffer_view(b) and _store_broadcast_source(e, b, realizes):
         realizes[b] = None; changed = True
     users: dict[UOp, int] = {}
     for root in list(realizes):
