@@ -192,3 +192,46 @@ def test_matvec_unrolls_the_reduce_into_one_vector_accumulator_on_llvm():
   with Context(SPEC=2): tol(out.numpy(), ref, k)
   # the C path leaves vectorization to gcc: its heuristics are unchanged
   assert not any(o.op is OptOps.UNROLL and o.arg == 16 for o in hand_coded_optimizations(mv, REN))
+
+# ---- convs over few pixels and conv weight gradients: lanes through PACK (the LLVM path) ----
+
+def conv_step(dev: str, b: int, cin: int, cout: int, hw: int) -> tuple[list[Tensor], list[np.ndarray]]:
+  """A 3x3 conv (padding 1) over b x cin x hw x hw and, against an upstream gradient, its weight gradient:
+  ([out, dW], torch's)."""
+  x, w, g = rand(30, b, cin, hw, hw), rand(31, cout, cin, 3, 3) / (9 * cin) ** 0.5, rand(32, b, cout, hw, hw)
+  tw = Tensor(w, device=dev, requires_grad=True)
+  out = Tensor(x, device=dev).conv2d(tw, padding=1)
+  (out * Tensor(g, device=dev)).sum().backward()
+  rw = torch.from_numpy(w).requires_grad_()
+  rout = torch.nn.functional.conv2d(torch.from_numpy(x), rw, padding=1)
+  (rout * torch.from_numpy(g)).sum().backward()
+  assert tw.grad is not None
+  return [out, tw.grad], [rout.detach().numpy(), rw.grad.numpy()]
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_convs_over_few_pixels_and_their_weight_gradients_get_packed_vector_lanes_on_llvm():
+  # ResNet's last stages: a 3x3 conv over a 4x4 image has no output axis of 8+ that an operand or the store walks with
+  # stride 1, so its tile was 8x8 scalar lanes. The out-channel axis takes 16 lanes and the weights' panel is packed
+  # ([taps x cin][16 channels]: one vector load per step); the weight gradient likewise on its out-channel axis, with
+  # the upstream gradient packed. Values against torch under SPEC=2 on both CPU paths
+  dev = llvm_cpu_device()
+  ren = Device[dev].renderer
+  b, cin, cout, hw = 8, 128, 128, 4
+  outs, refs = conv_step(dev, b, cin, cout, hw)
+  fwd = the_kernel([outs[0]], {b, cout, hw}, 9 * cin)
+  wgrad = the_kernel([outs[1]], {cout, cin, 3}, b * hw * hw)
+  for k, lanes in ((fwd, cout), (wgrad, cout)):
+    opts = hand_coded_optimizations(k, ren)
+    assert wide_axis(opts) is not None and axis_size(output_axes(k)[wide_axis(opts)]) == lanes, opts
+    assert any(o.op is OptOps.PACK for o in opts), opts
+    # the C path (gcc vectorizes) keeps its scalar tile
+    assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(k, REN))
+  for d in (dev, c_cpu_device()):
+    outs, refs = conv_step(d, b, cin, cout, hw)
+    with Context(SPEC=2):
+      tol(outs[0].numpy(), refs[0], 9 * cin)
+      tol(outs[1].numpy(), refs[1], b * hw * hw)
+  outs, refs = conv_step("PYTHON", 2, 4, 16, 3)
+  with Context(SPEC=2):
+    tol(outs[0].numpy(), refs[0], 36)
+    tol(outs[1].numpy(), refs[1], 18)

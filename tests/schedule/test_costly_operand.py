@@ -57,3 +57,17 @@ def test_an_affine_normalisation_with_stored_statistics_is_stored_once():
   np.testing.assert_allclose(out.numpy(), (((x - m) * s * g + b) @ w.T), rtol=1e-4, atol=1e-4)
   # one op less (x * s + b) stays fused
   assert len(kernels((Tensor(x) * Tensor(s) + Tensor(b)) @ Tensor(w).T)) == 1
+
+def test_a_conv_input_read_by_its_windows_and_output_channels_is_stored_once():
+  # a batchnorm + relu fused into a 3x3 conv's input: each pixel is read by 9 windows x cout channels (9 x 32 = 288
+  # times over, though the output channels' own broadcast is only 32): stored by its own kernel, not recomputed
+  x, w = rand(14, 2, 8, 6, 6), rand(15, 32, 8, 3, 3)
+  m, s, g, b = rand(16, 8, 1, 1), np.abs(rand(17, 8, 1, 1)) + 0.5, rand(18, 8, 1, 1), rand(19, 8, 1, 1)
+  act = ((Tensor(x) - Tensor(m)) * Tensor(s) * Tensor(g) + Tensor(b)).relu()
+  out = act.conv2d(Tensor(w), padding=1)
+  ks = kernels(out)
+  assert len(ks) == 2, ks
+  ref = torch.nn.functional.conv2d(torch.from_numpy(np.maximum((x - m) * s * g + b, 0)), torch.from_numpy(w), padding=1)
+  np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+  # with 4 output channels (36 reads per pixel) it stays fused
+  assert len(kernels(act.conv2d(Tensor(w[:4]), padding=1))) == 1

@@ -237,9 +237,14 @@ RECOMPUTE_BROADCAST = 128
 COSTLY_ALU = 4
 TRANSCENDENTAL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT)
 
-def _broadcast_factor(e: UOp) -> int:
-  """How many times over a broadcasting EXPAND reads each element of its source (a symbolic size counts its maximum)."""
-  return int(prod(vmax(n) for s, n in zip(shape_of(e.src[0]), e.arg) if vmax(s) == 1 and vmax(n) != 1))
+def _broadcast_factor(e: UOp, b: UOp | None = None) -> int:
+  """How many times over a broadcasting EXPAND reads each element of its source (a symbolic size counts its maximum).
+  With `b` (the base its view chain starts from): at least the elements of `e` per element of `b`, which also counts
+  the chain's other EXPANDs (a conv's input: its sliding windows read each pixel kh x kw times, then the output
+  channels' EXPAND reads each window cout times)."""
+  own = int(prod(vmax(n) for s, n in zip(shape_of(e.src[0]), e.arg) if vmax(s) == 1 and vmax(n) != 1))
+  if b is None or not (base := int(prod(vmax(n) for n in shape_of(b)))): return own
+  return max(own, int(prod(vmax(n) for n in e.arg)) // base)
 
 def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None]) -> bool:
   """Is the source `b` of the broadcasting EXPAND `e` cheaper stored than recomputed per broadcast element? Where the
@@ -250,7 +255,7 @@ def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None]) -> bool:
   ops."""
   region = _kernel_region(b, realizes, (b,))
   if any(u.op is Ops.THREEFRY for u in region): return True
-  if b.op not in GroupOp.Elementwise or _broadcast_factor(e) < RECOMPUTE_BROADCAST: return False
+  if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < RECOMPUTE_BROADCAST: return False
   if any(u.op in TRANSCENDENTAL_OPS for u in region): return True
   wide = all(u.dtype.scalar() in (dtypes.float32, dtypes.float64, dtypes.bool) for u in region
              if u.op in GroupOp.ALU or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CAST, Ops.BITCAST))
