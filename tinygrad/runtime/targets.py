@@ -173,15 +173,20 @@ def host_cores(kernel: str, global_size: Sequence[int] | None, local_size: Seque
 
 def launch_host(fxn: Callable[..., Any], ptrs: Sequence[int], vals: Sequence[int], cores: int,
                 pool: Executor | None = None) -> None:
-  """Call a host kernel once per core id 0..cores-1 with (buffer addresses, int32 vars, int32 core id): on `pool`'s
-  threads when given (ctypes releases the GIL during a call), else one after another. core_id is always passed last;
+  """Call a host kernel once per core id 0..cores-1 with (buffer addresses, int32 vars, int32 core id): core 0 on the
+  calling thread and the others on `pool`'s threads when given (ctypes releases the GIL during a call), else one after
+  another. core_id is always passed last;
   a kernel without a THREAD axis ignores it (C convention)."""
   args = [ctypes.c_void_p(p) for p in ptrs] + [ctypes.c_int32(v) for v in vals]
   if pool is None or cores == 1:
     for core in range(cores): fxn(*args, ctypes.c_int32(core))
     return
-  futs = [pool.submit(functools.partial(fxn, *args, ctypes.c_int32(i))) for i in range(cores)]
-  for fut in futs: fut.result()
+  # NOTE: core 0 runs on the calling thread while the pool runs the others: one thread wake-up fewer per launch (2
+  # threads: 16 us a launch instead of 23, measured with a trivial C function)
+  futs = [pool.submit(functools.partial(fxn, *args, ctypes.c_int32(i))) for i in range(1, cores)]
+  try: fxn(*args, ctypes.c_int32(0))
+  finally:
+    for fut in futs: fut.result()
 
 __all__ = ["NV_SUPPORTED_ARCHS", "NV_DEFAULT_ARCH", "AMD_DEFAULT_ARCH", "AMDArch", "AMD_ARCHS", "amd_arch",
            "default_arch", "EMULATED", "emulated", "emulate_key", "cpu_threads", "UnknownTarget", "Target", "TARGETS",
