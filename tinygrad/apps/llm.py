@@ -291,7 +291,10 @@ class Transformer:
     q, k, v = b.q(h), b.k(h), b.v(h)
     if b.biases: q, k, v = q + b.biases[0].matrix(), k + b.biases[1].matrix(), v + b.biases[2].matrix()
     q = self._rope(q.reshape(C, c.n_heads, c.head_dim).transpose(0, 1), pos)
-    k = self._rope(k.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1), pos)
+    # NOTE: the chunk's k is stored once, after its projection is: fused into the attention, its RoPE (two sines per
+    # element) was evaluated for every cached position the scores kernel reads, not only for the chunk's own rows; and
+    # the RoPE reads each projected value twice, so the projection is stored first (fused, it was reduced per read)
+    k = self._rope(k.contiguous().reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1), pos).contiguous()
     v = v.reshape(C, c.n_kv_heads, c.head_dim).transpose(0, 1)
     ck, cv = self.cache[li]
     # NOTE: attention reads the earlier rows from the cache and this chunk's rows as computed, so the write of these
