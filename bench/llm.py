@@ -72,8 +72,17 @@ print(json.dumps({"prefill": n_prompt / pre, "decode": (n_dec - 1) / dec, "ttft"
 _LLAMACPP = """
 import json, os, sys, time
 HWM
+import llama_cpp
 from llama_cpp import Llama
 fn, n_prompt, n_dec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# NOTE: "plain" (argv[5]): no extra buffer types (use_extra_bufts off: ggml's repacked and AMX weight layouts); the
+# parent asks for it only after the default run crashed (it segfaults in its first eval on an AVX-512 + AMX Xeon)
+if sys.argv[5:] == ["plain"]:
+  _defaults = llama_cpp.llama_cpp.llama_model_default_params
+  def _plain():
+    p = _defaults(); p.use_extra_bufts = False
+    return p
+  llama_cpp.llama_cpp.llama_model_default_params = _plain
 n = os.cpu_count() or 1
 llm = Llama(model_path=fn, n_ctx=n_prompt + n_dec + 8, n_batch=max(n_prompt, 8), n_threads=n, n_threads_batch=n,
             verbose=False)
@@ -96,10 +105,11 @@ def have_llamacpp() -> bool:
   import importlib.util
   return importlib.util.find_spec("llama_cpp") is not None
 
-def run(code: str, fn: str, a: argparse.Namespace, optional: str = "") -> dict | None:
+def run(code: str, fn: str, a: argparse.Namespace, optional: str = "", *extra: str) -> dict | None:
   """One side's measurements, from a fresh process. A failed run ends the bench, except an `optional` side's (the
   reference named by it: its failure, a llama.cpp crash, is printed and its columns are "-")."""
-  r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode), a.quantize],
+  r = subprocess.run([sys.executable, "-c", code.replace("HWM", _HWM), fn, str(a.prompt), str(a.decode), a.quantize,
+                      *extra],
                      capture_output=True, text=True,
                      env={**os.environ, "PYTHONPATH": ROOT})
   if r.returncode and optional:
@@ -145,6 +155,10 @@ def main() -> None:
       read = sum(r * (c + 4) for r, c in mat_rows_cols) if a.quantize == "fp8" else size
       bound = bw / (read + kv)
       ours, cpp, ref = run(_OURS, fn, a), run(_LLAMACPP, fn, a, "llama.cpp") if lcpp else None, run(_TORCH, fn, a)
+      if lcpp and cpp is None:
+        cpp = run(_LLAMACPP, fn, a, "llama.cpp without extra buffer types", "plain")
+        if cpp is not None: print("llama.cpp: measured without its extra buffer types (use_extra_bufts off: no "
+                                  "repacked or AMX weights), since the default run crashed")
       assert ours is not None and ref is not None
       print(f"{q:6} {params / 1e6:7.0f}M {size / 1e6:8.0f} | {ours['prefill']:9.1f} / {col(cpp, 'prefill', '9.1f')} / "
             f"{ref['prefill']:7.1f} | {ours['decode']:8.2f} / {col(cpp, 'decode', '8.2f')} / {ref['decode']:6.2f} | "

@@ -115,12 +115,13 @@ def _plan(x: UOp) -> list[tuple[Ops, Any, Any, tuple[int, ...]]] | None:
   if x in _plans: return _plans[x]
   nodes = x.toposort(gate=lambda n: n.op is not Ops.BIND)
   pos = {n: i for i, n in enumerate(nodes)}
-  plan: list[tuple[Ops, Any, Any, tuple[int, ...]]] | None = []
+  steps: list[tuple[Ops, Any, Any, tuple[int, ...]]] = []
+  plan: list[tuple[Ops, Any, Any, tuple[int, ...]]] | None = steps
   for n in nodes:
-    if n.op is Ops.CONST: plan.append((n.op, n.dtype, n.arg, ()))
+    if n.op is Ops.CONST: steps.append((n.op, n.dtype, n.arg, ()))
     elif n.op is Ops.BIND or (n.op is Ops.DEFINE_VAR and not n.src):
-      plan.append((Ops.DEFINE_VAR, n.dtype, (n.src[0] if n.op is Ops.BIND else n).arg[0], ()))
-    elif n.op in GroupOp.ALU and n.dtype.count == 1: plan.append((n.op, n.dtype, None, tuple(pos[c] for c in n.src)))
+      steps.append((Ops.DEFINE_VAR, n.dtype, (n.src[0] if n.op is Ops.BIND else n).arg[0], ()))
+    elif n.op in GroupOp.ALU and n.dtype.count == 1: steps.append((n.op, n.dtype, None, tuple(pos[c] for c in n.src)))
     else:
       plan = None
       break
