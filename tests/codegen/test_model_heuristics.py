@@ -11,7 +11,7 @@ import pytest
 import torch
 from tinygrad import Tensor, Device
 from tinygrad.helpers import Context
-from tinygrad.uop import Ops, AxisType
+from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size
 from tinygrad.codegen.program import prepare_kernel
@@ -235,3 +235,24 @@ def test_convs_over_few_pixels_and_their_weight_gradients_get_packed_vector_lane
   with Context(SPEC=2):
     tol(outs[0].numpy(), refs[0], 36)
     tol(outs[1].numpy(), refs[1], 18)
+
+def test_a_tiny_reduce_with_a_heavy_body_is_unrolled_whole():
+  # the gradient of a conv's sliding windows (col2im): per pixel, a sum over the 4x4 windows that may hold it, a reduce
+  # of 16 whose body is mostly gates and index math, over HEAVY_BODY ALU ops: unrolled whole on both CPU paths
+  from tinygrad.codegen.heuristic import HEAVY_BODY, TINY_REDUCE
+  xs, gs = rand(40, 2, 8, 10, 10), rand(41, 2, 8, 10, 10, 3, 3)
+  x, g = Tensor(xs, requires_grad=True), Tensor(gs)
+  (x.pad((1, 1, 1, 1))._pool((3, 3)) * g).sum().backward()
+  assert x.grad is not None
+  (k,) = kernels(x.grad)
+  assert red_size(k) == TINY_REDUCE and len(reduce_axes(k)) == 2
+  assert any(sum(1 for u in r.src[0].toposort() if u.op in GroupOp.ALU) > HEAVY_BODY
+             for r in k.toposort() if r.op is Ops.REDUCE)
+  for ren in (REN, *([Device[llvm_cpu_device()].renderer] if HAS_LLVM else [])):
+    opts = hand_coded_optimizations(k, ren)
+    assert [o for o in opts if o.op is OptOps.UNROLL] == [Opt(OptOps.UNROLL, 0, 0)] * 2, opts
+  # numpy: each window's 3x3 gradient added back onto the pixels it covers
+  ref = np.zeros((2, 8, 12, 12), np.float32)
+  for i in range(3):
+    for j in range(3): ref[:, :, i:i + 10, j:j + 10] += gs[..., i, j]
+  with Context(SPEC=2): tol(x.grad.numpy(), ref[:, :, 1:11, 1:11], 9)

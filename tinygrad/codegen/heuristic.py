@@ -329,8 +329,19 @@ def _upcast_strided_reduce(b: _Builder) -> None:
     if first is not None and cpu_big: b.try_opt(Opt(OptOps.UPCAST, i, 4))
     return
 
+# a reduce this short (every reduce axis together) is unrolled whole even with a heavy body, up to twice HEAVY_BODY ALU
+# ops: the gradient of a conv's sliding windows (col2im: a sum over the 4x4 windows that may hold each pixel, its gates
+# and index math the heavy part) ran 1.4-1.7x faster unrolled (ResNet-18's, LLVM path: 1.80 -> 1.06 ms, 1.08 -> 0.78)
+TINY_REDUCE = 16
+
 def _unroll_reduce(b: _Builder) -> None:
-  if _heavy_reduce(b.ast): return
+  if _heavy_reduce(b.ast):
+    reds = reduce_axes(b.ast)
+    if not reds or prod(axis_size(r) or TINY_REDUCE + 1 for r in reds) > TINY_REDUCE: return
+    if any(sum(1 for x in u.src[0].toposort() if x.op in GroupOp.ALU) > 2 * HEAVY_BODY
+           for u in b.ast.toposort() if u.op is Ops.REDUCE): return
+    while reduce_axes(b.ast) and b.try_opt(Opt(OptOps.UNROLL, 0, 0)): pass
+    return
   for i, r in enumerate(reduce_axes(b.ast)):
     size = axis_size(r)
     if size is None: continue
