@@ -70,10 +70,14 @@ def _store_idx(ast: UOp) -> UOp | None:
   stores = [u for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
   return stores[0].src[0].src[1].get_idx() if stores else None
 
+def _reduce_body_alu(ast: UOp) -> int:
+  """ALU ops in the longest reduce body of the kernel (0 without a reduce)."""
+  return max((sum(1 for x in u.src[0].toposort() if x.op in GroupOp.ALU) for u in ast.toposort() if u.op is Ops.REDUCE),
+             default=0)
+
 def _heavy_reduce(ast: UOp) -> bool:
   """A reduce whose body is long (e.g. random numbers or transcendentals fused in): every lane copies all of it."""
-  reds = [u for u in ast.toposort() if u.op is Ops.REDUCE]
-  return any(sum(1 for x in u.src[0].toposort() if x.op in GroupOp.ALU) > HEAVY_BODY for u in reds)
+  return _reduce_body_alu(ast) > HEAVY_BODY
 
 def _upcast_for_reuse(b: _Builder) -> None:
   # matmul-like kernels: register blocking over the output axes that some input does not depend on. A big kernel on
@@ -82,23 +86,20 @@ def _upcast_for_reuse(b: _Builder) -> None:
   # blocking costs seconds of compile time that a small kernel never earns back).
   if not reduce_axes(b.ast): return
   cpu = not b.renderer.has_local and _work(b.ast) >= BIG_BLOCK_MIN_WORK
-  done: set[int] = set()
   # NOTE: a matmul whose operands are both read along the reduce (A @ W^T) has no vector axis: the store's axis then
   any_vec = any(_vector_axis(b.ast, r) for r in output_axes(b.ast))
   # a big reduce with no vector axis at all (a conv over a few pixels, a conv's weight gradient): 16 lanes whose load
   # PACK makes a vector load (_packed_lanes_axis), the rest of the tile as below; as below when the panel does not fit
   if cpu and (lanes := _packed_lanes_axis(b)) is not None:
     before = (b.ast, list(b.opts))
-    done.add(lanes[0].arg[0])
-    if b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(lanes[0]), 16)) and \
-       _upcast_reuse_axes(b, cpu, done, any_vec) and _pack_lanes(b, lanes[1]):
-      return
+    if b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(lanes[0]), 16)):
+      _upcast_reuse_axes(b, cpu, {lanes[0].arg[0]}, any_vec)
+      if _pack_lanes(b, lanes[1]): return
     b.ast, b.opts = before
-    done.clear()
-  _upcast_reuse_axes(b, cpu, done, any_vec)
+  _upcast_reuse_axes(b, cpu, set(), any_vec)
 
-def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) -> bool:
-  """_upcast_for_reuse's register tile over the output axes not in `done` (range ids), best first; True when done."""
+def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) -> None:
+  """_upcast_for_reuse's register tile over the output axes not in `done` (range ids), best first."""
   while True:
     sidx = _store_idx(b.ast)
     cands = []
@@ -111,7 +112,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       vec = _vector_axis(b.ast, r)
       store = sidx is not None and index_stride(sidx, r) == 1
       cands.append((vec or (store and not any_vec), _reused_alu(b.ast, r) if vec else 0, store, n, size, i))
-    if not cands: return True
+    if not cands: return
     contiguous, _, _, _, size, i = max(cands)
     done.add(rid := output_axes(b.ast)[i].arg[0])
     amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
@@ -154,10 +155,10 @@ def _packed_lanes_axis(b: _Builder) -> tuple[UOp, UOp] | None:
   if not _own_vector_accs(b) or (sidx := _store_idx(b.ast)) is None: return None
   outs = output_axes(b.ast)
   if any((index_stride(sidx, r) == 1 or _vector_axis(b.ast, r)) and (axis_size(r) or 0) >= 8 for r in outs): return None
-  cands = []
+  cands, packable = [], packable_loads(b.ast)
   for r in outs:
     if (size := axis_size(r) or 0) % 16 or size < 16 or _broadcast_loads(b.ast, r) == 0: continue
-    if len(lds := _reduce_loads(b.ast, r)) != 1 or lds[0] not in packable_loads(b.ast): continue
+    if len(lds := _reduce_loads(b.ast, r)) != 1 or lds[0] not in packable: continue
     rs = lds[0].src[0].src[1]._ranges
     cands.append((prod(axis_size(o) or 1 for o in outs if o not in rs), size, r.arg[0], r, lds[0].src[0].src[0]))
   return max(cands, key=lambda c: c[:3])[3:] if cands else None
@@ -335,12 +336,10 @@ def _upcast_strided_reduce(b: _Builder) -> None:
 TINY_REDUCE = 16
 
 def _unroll_reduce(b: _Builder) -> None:
-  if _heavy_reduce(b.ast):
+  if (body := _reduce_body_alu(b.ast)) > HEAVY_BODY:
     reds = reduce_axes(b.ast)
-    if not reds or prod(axis_size(r) or TINY_REDUCE + 1 for r in reds) > TINY_REDUCE: return
-    if any(sum(1 for x in u.src[0].toposort() if x.op in GroupOp.ALU) > 2 * HEAVY_BODY
-           for u in b.ast.toposort() if u.op is Ops.REDUCE): return
-    while reduce_axes(b.ast) and b.try_opt(Opt(OptOps.UNROLL, 0, 0)): pass
+    if reds and body <= 2 * HEAVY_BODY and prod(axis_size(r) or TINY_REDUCE + 1 for r in reds) <= TINY_REDUCE:
+      while reduce_axes(b.ast) and b.try_opt(Opt(OptOps.UNROLL, 0, 0)): pass
     return
   for i, r in enumerate(reduce_axes(b.ast)):
     size = axis_size(r)

@@ -110,26 +110,26 @@ def bound_value(x: sint) -> int | None:
 # NOTE: x's nodes in dependency order as (op, dtype, arg, positions of its sources), or None where a node is not a
 # constant, a variable or an ALU op: a launch evaluates its kernel's symbolic sizes and work (GlobalCounters) with these
 # steps, not a substitute and a simplify (a graph rewrite per size per launch: ~6 ms of an LLM decode step's 23)
-_plans: dict[UOp, list[tuple[Ops, Any, Any, tuple[int, ...]]] | None] = {}
-def _plan(x: UOp) -> list[tuple[Ops, Any, Any, tuple[int, ...]]] | None:
+_Step = tuple[Ops, Any, Any, tuple[int, ...]]
+_plans: dict[UOp, list[_Step] | None] = {}
+def _plan(x: UOp) -> list[_Step] | None:
   if x in _plans: return _plans[x]
+  if len(_plans) > 50_000: _plans.clear()
   nodes = x.toposort(gate=lambda n: n.op is not Ops.BIND)
   pos = {n: i for i, n in enumerate(nodes)}
-  steps: list[tuple[Ops, Any, Any, tuple[int, ...]]] = []
-  plan: list[tuple[Ops, Any, Any, tuple[int, ...]]] | None = steps
+  plan: list[_Step] = []
   for n in nodes:
-    if n.op is Ops.CONST: steps.append((n.op, n.dtype, n.arg, ()))
+    if n.op is Ops.CONST: plan.append((n.op, n.dtype, n.arg, ()))
     elif n.op is Ops.BIND or (n.op is Ops.DEFINE_VAR and not n.src):
-      steps.append((Ops.DEFINE_VAR, n.dtype, (n.src[0] if n.op is Ops.BIND else n).arg[0], ()))
-    elif n.op in GroupOp.ALU and n.dtype.count == 1: steps.append((n.op, n.dtype, None, tuple(pos[c] for c in n.src)))
+      plan.append((Ops.DEFINE_VAR, n.dtype, (n.src[0] if n.op is Ops.BIND else n).arg[0], ()))
+    elif n.op in GroupOp.ALU and n.dtype.count == 1: plan.append((n.op, n.dtype, None, tuple(pos[c] for c in n.src)))
     else:
-      plan = None
-      break
-  if len(_plans) > 50_000: _plans.clear()
+      _plans[x] = None
+      return None
   _plans[x] = plan
   return plan
 
-def _run_plan(plan: list[tuple[Ops, Any, Any, tuple[int, ...]]], var_vals: dict[str, int]) -> Any:
+def _run_plan(plan: list[_Step], var_vals: dict[str, int]) -> Any:
   """The value of a _plan at var_vals; None where an op has no value on its dtype."""
   vals: list[Any] = []
   for op, dt, arg, srcs in plan:
@@ -142,8 +142,11 @@ def _run_plan(plan: list[tuple[Ops, Any, Any, tuple[int, ...]]], var_vals: dict[
 def infer(x: sint, var_vals: dict[str, int]) -> int:
   """The value of x with its variables (bound or not) set by name from var_vals."""
   if not isinstance(x, UOp): return x
-  if (plan := _plan(x)) is not None and all(a in var_vals for o, _, a, _ in plan if o is Ops.DEFINE_VAR):
-    if (r := _run_plan(plan, var_vals)) is not None and not isinstance(r, float): return int(r)
+  if (plan := _plan(x)) is not None:
+    # NOTE: a missing variable falls through to the path below, whose KeyError names it
+    try: r = _run_plan(plan, var_vals)
+    except KeyError: r = None
+    if r is not None and not isinstance(r, float): return int(r)
   subs: dict[UOp, UOp] = {}
   for v in variables(x):
     name = v.arg[0] if v.op is Ops.DEFINE_VAR else v.src[0].arg[0]
