@@ -53,8 +53,8 @@ install: $(STAMP)
 demo: $(EXTRA)core
 	SPEC=2 $(PY) examples/mlp.py
 
-# the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's LLVM path (CPU_LLVM=1; the suite
-# runs the default, C) and on PYTHON emulating NV (the CUDA renderer's exact programs, tensor cores included); the
+# the Tensor tests on the PYTHON reference backend (same results as CPU), on the CPU's C path (CPU_LLVM=0; the suite
+# runs the default, LLVM, as llvmlite is installed) and on PYTHON emulating NV (the CUDA renderer's exact programs, tensor cores included); the
 # pyrender reader fuzzed for 30 s (fuzz-parser);
 # then the whole suite at SPEC=2 with the z3 bounds proof on (IGNORE_OOB=0), on $(JOBS) cores (JOBS=2 unless given);
 # the checkpoint readers fuzzed for 30 s each (fuzz-loaders). The whole suite holds a slice of each target sweep; the
@@ -62,17 +62,19 @@ demo: $(EXTRA)core
 # test-emulate-amd (tests/tensor on each AMD emulation), test-amd-sweep (every tests/tensor kernel for each AMD arch)
 test: $(STAMP) chromium
 	DEV=PYTHON SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
-	$(MAKE) test-llvm
+	$(MAKE) test-c
 	$(MAKE) test-emulate-nv
 	$(MAKE) fuzz-parser
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider
 	$(MAKE) fuzz-loaders
 
-# the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite's JIT (CPU_LLVM=1, the fast path for models)
+# the Tensor tests with every CPU kernel compiled from LLVM IR by llvmlite and linked into a shared object (CPU_LLVM=1,
+# the fast path for models and the default where llvmlite is installed)
 test-llvm: $(STAMP)
 	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 
-# the Tensor tests with every CPU kernel compiled as C by the system C compiler (CPU_LLVM=0, the default)
+# the Tensor tests with every CPU kernel compiled as C by the system C compiler (CPU_LLVM=0, the default without
+# llvmlite; in make test)
 test-c: $(STAMP)
 	CPU_LLVM=0 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider tests/tensor
 
@@ -109,12 +111,13 @@ test-emulate-amd: $(STAMP)
 
 # the OpInfo harness (tests/ops/opinfo, against torch): the (op, dtype) cases the default suite leaves out (it runs every
 # op in float32 and a hashed sixth of the rest, and the slow-marked cases of the other tests/ops files), then every case on each emulated GPU (the NV and AMD renderers' exact
-# programs on the PYTHON interpreter) and on the CPU's LLVM path, then every conv2d regression shape of issue 31 on
+# programs on the PYTHON interpreter) and on the CPU's C path (CPU_LLVM=0; the default is LLVM), then every conv2d
+# regression shape of issue 31 on
 # every arch and emulation (make test runs a slice of each: tests/ops/test_opinfo.py, tests/ops/test_opinfo_targets.py,
 # tests/codegen/test_conv_gpu_targets.py)
 test-ops-targets: $(STAMP)
 	SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m slow tests/ops
-	CPU_LLVM=1 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m "slow or not slow" tests/ops/test_opinfo.py
+	CPU_LLVM=0 SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m "slow or not slow" tests/ops/test_opinfo.py
 	for a in NV AMD_GFX1100 AMD_GFX1201 AMD_GFX942; do \
 	  DEV=PYTHON EMULATE=$$a SPEC=2 IGNORE_OOB=0 $(PY) -m pytest -n $(JOBS) -q -p no:cacheprovider -m "slow or not slow" \
 	    tests/ops/test_opinfo.py || exit 1; \

@@ -175,7 +175,7 @@ def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], steps
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--quick", action="store_true", help="the first row of each workload, 2 timed steps")
-  ap.add_argument("--both", action="store_true", help="also ours on the other CPU path (LLVM where the default is C)")
+  ap.add_argument("--both", action="store_true", help="also ours on the other CPU path (C where the default is LLVM)")
   ap.add_argument("--big", action="store_true", help="add ResNet-18 at batch 32, 128x128")
   ap.add_argument("--only", default="resnet,block,gpt2", help="comma-separated workload groups")
   ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 3, --quick 2)")

@@ -1,6 +1,6 @@
 """Env flags as context variables, and small pure helpers. Every flag the project reads is declared here, once."""
 from __future__ import annotations
-import os, functools, contextlib, re, sys, hashlib, sqlite3, pickle, tempfile, time
+import os, functools, contextlib, importlib.util, re, sys, hashlib, sqlite3, pickle, tempfile, time
 from typing import Any, Callable, Iterable, TypeVar, Sequence
 
 T = TypeVar("T")
@@ -181,10 +181,12 @@ AMD_ARCH = ContextVar("AMD_ARCH", "", "AMD target architecture (gfx942, gfx1100,
                       "else gfx1100", allowed=Matching(r"(gfx[0-9a-f]+)?", "empty or gfx<arch> (the archs the AMD "
                                                        "backend knows are checked when it opens)", ("942", "GFX942x")),
                       codegen=True)
-# NOTE: the LLVM path runs model steps 1.5-14x faster than C (docs/perf.md), but it is not the default yet: the whole
-# suite on it aborted in llvmlite's MCJIT finalize_object in 2 of 5 runs (docs/llvm_amd.md, Known problems)
-CPU_LLVM = ContextVar("CPU_LLVM", 0, "1 compiles CPU kernels as LLVM IR with llvmlite's JIT (the fast path for models, "
-                      "docs/perf.md), 0 as C with the system C compiler", allowed=_OFF_ON, codegen=True)
+# NOTE: the LLVM path runs model steps 2.4-14x faster than C (docs/perf.md): it is the default where llvmlite is
+# installed (the `llvm` extra), found without importing it; without it the CPU compiles C
+CPU_LLVM = ContextVar("CPU_LLVM", int(importlib.util.find_spec("llvmlite") is not None),
+                      "1 compiles CPU kernels as LLVM IR with llvmlite, linked into a shared object (the fast path "
+                      "for models, docs/perf.md; the default where llvmlite is installed), 0 as C with the system C "
+                      "compiler (the default without llvmlite)", allowed=_OFF_ON, codegen=True)
 AMD_LD = ContextVar("AMD_LD", "", "AMD: the ld.lld (LLD 15+) that links code objects, a path or a command line; empty "
                     "uses the ziglang package's `zig ld.lld`", allowed=AnyText("a path or a command line"))
 REWRITE_STEP_LIMIT = ContextVar("REWRITE_STEP_LIMIT", 0, "max rewrite steps in one graph_rewrite before it is declared "

@@ -8,8 +8,8 @@ site, message). Before each step of each kernel it calls `note(i, backend, stage
 segfault in compiled code) or hangs is attributed to the kernel and the step it was in.
 
   cpu     C (CRenderer), the batch compiled by the system C compiler into one shared object, run through ctypes
-  llvm    LLVM IR (CPULLVMRenderer) compiled by llvmlite for the host kernel by kernel, the batch's objects loaded into
-          one MCJIT engine (the CPU_LLVM=1 path)
+  llvm    LLVM IR (CPULLVMRenderer) compiled by llvmlite for the host kernel by kernel, the batch's objects linked into
+          one shared object (the CPU_LLVM=1 path)
   python  the PYTHON renderer and interpreter (checks every access; the semantics table's arithmetic)
   nv      CUDA C (CUDARenderer, NV_ARCH or sm_90): the batch compiled by NVRTC + ptxas (as COMPILE_ONLY=1 does), and
           run on the host through the CUDA shim (tinygrad/runtime/support/cuda_host.py); kernels with shared memory or
@@ -254,10 +254,20 @@ class CBackend(Backend):
   def describe(self) -> str:
     from tinygrad.runtime.support.compiler_cpu import find_cc, cc_version
     return f"cpu: C, one shared object per batch ({cc_version(find_cc())})"
-  def tensor_device(self) -> str | None: return "CPU"
-  # NOTE: CPU:1 is the llvm backend's device (opened with CPU_LLVM=1), so the C backend's second device is CPU:2
-  SHARD_DEVICES = ("CPU", "CPU:2")
-  def tensor_shard_devices(self) -> tuple[str, ...] | None: return self.SHARD_DEVICES
+  # NOTE: the plain CPU device is LLVM where llvmlite is installed (CPU_LLVM's default): this backend opens its own
+  # devices with CPU_LLVM=0, CPU:2 and CPU:4 (CPU:1 and CPU:3 are the llvm backend's)
+  SHARD_DEVICES = ("CPU:2", "CPU:4")
+  def tensor_device(self) -> str | None:
+    from tinygrad.device import Device
+    from tinygrad.helpers import Context
+    with Context(CPU_LLVM=0): Device["CPU:2"]
+    return "CPU:2"
+  def tensor_shard_devices(self) -> tuple[str, ...] | None:
+    from tinygrad.device import Device
+    from tinygrad.helpers import Context
+    self.tensor_device()
+    with Context(CPU_LLVM=0): Device["CPU:4"]
+    return self.SHARD_DEVICES
   @functools.cached_property
   def _renderer(self) -> Any: return registry.renderer("CPU", threads=1)
   def renderer(self, item: KernelItem) -> Any: return self._renderer
@@ -305,11 +315,11 @@ class LLVMBackend(Backend):
     return None
   def describe(self) -> str:
     from tinygrad.runtime.support.compiler_llvm import llvm_version
-    return f"llvm: LLVM IR through llvmlite (LLVM {llvm_version()}), one MCJIT engine per batch"
+    return f"llvm: LLVM IR through llvmlite (LLVM {llvm_version()}), one linked shared object per batch"
   def tensor_device(self) -> str | None:
     from tinygrad.device import Device
     from tinygrad.helpers import Context
-    # NOTE: a second CPU device, opened with CPU_LLVM=1, keeps the plain CPU device on C in the same process
+    # NOTE: a CPU device of its own, opened with CPU_LLVM=1, whatever the plain CPU device compiles with
     with Context(CPU_LLVM=1): Device["CPU:1"]
     return "CPU:1"
   def tensor_shard_devices(self) -> tuple[str, ...] | None:
@@ -322,36 +332,36 @@ class LLVMBackend(Backend):
   def _renderer(self) -> Any: return registry.renderer("CPU_LLVM")
   def renderer(self, item: KernelItem) -> Any: return self._renderer
   @functools.cached_property
-  def _tools(self) -> tuple[Any, Any]:
-    from tinygrad.runtime.support.compiler_llvm import LLVMProgramLoader
-    return registry.compiler("CPU_LLVM"), LLVMProgramLoader()
+  def _compiler(self) -> Any: return registry.compiler("CPU_LLVM")
   def build(self, progs: dict[int, Any], note: Note) -> dict[int, Any]:
-    comp, loader = self._tools
+    from tinygrad.runtime.support.compiler_llvm import link_shared
+    comp = self._compiler
     out: dict[int, Any] = {}
     objs: dict[int, bytes] = {}
     # NOTE: each kernel is optimised and emitted on its own (an LLVM abort names the kernel it was in); the objects are
-    # loaded into one MCJIT engine per batch, as one shared object holds a batch on cpu
+    # linked into one shared object per batch, as one C translation unit holds a batch on cpu
     for i, p in progs.items():
       note(i, self.name, "compile")
-      try: objs[i] = comp.compile(p.src)
+      try: objs[i] = comp.compile_object(p.src)
       except Exception as e: out[i] = failure_from(e, "compile", self.name)
     if not objs: return out
     for i in objs: note(i, self.name, "load")
     try:
-      engine, addrs = loader.load_many([(progs[i].name, o) for i, o in objs.items()])
-      out.update({i: (engine, a) for i, a in zip(objs, addrs)})
+      lib = registry.load_shared(link_shared(list(objs.values()), f"a batch of {len(objs)} kernels"), "llvm-batch")
+      out.update({i: (lib, registry.host_function(lib, progs[i].name)) for i in objs})
     except Exception:
-      # NOTE: one object that does not load must not hide the others: each alone names its own error
+      # NOTE: one object that does not link or lacks its kernel must not hide the others: each alone names its error
       for i, o in objs.items():
         note(i, self.name, "load")
-        try: out[i] = loader.load(progs[i].name, o)
+        try:
+          one = registry.load_shared(link_shared([o], progs[i].name), progs[i].name)
+          out[i] = (one, registry.host_function(one, progs[i].name))
         except Exception as e: out[i] = failure_from(e, "load", self.name)
     return out
   def run(self, built: Any, prg: Any, item: KernelItem) -> dict[int, np.ndarray]:
-    from tinygrad.runtime.support.compiler_llvm import cfunc
-    _engine, addr = built
+    _lib, fxn = built
     arrs = host_arrays(item)
-    launch_host(cfunc(addr, len(prg.globals), len(prg.var_names)), prg, arrs, item.var_vals)
+    launch_host(fxn, prg, arrs, item.var_vals)
     return arrs
 
 class NVBackend(Backend):

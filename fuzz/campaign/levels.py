@@ -298,7 +298,9 @@ class TensorLevel(Level):
     from tinygrad.engine.realize import is_transfer
     note(0, "schedule", "schedule")
     try:
-      outs = run_tensor_lazy(case.program, "CPU", CBackend.SHARD_DEVICES)
+      devs = CBackend().tensor_shard_devices()
+      assert devs is not None
+      outs = run_tensor_lazy(case.program, devs[0], devs)
       # NOTE: a transfer kernel (a sharded program's COPY between devices) has no codegen to check
       asts = [it.ast for it in outs[0].schedule(*outs[1:]) if not is_transfer(it.ast)] if outs else []
     except Exception as e: return [failure_from(e, "tensor-schedule", "schedule")]

@@ -162,17 +162,22 @@ def test_cpu_device_renderer_has_its_thread_count():
   dev = Device["CPU"]
   assert isinstance(dev.renderer, CPULLVMRenderer if dev.llvm else CRenderer) and dev.renderer.threads == dev.threads
 
-def test_cpu_device_compiles_c_by_default_and_llvm_under_cpu_llvm():
-  # the default CPU path is C; CPU_LLVM=1 (read when the device opens) compiles LLVM IR, the same values
+def test_cpu_device_compiles_llvm_by_default_where_llvmlite_is_installed_else_c():
+  # CPU_LLVM (read when the device opens) defaults to 1 where llvmlite is installed, else 0; either path gives the
+  # same values, and CPU_LLVM=0 selects C
   code = ("from tinygrad.device import Device; from tinygrad import Tensor; d = Device['CPU']; "
           "print(d.llvm, type(d.renderer).__name__, (Tensor([1.0, 2.0]) * 3).tolist())")
-  def run(env: dict[str, str]) -> str:
+  # NOTE: a None entry in sys.modules is how an absent package looks to importlib.util.find_spec and to import
+  hidden = "import sys; sys.modules['llvmlite'] = None; "
+  def run(env: dict[str, str], prefix: str = "") -> str:
     e = {k: v for k, v in os.environ.items() if k not in ("CPU_LLVM", "DEV", "PYTHON")} | env
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+    return subprocess.run([sys.executable, "-c", prefix + code], capture_output=True, text=True, cwd=ROOT, check=True,
                           env=e).stdout.strip()
-  assert run({}) == "False CRenderer [3.0, 6.0]"
+  assert run({}, hidden) == "False CRenderer [3.0, 6.0]"
+  assert run({"CPU_LLVM": "0"}) == "False CRenderer [3.0, 6.0]"
   import importlib.util
   if importlib.util.find_spec("llvmlite") is not None:
+    assert run({}) == "True CPULLVMRenderer [3.0, 6.0]"
     assert run({"CPU_LLVM": "1"}) == "True CPULLVMRenderer [3.0, 6.0]"
 
 def test_heuristics_follow_the_renderer_not_the_machine():

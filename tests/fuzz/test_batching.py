@@ -1,5 +1,5 @@
-"""Batched checking (fuzz/campaign/backends.py): kernels of a batch share a compile (one shared object on cpu, one MCJIT engine
-on llvm), yet a crash in one kernel of a batch is attributed to that kernel's graph, a kernel that does not build names
+"""Batched checking (fuzz/campaign/backends.py): kernels of a batch share a compile (one shared object on cpu, one linked
+shared object on llvm), yet a crash in one kernel of a batch is attributed to that kernel's graph, a kernel that does not build names
 its own error, and the shortcuts taken for throughput give what the plain definitions give."""
 import json, os, random, subprocess, sys
 import pytest
@@ -58,11 +58,11 @@ def test_a_kernel_that_does_not_compile_names_its_own_error_and_the_batch_runs(m
   assert [bool(f) for f in out] == [False, False, True, False, False], out
   assert out[2][0].stage == "compile" and out[2][0].backend == "cpu" and "k2(not valid C" in out[2][0].message
 
-def test_an_llvm_batch_loads_into_one_engine_and_every_kernel_is_checked(monkeypatch):
-  from tinygrad.runtime.support.compiler_llvm import LLVMProgramLoader
+def test_an_llvm_batch_links_into_one_shared_object_and_every_kernel_is_checked(monkeypatch):
+  from tinygrad.runtime.support import compiler_llvm
   calls = []
-  orig = LLVMProgramLoader.load_many
-  monkeypatch.setattr(LLVMProgramLoader, "load_many", lambda self, objs: calls.append(len(objs)) or orig(self, objs))
+  orig = compiler_llvm.link_shared
+  monkeypatch.setattr(compiler_llvm, "link_shared", lambda objs, what="kernels": calls.append(len(objs)) or orig(objs, what))
   cases = [build_kernel(RandomChooser(s)) for s in range(5)]
   be = LLVMBackend()
   if (why := be.unavailable()) is not None: pytest.skip(f"no llvmlite: {why}")
@@ -72,15 +72,31 @@ def test_an_llvm_batch_loads_into_one_engine_and_every_kernel_is_checked(monkeyp
 def test_an_object_that_does_not_load_fails_alone(monkeypatch):
   be = LLVMBackend()
   if (why := be.unavailable()) is not None: pytest.skip(f"no llvmlite: {why}")
-  comp, _ = be._tools
-  orig = type(comp).compile
-  # NOTE: kernel k1's object defines another name: the batch does not load, so each object is loaded alone (a corrupt
-  # object would crash LLVM's loader in-process: that is the worker's crash, attributed by its note)
-  monkeypatch.setattr(type(comp), "compile", lambda self, src: orig(self, src.replace('@"k1"', '@"other"')))
+  comp = be._compiler
+  orig = type(comp).compile_object
+  # NOTE: kernel k1's object defines another name: the batch's shared object lacks k1, so each object is linked and
+  # loaded alone, and only k1 fails
+  monkeypatch.setattr(type(comp), "compile_object", lambda self, src: orig(self, src.replace('@"k1"', '@"other"')))
   cases = [build_kernel(RandomChooser(s)) for s in range(3)]
   out = KernelLevel().check(cases, {"llvm": be})
   assert [bool(f) for f in out] == [False, True, False], out
   assert out[1][0].stage == "load" and out[1][0].backend == "llvm" and "'k1'" in out[1][0].message
+
+def test_an_llvm_batch_with_an_undefined_symbol_checks_the_others(monkeypatch):
+  be = LLVMBackend()
+  if (why := be.unavailable()) is not None: pytest.skip(f"no llvmlite: {why}")
+  comp = be._compiler
+  orig = type(comp).compile_object
+  # NOTE: k1 calls a function nothing defines: the batch's shared object does not load, so each kernel is loaded alone
+  def compile_object(self, src):
+    if '@"k1"' not in src: return orig(self, src)
+    src = src.replace("define ", "declare void @no_such_function()\ndefine ", 1)
+    return orig(self, src.replace("entry:\n", "entry:\n  call void @no_such_function()\n", 1))
+  monkeypatch.setattr(type(comp), "compile_object", compile_object)
+  cases = [build_kernel(RandomChooser(s)) for s in range(3)]
+  out = KernelLevel().check(cases, {"llvm": be})
+  assert [bool(f) for f in out] == [False, True, False], out
+  assert out[1][0].stage == "load" and "no_such_function" in out[1][0].message, out[1][0]
 
 def test_fit_opts_keeps_what_applying_each_candidate_after_the_kept_ones_keeps():
   from tinygrad.codegen.opt import apply_opts, KernelOptError

@@ -1,5 +1,5 @@
 """Fixtures for the LLVM IR path on the CPU: `run_kernel(ast, bufs, var_vals=None, opts=None, renderer=None)` lowers a
-kernel AST with the host's CPULLVMRenderer, compiles it with llvmlite and runs it on numpy buffers through the JIT (the
+kernel AST with the host's CPULLVMRenderer, compiles it with llvmlite and runs it on numpy buffers from its shared object (the
 same signature as tests/codegen's C fixture, so the C semantics tests run here unchanged)."""
 import ctypes
 import pytest
@@ -10,23 +10,22 @@ pytest.importorskip("llvmlite", reason="the LLVM path needs llvmlite (the projec
 _STATE: dict = {}
 
 def llvm_parts():
-  """(renderer, compiler, loader) for the host, built once per worker."""
+  """(renderer, compiler) for the host, built once per worker."""
   if not _STATE:
     from tinygrad.renderer.llvmir import CPULLVMRenderer
-    from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, LLVMProgramLoader, host_target
+    from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, host_target
     h = host_target()
-    _STATE["parts"] = (CPULLVMRenderer(h.triple, h.datalayout, h.vector_bits, 2), LLVMCompiler(), LLVMProgramLoader())
+    _STATE["parts"] = (CPULLVMRenderer(h.triple, h.datalayout, h.vector_bits, 2), LLVMCompiler())
   return _STATE["parts"]
 
 def run_program(prg, bufs, var_vals=None):
-  _, compiler, loader = llvm_parts()
-  engine, addr = loader.load(prg.name, compiler.compile(prg.src))
-  fxn = ctypes.CFUNCTYPE(None)(addr)
+  from tinygrad.runtime.targets import load_host
+  _, compiler = llvm_parts()
+  fxn, _lib = load_host("CPU_LLVM", prg.name, compiler.compile(prg.src))
   vals = [int((var_vals or {})[n]) for n in prg.var_names]
   args = [ctypes.c_void_p(b.ctypes.data) for b in bufs] + [ctypes.c_int32(v) for v in vals]
   gs, _ = prg.launch_dims(var_vals or {})
   for core in range(gs[0]): fxn(*args, ctypes.c_int32(core))
-  del engine
 
 @pytest.fixture
 def run_kernel():

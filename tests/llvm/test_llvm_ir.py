@@ -292,9 +292,10 @@ JIT_CHURN = textwrap.dedent('''
   print("ok")
 ''')
 
-def test_jit_engines_are_freed_and_reloaded():
-  # a subprocess: an engine that frees code (or its target machine) still in use crashes the process
-  env = {**os.environ, "SPEC": "0", "IGNORE_OOB": "1"}  # NOTE: about the JIT's lifetimes, not the specs (checked elsewhere)
+def test_programs_of_one_name_load_and_run_apart():
+  # a subprocess: 40 programs with the same kernel name, each its own shared object, each running its own code (a
+  # loader that resolved the name to an earlier program's code would compute the wrong sums)
+  env = {**os.environ, "SPEC": "0", "IGNORE_OOB": "1"}  # NOTE: about loading, not the specs (checked elsewhere)
   res = subprocess.run([sys.executable, "-c", JIT_CHURN], capture_output=True, text=True, timeout=300, cwd=os.getcwd(),
                        env=env)
   assert res.returncode == 0 and res.stdout.strip() == "ok", f"exit {res.returncode}: {res.stderr[-2000:]}"
@@ -305,6 +306,20 @@ def test_cpu_device_with_cpu_llvm_runs_tensors():
   with Context(CPU_LLVM=1): dev = CPUDevice("CPU")
   assert isinstance(dev.renderer, CPULLVMRenderer) and isinstance(dev.compiler, LLVMCompiler)
   with Context(CPU_LLVM=0): assert not isinstance(CPUDevice("CPU").renderer, CPULLVMRenderer)
+
+def test_compile_gives_a_shared_object_that_needs_libm():
+  from tinygrad.runtime.support.compiler_llvm import LLVMCompiler
+  src = get_program(UOp.sink(UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(4), arg=0).index(r := UOp.range(4, 0)).store(
+    UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(4), arg=1).index(r).load().exp2()).end(r)), llvm_parts()[0]).src
+  lib = LLVMCompiler().compile(src)
+  # ELF, type ET_DYN (3): a shared object the dynamic loader maps whole, not a relocatable object for a JIT
+  assert lib[:4] == b"\x7fELF" and int.from_bytes(lib[16:18], "little") == 3
+  assert b"libm.so" in lib
+
+def test_a_bad_object_is_a_link_error_naming_the_linker():
+  from tinygrad.runtime.support.compiler_llvm import link_shared, host_linker
+  with pytest.raises(CompileError, match=r"linking kernel k failed .*ld") as e: link_shared([b"not an object"], "kernel k")
+  assert host_linker() in str(e.value)
 
 def test_missing_llvmlite_is_a_clear_error(monkeypatch):
   from tinygrad.runtime.support import compiler_llvm

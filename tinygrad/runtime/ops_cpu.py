@@ -1,5 +1,5 @@
 """CPU backend: kernels rendered to C, compiled by the system C compiler into a shared object, called through ctypes;
-or, with CPU_LLVM=1, rendered to LLVM IR, compiled by llvmlite to an object file and loaded by its JIT (MCJIT).
+or, with CPU_LLVM=1, rendered to LLVM IR, compiled by llvmlite to an object file and linked into a shared object.
 
 THREAD axes: the kernel signature is `void name(T* data0, ..., int var0, ..., int core_id)`; a launch with
 global_size[0] = n calls it n times, core_id = 0..n-1, on a pool of OS threads (ctypes releases the GIL during a call).
@@ -13,12 +13,12 @@ from tinygrad.helpers import CPU_LLVM
 from tinygrad.runtime import targets
 
 class CPUProgram:
-  """A loaded kernel (C: a shared object; CPU_LLVM: an object file in llvmlite's JIT). Called with the allocator's
+  """A loaded kernel (a shared object, from C or from LLVM IR). Called with the allocator's
   ctypes buffers, the ints of the DEFINE_VARs, and launch sizes; launched by the registry's host launcher."""
   def __init__(self, dev: CPUDevice, name: str, lib: bytes):
     self.dev, self.name = dev, name
-    # NOTE: the second value (the shared object or the JIT engine) owns the code: it lives as long as this program
-    self.fxn, self.lib = targets.load_host("CPU_LLVM" if dev.llvm else "CPU", name, lib, dev.loader)
+    # NOTE: the second value (the loaded shared object) owns the code: it lives as long as this program
+    self.fxn, self.lib = targets.load_host("CPU_LLVM" if dev.llvm else "CPU", name, lib)
 
   def __call__(self, *bufs: Any, global_size: tuple[int, ...] | None = (1, 1, 1),
                local_size: tuple[int, ...] | None = (1, 1, 1), vals: tuple[int, ...] = (),
@@ -34,11 +34,7 @@ class CPUDevice(Compiled):
     self.threads = targets.cpu_threads()
     self._pool: ThreadPoolExecutor | None = None
     self.llvm = bool(CPU_LLVM.value)
-    self.loader: Any = None
     target, threads = "CPU_LLVM" if self.llvm else "CPU", self.threads
-    if self.llvm:
-      from tinygrad.runtime.support.compiler_llvm import LLVMProgramLoader
-      self.loader = LLVMProgramLoader()
     # NOTE: the renderer gets this device's thread count, so the heuristics never read the machine's core count; the
     # LLVM one is made when first asked for (llvmlite loads then)
     ren = (lambda: targets.renderer(target, threads=threads)) if self.llvm else \

@@ -2,7 +2,7 @@
 PYTHON device emulates, and how a host kernel is loaded and launched. Runtime devices, replay and fuzz all ask here.
 
   CPU       C (CRenderer), compiled by the system C compiler into a shared object, run through ctypes
-  CPU_LLVM  LLVM IR for the host (CPULLVMRenderer), compiled by llvmlite, run from its JIT (MCJIT)
+  CPU_LLVM  LLVM IR for the host (CPULLVMRenderer), compiled by llvmlite, linked into a shared object by cc
   PYTHON    the PYTHON interpreter's program text (PythonRenderer): a generic GPU, or an emulated NV or AMD arch
   NV        CUDA C (CUDARenderer) for an NV arch (the renderer's NV_ARCHS), compiled by NVRTC + ptxas
   AMD       LLVM IR for an AMD arch (AMD_ARCHS), compiled by llvmlite's AMDGPU target and linked by LLD
@@ -150,16 +150,11 @@ def host_function(lib: ctypes.CDLL, name: str) -> Any:
   fxn.restype = None
   return fxn
 
-def load_host(name: str, kernel: str, lib: bytes, loader: Any = None) -> tuple[Any, Any]:
-  """(kernel `kernel` of a compiled program of host target `name` as a ctypes function, what keeps its code alive):
-  CPU a shared object, CPU_LLVM an object file loaded by `loader` (an LLVMProgramLoader; None: a new one)."""
-  if name == "CPU_LLVM":
-    if loader is None:
-      from tinygrad.runtime.support.compiler_llvm import LLVMProgramLoader
-      loader = LLVMProgramLoader()
-    engine, addr = loader.load(kernel, lib)
-    return ctypes.CFUNCTYPE(None)(addr), engine
-  if name != "CPU": raise UnknownTarget(f"{name} programs do not run on the host; CPU and CPU_LLVM do")
+def load_host(name: str, kernel: str, lib: bytes) -> tuple[Any, Any]:
+  """(kernel `kernel` of a compiled program of host target `name` as a ctypes function, the loaded shared object that
+  keeps its code alive). Both host targets compile to a shared object: CPU from C, CPU_LLVM from LLVM's object file."""
+  if name not in ("CPU", "CPU_LLVM"):
+    raise UnknownTarget(f"{name} programs do not run on the host; CPU and CPU_LLVM do")
   so = load_shared(lib, kernel)
   return host_function(so, kernel), so
 

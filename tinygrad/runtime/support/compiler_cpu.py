@@ -58,8 +58,11 @@ class CCompiler(Compiler):
         raise CompileError(f"C compile failed ({' '.join(cmd)}, exit {proc.returncode}):\n{msg}\n"
                            f"---- source ----\n{numbered(src)}")
       with open(out, "rb") as f: return f.read()
-  def disassemble(self, lib: bytes) -> str:
-    if (objdump := shutil.which("objdump")) is None: return "objdump not found"
-    with tempfile.NamedTemporaryFile(suffix=".so") as f:
-      f.write(lib); f.flush()
-      return subprocess.run([objdump, "-d", f.name], capture_output=True, text=True).stdout
+  def disassemble(self, lib: bytes) -> str: return objdump(lib)
+
+def objdump(lib: bytes) -> str:
+  """The disassembly of a shared object (`objdump -d`), or a line saying objdump is missing."""
+  if (tool := shutil.which("objdump")) is None: return "objdump not found"
+  with tempfile.NamedTemporaryFile(suffix=".so") as f:
+    f.write(lib); f.flush()
+    return subprocess.run([tool, "-d", f.name], capture_output=True, text=True).stdout

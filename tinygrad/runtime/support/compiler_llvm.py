@@ -1,13 +1,13 @@
 """llvmlite (LLVM 22, from PyPI) as the compiler of LLVM IR: target machines for the host CPU and for AMD GPUs, the
 optimisation pipeline, object emission, errors that show the IR lines LLVM names, and the CPU's JIT loader.
 
-CPU: `LLVMCompiler.compile(ir) -> object file bytes` (cached in sqlite like every compiler's output); the CPU runtime
-loads the object into an MCJIT execution engine (`LLVMProgramLoader`) and calls the kernel through ctypes, so no C
-compiler and no linker are involved.
+CPU: `LLVMCompiler.compile(ir) -> shared object bytes` (cached in sqlite like every compiler's output): llvmlite emits
+an object file and the C compiler's linker links it (`link_shared`); the CPU runtime loads it with dlopen as it
+loads the C path's, and calls the kernel through ctypes.
 """
 from __future__ import annotations
-import ctypes, re, threading
-from typing import Any
+import functools, os, re, shutil, subprocess, tempfile, threading
+from typing import Any, Sequence
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
 
 llvm_lock = threading.Lock()  # held around llvmlite set-up, optimization, emission, engines (compiler_amd too)
@@ -96,47 +96,60 @@ def host_target() -> HostTarget:
   if _host is None: _host = HostTarget()
   return _host
 
+# NOTE: the CPU path once loaded objects into llvmlite's JIT (MCJIT). Its memory manager maps a program's code and its
+# constants in separate mappings, which the small code model's 32-bit PC-relative references must reach, and a whole
+# suite on that path aborted inside finalize_object in 3 of 8 runs (docs/llvm_amd.md). A shared object is one image the
+# dynamic loader maps and relocates: the C path's loader.
+@functools.cache
+def host_linker() -> str:
+  """The linker the system C compiler's driver runs (`cc -print-prog-name=ld`, CC= if set), as a path."""
+  from tinygrad.runtime.support.compiler_cpu import find_cc
+  cc = find_cc()
+  try: name = subprocess.run([cc, "-print-prog-name=ld"], capture_output=True, text=True, timeout=30).stdout.strip()
+  except (OSError, subprocess.TimeoutExpired) as e: raise DeviceOpenError(f"CPU (LLVM): {cc} does not run: {e}") from e
+  if not name or (path := shutil.which(name)) is None:
+    raise DeviceOpenError(f"CPU (LLVM): the linker of {cc} ({name or 'none named'}) was not found: the LLVM path links "
+                          "its objects into shared objects with it (install binutils, or use CPU_LLVM=0)")
+  return path
+
+def link_shared(objs: Sequence[bytes], what: str = "kernels") -> bytes:
+  """Object files -> one shared object (bytes), linked by the C compiler's linker (`ld -shared`) with the math library
+  (the transcendentals lower to `exp2f` and friends). The C library is not named: linking through its script costs
+  twice as long, and the process has it loaded; a symbol nothing defines fails when the object is loaded, by name."""
+  ld = host_linker()
+  with tempfile.TemporaryDirectory(prefix="tinygrad-ld-") as d:
+    paths = [os.path.join(d, f"k{i}.o") for i in range(len(objs))]
+    for path, obj in zip(paths, objs):
+      with open(path, "wb") as f: f.write(obj)
+    out = os.path.join(d, "kernels.so")
+    cmd = [ld, "-shared", "-z", "noexecstack", "-o", out, *paths, "-lm"]
+    proc = subprocess.run(cmd, capture_output=True)
+    if proc.returncode != 0:
+      msg = proc.stderr.decode(errors="replace").strip()
+      raise CompileError(f"CPU (LLVM): linking {what} failed ({' '.join(cmd)}, exit {proc.returncode}):\n{msg}")
+    with open(out, "rb") as f: return f.read()
+
 class LLVMCompiler(Compiler):
-  """LLVM IR -> an object file for the host CPU (O`opt` pipeline, then the code generator). The cache key holds the LLVM
-  version, the triple, the CPU and its features, and the optimisation level."""
+  """LLVM IR -> a shared object for the host CPU: the O`opt` pipeline, the code generator's object file
+  (`compile_object`), linked by `link_shared`. The cache key holds the LLVM version, the triple, the CPU and its
+  features, the optimisation level and the linker with its version."""
   def __init__(self, opt: int = 2):
+    from tinygrad.runtime.support.compiler_cpu import cc_version
     self.host, self.opt = host_target(), opt
-    super().__init__(f"llvm-cpu|{llvm_version()}|{self.host.triple}|{self.host.cpu}|{self.host.features}|O{opt}")
+    ld = host_linker()
+    super().__init__(f"llvm-cpu|{llvm_version()}|{self.host.triple}|{self.host.cpu}|{self.host.features}|O{opt}|"
+                     f"so:{ld}|{cc_version(ld)}")
     self.tm = self.host.machine(opt)
-  def compile(self, src: str) -> bytes:
+  def compile_object(self, src: str) -> bytes:
+    """The relocatable object file of `src` (what `compile` links; a fuzz batch links many into one)."""
     mod = parse_and_verify(src, "CPU (LLVM)")
     with llvm_lock:
       optimize(mod, self.tm, self.opt)
       return bytes(self.tm.emit_object(mod))
+  def compile(self, src: str) -> bytes: return link_shared([self.compile_object(src)])
   def disassemble(self, lib: bytes) -> str:
-    return "\n".join(f"{s.name()}: {len(s.data())} bytes" for s in llvm().ObjectFileRef.from_data(lib).sections())
-
-class LLVMProgramLoader:
-  """Loads object files into MCJIT execution engines, one per program or per batch: code is freed with its engine."""
-  def __init__(self) -> None: self.host = host_target()
-  def load(self, name: str, obj: bytes) -> tuple[Any, int]:
-    """(the engine that owns the code, the address of kernel `name`)."""
-    engine, addrs = self.load_many([(name, obj)])
-    return engine, addrs[0]
-  def load_many(self, objs: list[tuple[str, bytes]]) -> tuple[Any, list[int]]:
-    """Several object files (kernel name, object) in one engine: (the engine, each kernel's address in order). Making
-    an engine and its target machine costs more than loading a small object: a batch of kernels shares one."""
-    b = llvm()
-    with llvm_lock:
-      # NOTE: an engine owns (and deletes) its target machine: each engine gets its own
-      tm = self.host.target.create_target_machine(cpu=self.host.cpu, features=self.host.features, opt=2,
-                                                  reloc="default", codemodel="jitdefault", jit=True)
-      engine = b.create_mcjit_compiler(b.parse_assembly(""), tm)
-      for _, obj in objs: engine.add_object_file(b.ObjectFileRef.from_data(obj))
-      engine.finalize_object()
-      addrs = [engine.get_function_address(name) for name, _ in objs]
-    if missing := [name for (name, _), a in zip(objs, addrs) if not a]:
-      raise RuntimeError(f"CPU (LLVM): the object has no function {missing[0]!r}")
-    return engine, addrs
-
-def cfunc(addr: int, nbufs: int, nvals: int) -> Any:
-  """The kernel at `addr` as a ctypes function: (void* x nbufs, int32 x nvals, int32 core_id) -> void."""
-  return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nbufs), *([ctypes.c_int32] * (nvals + 1)))(addr)
+    from tinygrad.runtime.support.compiler_cpu import objdump
+    return objdump(lib)
 
 __all__ = ["llvm", "llvm_lock", "llvm_version", "explain_error", "parse_and_verify", "optimize", "HostTarget",
-           "host_target", "LLVMCompiler", "LLVMProgramLoader", "cfunc"]
+           "host_target", "host_linker", "link_shared", "LLVMCompiler"]
