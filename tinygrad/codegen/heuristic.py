@@ -14,11 +14,11 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType
 
 # a kernel must do at least this much work (iterations of its innermost body) before threads pay for their start-up.
-# Waking a pool thread costs ~90 us on this 2-core VM (a 256x1024 Q8_0 matvec: 26 us on one thread, 114 on two).
-# Measured (LLVM path, 2 threads): 1 << 15 -> 1 << 19 took an LLM decode step from 25.4 to 23.0 ms and left
-# bench/models.py's rows as they were or faster (ResNet-18 217 -> 210 ms, the D256 block 75 -> 72, two GPT-2 blocks
-# 128 -> 118); at 1 << 21 the block and GPT-2 rows were 20% slower
-THREAD_MIN_WORK = 1 << 19
+# With Python's thread pool a launch on two threads waited ~90 us for the OS to wake the other (this 2-core VM), and the
+# threshold was 1 << 19; the C pool's workers spin between launches (runtime/support/host_pool.py: ~4 us a launch).
+# Measured then (LLVM path, 2 threads, one process each): an LLM decode (Q8_0, 8 layers) 71.8 tok/s at 1 << 19, 76.7 at
+# 1 << 17, 76.6 at 1 << 15; bench/models.py's ResNet-18, D256 block and GPT-2 rows within 3% of each other at all three
+THREAD_MIN_WORK = 1 << 17
 MAX_HEURISTIC_UPCAST = 32
 MAX_CPU_UPCAST = 384  # 8 rows x 48 lanes: 24 accumulators of 16 lanes (AVX-512 has 32 registers)
 WIDE_MIN_REDUCE = 256  # the 48-lane tile (_wide_tile) only for reduces at least this long

@@ -2,7 +2,9 @@
 or, with CPU_LLVM=1, rendered to LLVM IR, compiled by llvmlite to an object file and linked into a shared object.
 
 THREAD axes: the kernel signature is `void name(T* data0, ..., int var0, ..., int core_id)`; a launch with
-global_size[0] = n calls it n times, core_id = 0..n-1, on a pool of OS threads (ctypes releases the GIL during a call).
+global_size[0] = n calls it n times, core_id = 0..n-1, on the C thread pool (runtime/support/host_pool.py: one per
+thread count per process, its workers spinning between launches), or, for a kernel with more arguments than its call
+sites, on a Python pool of OS threads (ctypes releases the GIL during a call).
 """
 from __future__ import annotations
 import ctypes, time
@@ -11,6 +13,7 @@ from typing import Any
 from tinygrad.device import Compiled, MallocAllocator
 from tinygrad.helpers import CPU_LLVM
 from tinygrad.runtime import targets
+from tinygrad.runtime.support.host_pool import HostPool, host_pool
 
 class CPUProgram:
   """A loaded kernel (a shared object, from C or from LLVM IR). Called with the allocator's
@@ -19,13 +22,18 @@ class CPUProgram:
     self.dev, self.name = dev, name
     # NOTE: the second value (the loaded shared object) owns the code: it lives as long as this program
     self.fxn, self.lib = targets.load_host("CPU_LLVM" if dev.llvm else "CPU", name, lib)
+    self.addr = ctypes.cast(self.fxn, ctypes.c_void_p).value or 0
 
   def __call__(self, *bufs: Any, global_size: tuple[int, ...] | None = (1, 1, 1),
                local_size: tuple[int, ...] | None = (1, 1, 1), vals: tuple[int, ...] = (),
                wait: bool = False) -> float | None:
     n = targets.host_cores(self.name, global_size, local_size)
     st = time.perf_counter()
-    targets.launch_host(self.fxn, [ctypes.addressof(b) for b in bufs], vals, n, self.dev.pool if n > 1 else None)
+    ptrs = [ctypes.addressof(b) for b in bufs]
+    # NOTE: THREAD launches go to the C pool (host_pool.py: its workers spin between launches, ~4 us a launch instead of
+    # a sleeping thread's wake-up); a kernel with more arguments than its call sites takes the Python pool
+    if n == 1 or (pool := self.dev.host_pool) is None or not pool.launch(self.addr, ptrs, vals, n):
+      targets.launch_host(self.fxn, ptrs, vals, n, self.dev.pool if n > 1 else None)
     return time.perf_counter() - st if wait else None
 
 class CPUDevice(Compiled):
@@ -41,6 +49,9 @@ class CPUDevice(Compiled):
       targets.renderer(target, threads=threads)
     super().__init__(device, MallocAllocator(), ren, targets.make_compiler(target), self._load)
   def _load(self, name: str, lib: bytes) -> CPUProgram: return CPUProgram(self, name, lib)
+  @property
+  def host_pool(self) -> HostPool | None:
+    return host_pool(self.threads)
   @property
   def pool(self) -> ThreadPoolExecutor:
     if self._pool is None: self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="tinygrad-cpu")
