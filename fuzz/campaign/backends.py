@@ -213,6 +213,15 @@ def launch_host(fn: Any, prg: Any, arrs: dict[int, np.ndarray], var_vals: Mappin
   registry.launch_host(fn, [arrs[n].ctypes.data for n in prg.globals], [int(var_vals[v]) for v in prg.var_names],
                        registry.host_cores(prg.name, gs, ls))
 
+def open_cpu_devices(names: tuple[str, ...], llvm: int) -> tuple[str, ...]:
+  """CPU devices `names`, each opened (once per process) under CPU_LLVM=`llvm`: a backend's own C or LLVM devices,
+  whatever the plain CPU device compiles with."""
+  from tinygrad.device import Device
+  from tinygrad.helpers import Context
+  with Context(CPU_LLVM=llvm):
+    for n in names: Device[n]
+  return names
+
 # ---- the backends ----
 
 class PythonBackend(Backend):
@@ -257,17 +266,8 @@ class CBackend(Backend):
   # NOTE: the plain CPU device is LLVM where llvmlite is installed (CPU_LLVM's default): this backend opens its own
   # devices with CPU_LLVM=0, CPU:2 and CPU:4 (CPU:1 and CPU:3 are the llvm backend's)
   SHARD_DEVICES = ("CPU:2", "CPU:4")
-  def tensor_device(self) -> str | None:
-    from tinygrad.device import Device
-    from tinygrad.helpers import Context
-    with Context(CPU_LLVM=0): Device["CPU:2"]
-    return "CPU:2"
-  def tensor_shard_devices(self) -> tuple[str, ...] | None:
-    from tinygrad.device import Device
-    from tinygrad.helpers import Context
-    self.tensor_device()
-    with Context(CPU_LLVM=0): Device["CPU:4"]
-    return self.SHARD_DEVICES
+  def tensor_device(self) -> str | None: return open_cpu_devices(self.SHARD_DEVICES[:1], llvm=0)[0]
+  def tensor_shard_devices(self) -> tuple[str, ...] | None: return open_cpu_devices(self.SHARD_DEVICES, llvm=0)
   @functools.cached_property
   def _renderer(self) -> Any: return registry.renderer("CPU", threads=1)
   def renderer(self, item: KernelItem) -> Any: return self._renderer
@@ -316,18 +316,10 @@ class LLVMBackend(Backend):
   def describe(self) -> str:
     from tinygrad.runtime.support.compiler_llvm import llvm_version
     return f"llvm: LLVM IR through llvmlite (LLVM {llvm_version()}), one linked shared object per batch"
-  def tensor_device(self) -> str | None:
-    from tinygrad.device import Device
-    from tinygrad.helpers import Context
-    # NOTE: a CPU device of its own, opened with CPU_LLVM=1, whatever the plain CPU device compiles with
-    with Context(CPU_LLVM=1): Device["CPU:1"]
-    return "CPU:1"
-  def tensor_shard_devices(self) -> tuple[str, ...] | None:
-    from tinygrad.device import Device
-    from tinygrad.helpers import Context
-    self.tensor_device()
-    with Context(CPU_LLVM=1): Device["CPU:3"]
-    return ("CPU:1", "CPU:3")
+  # NOTE: CPU devices of its own, opened with CPU_LLVM=1, whatever the plain CPU device compiles with
+  SHARD_DEVICES = ("CPU:1", "CPU:3")
+  def tensor_device(self) -> str | None: return open_cpu_devices(self.SHARD_DEVICES[:1], llvm=1)[0]
+  def tensor_shard_devices(self) -> tuple[str, ...] | None: return open_cpu_devices(self.SHARD_DEVICES, llvm=1)
   @functools.cached_property
   def _renderer(self) -> Any: return registry.renderer("CPU_LLVM")
   def renderer(self, item: KernelItem) -> Any: return self._renderer

@@ -24,6 +24,7 @@ import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from fuzz.campaign.backends import Backend, CBackend, Failure, KernelItem, Note, failure_from, exception_site
+from fuzz.campaign.backends import open_cpu_devices
 from fuzz.strategies import BytesChooser, KernelCase, KernelConfig, build_kernel, IndexExprConfig
 
 def _no_note(i: int, backend: str, stage: str) -> None: pass
@@ -298,8 +299,7 @@ class TensorLevel(Level):
     from tinygrad.engine.realize import is_transfer
     note(0, "schedule", "schedule")
     try:
-      devs = CBackend().tensor_shard_devices()
-      assert devs is not None
+      devs = open_cpu_devices(CBackend.SHARD_DEVICES, llvm=0)
       outs = run_tensor_lazy(case.program, devs[0], devs)
       # NOTE: a transfer kernel (a sharded program's COPY between devices) has no codegen to check
       asts = [it.ast for it in outs[0].schedule(*outs[1:]) if not is_transfer(it.ast)] if outs else []
