@@ -1,7 +1,7 @@
 """Benchmark: the LLM app on a random-weight llama GGUF against llama.cpp (llama-cpp-python) and transformers (eager,
 torch on the same CPU) loading the same file, plus the memory-bandwidth bound of decode, all measured in one run.
 
-  python bench/llm.py [--dim 1024] [--layers 8] [--hidden 2816] [--vocab 32000] [--types Q8_0,F16] [--prompt 64]
+  python bench/llm.py [--dim 2048] [--layers 8] [--hidden 5632] [--vocab 32000] [--types Q8_0,F16] [--prompt 64]
                       [--decode 32] [--quantize fp8]
 
 For each weight type: prefill tokens/s, decode tokens/s, time to first token (prefill + first sample, warm), peak RSS
@@ -121,9 +121,9 @@ def run(code: str, fn: str, a: argparse.Namespace, optional: str = "", *extra: s
 
 def main() -> None:
   ap = argparse.ArgumentParser()
-  ap.add_argument("--dim", type=int, default=1024)
+  ap.add_argument("--dim", type=int, default=2048)
   ap.add_argument("--layers", type=int, default=8)
-  ap.add_argument("--hidden", type=int, default=2816)
+  ap.add_argument("--hidden", type=int, default=5632)
   ap.add_argument("--vocab", type=int, default=32000)
   ap.add_argument("--types", default="Q8_0,F16")
   ap.add_argument("--prompt", type=int, default=64)

@@ -11,7 +11,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod, TC
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType
+from tinygrad.dtype import DType, dtypes
 
 # a kernel must do at least this much work (iterations of its innermost body) before threads pay for their start-up.
 # With Python's thread pool a launch on two threads waited ~90 us for the OS to wake the other (this 2-core VM), and the
@@ -356,7 +356,10 @@ def _upcast_inner(b: _Builder) -> None:
   inner = [i for i, r in enumerate(outs) if index_stride(sidx, r) == 1]
   if not inner: return
   size = axis_size(outs[inner[0]]) or 0
-  for amt in (4, 2):
+  # NOTE: a renderer that packs its own vectors (LLVM on the CPU) gets a whole vector register of float32 lanes (16 on
+  # AVX-512): a gelu's or a sigmoid's exp2 polynomial runs on every lane at once
+  wide = tuple(w for w in b.renderer.acc_widths(dtypes.float32)[:1] if w > 4)
+  for amt in (*wide, 4, 2):
     if size % amt == 0 and size >= amt * 2 and b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)): return
 
 # ---- GPU targets (a launch grid and workgroups: NV, AMD, the PYTHON backend's emulation of them) ----

@@ -132,6 +132,10 @@ class _State:
 LLVM_VECTOR_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.AND, Ops.OR, Ops.XOR, Ops.MAX, Ops.NEG, Ops.CAST,
                              Ops.MULACC, Ops.SQRT, Ops.TRUNC, Ops.RECIPROCAL})
 
+# and on the CPU: compares and selects (bool vectors), shifts, integer division, bitcasts
+CPU_VECTOR_OPS = LLVM_VECTOR_OPS | {Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE, Ops.SHL, Ops.SHR, Ops.IDIV, Ops.MOD,
+                                    Ops.BITCAST}
+
 class LLVMRenderer(Renderer):
   """LLVM IR for one target. Subclasses set the triple, the data layout, the address spaces, the kernel's calling
   convention and parameters, and how grid ids and barriers are spelled."""
@@ -163,6 +167,10 @@ class LLVMRenderer(Renderer):
   def render_barrier(self, st: _State) -> None:
     raise NotImplementedError(f"{type(self).__name__} has no BARRIER")
   def module_flags(self) -> list[str]: return []
+  def renders_intrinsic(self, op: Ops, dt: DType) -> bool:
+    """Whether render_alu has a lowering of the intrinsic `op` on `dt`: the target has it for the scalar dtype (the
+    final rules pack lanes of any width, which LLVM legalizes)."""
+    return self.supports_op(op, dt.scalar())
   def acc_widths(self, dt: DType) -> tuple[int, ...]:
     """Lane counts of the vector accumulators pack_accumulators builds for `dt`, widest first (none: it never runs)."""
     return ()
@@ -459,7 +467,7 @@ class LLVMRenderer(Renderer):
       if not _is_float(dt): raise NotImplementedError(f"LLVM: {op} of {dt}")
       # NOTE: an intrinsic the target has no lowering for aborts LLVM's instruction selection (the whole process):
       # refuse it here (found by fuzz: POW on AMD, which codegen does not decompose)
-      if not self.supports_op(op, dt):
+      if not self.renders_intrinsic(op, dt):
         raise NotImplementedError(f"{type(self).__name__}: {op} on {dt} is not supported by this target and codegen "
                                   "has no decomposition of it")
       fn = st.declare(f"llvm.{_INTRINSIC[op]}.{_intr_suffix(dt)}", t, [t] * len(srcs))
@@ -657,6 +665,13 @@ class CPULLVMRenderer(LLVMRenderer):
   div_by_multiply = (dtypes.int8, dtypes.uint8)
   # the transcendentals go to the C library (llvm.exp2 etc. lower to exp2f, ... as the C backend's builtins do)
   code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True, Ops.SIN: True, Ops.POW: True}
+  # NOTE: compares, selects, shifts, integer division and bitcasts pack into vector ops too, with <N x i1> masks: a
+  # gelu's, a sigmoid's or a clamp's selects left the lanes scalar from there on (a GPT-2 block's gelu kernel 6.1 ->
+  # 3.8 ms). exp2 stays the library's, one call per lane: a vector polynomial would give other bits than the scalar
+  # exp2f another kernel computes for the same value, and max's gradient compares a recomputed value with the stored
+  # maximum for equality (docs/perf.md)
+  vectors = {dt: Vectors((8, 4, 2), CPU_VECTOR_OPS) for dt in DTYPES_DICT.values()
+             if dt not in (dtypes.void, dtypes.index, *EMULATED)}
   def __init__(self, triple: str = "x86_64-unknown-linux-gnu", datalayout: str = "", vector_bits: int = 128,
                threads: int = 1):
     if vector_bits not in (128, 256, 512):
@@ -665,6 +680,7 @@ class CPULLVMRenderer(LLVMRenderer):
     self.extra_matcher = llvm_matcher(self)
   def __reduce__(self) -> tuple[Any, ...]:
     return (type(self), (self.triple, self.datalayout, self.vector_bits, self.threads))
+  def renders_intrinsic(self, op: Ops, dt: DType) -> bool: return op in self.code_for_op
   def acc_widths(self, dt: DType) -> tuple[int, ...]:
     n = self.vector_bits // (dt.scalar().itemsize * 8)
     return tuple(w for w in (32, 16, 8, 4, 2) if w <= n)
