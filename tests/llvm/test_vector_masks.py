@@ -64,3 +64,18 @@ def test_bitcast_is_a_vector_op(run_kernel):
   got, src = run(run_kernel, dtypes.int32, lambda x: x.bitcast(dtypes.int32) & 0x7FFFFFFF, a)
   np.testing.assert_array_equal(got, a.view(np.int32) & 0x7FFFFFFF)
   assert vec(r"bitcast <N x float> .* to <N x i32>", src), src
+
+def test_gated_bool_lanes_are_one_masked_byte_load(run_kernel):
+  # out[i, j] = (i + j < 5 and b[i, j]) ? 2 : 5: the 4 lanes of j, each with its own gate, one masked vector load
+  from tinygrad.codegen.opt import Opt, OptOps
+  out, b = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(16), arg=0), UOp(Ops.DEFINE_GLOBAL, dtypes.bool.ptr(16), arg=1)
+  i, j = UOp.range(4, 0), UOp.range(4, 1)
+  val = b.index((i + j < 5).where(i * 4 + j, UOp.invalid())).load()
+  ast = UOp.sink(out.index(i * 4 + j).store(val.where(UOp.const(dtypes.float32, 2.0), UOp.const(dtypes.float32, 5.0)))
+                 .end(i, j))
+  flags = np.random.default_rng(6).integers(0, 2, 16).astype(np.bool_)
+  bufs = [np.zeros(16, np.float32), flags]
+  prg = run_kernel(ast, bufs, opts=[Opt(OptOps.UPCAST, 1, 4)])
+  gate = np.add.outer(np.arange(4), np.arange(4)) < 5
+  np.testing.assert_array_equal(bufs[0], np.where(gate & flags.reshape(4, 4), 2.0, 5.0).reshape(16))
+  assert "llvm.masked.load.v4i8" in prg.src and vec(r"icmp ne <N x i8>", prg.src), prg.src

@@ -299,16 +299,18 @@ class LLVMRenderer(Renderer):
     else: st.r[u] = v
   def _masked_load(self, st: _State, u: UOp, bdt: PtrDType) -> str:
     """LOAD(INDEX(buf, idx, gates), alts) of n lanes: lane j reads element idx+j where its gate holds, else its alt."""
-    if u.dtype.scalar() is dtypes.bool or bdt.base.count != 1:
+    if bdt.base.count != 1:
       raise NotImplementedError(f"{type(self).__name__}: masked vector LOAD of {u.dtype} from {bdt}: only plain "
-                                "element buffers of numeric dtypes")
-    t, pt = ltype(u.dtype), self.ptr_type(bdt.addrspace)
+                                "element buffers")
+    # NOTE: bool lanes are bytes in memory: the bytes are loaded (the alternatives as bytes) and compared with 0
+    t, pt = mem_type(u.dtype), self.ptr_type(bdt.addrspace)
     n, space = u.dtype.count, self.addrspace[bdt.addrspace]
-    fn = st.declare(f"llvm.masked.load.{_intr_suffix(u.dtype)}.p{space}", t, [pt, f"<{n} x i1>", t])
+    suffix = f"v{n}i8" if u.dtype.scalar() is dtypes.bool else _intr_suffix(u.dtype)
+    fn = st.declare(f"llvm.masked.load.{suffix}.p{space}", t, [pt, f"<{n} x i1>", t])
     v = st.fresh()
     st.emit(f"{v} = call {t} {fn}({pt} align {_mem_align(u.dtype, bdt)} {st.r[u.src[0]]}, <{n} x i1> "
-            f"{st.r[u.src[0].src[2]]}, {t} {st.r[u.src[1]]})")
-    return v
+            f"{st.r[u.src[0].src[2]]}, {t} {self._to_mem(st, st.r[u.src[1]], u.dtype)})")
+    return self._from_mem(st, v, u.dtype)
   def _store(self, st: _State, u: UOp) -> None:
     idx, val = u.src
     bdt = idx.src[0].dtype
