@@ -71,3 +71,20 @@ def test_a_conv_input_read_by_its_windows_and_output_channels_is_stored_once():
   np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
   # with 4 output channels (36 reads per pixel) it stays fused
   assert len(kernels(act.conv2d(Tensor(w[:4]), padding=1))) == 1
+
+def test_a_max_pool_window_gradient_is_stored_before_its_col2im():
+  # the gradient of a 3x3 stride-2 max-pool of relu(affine(x)): per window element the recomputed pool input, the
+  # equality test with the window's maximum and the share (RECOMPUTE_WINDOW) are one stored kernel over the windows
+  # (2 x 4 x 8 x 8 x 9 values), and the col2im sum over the view's 16 copies only loads them (fused, no kernel of the
+  # windows' size exists)
+  x, m, s = rand(20, 2, 4, 16, 16), rand(21, 4, 1, 1), np.abs(rand(22, 4, 1, 1)) + 0.5
+  xt = Tensor(x, requires_grad=True)
+  out = ((xt - Tensor(m)) * Tensor(s)).relu().max_pool2d(3, 2, padding=1)
+  w = rand(23, *out.shape)
+  (g,) = out.gradient(xt, gradient=Tensor(w))
+  ks = kernels(g)
+  assert any(size == 2 * 4 * 8 * 8 * 9 and Ops.CMPEQ in ops for size, ops in ks), ks
+  tx = torch.from_numpy(x).requires_grad_()
+  tout = torch.nn.functional.max_pool2d(((tx - torch.from_numpy(m)) * torch.from_numpy(s)).relu(), 3, 2, 1)
+  tout.backward(torch.from_numpy(w))
+  np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)

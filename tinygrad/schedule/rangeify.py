@@ -256,10 +256,35 @@ def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None]) -> bool:
   region = _kernel_region(b, realizes, (b,))
   if any(u.op is Ops.THREEFRY for u in region): return True
   if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < RECOMPUTE_BROADCAST: return False
+  return _costly_region(region)
+
+def _costly_region(region: list[UOp]) -> bool:
+  """A transcendental op, or at least COSTLY_ALU ALU ops on float32/float64 (and bool) values only."""
   if any(u.op in TRANSCENDENTAL_OPS for u in region): return True
   wide = all(u.dtype.scalar() in (dtypes.float32, dtypes.float64, dtypes.bool) for u in region
              if u.op in GroupOp.ALU or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CAST, Ops.BITCAST))
   return wide and sum(1 for u in region if u.op in GroupOp.ALU) >= COSTLY_ALU
+
+# NOTE: a costly elementwise expression a reduce reads through a padded view chain this many times per element or more
+# is stored: the gradient of a sliding-window view (a max-pool's, as col2im) sums, for each input pixel, every copy of
+# the windows' expand, 16 for a 3x3 stride-2 pool, of which 1 to 4 are windows of that pixel; fused, the window
+# gradient (the recomputed pool input, the equality test with the maximum, the share) was evaluated for all 16 with
+# their index arithmetic (ResNet-18's stem: 27 ms of a 146 ms step), stored it is one masked load each
+RECOMPUTE_WINDOW = 4
+
+def _padded_window_sources(r: UOp, realizes: dict[UOp, None]) -> list[UOp]:
+  """The costly elementwise nodes the reduce `r` reads through a view chain with a PAD and no EXPAND, with at least
+  RECOMPUTE_WINDOW of its input's elements per element of theirs."""
+  n_in = int(prod(vmax(n) for n in shape_of(r.src[0])))
+  ops: dict[UOp, set[Ops]] = {}
+  for u in _kernel_region(r, realizes, (r.src[0],)):
+    if u.op in GroupOp.Movement and (b := base_of_view(u)) not in realizes: ops.setdefault(b, set()).add(u.op)
+  # NOTE: with no EXPAND in the chain each element of the source is read once where the view is not padding; an
+  # EXPAND is a real reuse (a conv's input read by its windows and output channels: _store_broadcast_source's rule)
+  return [b for b, seen in ops.items() if Ops.PAD in seen and Ops.EXPAND not in seen and b.op in GroupOp.Elementwise
+          and not _is_buffer_view(b)
+          and n_in >= RECOMPUTE_WINDOW * max(1, int(prod(vmax(n) for n in shape_of(b))))
+          and _costly_region(_kernel_region(b, realizes, (b,)))]
 
 def find_realizes(sink: UOp) -> dict[UOp, None]:
   """The nodes that are stored to a buffer, in dependency order. Forced: the sink's outputs (unless already a buffer),
@@ -278,6 +303,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY): realizes[u] = None
     if u.op is Ops.COPY and not _is_buffer_view(u.src[0]): realizes[u.src[0]] = None
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
+  reduces = [u for u in topo if u.op is Ops.REDUCE_AXIS]
   free: dict[UOp, bool] = {}
   def store(r: UOp) -> bool:
     if r in realizes: return False
@@ -292,6 +318,9 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
       b = base_of_view(e.src[0])
       if b not in realizes and not _is_buffer_view(b) and _store_broadcast_source(e, b, realizes):
         realizes[b] = None; changed = True
+    for r in reduces:
+      for b in _padded_window_sources(r, realizes):
+        if b not in realizes: realizes[b] = None; changed = True
     users: dict[UOp, int] = {}
     for root in list(realizes):
       for r in dedup(_fused_reduces(root, realizes, _kernel_inputs(root))): users[r] = users.get(r, 0) + 1
