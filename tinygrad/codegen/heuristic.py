@@ -357,9 +357,9 @@ def _upcast_inner(b: _Builder) -> None:
   if not inner: return
   size = axis_size(outs[inner[0]]) or 0
   # NOTE: a renderer that packs its own vectors (LLVM on the CPU) gets a whole vector register of float32 lanes (16 on
-  # AVX-512): a gelu's or a sigmoid's exp2 polynomial runs on every lane at once
-  wide = tuple(w for w in b.renderer.acc_widths(dtypes.float32)[:1] if w > 4)
-  for amt in (*wide, 4, 2):
+  # AVX-512), which its compares, selects and arithmetic run on at once
+  ws = b.renderer.acc_widths(dtypes.float32)
+  for amt in ((ws[0],) if ws and ws[0] > 4 else ()) + (4, 2):
     if size % amt == 0 and size >= amt * 2 and b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)): return
 
 # ---- GPU targets (a launch grid and workgroups: NV, AMD, the PYTHON backend's emulation of them) ----

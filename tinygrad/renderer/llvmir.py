@@ -682,7 +682,6 @@ class CPULLVMRenderer(LLVMRenderer):
     self.extra_matcher = llvm_matcher(self)
   def __reduce__(self) -> tuple[Any, ...]:
     return (type(self), (self.triple, self.datalayout, self.vector_bits, self.threads))
-  def renders_intrinsic(self, op: Ops, dt: DType) -> bool: return op in self.code_for_op
   def acc_widths(self, dt: DType) -> tuple[int, ...]:
     n = self.vector_bits // (dt.scalar().itemsize * 8)
     return tuple(w for w in (32, 16, 8, 4, 2) if w <= n)
