@@ -241,6 +241,28 @@ def test_trace_strings_are_text_never_markup(browser, tmp_path):
     page.close()
     stop(srv)
 
+def test_a_later_view_click_wins_over_a_slow_earlier_one(browser, tmp_path):
+  # the text view's fetch is held back until after the source view is drawn: its late return must not bring it back
+  path = str(tmp_path / "evil.jsonl")
+  _hostile_trace(path)
+  url, srv = serve([path])
+  page = Page(browser, url)
+  try:
+    page.open_pass(0, 0, 0)
+    page.pg.evaluate("""() => { const f = window.fetch; window.fetch = async (u, ...a) => {
+      if (String(u).includes("text=1")) await new Promise((r) => setTimeout(r, 800));
+      return f(u, ...a); }; }""")
+    page.pg.locator(".pane[data-t='0'] button.view-text").click()
+    page.pg.locator(".pane[data-t='0'] button.view-source").click()
+    page.pg.wait_for_selector(".pane[data-t='0'] .source-view pre.source .ln")
+    page.pg.wait_for_timeout(1500)
+    assert page.pg.evaluate("window.viz.panes[0].view") == "source"
+    assert page.pg.locator(".pane[data-t='0'] .source-view").is_visible()
+    assert not page.pg.locator(".pane[data-t='0'] .text-view").is_visible()
+  finally:
+    page.close()
+    stop(srv)
+
 def test_bad_traces_give_a_message_not_a_blank_page(browser, tmp_path, real_run):
   _, tr, _ = real_run
   text = open(tr.path).read()

@@ -268,12 +268,16 @@ class Pane {
     this.sourceView.appendChild(prog);
   }
   async setView(v) {
+    // NOTE: a click's fetch can return after a later click on another view; the later click wins, the earlier stops
+    const seq = this.viewSeq = (this.viewSeq || 0) + 1;
     if (v === "source" && !this.kernelData && this.group !== null) {
-      this.kernelData = await api("/api/kernel", { t: this.t, g: this.group });
+      const k = await api("/api/kernel", { t: this.t, g: this.group });
+      if (seq !== this.viewSeq) return;
+      this.kernelData = k;
     }
     const needText = v === "text" && this.view !== "text" && this.info;
     this.view = v;
-    if (needText) await this.go(this.step);
+    if (needText) { await this.go(this.step); if (seq !== this.viewSeq) return; }
     this.body.hidden = v !== "graph";
     this.textView.hidden = v !== "text";
     this.sourceView.hidden = v !== "source";
