@@ -241,6 +241,28 @@ def test_trace_strings_are_text_never_markup(browser, tmp_path):
     page.close()
     stop(srv)
 
+SLOW_FETCH_JS = """(part) => { const f = window.fetch; window.fetch = async (u, ...a) => {
+  if (String(u).includes(part)) await new Promise((r) => setTimeout(r, 800));
+  return f(u, ...a); }; }"""
+
+def test_a_later_pass_click_wins_over_a_slow_earlier_one(browser, real_run):
+  url, tr, _ = real_run
+  g = next(g for g in tr.groups.values() if len(g.passes) >= 2 and len({len(tr.passes[p].steps) for p in g.passes}) >= 2)
+  a, b = (tr.passes[p] for p in sorted(g.passes, key=lambda p: len(tr.passes[p].steps))[:2])
+  page = Page(browser, url)
+  try:
+    det = page.pg.locator(f"#sidebar details.group[data-t='0'][data-g='{g.id}']")
+    if det.get_attribute("open") is None: det.locator("summary .gname").click()
+    page.pg.evaluate(SLOW_FETCH_JS, f"/api/pass?t=0&p={a.id}")
+    page.pg.locator(f"#sidebar li.pass[data-t='0'][data-p='{a.id}']").click()
+    page.pg.locator(f"#sidebar li.pass[data-t='0'][data-p='{b.id}']").click()
+    page.wait_step(0, 0)
+    page.pg.wait_for_timeout(1500)
+    assert page.pg.evaluate("window.viz.panes[0].pass") == b.id
+    assert page.text(".pane[data-t='0'] .n-steps") == f"({len(b.steps)} steps)"
+    assert page.text(".pane[data-t='0'] .pane-head").endswith(f"pass {b.name}")
+  finally: page.close()
+
 def test_a_later_view_click_wins_over_a_slow_earlier_one(browser, tmp_path):
   # the text view's fetch is held back until after the source view is drawn: its late return must not bring it back
   path = str(tmp_path / "evil.jsonl")
@@ -249,9 +271,7 @@ def test_a_later_view_click_wins_over_a_slow_earlier_one(browser, tmp_path):
   page = Page(browser, url)
   try:
     page.open_pass(0, 0, 0)
-    page.pg.evaluate("""() => { const f = window.fetch; window.fetch = async (u, ...a) => {
-      if (String(u).includes("text=1")) await new Promise((r) => setTimeout(r, 800));
-      return f(u, ...a); }; }""")
+    page.pg.evaluate(SLOW_FETCH_JS, "text=1")
     page.pg.locator(".pane[data-t='0'] button.view-text").click()
     page.pg.locator(".pane[data-t='0'] button.view-source").click()
     page.pg.wait_for_selector(".pane[data-t='0'] .source-view pre.source .ln")

@@ -130,10 +130,13 @@ class Pane {
   }
   async openPass(g, p, s) {
     this.clickAt = performance.now();  // NOTE: a pass's draw time runs from the click that opened it
-    this.group = g; this.pass = p;
-    this.scale = 1;
+    // NOTE: every fetch of a pane takes a ticket (nav); one that returns after a later click's is dropped
+    const seq = this.nav = (this.nav || 0) + 1;
     document.querySelectorAll(`#sidebar li.pass[data-t="${this.t}"]`).forEach((li) => li.classList.toggle("sel", +li.dataset.p === p));
-    this.info = await api("/api/pass", { t: this.t, p });
+    const info = await api("/api/pass", { t: this.t, p });
+    if (seq !== this.nav) return;
+    this.info = info; this.group = g; this.pass = p;
+    this.scale = 1;
     const gr = state.index.traces[this.t].groups.find((x) => x.id === g);
     this.head.textContent = `${gr ? gr.kind + " " + gr.name : ""} \u2014 pass ${this.info.name}` +
       (this.info.error ? ` (failed: ${this.info.error})` : "");
@@ -145,6 +148,7 @@ class Pane {
   }
   async go(s) {
     if (!this.info) return;
+    const seq = this.nav = (this.nav || 0) + 1;
     const n = this.info.steps.length;
     s = Math.max(0, Math.min(n, s));
     const t0 = this.clickAt !== undefined ? this.clickAt : performance.now();
@@ -155,7 +159,7 @@ class Pane {
     this.afterB.textContent = this.after ? "show before" : "show after";
     // NOTE: the text of both graphs is asked for only when the text view shows it (a big graph's text is large)
     const gr = await api("/api/graph", { t: this.t, p: this.pass, s, after: this.after ? 1 : 0, text: this.view === "text" ? 1 : 0 });
-    if (this.step !== s) return;  // a later click won
+    if (seq !== this.nav) return;  // a later click won
     this.graph = gr;
     const st = s < n ? this.info.steps[s] : null;
     const rule = st ? this.info.rules[st.rule] : null;
@@ -243,8 +247,10 @@ class Pane {
     this.textView.appendChild(col("after this step", gr.text_after, gr.new, "new"));
   }
   async openSource(g) {
-    this.group = g;
-    this.kernelData = await api("/api/kernel", { t: this.t, g });
+    const seq = this.nav = (this.nav || 0) + 1;
+    const k = await api("/api/kernel", { t: this.t, g });
+    if (seq !== this.nav) return;
+    this.group = g; this.kernelData = k;
     this.head.textContent = `${this.kernelData.kind} ${this.kernelData.name} \u2014 source` +
       (this.kernelData.target ? ` for ${this.kernelData.target}` : "");
     this.setView("source");
