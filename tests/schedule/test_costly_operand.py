@@ -1,8 +1,9 @@
 """Where a costly elementwise operand of a matmul is computed: an expression with a transcendental op (a gelu, a
 layernorm) or COSTLY_ALU float ops (an affine normalisation) read through a broadcast at least RECOMPUTE_BROADCAST times
 over is stored by its own kernel instead of being recomputed for every output column; cheap work (a scale), the
-decoding of narrow data (a quantized weight's dequantization) and a small broadcast (an attention's probabilities over
-a head's values) stay fused. Values against torch and numpy."""
+decoding of narrow data (a quantized weight's dequantization) and a small broadcast (a gelu feeding a few output
+columns) stay fused; an attention's probabilities, read once per value of a head, are stored in a training step (the
+backward reads them too) and fused in inference. Values against torch and numpy."""
 import numpy as np
 import torch
 from tinygrad import Tensor, dtypes
@@ -16,15 +17,16 @@ def kernels(t: Tensor) -> list[tuple[int, set[Ops]]]:
 def rand(seed: int, *shape: int) -> np.ndarray: return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 def test_gelu_and_layernorm_operands_are_stored_once_not_recomputed_per_column():
-  x, w = rand(0, 16, 64), rand(1, RECOMPUTE_BROADCAST, 64)
+  # NOTE: 48 features, so that the operand's kernel (16 x 48) and the matmul's (16 x RECOMPUTE_BROADCAST) differ in size
+  x, w = rand(0, 16, 48), rand(1, RECOMPUTE_BROADCAST, 48)
   for f, tf in ((lambda t: t.gelu(), lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
-                (lambda t: t.layernorm(), lambda t: torch.nn.functional.layer_norm(t, (64,), eps=1e-5))):
+                (lambda t: t.layernorm(), lambda t: torch.nn.functional.layer_norm(t, (48,), eps=1e-5))):
     out = f(Tensor(x)) @ Tensor(w).T
     ks = kernels(out)
     # the matmul kernel (the 16 x 128 output) evaluates no transcendental itself; one kernel before it did
     (mm,) = [ops for size, ops in ks if size == 16 * RECOMPUTE_BROADCAST]
     assert not mm & {Ops.EXP2, Ops.SQRT}, mm
-    assert any(ops & {Ops.EXP2, Ops.SQRT} for size, ops in ks if size == 16 * 64), ks
+    assert any(ops & {Ops.EXP2, Ops.SQRT} for size, ops in ks if size == 16 * 48), ks
     np.testing.assert_allclose(out.numpy(), (tf(torch.from_numpy(x)) @ torch.from_numpy(w).T).numpy(), rtol=1e-4,
                                atol=1e-4)
 
@@ -88,3 +90,27 @@ def test_a_max_pool_window_gradient_is_stored_before_its_col2im():
   tout = torch.nn.functional.max_pool2d(((tx - torch.from_numpy(m)) * torch.from_numpy(s)).relu(), 3, 2, 1)
   tout.backward(torch.from_numpy(w))
   np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+def test_attention_probabilities_are_stored_in_a_training_step_and_fused_in_inference():
+  # causal attention, B=2 H=2 T=16, a head of 64 values: probabilities x V reads exp(score - max) / sum 64 times over
+  # (RECOMPUTE_SHARED). In inference nothing else reads them: fused (stored, they would only cost the score matrix's
+  # memory). In a training step the backward reads them too: one kernel computes them, and probabilities x V and the
+  # backward load them
+  q, k, v, w = (rand(24 + i, 2, 2, 16, 64) for i in range(4))
+  def sched(*ts: Tensor) -> list[tuple[int, set[Ops]]]:
+    return [(si.bufs[0].size, {u.op for u in si.ast.toposort()}) for si in Tensor.schedule(*ts) if si.ast.op is Ops.SINK]
+  def probs(ks: list[tuple[int, set[Ops]]]) -> int:
+    return sum(1 for size, ops in ks if size == 2 * 2 * 16 * 16 and Ops.EXP2 in ops and not ops & {Ops.REDUCE_AXIS, Ops.REDUCE})
+  out = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True)
+  assert probs(sched(out)) == 0, sched(out)
+  tq, tk, tv = (Tensor(a, requires_grad=True) for a in (q, k, v))
+  out = tq.scaled_dot_product_attention(tk, tv, is_causal=True)
+  grads = out.gradient(tq, tk, tv, gradient=Tensor(w))
+  assert probs(sched(out, *grads)) == 1, sched(out, *grads)
+  rq, rk, rv = (torch.from_numpy(a).requires_grad_() for a in (q, k, v))
+  rout = torch.nn.functional.scaled_dot_product_attention(rq, rk, rv, is_causal=True)
+  rout.backward(torch.from_numpy(w))
+  np.testing.assert_allclose(out.numpy(), rout.detach().numpy(), rtol=1e-5, atol=1e-5)
+  for g, r in zip(grads, (rq, rk, rv)):
+    assert r.grad is not None
+    np.testing.assert_allclose(g.numpy(), r.grad.numpy(), rtol=1e-4, atol=1e-4)

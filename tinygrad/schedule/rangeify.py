@@ -230,10 +230,17 @@ def _kernel_inputs(r: UOp) -> tuple[UOp, ...]:
 # the gelu-fed and layernorm-fed projections of a GPT-2 block ran at 8-12 GFLOPS, the plain matmuls of the same step at
 # 50-220; bench/models.py --quick: ResNet-18's step 750 -> 380 ms, the block's 300 -> 74 ms, two GPT-2 blocks' forward
 # 426 -> 122 ms). The decoding of narrower or integer data (a quantized weight's dequantization) stays fused, so
-# weights stay quantized in memory and are dequantized in the kernel that reads them. Below 128 times over (an
-# attention's probabilities, read once per value of a head: 64) they stay fused: stored, they would double the memory
-# of the score matrix, for a recompute factor a register tile mostly hides
+# weights stay quantized in memory and are dequantized in the kernel that reads them.
 RECOMPUTE_BROADCAST = 128
+# NOTE: read RECOMPUTE_SHARED times over (and less than RECOMPUTE_BROADCAST) by a broadcast and read by another
+# broadcast or node too, it is stored as well: in a training step an attention's probabilities, read once per value of
+# a head (64) by the probabilities x V matmul, which called exp2 per (query, key) and column tile, and read again by the
+# backward. Measured on a GPT-2 block's step (D=256 H=4, LLVM path, three alternating runs each): 52.6-54.9 ms fused,
+# 50.0-51.1 stored. Read by the broadcast alone (the same attention in inference, a per-channel statistic of a small
+# image) it stays fused: stored, it would only cost memory (a prefill chunk's score matrix) or a kernel. (The scores'
+# gradient, read by the dQ and dK matmuls through one view, is read once and stays fused: at 64 for every source it was
+# stored too, 46.5-50.2 ms, but an LLM's prefill then stored its score matrix)
+RECOMPUTE_SHARED = 64
 COSTLY_ALU = 4
 TRANSCENDENTAL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT)
 
@@ -246,16 +253,17 @@ def _broadcast_factor(e: UOp, b: UOp | None = None) -> int:
   if b is None or not (base := int(prod(vmax(n) for n in shape_of(b)))): return own
   return max(own, int(prod(vmax(n) for n in e.arg)) // base)
 
-def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None]) -> bool:
+def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None], shared: bool) -> bool:
   """Is the source `b` of the broadcasting EXPAND `e` cheaper stored than recomputed per broadcast element? Where the
   kernel computing it (up to stored nodes and buffers) evaluates THREEFRY; or where `e` broadcasts it at least
-  RECOMPUTE_BROADCAST times and it is a costly elementwise node: a transcendental op, or at least COSTLY_ALU ALU ops on
-  float32/float64 (and bool) values only (a layernorm's or batchnorm's affine normalisation with its statistics
-  stored). A region that reads narrower or integer data (a quantized weight's decoding) is not stored for its ALU
-  ops."""
+  RECOMPUTE_BROADCAST times (RECOMPUTE_SHARED where `shared`: something else reads it too) and it is a
+  costly elementwise node: a transcendental op, or at least COSTLY_ALU ALU ops on float32/float64 (and bool) values only
+  (a layernorm's or batchnorm's affine normalisation with its statistics stored). A region that reads narrower or
+  integer data (a quantized weight's decoding) is not stored for its ALU ops."""
   region = _kernel_region(b, realizes, (b,))
   if any(u.op is Ops.THREEFRY for u in region): return True
-  if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < RECOMPUTE_BROADCAST: return False
+  if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < (RECOMPUTE_SHARED if shared else RECOMPUTE_BROADCAST):
+    return False
   return _costly_region(region)
 
 def _costly_region(region: list[UOp]) -> bool:
@@ -303,6 +311,12 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY): realizes[u] = None
     if u.op is Ops.COPY and not _is_buffer_view(u.src[0]): realizes[u.src[0]] = None
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
+  # how many times each node is read: by each broadcast of a view of it, and by each node that is not a view
+  reads: dict[UOp, int] = {}
+  for u in topo:
+    if u.op is Ops.EXPAND and _is_broadcast(u): reads[b] = reads.get(b := base_of_view(u.src[0]), 0) + 1
+    elif u.op not in GroupOp.Movement:
+      for s in dict.fromkeys(u.src): reads[s] = reads.get(s, 0) + 1
   reduces = [u for u in topo if u.op is Ops.REDUCE_AXIS]
   free: dict[UOp, bool] = {}
   def store(r: UOp) -> bool:
@@ -316,7 +330,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
       for r in _fused_reduces(e, realizes, (e.src[0],)):
         if store(r): realizes[r] = None; changed = True
       b = base_of_view(e.src[0])
-      if b not in realizes and not _is_buffer_view(b) and _store_broadcast_source(e, b, realizes):
+      if b not in realizes and not _is_buffer_view(b) and _store_broadcast_source(e, b, realizes, reads.get(b, 0) > 1):
         realizes[b] = None; changed = True
     for r in reduces:
       for b in _padded_window_sources(r, realizes):
