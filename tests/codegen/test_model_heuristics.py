@@ -275,3 +275,20 @@ def test_a_transcendental_shared_by_the_lanes_gets_the_whole_axis():
   with Context(SPEC=2):
     got = Tensor(q, device=dev).scaled_dot_product_attention(Tensor(k, device=dev), Tensor(v, device=dev), is_causal=True)
     np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM CPU path (llvmlite) is not installed")
+def test_a_weight_gradient_over_batch_and_time_is_packed_with_its_lanes_on_the_outer_axis():
+  # dW = g^T x reduced over (batch, time), two reduce axes, both operands read with a row stride along them and with
+  # stride 1 along their own output axis: the 16 lanes go on the outer output axis (each tile column of the other
+  # operand is then streamed once per 48 rows of dW, not once per 8) and PACK copies the lanes' panel (it packed only
+  # single-axis reduces). Measured (2 threads, alone): a (3072, 768) dW over 8 x 128 42.3 -> 26.4 ms, (768, 3072) 54.3
+  # -> 34.8 ms, (1024, 256) 5.1 -> 2.1 ms. The values on this path are test_weight_gradients_and_transposed_matmul's
+  b, t, d, f = 8, 128, 256, 768
+  g, x = Tensor(rand(60, b, t, d)), Tensor(rand(61, b, t, f))
+  dw = (g.reshape(b, t, d, 1) * x.reshape(b, t, 1, f)).sum((0, 1))
+  k = the_kernel([dw], {d, f}, b * t)
+  assert len(reduce_axes(k)) == 2
+  opts = hand_coded_optimizations(k, Device[llvm_cpu_device()].renderer)
+  assert wide_axis(opts) == 0 and any(o.op is OptOps.PACK for o in opts), opts
+  with Context(SPEC=2):
+    tol(dw.to(llvm_cpu_device()).numpy(), np.einsum("btd,btf->df", g.numpy(), x.numpy()), b * t)
