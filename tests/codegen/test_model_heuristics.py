@@ -277,18 +277,26 @@ def test_a_transcendental_shared_by_the_lanes_gets_the_whole_axis():
     np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM CPU path (llvmlite) is not installed")
-def test_a_weight_gradient_over_batch_and_time_is_packed_with_its_lanes_on_the_outer_axis():
+def test_a_weight_gradient_over_batch_and_time_is_packed_with_its_lanes_looping_outermost():
   # dW = g^T x reduced over (batch, time), two reduce axes, both operands read with a row stride along them and with
-  # stride 1 along their own output axis: the 16 lanes go on the outer output axis (each tile column of the other
-  # operand is then streamed once per 48 rows of dW, not once per 8) and PACK copies the lanes' panel (it packed only
-  # single-axis reduces). Measured (2 threads, alone): a (3072, 768) dW over 8 x 128 42.3 -> 26.4 ms, (768, 3072) 54.3
-  # -> 34.8 ms, (1024, 256) 5.1 -> 2.1 ms. The values on this path are test_weight_gradients_and_transposed_matmul's
+  # stride 1 along their own output axis: the 16 lanes go on the axis whose operand has the longer rows (the one whose
+  # rows alias in the cache), that axis loops outermost (SWAP where it is the inner one: the other operand is then
+  # streamed once per 48 rows of dW, not once per 8) and PACK copies its panel (it packed only single-axis reduces).
+  # Measured (2 threads, alone, reduces of 8 x 128): a (768, 3072) dW 54.3 -> 22.2 ms, (3072, 768) 42.3 -> 25.3,
+  # (1024, 256) 5.1 -> 2.1
   b, t, d, f = 8, 128, 256, 768
+  ren = Device[llvm_cpu_device()].renderer
   g, x = Tensor(rand(60, b, t, d)), Tensor(rand(61, b, t, f))
-  dw = (g.reshape(b, t, d, 1) * x.reshape(b, t, 1, f)).sum((0, 1))
-  k = the_kernel([dw], {d, f}, b * t)
-  assert len(reduce_axes(k)) == 2
-  opts = hand_coded_optimizations(k, Device[llvm_cpu_device()].renderer)
-  assert wide_axis(opts) == 0 and any(o.op is OptOps.PACK for o in opts), opts
+  for dw, lanes, swapped in (((g.reshape(b, t, d, 1) * x.reshape(b, t, 1, f)).sum((0, 1)), f, True),
+                             ((x.reshape(b, t, f, 1) * g.reshape(b, t, 1, d)).sum((0, 1)), f, False)):
+    k = the_kernel([dw], {d, f}, b * t)
+    assert len(reduce_axes(k)) == 2
+    opts = hand_coded_optimizations(k, ren)
+    assert (opts[0] == Opt(OptOps.SWAP, 0, 1)) == swapped, opts
+    assert wide_axis(opts) == 0 and any(o.op is OptOps.PACK for o in opts), opts
+    assert axis_size(output_axes(k)[1 if swapped else 0]) == lanes
+  # the values on this path (the swapped, packed form), under SPEC=2
   with Context(SPEC=2):
-    tol(dw.to(llvm_cpu_device()).numpy(), np.einsum("btd,btf->df", g.numpy(), x.numpy()), b * t)
+    got = (Tensor(g.numpy(), device=llvm_cpu_device()).reshape(b, t, d, 1) *
+           Tensor(x.numpy(), device=llvm_cpu_device()).reshape(b, t, 1, f)).sum((0, 1))
+    tol(got.numpy(), np.einsum("btd,btf->df", g.numpy(), x.numpy()), b * t)

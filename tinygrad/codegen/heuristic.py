@@ -108,15 +108,25 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       if r.arg[0] in done or size < 8 or (n := _broadcast_loads(b.ast, r)) == 0: continue
       # NOTE: the wide lanes go where the loads that vary along the axis are vector loads (a matmul's B columns); where
       # both axes have them (a weight gradient, dY^T X), to the one whose broadcast operand costs more to compute per
-      # reduce step (a fused gelu/layernorm): every lane of the axis reuses it; else to the outer one (lower index):
-      # the operand of the other axis is streamed once per tile of the outer loop, so once per 48 rows of the output
-      # rather than per 8 (a (768, 3072) dW over 1024 steps, alone: 54.3 -> 34.8 ms; it went to the store's axis)
+      # reduce step (a fused gelu/layernorm): every lane of the axis reuses it; else to the one whose operand walks the
+      # reduce with the longer stride (the bigger matrix, whose rows a page or more apart alias in the cache: its panel
+      # is the one PACK copies), and that axis loops outermost (below)
       vec = _vector_axis(b.ast, r)
       store = sidx is not None and index_stride(sidx, r) == 1
-      cands.append((vec or (store and not any_vec), _reused_alu(b.ast, r) if vec else 0, -i if vec else 0, store, n,
-                    size, i))
+      cands.append((vec or (store and not any_vec), _reused_alu(b.ast, r) if vec else 0,
+                    _step_stride(b.ast, r) if vec else 0, -i if vec else 0, store, n, size, i))
     if not cands: return
-    contiguous, _, _, _, _, size, i = max(cands)
+    contiguous, reused, _, _, _, _, size, i = max(cands)
+    ties = len({c[1] for c in cands if c[0]}) == 1
+    # NOTE: both output axes of a weight gradient (dY^T X) read their operand with vector loads: the lanes' axis loops
+    # outermost (SWAP), so the operand of the other axis is streamed once per 48 rows of the output rather than per 8,
+    # and the lanes' panel is packed once per outer tile. Measured alone (2 threads, reduces of 8 x 128): a (768, 3072)
+    # dW 54.3 ms with the lanes on the inner axis, 34.8 on the outer 768, 22.0 on the 3072 swapped outermost; (3072,
+    # 768) 42.3 -> 26.4 ms
+    outs = output_axes(b.ast)
+    if cpu and not done and i != 0 and len(outs) == 2 and ties and all(_vector_axis(b.ast, r) for r in outs) and \
+       b.try_opt(Opt(OptOps.SWAP, 0, i)):
+      i = 0
     done.add(rid := output_axes(b.ast)[i].arg[0])
     amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
     room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
@@ -187,6 +197,12 @@ def _vector_axis(ast: UOp, r: UOp) -> bool:
   reds = set(reduce_axes(ast))
   idxs = [idx for ld in _loads(ast) if r in (idx := ld.src[0].src[1].get_idx())._ranges and reds & idx._ranges]
   return bool(idxs) and all(index_stride(idx, r) == 1 for idx in idxs)
+
+def _step_stride(ast: UOp, r: UOp) -> int:
+  """The longest stride, along the innermost reduce range, of the loads that vary along output axis r."""
+  if not (reds := reduce_axes(ast)): return 0
+  idxs = [idx for ld in _loads(ast) if r in (idx := ld.src[0].src[1].get_idx())._ranges]
+  return max((abs(st) for idx in idxs if (st := index_stride(idx, reds[-1])) is not None), default=0)
 
 def _reused_alu(ast: UOp, r: UOp) -> int:
   """ALU ops of each reduce step that do not depend on output axis r: computed once and reused by each lane of r."""
