@@ -232,14 +232,14 @@ def _kernel_inputs(r: UOp) -> tuple[UOp, ...]:
 # 426 -> 122 ms). The decoding of narrower or integer data (a quantized weight's dequantization) stays fused, so
 # weights stay quantized in memory and are dequantized in the kernel that reads them.
 RECOMPUTE_BROADCAST = 128
-# NOTE: read RECOMPUTE_SHARED times over (and less than RECOMPUTE_BROADCAST) by a broadcast and read by another
-# broadcast or node too, it is stored as well: in a training step an attention's probabilities, read once per value of
-# a head (64) by the probabilities x V matmul, which called exp2 per (query, key) and column tile, and read again by the
-# backward. Measured on a GPT-2 block's step (D=256 H=4, LLVM path, three alternating runs each): 52.6-54.9 ms fused,
-# 50.0-51.1 stored. Read by the broadcast alone (the same attention in inference, a per-channel statistic of a small
-# image) it stays fused: stored, it would only cost memory (a prefill chunk's score matrix) or a kernel. (The scores'
-# gradient, read by the dQ and dK matmuls through one view, is read once and stays fused: at 64 for every source it was
-# stored too, 46.5-50.2 ms, but an LLM's prefill then stored its score matrix)
+# NOTE: read RECOMPUTE_SHARED times over (and less than RECOMPUTE_BROADCAST) by a broadcast and read by some other node
+# too (directly or through views), it is stored as well: in a training step an attention's probabilities, read once per
+# value of a head (64) by the probabilities x V matmul, which called exp2 per (query, key) and column tile, and read
+# again by the backward; and the scores' gradient (which recomputed them), read by the dQ and dK matmuls. Measured on a
+# GPT-2 block's step (D=256 H=4, LLVM path, alternating runs): 52.6-54.9 ms fused, 50.0-51.1 with the probabilities
+# stored; later, 40.6-41.5 -> 36.1-37.5 ms with the scores' gradient stored too. Read by the broadcast alone (the same
+# attention in inference, a per-channel statistic of a small image) it stays fused: stored, it would only cost memory
+# (a prefill chunk's score matrix) or a kernel
 RECOMPUTE_SHARED = 64
 COSTLY_ALU = 4
 TRANSCENDENTAL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT)
@@ -314,12 +314,12 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY): realizes[u] = None
     if u.op is Ops.COPY and not _is_buffer_view(u.src[0]): realizes[u.src[0]] = None
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
-  # how many times each node is read: by each broadcast of a view of it, and by each node that is not a view
+  # how many nodes (not views) read each node, directly or through views of it
   reads: dict[UOp, int] = {}
   for u in topo:
-    if u.op is Ops.EXPAND and _is_broadcast(u): reads[b] = reads.get(b := base_of_view(u.src[0]), 0) + 1
-    elif u.op not in GroupOp.Movement:
-      for s in dict.fromkeys(u.src): reads[s] = reads.get(s, 0) + 1
+    if u.op in GroupOp.Movement: continue
+    for s in dict.fromkeys(base_of_view(x) if x.op in GroupOp.Movement else x for x in u.src):
+      reads[s] = reads.get(s, 0) + 1
   reduces = [u for u in topo if u.op is Ops.REDUCE_AXIS]
   free: dict[UOp, bool] = {}
   def store(r: UOp) -> bool:
