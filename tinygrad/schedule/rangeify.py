@@ -304,8 +304,9 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   unless it is a reduce of constants that folds to a closed form (an arange), which costs nothing to recompute. Random
   numbers (THREEFRY, tens of integer ops per element) read through a broadcasting EXPAND are stored too: a matmul of
   `Tensor.randn` inputs would otherwise draw every input element once per output column; elementwise uses (dropout)
-  stay fused. So is a costly elementwise expression (a transcendental op, or COSTLY_ALU float ALU ops) read through an
-  EXPAND that broadcasts it at least RECOMPUTE_BROADCAST times (a gelu or a layernorm fused into a matmul's operand)."""
+  stay fused. So is a costly elementwise expression (a transcendental op, COSTLY_ALU float ALU ops, or a concatenation)
+  read through an EXPAND that broadcasts it at least RECOMPUTE_BROADCAST times (a gelu or a layernorm fused into a
+  matmul's operand), or RECOMPUTE_SHARED times where another node reads it too (a training step's attention)."""
   topo = sink.toposort()
   realizes: dict[UOp, None] = {}
   for s in sink.src:
