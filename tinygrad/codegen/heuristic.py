@@ -119,7 +119,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       cands.append((vec or (store and not any_vec), _reused_alu(b.ast, r) if vec else 0,
                     _step_stride(b.ast, r) if vec else 0, -i if vec else 0, store, n, size, i))
     if not cands: return
-    contiguous, reused, _, _, _, _, size, i = max(cands)
+    contiguous, _, _, _, _, _, size, i = max(cands)
     ties = len({c[1] for c in cands if c[0]}) == 1
     # NOTE: both output axes of a weight gradient (dY^T X) read their operand with vector loads: the lanes' axis loops
     # outermost (SWAP), so the operand of the other axis is streamed once per 48 rows of the output rather than per 8,
@@ -187,11 +187,14 @@ def _packed_lanes_axis(b: _Builder) -> tuple[UOp, UOp] | None:
     cands.append((prod(axis_size(o) or 1 for o in outs if o not in rs), size, r.arg[0], r, lds[0].src[0].src[0]))
   return max(cands, key=lambda c: c[:3])[3:] if cands else None
 
+def _innermost_loop(ast: UOp) -> UOp | None:
+  """The innermost output LOOP of more than one iteration (None: there is none)."""
+  loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
+  return max(loops, key=lambda r: r.arg[0]) if loops else None
+
 def _inner_loop_reads(b: _Builder, buf: UOp) -> bool:
-  """Does the innermost output loop (of more than one iteration) read buffer `buf`'s load?"""
-  loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
-  if not loops: return False
-  inner = max(loops, key=lambda r: r.arg[0])
+  """Does the innermost output loop read buffer `buf`'s load?"""
+  if (inner := _innermost_loop(b.ast)) is None: return False
   return any(ld.src[0].src[0] is buf and inner in ld.src[0].src[1]._ranges for ld in packable_loads(b.ast))
 
 def _pack_lanes(b: _Builder, buf: UOp) -> bool:
@@ -214,17 +217,15 @@ def _step_stride(ast: UOp, r: UOp) -> int:
   idxs = [idx for ld in _loads(ast) if r in (idx := ld.src[0].src[1].get_idx())._ranges]
   return max((abs(st) for idx in idxs if (st := index_stride(idx, reds[-1])) is not None), default=0)
 
-def _reused_alu(ast: UOp, r: UOp) -> int:
-  """ALU ops of each reduce step that do not depend on output axis r: computed once and reused by each lane of r."""
+def _reused_body(ast: UOp, r: UOp) -> list[UOp]:
+  """The nodes of each reduce step that do not depend on output axis r: computed once and reused by each lane of r."""
   reds = set(reduce_axes(ast))
   body = {u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort()}
-  return sum(1 for u in body if u.op in GroupOp.ALU and r not in u._ranges and reds & u._ranges)
+  return [u for u in body if r not in u._ranges and reds & u._ranges]
 
+def _reused_alu(ast: UOp, r: UOp) -> int: return sum(1 for u in _reused_body(ast, r) if u.op in GroupOp.ALU)
 def _reused_transcendental(ast: UOp, r: UOp) -> bool:
-  """Does a reduce step compute an exp2/log2/sin/pow that does not depend on output axis r (its lanes reuse it)?"""
-  reds = set(reduce_axes(ast))
-  return any(u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW) and r not in u._ranges and reds & u._ranges
-             for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort())
+  return any(u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW) for u in _reused_body(ast, r))
 
 def _reuse_reduce(ast: UOp) -> bool:
   """A reduce with an output axis that some load does not depend on: register blocking pays (a matmul, a conv)."""
@@ -302,9 +303,7 @@ def _pack_candidate(b: _Builder) -> tuple[int, int] | None:
   batch x time). None where there is none."""
   if b.renderer.has_local or not reduce_axes(b.ast) or not axes_of(b.ast, AxisType.UPCAST): return None
   if _work(b.ast) < BIG_BLOCK_MIN_WORK: return None
-  loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
-  if not loops: return None
-  inner = max(loops, key=lambda r: r.arg[0])
+  if (inner := _innermost_loop(b.ast)) is None: return None
   for i, ld in enumerate(packable_loads(b.ast)):
     idx = ld.src[0].src[1]
     if inner in idx._ranges: continue
