@@ -219,17 +219,26 @@ def _hostile_trace(path: str) -> None:
           {"t": "end"}]
   with open(path, "w") as f: f.write("".join(json.dumps(r) + "\n" for r in recs))
 
-def test_trace_strings_are_text_never_markup(browser, tmp_path):
+def _hostile_page(browser, tmp_path) -> tuple[Page, object]:
+  """The viewer serving _hostile_trace, its first pass open: (the page, the server)."""
   path = str(tmp_path / "evil.jsonl")
   _hostile_trace(path)
   url, srv = serve([path])
   page = Page(browser, url)
+  page.open_pass(0, 0, 0)
+  return page, srv
+
+def _text_then_source(page: Page) -> None:
+  """Click the text view, then the source view, and wait for the source's lines."""
+  page.pg.locator(".pane[data-t='0'] button.view-text").click()
+  page.pg.locator(".pane[data-t='0'] button.view-source").click()
+  page.pg.wait_for_selector(".pane[data-t='0'] .source-view pre.source .ln")
+
+def test_trace_strings_are_text_never_markup(browser, tmp_path):
+  page, srv = _hostile_page(browser, tmp_path)
   try:
     evil = "<script>window.pwned=1</script><img src=x onerror='window.pwned=2'>"
-    page.open_pass(0, 0, 0)
-    page.pg.locator(".pane[data-t='0'] button.view-text").click()
-    page.pg.locator(".pane[data-t='0'] button.view-source").click()
-    page.pg.wait_for_selector(".pane[data-t='0'] .source-view pre.source .ln")
+    _text_then_source(page)
     page.pg.locator("#tab-profile").click()
     page.pg.wait_for_timeout(200)
     assert page.pg.evaluate("window.pwned") is None
@@ -265,16 +274,10 @@ def test_a_later_pass_click_wins_over_a_slow_earlier_one(browser, real_run):
 
 def test_a_later_view_click_wins_over_a_slow_earlier_one(browser, tmp_path):
   # the text view's fetch is held back until after the source view is drawn: its late return must not bring it back
-  path = str(tmp_path / "evil.jsonl")
-  _hostile_trace(path)
-  url, srv = serve([path])
-  page = Page(browser, url)
+  page, srv = _hostile_page(browser, tmp_path)
   try:
-    page.open_pass(0, 0, 0)
     page.pg.evaluate(SLOW_FETCH_JS, "text=1")
-    page.pg.locator(".pane[data-t='0'] button.view-text").click()
-    page.pg.locator(".pane[data-t='0'] button.view-source").click()
-    page.pg.wait_for_selector(".pane[data-t='0'] .source-view pre.source .ln")
+    _text_then_source(page)
     page.pg.wait_for_timeout(1500)
     assert page.pg.evaluate("window.viz.panes[0].view") == "source"
     assert page.pg.locator(".pane[data-t='0'] .source-view").is_visible()

@@ -93,6 +93,9 @@ class Pane {
   constructor(t) {
     this.t = t; this.group = null; this.pass = null; this.info = null; this.step = 0; this.after = false;
     this.view = "graph"; this.graph = null; this.kernelData = null;
+    // NOTE: every fetch of a pane takes a ticket (nav: passes, steps, sources; views: setView); one that returns after
+    // a later click's ticket is dropped, so the later click wins
+    this.nav = 0; this.views = 0;
     const root = this.root = el("div", { class: "pane", "data-t": t });
     this.head = root.appendChild(el("div", { class: "pane-head" }, "choose a pass or a kernel's source on the left"));
     const c = root.appendChild(el("div", { class: "controls" }));
@@ -130,8 +133,7 @@ class Pane {
   }
   async openPass(g, p, s) {
     this.clickAt = performance.now();  // NOTE: a pass's draw time runs from the click that opened it
-    // NOTE: every fetch of a pane takes a ticket (nav); one that returns after a later click's is dropped
-    const seq = this.nav = (this.nav || 0) + 1;
+    const seq = ++this.nav;
     document.querySelectorAll(`#sidebar li.pass[data-t="${this.t}"]`).forEach((li) => li.classList.toggle("sel", +li.dataset.p === p));
     const info = await api("/api/pass", { t: this.t, p });
     if (seq !== this.nav) return;
@@ -148,7 +150,7 @@ class Pane {
   }
   async go(s) {
     if (!this.info) return;
-    const seq = this.nav = (this.nav || 0) + 1;
+    const seq = ++this.nav;
     const n = this.info.steps.length;
     s = Math.max(0, Math.min(n, s));
     const t0 = this.clickAt !== undefined ? this.clickAt : performance.now();
@@ -247,7 +249,7 @@ class Pane {
     this.textView.appendChild(col("after this step", gr.text_after, gr.new, "new"));
   }
   async openSource(g) {
-    const seq = this.nav = (this.nav || 0) + 1;
+    const seq = ++this.nav;
     const k = await api("/api/kernel", { t: this.t, g });
     if (seq !== this.nav) return;
     this.group = g; this.kernelData = k;
@@ -274,16 +276,15 @@ class Pane {
     this.sourceView.appendChild(prog);
   }
   async setView(v) {
-    // NOTE: a click's fetch can return after a later click on another view; the later click wins, the earlier stops
-    const seq = this.viewSeq = (this.viewSeq || 0) + 1;
+    const seq = ++this.views;
     if (v === "source" && !this.kernelData && this.group !== null) {
       const k = await api("/api/kernel", { t: this.t, g: this.group });
-      if (seq !== this.viewSeq) return;
+      if (seq !== this.views) return;
       this.kernelData = k;
     }
     const needText = v === "text" && this.view !== "text" && this.info;
     this.view = v;
-    if (needText) { await this.go(this.step); if (seq !== this.viewSeq) return; }
+    if (needText) { await this.go(this.step); if (seq !== this.views) return; }
     this.body.hidden = v !== "graph";
     this.textView.hidden = v !== "text";
     this.sourceView.hidden = v !== "source";
