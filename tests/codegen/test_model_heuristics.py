@@ -13,7 +13,7 @@ from tinygrad import Tensor, Device
 from tinygrad.helpers import Context
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.codegen.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size
+from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size, apply_opts
 from tinygrad.codegen.program import prepare_kernel
 from tests.llvm_device import llvm_cpu_device, c_cpu_device
 from tinygrad.renderer.cstyle import CRenderer
@@ -301,26 +301,66 @@ def test_a_weight_gradient_over_batch_and_time_is_packed_with_its_lanes_looping_
            Tensor(x.numpy(), device=llvm_cpu_device()).reshape(b, t, 1, f)).sum((0, 1))
     tol(got.numpy(), np.einsum("btd,btf->df", g.numpy(), x.numpy()), b * t)
 
+def lanes(opts: list[Opt]) -> int:
+  """The lanes of the output axis that took the first 16-lane UPCAST (times a 2 or 3 more on that axis)."""
+  i = next((n for n, o in enumerate(opts) if o.op is OptOps.UPCAST and o.arg == 16), None)
+  assert i is not None, opts
+  more = opts[i + 1] if i + 1 < len(opts) else None
+  return 16 * (more.arg if more is not None and more.op is OptOps.UPCAST and more.axis == opts[i].axis else 1)
+
+def packed_panel_ranges(k, opts: list[Opt]) -> tuple[set, list]:
+  """With `opts` applied to kernel k: (the output ranges the packed panel depends on, the output axes in loop order)."""
+  ast = apply_opts(k, opts, Device[llvm_cpu_device()].renderer)
+  bzs = [u for u in ast.toposort() if u.op is Ops.BUFFERIZE]
+  assert len(bzs) == 1, opts
+  return set(bzs[0].src[0]._ranges), output_axes(ast)
+
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
-def test_a_conv_input_gradient_over_few_pixels_packs_no_panel_its_innermost_loop_reads():
+def test_a_conv_input_gradient_over_few_pixels_packs_the_weights_outside_its_pixel_loops():
   # the input gradient of a 3x3 conv over 4x4 pixels that follows another conv and a relu (as in ResNet): a matmul of
   # the upstream gradient with the weights into windows (b, cin, y, x, ky, kx), reduced over cout, whose (ky, kx) loops
-  # are innermost. The 16 lanes go on cin; the weights' panel varies with (ky, kx), so packed it was copied again on
-  # every iteration of kx and reused by none: only the upstream gradient's panel is packed (alone, 2 threads: 3.2 ->
-  # 1.6 ms for ResNet-18's 512-channel stage). Values against torch under SPEC=2
+  # are innermost. The lanes (32) go on cin; the weights' panel varies with (ky, kx), so packed in that loop order it
+  # was copied again on every kx and reused by none. The (ky, kx) loops go outside the pixels' (SWAP) and the weights
+  # are packed once per (cin, ky, kx), reused by every pixel (alone, 2 threads, ResNet-18's 512-channel stage: 3.2 ms
+  # packed in place, 1.6 unpacked, 1.1-1.2 now). Values against torch under SPEC=2
   b, c, hw = 8, 256, 4
   dev = llvm_cpu_device()
   x, w1, w2, g = rand(70, b, c, hw, hw), *(rand(71 + i, c, c, 3, 3) / (9 * c) ** 0.5 for i in range(2)), rand(73, b, c, hw, hw)
   tx = Tensor(x, device=dev, requires_grad=True)
-  out = tx.conv2d(Tensor(w1, device=dev), padding=1).relu().conv2d(Tensor(w2, device=dev), padding=1)
+  w2t = Tensor(w2, device=dev)
+  out = tx.conv2d(Tensor(w1, device=dev), padding=1).relu().conv2d(w2t, padding=1)
   (out * Tensor(g, device=dev)).sum().backward()
   assert tx.grad is not None
   k = the_kernel([tx.grad], {b, c, hw, 3}, c)
   opts = hand_coded_optimizations(k, Device[dev].renderer)
-  assert axis_size(output_axes(k)[wide_axis(opts)]) == c and sum(o.op is OptOps.PACK for o in opts) == 1, opts
+  assert axis_size(output_axes(k)[wide_axis(opts)]) == c and lanes(opts) == 32, opts
+  assert sum(o.op is OptOps.PACK for o in opts) == 1 and any(o.op is OptOps.SWAP for o in opts), opts
+  panel, loops = packed_panel_ranges(k, opts)
+  loops = [r for r in loops if (axis_size(r) or 0) > 1 and r.arg[-1] is AxisType.LOOP]
+  # the panel's loops (cin's tiles, ky, kx) all outside the pixels' (y, x), which it does not depend on
+  assert [r in panel for r in loops] == sorted((r in panel for r in loops), reverse=True) and loops[-1] not in panel
+  assert sum(r in panel for r in loops) == 3 and sum(r not in panel for r in loops) == 2, loops
   rx = torch.from_numpy(x).requires_grad_()
   rout = torch.nn.functional.conv2d(torch.nn.functional.conv2d(rx, torch.from_numpy(w1), padding=1).relu(),
                                     torch.from_numpy(w2), padding=1)
   (rout * torch.from_numpy(g)).sum().backward()
   assert rx.grad is not None
   with Context(SPEC=2): tol(tx.grad.numpy(), rx.grad.numpy(), 9 * c)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+@pytest.mark.parametrize("c, hw, want", [(128, 4, 32), (256, 2, 16)])
+def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_long_reduce(c: int, hw: int, want: int):
+  # a 3x3 conv's weight gradient (cout, cin, 3, 3), reduced over batch x pixels: 32 lanes on cout with the upstream
+  # gradient packed, where that reduce is 128+ long (8 x 4 x 4 here); 16 over 8 x 2 x 2 (storing the tile weighs more).
+  # The threads split the lanes' axis, so each packs only its own panels (alone, 2 threads, ResNet-18's: 0.93-0.98 ms
+  # with the threads on cin, 0.75-0.79 on cout). Values against torch under SPEC=2
+  dev = llvm_cpu_device()
+  b = 8
+  outs, refs = conv_step(dev, b, c, c, hw)
+  k = the_kernel([outs[1]], {c, 3}, b * hw * hw)
+  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  assert lanes(opts) == want and any(o.op is OptOps.PACK for o in opts), opts
+  panel, loops = packed_panel_ranges(k, opts)
+  thread = [o for o in opts if o.op is OptOps.THREAD]
+  assert len(thread) == 1 and loops[thread[0].axis] in panel, opts
+  with Context(SPEC=2): tol(outs[1].numpy(), refs[1], b * hw * hw)

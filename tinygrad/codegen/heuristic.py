@@ -22,6 +22,7 @@ THREAD_MIN_WORK = 1 << 17
 MAX_HEURISTIC_UPCAST = 32
 MAX_CPU_UPCAST = 384  # 8 rows x 48 lanes: 24 accumulators of 16 lanes (AVX-512 has 32 registers)
 WIDE_MIN_REDUCE = 256  # the 48-lane tile (_wide_tile) only for reduces at least this long
+PACKED_32_MIN_REDUCE = 128  # the packed lanes of a conv (_upcast_for_reuse) take 32 for reduces at least this long
 BIG_BLOCK_MIN_WORK = 1 << 24
 # KBLOCK: a reduce whose input rows are a multiple of a page apart is blocked into this many steps per block
 PAGE_BYTES = 4096
@@ -91,14 +92,26 @@ def _upcast_for_reuse(b: _Builder) -> None:
   # a big reduce with no vector axis at all (a conv over a few pixels, a conv's weight gradient): 16 lanes whose load
   # PACK makes a vector load (_packed_lanes_axis), the rest of the tile as below; as below when the panel does not fit
   if cpu and (lanes := _packed_lanes_axis(b)) is not None:
-    before = (b.ast, list(b.opts))
-    if b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(lanes[0]), 16)):
-      _upcast_reuse_axes(b, cpu, {lanes[0].arg[0]}, any_vec)
-      # NOTE: a panel the innermost output loop reads would be copied again on every iteration of it and reused by
-      # none: the lanes stay unpacked (_pack_panel packs the other operand). A conv's input gradient over 2x2 pixels
-      # (its (ky, kx) loops innermost, the weights' lanes varying with them; alone, 2 threads): 3.2 ms packed, 1.6 not
-      if _inner_loop_reads(b, lanes[1]) or _pack_lanes(b, lanes[1]): return
-    b.ast, b.opts = before
+    axis, buf = lanes
+    # NOTE: 32 lanes (two vector registers a row, as the contiguous axis of a matmul gets them) where the reduce is
+    # long enough to pay for the bigger tile's stores, 16 where the axis or PACK's limit allows no more. Measured alone
+    # (ResNet-18 b8 64x64, 2 threads, threads on the lanes' axis): the weight gradients of the 3x3 convs over 16x16,
+    # 8x8 and 4x4 pixels (reduces of 2048, 512, 128) ~1.15 -> 0.75-0.79 ms with 32 lanes; that over 2x2 (a reduce of
+    # 32) 1.6 -> 1.8 ms: kept at 16
+    long = prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) >= PACKED_32_MIN_REDUCE
+    for more in ((2, 1) if long and (axis_size(axis) or 0) % 32 == 0 else (1,)):
+      before = (b.ast, list(b.opts))
+      i = output_axes(b.ast).index(axis)
+      if b.try_opt(Opt(OptOps.UPCAST, i, 16)) and (more == 1 or b.try_opt(Opt(OptOps.UPCAST, i, more))):
+        _upcast_reuse_axes(b, cpu, {axis.arg[0]}, any_vec)
+        # NOTE: a panel the innermost output loop reads would be copied again on every iteration of it and reused by
+        # none: the loops it depends on go outermost (_panel_loops_outer); where they cannot, the lanes stay unpacked
+        # (_pack_panel packs the other operand). A conv's input gradient over 2x2 pixels (its (ky, kx) loops innermost,
+        # the weights' lanes varying with them; alone, 2 threads): 3.2 ms packed, 1.6 unpacked, 1.1-1.2 with (ky, kx)
+        # outside the pixels and the weights packed
+        if _inner_loop_reads(b, buf) and not _panel_loops_outer(b, buf): return
+        if _pack_lanes(b, buf): return
+      b.ast, b.opts = before
   _upcast_reuse_axes(b, cpu, set(), any_vec)
 
 def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) -> None:
@@ -196,6 +209,25 @@ def _inner_loop_reads(b: _Builder, buf: UOp) -> bool:
   """Does the innermost output loop read buffer `buf`'s load?"""
   if (inner := _innermost_loop(b.ast)) is None: return False
   return any(ld.src[0].src[0] is buf and inner in ld.src[0].src[1]._ranges for ld in packable_loads(b.ast))
+
+def _panel_loops_outer(b: _Builder, buf: UOp) -> bool:
+  """SWAP the output loops so that those buffer `buf`'s load depends on run outside those it does not (in their order):
+  its panel is then packed once per iteration of its own loops and reused by every iteration of the others. False (the
+  kernel as it was) where the innermost loop still reads it."""
+  before = (b.ast, list(b.opts))
+  ld = next(ld for ld in packable_loads(b.ast) if ld.src[0].src[0] is buf)
+  outs = output_axes(b.ast)
+  loops = [i for i, r in enumerate(outs) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
+  want = sorted(loops, key=lambda i: outs[i] not in ld.src[0].src[1]._ranges)
+  at = list(loops)  # at[k]: the original index of the axis now at position loops[k]
+  for k, w in enumerate(want):
+    if at[k] == w: continue
+    j = at.index(w)
+    if not b.try_opt(Opt(OptOps.SWAP, loops[k], loops[j])): break
+    at[k], at[j] = at[j], at[k]
+  if at == want and not _inner_loop_reads(b, buf): return True
+  b.ast, b.opts = before
+  return False
 
 def _pack_lanes(b: _Builder, buf: UOp) -> bool:
   """PACK the reduce load of buffer `buf` (the one varying along the lanes _packed_lanes_axis chose): its panel becomes
@@ -489,12 +521,16 @@ def _threads(b: _Builder) -> None:
   idxs = [ld.src[0].src[1].get_idx() for ld in _loads(b.ast)]
   ups = axes_of(b.ast, AxisType.UPCAST, AxisType.UNROLL)
   vec_idxs = [idx for idx in idxs if any(index_stride(idx, u) == 1 for u in ups)]
+  # NOTE: where a panel is packed (PACK), an axis it depends on first: each thread packs only its own panels. Measured
+  # alone (2 threads): the 32-lane weight gradients of ResNet-18's 3x3 convs 0.93-0.98 ms with the threads on the input
+  # channels, 0.75-0.79 on the lanes' output channels (1.54 on one thread); a 1024^3 matmul the same either way
+  packed = {r for u in b.ast.toposort() if u.op is Ops.BUFFERIZE for r in u.src[0]._ranges}
   cands = []
   for i, r in enumerate(outs):
     size = axis_size(r) or 0
     amt = max((t for t in range(2, nt + 1) if size % t == 0), default=0)
-    if amt: cands.append((amt, all(r not in idx._ranges for idx in vec_idxs), size, -i))
-  for amt, _, _, ni in sorted(cands, reverse=True):
+    if amt: cands.append((amt, r in packed, all(r not in idx._ranges for idx in vec_idxs), size, -i))
+  for amt, _, _, _, ni in sorted(cands, reverse=True):
     if b.try_opt(Opt(OptOps.THREAD, -ni, amt)): return
 
 def _tc_blocking(b: _Builder) -> None:
