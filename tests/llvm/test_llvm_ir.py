@@ -408,3 +408,18 @@ def test_f64_to_f16_rounds_once_without_a_libcall():
   res = subprocess.run([sys.executable, "-c", F64_TO_F16], capture_output=True, text=True, timeout=300, cwd=os.getcwd(),
                        env=env)
   assert res.returncode == 0 and res.stdout.strip() == "ok", f"exit {res.returncode}: {res.stderr[-2000:]}"
+
+def test_a_register_tile_over_a_packed_panel_keeps_whole_vector_accumulators():
+  # a 3x3 conv over 8x8 pixels: 8 pixel lanes (x) by 8 output channels by 4 rows (batch), the weights packed. Along the
+  # tile's diagonal both loads step by one element (x, then the packed channels), and grouping lanes along it first
+  # left 2 vectors of 8 and the rest in 4-, 2- and 1-wide pieces (4x slower at batch 32); every accumulator is a whole
+  # <8 x float> now, and the reduce loop is vector FMAs
+  from tinygrad.codegen.opt import Opt, OptOps
+  x, w = Tensor.empty(8, 64, 8, 8), Tensor.empty(64, 64, 3, 3)
+  ast = [si.ast for si in x.conv2d(w, padding=1).schedule() if si.ast.op is Ops.SINK][-1]
+  ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, 512, 2)
+  opts = [Opt(OptOps.UPCAST, 3, 8), Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.PACK, 1, None)]
+  src = get_program(ast, ren, opts=opts).src
+  accs = re.findall(r"alloca \[1 x ([^\]]+)\]", src)
+  assert accs == ["<8 x float>"] * 32, sorted(set(accs))
+  assert_vector_fma_loop(src, 8, 32)
