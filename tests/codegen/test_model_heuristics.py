@@ -364,3 +364,69 @@ def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_lon
   thread = [o for o in opts if o.op is OptOps.THREAD]
   assert len(thread) == 1 and loops[thread[0].axis] in panel, opts
   with Context(SPEC=2): tol(outs[1].numpy(), refs[1], b * hw * hw)
+
+def strided_conv_step(dev: str, b: int, cin: int, cout: int, hw: int, k: int, stride: int):
+  """A k x k conv (padding k // 2, `stride`) over b x cin x hw x hw and, against an upstream gradient, its weight
+  gradient: ([out, dW], torch's)."""
+  x, w = rand(40, b, cin, hw, hw), rand(41, cout, cin, k, k) / (k * k * cin) ** 0.5
+  tw = Tensor(w, device=dev, requires_grad=True)
+  out = Tensor(x, device=dev).conv2d(tw, padding=k // 2, stride=stride)
+  g = rand(42, *out.shape)
+  (out * Tensor(g, device=dev)).sum().backward()
+  rw = torch.from_numpy(w).requires_grad_()
+  rout = torch.nn.functional.conv2d(torch.from_numpy(x), rw, padding=k // 2, stride=stride)
+  (rout * torch.from_numpy(g)).sum().backward()
+  assert tw.grad is not None
+  return [out, tw.grad], [rout.detach().numpy(), rw.grad.numpy()]
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_conv_rows_go_on_pixels_not_on_a_batch_a_page_apart():
+  # a 3x3 conv over 8x8 pixels: 8 pixel lanes (x) by 8 output channels, and 4 rows: on the batch, whose images are 64
+  # KiB apart (the same cache sets for every row), they ran 3.4x slower than on the pixel rows (y), 32 bytes apart
+  # (alone, 2 threads, ResNet-18 at batch 32: 38 -> 11.2 ms). Values against torch under SPEC=2
+  dev = llvm_cpu_device()
+  b, c, hw = 16, 256, 8
+  outs, refs = strided_conv_step(dev, b, c, c, hw, 3, 1)
+  k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
+  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  sizes = out_sizes(k)
+  rows = [o for o in opts if o.op is OptOps.UPCAST and o.arg == 4]
+  assert len(rows) == 1 and rows[0].axis == 2 and sizes[2] == hw, opts
+  with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 9 * c)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_a_weight_gradient_over_many_pixels_is_cache_blocked_to_pack_its_lanes():
+  # a 3x3 conv's weight gradient over 8 x 32 x 32 pixels: its 32 lanes' panel of the upstream gradient (8192 steps) is
+  # 1 MiB, over PACK's limit, so it was an 8x8 scalar tile; KBLOCK cuts the reduce into blocks of 4 images, each
+  # packed (alone, 2 threads, at batch 32: 100 -> 12 ms). Values against torch under SPEC=2
+  dev = llvm_cpu_device()
+  b, c, hw = 8, 64, 32
+  outs, refs = strided_conv_step(dev, b, c, c, hw, 3, 1)
+  k = the_kernel([outs[1]], {c, 3}, b * hw * hw)
+  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  assert lanes(opts) == 32 and Opt(OptOps.KBLOCK, 0, 4) in opts and any(o.op is OptOps.PACK for o in opts), opts
+  with Context(SPEC=2): tol(outs[1].numpy(), refs[1], b * hw * hw)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_a_strided_conv_takes_packed_channel_lanes_and_its_stem_gradient_whole_short_rows():
+  # a 7x7 stride-2 conv (a ResNet stem): its output pixels read the input 2 elements apart, so 32 pixel lanes gathered
+  # their loads (alone, 2 threads, at batch 32, 128x128: 218 ms); the lanes go on the output channels with the weights
+  # packed (14.4 ms). Its weight gradient (64 x 3 x 7 x 7) has no other axis of 8+ for rows: one axis of 7 is upcast
+  # whole (44 -> 23 ms). A 1x1 stride-2 conv (one reduce axis) keeps its pixel lanes. Values against torch under SPEC=2
+  dev = llvm_cpu_device()
+  b, cin, cout, hw = 8, 3, 64, 64
+  outs, refs = strided_conv_step(dev, b, cin, cout, hw, 7, 2)
+  fwd = the_kernel([outs[0]], {b, cout, hw // 2}, 49 * cin)
+  opts = hand_coded_optimizations(fwd, Device[dev].renderer)
+  assert axis_size(output_axes(fwd)[wide_axis(opts)]) == cout and lanes(opts) == 32, opts
+  wgrad = the_kernel([outs[1]], {cout, cin, 7}, b * (hw // 2) ** 2)
+  opts = hand_coded_optimizations(wgrad, Device[dev].renderer)
+  assert any(o.op is OptOps.UPCAST and o.arg == 7 for o in opts) and any(o.op is OptOps.PACK for o in opts), opts
+  with Context(SPEC=2):
+    tol(outs[0].numpy(), refs[0], 49 * cin)
+    tol(outs[1].numpy(), refs[1], b * (hw // 2) ** 2)
+  outs, refs = strided_conv_step(dev, 8, 128, 256, 32, 1, 2)
+  one = the_kernel([outs[0]], {8, 256, 16}, 128)
+  opts = hand_coded_optimizations(one, Device[dev].renderer)
+  assert axis_size(output_axes(one)[wide_axis(opts)]) == 16, opts
+  with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 128)

@@ -104,13 +104,14 @@ def _upcast_for_reuse(b: _Builder) -> None:
       i = output_axes(b.ast).index(axis)
       if b.try_opt(Opt(OptOps.UPCAST, i, 16)) and (more == 1 or b.try_opt(Opt(OptOps.UPCAST, i, more))):
         _upcast_reuse_axes(b, cpu, {axis.arg[0]}, any_vec)
+        if b.upcast_total() == 16 * more: _short_rows(b)
         # NOTE: a panel the innermost output loop reads would be copied again on every iteration of it and reused by
         # none: the loops it depends on go outermost (_panel_loops_outer); where they cannot, the lanes stay unpacked
         # (_pack_panel packs the other operand). A conv's input gradient over 2x2 pixels (its (ky, kx) loops innermost,
         # the weights' lanes varying with them; alone, 2 threads): 3.2 ms packed, 1.6 unpacked, 1.1-1.2 with (ky, kx)
         # outside the pixels and the weights packed
         if _inner_loop_reads(b, buf) and not _panel_loops_outer(b, buf): return
-        if _pack_lanes(b, buf): return
+        if _pack_lanes(b, buf) or (_kblock_to_fit(b, buf) and _pack_lanes(b, buf)): return
       b.ast, b.opts = before
   _upcast_reuse_axes(b, cpu, set(), any_vec)
 
@@ -129,10 +130,14 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       # is the one PACK copies), and that axis loops outermost (below)
       vec = _vector_axis(b.ast, r)
       store = sidx is not None and index_stride(sidx, r) == 1
+      # NOTE: rows whose loads are a multiple of a page apart (a conv's batch, 64 KiB apart) share their cache sets:
+      # an axis whose rows are closer goes first (its pixel rows). Measured alone (2 threads): ResNet-18's 256-channel
+      # conv over 8x8 pixels at batch 32, 8 pixel lanes by 8 channels, 4 batch rows 37-38 ms, 4 pixel rows 11.1-11.4
       cands.append((vec or (store and not any_vec), _reused_alu(b.ast, r) if vec else 0,
-                    _step_stride(b.ast, r) if vec else 0, -i if vec else 0, store, n, size, i))
+                    _step_stride(b.ast, r) if vec else 0, -i if vec else 0, store, not _aliased_rows(b.ast, r), n,
+                    size, i))
     if not cands: return
-    contiguous, _, _, _, _, _, size, i = max(cands)
+    contiguous, _, _, _, _, _, _, size, i = max(cands)
     ties = len({c[1] for c in cands if c[0]}) == 1
     # NOTE: both output axes of a weight gradient (dY^T X) read their operand with vector loads: the lanes' axis loops
     # outermost (SWAP), so the operand of the other axis is streamed once per 48 rows of the output rather than per 8,
@@ -177,6 +182,20 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
         if more: b.try_opt(Opt(OptOps.UPCAST, i, more))
       elif rest >= 4: b.try_opt(Opt(OptOps.UPCAST, i, 2))
 
+def _aliased_rows(ast: UOp, r: UOp) -> bool:
+  """Does some load step along output axis r by a multiple of a page (each row in the same cache sets)?"""
+  return any((st := index_stride(ld.src[0].src[1].get_idx(), r)) and (st * ld.dtype.itemsize) % PAGE_BYTES == 0
+             for ld in _loads(ast))
+
+def _short_rows(b: _Builder) -> None:
+  """Packed lanes and no other output axis of 8+ for rows (a 7x7 stem conv's weight gradient, 64 x 3 x 7 x 7): the
+  longest axis of 3-7 that some load does not depend on is the tile's rows, whole, rather than one row a reduce step.
+  Measured alone (2 threads): that weight gradient over batch 32, 64x64 pixels, 16 lanes x 1 row 44.2 ms, x 7 rows
+  22.6"""
+  short = [(size, i) for i, r in enumerate(output_axes(b.ast))
+           if 3 <= (size := axis_size(r) or 0) < 8 and _broadcast_loads(b.ast, r)]
+  if short: b.try_opt(Opt(OptOps.UPCAST, max(short)[1], max(short)[0]))
+
 def _reduce_loads(ast: UOp, r: UOp) -> list[UOp]:
   """The loads of the reduce (their index uses a reduce range) that depend on output axis r."""
   reds = set(reduce_axes(ast))
@@ -191,7 +210,16 @@ def _packed_lanes_axis(b: _Builder) -> tuple[UOp, UOp] | None:
   renderer builds its own vector accumulators and vector loads (the CPU LLVM renderer). (the axis, the load's buffer)"""
   if not _own_vector_accs(b) or (sidx := _store_idx(b.ast)) is None: return None
   outs = output_axes(b.ast)
-  if any((index_stride(sidx, r) == 1 or _vector_axis(b.ast, r)) and (axis_size(r) or 0) >= 8 for r in outs): return None
+  # NOTE: a store axis whose reduce loads step 2-8 elements a lane (a strided conv's input pixels), in a reduce over
+  # taps and channels, is no lanes axis: its lanes would gather. Measured alone (2 threads, ResNet-18 at batch 32,
+  # 128x128): the 7x7 stride-2 stem conv, 32 pixel lanes 218 ms, 32 packed output-channel lanes 14.4; a 3x3 stride-2
+  # conv 15.0 -> 6.9. A 1x1 stride-2 conv (one reduce axis) keeps its pixel lanes, whose gathered panel PACK copies
+  # (_pack_panel): 0.75 ms, 0.90 with packed channel lanes
+  def gathers(r: UOp) -> bool:
+    sts = [index_stride(ld.src[0].src[1].get_idx(), r) for ld in _reduce_loads(b.ast, r)]
+    return len(reduce_axes(b.ast)) > 1 and bool(sts) and all(st is not None and 2 <= abs(st) <= 8 for st in sts)
+  if any((index_stride(sidx, r) == 1 and not gathers(r) or _vector_axis(b.ast, r)) and (axis_size(r) or 0) >= 8
+         for r in outs): return None
   cands, packable = [], packable_loads(b.ast)
   for r in outs:
     if (size := axis_size(r) or 0) % 16 or size < 16 or _broadcast_loads(b.ast, r) == 0: continue
@@ -228,6 +256,19 @@ def _panel_loops_outer(b: _Builder, buf: UOp) -> bool:
   if at == want and not _inner_loop_reads(b, buf): return True
   b.ast, b.opts = before
   return False
+
+def _kblock_to_fit(b: _Builder, buf: UOp) -> bool:
+  """KBLOCK the outermost reduce axis into the longest blocks whose panel of buffer `buf`'s load fits PACK's limit (a
+  conv's weight gradient over a big batch: 32 x 32 x 32 pixels of the upstream gradient by 32 lanes is 4 MiB). False
+  (nothing applied) where no block of that axis fits. Measured alone (2 threads): ResNet-18's 64-channel 3x3 weight
+  gradient at batch 32, 32x32 pixels, 8x8 scalar tiles 98-101 ms, 32 lanes packed in blocks of 4 images 11.8-12.0"""
+  lds = [ld for ld in packable_loads(b.ast) if ld.src[0].src[0] is buf]
+  if len(lds) != 1 or not (reds := reduce_axes(b.ast)) or (size := axis_size(red := reds[0])) is None: return False
+  rs = panel_ranges(lds[0])
+  if red not in rs: return False
+  step_bytes = int(prod(axis_size(r) or 0 for r in rs if r is not red)) * lds[0].dtype.itemsize
+  fits = [n for n in range(size - 1, 1, -1) if size % n == 0 and n * step_bytes <= PACK_MAX_BYTES]
+  return bool(fits) and b.try_opt(Opt(OptOps.KBLOCK, 0, fits[0]))
 
 def _pack_lanes(b: _Builder, buf: UOp) -> bool:
   """PACK the reduce load of buffer `buf` (the one varying along the lanes _packed_lanes_axis chose): its panel becomes
