@@ -105,8 +105,8 @@ def group_lanes(accs: list[_Acc], width: int, table: dict[Any, int]) -> list[lis
     return True
   # the steps one lane is away from another by (each load position moves by 0 or 1)
   first = min(offs)
-  diffs = (tuple(y - x for x, y in zip(first, o)) for o in offs if o != first)
-  steps = {d for d in diffs if all(x in (0, 1) for x in d)}
+  gaps = (tuple(y - x for x, y in zip(first, o)) for o in offs if o != first)
+  steps = {d for d in gaps if all(x in (0, 1) for x in d)}
   def tiles(d: tuple[int, ...]) -> bool:
     """Do runs along step d, seeded in order, take every lane?"""
     seen: set[tuple[int, ...]] = set()
