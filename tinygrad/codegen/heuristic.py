@@ -105,12 +105,14 @@ def _upcast_for_reuse(b: _Builder) -> None:
       if b.try_opt(Opt(OptOps.UPCAST, i, 16)) and (more == 1 or b.try_opt(Opt(OptOps.UPCAST, i, more))):
         _upcast_reuse_axes(b, cpu, {axis.arg[0]}, any_vec)
         if b.upcast_total() == 16 * more: _short_rows(b)
-        # NOTE: a panel the innermost output loop reads would be copied again on every iteration of it and reused by
-        # none: the loops it depends on go outermost (_panel_loops_outer); where they cannot, the lanes stay unpacked
-        # (_pack_panel packs the other operand). A conv's input gradient over 2x2 pixels (its (ky, kx) loops innermost,
-        # the weights' lanes varying with them; alone, 2 threads): 3.2 ms packed, 1.6 unpacked, 1.1-1.2 with (ky, kx)
-        # outside the pixels and the weights packed
-        if _inner_loop_reads(b, buf) and not _panel_loops_outer(b, buf): return
+        # NOTE: the panel is packed once per iteration of the output loops it depends on, so those go outermost
+        # (_panel_loops_outer). One the innermost output loop reads would be copied again on every iteration of it and
+        # reused by none: where its loops cannot move, the lanes stay unpacked (_pack_panel packs the other operand).
+        # Measured alone (2 threads): a conv's input gradient over 2x2 pixels (its (ky, kx) loops innermost, the
+        # weights' lanes varying with them) 3.2 ms packed, 1.6 unpacked, 1.1-1.2 with (ky, kx) outside the pixels and
+        # the weights packed; over 4x4 pixels at batch 32 (the lanes on the batch, the upstream gradient's panel varying
+        # with the pixels) 17.9-18.0 ms with the pixels inside the channel tiles, 12.5-12.6 outside them
+        if not _panel_loops_outer(b, buf) and _inner_loop_reads(b, buf): return
         if _pack_lanes(b, buf) or (_kblock_to_fit(b, buf) and _pack_lanes(b, buf)): return
       b.ast, b.opts = before
   _upcast_reuse_axes(b, cpu, set(), any_vec)
