@@ -567,7 +567,7 @@ def _threads(b: _Builder) -> None:
   # NOTE: where a panel is packed (PACK), an axis it depends on first: each thread packs only its own panels. Measured
   # alone (2 threads): the 32-lane weight gradients of ResNet-18's 3x3 convs 0.93-0.98 ms with the threads on the input
   # channels, 0.75-0.79 on the lanes' output channels (1.54 on one thread); a 1024^3 matmul the same either way; a GPT-2
-  # block's packed matmuls equal or faster (its 768x1024x3072 projection 4.5 -> 3.4-4.0 ms, at D256 2.0-2.1 -> 1.6)
+  # block's packed matmuls equal or faster (the slowest of its forward 4.5 -> 3.4-4.0 ms, at D256 2.0-2.1 -> 1.6)
   packed = {r for u in b.ast.toposort() if u.op is Ops.BUFFERIZE for r in u.src[0]._ranges}
   cands = []
   for i, r in enumerate(outs):
