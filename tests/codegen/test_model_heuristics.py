@@ -196,15 +196,17 @@ def test_matvec_unrolls_the_reduce_into_one_vector_accumulator_on_llvm():
 
 # ---- convs over few pixels and conv weight gradients: lanes through PACK (the LLVM path) ----
 
-def conv_step(dev: str, b: int, cin: int, cout: int, hw: int) -> tuple[list[Tensor], list[np.ndarray]]:
-  """A 3x3 conv (padding 1) over b x cin x hw x hw and, against an upstream gradient, its weight gradient:
-  ([out, dW], torch's)."""
-  x, w, g = rand(30, b, cin, hw, hw), rand(31, cout, cin, 3, 3) / (9 * cin) ** 0.5, rand(32, b, cout, hw, hw)
+def conv_step(dev: str, b: int, cin: int, cout: int, hw: int, k: int = 3,
+              stride: int = 1) -> tuple[list[Tensor], list[np.ndarray]]:
+  """A k x k conv (padding k // 2, `stride`) over b x cin x hw x hw and, against an upstream gradient, its weight
+  gradient: ([out, dW], torch's)."""
+  x, w = rand(30, b, cin, hw, hw), rand(31, cout, cin, k, k) / (k * k * cin) ** 0.5
   tw = Tensor(w, device=dev, requires_grad=True)
-  out = Tensor(x, device=dev).conv2d(tw, padding=1)
+  out = Tensor(x, device=dev).conv2d(tw, padding=k // 2, stride=stride)
+  g = rand(32, *out.shape)
   (out * Tensor(g, device=dev)).sum().backward()
   rw = torch.from_numpy(w).requires_grad_()
-  rout = torch.nn.functional.conv2d(torch.from_numpy(x), rw, padding=1)
+  rout = torch.nn.functional.conv2d(torch.from_numpy(x), rw, padding=k // 2, stride=stride)
   (rout * torch.from_numpy(g)).sum().backward()
   assert tw.grad is not None
   return [out, tw.grad], [rout.detach().numpy(), rw.grad.numpy()]
@@ -365,20 +367,6 @@ def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_lon
   assert len(thread) == 1 and loops[thread[0].axis] in panel, opts
   with Context(SPEC=2): tol(outs[1].numpy(), refs[1], b * hw * hw)
 
-def strided_conv_step(dev: str, b: int, cin: int, cout: int, hw: int, k: int, stride: int):
-  """A k x k conv (padding k // 2, `stride`) over b x cin x hw x hw and, against an upstream gradient, its weight
-  gradient: ([out, dW], torch's)."""
-  x, w = rand(40, b, cin, hw, hw), rand(41, cout, cin, k, k) / (k * k * cin) ** 0.5
-  tw = Tensor(w, device=dev, requires_grad=True)
-  out = Tensor(x, device=dev).conv2d(tw, padding=k // 2, stride=stride)
-  g = rand(42, *out.shape)
-  (out * Tensor(g, device=dev)).sum().backward()
-  rw = torch.from_numpy(w).requires_grad_()
-  rout = torch.nn.functional.conv2d(torch.from_numpy(x), rw, padding=k // 2, stride=stride)
-  (rout * torch.from_numpy(g)).sum().backward()
-  assert tw.grad is not None
-  return [out, tw.grad], [rout.detach().numpy(), rw.grad.numpy()]
-
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_conv_rows_go_on_pixels_not_on_a_batch_a_page_apart():
   # a 3x3 conv over 8x8 pixels: 8 pixel lanes (x) by 8 output channels, and 4 rows: on the batch, whose images are 64
@@ -386,7 +374,7 @@ def test_conv_rows_go_on_pixels_not_on_a_batch_a_page_apart():
   # (alone, 2 threads, ResNet-18 at batch 32: 38 -> 11.2 ms). Values against torch under SPEC=2
   dev = llvm_cpu_device()
   b, c, hw = 16, 256, 8
-  outs, refs = strided_conv_step(dev, b, c, c, hw, 3, 1)
+  outs, refs = conv_step(dev, b, c, c, hw)
   k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
   opts = hand_coded_optimizations(k, Device[dev].renderer)
   sizes = out_sizes(k)
@@ -401,7 +389,7 @@ def test_a_weight_gradient_over_many_pixels_is_cache_blocked_to_pack_its_lanes()
   # packed (alone, 2 threads, at batch 32: 100 -> 12 ms). Values against torch under SPEC=2
   dev = llvm_cpu_device()
   b, c, hw = 8, 64, 32
-  outs, refs = strided_conv_step(dev, b, c, c, hw, 3, 1)
+  outs, refs = conv_step(dev, b, c, c, hw)
   k = the_kernel([outs[1]], {c, 3}, b * hw * hw)
   opts = hand_coded_optimizations(k, Device[dev].renderer)
   assert lanes(opts) == 32 and Opt(OptOps.KBLOCK, 0, 4) in opts and any(o.op is OptOps.PACK for o in opts), opts
@@ -415,7 +403,7 @@ def test_a_strided_conv_takes_packed_channel_lanes_and_its_stem_gradient_whole_s
   # whole (44 -> 23 ms). A 1x1 stride-2 conv (one reduce axis) keeps its pixel lanes. Values against torch under SPEC=2
   dev = llvm_cpu_device()
   b, cin, cout, hw = 8, 3, 64, 64
-  outs, refs = strided_conv_step(dev, b, cin, cout, hw, 7, 2)
+  outs, refs = conv_step(dev, b, cin, cout, hw, k=7, stride=2)
   fwd = the_kernel([outs[0]], {b, cout, hw // 2}, 49 * cin)
   opts = hand_coded_optimizations(fwd, Device[dev].renderer)
   assert axis_size(output_axes(fwd)[wide_axis(opts)]) == cout and lanes(opts) == 32, opts
@@ -425,7 +413,7 @@ def test_a_strided_conv_takes_packed_channel_lanes_and_its_stem_gradient_whole_s
   with Context(SPEC=2):
     tol(outs[0].numpy(), refs[0], 49 * cin)
     tol(outs[1].numpy(), refs[1], b * (hw // 2) ** 2)
-  outs, refs = strided_conv_step(dev, 8, 128, 256, 32, 1, 2)
+  outs, refs = conv_step(dev, 8, 128, 256, 32, k=1, stride=2)
   one = the_kernel([outs[0]], {8, 256, 16}, 128)
   opts = hand_coded_optimizations(one, Device[dev].renderer)
   assert axis_size(output_axes(one)[wide_axis(opts)]) == 16, opts
@@ -439,7 +427,7 @@ def test_a_packed_panel_is_packed_once_per_iteration_of_its_own_loops():
   # its 256-channel conv over 8x8 pixels 6.6-6.9 -> 5.8-5.9 ms, the 512-channel windows over 4x4 17.3-18.4 -> 12.2-13.0
   dev = llvm_cpu_device()
   b, c, hw = 16, 256, 4
-  outs, refs = strided_conv_step(dev, b, c, c, hw, 3, 1)
+  outs, refs = conv_step(dev, b, c, c, hw)
   k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
   opts = hand_coded_optimizations(k, Device[dev].renderer)
   assert lanes(opts) == 32 and any(o.op is OptOps.SWAP for o in opts), opts

@@ -196,7 +196,9 @@ def _short_rows(b: _Builder) -> None:
   22.6"""
   short = [(size, i) for i, r in enumerate(output_axes(b.ast))
            if 3 <= (size := axis_size(r) or 0) < 8 and _broadcast_loads(b.ast, r)]
-  if short: b.try_opt(Opt(OptOps.UPCAST, max(short)[1], max(short)[0]))
+  if short:
+    size, i = max(short)
+    b.try_opt(Opt(OptOps.UPCAST, i, size))
 
 def _reduce_loads(ast: UOp, r: UOp) -> list[UOp]:
   """The loads of the reduce (their index uses a reduce range) that depend on output axis r."""

@@ -95,42 +95,42 @@ def group_lanes(accs: list[_Acc], width: int, table: dict[Any, int]) -> list[lis
     lane_shape(a.x, loads, table)
     offs[tuple(_split_offset(ld.src[0].src[1])[1] for ld in loads)] = a
   if len(offs) != len(accs) or len({len(o) for o in offs}) != 1 or not next(iter(offs)): return []
-  taken: set[tuple[int, ...]] = set()
-  runs = []
-  def take(seed: tuple[int, ...], d: tuple[int, ...]) -> bool:
-    run = [tuple(a + k * s for a, s in zip(seed, d)) for k in range(width)]
-    if not all(o in offs and o not in taken for o in run): return False
-    runs.append([offs[o] for o in run])
-    taken.update(run)
-    return True
+  def run_of(seed: tuple[int, ...], d: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return [tuple(a + k * s for a, s in zip(seed, d)) for k in range(width)]
+  def tiling(d: tuple[int, ...]) -> list[list[tuple[int, ...]]] | None:
+    """The runs along step d, seeded in order, where they take every lane; None where they do not."""
+    seen: set[tuple[int, ...]] = set()
+    runs = []
+    for seed in sorted(offs):
+      if seed in seen: continue
+      run = run_of(seed, d)
+      if not all(o in offs and o not in seen for o in run): return None
+      seen.update(run)
+      runs.append(run)
+    return runs
   # the steps one lane is away from another by (each load position moves by 0 or 1)
   first = min(offs)
   gaps = (tuple(y - x for x, y in zip(first, o)) for o in offs if o != first)
-  steps = {d for d in gaps if all(x in (0, 1) for x in d)}
-  def tiles(d: tuple[int, ...]) -> bool:
-    """Do runs along step d, seeded in order, take every lane?"""
-    seen: set[tuple[int, ...]] = set()
-    for seed in sorted(offs):
-      if seed in seen: continue
-      run = [tuple(a + k * s for a, s in zip(seed, d)) for k in range(width)]
-      if not all(o in offs and o not in seen for o in run): return False
-      seen.update(run)
-    return True
+  steps = sorted({d for d in gaps if all(x in (0, 1) for x in d)}, key=lambda d: (-sum(d), d))
   # NOTE: first one step whose runs take every lane, the one that moves the most loads: in a register tile over a
   # packed panel, the lanes along the diagonal (both loads one element on) form runs too, and taking those first left
   # the others in pieces (a conv's 8 x 8 x 4 tile over 8 pixel lanes: 2 vectors of 8 lanes, the rest 4, 2 and 1 wide,
   # 4x slower than 32 vectors of 8)
-  if whole := sorted((d for d in steps if tiles(d)), key=lambda d: (-sum(d), d)):
-    for seed in sorted(offs):
-      if seed not in taken: take(seed, whole[0])
-    return runs
+  if (whole := next((t for d in steps if (t := tiling(d)) is not None), None)) is not None:
+    return [[offs[o] for o in run] for run in whole]
+  taken: set[tuple[int, ...]] = set()
+  out = []
   for seed in sorted(offs):
     if seed in taken: continue
     # the steps another lane is away by; prefer steps that move more loads
     diffs = [tuple(b - a for a, b in zip(seed, o)) for o in offs if o not in taken and o != seed]
     for d in sorted({d for d in diffs if all(x in (0, 1) for x in d)}, key=lambda d: (-sum(d), d)):
-      if take(seed, d): break
-  return runs
+      run = run_of(seed, d)
+      if all(o in offs and o not in taken for o in run):
+        out.append([offs[o] for o in run])
+        taken.update(run)
+        break
+  return out
 
 def pack_accumulators(ren: Renderer, sink: UOp) -> UOp | None:
   """SINK rule: scalar accumulators of one loop whose updates have one shape become vector accumulators of
