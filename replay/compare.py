@@ -346,6 +346,14 @@ def run_program(name: str, uops: list[UOp], bufs: dict[int, np.ndarray], var_val
 # runs on as many input sets as fit in KERNEL_STEPS in all (at least the first)
 MAX_STEPS = 1_000_000
 KERNEL_STEPS = 2_000_000
+# the most elements the buffers of one kernel may hold in all for it to be run: a record names its buffers' sizes, and
+# its inputs are made before anything runs (a record of a 2^32-element buffer asked numpy for 32 GiB; a hostile one can
+# name any size). A bigger kernel is not run, and the report says so
+MAX_ELEMENTS = 1 << 25
+
+def elements(uops: Sequence[UOp]) -> int:
+  """The elements of every buffer a program names (DEFINE_GLOBAL), in all."""
+  return sum(max(int(pt.size), 1) for pt in _globals(uops).values())
 
 def steps(uops: Sequence[UOp], launch: int) -> int:
   """Threads x lines executed, loops counted at their largest extent."""
@@ -539,6 +547,8 @@ def run_both(ast: UOp | None, old: Program, new: Program, target: str, emulate: 
   input set the old program cannot run on (its ints or floats used as indices) is left out, and the detail says so."""
   (oname, _, ouops), (nname, _, nuops) = old, new
   if (shown := _buffers_differ(ouops, nuops)) is not None: return shown
+  if (n := elements(ouops)) > MAX_ELEMENTS:
+    return RunResult("not run", f"not run: its buffers hold {n:.2e} elements in all (over {MAX_ELEMENTS:.0e})")
   written, dts = _written(ouops, nuops), _globals(ouops)
   ran: list[tuple[InputSet, dict[int, np.ndarray]]] = []
   left_out: list[str] = []

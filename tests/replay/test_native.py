@@ -38,3 +38,14 @@ def test_a_program_holding_a_string_that_is_no_identifier_is_not_compiled():
   assert compare.unsafe_string("E_6; x", p[2]) == "E_6; x"
   assert compare.run_native("CPU", (p[0], p[1] + "\n#error never compiled", evil), compare.input_sets(p[2]), [0]) is None
   assert "not compiled: the program holds the string 'n){}int y('" in compare.native_skip
+
+def test_a_record_naming_a_huge_buffer_is_not_run_and_allocates_nothing(monkeypatch):
+  # a record names its buffers' sizes: one of 2^32 floats had numpy asked for 32 GiB of inputs (the whole-suite diff
+  # from 67373d3); a hostile one can name any size
+  from tinygrad.uop import Ops
+  from tinygrad.dtype import dtypes
+  ast, p = _program("CPU", Tensor.arange(6).float() + 1)
+  huge = [u.replace(dtype=dtypes.float32.ptr(1 << 40)) if u.op is Ops.DEFINE_GLOBAL else u for u in p[2]]
+  monkeypatch.setattr(compare, "input_sets", lambda *a: pytest.fail("inputs made for a program too big to run"))
+  r = compare.run_both(ast, (p[0], p[1], huge), (p[0], p[1], huge), "CPU", "")
+  assert r.outputs == "not run" and "its buffers hold 1.10e+12 elements in all (over 3e+07)" in r.detail, r
