@@ -15,7 +15,7 @@ def llvm_parts():
     from tinygrad.renderer.llvmir import CPULLVMRenderer
     from tinygrad.runtime.support.compiler_llvm import LLVMCompiler, host_target
     h = host_target()
-    _STATE["parts"] = (CPULLVMRenderer(h.triple, h.datalayout, h.vector_bits, 2), LLVMCompiler())
+    _STATE["parts"] = (CPULLVMRenderer(h.triple, h.datalayout, h.vector_bits, 2, h.vector_math), LLVMCompiler())
   return _STATE["parts"]
 
 def run_program(prg, bufs, var_vals=None):

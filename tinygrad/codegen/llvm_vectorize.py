@@ -177,6 +177,39 @@ def _vector_acc(lanes: list[_Acc], vdt: DType, nreg: int) -> tuple[UOp, UOp]:
   idx = acc.after(init, *a0.loop_after.src[2:]).index(init_idx.src[1])
   return acc, idx.store(idx.load().alu(a0.op, UOp.vectorize(*[a.x for a in lanes])))
 
+# ---- scalar calls batched ----
+# The transcendentals a target computes as calls on vectors of lanes (the CPU's libmvec functions: one call for 8 lanes
+# costs what one for a scalar does) are worth packing even where their lanes are not lanes of one op: the exps of a
+# softmax sum's unrolled steps, of the rows of a register tile over its keys (each row's exp shared by its lanes).
+
+TRANSCENDENTAL_CALLS = (Ops.EXP2, Ops.LOG2, Ops.SIN)
+
+def batched_calls(ren: Renderer) -> tuple[Ops, ...]:
+  """The float32 transcendentals `ren` computes on vectors (the CPU with `vector_math`): pack_calls batches them."""
+  vec = ren.vectors.get(dtypes.float32)
+  return tuple(op for op in TRANSCENDENTAL_CALLS if vec is not None and op in vec.ops)
+
+def pack_calls(ops: tuple[Ops, ...], sink: UOp) -> UOp | None:
+  """SINK rule: scalar float32 `ops` in the same loops (the same open ranges), none computed from another, become one
+  op on a VECTORIZE of their arguments, up to 8 lanes, each read back by a GEP."""
+  groups: dict[tuple[Ops, frozenset[UOp]], list[UOp]] = {}
+  for u in sink.toposort():
+    if u.op in ops and u.dtype == dtypes.float32: groups.setdefault((u.op, u._ranges), []).append(u)
+  subs: dict[UOp, UOp] = {}
+  def flush(run: list[UOp]) -> None:
+    if len(run) < 2: return
+    v = UOp(run[0].op, dtypes.float32.vec(len(run)), (UOp.vectorize(*[m.src[0] for m in run]),), run[0].arg)
+    subs.update({m: v.gep(i) for i, m in enumerate(run)})
+  for members in groups.values():
+    run: list[UOp] = []
+    for u in members:
+      if len(run) == 8 or any(m in u.toposort() for m in run):
+        flush(run)
+        run = []
+      run.append(u)
+    flush(run)
+  return sink.substitute(subs) if subs else None
+
 # ---- lanes into vector ops (any width: the target legalizes what its registers do not hold) ----
 
 def _vec_ok(ren: Renderer, dt: DType) -> bool: return dt.scalar() in ren.vectors
@@ -240,6 +273,9 @@ def llvm_matcher(ren: Renderer) -> PatternMatcher:
   if ren.acc_widths(dtypes.float32):
     rules.insert(0, (UPat(Ops.SINK, name="sink"),
                      lambda sink: pack_accumulators(ren, sink) if DEVECTORIZE < 1 else None))
+  if calls := batched_calls(ren):
+    rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: pack_calls(calls, sink) if DEVECTORIZE < 1 else None))
   return PatternMatcher(rules)
 
-__all__ = ["pack_accumulators", "vectorize_alu", "vectorize_load", "fold_vectorize", "llvm_matcher"]
+__all__ = ["pack_accumulators", "batched_calls", "pack_calls", "vectorize_alu", "vectorize_load", "fold_vectorize",
+           "llvm_matcher"]

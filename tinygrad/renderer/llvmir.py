@@ -594,6 +594,52 @@ def _splat(c: str, dt: DType) -> str:
   if dt.count == 1: return c
   return "<" + ", ".join(f"{scalar_type(dt)} {c}" for _ in range(dt.count)) + ">"
 
+# glibc's vector math library (libmvec, glibc 2.35+): the 8-lane AVX2 variant of each function, the only one the CPU
+# renderer calls, so a value gets the same bits in every kernel whatever its lane count. Its 4-lane SSE and 16-lane
+# AVX-512 variants compute other bits (exp2: 0.7% of floats differ between the AVX2 and AVX-512 ones, 0.2-1.3% of
+# floats between any two; the C library's scalar exp2f too). The AVX2 ones are within 1 (exp2) and 2 (log2, sin) ulp
+# of the correctly rounded result over every float, and give IEEE's special values (docs/perf.md)
+LIBMVEC = {Ops.EXP2: "_ZGVdN8v_exp2f", Ops.LOG2: "_ZGVdN8v_log2f", Ops.SIN: "_ZGVdN8v_sinf"}
+# NOTE: a call with a lane out of a function's fast range takes glibc's slow path, 10x the time (exp2 of -inf, the
+# causal mask's every other score: GPT-2's probabilities x V kernel 24.9 -> 89.5 ms). Where the result there is one
+# value, the renderer selects it and gives the call 1.0 in that lane: (compare, bound, result); the same bits as the
+# call (exp2: 0 below -150, where 2^x is under half the smallest subnormal, inf from 128 on; log2: -inf at +-0)
+LIBMVEC_FAST: dict[str, tuple[tuple[str, float, float], ...]] = {
+  "_ZGVdN8v_exp2f": (("fcmp olt", -150.0, 0.0), ("fcmp oge", 128.0, math.inf)),
+  "_ZGVdN8v_log2f": (("fcmp oeq", 0.0, -math.inf),)}
+
+def _libmvec(st: _State, name: str, x: str, n: int) -> str:
+  """`name` (a LIBMVEC function) of the n float32 lanes `x` (a scalar when n is 1): one call per 8 lanes, the lanes of
+  a narrower value repeated to fill 8, then the results cut back to n lanes."""
+  fn = st.declare(name, "<8 x float>", ["<8 x float>"], "nounwind willreturn memory(none)")
+  def emit(rhs: str) -> str:
+    v = st.fresh()
+    st.emit(f"{v} = {rhs}")
+    return v
+  def shuffle(a: str, b: str, w: int, idx: list[int]) -> str:
+    return emit(f"shufflevector <{w} x float> {a}, <{w} x float> {b}, <{len(idx)} x i32> <" +
+                ", ".join(f"i32 {i}" for i in idx) + ">")
+  def splat(c: float) -> str: return "<" + ", ".join([f"float {hex_double(c)}"] * 8) + ">"
+  def call(v: str) -> str:
+    outside = [(emit(f"{cmp} <8 x float> {v}, {splat(bound)}"), res) for cmp, bound, res in LIBMVEC_FAST.get(name, ())]
+    if outside:
+      any_out = outside[0][0]
+      for m, _ in outside[1:]: any_out = emit(f"or <8 x i1> {any_out}, {m}")
+      v = emit(f"select <8 x i1> {any_out}, <8 x float> {splat(1.0)}, <8 x float> {v}")
+    r = emit(f"call <8 x float> {fn}(<8 x float> {v})")
+    for m, res in outside: r = emit(f"select <8 x i1> {m}, <8 x float> {splat(res)}, <8 x float> {r}")
+    return r
+  if n == 1:
+    r = call(shuffle(emit(f"insertelement <8 x float> poison, float {x}, i64 0"), "poison", 8, [0] * 8))
+    return emit(f"extractelement <8 x float> {r}, i64 0")
+  outs = [call(x if n == 8 else shuffle(x, "poison", n, [(8 * k + j) % n for j in range(8)]))
+          for k in range((n + 7) // 8)]
+  w = 8
+  while len(outs) > 1:
+    if len(outs) % 2: outs.append(outs[-1])
+    outs, w = [shuffle(a, b, w, list(range(2 * w))) for a, b in zip(outs[::2], outs[1::2])], 2 * w
+  return outs[0] if w == n else shuffle(outs[0], "poison", w, list(range(n)))
+
 def _zero(t: str, dt: DType | None = None) -> str:
   if t.startswith("<"):
     return "zeroinitializer"
@@ -665,23 +711,33 @@ class CPULLVMRenderer(LLVMRenderer):
   # vector narrower than 128 bits whose lanes are then shuffled (tests/fuzz/test_regressions.py,
   # llvm_narrow_i8_vector_divmod): codegen gives LLVM the multiply and shifts instead
   div_by_multiply = (dtypes.int8, dtypes.uint8)
-  # the transcendentals go to the C library (llvm.exp2 etc. lower to exp2f, ... as the C backend's builtins do)
+  IDENTITY = LLVMRenderer.IDENTITY + ("vector_bits", "vector_math")
+  # the transcendentals go to the C library (llvm.exp2 etc. lower to exp2f, ... as the C backend's builtins do); with
+  # `vector_math`, float32's exp2, log2 and sin go to glibc's vector math library (libmvec) instead, vector lanes and
+  # scalars alike (`_libmvec`)
   code_for_op = {**LLVMRenderer.code_for_op, Ops.EXP2: True, Ops.LOG2: True, Ops.SIN: True, Ops.POW: True}
   # NOTE: compares, selects, shifts, integer division and bitcasts pack into vector ops too, with <N x i1> masks: a
   # gelu's, a sigmoid's or a clamp's selects left the lanes scalar from there on (a GPT-2 block's gelu kernel 6.1 ->
-  # 3.8 ms). exp2 stays the library's, one call per lane: a vector polynomial would give other bits than the scalar
-  # exp2f another kernel computes for the same value, and max's gradient compares a recomputed value with the stored
-  # maximum for equality (docs/perf.md)
+  # 3.8 ms)
   vectors = {dt: Vectors((8, 4, 2), CPU_VECTOR_OPS) for dt in DTYPES_DICT.values()
              if dt not in (dtypes.void, dtypes.index, *EMULATED)}
   def __init__(self, triple: str = "x86_64-unknown-linux-gnu", datalayout: str = "", vector_bits: int = 128,
-               threads: int = 1):
+               threads: int = 1, vector_math: bool = False):
     if vector_bits not in (128, 256, 512):
       raise ValueError(f"CPULLVMRenderer: vector_bits must be 128, 256 or 512, not {vector_bits}")
     self.triple, self.datalayout, self.vector_bits, self.threads = triple, datalayout, vector_bits, threads
+    self.vector_math = vector_math
+    if vector_math:
+      # NOTE: float32 lanes of exp2, log2 and sin pack into vectors: one libmvec call computes 8 (0.5-0.8 ns a lane
+      # against 1.5-5.5 for a call of exp2f, log2f or sinf)
+      self.vectors = {**self.vectors, dtypes.float32: Vectors((8, 4, 2), CPU_VECTOR_OPS | set(LIBMVEC))}
     self.extra_matcher = llvm_matcher(self)
   def __reduce__(self) -> tuple[Any, ...]:
-    return (type(self), (self.triple, self.datalayout, self.vector_bits, self.threads))
+    return (type(self), (self.triple, self.datalayout, self.vector_bits, self.threads, self.vector_math))
+  def render_alu(self, st: _State, u: UOp) -> str:
+    if self.vector_math and u.op in LIBMVEC and u.dtype.scalar() is dtypes.float32:
+      return _libmvec(st, LIBMVEC[u.op], st.r[u.src[0]], u.dtype.count)
+    return super().render_alu(st, u)
   def acc_widths(self, dt: DType) -> tuple[int, ...]:
     n = self.vector_bits // (dt.scalar().itemsize * 8)
     return tuple(w for w in (32, 16, 8, 4, 2) if w <= n)

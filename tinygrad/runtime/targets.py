@@ -74,7 +74,7 @@ def renderer(name: str, arch: str = "", threads: int = 0) -> Any:
     from tinygrad.renderer.llvmir import CPULLVMRenderer
     from tinygrad.runtime.support.compiler_llvm import host_target
     host = host_target()
-    return CPULLVMRenderer(host.triple, host.datalayout, host.vector_bits, threads or cpu_threads())
+    return CPULLVMRenderer(host.triple, host.datalayout, host.vector_bits, threads or cpu_threads(), host.vector_math)
   if name == "PYTHON":
     from tinygrad.runtime.ops_python import PythonRenderer
     if arch in ("", "PYTHON"): return PythonRenderer("")

@@ -6,7 +6,7 @@ an object file and the C compiler's linker links it (`link_shared`); the CPU run
 loads the C path's, and calls the kernel through ctypes.
 """
 from __future__ import annotations
-import functools, os, re, shutil, subprocess, tempfile, threading
+import ctypes, functools, os, re, shutil, subprocess, tempfile, threading
 from typing import Any, Sequence
 from tinygrad.device import Compiler, CompileError, DeviceOpenError
 
@@ -83,12 +83,25 @@ class HostTarget:
     self.features = b.get_host_cpu_features().flatten()
     feats = set(self.features.split(","))
     self.vector_bits = 512 if "+avx512f" in feats else 256 if "+avx2" in feats or "+avx" in feats else 128
+    # glibc's vector math library computes float32 exp2/log2/sin 8 lanes a call (renderer/llvmir.py, LIBMVEC); its
+    # AVX2 functions need AVX2 and FMA (without them glibc runs other code, with other bits)
+    self.vector_math = "+avx2" in feats and "+fma" in feats and libmvec_present()
     self.target = b.Target.from_triple(self.triple)
   def machine(self, opt: int = 3) -> Any:
     return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt, reloc="pic",
                                              codemodel="default")
   @property
   def datalayout(self) -> str: return str(self.machine().target_data)
+
+LIBMVEC_SONAME = "libmvec.so.1"
+
+@functools.cache
+def libmvec_present() -> bool:
+  """Whether this process can load glibc's vector math library with every function the CPU renderer calls."""
+  from tinygrad.renderer.llvmir import LIBMVEC
+  try: lib = ctypes.CDLL(LIBMVEC_SONAME)
+  except OSError: return False
+  return all(hasattr(lib, name) for name in LIBMVEC.values())
 
 _host: HostTarget | None = None
 def host_target() -> HostTarget:
@@ -114,15 +127,18 @@ def host_linker() -> str:
 
 def link_shared(objs: Sequence[bytes], what: str = "kernels") -> bytes:
   """Object files -> one shared object (bytes), linked by the C compiler's linker (`ld -shared`) with the math library
-  (the transcendentals lower to `exp2f` and friends). The C library is not named: linking through its script costs
-  twice as long, and the process has it loaded; a symbol nothing defines fails when the object is loaded, by name."""
+  (the transcendentals lower to `exp2f` and friends) and glibc's vector math library where it is installed. The C
+  library is not named: linking through its script costs twice as long, and the process has it loaded; a symbol
+  nothing defines fails when the object is loaded, by name."""
   ld = host_linker()
   with tempfile.TemporaryDirectory(prefix="tinygrad-ld-") as d:
     paths = [os.path.join(d, f"k{i}.o") for i in range(len(objs))]
     for path, obj in zip(paths, objs):
       with open(path, "wb") as f: f.write(obj)
     out = os.path.join(d, "kernels.so")
-    cmd = [ld, "-shared", "-z", "noexecstack", "-o", out, *paths, "-lm"]
+    # libmvec only where an object calls it (--as-needed): renderer/llvmir.py's LIBMVEC functions
+    cmd = [ld, "-shared", "-z", "noexecstack", "-o", out, *paths, "-lm",
+           *(["--as-needed", f"-l:{LIBMVEC_SONAME}"] if libmvec_present() else [])]
     proc = subprocess.run(cmd, capture_output=True)
     if proc.returncode != 0:
       msg = proc.stderr.decode(errors="replace").strip()
@@ -152,4 +168,4 @@ class LLVMCompiler(Compiler):
     return objdump(lib)
 
 __all__ = ["llvm", "llvm_lock", "llvm_version", "explain_error", "parse_and_verify", "optimize", "HostTarget",
-           "host_target", "host_linker", "link_shared", "LLVMCompiler"]
+           "host_target", "host_linker", "link_shared", "LLVMCompiler", "LIBMVEC_SONAME", "libmvec_present"]
