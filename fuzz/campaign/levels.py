@@ -71,7 +71,10 @@ class KernelLevel(Level):
       raise ValueError("reproducer: opts must be null or a list of [OptOps name, axis, arg]")
     try: got = None if opts is None else tuple(Opt.from_json(o) for o in opts)
     except ValueError as e: raise ValueError(f"reproducer: {e}") from None
-    return KernelCase(parse_graph(st["graph"]), dict(vv), got, int(st.get("seed", 0)))
+    from fuzz.oracles.differential import kernel_buffers
+    ast = parse_graph(st["graph"])
+    kernel_buffers(ast)  # a buffer with no size, or over the size its inputs may take, is refused here
+    return KernelCase(ast, dict(vv), got, int(st.get("seed", 0)))
   def size(self, case: KernelCase) -> int: return len(case.ast.toposort())
   def valid(self, case: KernelCase) -> bool:
     """kernel_spec holds for every node, and every RANGE is closed (by an END, a REDUCE or a BUFFERIZE)."""

@@ -22,12 +22,20 @@ TOLERANCE: dict[DType, tuple[float, float]] = {
   dtypes.bfloat16: (2e-2, 1e-2), dtypes.fp8e4m3: (0.13, 0.02), dtypes.fp8e5m2: (0.26, 0.04),
 }
 
+# the most elements a kernel's buffers may hold in all: its inputs are allocated and filled from their sizes, and a
+# reproducer or a seed file names any size it likes (the generator's kernels hold a few thousand, a model's millions)
+MAX_KERNEL_ELEMENTS = 1 << 25
+
 def kernel_buffers(ast: UOp) -> dict[int, PtrDType]:
-  """Buffer number -> pointer dtype of every DEFINE_GLOBAL of a kernel AST."""
-  ret = {u.arg: u.dtype for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL}
-  bad = [n for n, dt in ret.items() if not isinstance(dt, PtrDType) or dt.size < 0]
-  if bad: raise ValueError(f"kernel buffers {bad} have no size in their pointer dtype; cannot allocate them")
-  return ret  # type: ignore[return-value]
+  """Buffer number -> pointer dtype of every DEFINE_GLOBAL of a kernel AST; ValueError for a buffer with no size and
+  for buffers over MAX_KERNEL_ELEMENTS in all (nothing is allocated for them)."""
+  found = {u.arg: u.dtype for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL}
+  ret = {n: dt for n, dt in found.items() if isinstance(dt, PtrDType) and dt.size >= 0}
+  if bad := sorted(set(found) - set(ret)):
+    raise ValueError(f"kernel buffers {bad} have no size in their pointer dtype; cannot allocate them")
+  if (total := sum(dt.size for dt in ret.values())) > MAX_KERNEL_ELEMENTS:
+    raise ValueError(f"kernel buffers hold {total} elements in all, over {MAX_KERNEL_ELEMENTS}: not allocated")
+  return ret
 
 def random_inputs(ast: UOp, seed: int = 0) -> dict[int, np.ndarray]:
   """Data for every buffer of the kernel, as storage arrays (fp8/bfloat16 as bits): floats ~ N(0, 2), small ints."""

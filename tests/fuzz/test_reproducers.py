@@ -75,3 +75,12 @@ def test_report_of_a_malformed_campaign_is_one_line(tmp_path, capsys, name, text
 def test_report_of_a_missing_directory_is_one_line(tmp_path, capsys):
   rc, out, err = _cli(["report", str(tmp_path / "nope")], capsys)
   assert rc == 2 and "nope" in err and len(err.strip().splitlines()) == 1, (rc, out, err)
+
+def test_repro_of_a_kernel_naming_a_huge_buffer_is_refused_before_any_allocation(tmp_path, capsys):
+  # its inputs are made from the buffers' sizes: 2^40 floats would be asked of numpy (or, under overcommit, touched)
+  huge = {"graph": PROGRAM.replace("dtypes.int32.ptr(4)", "dtypes.int32.ptr(1099511627776)"), "var_vals": {},
+          "opts": None, "seed": 0}
+  f = _finding(tmp_path / "f.json", state=huge)
+  rc, out, err = _cli(["repro", f], capsys)
+  assert rc == EXIT_BAD_REPRODUCER and "1099511627776 elements in all" in err and "not allocated" in err, (rc, err)
+  assert len(err.strip().splitlines()) == 1, err
