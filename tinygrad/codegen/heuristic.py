@@ -139,7 +139,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
                     _step_stride(b.ast, r) if vec else 0, -i if vec else 0, store, not _aliased_rows(b.ast, r), n,
                     size, i))
     if not cands: return
-    contiguous, _, _, _, _, _, _, size, i = max(cands)
+    contiguous, _, _, _, store, _, _, size, i = max(cands)
     ties = len({c[1] for c in cands if c[0]}) == 1
     # NOTE: both output axes of a weight gradient (dY^T X) read their operand with vector loads: the lanes' axis loops
     # outermost (SWAP), so the operand of the other axis is streamed once per 48 rows of the output rather than per 8,
@@ -152,6 +152,13 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       i = 0
     done.add(rid := output_axes(b.ast)[i].arg[0])
     amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
+    # NOTE: the rows of a weight gradient's tile (dY^T X, its lanes' axis swapped outermost, so the store runs along the
+    # rows) under 48 lanes (3 vector registers a row) are 6: with 8, LLVM kept a third of the 24 accumulators on the
+    # stack, loaded and stored on every reduce step (a matmul storing along its lanes did not). Measured alone (2
+    # threads, AVX-512): the D768 block's (2304, 768) dW 21.0 -> 15.9 ms, (3072, 768) 28.7 -> 20.5, (768, 768) 5.54 ->
+    # 4.40; 4 rows 18.0, 21.7, 4.77. Where 6 does not divide the axis, as before (4 rows: the D256 block's (768, 256)
+    # 1.66 -> 1.52 ms, but (1024, 256) 2.32 -> 2.58)
+    if cpu and done and store and b.upcast_total() == 48 and size % 6 == 0: amts = (6,)
     room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
     got = None
     if cpu and contiguous and _wide_tile(b, i, size): continue
