@@ -151,7 +151,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
        b.try_opt(Opt(OptOps.SWAP, 0, i)):
       i = 0
     done.add(rid := output_axes(b.ast)[i].arg[0])
-    amts = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
+    amts: tuple[int, ...] = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
     # NOTE: the rows of a weight gradient's tile (dY^T X, its lanes' axis swapped outermost, so the store runs along the
     # rows) under 48 lanes (3 vector registers a row) are 6: with 8, LLVM kept a third of the 24 accumulators on the
     # stack, loaded and stored on every reduce step (a matmul storing along its lanes did not). Measured alone (2
