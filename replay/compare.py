@@ -22,6 +22,7 @@ import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import PtrDType, dtypes, to_np_dtype
+from fuzz.oracles.differential import MAX_KERNEL_ELEMENTS
 
 # ---- renamed ----
 
@@ -346,10 +347,10 @@ def run_program(name: str, uops: list[UOp], bufs: dict[int, np.ndarray], var_val
 # runs on as many input sets as fit in KERNEL_STEPS in all (at least the first)
 MAX_STEPS = 1_000_000
 KERNEL_STEPS = 2_000_000
-# the most elements the buffers of one kernel may hold in all for it to be run: a record names its buffers' sizes, and
-# its inputs are made before anything runs (a record of a 2^32-element buffer asked numpy for 32 GiB; a hostile one can
-# name any size). A bigger kernel is not run, and the report says so
-MAX_ELEMENTS = 1 << 25
+# the most elements the buffers of one kernel may hold in all for it to be run (the fuzz oracles' cap): a record names
+# its buffers' sizes, and its inputs are made before anything runs (a record of a 2^32-element buffer asked numpy for
+# 32 GiB; a hostile one can name any size). A bigger kernel is not run, and the report says so
+MAX_ELEMENTS = MAX_KERNEL_ELEMENTS
 
 def elements(uops: Sequence[UOp]) -> int:
   """The elements of every buffer a program names (DEFINE_GLOBAL), in all."""

@@ -367,16 +367,21 @@ def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_lon
   assert len(thread) == 1 and loops[thread[0].axis] in panel, opts
   with Context(SPEC=2): tol(outs[1].numpy(), refs[1], b * hw * hw)
 
+def conv_forward(b: int, c: int, hw: int):
+  """A 3x3 conv's step (c channels in and out, over hw x hw pixels) on the LLVM path: (its outputs, torch's, the
+  forward conv's kernel, the heuristics' opts for it)."""
+  dev = llvm_cpu_device()
+  outs, refs = conv_step(dev, b, c, c, hw)
+  k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
+  return outs, refs, k, hand_coded_optimizations(k, Device[dev].renderer)
+
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_conv_rows_go_on_pixels_not_on_a_batch_a_page_apart():
   # a 3x3 conv over 8x8 pixels: 8 pixel lanes (x) by 8 output channels, and 4 rows: on the batch, whose images are 64
   # KiB apart (the same cache sets for every row), they ran 3.4x slower than on the pixel rows (y), 32 bytes apart
   # (alone, 2 threads, ResNet-18 at batch 32: 38 -> 11.2 ms). Values against torch under SPEC=2
-  dev = llvm_cpu_device()
   b, c, hw = 16, 256, 8
-  outs, refs = conv_step(dev, b, c, c, hw)
-  k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
-  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  outs, refs, k, opts = conv_forward(b, c, hw)
   sizes = out_sizes(k)
   rows = [o for o in opts if o.op is OptOps.UPCAST and o.arg == 4]
   assert len(rows) == 1 and rows[0].axis == 2 and sizes[2] == hw, opts
@@ -425,17 +430,14 @@ def test_a_packed_panel_is_packed_once_per_iteration_of_its_own_loops():
   # weights' panel depends only on the channel tiles' loop, which goes outside the batch tiles' (SWAP): it is packed
   # once per channel tile, not once per (batch tile, channel tile). Measured alone (2 threads, ResNet-18 at batch 32):
   # its 256-channel conv over 8x8 pixels 6.6-6.9 -> 5.8-5.9 ms, the 512-channel windows over 4x4 17.3-18.4 -> 12.2-13.0
-  dev = llvm_cpu_device()
   b, c, hw = 16, 256, 4
-  outs, refs = conv_step(dev, b, c, c, hw)
-  k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
-  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  outs, refs, k, opts = conv_forward(b, c, hw)
   assert lanes(opts) == 32 and any(o.op is OptOps.SWAP for o in opts), opts
   panel, loops = packed_panel_ranges(k, opts)
   loops = [r for r in loops if (axis_size(r) or 0) > 1 and r.arg[-1] is AxisType.LOOP]
   assert loops[0] in panel and any(r not in panel for r in loops[1:]), loops
   thread = [o for o in opts if o.op is OptOps.THREAD]
-  assert len(thread) == 1 and output_axes(apply_opts(k, opts, Device[dev].renderer))[thread[0].axis] in panel, opts
+  assert len(thread) == 1 and output_axes(apply_opts(k, opts, Device[llvm_cpu_device()].renderer))[thread[0].axis] in panel, opts
   with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 9 * c)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")

@@ -203,7 +203,7 @@ def pack_calls(ops: tuple[Ops, ...], sink: UOp) -> UOp | None:
   for members in groups.values():
     run: list[UOp] = []
     for u in members:
-      if len(run) == 8 or any(m in u.toposort() for m in run):
+      if len(run) == 8 or (run and not u.toposort().keys().isdisjoint(run)):
         flush(run)
         run = []
       run.append(u)

@@ -619,7 +619,7 @@ def _libmvec(st: _State, name: str, x: str, n: int) -> str:
   def shuffle(a: str, b: str, w: int, idx: list[int]) -> str:
     return emit(f"shufflevector <{w} x float> {a}, <{w} x float> {b}, <{len(idx)} x i32> <" +
                 ", ".join(f"i32 {i}" for i in idx) + ">")
-  def splat(c: float) -> str: return "<" + ", ".join([f"float {hex_double(c)}"] * 8) + ">"
+  def splat(c: float) -> str: return _splat(render_const(c, dtypes.float32), dtypes.float32.vec(8))
   def call(v: str) -> str:
     outside = [(emit(f"{cmp} <8 x float> {v}, {splat(bound)}"), res) for cmp, bound, res in LIBMVEC_FAST.get(name, ())]
     if outside:
