@@ -98,6 +98,10 @@ def test_worker_and_parent_refuse_an_unknown_seed_tag(seed_dir):
   # a SINK whose range is never ended: read, but not a legal kernel
   (b'{"graph": "c0 = UOp.range(4, 0, AxisType.LOOP)\\nc1 = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(4), arg=0)'
    b'.index(c0).store(UOp.const(dtypes.float32, 1.0))\\nast = UOp.sink(c1)"}', "not a legal kernel"),
+  # a legal kernel naming a buffer of 2^40 floats: its inputs would be made from that size
+  (b'{"graph": "c0 = UOp.range(4, 0, AxisType.LOOP)\\nc1 = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(1099511627776), '
+   b'arg=0).index(c0).store(UOp.const(dtypes.float32, 1.0)).end(c0)\\nast = UOp.sink(c1)"}',
+   "1099511627776 elements in all.*not allocated"),
 ])
 def test_a_bad_seed_is_a_seed_error_naming_the_file(tmp_path, body, why, monkeypatch):
   monkeypatch.chdir(tmp_path)
