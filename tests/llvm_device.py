@@ -13,9 +13,23 @@ def cpu_device(llvm: bool, own: bool = False) -> str:
     name = f"CPU:{k}"
     if (dev := Device.opened(name)) is None:
       with Context(CPU_LLVM=int(llvm)): dev = Device[name]
-    if getattr(dev, "llvm", False) == llvm: return name
+    if getattr(dev, "llvm", False) == llvm and name not in _PINNED.values(): return name
   raise RuntimeError(f"every CPU:1..CPU:{int(HOST_DEVICES.value) - 1} is open as the other kind of CPU device; none is "
                      f"left for CPU_LLVM={int(llvm)}")
 
 def llvm_cpu_device(own: bool = False) -> str: return cpu_device(True, own)
+
+_PINNED: dict[int, str] = {}
+def llvm_cpu_device_at(bits: int) -> str:
+  """An LLVM CPU device (a CPU:k of its own) whose renderer has `bits`-wide vector registers whatever this host has: the
+  heuristics' register tiles for AVX-512 (bits=512) or AVX2 (256), checked on any x86-64 host (LLVM splits vectors
+  wider than the host's, so the values are the same). Other callers of cpu_device never get it."""
+  if bits not in _PINNED:
+    from tinygrad.renderer.llvmir import CPULLVMRenderer
+    from tinygrad.runtime.support.compiler_llvm import host_target
+    name = cpu_device(True, own=True)
+    dev, host = Device[name], host_target()
+    dev.renderer = CPULLVMRenderer(host.triple, host.datalayout, bits, dev.renderer.threads, host.vector_math)
+    _PINNED[bits] = name
+  return _PINNED[bits]
 def c_cpu_device() -> str: return cpu_device(False)

@@ -13,9 +13,9 @@ from tinygrad import Tensor, Device
 from tinygrad.helpers import Context
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.codegen.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size, apply_opts
+from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size, apply_opts, axes_of
 from tinygrad.codegen.program import prepare_kernel
-from tests.llvm_device import llvm_cpu_device, c_cpu_device
+from tests.llvm_device import llvm_cpu_device, llvm_cpu_device_at, c_cpu_device
 from tinygrad.renderer.cstyle import CRenderer
 
 HAS_LLVM = importlib.util.find_spec("llvmlite") is not None
@@ -24,6 +24,11 @@ DEVICES = ["C", *(["LLVM"] if HAS_LLVM else []), "PYTHON"]
 # (batch, time, model dim, hidden dim): the weight gradients reduce over B*T = 512 with d x f, 3d x d outputs: past the
 # CPU heuristics' big-kernel threshold (2^24 multiply-adds), where the 32x8 register tiles apply
 BIG, SMALL = (4, 128, 128, 256), (2, 4, 8, 16)
+
+def llvm512() -> str:
+  """The LLVM path with AVX-512's registers whatever the host has: the tile rules checked here were measured there (an
+  AVX2 host's budget, 16 registers, is tested on its own below)"""
+  return llvm_cpu_device_at(512)
 
 def rand(seed: int, *shape: int) -> np.ndarray: return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
@@ -164,7 +169,7 @@ def q8_matvec(dev: str, n: int, k: int, rows: int = 1) -> tuple[Tensor, np.ndarr
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_matvec_unrolls_the_reduce_into_one_vector_accumulator_on_llvm():
-  dev = llvm_cpu_device()
+  dev = llvm512()
   ren = Device[dev].renderer
   n, k = 256, 1024
   out, ref = q8_matvec(dev, n, k)
@@ -217,7 +222,7 @@ def test_convs_over_few_pixels_and_their_weight_gradients_get_packed_vector_lane
   # stride 1, so its tile was 8x8 scalar lanes. The out-channel axis takes 16 lanes and the weights' panel is packed
   # ([taps x cin][16 channels]: one vector load per step); the weight gradient likewise on its out-channel axis, with
   # the upstream gradient packed. Values against torch under SPEC=2 on both CPU paths
-  dev = llvm_cpu_device()
+  dev = llvm512()
   ren = Device[dev].renderer
   b, cin, cout, hw = 8, 128, 128, 4
   outs, refs = conv_step(dev, b, cin, cout, hw)
@@ -251,7 +256,7 @@ def test_a_tiny_reduce_with_a_heavy_body_is_unrolled_whole():
   assert red_size(k) == TINY_REDUCE and len(reduce_axes(k)) == 2
   assert any(sum(1 for u in r.src[0].toposort() if u.op in GroupOp.ALU) > HEAVY_BODY
              for r in k.toposort() if r.op is Ops.REDUCE)
-  for ren in (REN, *([Device[llvm_cpu_device()].renderer] if HAS_LLVM else [])):
+  for ren in (REN, *([Device[llvm512()].renderer] if HAS_LLVM else [])):
     opts = hand_coded_optimizations(k, ren)
     assert [o for o in opts if o.op is OptOps.UNROLL] == [Opt(OptOps.UNROLL, 0, 0)] * 2, opts
   # numpy: each window's 3x3 gradient added back onto the pixels it covers
@@ -268,12 +273,12 @@ def test_a_transcendental_shared_by_the_lanes_gets_the_whole_axis():
   out = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True)
   (pv,) = [x for x in kernels(out) if 64 in out_sizes(x) and red_size(x) == 128]
   assert any(u.op is Ops.EXP2 for u in pv.toposort())
-  for ren in (REN, *([Device[llvm_cpu_device()].renderer] if HAS_LLVM else [])):
+  for ren in (REN, *([Device[llvm512()].renderer] if HAS_LLVM else [])):
     opts = hand_coded_optimizations(pv, ren)
     d = output_axes(pv)[wide_axis(opts)]
     assert axis_size(d) == 64 and Opt(OptOps.UPCAST, wide_axis(opts), 4) in opts, opts
   ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), is_causal=True)
-  dev = llvm_cpu_device() if HAS_LLVM else c_cpu_device()
+  dev = llvm512() if HAS_LLVM else c_cpu_device()
   with Context(SPEC=2):
     got = Tensor(q, device=dev).scaled_dot_product_attention(Tensor(k, device=dev), Tensor(v, device=dev), is_causal=True)
     np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
@@ -287,7 +292,7 @@ def test_a_weight_gradient_over_batch_and_time_is_packed_with_its_lanes_looping_
   # Measured (2 threads, alone, reduces of 8 x 128): a (768, 3072) dW 54.3 -> 22.2 ms, (3072, 768) 42.3 -> 25.3,
   # (1024, 256) 5.1 -> 2.1
   b, t, d, f = 8, 128, 256, 768
-  ren = Device[llvm_cpu_device()].renderer
+  ren = Device[llvm512()].renderer
   g, x = Tensor(rand(60, b, t, d)), Tensor(rand(61, b, t, f))
   for dw, lanes, swapped in (((g.reshape(b, t, d, 1) * x.reshape(b, t, 1, f)).sum((0, 1)), f, True),
                              ((x.reshape(b, t, f, 1) * g.reshape(b, t, 1, d)).sum((0, 1)), f, False)):
@@ -299,8 +304,8 @@ def test_a_weight_gradient_over_batch_and_time_is_packed_with_its_lanes_looping_
     assert axis_size(output_axes(k)[1 if swapped else 0]) == lanes
   # the values on this path (the swapped, packed form), under SPEC=2
   with Context(SPEC=2):
-    got = (Tensor(g.numpy(), device=llvm_cpu_device()).reshape(b, t, d, 1) *
-           Tensor(x.numpy(), device=llvm_cpu_device()).reshape(b, t, 1, f)).sum((0, 1))
+    got = (Tensor(g.numpy(), device=llvm512()).reshape(b, t, d, 1) *
+           Tensor(x.numpy(), device=llvm512()).reshape(b, t, 1, f)).sum((0, 1))
     tol(got.numpy(), np.einsum("btd,btf->df", g.numpy(), x.numpy()), b * t)
 
 def lanes(opts: list[Opt]) -> int:
@@ -312,7 +317,7 @@ def lanes(opts: list[Opt]) -> int:
 
 def packed_panel_ranges(k, opts: list[Opt]) -> tuple[set, list]:
   """With `opts` applied to kernel k: (the output ranges the packed panel depends on, the output axes in loop order)."""
-  ast = apply_opts(k, opts, Device[llvm_cpu_device()].renderer)
+  ast = apply_opts(k, opts, Device[llvm512()].renderer)
   bzs = [u for u in ast.toposort() if u.op is Ops.BUFFERIZE]
   assert len(bzs) == 1, opts
   return set(bzs[0].src[0]._ranges), output_axes(ast)
@@ -326,7 +331,7 @@ def test_a_conv_input_gradient_over_few_pixels_packs_the_weights_outside_its_pix
   # are packed once per (cin, ky, kx), reused by every pixel (alone, 2 threads, ResNet-18's 512-channel stage: 3.2 ms
   # packed in place, 1.6 unpacked, 1.1-1.2 now). Values against torch under SPEC=2
   b, c, hw = 8, 256, 4
-  dev = llvm_cpu_device()
+  dev = llvm512()
   x, w1, w2, g = rand(70, b, c, hw, hw), *(rand(71 + i, c, c, 3, 3) / (9 * c) ** 0.5 for i in range(2)), rand(73, b, c, hw, hw)
   tx = Tensor(x, device=dev, requires_grad=True)
   w2t = Tensor(w2, device=dev)
@@ -356,7 +361,7 @@ def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_lon
   # gradient packed, where that reduce is 128+ long (8 x 4 x 4 here); 16 over 8 x 2 x 2 (storing the tile weighs more).
   # The threads split the lanes' axis, so each packs only its own panels (alone, 2 threads, ResNet-18's: 0.93-0.98 ms
   # with the threads on cin, 0.75-0.79 on cout). Values against torch under SPEC=2
-  dev = llvm_cpu_device()
+  dev = llvm512()
   b = 8
   outs, refs = conv_step(dev, b, c, c, hw)
   k = the_kernel([outs[1]], {c, 3}, b * hw * hw)
@@ -370,7 +375,7 @@ def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_lon
 def conv_forward(b: int, c: int, hw: int):
   """A 3x3 conv's step (c channels in and out, over hw x hw pixels) on the LLVM path: (its outputs, torch's, the
   forward conv's kernel, the heuristics' opts for it)."""
-  dev = llvm_cpu_device()
+  dev = llvm512()
   outs, refs = conv_step(dev, b, c, c, hw)
   k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
   return outs, refs, k, hand_coded_optimizations(k, Device[dev].renderer)
@@ -392,7 +397,7 @@ def test_a_weight_gradient_over_many_pixels_is_cache_blocked_to_pack_its_lanes()
   # a 3x3 conv's weight gradient over 8 x 32 x 32 pixels: its 32 lanes' panel of the upstream gradient (8192 steps) is
   # 1 MiB, over PACK's limit, so it was an 8x8 scalar tile; KBLOCK cuts the reduce into blocks of 4 images, each
   # packed (alone, 2 threads, at batch 32: 100 -> 12 ms). Values against torch under SPEC=2
-  dev = llvm_cpu_device()
+  dev = llvm512()
   b, c, hw = 8, 64, 32
   outs, refs = conv_step(dev, b, c, c, hw)
   k = the_kernel([outs[1]], {c, 3}, b * hw * hw)
@@ -406,7 +411,7 @@ def test_a_strided_conv_takes_packed_channel_lanes_and_its_stem_gradient_whole_s
   # their loads (alone, 2 threads, at batch 32, 128x128: 218 ms); the lanes go on the output channels with the weights
   # packed (14.4 ms). Its weight gradient (64 x 3 x 7 x 7) has no other axis of 8+ for rows: one axis of 7 is upcast
   # whole (44 -> 23 ms). A 1x1 stride-2 conv (one reduce axis) keeps its pixel lanes. Values against torch under SPEC=2
-  dev = llvm_cpu_device()
+  dev = llvm512()
   b, cin, cout, hw = 8, 3, 64, 64
   outs, refs = conv_step(dev, b, cin, cout, hw, k=7, stride=2)
   fwd = the_kernel([outs[0]], {b, cout, hw // 2}, 49 * cin)
@@ -437,7 +442,7 @@ def test_a_packed_panel_is_packed_once_per_iteration_of_its_own_loops():
   loops = [r for r in loops if (axis_size(r) or 0) > 1 and r.arg[-1] is AxisType.LOOP]
   assert loops[0] in panel and any(r not in panel for r in loops[1:]), loops
   thread = [o for o in opts if o.op is OptOps.THREAD]
-  assert len(thread) == 1 and output_axes(apply_opts(k, opts, Device[llvm_cpu_device()].renderer))[thread[0].axis] in panel, opts
+  assert len(thread) == 1 and output_axes(apply_opts(k, opts, Device[llvm512()].renderer))[thread[0].axis] in panel, opts
   with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 9 * c)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
@@ -458,6 +463,41 @@ def test_a_weight_gradient_storing_along_its_rows_takes_6_rows_under_48_lanes(la
   assert lanes(opts) == 48 and ups[-1].arg == want and ups[-1].axis != ups[0].axis, opts
   if want == 6:
     with Context(SPEC=2):
-      got = (Tensor(g.numpy(), device=llvm_cpu_device()).reshape(b, t, lanes_n, 1) *
-             Tensor(x.numpy(), device=llvm_cpu_device()).reshape(b, t, 1, rows_n)).sum((0, 1))
+      got = (Tensor(g.numpy(), device=llvm512()).reshape(b, t, lanes_n, 1) *
+             Tensor(x.numpy(), device=llvm512()).reshape(b, t, 1, rows_n)).sum((0, 1))
       tol(got.numpy(), np.einsum("btn,btm->nm", g.numpy(), x.numpy()), b * t)
+
+# ---- the register budget of an AVX2 host (16 vector registers of 8 float32 lanes) ----
+
+def tile_lanes(ast, opts: list[Opt], ren) -> int:
+  return int(np.prod([axis_size(r) or 1 for r in axes_of(apply_opts(ast, opts, ren), AxisType.UPCAST, AxisType.UNROLL)]))
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_avx2_tiles_fit_its_16_registers_and_a_transcendental_tile_does_not_need_to():
+  # AVX-512's 8 rows x 32-48 lanes kept 32 of AVX2's 16 registers' worth of accumulators (spilled: 1024^3 53.7
+  # GFLOPS, 4 rows x 16 lanes 117-135): on AVX2 the tile is 16 lanes x 6 rows where 6 divides, else 4 (12 or 8
+  # accumulators). Values under SPEC=2 on a device with AVX2's renderer whatever the host
+  dev, dev512 = llvm_cpu_device_at(256), llvm512()
+  ren = Device[dev].renderer
+  assert ren.vector_registers == 16 and Device[dev512].renderer.vector_registers == 32
+  for m, rows in ((384, 6), (256, 4)):
+    a, b = rand(30, m, 256), rand(31, 256, 1024)
+    out = Tensor(a, device=dev) @ Tensor(b, device=dev)
+    (k,) = kernels(out)
+    opts = hand_coded_optimizations(k, ren)
+    assert [o for o in opts if o.op is OptOps.UPCAST] == [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, rows)], opts
+    assert tile_lanes(k, opts, ren) <= 96
+    # the same kernel on AVX-512: 8 rows and more lanes
+    assert tile_lanes(k, hand_coded_optimizations(k, Device[dev512].renderer), Device[dev512].renderer) >= 256
+    with Context(SPEC=2): tol(out.numpy(), a @ b, 256)
+  # attention's probabilities x V with its exp fused: each exp is a call that clobbers every vector register, so the
+  # budget does not apply (GPT-2's, on AVX2: 64 lanes x 1 row 4.8 ms, x 4 rows 3.6): the whole head's 64 lanes, 4 rows
+  q, kk, v = (rand(32 + i, 1, 4, 256, 64) for i in range(3))
+  att = Tensor(q, device=dev).scaled_dot_product_attention(Tensor(kk, device=dev), Tensor(v, device=dev),
+                                                            is_causal=True)
+  (pv,) = [x for x in kernels(att) if red_size(x) == 256 and 64 in out_sizes(x) and
+           any(u.op is Ops.EXP2 for u in x.toposort())]
+  opts = hand_coded_optimizations(pv, ren)
+  assert tile_lanes(pv, opts, ren) == 256, opts
+  ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(x) for x in (q, kk, v)), is_causal=True)
+  with Context(SPEC=2): tol(att.numpy(), ref.numpy(), 256)

@@ -173,18 +173,18 @@ def assert_vector_fma_loop(src: str, lanes: int, at_least: int) -> None:
   assert len(fmas) >= at_least, f"expected {at_least} <{lanes} x float> FMAs in the reduce loop, found {len(fmas)}"
   assert not re.search(r"call float @llvm\.fma\.f32|= f(mul|add) contract float ", inner), "scalar float math left"
 
-@pytest.mark.parametrize("bits,lanes,cols", [(512, 16, 48), (256, 8, 32)])
-def test_1024_matmul_packs_b_and_runs_vector_fmas(bits, lanes, cols):
+@pytest.mark.parametrize("bits,lanes,rows,cols", [(512, 16, 8, 48), (256, 8, 4, 16)])
+def test_1024_matmul_packs_b_and_runs_vector_fmas(bits, lanes, rows, cols):
   # the kernel `Tensor @` schedules for 1024^3 with default heuristics: B's panel (its rows are 4 KiB apart) is packed
   # into a contiguous buffer (PACK, no KBLOCK needed: packed rows do not alias in the cache) and the inner loop is
-  # 8 x `cols` vector FMAs whose B operands are vector loads of that buffer (an alloca): 8x48 on AVX-512 (24 of its 32
-  # registers accumulate; 1024 padded to 1056), 8x32 with 256-bit vectors
+  # `rows` x `cols` vector FMAs whose B operands are vector loads of that buffer (an alloca): 8x48 on AVX-512 (24 of its
+  # 32 registers accumulate; 1024 padded to 1056), 4x16 with 256-bit vectors (8 of AVX2's 16; 6 rows do not divide 1024)
   from tinygrad.codegen.opt import OptOps
   ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, bits, 2)
   p = get_program(matmul_items(1024)[-1].ast, ren)
   ops = [o.op for o in p.applied_opts]
   assert OptOps.PACK in ops and OptOps.KBLOCK not in ops, p.applied_opts
-  assert_vector_fma_loop(p.src, lanes, 8 * cols // lanes)
+  assert_vector_fma_loop(p.src, lanes, rows * cols // lanes)
   panel = re.search(rf"(%acc\d+) = alloca \[{1024 * cols} x float\], align 64", p.src)
   assert panel, f"a 1024 x {cols} float panel on a cache line"
   loads = re.findall(rf"= load <{lanes} x float>, ptr (%p\d+)", _inner_reduce_loop(p.src))

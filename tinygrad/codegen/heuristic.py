@@ -20,13 +20,16 @@ from tinygrad.dtype import DType, dtypes
 # 1 << 17, 76.6 at 1 << 15; bench/models.py's ResNet-18, D256 block and GPT-2 rows within 3% of each other at all three
 THREAD_MIN_WORK = 1 << 17
 MAX_HEURISTIC_UPCAST = 32
-MAX_CPU_UPCAST = 384  # 8 rows x 48 lanes: 24 accumulators of 16 lanes (AVX-512 has 32 registers)
+# the most lanes of a CPU register tile (_tile_budget): 8 rows x 48 lanes, 24 accumulators of 16 lanes (AVX-512 has 32
+# registers); a renderer that says how many vector registers it has gets 3/4 of them (AVX2: 12 of 16, 96 lanes)
+MAX_CPU_UPCAST = 384
 WIDE_MIN_REDUCE = 256  # the 48-lane tile (_wide_tile) only for reduces at least this long
 PACKED_32_MIN_REDUCE = 128  # the packed lanes of a conv (_upcast_for_reuse) take 32 for reduces at least this long
 BIG_BLOCK_MIN_WORK = 1 << 24
 # KBLOCK: a reduce whose input rows are a multiple of a page apart is blocked into this many steps per block
 PAGE_BYTES = 4096
 KBLOCK_STEPS = 256
+TRANSCENDENTAL = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)
 HEAVY_BODY = 24  # ALU ops in a reduce body above which it is not copied per lane
 # GPU: threads that keep a big GPU busy (an H100 runs 132 SMs x 2048 threads; a quarter of that hides latency well
 # enough for memory-bound kernels), the largest workgroup the heuristics pick, and the fewest blocks worth aiming for
@@ -57,6 +60,20 @@ class _Builder:
     return False
   def upcast_total(self) -> int:
     return int(prod(axis_size(r) or 1 for r in axes_of(self.ast, AxisType.UPCAST, AxisType.UNROLL)))
+
+def _tile_budget(b: _Builder) -> int:
+  """The most upcast lanes of a CPU register tile: 3/4 of the renderer's vector registers as accumulators (the rest
+  hold the vectors of one operand and a broadcast of the other) of float32 lanes each. A renderer that does not pick
+  its own vectors (the C path) gets MAX_CPU_UPCAST, as measured on AVX-512. Measured on AVX2 (16 registers of 8 lanes,
+  2 threads, a 1024^3 matmul with B packed): the AVX-512 tile, 8 rows x 32 lanes, 53.7 GFLOPS (its 32 accumulators
+  spilled); 8 x 16 78-80, 4 x 16 117-135 (numpy 131); 768^3: 8 x 32 53, 6 x 16 129, 4 x 24 136"""
+  regs, ws = b.renderer.vector_registers, b.renderer.acc_widths(dtypes.float32)
+  # NOTE: a transcendental in the reduce body is a call (libm, libmvec) that clobbers every vector register: the
+  # accumulators live in memory across it whatever the tile, so the register file sets no budget there. Measured on
+  # AVX2 (2 threads, GPT-2's probabilities x V with its exp, 64 lanes): 1 row 4.8 ms, 2 rows 4.2, 4 rows 3.6
+  if not regs or not ws or any(u.op in TRANSCENDENTAL for red in b.ast.toposort() if red.op is Ops.REDUCE
+                               for u in red.src[0].toposort()): return MAX_CPU_UPCAST
+  return regs * 3 // 4 * ws[0]
 
 def _loads(ast: UOp) -> list[UOp]: return [u for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
 def _broadcast_loads(ast: UOp, r: UOp) -> int:
@@ -99,7 +116,8 @@ def _upcast_for_reuse(b: _Builder) -> None:
     # 8x8 and 4x4 pixels (reduces of 2048, 512, 128) ~1.15 -> 0.75-0.79 ms with 32 lanes; that over 2x2 (a reduce of
     # 32) 1.6 -> 1.8 ms: kept at 16
     long = prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) >= PACKED_32_MIN_REDUCE
-    for more in ((2, 1) if long and (axis_size(axis) or 0) % 32 == 0 else (1,)):
+    roomy = 32 * 4 <= _tile_budget(b)  # 32 lanes where 4 rows still fit (not on AVX2)
+    for more in ((2, 1) if long and roomy and (axis_size(axis) or 0) % 32 == 0 else (1,)):
       before = (b.ast, list(b.opts))
       i = output_axes(b.ast).index(axis)
       if b.try_opt(Opt(OptOps.UPCAST, i, 16)) and (more == 1 or b.try_opt(Opt(OptOps.UPCAST, i, more))):
@@ -159,7 +177,10 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # 4.40; 4 rows 18.0, 21.7, 4.77. Where 6 does not divide the axis, as before (4 rows: the D256 block's (768, 256)
     # 1.66 -> 1.52 ms, but (1024, 256) 2.32 -> 2.58)
     if cpu and done and store and b.upcast_total() == 48 and size % 6 == 0: amts = (6,)
-    room = (MAX_CPU_UPCAST if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
+    room = (_tile_budget(b) if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
+    # NOTE: where the budget leaves room for fewer than 8 rows (AVX2's 16 registers: 12 accumulators, 6 rows of 16
+    # lanes), 6 rows where 6 divides the axis, else 4 (_tile_budget has the measurements)
+    if cpu and 4 <= room < 8: amts = (6, 4)
     got = None
     if cpu and contiguous and _wide_tile(b, i, size): continue
     # a target with masked vector loads keeps a padded axis' loads vector: the contiguous axis pads to 32 (16 lanes,
@@ -173,8 +194,10 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # NOTE: padding only where no amount divides: without masked loads the padded lanes' gated loads are scalar
     # (measured: 1000 padded to 1024 runs at a sixth of 1000 blocked 8x8), but a 1023 matmul with no blocking at all is
     # 20x slower still. The contiguous axis pads to 32 (16 lanes, then 2 more below)
+    # NOTE: not to 6 rows (AVX2): padded rows' broadcasts are gated loads. Measured (2 threads): 1024^3 padded to 6
+    # rows 69 GFLOPS, 4 rows 117-135
     if got is None and cpu:
-      got = next((amt for amt in amts if amt <= room and
+      got = next((amt for amt in amts if amt <= room and amt != 6 and
                   _pad_and_upcast(b, i, size, amt, 32 if contiguous and amt == 16 else amt)), None)
     # the contiguous axis of a big CPU kernel takes 2 more lanes: 32 (two cache lines of each input row per reduce step)
     # by 8 on the other axis is 256 accumulators; measured ~1.3x faster than 16x8 on a 1024 matmul (AVX-512 machine)
@@ -187,9 +210,10 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       # 64, 2 threads, alone): 32 lanes 1.99 ms, 64 lanes 1.31 ms
       rest = axis_size(kept[0]) or 0
       if _reused_transcendental(b.ast, kept[0]):
-        more = next((m for m in (4, 3, 2) if rest % m == 0 and m * b.upcast_total() <= MAX_CPU_UPCAST), 0)
+        more = next((m for m in (4, 3, 2) if rest % m == 0 and m * b.upcast_total() <= _tile_budget(b)), 0)
         if more: b.try_opt(Opt(OptOps.UPCAST, i, more))
-      elif rest >= 4: b.try_opt(Opt(OptOps.UPCAST, i, 2))
+      # NOTE: 32 lanes only where 4 rows of them still fit the budget (not on AVX2: 16 lanes by 6 rows there)
+      elif rest >= 4 and 2 * b.upcast_total() * 4 <= _tile_budget(b): b.try_opt(Opt(OptOps.UPCAST, i, 2))
 
 def _aliased_rows(ast: UOp, r: UOp) -> bool:
   """Does some load step along output axis r by a multiple of a page (each row in the same cache sets)?"""
@@ -202,7 +226,8 @@ def _short_rows(b: _Builder) -> None:
   Measured alone (2 threads): that weight gradient over batch 32, 64x64 pixels, 16 lanes x 1 row 44.2 ms, x 7 rows
   22.6"""
   short = [(size, i) for i, r in enumerate(output_axes(b.ast))
-           if 3 <= (size := axis_size(r) or 0) < 8 and _broadcast_loads(b.ast, r)]
+           if 3 <= (size := axis_size(r) or 0) < 8 and _broadcast_loads(b.ast, r) and
+           size * b.upcast_total() <= _tile_budget(b)]
   if short:
     size, i = max(short)
     b.try_opt(Opt(OptOps.UPCAST, i, size))
@@ -309,7 +334,7 @@ def _reused_body(ast: UOp, r: UOp) -> list[UOp]:
 
 def _reused_alu(ast: UOp, r: UOp) -> int: return sum(1 for u in _reused_body(ast, r) if u.op in GroupOp.ALU)
 def _reused_transcendental(ast: UOp, r: UOp) -> bool:
-  return any(u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW) for u in _reused_body(ast, r))
+  return any(u.op in TRANSCENDENTAL for u in _reused_body(ast, r))
 
 def _reuse_reduce(ast: UOp) -> bool:
   """A reduce with an output axis that some load does not depend on: register blocking pays (a matmul, a conv)."""

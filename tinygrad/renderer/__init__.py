@@ -56,6 +56,9 @@ class Renderer:
   # lanes of a vector load with a gate each (a padded axis' lanes) become one masked vector load, so padding an upcast
   # axis keeps its loads vector; without it they are scalar gated loads
   masked_loads: bool = False
+  # a CPU target's vector registers (16 on AVX2, 32 on AVX-512): the heuristics size register tiles by them; 0 where the
+  # renderer does not pick its vectors (the C path, whose compiler does)
+  vector_registers: int = 0
   # the int dtypes (8 to 32 bits) whose IDIV/MOD by a constant codegen lowers to a multiply and shifts (magic numbers,
   # decompositions.pm_fast_divmod; proved by z3 in fuzz/ledger/codegen.py): where division is slow (a GPU has no
   # integer divider) or where the target's own lowering of it is wrong

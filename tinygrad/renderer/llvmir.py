@@ -702,7 +702,6 @@ class CPULLVMRenderer(LLVMRenderer):
   the C backend's, so the CPU runtime calls both the same way. `vector_bits` is the widest vector register (512 on
   AVX-512, 256 on AVX2): vector accumulators are that wide."""
   device = "CPU"
-  IDENTITY = LLVMRenderer.IDENTITY + ("vector_bits",)
   has_local = False
   has_shared = False
   has_threads = True
@@ -727,6 +726,9 @@ class CPULLVMRenderer(LLVMRenderer):
       raise ValueError(f"CPULLVMRenderer: vector_bits must be 128, 256 or 512, not {vector_bits}")
     self.triple, self.datalayout, self.vector_bits, self.threads = triple, datalayout, vector_bits, threads
     self.vector_math = vector_math
+    # NOTE: x86 has 32 vector registers with AVX-512, 16 with AVX2 or SSE; aarch64 32 (a function of the triple and
+    # vector_bits, both in the identity)
+    self.vector_registers = 32 if vector_bits == 512 or not triple.startswith(("x86_64", "i386", "i686")) else 16
     if vector_math:
       # NOTE: float32 lanes of exp2, log2 and sin pack into vectors: one libmvec call computes 8 (0.5-0.8 ns a lane
       # against 1.5-5.5 for a call of exp2f, log2f or sinf)
