@@ -104,6 +104,10 @@ def ours_train_step(model: Any, loss_fn: Callable[[Tensor], Tensor]) -> Callable
   return step
 
 def ours_forward(model: Any) -> Callable[[Tensor], Tensor]:
+  # NOTE: the weights are made before the step (as torch's are, or as loading a checkpoint makes them): a tensor graph
+  # of lazy random weights realized only inside the step is drawn again in every call of it (the forward alone stores
+  # no weight), which timed the draw of GPT-2's weights with its forward
+  Tensor.realize(*get_parameters(model))
   @TinyJit
   def step(x: Tensor) -> Tensor: return model(x).realize()
   return step
