@@ -352,7 +352,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   return {u: None for u in topo if u in realizes}
 
 # NOTE: an elementwise node computed more than once (by two kernels, or by a reduce's loop and another) whose fused
-# expression reads this many buffers of at least its own size is stored. An expression that grows with the model's
+# expression reads this many buffers (not through a broadcast) is stored. An expression that grows with the model's
 # depth (a residual stream, x + attn + mlp + attn + ..., read by each layer's layernorm statistics, its normalisation
 # and the next residual add) was recomputed from every earlier layer's outputs in every one of them: a 12-layer GPT-2
 # forward's last layernorm read 25 buffers, its statistics kernels took 1.3 ms each against 0.05 for the first layer's
@@ -360,12 +360,10 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
 # reader, fused a re-read of every buffer per reading kernel
 RECOMPUTE_CHAIN = 4
 
-def _numel(u: UOp) -> int: return int(prod(vmax(n) for n in sh)) if (sh := u.shape) is not None else 0
-
 def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], reads: dict[UOp, int]) -> bool:
   """Store (in dependency order) each elementwise node computed more than once (in two kernels, or in a reduce's loop
-  and another) whose fused expression, up to stored nodes, reads RECOMPUTE_CHAIN or more distinct buffers with at least
-  as many elements as it has (a broadcast bias is not one); True if it stored any."""
+  and another) whose fused expression, up to stored nodes, reads RECOMPUTE_CHAIN or more distinct buffers other than
+  through a broadcast (a bias is not one); True if it stored any."""
   added = False
   # NOTE: only where it is computed more than once: in the kernels of two stored nodes, or read by a reduce and by
   # another node (the reduce's loop and the other's each compute it). A relu's compare and select read their input in
@@ -375,20 +373,23 @@ def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], reads
     for x in _kernel_region(root, realizes, _kernel_inputs(root)): kernels_of[x] = kernels_of.get(x, 0) + 1
   by_reduce = {base_of_view(s) if s.op in GroupOp.Movement else s
                for u in topo if u.op is Ops.REDUCE_AXIS for s in u.src}
-  # NOTE: per node, some of the buffers of its region as (topo position, elements), at most 2 * RECOMPUTE_CHAIN of
-  # them (enough to decide): a stored node or a buffer is one, itself
-  big: dict[UOp, frozenset[tuple[int, int]]] = {}
+  # NOTE: per node, some of the buffers its region reads element for element (topo positions), at most
+  # 2 * RECOMPUTE_CHAIN of them (enough to decide): a stored node or a buffer is one, itself; a broadcasting EXPAND
+  # reads each element of its source many times over from cache (a bias, a statistic), so none of them counts
+  big: dict[UOp, frozenset[int]] = {}
   for k, u in enumerate(topo):
-    n = _numel(u)
     if u in realizes or u.op in (Ops.BUFFER, Ops.BUFFER_VIEW):
-      big[u] = frozenset(((k, n),))
+      big[u] = frozenset((k,))
       continue
-    got = sorted({x for s in u.src for x in big.get(s, ()) if x[1] >= n})
+    if u.op is Ops.EXPAND and _is_broadcast(u):
+      big[u] = frozenset()
+      continue
+    got = sorted({x for s in u.src for x in big.get(s, ())})
     big[u] = frozenset(got[:2 * RECOMPUTE_CHAIN])
     again = kernels_of.get(u, 0) >= 2 or (u in by_reduce and reads.get(u, 0) >= 2)
     if u.op in GroupOp.Elementwise and again and len(got) >= RECOMPUTE_CHAIN and not _is_buffer_view(u):
       realizes[u] = None
-      big[u], added = frozenset(((k, n),)), True
+      big[u], added = frozenset((k,)), True
   return added
 
 # NOTE: the distinct reads (a buffer element at one index expression) one element of a fused expression may make before
