@@ -44,6 +44,8 @@ class _Builder:
     self.opts: list[Opt] = []
     # may_widen: a 48-lane register tile may be tried (_wide_tile); wide: one was applied
     self.may_widen, self.wide = may_widen, False
+    # NOTE: once per kernel: opts never add or remove a transcendental, and the renderer is fixed
+    self.tile_budget = _tile_budget(ast, renderer)
   def try_opt(self, opt: Opt) -> bool:
     try: self.ast = apply_opt(self.ast, opt, self.renderer, tuple(self.opts))
     except KernelOptError: return False
@@ -61,17 +63,17 @@ class _Builder:
   def upcast_total(self) -> int:
     return int(prod(axis_size(r) or 1 for r in axes_of(self.ast, AxisType.UPCAST, AxisType.UNROLL)))
 
-def _tile_budget(b: _Builder) -> int:
+def _tile_budget(ast: UOp, renderer: Renderer) -> int:
   """The most upcast lanes of a CPU register tile: 3/4 of the renderer's vector registers as accumulators (the rest
   hold the vectors of one operand and a broadcast of the other) of float32 lanes each. A renderer that does not pick
   its own vectors (the C path) gets MAX_CPU_UPCAST, as measured on AVX-512. Measured on AVX2 (16 registers of 8 lanes,
   2 threads, a 1024^3 matmul with B packed): the AVX-512 tile, 8 rows x 32 lanes, 53.7 GFLOPS (its 32 accumulators
   spilled); 8 x 16 78-80, 4 x 16 117-135 (numpy 131); 768^3: 8 x 32 53, 6 x 16 129, 4 x 24 136"""
-  regs, ws = b.renderer.vector_registers, b.renderer.acc_widths(dtypes.float32)
+  regs, ws = renderer.vector_registers, renderer.acc_widths(dtypes.float32)
   # NOTE: a transcendental in the reduce body is a call (libm, libmvec) that clobbers every vector register: the
   # accumulators live in memory across it whatever the tile, so the register file sets no budget there. Measured on
   # AVX2 (2 threads, GPT-2's probabilities x V with its exp, 64 lanes): 1 row 4.8 ms, 2 rows 4.2, 4 rows 3.6
-  if not regs or not ws or any(u.op in TRANSCENDENTAL for red in b.ast.toposort() if red.op is Ops.REDUCE
+  if not regs or not ws or any(u.op in TRANSCENDENTAL for red in ast.toposort() if red.op is Ops.REDUCE
                                for u in red.src[0].toposort()): return MAX_CPU_UPCAST
   return regs * 3 // 4 * ws[0]
 
@@ -116,7 +118,7 @@ def _upcast_for_reuse(b: _Builder) -> None:
     # 8x8 and 4x4 pixels (reduces of 2048, 512, 128) ~1.15 -> 0.75-0.79 ms with 32 lanes; that over 2x2 (a reduce of
     # 32) 1.6 -> 1.8 ms: kept at 16
     long = prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) >= PACKED_32_MIN_REDUCE
-    roomy = 32 * 4 <= _tile_budget(b)  # 32 lanes where 4 rows still fit (not on AVX2)
+    roomy = 32 * 4 <= b.tile_budget  # 32 lanes where 4 rows still fit (not on AVX2)
     for more in ((2, 1) if long and roomy and (axis_size(axis) or 0) % 32 == 0 else (1,)):
       before = (b.ast, list(b.opts))
       i = output_axes(b.ast).index(axis)
@@ -177,7 +179,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # 4.40; 4 rows 18.0, 21.7, 4.77. Where 6 does not divide the axis, as before (4 rows: the D256 block's (768, 256)
     # 1.66 -> 1.52 ms, but (1024, 256) 2.32 -> 2.58)
     if cpu and done and store and b.upcast_total() == 48 and size % 6 == 0: amts = (6,)
-    room = (_tile_budget(b) if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
+    room = (b.tile_budget if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
     # NOTE: where the budget leaves room for fewer than 8 rows (AVX2's 16 registers: 12 accumulators, 6 rows of 16
     # lanes), 6 rows where 6 divides the axis, else 4 (_tile_budget has the measurements)
     if cpu and 4 <= room < 8: amts = (6, 4)
@@ -210,10 +212,10 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       # 64, 2 threads, alone): 32 lanes 1.99 ms, 64 lanes 1.31 ms
       rest = axis_size(kept[0]) or 0
       if _reused_transcendental(b.ast, kept[0]):
-        more = next((m for m in (4, 3, 2) if rest % m == 0 and m * b.upcast_total() <= _tile_budget(b)), 0)
+        more = next((m for m in (4, 3, 2) if rest % m == 0 and m * b.upcast_total() <= b.tile_budget), 0)
         if more: b.try_opt(Opt(OptOps.UPCAST, i, more))
       # NOTE: 32 lanes only where 4 rows of them still fit the budget (not on AVX2: 16 lanes by 6 rows there)
-      elif rest >= 4 and 2 * b.upcast_total() * 4 <= _tile_budget(b): b.try_opt(Opt(OptOps.UPCAST, i, 2))
+      elif rest >= 4 and 2 * b.upcast_total() * 4 <= b.tile_budget: b.try_opt(Opt(OptOps.UPCAST, i, 2))
 
 def _aliased_rows(ast: UOp, r: UOp) -> bool:
   """Does some load step along output axis r by a multiple of a page (each row in the same cache sets)?"""
@@ -227,7 +229,7 @@ def _short_rows(b: _Builder) -> None:
   22.6"""
   short = [(size, i) for i, r in enumerate(output_axes(b.ast))
            if 3 <= (size := axis_size(r) or 0) < 8 and _broadcast_loads(b.ast, r) and
-           size * b.upcast_total() <= _tile_budget(b)]
+           size * b.upcast_total() <= b.tile_budget]
   if short:
     size, i = max(short)
     b.try_opt(Opt(OptOps.UPCAST, i, size))

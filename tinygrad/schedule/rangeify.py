@@ -341,12 +341,14 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     for r in reduces:
       for b in _padded_window_sources(r, realizes):
         if b not in realizes: realizes[b] = None; changed = True
+    # each stored node's kernel: the nodes it computes
+    regions = {root: _kernel_region(root, realizes, _kernel_inputs(root)) for root in list(realizes)}
     users: dict[UOp, int] = {}
-    for root in list(realizes):
-      for r in dedup(_fused_reduces(root, realizes, _kernel_inputs(root))): users[r] = users.get(r, 0) + 1
+    for root, region in regions.items():
+      for r in dedup(u for u in region if u.op is Ops.REDUCE_AXIS and u is not root): users[r] = users.get(r, 0) + 1
     for r, n in users.items():
       if n > 1 and store(r): realizes[r] = None; changed = True
-    if not changed: changed = _store_shared_chains(topo, realizes, reads)
+    if not changed: changed = _store_shared_chains(topo, realizes, reads, regions)
     # NOTE: last, when the reduces the rules above store already cut the fused expressions short
     if not changed: changed = _limit_fused_reads(topo, realizes)
   return {u: None for u in topo if u in realizes}
@@ -360,17 +362,19 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
 # reader, fused a re-read of every buffer per reading kernel
 RECOMPUTE_CHAIN = 4
 
-def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], reads: dict[UOp, int]) -> bool:
+def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], reads: dict[UOp, int],
+                         regions: dict[UOp, list[UOp]]) -> bool:
   """Store (in dependency order) each elementwise node computed more than once (in two kernels, or in a reduce's loop
   and another) whose fused expression, up to stored nodes, reads RECOMPUTE_CHAIN or more distinct buffers other than
-  through a broadcast (a bias is not one); True if it stored any."""
+  through a broadcast (a bias is not one); True if it stored any. `regions`: each stored node's kernel (its nodes), as
+  find_realizes has them for `realizes` as it stands."""
   added = False
   # NOTE: only where it is computed more than once: in the kernels of two stored nodes, or read by a reduce and by
   # another node (the reduce's loop and the other's each compute it). A relu's compare and select read their input in
   # one loop of one kernel: computed once there
   kernels_of: dict[UOp, int] = {}
-  for root in realizes:
-    for x in _kernel_region(root, realizes, _kernel_inputs(root)): kernels_of[x] = kernels_of.get(x, 0) + 1
+  for region in regions.values():
+    for x in region: kernels_of[x] = kernels_of.get(x, 0) + 1
   by_reduce = {base_of_view(s) if s.op in GroupOp.Movement else s
                for u in topo if u.op is Ops.REDUCE_AXIS for s in u.src}
   # NOTE: per node, some of the buffers its region reads element for element (topo positions), at most
