@@ -31,3 +31,23 @@ def test_realized_tensor_launches_nothing():
   GlobalCounters.reset()
   t.realize()
   assert GlobalCounters.kernel_count == 0
+
+def test_a_matmul_counts_two_flops_per_multiply_add_on_every_cpu_path():
+  # a fused multiply-add (MULACC, vector FMAs on LLVM) is a multiply and an add: the GFLOPS printed for a kernel are
+  # comparable with 2*M*K*N/t, whatever the renderer fused or vectorized
+  import importlib.util
+  from tinygrad.codegen import get_program
+  from tinygrad.uop import Ops
+  from tests.llvm_device import c_cpu_device, llvm_cpu_device
+  from tinygrad.device import Device
+  m, k, n = 64, 96, 48
+  devs = [c_cpu_device()] + ([llvm_cpu_device()] if importlib.util.find_spec("llvmlite") else [])
+  for dev in devs:
+    a, b = Tensor.ones(m, k, device=dev).contiguous().realize(), Tensor.ones(k, n, device=dev).contiguous().realize()
+    ast = (a @ b).schedule()[-1].ast
+    for opts in (None, []):
+      p = get_program(ast, Device[dev].renderer, opts)
+      if opts is None and dev != devs[0]: assert any(u.op is Ops.MULACC for u in p.uops), p.src
+      # without opts exactly 2*M*K*N; with them a few more (the partial sums of an unrolled reduce, added at its end)
+      ops = p.estimates.ops
+      assert (ops == 2 * m * k * n) if opts == [] else (2 * m * k * n <= ops <= 2 * m * k * n + 4 * m * n), (dev, opts, ops)

@@ -126,7 +126,9 @@ def _index_size(u: UOp) -> sint:
 @dataclass(frozen=True)
 class Estimates:
   """Work of one launch: ALU ops and bytes moved through global memory, summed over every thread of the grid and every
-  loop iteration; a size that depends on a variable (`sint`) is counted at the launch's values (`at(var_vals)`)."""
+  loop iteration; a size that depends on a variable (`sint`) is counted at the launch's values (`at(var_vals)`). A
+  fused multiply-add (MULACC) is two ops, a multiply and an add, as in the usual flop count: the same matmul has the
+  same ops whether or not the renderer fuses it."""
   ops: sint = 0
   mem: sint = 0
   lds: sint = 0
@@ -154,7 +156,8 @@ class Estimates:
         stack.append(mult)
         mult = mult * _index_size(u.src[0])
       elif u.op is Ops.END: mult = stack.pop()
-      elif u.op in GroupOp.ALU and u.op is not Ops.WHERE and u not in idx_math: ops = ops + mult * u.dtype.count
+      elif u.op in GroupOp.ALU and u.op is not Ops.WHERE and u not in idx_math:
+        ops = ops + mult * u.dtype.count * (2 if u.op is Ops.MULACC else 1)
       elif u.op in (Ops.LOAD, Ops.STORE):
         idx = u.src[0]
         if isinstance(idx.dtype, PtrDType) and idx.dtype.addrspace is AddrSpace.GLOBAL:
