@@ -3,12 +3,12 @@ layernorm) or COSTLY_ALU float ops (an affine normalisation) read through a broa
 over is stored by its own kernel instead of being recomputed for every output column; cheap work (a scale), the
 decoding of narrow data (a quantized weight's dequantization) and a small broadcast (a gelu feeding a few output
 columns) stay fused; an attention's probabilities, read once per value of a head, are stored in a training step (the
-backward reads them too) and fused in inference. Values against torch and numpy."""
+backward reads them too) and in inference (the exp2 calls out of the matmul's loop). Values against torch and numpy."""
 import numpy as np
 import torch
 from tinygrad import Tensor, dtypes
 from tinygrad.uop import Ops
-from tinygrad.schedule.rangeify import RECOMPUTE_BROADCAST
+from tinygrad.schedule.rangeify import RECOMPUTE_BROADCAST, RECOMPUTE_SHARED
 
 def kernels(t: Tensor) -> list[tuple[int, set[Ops]]]:
   """(the size of the buffer it writes, the ops it computes) of each kernel the schedule of t runs."""
@@ -47,9 +47,22 @@ def test_cheap_operands_and_small_broadcasts_stay_fused():
   # sum of the products' magnitudes (an output near 0 from terms near 100 differs by 1e-4 between orders)
   bound = 64 * np.finfo(np.float32).eps * (np.abs(xr) @ np.abs(wf).T)
   assert np.all(np.abs(out.numpy() - xr.astype(np.float64) @ wf.T.astype(np.float64)) <= bound)
-  # a gelu broadcast fewer times over than RECOMPUTE_BROADCAST stays in the matmul's kernel
-  small = Tensor(x).gelu() @ Tensor(rand(6, RECOMPUTE_BROADCAST // 2, 64)).T
+  # a gelu broadcast fewer times over than RECOMPUTE_SHARED stays in the matmul's kernel (its exp calls are few next
+  # to the products: 32 outputs a row)
+  small = Tensor(x).gelu() @ Tensor(rand(6, RECOMPUTE_SHARED // 2, 64)).T
   assert len(kernels(small)) == 1
+
+def test_a_gelu_read_by_a_few_dozen_output_columns_is_stored_with_its_exps_in_its_own_kernel():
+  # broadcast RECOMPUTE_SHARED times over (below RECOMPUTE_BROADCAST): its exp2 calls would clobber the matmul's register
+  # tile in every reduce step, so it is stored (_broadcast_calls); its exps, read only inside its own kernel, stay in it
+  x, w = rand(20, 16, 48), rand(21, RECOMPUTE_SHARED, 48)
+  out = Tensor(x).gelu() @ Tensor(w).T
+  ks = kernels(out)
+  assert len(ks) == 2, ks
+  (mm,) = [ops for size, ops in ks if size == 16 * RECOMPUTE_SHARED]
+  assert Ops.EXP2 not in mm, mm
+  ref = torch.nn.functional.gelu(torch.from_numpy(x), approximate="tanh") @ torch.from_numpy(w).T
+  np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
 
 def test_an_affine_normalisation_with_stored_statistics_is_stored_once():
   # (x - mean) * rstd * g + b with mean and rstd already buffers (a batchnorm's running statistics): four float ALU
@@ -94,18 +107,24 @@ def test_a_max_pool_window_gradient_is_stored_before_its_col2im():
   tout.backward(torch.from_numpy(w))
   np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
 
-def test_attention_probabilities_are_stored_in_a_training_step_and_fused_in_inference():
+def test_attention_probabilities_are_stored_so_no_matmul_calls_exp2_in_inference_or_training():
   # causal attention, B=2 H=2 T=16, a head of 64 values: probabilities x V reads exp(score - max) / sum 64 times over
   # (RECOMPUTE_SHARED), and the backward's dQ and dK matmuls read the scores' gradient (which holds them) as often. In
-  # inference nothing else reads the probabilities: fused (stored, they would only cost the score matrix's memory). In a
-  # training step the backward reads them too: stored, as is the scores' gradient, and no matmul computes an exp2
+  # inference the probabilities are stored (_broadcast_calls: an exp2 call in the matmul's loop clobbers its register
+  # tile), and so are the exps, which the softmax's sum reads too: one kernel computes them, elementwise. In a training
+  # step the backward reads the probabilities too: stored, as is the scores' gradient, and no matmul computes an exp2
   q, k, v, w = (rand(24 + i, 2, 2, 16, 64) for i in range(4))
   def sched(*ts: Tensor) -> list[tuple[int, set[Ops]]]:
     return [(si.bufs[0].size, {u.op for u in si.ast.toposort()}) for si in Tensor.schedule(*ts) if si.ast.op is Ops.SINK]
   def matmuls_with_exp(ks: list[tuple[int, set[Ops]]]) -> int:
     return sum(1 for size, ops in ks if size == 2 * 2 * 16 * 64 and Ops.EXP2 in ops and ops & {Ops.REDUCE_AXIS, Ops.REDUCE})
   out = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True)
-  assert matmuls_with_exp(sched(out)) == 1, sched(out)
+  ks = sched(out)
+  assert matmuls_with_exp(ks) == 0, ks
+  (exps,) = [(size, ops) for size, ops in ks if Ops.EXP2 in ops]
+  assert exps[0] == 2 * 2 * 16 * 16 and not exps[1] & {Ops.REDUCE_AXIS, Ops.REDUCE}, ks
+  ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), is_causal=True)
+  np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
   tq, tk, tv = (Tensor(a, requires_grad=True) for a in (q, k, v))
   out = tq.scaled_dot_product_attention(tk, tv, is_causal=True)
   grads = out.gradient(tq, tk, tv, gradient=Tensor(w))

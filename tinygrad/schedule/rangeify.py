@@ -238,8 +238,8 @@ RECOMPUTE_BROADCAST = 128
 # again by the backward; and the scores' gradient (which recomputed them), read by the dQ and dK matmuls. Measured on a
 # GPT-2 block's step (D=256 H=4, LLVM path, alternating runs): 52.6-54.9 ms fused, 50.0-51.1 with the probabilities
 # stored; later, 40.6-41.5 -> 36.1-37.5 ms with the scores' gradient stored too. Read by the broadcast alone (the same
-# attention in inference, a per-channel statistic of a small image) it stays fused: stored, it would only cost memory
-# (a prefill chunk's score matrix) or a kernel
+# attention in inference, a per-channel statistic of a small image) it stays fused, unless it calls a transcendental
+# (_broadcast_calls: the inference attention's probabilities are stored for that)
 RECOMPUTE_SHARED = 64
 COSTLY_ALU = 4
 TRANSCENDENTAL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT)
@@ -268,6 +268,27 @@ def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None], shared: b
   if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < (RECOMPUTE_SHARED if shared else RECOMPUTE_BROADCAST):
     return False
   return _costly_region(region) or sum(1 for u in region if u.op is Ops.PAD) >= 2
+
+# NOTE: the transcendentals a CPU computes as calls (libm's or libmvec's exp2, log2, sin). A call clobbers every vector
+# register: fused into a matmul's operand, it keeps the register tile's accumulators in memory across each call
+CALL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN)
+
+def _broadcast_calls(e: UOp, b: UOp, realizes: dict[UOp, None], readers: dict[UOp, list[UOp]]) -> list[UOp]:
+  """What to store where `b`, the source of the broadcasting EXPAND `e`, calls a transcendental (CALL_OPS) and `e` reads
+  it RECOMPUTE_SHARED times over or more, but _store_broadcast_source keeps it fused (an attention's probabilities x V
+  in inference: each probability read once per value of a head, 64; a gelu under a projection to 64-127 outputs): `b`
+  itself, so the matmul's register tile stays in registers across the reduce, and the calls in its kernel that a node
+  outside it reads too (the softmax's exps, which its sum reads), so they are computed once. Measured on AVX2 (2
+  threads): a layer of GPT-2's forward at T=256, its attention kernels after the scores alone, round robin: 6.23-6.85
+  ms fused (probabilities x V 3.43), 4.93-5.16 with the probabilities stored (x V 1.31-1.44; the sum still computes its
+  exps), 5.01 with only the exps stored (x V 2.37: a division by the sum per (query, key) in its loop), 4.42-4.43 with
+  both; gelu(x) @ W^T, x 1024 x 768, TinyJit: 64 outputs 5.2-5.5 -> 1.9-2.2 ms, 96 outputs 6.4-7.0 -> 2.3-3.0."""
+  if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < RECOMPUTE_SHARED: return []
+  region = _kernel_region(b, realizes, (b,))
+  calls = [u for u in region if u.op in CALL_OPS and u not in realizes]
+  if not calls: return []
+  inside = set(region)
+  return [b, *(u for u in calls if u is not b and any(r not in inside for r in readers.get(u, [])))]
 
 def _costly_region(region: list[UOp]) -> bool:
   """A transcendental op, or at least COSTLY_ALU ALU ops on float32/float64 (and bool) values only."""
@@ -306,9 +327,10 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   `Tensor.randn` inputs would otherwise draw every input element once per output column; elementwise uses (dropout)
   stay fused. So is a costly elementwise expression (a transcendental op, COSTLY_ALU float ALU ops, or a concatenation)
   read through an EXPAND that broadcasts it at least RECOMPUTE_BROADCAST times (a gelu or a layernorm fused into a
-  matmul's operand), or RECOMPUTE_SHARED times where another node reads it too (a training step's attention); and an
-  elementwise node computed more than once whose expression reads RECOMPUTE_CHAIN buffers or more (a residual stream:
-  _store_shared_chains)."""
+  matmul's operand), or RECOMPUTE_SHARED times where another node reads it too (a training step's attention) or where it
+  calls a transcendental (an inference attention's probabilities, with the exps its softmax's sum reads:
+  _broadcast_calls); and an elementwise node computed more than once whose expression reads RECOMPUTE_CHAIN buffers or
+  more (a residual stream: _store_shared_chains)."""
   topo = sink.toposort()
   realizes: dict[UOp, None] = {}
   for s in sink.src:
@@ -319,10 +341,12 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
   # how many nodes (not views) read each node, directly or through views of it
   reads: dict[UOp, int] = {}
+  readers: dict[UOp, list[UOp]] = {}
   for u in topo:
     if u.op in GroupOp.Movement: continue
     for s in dict.fromkeys(base_of_view(x) if x.op in GroupOp.Movement else x for x in u.src):
       reads[s] = reads.get(s, 0) + 1
+      readers.setdefault(s, []).append(u)
   reduces = [u for u in topo if u.op is Ops.REDUCE_AXIS]
   free: dict[UOp, bool] = {}
   def store(r: UOp) -> bool:
@@ -336,8 +360,10 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
       for r in _fused_reduces(e, realizes, (e.src[0],)):
         if store(r): realizes[r] = None; changed = True
       b = base_of_view(e.src[0])
-      if b not in realizes and not _is_buffer_view(b) and _store_broadcast_source(e, b, realizes, reads.get(b, 0) > 1):
-        realizes[b] = None; changed = True
+      if b not in realizes and not _is_buffer_view(b):
+        if _store_broadcast_source(e, b, realizes, reads.get(b, 0) > 1): realizes[b] = None; changed = True
+        else:
+          for t in _broadcast_calls(e, b, realizes, readers): realizes[t] = None; changed = True
     for r in reduces:
       for b in _padded_window_sources(r, realizes):
         if b not in realizes: realizes[b] = None; changed = True
