@@ -4,7 +4,9 @@ over is stored by its own kernel instead of being recomputed for every output co
 decoding of narrow data (a quantized weight's dequantization) and a small broadcast (a gelu feeding a few output
 columns) stay fused; an attention's probabilities, read once per value of a head, are stored in a training step (the
 backward reads them too) and in inference (the exp2 calls out of the matmul's loop). Values against torch and numpy."""
+import importlib.util
 import numpy as np
+import pytest
 import torch
 from tinygrad import Tensor, dtypes
 from tinygrad.uop import Ops
@@ -152,3 +154,22 @@ def test_a_concatenation_read_by_a_matmul_is_stored_once():
   np.testing.assert_allclose(out.numpy(), np.concatenate([a, b_, c], 1) @ w, rtol=1e-4, atol=1e-4)
   # read fewer times over: fused
   assert len(kernels(Tensor(a).cat(Tensor(b_), Tensor(c), dim=1) @ Tensor(w[:, :32]))) == 1
+
+@pytest.mark.parametrize("path", ["C", *(["LLVM"] if importlib.util.find_spec("llvmlite") else []), "PYTHON"])
+def test_stored_probabilities_and_gelu_match_torch_on_every_cpu_path(path):
+  # the kernels _broadcast_calls makes (the exps, the probabilities, a batched matmul over them; a stored gelu) on the C
+  # path, the LLVM path and the PYTHON interpreter, under SPEC=2
+  from tests.llvm_device import llvm_cpu_device, c_cpu_device
+  from tinygrad.helpers import Context
+  dev = {"C": c_cpu_device, "LLVM": llvm_cpu_device, "PYTHON": lambda: "PYTHON"}[path]()
+  q, k, v = (rand(40 + i, 1, 2, 16, 64) for i in range(3))
+  x, w = rand(43, 8, 48), rand(44, RECOMPUTE_SHARED, 48)
+  with Context(SPEC=2):
+    att = Tensor(q, device=dev).scaled_dot_product_attention(Tensor(k, device=dev), Tensor(v, device=dev),
+                                                             is_causal=True)
+    g = Tensor(x, device=dev).gelu() @ Tensor(w, device=dev).T
+    got_att, got_g = att.numpy(), g.numpy()
+  ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), is_causal=True)
+  np.testing.assert_allclose(got_att, ref.numpy(), rtol=1e-5, atol=1e-5)
+  rg = torch.nn.functional.gelu(torch.from_numpy(x), approximate="tanh") @ torch.from_numpy(w).T
+  np.testing.assert_allclose(got_g, rg.numpy(), rtol=1e-4, atol=1e-4)
