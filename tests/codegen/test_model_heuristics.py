@@ -15,6 +15,7 @@ from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt import Opt, OptOps, output_axes, reduce_axes, axis_size, apply_opts, axes_of
 from tinygrad.codegen.program import prepare_kernel
+from tinygrad.schedule import rangeify
 from tinygrad.codegen import get_program
 from tests.llvm_device import llvm_cpu_device, llvm_cpu_device_at, c_cpu_device
 from tinygrad.renderer.cstyle import CRenderer
@@ -265,13 +266,17 @@ def test_a_tiny_reduce_with_a_heavy_body_is_unrolled_whole():
     for j in range(3): ref[:, :, i:i + 10, j:j + 10] += gs[..., i, j]
   with Context(SPEC=2): tol(x.grad.numpy(), ref[:, :, 1:11, 1:11], 9)
 
-def test_a_transcendental_shared_by_the_lanes_gets_the_whole_axis():
-  # causal attention in inference (B=8 H=4 T=128, a head of 64): probabilities x V computes exp(score - max) / sum per
-  # (query, key), fused (nothing else reads it), shared by the head's 64 values: they take 16 x 4 lanes, so the exp2 is
-  # computed once per (query, key), not once per 32 of them. Values against torch on the LLVM path, under SPEC=2
+def test_a_transcendental_shared_by_the_lanes_gets_the_whole_axis(monkeypatch):
+  # causal attention in inference (B=8 H=4 T=128, a head of 64) with probabilities x V computing exp(score - max) / sum
+  # per (query, key), fused, shared by the head's 64 values: they take 16 x 4 lanes, so the exp2 is computed once per
+  # (query, key), not once per 32 of them. The scheduler stores those probabilities now (rangeify._broadcast_calls), so
+  # the fused kernel is made with that rule off: the form any exp broadcast fewer than RECOMPUTE_SHARED times over
+  # still takes. Values against torch on the LLVM path, under SPEC=2, with the rule on
   q, k, v = (rand(50 + i, 8, 4, 128, 64) for i in range(3))
-  out = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True)
-  (pv,) = [x for x in kernels(out) if 64 in out_sizes(x) and red_size(x) == 128]
+  with monkeypatch.context() as m:
+    m.setattr(rangeify, "_broadcast_calls", lambda *args: [])
+    out = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True)
+    (pv,) = [x for x in kernels(out) if 64 in out_sizes(x) and red_size(x) == 128]
   assert any(u.op is Ops.EXP2 for u in pv.toposort())
   for ren in (REN, *([Device[llvm512()].renderer] if HAS_LLVM else [])):
     opts = hand_coded_optimizations(pv, ren)
@@ -473,7 +478,7 @@ def tile_lanes(ast, opts: list[Opt], ren) -> int:
   return int(np.prod([axis_size(r) or 1 for r in axes_of(apply_opts(ast, opts, ren), AxisType.UPCAST, AxisType.UNROLL)]))
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
-def test_avx2_tiles_fit_its_16_registers_and_a_transcendental_tile_does_not_need_to():
+def test_avx2_tiles_fit_its_16_registers_and_a_transcendental_tile_does_not_need_to(monkeypatch):
   # AVX-512's 8 rows x 32-48 lanes kept 32 of AVX2's 16 registers' worth of accumulators (spilled: 1024^3 53.7
   # GFLOPS, 4 rows x 16 lanes 117-135): on AVX2 the tile is 16 lanes x 6 rows where 6 divides, else 4 (12 or 8
   # accumulators). Values under SPEC=2 on a device with AVX2's renderer whatever the host
@@ -492,11 +497,16 @@ def test_avx2_tiles_fit_its_16_registers_and_a_transcendental_tile_does_not_need
     with Context(SPEC=2): tol(out.numpy(), a @ b, 256)
   # attention's probabilities x V with its exp fused: each exp is a call that clobbers every vector register, so the
   # budget does not apply (GPT-2's, on AVX2: 64 lanes x 1 row 4.8 ms, x 4 rows 3.6): the whole head's 64 lanes, 4 rows
+  # (the fused form, made with rangeify._broadcast_calls off: the scheduler stores these probabilities now)
   q, kk, v = (rand(32 + i, 1, 4, 256, 64) for i in range(3))
+  with monkeypatch.context() as m:
+    m.setattr(rangeify, "_broadcast_calls", lambda *args: [])
+    fused = Tensor(q, device=dev).scaled_dot_product_attention(Tensor(kk, device=dev), Tensor(v, device=dev),
+                                                                is_causal=True)
+    (pv,) = [x for x in kernels(fused) if red_size(x) == 256 and 64 in out_sizes(x) and
+             any(u.op is Ops.EXP2 for u in x.toposort())]
   att = Tensor(q, device=dev).scaled_dot_product_attention(Tensor(kk, device=dev), Tensor(v, device=dev),
                                                             is_causal=True)
-  (pv,) = [x for x in kernels(att) if red_size(x) == 256 and 64 in out_sizes(x) and
-           any(u.op is Ops.EXP2 for u in x.toposort())]
   opts = hand_coded_optimizations(pv, ren)
   assert tile_lanes(pv, opts, ren) == 256, opts
   ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(x) for x in (q, kk, v)), is_causal=True)
