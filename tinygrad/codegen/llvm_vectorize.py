@@ -180,6 +180,7 @@ def _operand_major(upds: list[UOp], lanes_of: dict[UOp, list[_Acc]], registers: 
   where the updates differ in shape, where the codegen's order already fits in the `registers`, and where the
   accumulators and the live operands would not fit anyway (a tile whose reduce calls a transcendental keeps its
   accumulators in memory across the call: there GPT-2's probabilities x V ran slower reordered, 5.0 -> 6.7 ms)."""
+  if len(upds) < 3 or not registers: return upds
   keys: list[list[Any]] = []
   for u in upds:
     per_lane = []
@@ -190,7 +191,7 @@ def _operand_major(upds: list[UOp], lanes_of: dict[UOp, list[_Acc]], registers: 
     if len({len(ls) for ls in per_lane}) != 1: return upds
     # a position's key: its one load where every lane reads the same (a splat), else its first lane's load
     keys.append([col[0] if len(set(col)) == 1 else ("vec", col[0]) for col in zip(*per_lane)])
-  if len(upds) < 3 or len({len(k) for k in keys}) != 1 or len(keys[0]) < 2: return upds
+  if len({len(k) for k in keys}) != 1 or len(keys[0]) < 2: return upds
   def live(order: list[int]) -> int:
     # accumulators plus the most operand values live at once (each from its first use to its last)
     span: dict[Any, list[int]] = {}

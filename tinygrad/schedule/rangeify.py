@@ -253,7 +253,7 @@ def _broadcast_factor(e: UOp, b: UOp | None = None) -> int:
   if b is None or not (base := int(prod(vmax(n) for n in shape_of(b)))): return own
   return max(own, int(prod(vmax(n) for n in e.arg)) // base)
 
-def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None], shared: bool) -> bool:
+def _store_broadcast_source(e: UOp, b: UOp, region: list[UOp], shared: bool) -> bool:
   """Is the source `b` of the broadcasting EXPAND `e` cheaper stored than recomputed per broadcast element? Where the
   kernel computing it (up to stored nodes and buffers) evaluates THREEFRY; or where `e` broadcasts it at least
   RECOMPUTE_BROADCAST times (RECOMPUTE_SHARED where `shared`: something else reads it too) and it is a
@@ -262,8 +262,7 @@ def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None], shared: b
   views: a fused qkv projection's gradient, the cat of dq, dk and dv, whose every element was three gated loads with
   their masks' index math; a GPT-2 block's step, D=768 H=12, LLVM path: its dX kernel 49.7 -> 12.9 ms, the step 320 ->
   271 ms). A region that reads narrower or integer data (a quantized weight's decoding) is not stored for its ALU
-  ops."""
-  region = _kernel_region(b, realizes, (b,))
+  ops. `region`: the nodes of b's kernel (_kernel_region)."""
   if any(u.op is Ops.THREEFRY for u in region): return True
   if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < (RECOMPUTE_SHARED if shared else RECOMPUTE_BROADCAST):
     return False
@@ -271,9 +270,10 @@ def _store_broadcast_source(e: UOp, b: UOp, realizes: dict[UOp, None], shared: b
 
 # NOTE: the transcendentals a CPU computes as calls (libm's or libmvec's exp2, log2, sin). A call clobbers every vector
 # register: fused into a matmul's operand, it keeps the register tile's accumulators in memory across each call
-CALL_OPS = (Ops.EXP2, Ops.LOG2, Ops.SIN)
+CALL_OPS = tuple(op for op in TRANSCENDENTAL_OPS if op is not Ops.SQRT)
 
-def _broadcast_calls(e: UOp, b: UOp, realizes: dict[UOp, None], readers: dict[UOp, list[UOp]]) -> list[UOp]:
+def _broadcast_calls(e: UOp, b: UOp, region: list[UOp], realizes: dict[UOp, None],
+                     readers: dict[UOp, list[UOp]]) -> list[UOp]:
   """What to store where `b`, the source of the broadcasting EXPAND `e`, calls a transcendental (CALL_OPS) and `e` reads
   it RECOMPUTE_SHARED times over or more, but _store_broadcast_source keeps it fused (an attention's probabilities x V
   in inference: each probability read once per value of a head, 64; a gelu under a projection to 64-127 outputs): `b`
@@ -284,7 +284,6 @@ def _broadcast_calls(e: UOp, b: UOp, realizes: dict[UOp, None], readers: dict[UO
   exps), 5.01 with only the exps stored (x V 2.37: a division by the sum per (query, key) in its loop), 4.42-4.43 with
   both; gelu(x) @ W^T, x 1024 x 768, TinyJit: 64 outputs 5.2-5.5 -> 1.9-2.2 ms, 96 outputs 6.4-7.0 -> 2.3-3.0."""
   if b.op not in GroupOp.Elementwise or _broadcast_factor(e, b) < RECOMPUTE_SHARED: return []
-  region = _kernel_region(b, realizes, (b,))
   calls = [u for u in region if u.op in CALL_OPS and u not in realizes]
   if not calls: return []
   inside = set(region)
@@ -339,13 +338,11 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     if u.op in (Ops.CONTIGUOUS, Ops.ASSIGN, Ops.COPY): realizes[u] = None
     if u.op is Ops.COPY and not _is_buffer_view(u.src[0]): realizes[u.src[0]] = None
   expands = [u for u in topo if u.op is Ops.EXPAND and _is_broadcast(u)]
-  # how many nodes (not views) read each node, directly or through views of it
-  reads: dict[UOp, int] = {}
+  # the nodes (not views) that read each node, directly or through views of it
   readers: dict[UOp, list[UOp]] = {}
   for u in topo:
     if u.op in GroupOp.Movement: continue
     for s in dict.fromkeys(base_of_view(x) if x.op in GroupOp.Movement else x for x in u.src):
-      reads[s] = reads.get(s, 0) + 1
       readers.setdefault(s, []).append(u)
   reduces = [u for u in topo if u.op is Ops.REDUCE_AXIS]
   free: dict[UOp, bool] = {}
@@ -361,9 +358,10 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
         if store(r): realizes[r] = None; changed = True
       b = base_of_view(e.src[0])
       if b not in realizes and not _is_buffer_view(b):
-        if _store_broadcast_source(e, b, realizes, reads.get(b, 0) > 1): realizes[b] = None; changed = True
+        region = _kernel_region(b, realizes, (b,))
+        if _store_broadcast_source(e, b, region, len(readers.get(b, ())) > 1): realizes[b] = None; changed = True
         else:
-          for t in _broadcast_calls(e, b, realizes, readers): realizes[t] = None; changed = True
+          for t in _broadcast_calls(e, b, region, realizes, readers): realizes[t] = None; changed = True
     for r in reduces:
       for b in _padded_window_sources(r, realizes):
         if b not in realizes: realizes[b] = None; changed = True
@@ -374,7 +372,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
       for r in dedup(u for u in region if u.op is Ops.REDUCE_AXIS and u is not root): users[r] = users.get(r, 0) + 1
     for r, n in users.items():
       if n > 1 and store(r): realizes[r] = None; changed = True
-    if not changed: changed = _store_shared_chains(topo, realizes, reads, regions)
+    if not changed: changed = _store_shared_chains(topo, realizes, readers, regions)
     # NOTE: last, when the reduces the rules above store already cut the fused expressions short
     if not changed: changed = _limit_fused_reads(topo, realizes)
   return {u: None for u in topo if u in realizes}
@@ -388,7 +386,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
 # reader, fused a re-read of every buffer per reading kernel
 RECOMPUTE_CHAIN = 4
 
-def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], reads: dict[UOp, int],
+def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], readers: dict[UOp, list[UOp]],
                          regions: dict[UOp, list[UOp]]) -> bool:
   """Store (in dependency order) each elementwise node computed more than once (in two kernels, or in a reduce's loop
   and another) whose fused expression, up to stored nodes, reads RECOMPUTE_CHAIN or more distinct buffers other than
@@ -416,7 +414,7 @@ def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], reads
       continue
     got = sorted({x for s in u.src for x in big.get(s, ())})
     big[u] = frozenset(got[:2 * RECOMPUTE_CHAIN])
-    again = kernels_of.get(u, 0) >= 2 or (u in by_reduce and reads.get(u, 0) >= 2)
+    again = kernels_of.get(u, 0) >= 2 or (u in by_reduce and len(readers.get(u, ())) >= 2)
     if u.op in GroupOp.Elementwise and again and len(got) >= RECOMPUTE_CHAIN and not _is_buffer_view(u):
       realizes[u] = None
       big[u], added = frozenset((k,)), True
