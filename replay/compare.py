@@ -12,7 +12,10 @@
                   CPU and CPU_LLVM (`run_native`, in a forked child), else interpreted too; the interpreter checks
                   every access, so a bad index is an error, not a crash. The outputs agree within
                   fuzz/oracles/budget.py's ULP budget or differ (`compare_outputs`, naming the first element). A run
-                  that agrees does not make a kernel the same: it only fails to show the change.
+                  that agrees does not make a kernel the same: it only fails to show the change. A kernel whose
+                  recorded program is too big to interpret, and which the code checked out now builds again as it
+                  was recorded (the diff's captured opts gave it unchanged), runs that rebuilt program natively as
+                  the old side (`run_rebuilt`).
 """
 from __future__ import annotations
 import math, os, re
@@ -488,10 +491,11 @@ def _send_runs(w: Any, fxn: Any, name: str, uops: list[UOp], sets: Sequence[Inpu
     w.flush()
 
 def run_native(target: str, new: tuple[str, str, list[UOp]], sets: Sequence[InputSet],
-               written: list[int]) -> list[dict[int, np.ndarray]] | RunResult | None:
-  """Compile the new program (name, source, linear program) for the host (`target` CPU: C, CPU_LLVM: LLVM IR) and run
-  it on every input set in a forked child, so a crash or a hang costs the child only: the buffers after each run, or
-  the RunResult of a crash, hang or error. None when it cannot be run natively here (the reason in `native_skip`)."""
+               written: list[int], which: str = "new") -> list[dict[int, np.ndarray]] | RunResult | None:
+  """Compile the `which` program (name, source, linear program: one the code checked out now generated) for the host
+  (`target` CPU: C, CPU_LLVM: LLVM IR) and run it on every input set in a forked child, so a crash or a hang costs the
+  child only: the buffers after each run, or the RunResult of a crash, hang or error. None when it cannot be run
+  natively here (the reason in `native_skip`)."""
   import pickle, select, time
   global native_skip
   if not hasattr(os, "fork"):
@@ -527,13 +531,14 @@ def run_native(target: str, new: tuple[str, str, list[UOp]], sets: Sequence[Inpu
   _, status = os.waitpid(pid, 0)
   where = native_where(target)
   if msgs and msgs[-1][0] == "error":
-    return RunResult("differ", f"the new program failed to run {where}: {msgs[-1][2]} ({sets[msgs[-1][1]].name})")
+    return RunResult("differ", f"the {which} program failed to run {where}: {msgs[-1][2]} ({sets[msgs[-1][1]].name})")
   if msgs and msgs[-1][0] == "start":
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
     how = f"timed out (over {NATIVE_TIMEOUT:.0f} s)" if sig == 9 else f"crashed (signal {sig})"
-    return RunResult("differ", f"the new program {how} {where} ({sets[msgs[-1][1]].name})")
+    return RunResult("differ", f"the {which} program {how} {where} ({sets[msgs[-1][1]].name})")
   done = {m[1]: m[2] for m in msgs if m[0] == "done"}
-  if len(done) != len(sets): return RunResult("differ", f"the new program ended early {where} (exit status {status})")
+  if len(done) != len(sets):
+    return RunResult("differ", f"the {which} program ended early {where} (exit status {status})")
   return [done[i] for i in range(len(sets))]
 
 def native_where(target: str) -> str:
@@ -541,11 +546,15 @@ def native_where(target: str) -> str:
 
 Program = tuple[str, str, list[UOp]]  # name, source, linear program
 
-def run_both(ast: UOp | None, old: Program, new: Program, target: str, emulate: str) -> RunResult:
+def run_both(ast: UOp | None, old: Program, new: Program, target: str, emulate: str,
+             rebuilt: Program | None = None) -> RunResult:
   """Run both programs on the same inputs (`input_sets`) and compare every buffer either one stores to, within the ULP
   budget (`compare_outputs`). The old program is its recorded linear program interpreted on PYTHON (EMULATE=`emulate`);
   the new one runs natively when the target is the host's (CPU, CPU_LLVM) and it can be compiled, else interpreted. An
-  input set the old program cannot run on (its ints or floats used as indices) is left out, and the detail says so."""
+  input set the old program cannot run on (its ints or floats used as indices) is left out, and the detail says so.
+  `rebuilt`: the old program as the code checked out now builds it from the record (its AST and captured opts), given
+  where the caller found it equal to the recorded one; when the recorded program is too big to interpret, that one runs
+  natively in its place (`run_rebuilt`)."""
   (oname, _, ouops), (nname, _, nuops) = old, new
   if (shown := _buffers_differ(ouops, nuops)) is not None: return shown
   if (n := elements(ouops)) > MAX_ELEMENTS:
@@ -556,8 +565,9 @@ def run_both(ast: UOp | None, old: Program, new: Program, target: str, emulate: 
   spent, cut = 0, 0
   for s in input_sets(ouops):
     if (n := _steps(oname, ouops, s.var_vals)) > MAX_STEPS and not spent:
-      return RunResult("not run", f"not run: the old program takes about {n:.2e} interpreted steps (over "
-                                  f"{MAX_STEPS:.0e})")
+      too_big = f"the old program takes about {n:.2e} interpreted steps (over {MAX_STEPS:.0e})"
+      if rebuilt is not None and target in NATIVE: return run_rebuilt(ast, rebuilt, new, target, too_big)
+      return RunResult("not run", f"not run: {too_big}")
     if n > MAX_STEPS or (spent and spent + n > KERNEL_STEPS):
       cut += 1
       continue
@@ -584,14 +594,49 @@ def run_both(ast: UOp | None, old: Program, new: Program, target: str, emulate: 
     if left_out else ""
   if cut: skipped += f"; {cut} input set(s) not run: interpreting the old program on them too would pass " \
     f"{KERNEL_STEPS:.0e} steps for the kernel"
+  return _agreement(ast, ran, res, written, dts, how + skipped)
+
+def _agreement(ast: UOp | None, ran: Sequence[tuple[InputSet, dict[int, np.ndarray]]],
+               res: Sequence[dict[int, np.ndarray]], written: Sequence[int], dts: dict[int, PtrDType],
+               how: str) -> RunResult:
+  """The old outputs (`ran`: each input set with them) against the new ones (`res`, in the same order)."""
   worst, notes = 0.0, set()
   for (s, o), got in zip(ran, res):
     a = compare_outputs(ast, s, o, got, written, dts)
     if not a.ok:
       vv = f", variables {s.var_vals}" if s.var_vals else ""
-      return RunResult("differ", f"{a.detail} ({s.name}{vv}); {how}{skipped}")
+      return RunResult("differ", f"{a.detail} ({s.name}{vv}); {how}")
     worst = max(worst, a.max_ulp)
     if a.detail: notes.add(a.detail)
   within = "exactly" if worst == 0 else f"within {worst:.3g} ulp"
   return RunResult("agree", f"outputs agree {within} on {len(ran)} input set(s){''.join(sorted(notes))}; {how}"
-                            f"{skipped}: the change is not shown by running, and not proved safe either", worst)
+                            f": the change is not shown by running, and not proved safe either", worst)
+
+def run_rebuilt(ast: UOp | None, old: Program, new: Program, target: str, why: str) -> RunResult:
+  """Both programs natively (`target` CPU or CPU_LLVM), on the same inputs: `old` is the record's kernel as the code
+  checked out now builds it with the captured opts (a program this code generated, never the record's source; the
+  caller found it equal to the recorded one), run where the recorded program cannot be interpreted (`why`). Each input
+  set runs the old program in a child of its own: a set it fails on (an int used as an index) is left out, as the
+  interpreter leaves it out."""
+  ouops, nuops = old[2], new[2]
+  if (shown := _buffers_differ(ouops, nuops)) is not None: return shown
+  written, dts = _written(ouops, nuops), _globals(ouops)
+  where = native_where(target)
+  ran: list[tuple[InputSet, dict[int, np.ndarray]]] = []
+  left_out: list[str] = []
+  for s in input_sets(ouops):
+    got = run_native(target, old, [s], written, "old")
+    if got is None: return RunResult("not run", f"not run: {why}, and the old program rebuilt does not run {where}: "
+                                                f"{native_skip}")
+    if isinstance(got, RunResult): left_out.append(got.detail[:160])
+    else: ran.append((s, got[0]))
+  if not ran: return RunResult("not run", f"not run: {why}, and the old program rebuilt fails {where} on every input "
+                                          "set: " + "; ".join(left_out))
+  res = run_native(target, new, [s for s, _ in ran], written)
+  if res is None:
+    return RunResult("not run", f"not run: {why}, and the new program does not run {where}: {native_skip}")
+  if isinstance(res, RunResult): return res
+  how = f"old: rebuilt from the record's AST and captured opts by the code checked out now ({why}), {where}; new: " \
+        f"{where}" + (f"; {len(left_out)} input set(s) left out, the old program fails on them ({'; '.join(left_out)})"
+                      if left_out else "")
+  return _agreement(ast, ran, res, written, dts, how)

@@ -288,7 +288,11 @@ def diff_kernel(rid: int, rec: KernelRecord, mode: str | bool = "both") -> Outco
   else:
     # NOTE: under the record's flags: its NV_ARCH/AMD_ARCH decide what an emulating PYTHON run interprets it as
     with Context(**flags): _classify(out, rec, ast, old_uops, p, renderer)
-  if mode == "both" and prepared is not None: _heuristics_again(out, rec, ast, prepared, old_uops, flags, opts)
+  if mode == "both" and prepared is not None:
+    # NOTE: where the captured opts give the recorded program again, this code builds the old program as it was: a
+    # kernel too big to interpret runs it natively in the recorded one's place (compare.run_rebuilt)
+    rebuilt = (p.name, p.src, list(p.uops)) if out.cls in ("unchanged", "renamed") else None
+    _heuristics_again(out, rec, ast, prepared, old_uops, flags, opts, rebuilt)
   return out
 
 def _classify(out: Outcome, rec: KernelRecord, ast: UOp, old_uops: list[UOp], p: Any, renderer: Any) -> None:
@@ -341,9 +345,10 @@ def _classify(out: Outcome, rec: KernelRecord, ast: UOp, old_uops: list[UOp], p:
   out.cls, out.outputs, out.detail = "changed", run.outputs, f"{how}: {proof.detail}; run: {run.detail}{note}"
 
 def _heuristics_again(out: Outcome, rec: KernelRecord, ast: UOp, prepared: UOp, old_uops: list[UOp],
-                      flags: dict[str, Any], opts: tuple[Any, ...]) -> None:
+                      flags: dict[str, Any], opts: tuple[Any, ...], rebuilt: compare.Program | None = None) -> None:
   """Mode both: the opts the code checked out now chooses for the kernel; when it applies other ones than the record's,
-  both side by side and the new program's outputs against the old one's."""
+  both side by side and the new program's outputs against the old one's (`rebuilt`: the old program as this code
+  builds it, when that is the recorded one)."""
   if rec.chosen is False:
     out.opts = "given"
     return
@@ -369,7 +374,7 @@ def _heuristics_again(out: Outcome, rec: KernelRecord, ast: UOp, prepared: UOp, 
   out.opts, out.opts_old, out.opts_new, out.opts_src = "changed", _opts_text(opts), _opts_text(q.applied_opts), q.src
   with Context(**flags):
     run = compare.run_both(ast, (rec.name, rec.src, old_uops), (q.name, q.src, list(q.uops)), out.target,
-                           _emulate(out.target, renderer))
+                           _emulate(out.target, renderer), rebuilt)
   unknown = "" if rec.chosen is not None else " (captured before records said whether opts were chosen or given)"
   out.opts_outputs, out.opts_detail = run.outputs, run.detail + unknown
 

@@ -49,3 +49,45 @@ def test_a_record_naming_a_huge_buffer_is_not_run_and_allocates_nothing(monkeypa
   monkeypatch.setattr(compare, "input_sets", lambda *a: pytest.fail("inputs made for a program too big to run"))
   r = compare.run_both(ast, (p[0], p[1], huge), (p[0], p[1], huge), "CPU", "")
   assert r.outputs == "not run" and "its buffers hold 1.10e+12 elements in all (over 3e+07)" in r.detail, r
+
+def _matmul(plus: float = 0.0):
+  a = Tensor.arange(96 * 64).float().reshape(96, 64) / 1000
+  b = Tensor.arange(64 * 80).float().reshape(64, 80) / 1000
+  return a @ b + plus
+
+def test_an_opts_change_too_big_to_interpret_runs_the_old_program_rebuilt_natively():
+  # the heuristics' work on big kernels (issue 32) changed opts the diff could only call "not run": the recorded
+  # program takes millions of interpreted steps. Where the captured opts give the recorded program again, this code
+  # builds the old side itself and both run natively
+  (ast,) = kernels(_matmul())
+  (ast1,) = kernels(_matmul(1.0))
+  ren = registry.renderer("CPU_LLVM")
+  with Context(CPU_LLVM=1):
+    old, new, wrong = (get_program(ast, ren, []), get_program(ast, ren), get_program(ast1, ren))
+  old, new, wrong = ((p.name, p.src, list(p.uops)) for p in (old, new, wrong))
+  assert old[1] != new[1] and compare.steps(old[2], 1) > compare.MAX_STEPS
+  plain = compare.run_both(ast, old, new, "CPU_LLVM", "")
+  assert plain.outputs == "not run" and "interpreted steps" in plain.detail, plain
+  ok = compare.run_both(ast, old, new, "CPU_LLVM", "", rebuilt=old)
+  assert ok.outputs == "agree" and "old: rebuilt from the record's AST and captured opts" in ok.detail, ok
+  assert "natively on CPU_LLVM" in ok.detail and "4 input set(s)" in ok.detail, ok
+  bad = compare.run_both(ast, old, wrong, "CPU_LLVM", "", rebuilt=old)
+  assert bad.differs and "buffer data0[" in bad.detail and "rebuilt" in bad.detail, bad
+  # only the host's targets run natively: elsewhere it stays "not run"
+  assert compare.run_both(ast, old, new, "PYTHON", "", rebuilt=old).outputs == "not run"
+
+def test_the_diff_runs_a_big_kernel_whose_heuristics_changed_with_the_old_program_rebuilt(tmp_path, monkeypatch):
+  import tinygrad.codegen as codegen
+  from replay.diff import diff
+  from tests.replay.helpers import capturing
+  db = tmp_path / "big.db"
+  (ast,) = kernels(_matmul())
+  ren = registry.renderer("CPU_LLVM")
+  with Context(CPU_LLVM=1), capturing(db, "base"): p = get_program(ast, ren)
+  assert p.applied_opts
+  # the heuristics now choose no opts for it: an opts change on a kernel too big to interpret
+  monkeypatch.setattr(codegen, "hand_coded_optimizations", lambda k, r: [])
+  rep = diff(str(db), progress=None)
+  (o,) = [o for o in rep.outcomes if o.kind == "kernel"]
+  assert o.cls == "unchanged" and o.opts == "changed" and o.opts_outputs == "agree", (o.cls, o.opts, o.opts_detail)
+  assert "old: rebuilt from the record's AST and captured opts" in o.opts_detail, o.opts_detail
