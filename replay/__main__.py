@@ -98,6 +98,9 @@ def diff(args: argparse.Namespace) -> int:
   from replay.report import render_html
   try:
     mode = "fresh" if args.fresh_opts else "captured" if args.captured_opts else "both"
+    if args.budget_elements is not None:
+      from replay import compare
+      compare.REF_MAX_ELEMENTS = args.budget_elements
     rep = run_diff(args.db, args.against, mode=mode, target=args.target, limit=args.limit, progress=sys.stderr)
   except (FileNotFoundError, LookupError, ValueError, RuntimeError, sqlite3.Error) as e:
     return _cannot_read("diff", args.db, e)
@@ -119,6 +122,16 @@ def diff(args: argparse.Namespace) -> int:
           + (f", {len(rep.capture_errors)} capture errors" if rep.capture_errors else ""), file=sys.stderr)
     return 1
   return 0
+
+def _positive(text: str) -> int:
+  try: n = int(text)
+  except ValueError: raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+  if n < 1: raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+  return n
+
+def _ref_default() -> int:
+  from replay.compare import REF_MAX_ELEMENTS
+  return REF_MAX_ELEMENTS
 
 def _cannot_read(cmd: str, path: str | None, e: BaseException) -> int:
   """Exit status 2 (the database or run could not be read), with one line on stderr."""
@@ -165,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
   opts.add_argument("--captured-opts", action="store_true", help="only replay the captured opts (the default also "
                     "re-runs the heuristics and shows the kernels that get other opts now)")
   d.add_argument("--limit", type=int, default=None, help="diff only the first N records (the report says so)")
+  d.add_argument("--budget-elements", type=_positive, default=None, metavar="N",
+                 help="the most elements (the product of a kernel's range extents) the ULP budget's reference "
+                      "evaluates; a bigger changed kernel's outputs are compared exactly (default "
+                      f"{_ref_default()}; the reference holds about 70 bytes an element)")
   r = sub.add_parser("runs", help="list the runs in the database")
   r.add_argument("--db", default=None, help=db_help)
   args = ap.parse_args(argv)

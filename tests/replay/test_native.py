@@ -1,5 +1,6 @@
 """A changed CPU or CPU_LLVM kernel: its old outputs come from interpreting the recorded linear program on PYTHON, its new
 ones from compiling the new source for the host (in a forked child); both on random and boundary inputs."""
+import re
 import pytest
 from tinygrad import Tensor
 from tinygrad.codegen import get_program
@@ -91,3 +92,22 @@ def test_the_diff_runs_a_big_kernel_whose_heuristics_changed_with_the_old_progra
   (o,) = [o for o in rep.outcomes if o.kind == "kernel"]
   assert o.cls == "unchanged" and o.opts == "changed" and o.opts_outputs == "agree", (o.cls, o.opts, o.opts_detail)
   assert "old: rebuilt from the record's AST and captured opts" in o.opts_detail, o.opts_detail
+
+def test_budget_elements_sets_how_big_a_kernel_the_ulp_budget_evaluates(tmp_path, monkeypatch, capsys):
+  import tinygrad.codegen as codegen
+  from replay.__main__ import main
+  from tests.replay.helpers import capturing
+  db = tmp_path / "big.db"
+  (ast,) = kernels(_matmul())
+  with Context(CPU_LLVM=1), capturing(db, "base"): get_program(ast, registry.renderer("CPU_LLVM"))
+  monkeypatch.setattr(codegen, "hand_coded_optimizations", lambda k, r: [])
+  monkeypatch.setattr(compare, "REF_MAX_ELEMENTS", compare.REF_MAX_ELEMENTS)  # the flag sets it; restored after
+  main(["diff", "--db", str(db)])
+  out = capsys.readouterr().out
+  assert "other opts now: 1 kernel(s)" in out and "no ULP budget" not in out, out
+  main(["diff", "--db", str(db), "--budget-elements", "1000"])
+  out = capsys.readouterr().out
+  # compared exactly, the reassociated sums differ in their last bits: the budget is what tells them apart from a bug
+  assert re.search(r"no ULP budget \(the reference would evaluate [0-9.e+]+ elements \(over 1e\+03\)\)", out), out
+  with pytest.raises(SystemExit): main(["diff", "--db", str(db), "--budget-elements", "0"])
+  assert "must be at least 1, not 0" in capsys.readouterr().err
