@@ -477,6 +477,22 @@ def test_a_strided_conv_takes_packed_channel_lanes_and_its_stem_gradient_whole_s
   with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 128)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_a_stem_gradient_on_avx2_keeps_an_axis_for_its_threads():
+  # on AVX2 (96 lanes of budget) the stem's weight gradient (64 x 3 x 7 x 7, a reduce over b x 32 x 32) took 16 lanes
+  # and the 4 rows left of its 64 channels: the 3 x 7 x 7 left to loop split across no thread, and the whole kernel ran
+  # on one (alone, 2 threads, b8 64x64: 5.5-6.3 ms); 2 rows, the channels' last 2 threaded: 2.9-3.6 ms. AVX-512 takes a
+  # 7 as rows and threads the channels as before. Values against torch under SPEC=2
+  from tinygrad.codegen.opt import max_threads
+  dev = llvm_cpu_device_at(256)
+  ren = Device[dev].renderer
+  outs, refs = conv_step(dev, 8, 3, 64, 64, k=7, stride=2)
+  wgrad = the_kernel([outs[1]], {64, 3, 7}, 8 * 32 * 32)
+  opts = hand_coded_optimizations(wgrad, ren)
+  assert max_threads(ren) > 1 and any(o.op is OptOps.THREAD for o in opts), opts
+  assert lanes(opts) == 32 and any(o.op is OptOps.PACK for o in opts), opts
+  with Context(SPEC=2): tol(outs[1].numpy(), refs[1], 8 * 32 * 32)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_a_packed_panel_is_packed_once_per_iteration_of_its_own_loops():
   # a 3x3 conv over 4x4 pixels at batch 16: 32 packed lanes of output channels, 8 batch rows, so two batch tiles. The
   # weights' panel depends only on the channel tiles' loop, which goes outside the batch tiles' (SWAP): it is packed
