@@ -493,6 +493,21 @@ def test_a_conv_over_8x8_pixels_takes_packed_channel_lanes_on_avx2():
     tol(outs[1].numpy(), refs[1], 8 * 64)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_a_weight_gradient_over_2x2_pixels_takes_2_rows_under_its_packed_lanes_on_avx2():
+  # a reduce of 32 (batch 8 x 2 x 2 pixels) under 16 packed output-channel lanes: 4 input-channel rows (AVX2's budget)
+  # 2.8-2.9 ms, 2 rows 2.0 (alone, 2 threads, ResNet-18 b8 64x64's 512-channel stage; 256 channels 2.2 -> 1.7). A
+  # longer reduce (4x4 pixels: 128) keeps its rows. Values against torch under SPEC=2
+  dev = llvm_cpu_device_at(256)
+  ren = Device[dev].renderer
+  for hw, rows in ((2, 2), (4, 4)):
+    outs, refs = conv_step(dev, 8, 256, 256, hw)
+    wgrad = the_kernel([outs[1]], {256, 3}, 8 * hw * hw)
+    opts = hand_coded_optimizations(wgrad, ren)
+    assert lanes(opts) == 16 and any(o.op is OptOps.PACK for o in opts), opts
+    assert [o.arg for o in opts if o.op is OptOps.UPCAST and o.arg != 16] == [rows], opts
+    with Context(SPEC=2): tol(outs[1].numpy(), refs[1], 8 * hw * hw)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_a_stem_gradient_on_avx2_keeps_an_axis_for_its_threads():
   # on AVX2 (96 lanes of budget) the stem's weight gradient (64 x 3 x 7 x 7, a reduce over b x 32 x 32) took 16 lanes
   # and the 4 rows left of its 64 channels: the 3 x 7 x 7 left to loop split across no thread, and the whole kernel ran

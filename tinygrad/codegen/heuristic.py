@@ -140,6 +140,7 @@ def _upcast_for_reuse(b: _Builder) -> None:
 
 def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) -> None:
   """_upcast_for_reuse's register tile over the output axes not in `done` (range ids), best first."""
+  packed = bool(done)  # the packed lanes' axis took the lanes (_packed_lanes_axis): the rows are what is left
   while True:
     sidx = _store_idx(b.ast)
     cands = []
@@ -184,6 +185,11 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # NOTE: where the budget leaves room for fewer than 8 rows (AVX2's 16 registers: 12 accumulators, 6 rows of 16
     # lanes), 6 rows where 6 divides the axis, else 4 (_tile_budget has the measurements)
     if cpu and 4 <= room < 8: amts = (6, 4)
+    # NOTE: 2 rows under packed lanes whose reduce is short (a weight gradient over 2x2 pixels: 32 steps a tile) on a
+    # 16-register renderer. Measured alone (AVX2, 2 threads, ResNet-18 b8 64x64's 3x3 weight gradients over 2x2 pixels):
+    # 512 channels 16 lanes x 4 rows 2.8-2.9 ms, x 2 rows 2.0, x 1 row 2.6; 256 channels 2.2 -> 1.7
+    if cpu and packed and b.renderer.vector_registers == 16 and \
+       prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) < PACKED_32_MIN_REDUCE: amts = (2,)
     got = None
     if cpu and contiguous and _wide_tile(b, i, size): continue
     # a target with masked vector loads keeps a padded axis' loads vector: the contiguous axis pads to 32 (16 lanes,
