@@ -98,10 +98,12 @@ def diff(args: argparse.Namespace) -> int:
   from replay.report import render_html
   try:
     mode = "fresh" if args.fresh_opts else "captured" if args.captured_opts else "both"
-    if args.budget_elements is not None:
-      from replay import compare
-      compare.REF_MAX_ELEMENTS = args.budget_elements
-    rep = run_diff(args.db, args.against, mode=mode, target=args.target, limit=args.limit, progress=sys.stderr)
+    from replay import compare
+    cap = compare.REF_MAX_ELEMENTS
+    # NOTE: for this diff only (main() may be called again in the same process)
+    if args.budget_elements is not None: compare.REF_MAX_ELEMENTS = args.budget_elements
+    try: rep = run_diff(args.db, args.against, mode=mode, target=args.target, limit=args.limit, progress=sys.stderr)
+    finally: compare.REF_MAX_ELEMENTS = cap
   except (FileNotFoundError, LookupError, ValueError, RuntimeError, sqlite3.Error) as e:
     return _cannot_read("diff", args.db, e)
   print(rep.summary())

@@ -590,11 +590,14 @@ def run_both(ast: UOp | None, old: Program, new: Program, target: str, emulate: 
         return RunResult("differ", f"the new program failed to run on PYTHON ({s.name}): {type(e).__name__}: "
                                    f"{str(e)[:300]}")
   how = f"old: its recorded linear program on PYTHON; new: {where}"
-  skipped = f"; {len(left_out)} input set(s) left out, the old program fails on them ({'; '.join(left_out)})" \
-    if left_out else ""
+  skipped = _left_out(left_out)
   if cut: skipped += f"; {cut} input set(s) not run: interpreting the old program on them too would pass " \
     f"{KERNEL_STEPS:.0e} steps for the kernel"
   return _agreement(ast, ran, res, written, dts, how + skipped)
+
+def _left_out(left_out: Sequence[str]) -> str:
+  return f"; {len(left_out)} input set(s) left out, the old program fails on them ({'; '.join(left_out)})" \
+    if left_out else ""
 
 def _agreement(ast: UOp | None, ran: Sequence[tuple[InputSet, dict[int, np.ndarray]]],
                res: Sequence[dict[int, np.ndarray]], written: Sequence[int], dts: dict[int, PtrDType],
@@ -620,6 +623,9 @@ def run_rebuilt(ast: UOp | None, old: Program, new: Program, target: str, why: s
   interpreter leaves it out."""
   ouops, nuops = old[2], new[2]
   if (shown := _buffers_differ(ouops, nuops)) is not None: return shown
+  # NOTE: the buffers' sizes come from the record's AST: checked here too, before any input is made
+  if (n := elements(ouops)) > MAX_ELEMENTS:
+    return RunResult("not run", f"not run: its buffers hold {n:.2e} elements in all (over {MAX_ELEMENTS:.0e})")
   written, dts = _written(ouops, nuops), _globals(ouops)
   where = native_where(target)
   ran: list[tuple[InputSet, dict[int, np.ndarray]]] = []
@@ -637,6 +643,5 @@ def run_rebuilt(ast: UOp | None, old: Program, new: Program, target: str, why: s
     return RunResult("not run", f"not run: {why}, and the new program does not run {where}: {native_skip}")
   if isinstance(res, RunResult): return res
   how = f"old: rebuilt from the record's AST and captured opts by the code checked out now ({why}), {where}; new: " \
-        f"{where}" + (f"; {len(left_out)} input set(s) left out, the old program fails on them ({'; '.join(left_out)})"
-                      if left_out else "")
+        f"{where}{_left_out(left_out)}"
   return _agreement(ast, ran, res, written, dts, how)

@@ -105,9 +105,29 @@ def test_budget_elements_sets_how_big_a_kernel_the_ulp_budget_evaluates(tmp_path
   main(["diff", "--db", str(db)])
   out = capsys.readouterr().out
   assert "other opts now: 1 kernel(s)" in out and "no ULP budget" not in out, out
+  default = compare.REF_MAX_ELEMENTS
   main(["diff", "--db", str(db), "--budget-elements", "1000"])
   out = capsys.readouterr().out
+  assert compare.REF_MAX_ELEMENTS == default  # for that diff only
   # compared exactly, the reassociated sums differ in their last bits: the budget is what tells them apart from a bug
   assert re.search(r"no ULP budget \(the reference would evaluate [0-9.e+]+ elements \(over 1e\+03\)\)", out), out
   with pytest.raises(SystemExit): main(["diff", "--db", str(db), "--budget-elements", "0"])
   assert "must be at least 1, not 0" in capsys.readouterr().err
+
+def test_a_rebuilt_program_from_a_hostile_record_is_bounded_and_never_runs_its_strings(monkeypatch):
+  # the rebuilt old program is this code's output, but from the record's AST: its buffer sizes and variable names are
+  # the record's. A huge buffer makes no inputs; a name that is no identifier is never compiled
+  from tinygrad.dtype import dtypes
+  from tinygrad.uop import Ops
+  (ast,) = kernels(_matmul())
+  with Context(CPU_LLVM=1): p = get_program(ast, registry.renderer("CPU_LLVM"))
+  prog = (p.name, p.src, list(p.uops))
+  huge = [u.replace(dtype=dtypes.float32.ptr(1 << 40)) if u.op is Ops.DEFINE_GLOBAL else u for u in prog[2]]
+  with monkeypatch.context() as m:
+    m.setattr(compare, "input_sets", lambda *a: pytest.fail("inputs made for a program too big to run"))
+    r = compare.run_rebuilt(ast, (p.name, p.src, huge), (p.name, p.src, huge), "CPU_LLVM", "too big to interpret")
+  assert r.outputs == "not run" and "over 3e+07" in r.detail, r
+  evil = [*prog[2][:-1], UOp.variable("n){}int y(", 1, 4), prog[2][-1]]
+  monkeypatch.setattr(compare, "_load_native", lambda *a: pytest.fail("a program holding a hostile string compiled"))
+  r = compare.run_rebuilt(ast, (p.name, p.src, evil), prog, "CPU_LLVM", "too big to interpret")
+  assert r.outputs == "not run" and "not compiled: the program holds the string 'n){}int y('" in r.detail, r

@@ -532,8 +532,10 @@ def _upcast_whole(b: _Builder, i: int, size: int) -> bool:
   parts = [(d, size // d) for d in range(min(size, MAX_UPCAST), 1, -1) if size % d == 0 and size // d <= MAX_UPCAST]
   if not parts or b.upcast_total() * size > MAX_UPCAST_TOTAL: return False
   d, rest = parts[0]
-  if not b.try_opt(Opt(OptOps.UPCAST, i, d)): return False
-  return rest == 1 or b.try_opt(Opt(OptOps.UPCAST, i, rest))
+  before = (b.ast, list(b.opts))
+  if b.try_opt(Opt(OptOps.UPCAST, i, d)) and (rest == 1 or b.try_opt(Opt(OptOps.UPCAST, i, rest))): return True
+  b.ast, b.opts = before  # not half a row
+  return False
 
 def _upcast_inner(b: _Builder) -> None:
   # elementwise kernels: vector loads and stores along the output's contiguous axis
