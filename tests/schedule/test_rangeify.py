@@ -85,6 +85,16 @@ def test_cat_is_one_kernel():
   assert len(ks) == 1
   np.testing.assert_equal(out, np.concatenate([na, nb, nc]))
 
+def test_a_concatenation_of_matmuls_stores_each_matmul():
+  # fused into the concatenation, each matmul's loop ran for every row of the result and was selected away outside its
+  # piece (a reduce read through a PAD): each is stored, and the concatenation copies them
+  (a, b, c, d), (na, nb, nc, nd) = inputs((3, 4), (4, 5), (2, 6), (6, 5))
+  cat = matmul(a, b).pad(((0, 2), (0, 0))) + (matmul(c, d) + const(1.0, (2, 5))).pad(((3, 0), (0, 0)))
+  (out,), ks = realize(cat, data={a: na, b: nb, c: nc, d: nd})
+  assert len(ks) == 3
+  assert [any(u.op is Ops.REDUCE for u in k.arg.toposort()) for k in ks].count(False) == 1
+  np.testing.assert_allclose(out, np.concatenate([na @ nb, nc @ nd + 1]), rtol=1e-5, atol=1e-6)
+
 def test_softmax_at_most_three_kernels():
   (x,), (nx,) = inputs((4, 6))
   m = x.r(Ops.MAX, (1,)).expand((4, 6))
