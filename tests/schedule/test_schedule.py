@@ -7,7 +7,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.device import buffer_of, Buffer
 from tinygrad.engine.schedule import create_schedule, create_schedule_with_vars, order_kernels, ScheduleItem
 from tinygrad.engine.realize import run_schedule, get_runner
-from tinygrad.schedule.memory import plan_memory
+from tinygrad.schedule.memory import plan_memory, ALIGN
 from tinygrad.schedule.rangeify import rangeify
 from tests.schedule.test_rangeify import inputs, const, bufuop, matmul, cumsum, pool_last
 
@@ -88,14 +88,39 @@ def test_memory_planner_never_reuses_live_or_held_buffers():
   remap2 = plan_memory(items, {a, b, c, d})
   assert remap2[d] is b and remap2[c] is a
 
-def test_memory_planner_matches_device_and_size():
+def test_memory_planner_shares_across_sizes_and_dtypes():
   class It:
     def __init__(self, *bufs): self.bufs = bufs
   a, b = Buffer("CPU", 8, dtypes.float32), Buffer("CPU", 4, dtypes.float32)
   c = Buffer("CPU", 8, dtypes.int32)
   remap = plan_memory([It(a), It(b), It(c)], {a, b, c})
-  assert b not in remap
+  # the smaller float buffer is a view of a's memory, the int one a view of all of it
+  assert remap[b].base is a and remap[b].offset == 0 and remap[b].size == 4
   assert remap[c].base is a and remap[c].dtype is dtypes.int32
+
+def test_memory_planner_places_smaller_buffers_in_larger_dead_ones():
+  """Sizes that grow along the schedule (a causal attention's blocks) share the largest one's memory, as views at
+  aligned offsets: what is allocated is the largest pair that lives at once, not the sum; no two buffers whose
+  lifetimes overlap overlap in bytes."""
+  class It:
+    def __init__(self, *bufs): self.bufs = bufs
+  sizes = [1000 * (i + 1) for i in range(8)]
+  bufs = [Buffer("CPU", n, dtypes.float32) for n in sizes]
+  # buffer i is written by item i and read by item i + 1
+  items = [It(bufs[0])] + [It(bufs[i], bufs[i - 1]) for i in range(1, 8)] + [It(bufs[7])]
+  remap = plan_memory(items, set(bufs))
+  placed = [remap.get(b, b) for b in bufs]
+  homes = {p.base for p in placed}
+  assert homes == {bufs[7], bufs[6]} and bufs[7] not in remap and bufs[6] not in remap
+  for i in range(7):
+    x, y = placed[i], placed[i + 1]
+    assert x.base is not y.base or x.offset + x.nbytes <= y.offset or y.offset + y.nbytes <= x.offset
+  assert all(p.offset % ALIGN == 0 for p in placed)
+  # a larger buffer never goes into a smaller one, and other devices keep apart
+  c, d = Buffer("CPU", 4, dtypes.float32), Buffer("PYTHON", 4, dtypes.float32)
+  e = Buffer("CPU", 8, dtypes.float32)
+  r = plan_memory([It(c), It(d), It(e)], {c, d, e})
+  assert set(r) == {c} and r[c].base is e
 
 # ---- end to end on CPU ----
 
