@@ -163,6 +163,86 @@ def test_sdpa_dropout_drops_and_rescales():
   # each output is 2 * (the kept share of uniform weights): mean 1, and not all equal
   assert abs(out.mean() - 1.0) < 0.1 and out.std() > 0.05
 
+# NOTE: the path by blocks of query rows (Tensor._sdpa_by_rows) at test sizes: from 8 rows and keys on, blocks of 4
+# rows below 16 and 8 from 16 on, so the shapes below have a short last block
+@pytest.fixture
+def rows_path(monkeypatch):
+  import tinygrad.tensor as tt
+  monkeypatch.setattr(tt, "SDPA_ROWS_MIN", 8)
+  monkeypatch.setattr(tt, "SDPA_ROWS_BLOCK", 8)
+
+@pytest.mark.parametrize("shapes", [((2, 3, 19, 8), (2, 3, 19, 8), (2, 3, 19, 5)),
+                                    ((1, 2, 13, 4), (1, 2, 21, 4), (1, 2, 21, 6)),
+                                    ((1, 2, 21, 4), (1, 2, 13, 4), (1, 2, 13, 6))], ids=["square", "wide", "tall"])
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"scale": 0.3}], ids=["plain", "causal", "scale"])
+def test_sdpa_by_rows_matches_torch(rows_path, shapes, kw):
+  check(list(shapes), *_sdpa(**kw))
+
+def test_sdpa_by_rows_masks_match_torch(rows_path):
+  check([(2, 3, 19, 8), (2, 3, 17, 8), (2, 3, 17, 5), (19, 17)],
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        lambda q, k, v, m: q.scaled_dot_product_attention(k, v, attn_mask=m))
+  check([(2, 3, 19, 8), (2, 3, 17, 8), (2, 3, 17, 5), (2, 1, 1, 17)],
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        lambda q, k, v, m: q.scaled_dot_product_attention(k, v, attn_mask=m))
+  m = np.random.default_rng(2).random((19, 17)) > 0.5
+  m[9] = False  # a row with nothing kept: zeros, as torch, and no nan in the gradients
+  check([(2, 3, 19, 8), (2, 3, 17, 8), (2, 3, 17, 5)],
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor(m)),
+        lambda q, k, v: q.scaled_dot_product_attention(k, v, attn_mask=Tensor(m)))
+  check([(1, 2, 16, 4), (1, 2, 16, 4), (1, 2, 16, 4)], *_sdpa(is_causal=True), dtype="float16")
+
+@pytest.mark.parametrize("dev", ["C", "LLVM", "PYTHON"])
+def test_sdpa_by_rows_on_every_cpu_path_under_spec2(rows_path, dev):
+  """Forward and gradients of the causal path by rows (a fully masked row in a bool mask's) against torch, under SPEC=2
+  on the C and LLVM paths and interpreted on PYTHON."""
+  from tinygrad.helpers import Context
+  from tests.llvm_device import llvm_cpu_device, c_cpu_device
+  device = {"C": c_cpu_device, "LLVM": llvm_cpu_device}.get(dev, lambda: "PYTHON")()
+  rng = np.random.default_rng(5)
+  qn, kn, vn, gn = (rng.standard_normal((1, 2, 17, 4)).astype(np.float32) for _ in range(4))
+  keep = np.tril(np.ones((17, 17), bool))
+  keep[3] = False
+  for kw, tkw in (({"is_causal": True}, {"is_causal": True}), ({"attn_mask": Tensor(keep, device=device)},
+                                                               {"attn_mask": torch.tensor(keep)})):
+    tq, tk, tv = (torch.tensor(x, requires_grad=True) for x in (qn, kn, vn))
+    ref = F.scaled_dot_product_attention(tq, tk, tv, **tkw)
+    ref = torch.nan_to_num(ref, 0.0)  # torch's masked row may be nan; ours is zeros
+    (ref * torch.tensor(gn)).sum().backward()
+    with Context(SPEC=2):
+      q, k, v = (Tensor(x, device=device, requires_grad=True) for x in (qn, kn, vn))
+      out = q.scaled_dot_product_attention(k, v, **kw)
+      (out * Tensor(gn, device=device)).sum().backward()
+      np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=1e-5, rtol=1e-4)
+      for ours, theirs in ((q, tq), (k, tk), (v, tv)):
+        assert ours.grad is not None and theirs.grad is not None
+        np.testing.assert_allclose(ours.grad.numpy(), torch.nan_to_num(theirs.grad, 0.0).numpy(), atol=1e-4, rtol=1e-3)
+
+def _largest_buffer(*ts: Tensor) -> int:
+  from tinygrad.engine.schedule import create_schedule
+  from tinygrad.uop.ops import UOp
+  sched = create_schedule(UOp.sink(*(t.uop for t in ts)))
+  return max(b.size for si in sched for b in si.bufs)
+
+def test_sdpa_by_rows_never_holds_the_whole_score_matrix(monkeypatch):
+  """A block's scores cover its rows only, and the backward recomputes them: no buffer of a head's L x S scores (nor
+  the probabilities, nor their gradient) in the forward or in the step with its gradients; the whole-matrix path has
+  them."""
+  rng = np.random.default_rng(0)
+  def step(rows: bool):
+    import tinygrad.tensor as tt
+    monkeypatch.setattr(tt, "SDPA_ROWS_MIN", 8 if rows else 1 << 30)
+    monkeypatch.setattr(tt, "SDPA_ROWS_BLOCK", 8)
+    q, k, v = (Tensor(rng.standard_normal((1, 2, 64, 4)).astype(np.float32), requires_grad=True) for _ in range(3))
+    o = q.scaled_dot_product_attention(k, v, is_causal=True)
+    fwd = _largest_buffer(o)
+    o.square().sum().backward()
+    return fwd, _largest_buffer(o, *(t.grad for t in (q, k, v)))
+  whole = 2 * 64 * 64
+  assert step(False) >= (whole, whole)
+  fwd, both = step(True)
+  assert fwd < whole // 4 and both < whole // 4, (fwd, both)
+
 def test_sdpa_errors_match_torch():
   q, t = Tensor.zeros(1, 2, 4), torch.zeros(1, 2, 4)
   raises_like_torch(RuntimeError, lambda: F.scaled_dot_product_attention(t, t, t, attn_mask=torch.ones(2, 2, dtype=torch.bool),
