@@ -5,8 +5,8 @@ scaled_dot_product_attention (2 threads), measured in the same run, forward alon
   python bench/attention.py [--lengths 512,1024,2048] [--heads 12] [--head-dim 64] [--steps 3]
 
 Batch 1. Ours runs under TinyJit; every time is the best of --steps calls after two warm-ups (one captures). Each of our
-configurations also runs once in a process of its own to give its peak of allocated memory (GlobalCounters.mem_peak,
-the step's inputs and gradients included), since the allocator keeps freed buffers for reuse within a process.
+configurations runs in a process of its own, whose first call, before any other and without TinyJit, gives its peak
+of allocated memory (GlobalCounters.mem_peak: the inputs, the outputs and the gradients included).
 """
 from __future__ import annotations
 import argparse, json, os, subprocess, sys
@@ -15,7 +15,7 @@ import numpy as np
 from timing import best_of  # noqa: E402
 
 def ours(length: int, heads: int, dim: int, whole: bool, grad: bool) -> tuple[float, int]:
-  """Seconds per call (best of the steps) is measured by the caller's loop; here: (one call's seconds, peak bytes)."""
+  """(seconds of the best jitted call, peak bytes of the first call)."""
   import tinygrad.tensor as tt
   from tinygrad import Tensor, TinyJit
   from tinygrad.helpers import GlobalCounters
@@ -23,16 +23,18 @@ def ours(length: int, heads: int, dim: int, whole: bool, grad: bool) -> tuple[fl
   rng = np.random.default_rng(0)
   q, k, v, g = (Tensor(rng.standard_normal((1, heads, length, dim)).astype(np.float32), requires_grad=grad).realize()
                 for _ in range(4))
-  @TinyJit
-  def step() -> list[Tensor]:
+  def fn() -> list[Tensor]:
     for t in (q, k, v): t.grad = None
     o = q.scaled_dot_product_attention(k, v, is_causal=True)
     if not grad: return [o.realize()]
     (o * g).sum().backward()
     return [t.grad.realize() for t in (q, k, v) if t.grad is not None]
   GlobalCounters.reset()
+  [t.numpy() for t in fn()]
+  peak = GlobalCounters.mem_peak
+  step = TinyJit(fn)
   for _ in range(2): [t.numpy() for t in step()]
-  return best_of(lambda: [t.numpy() for t in step()], ARGS.steps), GlobalCounters.mem_peak
+  return best_of(lambda: [t.numpy() for t in step()], ARGS.steps), peak
 
 def theirs(length: int, heads: int, dim: int, grad: bool) -> float:
   import torch

@@ -122,6 +122,22 @@ def test_memory_planner_places_smaller_buffers_in_larger_dead_ones():
   r = plan_memory([It(c), It(d), It(e)], {c, d, e})
   assert set(r) == {c} and r[c].base is e
 
+def test_the_order_runs_a_buffers_last_reader_first():
+  """Six stored rows, each read by a sum (one output) and a max (the other): the sums come first in the graph's order,
+  so each row lived until its max, after every sum (six rows at once). A ready kernel that is the last reader of a
+  buffer now goes first: each row's max follows its sum, and the rows share one allocation."""
+  from tinygrad import Tensor
+  x = Tensor.rand(6, 4096).realize()
+  rows = [(x[i] * 2).contiguous() for i in range(6)]
+  items = Tensor.schedule(Tensor.stack(*[r.sum() for r in rows]), Tensor.stack(*[(r * r).max() for r in rows]))
+  first: dict = {}
+  last: dict = {}
+  for i, it in enumerate(items):
+    for b in it.bufs: first.setdefault(b.base, i); last[b.base] = i
+  stored = [b for b in {it.bufs[0].base for it in items} if last[b] > first[b]]
+  peak = max(sum(b.nbytes for b in stored if first[b] <= i <= last[b]) for i in range(len(items)))
+  assert peak < 2 * 4096 * 4, peak
+
 # ---- end to end on CPU ----
 
 def test_run_elementwise_and_reduce():
