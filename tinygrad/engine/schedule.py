@@ -7,6 +7,7 @@ the UOp that stands for its value once the schedule ran: a BUFFER reshaped to it
 view), so the Tensor front end can swap its lazy graph for the buffer. `var_vals` binds the variables of BIND nodes by
 name."""
 from __future__ import annotations
+import heapq
 from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, Metadata
@@ -49,19 +50,32 @@ def order_kernels(ksink: UOp) -> list[UOp]:
     for d in ds: users[d].append(k)
   pending = {k: len(ds) for k, ds in deps.items()}
   position = {k: i for i, k in enumerate(kernels)}
-  unread = {s: len(set(rs)) for s, rs in readers.items() if s.op is Ops.AFTER}
-  def frees(k: UOp) -> bool: return any(unread.get(s) == 1 for s in dict.fromkeys(k.src[1:]))
-  ready = [k for k in kernels if pending[k] == 0]
+  distinct = {s: dict.fromkeys(rs) for s, rs in readers.items() if s.op is Ops.AFTER}
+  unread = {s: len(rs) for s, rs in distinct.items()}
+  def frees(k: UOp) -> bool: return any(unread.get(s) == 1 for s in k.src[1:])
+  # two heaps of (position, kernel): the ready kernels that free a buffer, and the others; a kernel that comes to free
+  # one while waiting is pushed on the first too, and whichever entry comes second is skipped
+  freeing: list[tuple[int, UOp]] = []
+  others: list[tuple[int, UOp]] = []
+  def push(k: UOp) -> None: heapq.heappush(freeing if frees(k) else others, (position[k], k))
+  for k in kernels:
+    if pending[k] == 0: push(k)
   ret: list[UOp] = []
-  while ready:
-    k = min(ready, key=lambda x: (not frees(x), position[x]))
-    ready.remove(k)
+  done: set[UOp] = set()
+  while freeing or others:
+    k = heapq.heappop(freeing if freeing else others)[1]
+    if k in done: continue
+    done.add(k)
     ret.append(k)
     for s in dict.fromkeys(k.src[1:]):
-      if s in unread: unread[s] -= 1
+      if s not in unread: continue
+      unread[s] -= 1
+      if unread[s] == 1:
+        last = next(r for r in distinct[s] if r not in done)
+        if pending[last] == 0: heapq.heappush(freeing, (position[last], last))
     for u in users[k]:
       pending[u] -= 1
-      if pending[u] == 0: ready.append(u)
+      if pending[u] == 0: push(u)
   if len(ret) < len(kernels):
     raise RuntimeError(f"schedule: {len(kernels) - len(ret)} kernels depend on each other in a cycle (a read and a "
                        "write of the same buffer that cannot be ordered); make one side .contiguous()")
