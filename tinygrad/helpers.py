@@ -124,8 +124,9 @@ DEVECTORIZE = ContextVar("DEVECTORIZE", 0, "0 packs lanes into the target's vect
                          codegen=True)
 TC = ContextVar("TC", 1, "1 lets the heuristics compute matmul-like reduces on the target's tensor cores (OptOps.TC) "
                 "where the dtypes match; 0 never", allowed=_OFF_ON, codegen=True)
-WINO = ContextVar("WINO", 0, "1 computes stride-1, undilated convolutions with 3-wide kernels by Winograd's F(4, 3) "
-                 "(tensor graph: fewer multiplies, float32 transforms)", allowed=_OFF_ON)
+WINO = ContextVar("WINO", 2, "convolutions with 3-wide kernels, stride 1, no dilation, by Winograd's F(4, 3) (tensor "
+                 "graph: fewer multiplies, float32 transforms): 0 never, 1 every one, 2 those on the CPU big enough "
+                 "to be faster there (measured)", allowed=Ints(0, 2))
 TRANSCENDENTAL = ContextVar("TRANSCENDENTAL", 1, "1 decomposes exp2/log2/sin where the target lacks them, 2 always, "
                             "0 never (a target without them cannot render them then)", allowed=Ints(0, 2),
                             codegen=True)

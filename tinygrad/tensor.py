@@ -243,6 +243,7 @@ def _with_gradient(out: Tensor, inputs: tuple[Tensor, ...],
 
 # Winograd's minimal filtering F(4, 3) (Lavin & Gray): 4 outputs of a 3-tap correlation from a 6-wide tile,
 # y = AT @ ((G @ g) * (BT @ d)), with the interpolation points 0, 1, -1, 2, -2 and infinity
+WINO_MIN_MACS, WINO_MIN_PIXELS, WINO_MIN_CHANNELS = 1 << 27, 512, 16  # WINO=2's rule (Tensor._winograd_pays)
 _WINO_BT = ((4, 0, -5, 0, 1, 0), (0, -4, -4, 1, 1, 0), (0, 4, -4, -1, 1, 0), (0, -2, -1, 2, 1, 0),
             (0, 2, -1, -2, 1, 0), (0, 4, 0, -5, 0, 1))
 _WINO_G = ((1 / 4, 0, 0), (-1 / 6, -1 / 6, -1 / 6), (-1 / 6, 1 / 6, -1 / 6), (1 / 24, 1 / 12, 1 / 6),
@@ -254,34 +255,91 @@ def _exact_products_in(dt: DType, acc: DType) -> bool:
   and the tensor cores compute them), where multiplying in dt first would round every one before the sum."""
   return dtypes.is_float(dt) and acc.itemsize > dt.itemsize
 
-def _winograd_apply(t: Tensor, m: tuple[tuple[float, ...], ...], n: int) -> Tensor:
-  """The matrix m (r x c) applied along each of the last n axes of t (each c long, then r long): one small reduce with
-  the n-fold Kronecker product of m, a float32 constant of (r**n, c**n)."""
-  k: np.ndarray = np.array(m, dtype=np.float64)
-  for _ in range(n - 1): k = np.kron(k, np.array(m, dtype=np.float64))
-  r, c = len(m), len(m[0])
-  lead = t.int_shape("conv2d")[:t.ndim - n]
-  km = Tensor(k.astype(np.float32), device=t.device)
-  return (t.reshape(*lead, 1, c ** n) * km).sum(-1).reshape(*lead, *(r,) * n)
+def _winograd_kron(m: tuple[tuple[float, ...], ...], n: int) -> np.ndarray:
+  """The n-fold Kronecker product of the matrix m: m applied along each of n axes at once, as one matrix."""
+  k = np.array(m, dtype=np.float64)
+  out: np.ndarray = k
+  for _ in range(n - 1): out = np.kron(out, k)
+  return out.astype(np.float32)
 
-def _winograd_conv(x: Tensor, weight: Tensor, groups: int) -> Tensor:
-  """Stride-1, undilated correlation of the (already padded) x (N, Cin, *spatial) with weight (Cout, Cin/groups, 3, ...)
-  by F(4, 3) on every spatial axis; the transforms and the per-tile products in float32, the result in x's dtype."""
-  xs = x.int_shape("conv2d")
-  nsp, bs, sp = weight.ndim - 2, xs[0], xs[2:]
+def _winograd_lmat(t: Tensor, m: tuple[tuple[float, ...], ...], n: int, transpose: bool = False) -> Tensor:
+  """K @ t along t's first axis, with K the n-fold Kronecker product of m (or its transpose): a matmul-shaped reduce
+  whose constant operand is broadcast along every other axis of t, so its rows reuse t's vector loads."""
+  k = _winograd_kron(m, n)
+  if transpose: k = np.ascontiguousarray(k.T)
+  rest = t.shape[1:]
+  km = Tensor(k, device=t.device).reshape(*k.shape, *([1] * len(rest)))
+  return (km * t.reshape(1, *t.shape)).sum(1)
+
+def _winograd_layout(x: Tensor, nsp: int, tail: list[tuple[int, int]]) -> Tensor:
+  """(N, C, *spatial) -> (N, *spatial, C) in float32, stored (the channels contiguous: the transforms' lanes), then
+  padded (or cropped, where negative) by tail on the spatial axes."""
+  xh = x.cast(dtypes.float32).permute(0, *range(2, 2 + nsp), 1).contiguous()
+  return xh.pad([(0, 0)] + tail + [(0, 0)])
+
+def _winograd_input(x: Tensor, nsp: int, pads: list[tuple[int, int]], tiles: tuple[int, ...], groups: int) -> Tensor:
+  """x (N, Cin, *spatial), padded by pads, as Winograd's transformed tiles: (6**nsp, groups, N * prod(tiles),
+  Cin/groups), the tile position outermost, so that the products are one batched matmul per position and group."""
+  bs, cin, sp = x.shape[0], x.shape[1], x.int_shape("conv2d")[2:]
+  xh = _winograd_layout(x, nsp, [(b, 4 * n + 2 - s - b) for n, s, (b, _) in zip(tiles, sp, pads)])
+  # NOTE: the overlapping 6-wide tiles every 4 (their last 2 are the next one's first), tile position outermost
+  d = xh.permute(0, nsp + 1, *range(1, nsp + 1))._pool((6,) * nsp, 4, op="conv2d")       # (N, Cin, *tiles, *6)
+  d = d.permute(*(2 + nsp + k for k in range(nsp)), 0, *(2 + k for k in range(nsp)), 1)
+  d = d.reshape(6 ** nsp, bs * prod(tiles), cin)
+  v = _winograd_lmat(d, _WINO_BT, nsp).reshape(6 ** nsp, bs * prod(tiles), groups, cin // groups)
+  return v.permute(0, 2, 1, 3).contiguous()
+
+def _winograd_output_tiles(dy: Tensor, nsp: int, tiles: tuple[int, ...]) -> Tensor:
+  """dy (N, Cout, *out) as 4-wide tiles: (4**nsp, N * prod(tiles), Cout), the position in the tile outermost."""
+  bs, cout, osp = dy.shape[0], dy.shape[1], dy.int_shape("conv2d")[2:]
+  dh = _winograd_layout(dy, nsp, [(0, 4 * n - o) for n, o in zip(tiles, osp)])
+  dh = dh.reshape(bs, *(a for n in tiles for a in (n, 4)), cout)
+  return dh.permute(*(2 + 2 * k for k in range(nsp)), 0, *(1 + 2 * k for k in range(nsp)), 2 * nsp + 1) \
+           .reshape(4 ** nsp, bs * prod(tiles), cout)
+
+def _winograd_forward(x: Tensor, weight: Tensor, groups: int, pads: list[tuple[int, int]]) -> Tensor:
+  """Stride-1, undilated correlation of x (N, Cin, *spatial), padded by pads, with weight (Cout, Cin/groups, 3, ...)
+  by F(4, 3) on every spatial axis, in float32. Every step is matmul-shaped: the input transform (36 x 36 constants
+  @ the tiles, in 2-D), the filter transform (36 x 9 @ the filters), the products (per tile position and group, tiles
+  x Cin/groups @ Cin/groups x Cout/groups) and the output transform (16 x 36 @ the products)."""
+  nsp, bs = weight.ndim - 2, x.shape[0]
   cout, cin_g = weight.int_shape("conv2d")[:2]
-  out_sp = tuple(s - 2 for s in sp)
+  out_sp = tuple(s + b + a - 2 for s, (b, a) in zip(x.int_shape("conv2d")[2:], pads))
   tiles = tuple(ceildiv(o, 4) for o in out_sp)
-  f = dtypes.float32
-  d = x.cast(f).pad([(0, 0), (0, 0)] + [(0, 4 * n + 2 - s) for n, s in zip(tiles, sp)])._pool((6,) * nsp, 4)
-  v = _winograd_apply(d, _WINO_BT, nsp).reshape(bs, groups, 1, cin_g, *tiles, *(6,) * nsp)
-  u = _winograd_apply(weight.cast(f), _WINO_G, nsp).reshape(1, groups, cout // groups, cin_g, *(1,) * nsp, *(6,) * nsp)
-  m = (v * u).sum(3).reshape(bs, cout, *tiles, *(6,) * nsp)
-  y = _winograd_apply(m, _WINO_AT, nsp)                               # (N, Cout, *tiles, *4)
+  v = _winograd_input(x, nsp, pads, tiles, groups)                                        # (P, g, T, cin_g)
+  wk = weight.cast(dtypes.float32).reshape(groups, cout // groups, cin_g, 3 ** nsp).permute(3, 0, 2, 1)
+  u = _winograd_lmat(wk, _WINO_G, nsp).contiguous()                                         # (P, g, cin_g, cout_g)
+  m = (v @ u).permute(0, 2, 1, 3).reshape(6 ** nsp, bs * prod(tiles), cout)                  # (P, T, Cout)
+  y = _winograd_lmat(m, _WINO_AT, nsp).contiguous().reshape(*(4,) * nsp, bs, *tiles, cout)
   # NOTE: each tile axis interleaved with its 4 outputs, then the padding tiles' extra outputs cut
-  order = [0, 1] + [a for k in range(nsp) for a in (2 + k, 2 + nsp + k)]
-  y = y.permute(order).reshape(bs, cout, *(4 * n for n in tiles))
-  return y.shrink(((0, bs), (0, cout), *((0, o) for o in out_sp))).cast(x.dtype)
+  y = y.permute(nsp, 2 * nsp + 1, *(a for k in range(nsp) for a in (nsp + 1 + k, k)))
+  return y.reshape(bs, cout, *(4 * n for n in tiles)).shrink(((0, bs), (0, cout), *((0, o) for o in out_sp)))
+
+def _winograd_weight_grad(x: Tensor, dy: Tensor, wshape: tuple[int, ...], groups: int,
+                          pads: list[tuple[int, int]]) -> Tensor:
+  """The weight gradient of _winograd_forward, in float32: y = AT (U * V) A per tile, so dU = sum over the tiles of
+  V * (A dY AT), one matmul per tile position and group (Cin/groups x tiles @ tiles x Cout/groups), and dW = GT dU G."""
+  nsp, cout = len(wshape) - 2, wshape[0]
+  tiles = tuple(ceildiv(o, 4) for o in dy.int_shape("conv2d")[2:])
+  v = _winograd_input(x, nsp, pads, tiles, groups)                                          # (P, g, T, cin_g)
+  dm = _winograd_lmat(_winograd_output_tiles(dy, nsp, tiles), _WINO_AT, nsp, transpose=True)   # (P, T, Cout)
+  dm = dm.reshape(6 ** nsp, dm.shape[1], groups, cout // groups).permute(0, 2, 1, 3)       # (P, g, T, cout_g)
+  du = v.transpose(-1, -2) @ dm                                                               # (P, g, cin_g, cout_g)
+  dw = _winograd_lmat(du, _WINO_G, nsp, transpose=True)                                     # (3**nsp, g, cin_g, cout_g)
+  return dw.permute(1, 3, 2, 0).reshape(wshape)
+
+def _winograd_conv(x: Tensor, weight: Tensor, groups: int, pads: list[tuple[int, int]]) -> Tensor:
+  """_winograd_forward in x's dtype, differentiated by Winograd too: the input gradient is the correlation of dy
+  (padded by 2 - pads) with the flipped, transposed filters, itself by F(4, 3) (no fold of overlapping tiles), the
+  weight gradient _winograd_weight_grad."""
+  out = _winograd_forward(x, weight, groups, pads).cast(x.dtype)
+  def rule(dy: Tensor, _out: Tensor, x_: Tensor, w_: Tensor) -> tuple[Tensor, Tensor]:
+    nsp, (cout, cin_g) = w_.ndim - 2, w_.int_shape("conv2d")[:2]
+    wt = w_.reshape(groups, cout // groups, cin_g, *w_.shape[2:]).transpose(1, 2)
+    wt = wt.reshape(groups * cin_g, cout // groups, *w_.shape[2:]).flip(tuple(range(2, 2 + nsp)))
+    dx = _winograd_conv(dy, wt, groups, [(2 - b, 2 - a) for b, a in pads]).cast(x_.dtype)
+    return dx, _winograd_weight_grad(x_, dy, w_.int_shape("conv2d"), groups, pads).cast(w_.dtype)
+  return _with_gradient(out, (x, weight), rule)
 
 def _pow_gradient(ctx: Tensor, ret: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
   """torch's gradients of x**y: y * x**(y-1) (0 where y == 0), and x**y * log(x) (0 where x == 0 and y >= 0); exact at a
@@ -2718,6 +2776,26 @@ class Tensor(_CastSugar, MathTrait):
   def pad2d(self, padding: Sequence[int], value: ConstType = 0.0) -> Tensor:
     """Pad the last len(padding)//2 axes with torch's flat (left, right, top, bottom, ...) amounts (negative crops)."""
     return self.pad(tuple(padding), value=value)
+  def _winograd_pays(self, weight: Tensor, groups: int, padding: int | Sequence[int]) -> bool:
+    """WINO=2: whether F(4, 3) beats the direct sum for this stride-1 3-wide convolution, by the rule measured on the
+    CPU (bench/winograd.py: a step of forward and both gradients under TinyJit, AVX2, 2 threads; Winograd / direct,
+    batch x channels x pixels). It pays where the multiplies it saves outweigh its transforms (~20 kernels where the
+    direct sum takes 4) and the filter transform's 4x bigger weights, read once per batch: at 2^27 multiply-adds of the
+    direct sum and 512 output pixels over the batch it won at every shape measured (32x64x32x32 0.59, 32x512x4x4 0.53,
+    8x256x8x8 0.44-0.69, 16x64x16x16 0.50-0.62, 8x64x32x32 0.51-0.58); under 2^27 it lost or tied (8x64x16x16 0.92-1.82,
+    8x128x8x8 0.77-1.19, 8x256x4x4 1.21-1.25), at 256 pixels it tied (16x256x4x4 0.64-1.08, 4x512x8x8 0.98, 16x512x4x4
+    0.88), at 128 it lost (8x512x4x4 0.86-1.45). Outputs filling under half of the 4-wide tiles lost at any size
+    (8x512x2x2 2.64), as do fewer than 16 channels a group (the products no longer a matmul). Other devices: never (not
+    measured there)."""
+    if not isinstance(self.device, str) or self.device.split(":")[0] != "CPU" or not all_concrete(self.shape):
+      return False
+    nsp = weight.ndim - 2
+    cout, cin_g = weight.int_shape("conv2d")[:2]
+    if cin_g < WINO_MIN_CHANNELS or cout // groups < WINO_MIN_CHANNELS: return False
+    outs = [s + b + a - 2 for s, (b, a) in zip(self.int_shape("conv2d")[2:], self._pool_pairs(padding, nsp, "conv2d"))]
+    if any(o <= 0 for o in outs) or 2 * prod(outs) < prod(4 * ceildiv(o, 4) for o in outs): return False
+    pixels = self.int_shape("conv2d")[0] * prod(outs)
+    return pixels >= WINO_MIN_PIXELS and pixels * cout * cin_g * 3 ** nsp >= WINO_MIN_MACS
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
              dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] | str = 0) -> Tensor:
     """Convolution (cross-correlation, as torch) of (N, Cin, *spatial) with (Cout, Cin/groups, *kernel). padding: an
@@ -2742,8 +2820,9 @@ class Tensor(_CastSugar, MathTrait):
                           "divide by groups)")
     nsp = len(hw)
     unit = (1,) * nsp
-    if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit:
-      out = _winograd_conv(self._pad2d(padding, nsp, op="conv2d"), weight, groups)
+    if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit and \
+       (WINO.value == 1 or self._winograd_pays(weight, groups, padding)):
+      out = _winograd_conv(self, weight, groups, self._pool_pairs(padding, nsp, "conv2d"))
       return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
     x = self._pad2d(padding, nsp, op="conv2d")._pool(tuple(hw), stride, dilation, op="conv2d")  # (N, Cin, *o, *k)
     oyx = x.shape[2:2 + nsp]

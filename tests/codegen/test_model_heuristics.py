@@ -205,12 +205,14 @@ def test_matvec_unrolls_the_reduce_into_one_vector_accumulator_on_llvm():
 def conv_step(dev: str, b: int, cin: int, cout: int, hw: int, k: int = 3,
               stride: int = 1) -> tuple[list[Tensor], list[np.ndarray]]:
   """A k x k conv (padding k // 2, `stride`) over b x cin x hw x hw and, against an upstream gradient, its weight
-  gradient: ([out, dW], torch's)."""
+  gradient: ([out, dW], torch's). By the direct sum (WINO=0: the default takes Winograd's F(4, 3) for the bigger 3x3
+  convs on the CPU; these are the direct sum's kernels, as every other device and smaller convs get them)."""
   x, w = rand(30, b, cin, hw, hw), rand(31, cout, cin, k, k) / (k * k * cin) ** 0.5
   tw = Tensor(w, device=dev, requires_grad=True)
-  out = Tensor(x, device=dev).conv2d(tw, padding=k // 2, stride=stride)
-  g = rand(32, *out.shape)
-  (out * Tensor(g, device=dev)).sum().backward()
+  with Context(WINO=0):
+    out = Tensor(x, device=dev).conv2d(tw, padding=k // 2, stride=stride)
+    g = rand(32, *out.shape)
+    (out * Tensor(g, device=dev)).sum().backward()
   rw = torch.from_numpy(w).requires_grad_()
   rout = torch.nn.functional.conv2d(torch.from_numpy(x), rw, padding=k // 2, stride=stride)
   (rout * torch.from_numpy(g)).sum().backward()
@@ -632,3 +634,22 @@ def test_a_weight_gradient_tile_walks_its_rows_outermost_so_it_fits_avx2_registe
   n, peak = fma_live_peak(get_program(k, ren, opts).uops)
   assert n == 12 and n + peak <= ren.vector_registers, (n, peak)
   with Context(SPEC=2): tol(out.numpy(), tw.numpy(), 256)
+
+# ---- Winograd's transforms (tensor.py _winograd_forward: matmuls with a constant operand) ----
+
+def test_heuristics_tile_winograds_input_transform_over_its_tile_positions():
+  # the input transform is K (36 x 36 constants) @ the tiles' 6x6 windows, the windows' channels contiguous: the lanes
+  # go on the channels, and the rows on the 36 tile positions (the axis the windows' vector loads are broadcast along),
+  # not on the tiles (along which the windows vary: a row of tiles reuses only K's scalar). For a big kernel (register
+  # tiles past 2^24 work) and a small one, whose padded windows' index math is not a heavy body copied per lane
+  from tinygrad.tensor import _winograd_input
+  for bs, c, hw in ((32, 64, 32), (8, 64, 16)):
+    tiles = (hw // 4, hw // 4)
+    v = _winograd_input(Tensor.empty(bs, c, hw, hw), 2, [(1, 1), (1, 1)], tiles, 1)
+    k = the_kernel([v], {36, bs * tiles[0] * tiles[1], c}, 36)
+    opts = hand_coded_optimizations(k, REN)
+    tiled = apply_opts(k, opts, REN)
+    ups = axes_of(tiled, AxisType.UPCAST)
+    lds = [u for u in tiled.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+    # every load (the windows, K) is reused by the lanes or rows of some upcast axis it does not depend on
+    assert len(ups) >= 2 and all(any(r not in ld.src[0]._ranges for r in ups) for ld in lds), (bs, c, hw, opts)

@@ -1,9 +1,12 @@
-"""WINO=1: convolutions with 3-wide kernels (stride 1, no dilation) by Winograd's F(4, 3), against torch forward and
-backward, and the kernels it takes."""
+"""WINO: convolutions with 3-wide kernels (stride 1, no dilation) by Winograd's F(4, 3), against torch forward and
+backward (on the C and LLVM paths and the PYTHON interpreter under SPEC=2), the kernels it takes, and where WINO=2 (the
+default) takes it."""
 import numpy as np
 import pytest
 import torch
 from tinygrad import Tensor, Context, GlobalCounters, dtypes
+from tinygrad.codegen.opt import axis_size, reduce_axes
+from tinygrad.codegen.program import prepare_kernel
 
 rng = np.random.default_rng(7)
 F = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}
@@ -11,6 +14,7 @@ F = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.f
 @pytest.mark.parametrize("xs,ws,groups,padding", [
   ((2, 3, 9, 11), (4, 3, 3, 3), 1, 1), ((1, 4, 6, 5), (6, 2, 3, 3), 2, 0), ((2, 2, 7), (3, 2, 3), 1, 2),
   ((1, 2, 5, 6, 4), (2, 2, 3, 3, 3), 1, 1), ((1, 1, 3, 3), (1, 1, 3, 3), 1, 0), ((2, 3, 8, 8), (5, 3, 3, 3), 1, (1, 2)),
+  ((1, 2, 5, 4), (3, 2, 3, 3), 1, 3), ((2, 6, 9, 10), (4, 3, 3, 3), 2, (2, 0)),
 ])
 def test_winograd_conv_matches_torch_forward_and_backward(xs, ws, groups, padding):
   x, w, b = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32), rng.standard_normal(ws[0]).astype(np.float32)
@@ -30,8 +34,9 @@ def test_winograd_is_used_only_where_it_applies_and_takes_few_kernels():
   with Context(WINO=1):
     GlobalCounters.reset()
     x.conv2d(w, padding=1).realize()
-    # input transform, filter transform, the per-tile products summed over channels, output transform
-    assert GlobalCounters.kernel_count == 4
+    # the input in channels-last order, the input transform, the filter transform, the products (one matmul per tile
+    # position), the output transform, and the outputs back in (N, C, H, W) order
+    assert GlobalCounters.kernel_count == 6
     for kw in ({"stride": 2}, {"dilation": 2}):
       GlobalCounters.reset()
       x.conv2d(w, padding=2, **kw).realize()
@@ -39,6 +44,59 @@ def test_winograd_is_used_only_where_it_applies_and_takes_few_kernels():
     GlobalCounters.reset()
     x.conv2d(Tensor.ones(3, 2, 5, 5)).realize()
     assert GlobalCounters.kernel_count == 1
+
+def test_winograd_gradients_are_winograd_too():
+  # the input gradient is a Winograd convolution of the upstream gradient (6 kernels), the weight gradient the input
+  # and upstream transforms, one matmul per position and the filter transform's transpose: no kernel folds the
+  # overlapping 6-wide tiles back onto the input (autograd through the tiles did, at 0.4 GFLOPS on 32x64x32x32)
+  with Context(WINO=1):
+    x = Tensor(rng.standard_normal((2, 4, 12, 12)).astype(np.float32), requires_grad=True)
+    w = Tensor(rng.standard_normal((5, 4, 3, 3)).astype(np.float32), requires_grad=True)
+    out = x.conv2d(w, padding=1).realize()
+    (out * Tensor(rng.standard_normal(out.shape).astype(np.float32)).realize()).sum().backward()
+    assert x.grad is not None and w.grad is not None
+    dx, dw = Tensor.schedule(x.grad), Tensor.schedule(w.grad)
+  assert len(dx) == 6 and len(dw) <= 8, (len(dx), len(dw))
+  # the input gradient's reduces: the transforms' (36 and 9 positions) and the products' (5 output channels)
+  sizes = {int(np.prod([axis_size(r) or 0 for r in reduce_axes(k)])) for k in (prepare_kernel(si.ast) for si in dx)}
+  assert sizes - {0, 1} <= {36, 9, 5}, sizes
+
+def _kernels(x: Tensor, w: Tensor, **kw) -> int: return len(Tensor.schedule(x.conv2d(w, **kw)))
+
+def test_wino2_takes_winograd_where_it_was_measured_faster():
+  with Context(WINO=2):
+    # 2^27 multiply-adds of the direct sum and more, on the CPU: Winograd's 6 kernels
+    assert _kernels(Tensor.empty(16, 64, 16, 16), Tensor.empty(64, 64, 3, 3), padding=1) == 6
+    assert _kernels(Tensor.empty(8, 256, 8, 8), Tensor.empty(256, 256, 3, 3), padding=1) == 6
+    # under it (ResNet-18's convs at batch 8 over 64x64 images), 128 output pixels over the batch (the filter transform
+    # outweighs the saving), 2x2 outputs (a quarter of each 4x4 tile), 8 channels a group, another device: the direct sum
+    assert _kernels(Tensor.empty(8, 64, 16, 16), Tensor.empty(64, 64, 3, 3), padding=1) == 1
+    assert _kernels(Tensor.empty(8, 512, 4, 4), Tensor.empty(512, 512, 3, 3), padding=1) == 1
+    assert _kernels(Tensor.empty(64, 512, 2, 2), Tensor.empty(512, 512, 3, 3), padding=1) == 1
+    assert _kernels(Tensor.empty(32, 64, 32, 32), Tensor.empty(64, 8, 3, 3), padding=1, groups=8) == 1
+    assert _kernels(Tensor.empty(16, 64, 16, 16, device="PYTHON"), Tensor.empty(64, 64, 3, 3, device="PYTHON"),
+                    padding=1) == 1
+  with Context(WINO=0): assert _kernels(Tensor.empty(16, 64, 16, 16), Tensor.empty(64, 64, 3, 3), padding=1) == 1
+
+@pytest.mark.parametrize("dev", ["C", "LLVM", "PYTHON"])
+def test_winograd_on_every_cpu_path_under_spec2(dev):
+  """Forward and both gradients of a grouped, padded 2-D Winograd convolution against torch, under SPEC=2 on the C
+  and LLVM paths and interpreted on PYTHON."""
+  from tests.llvm_device import llvm_cpu_device, c_cpu_device
+  device = {"C": c_cpu_device, "LLVM": llvm_cpu_device}.get(dev, lambda: "PYTHON")()
+  x, w = rng.standard_normal((2, 4, 7, 9)).astype(np.float32), rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+  tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+  ref = torch.nn.functional.conv2d(tx, tw, padding=1, groups=2)
+  up = rng.standard_normal(ref.shape).astype(np.float32)
+  ref.backward(torch.tensor(up))
+  with Context(WINO=1, SPEC=2):
+    X, W = Tensor(x, device=device, requires_grad=True), Tensor(w, device=device, requires_grad=True)
+    out = X.conv2d(W, padding=1, groups=2)
+    (out * Tensor(up, device=device)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=2e-4, rtol=1e-4)
+    for ours, theirs in ((X, tx), (W, tw)):
+      assert ours.grad is not None and theirs.grad is not None
+      np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), atol=5e-4, rtol=1e-4)
 
 def test_winograd_half_input_keeps_its_dtype():
   x, w = rng.standard_normal((1, 2, 6, 6)).astype(np.float16), rng.standard_normal((2, 2, 3, 3)).astype(np.float16)

@@ -96,6 +96,15 @@ def _reduce_body_alu(ast: UOp) -> int:
   return max((sum(1 for x in u.src[0].toposort() if x.op in GroupOp.ALU) for u in ast.toposort() if u.op is Ops.REDUCE),
              default=0)
 
+def _heavy_values(ast: UOp) -> bool:
+  """_heavy_reduce counting only the ops on values, not those that compute load indices and their gates (a padded
+  window's bounds): each lane of an upcast copies the values' ops, where the index math of the lanes is shared."""
+  def body(red: UOp) -> int:
+    ops = red.src[0].toposort()
+    idx = {y for x in ops if x.op is Ops.INDEX for s in x.src[1:] for y in s.toposort()}
+    return sum(1 for x in ops if x.op in GroupOp.ALU and x not in idx)
+  return max((body(u) for u in ast.toposort() if u.op is Ops.REDUCE), default=0) > HEAVY_BODY
+
 def _heavy_reduce(ast: UOp) -> bool:
   """A reduce whose body is long (e.g. random numbers or transcendentals fused in): every lane copies all of it."""
   return _reduce_body_alu(ast) > HEAVY_BODY
@@ -143,6 +152,10 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
   packed = bool(done)  # the packed lanes' axis took the lanes (_packed_lanes_axis): the rows are what is left
   while True:
     sidx = _store_idx(b.ast)
+    # the loads that vary along the lanes already taken: an axis along which they are broadcast reuses them (a vector
+    # load each) in every row, where one along which they vary reuses only the other operand
+    ups = axes_of(b.ast, AxisType.UPCAST)
+    lane_loads = [ld for ld in _loads(b.ast) if any(u in ld.src[0]._ranges for u in ups)]
     cands = []
     for i, r in enumerate(output_axes(b.ast)):
       size = axis_size(r) or 0
@@ -157,11 +170,15 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       # NOTE: rows whose loads are a multiple of a page apart (a conv's batch, 64 KiB apart) share their cache sets:
       # an axis whose rows are closer goes first (its pixel rows). Measured alone (2 threads): ResNet-18's 256-channel
       # conv over 8x8 pixels at batch 32, 8 pixel lanes by 8 channels, 4 batch rows 37-38 ms, 4 pixel rows 11.1-11.4
+      # NOTE: the lanes' reuse decides only where everything before it ties, over the axis' size. Measured alone (AVX2,
+      # 2 threads): Winograd's input transform (36 x 36 constants @ the tiles, lanes on 64 channels) 14.6 ms with 4
+      # rows of 2,048 tiles, 5.0 ms with 6 rows of the 36 tile positions (16 x 6 lanes)
+      reuse = sum(1 for ld in lane_loads if r not in ld.src[0]._ranges)
       cands.append((vec or (store and not any_vec), _reused_alu(b.ast, r) if vec else 0,
                     _step_stride(b.ast, r) if vec else 0, -i if vec else 0, store, not _aliased_rows(b.ast, r), n,
-                    size, i))
+                    reuse, size, i))
     if not cands: return
-    contiguous, _, _, _, store, _, _, size, i = max(cands)
+    contiguous, _, _, _, store, _, _, _, size, i = max(cands)
     ties = len({c[1] for c in cands if c[0]}) == 1
     # NOTE: both output axes of a weight gradient (dY^T X) read their operand with vector loads: the lanes' axis loops
     # outermost (SWAP), so the operand of the other axis is streamed once per 48 rows of the output rather than per 8,
@@ -181,7 +198,11 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # 4.40; 4 rows 18.0, 21.7, 4.77. Where 6 does not divide the axis, as before (4 rows: the D256 block's (768, 256)
     # 1.66 -> 1.52 ms, but (1024, 256) 2.32 -> 2.58)
     if cpu and done and store and b.upcast_total() == 48 and size % 6 == 0: amts = (6,)
-    room = (b.tile_budget if cpu else 4 if _heavy_reduce(b.ast) else MAX_HEURISTIC_UPCAST) // b.upcast_total()
+    # NOTE: a small kernel's tile is 4 lanes where its values' ops are many, not where its index math is (Winograd's
+    # input transform at batch 8 over 16x16 pixels, 64 channels, its reduce over a padded 6x6 window: 4 lanes 5.0 ms,
+    # 1.4 ms with 4 tile positions by 4 lanes by 2 tiles)
+    heavy = _heavy_values(b.ast) if b.renderer.has_threads else _heavy_reduce(b.ast)
+    room = (b.tile_budget if cpu else 4 if heavy else MAX_HEURISTIC_UPCAST) // b.upcast_total()
     # NOTE: where the budget leaves room for fewer than 8 rows (AVX2's 16 registers: 12 accumulators, 6 rows of 16
     # lanes), 6 rows where 6 divides the axis, else 4 (_tile_budget has the measurements)
     if cpu and 4 <= room < 8: amts = (6, 4)
