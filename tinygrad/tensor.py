@@ -313,7 +313,10 @@ def _winograd_forward(x: Tensor, weight: Tensor, groups: int, pads: list[tuple[i
   y = _winograd_lmat(m, _WINO_AT, nsp).contiguous().reshape(*(4,) * nsp, bs, *tiles, cout)
   # NOTE: each tile axis interleaved with its 4 outputs, then the padding tiles' extra outputs cut
   y = y.permute(nsp, 2 * nsp + 1, *(a for k in range(nsp) for a in (nsp + 1 + k, k)))
-  return y.reshape(bs, cout, *(4 * n for n in tiles)).shrink(((0, bs), (0, cout), *((0, o) for o in out_sp)))
+  # NOTE: stored in (N, C, *spatial) order: a consumer reading the tiles' order instead (a batchnorm's per-channel
+  # sums, a max-pool's gradient) walked it with strides
+  y = y.reshape(bs, cout, *(4 * n for n in tiles)).shrink(((0, bs), (0, cout), *((0, o) for o in out_sp)))
+  return y.contiguous()
 
 def _winograd_weight_grad(x: Tensor, dy: Tensor, wshape: tuple[int, ...], groups: int,
                           pads: list[tuple[int, int]]) -> Tensor:
@@ -2785,8 +2788,8 @@ class Tensor(_CastSugar, MathTrait):
     8x256x8x8 0.44-0.69, 16x64x16x16 0.50-0.62, 8x64x32x32 0.51-0.58); under 2^27 it lost or tied (8x64x16x16 0.92-1.82,
     8x128x8x8 0.77-1.19, 8x256x4x4 1.21-1.25), at 256 pixels it tied (16x256x4x4 0.64-1.08, 4x512x8x8 0.98, 16x512x4x4
     0.88), at 128 it lost (8x512x4x4 0.86-1.45). Outputs filling under half of the 4-wide tiles lost at any size
-    (8x512x2x2 2.64), as do fewer than 16 channels a group (the products no longer a matmul). Other devices: never (not
-    measured there)."""
+    (8x512x2x2 2.64). Not measured, so never taken: under 16 channels a group (the products are no longer a matmul;
+    depthwise convs), and other devices."""
     if not isinstance(self.device, str) or self.device.split(":")[0] != "CPU" or not all_concrete(self.shape):
       return False
     nsp = weight.ndim - 2

@@ -104,3 +104,23 @@ def test_winograd_half_input_keeps_its_dtype():
   with Context(WINO=1): out = Tensor(x).conv2d(Tensor(w))
   assert out.dtype is dtypes.float16
   np.testing.assert_allclose(out.numpy().astype(np.float32), ref, atol=1e-2, rtol=1e-2)
+
+def test_nn_conv2d_zero_padding_reaches_winograd_unpadded():
+  # nn.Conv2d passes its zero padding to conv2d (its other padding modes pad first): Winograd stores the input
+  # channels-last unpadded and pads its tiles, and the input gradient (a Winograd conv of dy) is of the unpadded input.
+  # Padded first, both were over 34x34 pixels for a 32x32 input (9 x 9 tiles, not 8 x 8)
+  from tinygrad import nn
+  conv = nn.Conv2d(4, 5, 3, padding=1, bias=False)
+  x = Tensor.empty(2, 4, 32, 32, requires_grad=True)
+  with Context(WINO=1):
+    out = conv(x)
+    out.sum().backward()
+    assert x.grad is not None
+    sizes = {b.size for si in Tensor.schedule(out, x.grad) for b in si.bufs}
+  assert 2 * 4 * 32 * 32 in sizes and 2 * 4 * 34 * 34 not in sizes and 16 * 2 * 9 * 9 * 5 not in sizes, sorted(sizes)
+  ref = torch.nn.Conv2d(4, 5, 3, padding=1, bias=False, padding_mode="reflect")
+  ours = nn.Conv2d(4, 5, 3, padding=1, bias=False, padding_mode="reflect")
+  ours.weight = Tensor(ref.weight.detach().numpy())
+  xv = rng.standard_normal((1, 4, 7, 7)).astype(np.float32)
+  with Context(WINO=1):
+    np.testing.assert_allclose(ours(Tensor(xv)).numpy(), ref(torch.tensor(xv)).detach().numpy(), atol=2e-4, rtol=1e-4)
