@@ -136,8 +136,9 @@ class _ConvNd:
     x, unbatched = self._batched(x)
     # NOTE: zeros go to conv2d as its padding (torch's flat order, last axis first): Winograd's F(4, 3) (WINO) then
     # stores the unpadded input channels-last and pads its tiles, and its input gradient is of the unpadded input
-    flat = [v for b, a in reversed(self._pads) for v in (b, a)] if self.padding_mode == "zeros" else [0] * (2 * self.nsp)
-    if self.padding_mode != "zeros": x = x.pad([(0, 0), (0, 0), *self._pads], mode=_PAD_MODES[self.padding_mode])
+    flat = [v for b, a in reversed(self._pads) for v in (b, a)]
+    if self.padding_mode != "zeros":
+      x, flat = x.pad([(0, 0), (0, 0), *self._pads], mode=_PAD_MODES[self.padding_mode]), [0] * (2 * self.nsp)
     out = x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=flat)
     return out.squeeze(0) if unbatched else out
 
