@@ -2789,10 +2789,10 @@ class Tensor(_CastSugar, MathTrait):
     8x128x8x8 0.77-1.19, 8x256x4x4 1.21-1.25), at 256 pixels it tied (16x256x4x4 0.64-1.08, 4x512x8x8 0.98, 16x512x4x4
     0.88), at 128 it lost (8x512x4x4 0.86-1.45). Outputs filling under half of the 4-wide tiles lost at any size
     (8x512x2x2 2.64). Not measured, so never taken: under 16 channels a group (the products are no longer a matmul;
-    depthwise convs), and other devices."""
+    depthwise convs), 1-d and 3-d convolutions (6 and 216 tile positions: other trade-offs), and other devices."""
     if not isinstance(self.device, str) or self.device.split(":")[0] != "CPU" or not all_concrete(self.shape):
       return False
-    nsp = weight.ndim - 2
+    if (nsp := weight.ndim - 2) != 2: return False
     cout, cin_g = weight.int_shape("conv2d")[:2]
     if cin_g < WINO_MIN_CHANNELS or cout // groups < WINO_MIN_CHANNELS: return False
     outs = [s + b + a - 2 for s, (b, a) in zip(self.int_shape("conv2d")[2:], self._pool_pairs(padding, nsp, "conv2d"))]

@@ -74,6 +74,9 @@ def test_wino2_takes_winograd_where_it_was_measured_faster():
     assert _kernels(Tensor.empty(8, 512, 4, 4), Tensor.empty(512, 512, 3, 3), padding=1) == 1
     assert _kernels(Tensor.empty(64, 512, 2, 2), Tensor.empty(512, 512, 3, 3), padding=1) == 1
     assert _kernels(Tensor.empty(32, 64, 32, 32), Tensor.empty(64, 8, 3, 3), padding=1, groups=8) == 1
+    # 1-d and 3-d convolutions (not measured)
+    assert _kernels(Tensor.empty(64, 256, 1024), Tensor.empty(256, 256, 3), padding=1) == 1
+    assert _kernels(Tensor.empty(4, 64, 16, 16, 16), Tensor.empty(64, 64, 3, 3, 3), padding=1) == 1
     assert _kernels(Tensor.empty(16, 64, 16, 16, device="PYTHON"), Tensor.empty(64, 64, 3, 3, device="PYTHON"),
                     padding=1) == 1
   with Context(WINO=0): assert _kernels(Tensor.empty(16, 64, 16, 16), Tensor.empty(64, 64, 3, 3), padding=1) == 1
