@@ -6,7 +6,7 @@ items, and swaps every tensor's graph for what `becomes` says it is now (a BUFFE
 later ops read the buffer. `assign()` on a realized tensor builds `ASSIGN(buffer view, value)`.
 """
 from __future__ import annotations
-import math, weakref, functools, contextlib
+import math, weakref, functools, contextlib, itertools
 from typing import Any, Callable, NamedTuple, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
@@ -343,6 +343,46 @@ def _winograd_conv(x: Tensor, weight: Tensor, groups: int, pads: list[tuple[int,
     dx = _winograd_conv(dy, wt, groups, [(2 - b, 2 - a) for b, a in pads]).cast(x_.dtype)
     return dx, _winograd_weight_grad(x_, dy, w_.int_shape("conv2d"), groups, pads).cast(w_.dtype)
   return _with_gradient(out, (x, weight), rule)
+
+def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, win: Tensor, k_: tuple[int, ...], s_: tuple[int, ...],
+                       d_: tuple[int, ...], full: list[tuple[int, int]]) -> Tensor:
+  """The gradient of a max pool (ret = win.max over its windows) as the reduce's rule gives it, each window's g shared
+  equally by the positions holding its maximum (or its nans), gathered at each input position rather than folded back.
+  Each spatial axis of x is split into (i // stride, i % stride): the windows reading an input position with kernel
+  offset k then have its phase i % stride fixed, and are a shift of the output's axis, so for each offset the windows'
+  maximum and share of g are placed by pads alone (no modular index math) and compared with x there. One elementwise
+  kernel over x, stored in that split layout; autograd through the windows stored every window's candidates (9x the
+  output for 3x3) and folded them back in a reduce (ResNet-18's stem pool at batch 32 over 128x128: 56-60 ms of the
+  step)."""
+  n = len(k_)
+  lead = x.ndim - n
+  one = (1,) * n
+  hit = (win == ret.reshape(*ret.shape, *one)) | ((win != win) & (ret != ret).reshape(*ret.shape, *one))
+  share = g / hit.cast(g.dtype).sum(tuple(range(-n, 0)))
+  sizes, outs = x.int_shape("max_pool2d", n), ret.int_shape("max_pool2d", n)
+  qs = [ceildiv(i, s) for i, s in zip(sizes, s_)]
+  split = (*x.shape[:lead], *flatten((q, s) for q, s in zip(qs, s_)))
+  xq = x.pad([(0, 0)] * lead + [(0, q * s - i) for q, s, i in zip(qs, s_, sizes)]).reshape(split)
+  def placed(t: Tensor, offs: tuple[int, ...]) -> Tensor:
+    # window o reads input i = o * s + k * d - before = s * (o + sh) + r: t's axis shifted by sh, at phase r
+    for j, (k, s, d, (b, _), o, q) in enumerate(zip(offs, s_, d_, full, outs, qs)):
+      ax = lead + 2 * j
+      sh, r = divmod(k * d - b, s)
+      t = t.pad([(0, 0)] * ax + [(sh, q - o - sh)] + [(0, 0)] * (t.ndim - ax - 1))
+      t = t.unsqueeze(ax + 1).pad([(0, 0)] * (ax + 1) + [(r, s - 1 - r)] + [(0, 0)] * (t.ndim - ax - 1))
+    return t
+  # NOTE: computed with the phases outermost (each phase's positions contiguous), then interleaved by a copy
+  pm = list(range(lead)) + [lead + 2 * j + 1 for j in range(n)] + [lead + 2 * j for j in range(n)]
+  inv = [pm.index(a) for a in range(len(pm))]
+  dx: Tensor | None = None
+  xp = xq.permute(pm)
+  for offs in itertools.product(*(range(k) for k in k_)):
+    m, h = placed(ret, offs).permute(pm), placed(share, offs).permute(pm)
+    term = ((xp == m) | ((xp != xp) & (m != m))).where(h, 0)
+    dx = term if dx is None else dx + term
+  assert dx is not None
+  dx = dx.contiguous().permute(inv).reshape(*x.shape[:lead], *(q * s for q, s in zip(qs, s_)))
+  return dx.shrink(tuple((0, v) for v in x.shape[:lead]) + tuple((0, i) for i in sizes))
 
 def _pow_gradient(ctx: Tensor, ret: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
   """torch's gradients of x**y: y * x**(y-1) (0 where y == 0), and x**y * log(x) (0 where x == 0 and y >= 0); exact at a
@@ -2872,6 +2912,9 @@ class Tensor(_CastSugar, MathTrait):
     win, k_, s_, full, outs = self._pool_windows(kernel_size, stride, dilation, padding, ceil_mode, low, "max_pool2d")
     n = len(k_)
     out = win.max(tuple(range(-n, 0)))
+    if dtypes.is_float(self.dtype):
+      d_ = make_tuple(dilation, n)
+      out = _with_gradient(out, (self,), lambda g, ret, x: (_max_pool_gradient(g, ret, x, win, k_, s_, d_, full),))
     if not return_indices: return out
     sp = self.shape[-n:]
     # NOTE: flat positions grow along each window, so the first maximum is the one with the least position

@@ -343,3 +343,47 @@ def test_group_norm_empty_batch():
   from tinygrad import nn
   out = nn.GroupNorm(1, 2)(Tensor.zeros(0, 2))
   assert out.shape == (0, 2) and out.numpy().shape == (0, 2)
+
+# ---- max_pool2d's gradient rule: gathered at each input position ----
+
+def _windows_max(x: Tensor, k: tuple[int, ...], s: tuple[int, ...], d: tuple[int, ...],
+                 pads: list[tuple[int, int]]) -> Tensor:
+  """max_pool2d's values (the max over the padded windows) without its gradient rule: autograd through the windows.
+  NOTE: padded with the least float, not -inf: the same graph as max_pool2d's would be the same node, which carries
+  its rule"""
+  n = len(k)
+  return x.pad([(0, 0)] * (x.ndim - n) + pads, value=-3.0e38)._pool(k, s, d).max(tuple(range(-n, 0)))
+
+@pytest.mark.parametrize("shape,k,s,d,pad,ceil", [
+  ((2, 3, 9, 9), (3, 3), (2, 2), (1, 1), 1, False), ((1, 2, 8, 7), (2, 3), (2, 1), (1, 1), 0, False),
+  ((1, 2, 10, 11), (3, 3), (2, 3), (2, 1), (1, 0), False), ((2, 2, 11), (3,), (2,), (1,), 1, True),
+  ((1, 1, 5, 6, 7), (2, 2, 3), (1, 2, 2), (1, 1, 1), 1, False), ((1, 2, 6, 6), (2, 2), (3, 3), (1, 1), 0, False),
+  ((1, 2, 9, 9), (3, 3), (2, 2), (1, 1), 1, True),
+])
+def test_max_pool_gradient_rule_matches_autograd_through_the_windows(shape, k, s, d, pad, ceil):
+  # ties (values from 4 levels, relu'd zeros) share a window's gradient equally, as the max reduce's rule does; a nan
+  # takes it where its window's maximum is nan; ceil_mode's extra windows, dilation, 1-d and 3-d, stride over kernel
+  rng = np.random.default_rng(11)
+  x = np.maximum(rng.integers(-2, 2, shape), 0).astype(np.float32)
+  x.flat[5] = np.nan
+  n = len(k)
+  xt = Tensor(x, requires_grad=True)
+  out = xt.max_pool2d(k, s, d, pad, ceil_mode=ceil)
+  up = Tensor(rng.standard_normal(out.shape).astype(np.float32))
+  (ours,) = out.gradient(xt, gradient=up)
+  pairs = Tensor._pool_pairs(pad, n, "max_pool2d")
+  _, full = xt._pool_geometry(k, s, d, pairs, ceil, "max_pool2d")
+  (ref,) = _windows_max(xt, k, s, d, full).gradient(xt, gradient=up)
+  np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-6, atol=1e-6)
+
+def test_max_pool_gradient_matches_torch_without_ties():
+  rng = np.random.default_rng(12)
+  x = rng.standard_normal((2, 3, 17, 16)).astype(np.float32)
+  tx = torch.tensor(x, requires_grad=True)
+  tout = F.max_pool2d(tx, 3, 2, 1)
+  up = rng.standard_normal(tout.shape).astype(np.float32)
+  tout.backward(torch.tensor(up))
+  xt = Tensor(x, requires_grad=True)
+  (xt.max_pool2d(3, 2, padding=1) * Tensor(up)).sum().backward()
+  assert xt.grad is not None and tx.grad is not None
+  np.testing.assert_allclose(xt.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-6)

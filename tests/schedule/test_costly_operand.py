@@ -93,21 +93,26 @@ def test_a_conv_input_read_by_its_windows_and_output_channels_is_stored_once():
   assert len(kernels(act.conv2d(Tensor(w[:4]), padding=1))) == 1
 
 def test_a_max_pool_window_gradient_is_stored_before_its_col2im():
-  # the gradient of a 3x3 stride-2 max-pool of relu(affine(x)): per window element the recomputed pool input, the
-  # equality test with the window's maximum and the share (RECOMPUTE_WINDOW) are one stored kernel over the windows
-  # (2 x 4 x 8 x 8 x 9 values), and the col2im sum over the view's 16 copies only loads them (fused, no kernel of the
-  # windows' size exists)
+  # the autograd gradient of a max over 3x3 stride-2 windows of relu(affine(x)) (max_pool2d's values, padded with the
+  # least float rather than -inf: not its graph, whose node carries its own gradient rule): per window element the recomputed pool input, the equality test with the window's maximum and the
+  # share (RECOMPUTE_WINDOW) are one stored kernel over the windows (2 x 4 x 8 x 8 x 9 values), and the col2im sum over
+  # the view's 16 copies only loads them (fused, no kernel of the windows' size exists). max_pool2d's own rule gathers
+  # at each input position instead: no kernel of the windows' size at all
   x, m, s = rand(20, 2, 4, 16, 16), rand(21, 4, 1, 1), np.abs(rand(22, 4, 1, 1)) + 0.5
-  xt = Tensor(x, requires_grad=True)
-  out = ((xt - Tensor(m)) * Tensor(s)).relu().max_pool2d(3, 2, padding=1)
-  w = rand(23, *out.shape)
-  (g,) = out.gradient(xt, gradient=Tensor(w))
-  ks = kernels(g)
-  assert any(size == 2 * 4 * 8 * 8 * 9 and Ops.CMPEQ in ops for size, ops in ks), ks
+  w = rand(23, 2, 4, 8, 8)
   tx = torch.from_numpy(x).requires_grad_()
   tout = torch.nn.functional.max_pool2d(((tx - torch.from_numpy(m)) * torch.from_numpy(s)).relu(), 3, 2, 1)
   tout.backward(torch.from_numpy(w))
-  np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+  for own_rule in (False, True):
+    xt = Tensor(x, requires_grad=True)
+    act = ((xt - Tensor(m)) * Tensor(s)).relu()
+    out = act.max_pool2d(3, 2, padding=1) if own_rule else \
+      act.pad(((0, 0), (0, 0), (1, 1), (1, 1)), value=-3.0e38)._pool((3, 3), 2).max((-2, -1))
+    (g,) = out.gradient(xt, gradient=Tensor(w))
+    ks = kernels(g)
+    assert any(size == 2 * 4 * 8 * 8 * 9 for size, _ in ks) != own_rule, ks
+    if not own_rule: assert any(size == 2 * 4 * 8 * 8 * 9 and Ops.CMPEQ in ops for size, ops in ks), ks
+    np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 def test_attention_probabilities_are_stored_so_no_matmul_calls_exp2_in_inference_or_training():
   # causal attention, B=2 H=2 T=16, a head of 64 values: probabilities x V reads exp(score - max) / sum 64 times over
