@@ -351,9 +351,10 @@ def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, win: Tensor, k_: tuple
   Each spatial axis of x is split into (i // stride, i % stride): the windows reading an input position with kernel
   offset k then have its phase i % stride fixed, and are a shift of the output's axis, so for each offset the windows'
   maximum and share of g are placed by pads alone (no modular index math) and compared with x there. One elementwise
-  kernel over x, stored in that split layout; autograd through the windows stored every window's candidates (9x the
-  output for 3x3) and folded them back in a reduce (ResNet-18's stem pool at batch 32 over 128x128: 56-60 ms of the
-  step)."""
+  kernel over x with the phases outermost (each phase's positions contiguous: vector lanes) and a copy interleaving
+  them; autograd through the windows stored every window's candidates (9x the output for 3x3) and folded them back in
+  a reduce. Measured alone (AVX2, 2 threads, 3x3 stride 2 over 32x64x64x64): 46.8 ms -> 34.6 (the phases innermost,
+  their stores 2 apart: 43.8); ResNet-18's step at batch 32 over 128x128 1006.6 -> 980.0 ms."""
   n = len(k_)
   lead = x.ndim - n
   one = (1,) * n
