@@ -580,7 +580,23 @@ def _upcast_inner(b: _Builder) -> None:
   # AVX-512), which its compares, selects and arithmetic run on at once
   ws = b.renderer.acc_widths(dtypes.float32)
   for amt in ((ws[0],) if ws and ws[0] > 4 else ()) + (4, 2):
-    if size % amt == 0 and size >= amt * 2 and b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)): return
+    if size % amt == 0 and size >= amt * 2 and b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)):
+      _transpose_tile(b, amt)
+      return
+
+def _transpose_tile(b: _Builder, lanes: int) -> None:
+  """CPU: an elementwise kernel that stores along one axis and loads some input contiguously along another (a
+  transpose, channels-first to channels-last): that axis takes as many lanes, a square tile the compiler transposes in
+  registers, so the loads are vector loads too rather than one gather per lane. Measured (AVX2, 2 threads, LLVM path):
+  (32, 64, 32, 32) -> (32, 32, 32, 64) 4.3 ms with the store's 8 lanes alone, 1.2-1.5 with 8 x 8 (8 x 4 1.7-2.0, 16 x 8
+  1.8); a plain copy of its 8 MB 0.9-1.0."""
+  if not b.renderer.has_threads or (sidx := _store_idx(b.ast)) is None: return
+  for ld in _loads(b.ast):
+    idx = ld.src[0].src[1].get_idx()
+    for j, r in enumerate(output_axes(b.ast)):
+      size = axis_size(r) or 0
+      if index_stride(sidx, r) == 1 or index_stride(idx, r) != 1 or size % lanes or size < 2 * lanes: continue
+      if b.upcast_total() * lanes <= MAX_UPCAST_TOTAL and b.try_opt(Opt(OptOps.UPCAST, j, lanes)): return
 
 # ---- GPU targets (a launch grid and workgroups: NV, AMD, the PYTHON backend's emulation of them) ----
 
