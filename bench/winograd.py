@@ -54,7 +54,7 @@ def theirs(n: int, c: int, h: int, w: int, grad: bool) -> float:
 def picks(n: int, c: int, h: int, w: int) -> bool:
   """Whether WINO=2 takes Winograd for this shape (the rule itself, on an unrealized input)."""
   from tinygrad import Tensor
-  return Tensor.empty(n, c, h, w)._winograd_pays(Tensor.empty(c, c, 3, 3), 1, 1)
+  return Tensor.empty(n, c, h, w)._winograd_pays(Tensor.empty(c, c, 3, 3), 1, [(1, 1), (1, 1)])
 
 def main() -> int:
   grad = not ARGS.forward

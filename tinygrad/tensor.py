@@ -331,16 +331,20 @@ def _winograd_weight_grad(x: Tensor, dy: Tensor, wshape: tuple[int, ...], groups
   dw = _winograd_lmat(du, _WINO_G, nsp, transpose=True)                                     # (3**nsp, g, cin_g, cout_g)
   return dw.permute(1, 3, 2, 0).reshape(wshape)
 
+def _transposed_filters(w: Tensor, groups: int) -> Tensor:
+  """Filters (A, B/groups, *k) as those of the transposed convolution, (B, A/groups, *k) spatially flipped: a conv's
+  input gradient, conv_transpose2d."""
+  a, bg, k = w.shape[0], w.shape[1], w.shape[2:]
+  w = w.reshape(groups, a // groups, bg, *k).transpose(1, 2).reshape(groups * bg, a // groups, *k)
+  return w.flip(tuple(range(2, w.ndim)))
+
 def _winograd_conv(x: Tensor, weight: Tensor, groups: int, pads: list[tuple[int, int]]) -> Tensor:
   """_winograd_forward in x's dtype, differentiated by Winograd too: the input gradient is the correlation of dy
   (padded by 2 - pads) with the flipped, transposed filters, itself by F(4, 3) (no fold of overlapping tiles), the
   weight gradient _winograd_weight_grad."""
   out = _winograd_forward(x, weight, groups, pads).cast(x.dtype)
   def rule(dy: Tensor, _out: Tensor, x_: Tensor, w_: Tensor) -> tuple[Tensor, Tensor]:
-    nsp, (cout, cin_g) = w_.ndim - 2, w_.int_shape("conv2d")[:2]
-    wt = w_.reshape(groups, cout // groups, cin_g, *w_.shape[2:]).transpose(1, 2)
-    wt = wt.reshape(groups * cin_g, cout // groups, *w_.shape[2:]).flip(tuple(range(2, 2 + nsp)))
-    dx = _winograd_conv(dy, wt, groups, [(2 - b, 2 - a) for b, a in pads]).cast(x_.dtype)
+    dx = _winograd_conv(dy, _transposed_filters(w_, groups), groups, [(2 - b, 2 - a) for b, a in pads]).cast(x_.dtype)
     return dx, _winograd_weight_grad(x_, dy, w_.int_shape("conv2d"), groups, pads).cast(w_.dtype)
   return _with_gradient(out, (x, weight), rule)
 
@@ -2820,7 +2824,7 @@ class Tensor(_CastSugar, MathTrait):
   def pad2d(self, padding: Sequence[int], value: ConstType = 0.0) -> Tensor:
     """Pad the last len(padding)//2 axes with torch's flat (left, right, top, bottom, ...) amounts (negative crops)."""
     return self.pad(tuple(padding), value=value)
-  def _winograd_pays(self, weight: Tensor, groups: int, padding: int | Sequence[int]) -> bool:
+  def _winograd_pays(self, weight: Tensor, groups: int, pads: list[tuple[int, int]]) -> bool:
     """WINO=2: whether F(4, 3) beats the direct sum for this stride-1 3-wide convolution, by the rule measured on the
     CPU (bench/winograd.py: a step of forward and both gradients under TinyJit, AVX2, 2 threads; Winograd / direct,
     batch x channels x pixels). It pays where the multiplies it saves outweigh its transforms (~20 kernels where the
@@ -2836,7 +2840,7 @@ class Tensor(_CastSugar, MathTrait):
     if (nsp := weight.ndim - 2) != 2: return False
     cout, cin_g = weight.int_shape("conv2d")[:2]
     if cin_g < WINO_MIN_CHANNELS or cout // groups < WINO_MIN_CHANNELS: return False
-    outs = [s + b + a - 2 for s, (b, a) in zip(self.int_shape("conv2d")[2:], self._pool_pairs(padding, nsp, "conv2d"))]
+    outs = [s + b + a - 2 for s, (b, a) in zip(self.int_shape("conv2d")[2:], pads)]
     if any(o <= 0 for o in outs) or 2 * prod(outs) < prod(4 * ceildiv(o, 4) for o in outs): return False
     pixels = self.int_shape("conv2d")[0] * prod(outs)
     return pixels >= WINO_MIN_PIXELS and pixels * cout * cin_g * 3 ** nsp >= WINO_MIN_MACS
@@ -2864,10 +2868,11 @@ class Tensor(_CastSugar, MathTrait):
                           "divide by groups)")
     nsp = len(hw)
     unit = (1,) * nsp
-    if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit and \
-       (WINO.value == 1 or self._winograd_pays(weight, groups, padding)):
-      out = _winograd_conv(self, weight, groups, self._pool_pairs(padding, nsp, "conv2d"))
-      return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
+    if WINO and all(k == 3 for k in hw) and make_tuple(stride, nsp) == unit and make_tuple(dilation, nsp) == unit:
+      pads = self._pool_pairs(padding, nsp, "conv2d")
+      if WINO.value == 1 or self._winograd_pays(weight, groups, pads):
+        out = _winograd_conv(self, weight, groups, pads)
+        return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
     x = self._pad2d(padding, nsp, op="conv2d")._pool(tuple(hw), stride, dilation, op="conv2d")  # (N, Cin, *o, *k)
     oyx = x.shape[2:2 + nsp]
     rcout = cout // groups
@@ -3008,7 +3013,7 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim != weight.ndim or self.ndim < 3:
       raise ShapeMismatchError(f"conv_transpose2d: input {self.shape} and weight {weight.shape} need the same number "
                                "of dims, at least 3 ((N, Cin, *spatial) and (Cin, Cout/groups, *kernel))")
-    cin, rcout, k_ = weight.shape[0], weight.shape[1], weight.shape[2:]
+    cin, k_ = weight.shape[0], weight.shape[2:]
     n = len(k_)
     if self.shape[1] != cin or cin % groups:
       raise ShapeMismatchError(f"conv_transpose2d: input {self.shape} and weight {weight.shape} do not match with "
@@ -3027,9 +3032,7 @@ class Tensor(_CastSugar, MathTrait):
       x = x.reshape(*self.shape[:2], *[i * s for i, s in zip(sp, s_)])
       x = x.shrink([None, None] + [(0, (i - 1) * s + 1) if i else (0, 0) for i, s in zip(sp, s_)])
     x = x.pad([(0, 0)] * 2 + [(d * (k - 1) - p, d * (k - 1) - p + o) for k, d, p, o in zip(k_, d_, p_, op_)])
-    # weight (Cin, Cout/g, *k) -> (Cout, Cin/g, *k), spatially flipped
-    w = weight.reshape(groups, cin // groups, rcout, *k_).transpose(1, 2).reshape(groups * rcout, cin // groups, *k_)
-    return x.conv2d(w.flip(tuple(range(2, 2 + n))), bias, groups=groups, dilation=d_)
+    return x.conv2d(_transposed_filters(weight, groups), bias, groups=groups, dilation=d_)
   def conv_transpose(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1,
                      stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1,
                      padding: int | tuple[int, ...] = 0, output_padding: int | tuple[int, ...] = 0) -> Tensor:

@@ -91,19 +91,15 @@ def _store_idx(ast: UOp) -> UOp | None:
   stores = [u for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
   return stores[0].src[0].src[1].get_idx() if stores else None
 
-def _reduce_body_alu(ast: UOp) -> int:
-  """ALU ops in the longest reduce body of the kernel (0 without a reduce)."""
-  return max((sum(1 for x in u.src[0].toposort() if x.op in GroupOp.ALU) for u in ast.toposort() if u.op is Ops.REDUCE),
-             default=0)
-
-def _heavy_values(ast: UOp) -> bool:
-  """_heavy_reduce counting only the ops on values, not those that compute load indices and their gates (a padded
-  window's bounds): each lane of an upcast copies the values' ops, where the index math of the lanes is shared."""
+def _reduce_body_alu(ast: UOp, values_only: bool = False) -> int:
+  """ALU ops in the longest reduce body of the kernel (0 without a reduce). values_only leaves out those that compute
+  load indices and their gates (a padded window's bounds): each lane of an upcast copies the values' ops, where the
+  index math of the lanes is shared."""
   def body(red: UOp) -> int:
     ops = red.src[0].toposort()
-    idx = {y for x in ops if x.op is Ops.INDEX for s in x.src[1:] for y in s.toposort()}
+    idx = {y for x in ops if x.op is Ops.INDEX for s in x.src[1:] for y in s.toposort()} if values_only else set()
     return sum(1 for x in ops if x.op in GroupOp.ALU and x not in idx)
-  return max((body(u) for u in ast.toposort() if u.op is Ops.REDUCE), default=0) > HEAVY_BODY
+  return max((body(u) for u in ast.toposort() if u.op is Ops.REDUCE), default=0)
 
 def _heavy_reduce(ast: UOp) -> bool:
   """A reduce whose body is long (e.g. random numbers or transcendentals fused in): every lane copies all of it."""
@@ -201,7 +197,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # NOTE: a small kernel's tile is 4 lanes where its values' ops are many, not where its index math is (Winograd's
     # input transform at batch 8 over 16x16 pixels, 64 channels, its reduce over a padded 6x6 window: 4 lanes 5.0 ms,
     # 1.4 ms with 4 tile positions by 4 lanes by 2 tiles)
-    heavy = _heavy_values(b.ast) if b.renderer.has_threads else _heavy_reduce(b.ast)
+    heavy = _reduce_body_alu(b.ast, values_only=b.renderer.has_threads) > HEAVY_BODY
     room = (b.tile_budget if cpu else 4 if heavy else MAX_HEURISTIC_UPCAST) // b.upcast_total()
     # NOTE: where the budget leaves room for fewer than 8 rows (AVX2's 16 registers: 12 accumulators, 6 rows of 16
     # lanes), 6 rows where 6 divides the axis, else 4 (_tile_budget has the measurements)
