@@ -513,20 +513,28 @@ def test_a_weight_gradient_over_2x2_pixels_takes_2_rows_under_its_packed_lanes_o
     with Context(SPEC=2): tol(outs[1].numpy(), refs[1], 8 * hw * hw)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
-def test_a_stem_gradient_on_avx2_keeps_an_axis_for_its_threads():
-  # on AVX2 (96 lanes of budget) the stem's weight gradient (64 x 3 x 7 x 7, a reduce over b x 32 x 32) took 16 lanes
-  # and the 4 rows left of its 64 channels: the 3 x 7 x 7 left to loop split across no thread, and the whole kernel ran
-  # on one (alone, 2 threads, b8 64x64: 5.5-6.3 ms); 2 rows, the channels' last 2 threaded: 2.9-3.6 ms. AVX-512 takes a
-  # 7 as rows and threads the channels as before. Values against torch under SPEC=2
+@pytest.mark.parametrize("b,hw,kblock", [(8, 64, None), (2, 144, 1)])
+def test_a_stem_gradient_on_avx2_takes_input_channel_rows_and_keeps_an_axis_for_its_threads(b: int, hw: int,
+                                                                                           kblock: int | None):
+  # on AVX2 (96 lanes of budget) the stem's weight gradient (64 x 3 x 7 x 7, a reduce over b x (hw/2)^2) takes 16 packed
+  # lanes of its output channels, and its rows on the 3 input channels, along which those lanes' loads are broadcast
+  # (the 4 left of the lanes' own 64 channels took them once: each row then loaded its own lanes; alone, 2 threads, b8
+  # 64x64: 32 lanes 3.6-3.9 ms, 16 x 3 2.7; the 64 channels' last 4 left to the threads, or the whole kernel ran on one:
+  # 5.5-6.3 ms). Where one image's panel (16 lanes x (hw/2)^2 pixels) is over half PACK's 512 KiB, the reduce is cache
+  # blocked by one image (KBLOCK 1; at batch 32, 128x128: unpacked 8 lanes 131-155 ms, 38.8 packed by the image).
+  # AVX-512 takes a 7 as rows and threads the channels as before. Values against torch under SPEC=2
   from tinygrad.codegen.opt import max_threads
   dev = llvm_cpu_device_at(256)
   ren = Device[dev].renderer
-  outs, refs = conv_step(dev, 8, 3, 64, 64, k=7, stride=2)
-  wgrad = the_kernel([outs[1]], {64, 3, 7}, 8 * 32 * 32)
+  outs, refs = conv_step(dev, b, 3, 64, hw, k=7, stride=2)
+  wgrad = the_kernel([outs[1]], {64, 3, 7}, b * (hw // 2) ** 2)
   opts = hand_coded_optimizations(wgrad, ren)
   assert max_threads(ren) > 1 and any(o.op is OptOps.THREAD for o in opts), opts
-  assert lanes(opts) == 32 and any(o.op is OptOps.PACK for o in opts), opts
-  with Context(SPEC=2): tol(outs[1].numpy(), refs[1], 8 * 32 * 32)
+  assert lanes(opts) == 16 and any(o.op is OptOps.PACK for o in opts), opts
+  rows = [o for o in opts if o.op is OptOps.UPCAST and o.arg != 16]
+  assert len(rows) == 1 and rows[0].arg == 3 and axis_size(output_axes(wgrad)[rows[0].axis]) == 3, opts
+  assert [o.arg for o in opts if o.op is OptOps.KBLOCK] == ([] if kblock is None else [kblock]), opts
+  with Context(SPEC=2): tol(outs[1].numpy(), refs[1], b * (hw // 2) ** 2)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_a_packed_panel_is_packed_once_per_iteration_of_its_own_loops():

@@ -252,11 +252,16 @@ def _short_rows(b: _Builder) -> None:
   Measured alone (2 threads): that weight gradient over batch 32, 64x64 pixels, 16 lanes x 1 row 44.2 ms, x 7 rows
   22.6"""
   outs = output_axes(b.ast)
-  short = [(size, i) for i, r in enumerate(outs)
+  # NOTE: an axis along which the lanes' loads are broadcast goes first (each row reuses their vector loads), then the
+  # longest. Measured alone (AVX2, 2 threads, the stem's weight gradient at batch 32, 128x128, packed by the image): 16
+  # lanes x 3 input-channel rows 38.8 ms, x 2 rows of the lanes' own output channels 51.9 (x 4: the panel is over
+  # PACK's limit)
+  lane_loads = [ld for ld in _loads(b.ast) if any(u in ld.src[0]._ranges for u in axes_of(b.ast, AxisType.UPCAST))]
+  short = [(not any(r in ld.src[0]._ranges for ld in lane_loads), size, i) for i, r in enumerate(outs)
            if 3 <= (size := axis_size(r) or 0) < 8 and _broadcast_loads(b.ast, r) and
            size * b.upcast_total() <= b.tile_budget]
   if not short: return
-  size, i = max(short)
+  _, size, i = max(short)
   # NOTE: rows that take the last axis the threads could split (AVX2's budget: the lanes' own axis, 4 rows of 16 of the
   # 64 channels, the 3 x 7 x 7 left to loop) leave a big kernel on one thread: a share of them then, the rest threaded.
   # Measured alone (AVX2, 2 threads, ResNet-18 b8 64x64's stem gradient): 64 lanes on one thread 5.5 ms, 32 on two 2.3
@@ -341,7 +346,10 @@ def _kblock_to_fit(b: _Builder, buf: UOp) -> bool:
   rs = panel_ranges(lds[0])
   if red not in rs: return False
   step_bytes = int(prod(axis_size(r) or 0 for r in rs if r is not red)) * lds[0].dtype.itemsize
-  fits = [n for n in range(size - 1, 1, -1) if size % n == 0 and n * step_bytes <= PACK_MAX_BYTES]
+  # NOTE: down to blocks of one step (one image of a weight gradient over 64x64 pixels by 32 lanes is PACK's 512 KiB).
+  # Measured alone (AVX2, 2 threads): ResNet-18's stem weight gradient at batch 32, 128x128, unpacked 8 lanes 131-155
+  # ms; 16 lanes x 3 rows packed by the image 38.8
+  fits = [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step_bytes <= PACK_MAX_BYTES]
   return bool(fits) and b.try_opt(Opt(OptOps.KBLOCK, 0, fits[0]))
 
 def _pack_lanes(b: _Builder, buf: UOp) -> bool:

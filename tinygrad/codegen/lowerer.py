@@ -94,8 +94,10 @@ def grid_specials(sink: UOp, renderer: Renderer) -> GridCtx:
     elif at in (AxisType.THREAD, AxisType.GLOBAL, AxisType.LOCAL): ret[r] = _retype(r, AxisType.LOOP)
     # NOTE: without local memory a GROUP_REDUCE range is reduced by one thread, as a plain loop
     elif at is AxisType.GROUP_REDUCE: ret[r] = _retype(r, AxisType.REDUCE)
-  if sum(1 for s in ret.values() if s.op is Ops.SPECIAL and s.arg == "core_id") > 1:
-    raise ValueError("grid lowering: more than one THREAD axis in one kernel; the CPU runtime has a single core_id")
+  # NOTE: THREAD ranges of one size (one per store loop of a cut kernel) are one SPECIAL: the same core_id
+  if len({s for s in ret.values() if s.op is Ops.SPECIAL and s.arg == "core_id"}) > 1:
+    raise ValueError("grid lowering: THREAD axes of different sizes in one kernel; the CPU runtime has a single "
+                     "core_id")
   lids = [(ret[r], int(r.src[0].vmax)) for r in lc if ret[r].op is not Ops.RANGE]
   return GridCtx(ret, lids, max((r.arg[0] for r in rngs if isinstance(r.arg[0], int)), default=-1) + 1)
 
