@@ -35,6 +35,9 @@ from tinygrad.models.resnet import resnet18
 from tinygrad.models.gpt2 import GPT2Block
 from tinygrad.nn import LayerNorm
 from tinygrad.uop import hooks
+from tinygrad.uop.ops import UOp, Ops
+from tinygrad.codegen.opt import output_axes, axis_size
+from tinygrad.helpers import prod
 
 # ---- torch twins of the models (the reference side of the timing only) ----
 
@@ -152,12 +155,13 @@ def workloads(args: argparse.Namespace) -> list[tuple[str, str, Callable[[], tup
 
 # ---- timing ----
 
-def profile_step(fn: Callable[[], Any]) -> dict[str, list[float]]:
-  """One step with every launch timed: kernel name -> [seconds, ops, launches]."""
-  per: dict[str, list[float]] = {}
+def profile_step(fn: Callable[[], Any]) -> dict[str, list[Any]]:
+  """One step with every launch timed: kernel name -> [seconds, ops, launches, multiply-adds of one launch where the
+  kernel is matmul-shaped (matmul_macs), else 0]."""
+  per: dict[str, list[Any]] = {}
   def on_launch(runner: Any, bufs: Any, start: float, seconds: float | None) -> None:
     if not hasattr(runner, "p"): return
-    e = per.setdefault(runner.display_name, [0.0, 0.0, 0])
+    e = per.setdefault(runner.display_name, [0.0, 0.0, 0, matmul_macs(runner.p.ast)])
     e[0] += seconds if seconds is not None else time.perf_counter() - start
     e[1] += runner.work({})[0]
     e[2] += 1
@@ -165,6 +169,32 @@ def profile_step(fn: Callable[[], Any]) -> dict[str, list[float]]:
   try: fn()
   finally: hooks.launched.remove(on_launch)
   return per
+
+def matmul_macs(ast: UOp) -> int:
+  """The multiply-adds of a matmul-shaped kernel (0 for any other): an ADD reduce whose body multiplies two loads that
+  both walk the reduce, one varying along an output axis the other is broadcast along and the other way round (a
+  matmul's rows and columns, a conv's pixels and output channels, a weight gradient's two sides), whatever else is
+  fused around them. Its multiply-adds: the output axes' sizes times the reduce's."""
+  outs, total = output_axes(ast), 0
+  for red in (u for u in ast.toposort() if u.op is Ops.REDUCE and u.arg is Ops.ADD):
+    rs = set(red.src[1:])
+    lds = [u for u in red.src[0].toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and rs & u.src[0]._ranges]
+    if not any(u.op is Ops.MUL for u in red.src[0].toposort()) or not all(axis_size(r) for r in outs + list(rs)):
+      continue
+    own = [{o for o in outs if o in ld.src[0]._ranges} for ld in lds]
+    if any(a - b and b - a for a in own for b in own):
+      total = max(total, prod(axis_size(r) or 0 for r in outs) * prod(axis_size(r) or 0 for r in rs))
+  return total
+
+def matmul_path_gflops(device: str, steps: int) -> float:
+  """The 1024^3 matmul on `device` as the profiled steps time it (2 flops per multiply-add): the reference of the
+  goal that every matmul-shaped kernel over 256^3 multiply-adds reach half of it."""
+  Device.DEFAULT = device
+  a, b = (Tensor.randn(1024, 1024, device=device).realize() for _ in range(2))
+  mm = TinyJit(lambda: (a @ b).realize())
+  for _ in range(2): mm()
+  best = min(sum(v[0] for v in profile_step(mm).values()) for _ in range(max(steps, 3)))
+  return 2 * 1024 ** 3 / best * 1e-9
 
 def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], steps: int) -> tuple[float, dict]:
   Device.DEFAULT = device
@@ -194,6 +224,7 @@ def main() -> int:
   print(f"torch {torch.__version__} with {torch.get_num_threads()} threads; ours: TinyJit, "
         f"{Device['CPU'].threads} threads; best of {steps} steps", flush=True)
   results = []
+  goal: dict[str, list[tuple[str, str, float, int, int]]] = {p: [] for p in paths}
   for name, _, build in workloads(args):
     make, tstep, shape = build()
     tx = torch.from_numpy(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
@@ -214,9 +245,18 @@ def main() -> int:
       total = sum(v[0] for v in per.values())
       print(f"  slowest kernels ({pname}, profiled step {total*1e3:.1f} ms, {sum(int(v[2]) for v in per.values())} "
             f"launches):")
-      for kname, (sec, ops, n) in sorted(per.items(), key=lambda kv: -kv[1][0])[:args.top]:
+      for kname, (sec, ops, n, _) in sorted(per.items(), key=lambda kv: -kv[1][0])[:args.top]:
         print(f"    {kname:40s} x{int(n):<3d} {sec*1e3:8.2f} ms {ops/max(sec, 1e-9)*1e-9:7.1f} GFLOPS "
               f"{100*sec/total:5.1f}%")
+      goal[pname].extend((name, kname, sec, n, macs) for kname, (sec, _, n, macs) in per.items() if macs >= 256 ** 3)
+  # the goal: every matmul-shaped kernel over 256^3 multiply-adds at half the 1024^3 matmul path's GFLOPS or more
+  for pname, ks in goal.items():
+    ref = matmul_path_gflops(paths[pname], steps)
+    rate = [(2 * macs * n / max(sec, 1e-9) * 1e-9, row, kname) for row, kname, sec, n, macs in ks]
+    under = sorted(r for r in rate if r[0] < ref / 2)
+    print(f"\nmatmul-shaped kernels over 256^3 multiply-adds ({pname}; 2 flops a multiply-add): "
+          f"{len(rate) - len(under)} of {len(rate)} at half the 1024^3 matmul's {ref:.1f} GFLOPS or more")
+    for gf, row, kname in under: print(f"  under: {row:22s} {kname:40s} {gf:7.1f} GFLOPS ({gf / ref:.2f} of it)")
   Device.DEFAULT = "CPU"
   print("\n| workload | torch 2 threads ms | torch 1 thread ms | " +
         " | ".join(f"ours {p} ms | {p} / torch 2 thr | {p} / torch 1 thr" for p in paths) + " |")
