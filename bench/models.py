@@ -17,7 +17,9 @@ times, it does not compare values). Times are the best of --steps steps after a 
 machine compare the ratios, not the milliseconds. torch is timed with 2 threads and again with 1 (an oversubscribed
 machine slows its 2 OpenMP threads most), and our time is given as a ratio to each. The kernel table comes from a
 separate, profiled step (each launch waits for its kernel through the `launched` hook), so its total can differ a
-little from the timed step.
+little from the timed step. Last, the issue's goal for kernels: every matmul-shaped kernel (matmul_macs) of the profiled
+steps with 256^3 multiply-adds or more against half the 1024^3 matmul's GFLOPS, profiled the same way in the same run;
+those under it are listed.
 """
 from __future__ import annotations
 import argparse, os, sys, time
