@@ -147,14 +147,16 @@ def _thread_pieces(ast: UOp, amt: int) -> UOp:
   the same `amt` threads too, on its outermost LOOP axis that amt divides (its THREAD range lowers to the same core_id).
   Every thread ran every loop that THREAD did not split, all of it: the same values stored twice. Measured alone (AVX2,
   2 threads): the max-pool gradient's phases over 32 x 64 x 64 x 64 (9 pieces, 1 threaded) 18.8-24.5 ms -> 10.1. A loop
-  with no such axis is still run by every thread."""
-  def splits(r: UOp) -> bool:
-    return r.op is Ops.RANGE and r.arg[-1] is AxisType.LOOP and (n := axis_size(r) or 0) >= amt and n % amt == 0
+  with no such axis of its own (one another store loop shares: splitting it there would give that loop a second THREAD
+  range on the one core_id) is still run by every thread."""
   while True:
     ends = [u for u in ast.toposort() if u.op is Ops.END and u.src[0].op is Ops.STORE]
-    todo = [min((r for r in e.src[1:] if splits(r)), key=lambda r: r.arg[0]) for e in ends
+    def splits(r: UOp, e: UOp) -> bool:
+      return r.op is Ops.RANGE and r.arg[-1] is AxisType.LOOP and (n := axis_size(r) or 0) >= amt and n % amt == 0 and \
+        not any(r in o.src[0]._ranges or r in o.src[1:] for o in ends if o is not e)
+    todo = [min((r for r in e.src[1:] if splits(r, e)), key=lambda r: r.arg[0]) for e in ends
             if not any(r.op is Ops.RANGE and r.arg[-1] is AxisType.THREAD for r in e.src[1:]) and
-            any(splits(r) for r in e.src[1:])]
+            any(splits(r, e) for r in e.src[1:])]
     if not todo: return ast
     ast = split_range(ast, todo[0], amt, AxisType.THREAD, top=True)
 
