@@ -34,9 +34,10 @@ def test_winograd_is_used_only_where_it_applies_and_takes_few_kernels():
   with Context(WINO=1):
     GlobalCounters.reset()
     x.conv2d(w, padding=1).realize()
-    # the input in channels-last order, the input transform, the filter transform, the products (one matmul per tile
-    # position), the output transform, and the outputs back in (N, C, H, W) order
-    assert GlobalCounters.kernel_count == 6
+    # the input in channels-last order, the input transform, the filters taps-first (output channels contiguous), the
+    # filter transform, the products (one matmul per tile position), the output transform, and the outputs back in
+    # (N, C, H, W) order
+    assert GlobalCounters.kernel_count == 7
     for kw in ({"stride": 2}, {"dilation": 2}):
       GlobalCounters.reset()
       x.conv2d(w, padding=2, **kw).realize()
@@ -46,7 +47,7 @@ def test_winograd_is_used_only_where_it_applies_and_takes_few_kernels():
     assert GlobalCounters.kernel_count == 1
 
 def test_winograd_gradients_are_winograd_too():
-  # the input gradient is a Winograd convolution of the upstream gradient (6 kernels), the weight gradient the input
+  # the input gradient is a Winograd convolution of the upstream gradient (7 kernels), the weight gradient the input
   # and upstream transforms, one matmul per position and the filter transform's transpose: no kernel folds the
   # overlapping 6-wide tiles back onto the input (autograd through the tiles did, at 0.4 GFLOPS on 32x64x32x32)
   with Context(WINO=1):
@@ -56,7 +57,7 @@ def test_winograd_gradients_are_winograd_too():
     (out * Tensor(rng.standard_normal(out.shape).astype(np.float32)).realize()).sum().backward()
     assert x.grad is not None and w.grad is not None
     dx, dw = Tensor.schedule(x.grad), Tensor.schedule(w.grad)
-  assert len(dx) == 6 and len(dw) <= 8, (len(dx), len(dw))
+  assert len(dx) == 7 and len(dw) <= 8, (len(dx), len(dw))
   # the input gradient's reduces: the transforms' (36 and 9 positions) and the products' (5 output channels)
   sizes = {int(np.prod([axis_size(r) or 0 for r in reduce_axes(k)])) for k in (prepare_kernel(si.ast) for si in dx)}
   assert sizes - {0, 1} <= {36, 9, 5}, sizes
@@ -65,9 +66,9 @@ def _kernels(x: Tensor, w: Tensor, **kw) -> int: return len(Tensor.schedule(x.co
 
 def test_wino2_takes_winograd_where_it_was_measured_faster():
   with Context(WINO=2):
-    # 2^27 multiply-adds of the direct sum and more, on the CPU: Winograd's 6 kernels
-    assert _kernels(Tensor.empty(16, 64, 16, 16), Tensor.empty(64, 64, 3, 3), padding=1) == 6
-    assert _kernels(Tensor.empty(8, 256, 8, 8), Tensor.empty(256, 256, 3, 3), padding=1) == 6
+    # 2^27 multiply-adds of the direct sum and more, on the CPU: Winograd's 7 kernels
+    assert _kernels(Tensor.empty(16, 64, 16, 16), Tensor.empty(64, 64, 3, 3), padding=1) == 7
+    assert _kernels(Tensor.empty(8, 256, 8, 8), Tensor.empty(256, 256, 3, 3), padding=1) == 7
     # under it (ResNet-18's convs at batch 8 over 64x64 images), 128 output pixels over the batch (the filter transform
     # outweighs the saving), 2x2 outputs (a quarter of each 4x4 tile), 8 channels a group, another device: the direct sum
     assert _kernels(Tensor.empty(8, 64, 16, 16), Tensor.empty(64, 64, 3, 3), padding=1) == 1
