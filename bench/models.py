@@ -181,11 +181,10 @@ def matmul_macs(ast: UOp) -> int:
   for red in (u for u in ast.toposort() if u.op is Ops.REDUCE and u.arg is Ops.ADD):
     rs = set(red.src[1:])
     lds = [u for u in red.src[0].toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and rs & u.src[0]._ranges]
-    if not any(u.op is Ops.MUL for u in red.src[0].toposort()) or not all(axis_size(r) for r in outs + list(rs)):
-      continue
+    sizes = [axis_size(r) for r in outs + list(rs)]
+    if not any(u.op is Ops.MUL for u in red.src[0].toposort()) or not all(sizes): continue
     own = [{o for o in outs if o in ld.src[0]._ranges} for ld in lds]
-    if any(a - b and b - a for a in own for b in own):
-      total = max(total, prod(axis_size(r) or 0 for r in outs) * prod(axis_size(r) or 0 for r in rs))
+    if any(a - b and b - a for a in own for b in own): total = max(total, prod(s or 0 for s in sizes))
   return total
 
 def matmul_path_gflops(device: str, steps: int) -> float:
@@ -255,8 +254,7 @@ def main() -> int:
     for pname, per in profs.items():
       total = sum(v[0] for v in per.values())
       print(f"  slowest kernels ({pname}, profiled step (each kernel's best) {total*1e3:.1f} ms, "
-            f"{sum(int(v[2]) for v in per.values())} "
-            f"launches):")
+            f"{sum(int(v[2]) for v in per.values())} launches):")
       for kname, (sec, ops, n, _) in sorted(per.items(), key=lambda kv: -kv[1][0])[:args.top]:
         print(f"    {kname:40s} x{int(n):<3d} {sec*1e3:8.2f} ms {ops/max(sec, 1e-9)*1e-9:7.1f} GFLOPS "
               f"{100*sec/total:5.1f}%")

@@ -480,9 +480,8 @@ def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
       opts.append(Opt(op, ch.integer(0, 2), None))
       continue
     # NOTE: KBLOCK also by 1 (a block per step of the axis)
-    arg = ch.integer(0, n_out - 1) if op is OptOps.SWAP else \
-      ch.choice([2, 4, 8, 16, 32] if op is OptOps.PADTO else [1, 2, 3, 4, 8, 16] if op is OptOps.KBLOCK else
-                [0, 2, 3, 4, 8, 16])
+    args = {OptOps.PADTO: [2, 4, 8, 16, 32], OptOps.KBLOCK: [1, 2, 3, 4, 8, 16]}.get(op, [0, 2, 3, 4, 8, 16])
+    arg = ch.integer(0, n_out - 1) if op is OptOps.SWAP else ch.choice(args)
     opts.append(Opt(op, axis, arg))
   return tuple(opts)
 

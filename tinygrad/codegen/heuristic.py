@@ -79,6 +79,10 @@ def _tile_budget(ast: UOp, renderer: Renderer) -> int:
   return regs * 3 // 4 * ws[0]
 
 def _loads(ast: UOp) -> list[UOp]: return [u for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+def _lane_loads(ast: UOp) -> list[UOp]:
+  """The loads that vary along the UPCAST lanes already taken."""
+  ups = axes_of(ast, AxisType.UPCAST)
+  return [ld for ld in _loads(ast) if any(u in ld.src[0]._ranges for u in ups)]
 def _broadcast_loads(ast: UOp, r: UOp) -> int:
   """How many loads do not depend on range r: each upcast lane of r reuses them (a register-blocking win)."""
   return sum(1 for ld in _loads(ast) if r not in ld.src[0]._ranges)
@@ -150,8 +154,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     sidx = _store_idx(b.ast)
     # the loads that vary along the lanes already taken: an axis along which they are broadcast reuses them (a vector
     # load each) in every row, where one along which they vary reuses only the other operand
-    ups = axes_of(b.ast, AxisType.UPCAST)
-    lane_loads = [ld for ld in _loads(b.ast) if any(u in ld.src[0]._ranges for u in ups)]
+    lane_loads = _lane_loads(b.ast)
     cands = []
     for i, r in enumerate(output_axes(b.ast)):
       size = axis_size(r) or 0
@@ -256,7 +259,7 @@ def _short_rows(b: _Builder) -> None:
   # longest. Measured alone (AVX2, 2 threads, the stem's weight gradient at batch 32, 128x128, packed by the image): 16
   # lanes x 3 input-channel rows 38.8 ms, x 2 rows of the lanes' own output channels 51.9 (x 4: the panel is over
   # PACK's limit)
-  lane_loads = [ld for ld in _loads(b.ast) if any(u in ld.src[0]._ranges for u in axes_of(b.ast, AxisType.UPCAST))]
+  lane_loads = _lane_loads(b.ast)
   short = [(not any(r in ld.src[0]._ranges for ld in lane_loads), size, i) for i, r in enumerate(outs)
            if 3 <= (size := axis_size(r) or 0) < 8 and _broadcast_loads(b.ast, r) and
            size * b.upcast_total() <= b.tile_budget]

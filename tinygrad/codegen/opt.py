@@ -151,14 +151,16 @@ def _thread_pieces(ast: UOp, amt: int) -> UOp:
   range on the one core_id) is still run by every thread."""
   while True:
     ends = [u for u in ast.toposort() if u.op is Ops.END and u.src[0].op is Ops.STORE]
-    def splits(r: UOp, e: UOp) -> bool:
-      return r.op is Ops.RANGE and r.arg[-1] is AxisType.LOOP and (n := axis_size(r) or 0) >= amt and n % amt == 0 and \
-        not any(r in o.src[0]._ranges or r in o.src[1:] for o in ends if o is not e)
-    todo = [min((r for r in e.src[1:] if splits(r, e)), key=lambda r: r.arg[0]) for e in ends
-            if not any(r.op is Ops.RANGE and r.arg[-1] is AxisType.THREAD for r in e.src[1:]) and
-            any(splits(r, e) for r in e.src[1:])]
-    if not todo: return ast
-    ast = split_range(ast, todo[0], amt, AxisType.THREAD, top=True)
+    for e in ends:
+      if any(r.op is Ops.RANGE and r.arg[-1] is AxisType.THREAD for r in e.src[1:]): continue
+      others = [o for o in ends if o is not e]
+      own = [r for r in e.src[1:] if r.op is Ops.RANGE and r.arg[-1] is AxisType.LOOP and
+             (n := axis_size(r) or 0) >= amt and n % amt == 0 and
+             not any(r in o.src[0]._ranges or r in o.src[1:] for o in others)]
+      if own:
+        ast = split_range(ast, min(own, key=lambda r: r.arg[0]), amt, AxisType.THREAD, top=True)
+        break
+    else: return ast
 
 # ---- checks ----
 
