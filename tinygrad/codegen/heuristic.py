@@ -128,7 +128,14 @@ def _upcast_for_reuse(b: _Builder) -> None:
     # 8x8 and 4x4 pixels (reduces of 2048, 512, 128) ~1.15 -> 0.75-0.79 ms with 32 lanes; that over 2x2 (a reduce of
     # 32) 1.6 -> 1.8 ms: kept at 16
     long = prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) >= PACKED_32_MIN_REDUCE
-    roomy = 32 * 4 <= b.tile_budget  # 32 lanes where 4 rows still fit (not on AVX2)
+    # NOTE: where 4 rows of 32 lanes do not fit (AVX2's 96 lanes), 32 lanes by 2 rows where the rows' loads are gated
+    # along the reduce (a padded conv's input, a branch or select per row and step): 4 gated rows of 16 lanes cost more
+    # than 2 of 32. Not where the 32 lanes' panel needs cache blocking that 16 do not (_kblock_to_fit). Measured alone
+    # (AVX2, one thread, ResNet-18 b8 64x64): the 3x3 weight gradients over 16x16, 8x8 and 4x4 pixels 4.2 -> 2.7, 2.3 ->
+    # 1.4, 3.8 -> 3.0 ms; the 3x3 convs over 8x8, 4x4 and 2x2 pixels 1.10-1.24x faster. An input gradient's windows
+    # (their gates hoisted out of the reduce) are 15% slower with 2 rows of 32: 16 by 4 there
+    two_rows = 32 * 4 > b.tile_budget and 32 * 2 <= b.tile_budget and _gated_rows(b.ast, axis)
+    roomy = 32 * 4 <= b.tile_budget or two_rows  # 32 lanes where 4 rows still fit (not on AVX2)
     for more in ((2, 1) if long and roomy and (axis_size(axis) or 0) % 32 == 0 else (1,)):
       before = (b.ast, list(b.opts))
       i = output_axes(b.ast).index(axis)
@@ -143,7 +150,8 @@ def _upcast_for_reuse(b: _Builder) -> None:
         # the weights packed; over 4x4 pixels at batch 32 (the lanes on the batch, the upstream gradient's panel varying
         # with the pixels) 17.9-18.0 ms with the pixels inside the channel tiles, 12.5-12.6 outside them
         if not _panel_loops_outer(b, buf) and _inner_loop_reads(b, buf): return
-        if _pack_lanes(b, buf) or (_kblock_to_fit(b, buf) and _pack_lanes(b, buf)): return
+        if _pack_lanes(b, buf) or (not (two_rows and more == 2) and _kblock_to_fit(b, buf) and _pack_lanes(b, buf)):
+          return
       b.ast, b.opts = before
   _upcast_reuse_axes(b, cpu, set(), any_vec)
 
@@ -210,6 +218,8 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # 512 channels 16 lanes x 4 rows 2.8-2.9 ms, x 2 rows 2.0, x 1 row 2.6; 256 channels 2.2 -> 1.7
     if cpu and packed and b.renderer.vector_registers == 16 and \
        prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) < PACKED_32_MIN_REDUCE: amts = (2,)
+    # NOTE: 2 rows under 32 packed lanes where 4 do not fit (_upcast_for_reuse: AVX2's gated rows)
+    if cpu and packed and 2 <= room < 4: amts = (2,)
     got = None
     if cpu and contiguous and _wide_tile(b, i, size): continue
     # a target with masked vector loads keeps a padded axis' loads vector: the contiguous axis pads to 32 (16 lanes,
@@ -273,6 +283,13 @@ def _short_rows(b: _Builder) -> None:
      not any((axis_size(r) or 0) % nt == 0 for j, r in enumerate(outs) if j != i):
     size //= nt
   b.try_opt(Opt(OptOps.UPCAST, i, size))
+
+def _gated_rows(ast: UOp, lanes: UOp) -> bool:
+  """Is a load of the reduce that the lanes' axis does not vary (a row's broadcast) gated by a condition on a reduce
+  range (a padded conv's input: its bounds checked on every reduce step)?"""
+  reds = set(reduce_axes(ast))
+  return any(lanes not in ld.src[0]._ranges and (idx := ld.src[0].src[1]).is_masked() and reds & idx.get_valid()._ranges
+             for ld in _loads(ast))
 
 def _reduce_loads(ast: UOp, r: UOp) -> list[UOp]:
   """The loads of the reduce (their index uses a reduce range) that depend on output axis r."""
