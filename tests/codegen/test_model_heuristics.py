@@ -498,21 +498,28 @@ def test_a_conv_over_8x8_pixels_takes_packed_channel_lanes_on_avx2():
     tol(outs[1].numpy(), refs[1], 8 * 64)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
-def test_a_weight_gradient_over_2x2_pixels_takes_2_rows_under_its_packed_lanes_on_avx2():
-  # a reduce of 32 (batch 8 x 2 x 2 pixels) under 16 packed output-channel lanes: 4 input-channel rows (AVX2's budget)
-  # 2.8-2.9 ms, 2 rows 2.0 (alone, 2 threads, ResNet-18 b8 64x64's 512-channel stage; 256 channels 2.2 -> 1.7). A
-  # longer reduce (4x4 pixels: 128) takes 32 lanes, and 2 rows of them (its rows' input is gated: the test below).
-  # Values against torch under SPEC=2
+@pytest.mark.parametrize("hw,stride,rows,tap", [(2, 1, 3, True), (4, 1, 3, True), (4, 2, 2, False)])
+def test_small_weight_gradients_on_avx2_take_their_taps_or_2_rows_under_16_packed_lanes(hw: int, stride: int, rows: int,
+                                                                                        tap: bool):
+  # ResNet-18 b8 64x64's 3x3 weight gradients over 2x2 and 4x4 pixels (256 channels), 16 packed output-channel lanes.
+  # Over a reduce of 32 (batch 8 x 2 x 2) 4 input-channel rows (AVX2's budget) took 2.8-2.9 ms, 2 rows 2.0 (alone, 2
+  # threads, the 512-channel stage; 256 channels 2.2 -> 1.7). With the pixels' loop 4 steps or fewer, the kernel's 3 taps
+  # along the width are the rows: the compiler unrolls that loop, and a tap's input is the previous tap's next step, so
+  # each input is loaded once for the taps that share it (alone, one thread: 2x2 4.0-4.2 -> 3.3-3.4 ms, 4x4 2.8 -> 2.3;
+  # 2 threads 2.2 -> 1.7 and 2.8 -> 2.2). A stride-2 conv's gradient (its input 2 apart a step, no tap shares it) keeps 2
+  # rows under its short reduce. Values against torch under SPEC=2
   dev = llvm_cpu_device_at(256)
   ren = Device[dev].renderer
-  for hw, n, rows in ((2, 16, 2), (4, 32, 2)):
-    outs, refs = conv_step(dev, 8, 256, 256, hw)
-    wgrad = the_kernel([outs[1]], {256, 3}, 8 * hw * hw)
-    opts = hand_coded_optimizations(wgrad, ren)
-    assert lanes(opts) == n and any(o.op is OptOps.PACK for o in opts), opts
-    opts = [o for o in opts if not (o.op is OptOps.UPCAST and o.arg == 2 and o.axis == wide_axis(opts))]
-    assert [o.arg for o in opts if o.op is OptOps.UPCAST and o.arg != 16] == [rows], opts
-    with Context(SPEC=2): tol(outs[1].numpy(), refs[1], 8 * hw * hw)
+  outs, refs = conv_step(dev, 8, 256, 256, hw, stride=stride)
+  red = 8 * (hw // stride) ** 2
+  wgrad = the_kernel([outs[1]], {256, 3}, red)
+  opts = hand_coded_optimizations(wgrad, ren)
+  assert lanes(opts) == 16 and any(o.op is OptOps.PACK for o in opts), opts
+  ups = [o for o in opts if o.op is OptOps.UPCAST and o.arg != 16]
+  assert [o.arg for o in ups] == [rows], opts
+  # the taps' axis of the width (3, last in the stored (Cout, Cin, 3, 3)) rather than the input channels
+  assert (ups[0].axis == 3 and out_sizes(wgrad)[3] == 3) == tap, opts
+  with Context(SPEC=2): tol(outs[1].numpy(), refs[1], red)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 @pytest.mark.parametrize("b,hw,kblock", [(8, 64, None), (2, 144, 1)])
