@@ -132,13 +132,13 @@ def _upcast_for_reuse(b: _Builder) -> None:
     # along the reduce (a padded conv's input, a branch or select per row and step): 4 gated rows of 16 lanes cost more
     # than 2 of 32. Not where the 32 lanes' panel needs cache blocking that 16 do not (_kblock_to_fit). Measured alone
     # (AVX2, one thread, ResNet-18 b8 64x64): the 3x3 weight gradients over 16x16, 8x8 and 4x4 pixels 4.2 -> 2.7, 2.3 ->
-    # 1.4, 3.8 -> 3.0 ms; the 3x3 convs over 8x8, 4x4 and 2x2 pixels 1.10-1.24x faster. An input gradient's windows
-    # (their gates hoisted out of the reduce) are 15% slower with 2 rows of 32: 16 by 4 there
+    # 1.4, 3.8 -> 3.0 ms; the 3x3 convs over 8x8, 4x4 and 2x2 pixels 0.96-1.29x (the 64-channel one over 8x8 0.96-1.00,
+    # the others faster). An input gradient's windows (their gates hoisted out of the reduce) are 15% slower with 2 rows
+    # of 32: 16 by 4 there
     two_rows = 32 * 4 > b.tile_budget and 32 * 2 <= b.tile_budget and _gated_rows(b.ast, axis)
     roomy = 32 * 4 <= b.tile_budget or two_rows  # 32 lanes where 4 rows still fit (not on AVX2)
     # NOTE: the taps as rows where the pixels' loop is short (_sliding_rows; measured on AVX2 only): 16 lanes by them.
-    # Alone (one thread, ResNet-18 b8 64x64's 3x3 weight gradients): over 2x2 pixels 4.0-4.2 -> 3.3-3.4 ms, 4x4 2.8 ->
-    # 2.3
+    # Alone (one thread, ResNet-18 b8 64x64's 3x3 weight gradients): 2x2 pixels 4.0-4.2 -> 3.3-3.4 ms, 4x4 2.8 -> 2.3
     slide = _sliding_rows(b, axis) if b.renderer.vector_registers == 16 else None
     wide = long and roomy and (axis_size(axis) or 0) % 32 == 0 and slide is None
     for more in ((2, 1) if wide else (1,)):
@@ -291,12 +291,13 @@ def _short_rows(b: _Builder) -> None:
     size //= nt
   b.try_opt(Opt(OptOps.UPCAST, i, size))
 
-def _gated_rows(ast: UOp, lanes: UOp) -> bool:
-  """Is a load of the reduce that the lanes' axis does not vary (a row's broadcast) gated by a condition on a reduce
-  range (a padded conv's input: its bounds checked on every reduce step)?"""
+def _gated_row_loads(ast: UOp, lanes: UOp) -> list[UOp]:
+  """The loads that the lanes' axis does not vary (a row's broadcast) gated by a condition on a reduce range (a padded
+  conv's input: its bounds checked on every reduce step)."""
   reds = set(reduce_axes(ast))
-  return any(lanes not in ld.src[0]._ranges and (idx := ld.src[0].src[1]).is_masked() and reds & idx.get_valid()._ranges
-             for ld in _loads(ast))
+  return [ld for ld in _loads(ast) if lanes not in ld.src[0]._ranges and (idx := ld.src[0].src[1]).is_masked() and
+          reds & idx.get_valid()._ranges]
+def _gated_rows(ast: UOp, lanes: UOp) -> bool: return bool(_gated_row_loads(ast, lanes))
 
 def _sliding_rows(b: _Builder, lanes: UOp) -> UOp | None:
   """An output axis of 3-7 along which a gated row load (_gated_rows) shifts as it does along the innermost reduce axis,
@@ -304,13 +305,10 @@ def _sliding_rows(b: _Builder, lanes: UOp) -> UOp | None:
   whole rows, the loop of 4 steps unrolled by the compiler reads each row's input once for all the rows that share it
   (the next tap's row is this one's next step). None where there is no such axis."""
   if not (reds := reduce_axes(b.ast)) or (axis_size(inner := reds[-1]) or 0) > 4: return None
-  red_set, cands = set(reds), []
-  for r in output_axes(b.ast):
-    if r is lanes or not 3 <= (size := axis_size(r) or 0) <= 7 or size * 16 > b.tile_budget: continue
-    for ld in _loads(b.ast):
-      idx = ld.src[0].src[1]
-      if lanes in ld.src[0]._ranges or not idx.is_masked() or not red_set & idx.get_valid()._ranges: continue
-      if (st := index_stride(idx.get_idx(), r)) and st == index_stride(idx.get_idx(), inner): cands.append((size, r))
+  idxs = [ld.src[0].src[1].get_idx() for ld in _gated_row_loads(b.ast, lanes)]
+  def shifts(r: UOp) -> bool: return any((st := index_stride(i, r)) and st == index_stride(i, inner) for i in idxs)
+  cands = [(size, r) for r in output_axes(b.ast) if r is not lanes and 3 <= (size := axis_size(r) or 0) <= 7 and
+           size * 16 <= b.tile_budget and shifts(r)]
   return max(cands, key=lambda c: c[0])[1] if cands else None
 
 def _reduce_loads(ast: UOp, r: UOp) -> list[UOp]:
@@ -333,9 +331,9 @@ def _packed_lanes_axis(b: _Builder) -> tuple[UOp, UOp] | None:
   # conv 15.0 -> 6.9. A 1x1 stride-2 conv (one reduce axis) keeps its pixel lanes, whose gathered panel PACK copies
   # (_pack_panel): 0.75 ms, 0.90 with packed channel lanes
   # NOTE: so is one whose loads step a row or more a lane (the input channels of a 1x1 conv's weight gradient, an image
-  # apart): the other operand's lanes (the upstream gradient's channels) are packed instead. Measured alone (AVX2, 2
-  # threads, 64 -> 128 channels at batch 32): stride 1 over 32x32 pixels 51.2 ms with 16 gathered input-channel lanes,
-  # 6.3 packed output-channel lanes; stride 2 over 16x16 8.3 -> 2.2
+  # apart): they were 16 gathered lanes, PACK copying the other operand's rows. Now packed lanes (by reuse, the input
+  # channels again, their input packed). Measured alone (AVX2, 2 threads, 64 -> 128 channels at batch 32): stride 1
+  # over 32x32 pixels 51.2 -> 7.7 ms, stride 2 over 16x16 8.3 -> 1.7 (16 packed output-channel lanes: 6.3 and 2.2)
   def gathers(r: UOp) -> bool:
     sts = [index_stride(ld.src[0].src[1].get_idx(), r) for ld in _reduce_loads(b.ast, r)]
     return len(reduce_axes(b.ast)) > 1 and bool(sts) and all(st is None or abs(st) >= 2 for st in sts)
