@@ -135,11 +135,12 @@ def _upcast_for_reuse(b: _Builder) -> None:
     # 1.4, 3.8 -> 3.0 ms; the 3x3 convs over 8x8, 4x4 and 2x2 pixels 0.96-1.29x (the 64-channel one over 8x8 0.96-1.00,
     # the others faster). An input gradient's windows (their gates hoisted out of the reduce) are 15% slower with 2 rows
     # of 32: 16 by 4 there
-    two_rows = 32 * 4 > b.tile_budget and 32 * 2 <= b.tile_budget and _gated_rows(b.ast, axis)
+    gated = _gated_row_loads(b.ast, axis)
+    two_rows = 32 * 4 > b.tile_budget and 32 * 2 <= b.tile_budget and bool(gated)
     roomy = 32 * 4 <= b.tile_budget or two_rows  # 32 lanes where 4 rows still fit (not on AVX2)
     # NOTE: the taps as rows where the pixels' loop is short (_sliding_rows; measured on AVX2 only): 16 lanes by them.
     # Alone (one thread, ResNet-18 b8 64x64's 3x3 weight gradients): 2x2 pixels 4.0-4.2 -> 3.3-3.4 ms, 4x4 2.8 -> 2.3
-    slide = _sliding_rows(b, axis) if b.renderer.vector_registers == 16 else None
+    slide = _sliding_rows(b, axis, gated) if b.renderer.vector_registers == 16 else None
     wide = long and roomy and (axis_size(axis) or 0) % 32 == 0 and slide is None
     for more in ((2, 1) if wide else (1,)):
       before = (b.ast, list(b.opts))
@@ -297,15 +298,14 @@ def _gated_row_loads(ast: UOp, lanes: UOp) -> list[UOp]:
   reds = set(reduce_axes(ast))
   return [ld for ld in _loads(ast) if lanes not in ld.src[0]._ranges and (idx := ld.src[0].src[1]).is_masked() and
           reds & idx.get_valid()._ranges]
-def _gated_rows(ast: UOp, lanes: UOp) -> bool: return bool(_gated_row_loads(ast, lanes))
 
-def _sliding_rows(b: _Builder, lanes: UOp) -> UOp | None:
-  """An output axis of 3-7 along which a gated row load (_gated_rows) shifts as it does along the innermost reduce axis,
-  where that axis is 4 steps or fewer (a weight gradient's kernel taps over the pixels of a 4x4 or 2x2 image): as
-  whole rows, the loop of 4 steps unrolled by the compiler reads each row's input once for all the rows that share it
-  (the next tap's row is this one's next step). None where there is no such axis."""
+def _sliding_rows(b: _Builder, lanes: UOp, gated: list[UOp]) -> UOp | None:
+  """An output axis of 3-7 along which one of the gated row loads `gated` (_gated_row_loads) shifts as it does along the
+  innermost reduce axis, where that axis is 4 steps or fewer (a weight gradient's kernel taps over the pixels of a 4x4
+  or 2x2 image): as whole rows, the loop of 4 steps unrolled by the compiler reads each row's input once for all the
+  rows that share it (the next tap's row is this one's next step). None where there is no such axis."""
   if not (reds := reduce_axes(b.ast)) or (axis_size(inner := reds[-1]) or 0) > 4: return None
-  idxs = [ld.src[0].src[1].get_idx() for ld in _gated_row_loads(b.ast, lanes)]
+  idxs = [ld.src[0].src[1].get_idx() for ld in gated]
   def shifts(r: UOp) -> bool: return any((st := index_stride(i, r)) and st == index_stride(i, inner) for i in idxs)
   cands = [(size, r) for r in output_axes(b.ast) if r is not lanes and 3 <= (size := axis_size(r) or 0) <= 7 and
            size * 16 <= b.tile_budget and shifts(r)]
