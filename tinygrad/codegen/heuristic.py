@@ -439,19 +439,21 @@ def _own_vector_accs(b: _Builder) -> bool:
 
 def _wide_tile(b: _Builder, i: int, size: int) -> bool:
   """The contiguous axis of a big float32 CPU matmul on a renderer whose vector registers hold 16 lanes (AVX-512,
-  whose 32 registers hold 8 rows x 3 accumulators, 3 of B and a broadcast of A): 48 lanes, padded up to a multiple of
-  48 where that costs at most 1/32 more work than padding to 32. Measured against 32 lanes (8x32 tiles, B packed, one
-  thread, a shared machine): 1024^3 +6..9% (padded to 1056), 1000^3 +9%, 2048x256x2048 +9%; but 4096x64x4096 -10%
-  (a short reduce: storing the tile weighs more than its inner loop), so only from WIDE_MIN_REDUCE steps on. Leaves the
-  kernel as it was when an opt does not fit."""
+  whose 32 registers hold 8 rows x 3 accumulators, 3 of B and a broadcast of A): 48 lanes where 48 divides the axis.
+  Measured against 32 lanes (8x32 tiles, B packed, 2 threads, AMD Zen 5): 768^3 and 1024x768x2304 1-2% faster; but
+  4096x64x4096 -10% on another AVX-512 host (a short reduce: storing the tile weighs more than its inner loop), so only
+  from WIDE_MIN_REDUCE steps on. Leaves the kernel as it was when an opt does not fit."""
+  # NOTE: not padded up to 48 (the padded lanes' panel is copied by PACK with scalar loads and a gather a row: their
+  # loads are gated, where an unpadded panel is copied with vector moves). Measured against 32 lanes, unpadded (2
+  # threads, wall, AMD Zen 5): 512^3 0.67 -> 0.60 ms, 1024^3 4.9-7.0 -> 4.5-5.1, 2048x512x1024 7.0 -> 5.5; Winograd's
+  # 36 (32 x 512) @ (512 x 512) (ResNet-18 b32's 512-channel convs) 6.6 -> 2.7. An earlier host (one thread) had
+  # padding 1024 to 1056 6-9% faster
   dt = _reduce_dtype(b)
   if not b.may_widen or dt is None or dt.itemsize != 4 or 16 not in b.renderer.acc_widths(dt)[:1]: return False
   if prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) < WIDE_MIN_REDUCE: return False
-  pad = -size % 48
-  if pad > -size % 32 + size // 32 or pad * 8 > size or b.upcast_total() * 48 > MAX_CPU_UPCAST: return False
+  if size % 48 or b.upcast_total() * 48 > MAX_CPU_UPCAST: return False
   before = (b.ast, list(b.opts))
-  if (pad == 0 or b.try_opt(Opt(OptOps.PADTO, i, 48))) and b.try_opt(Opt(OptOps.UPCAST, i, 16)) and \
-     b.try_opt(Opt(OptOps.UPCAST, i, 3)):
+  if b.try_opt(Opt(OptOps.UPCAST, i, 16)) and b.try_opt(Opt(OptOps.UPCAST, i, 3)):
     b.wide = True
     return True
   b.ast, b.opts = before
