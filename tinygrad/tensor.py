@@ -262,13 +262,19 @@ def _winograd_kron(m: tuple[tuple[float, ...], ...], n: int) -> np.ndarray:
   for _ in range(n - 1): out = np.kron(out, k)
   return out.astype(np.float32)
 
+# (matrix, n, transpose, device) -> its Kronecker power as a Tensor: one buffer per constant, so that the same transform
+# of the same tensor is the same graph (the weight gradient's input transform of x is the forward's, computed once)
+_winograd_consts: dict[tuple[Any, ...], Tensor] = {}
+
 def _winograd_lmat(t: Tensor, m: tuple[tuple[float, ...], ...], n: int, transpose: bool = False) -> Tensor:
   """K @ t along t's first axis, with K the n-fold Kronecker product of m (or its transpose): a matmul-shaped reduce
   whose constant operand is broadcast along every other axis of t, so its rows reuse t's vector loads."""
-  k = _winograd_kron(m, n)
-  if transpose: k = np.ascontiguousarray(k.T)
+  key = (m, n, transpose, t.device)
+  if (kt := _winograd_consts.get(key)) is None:
+    k = _winograd_kron(m, n)
+    _winograd_consts[key] = kt = Tensor(np.ascontiguousarray(k.T) if transpose else k, device=t.device)
   rest = t.shape[1:]
-  km = Tensor(k, device=t.device).reshape(*k.shape, *([1] * len(rest)))
+  km = kt.reshape(*kt.shape, *([1] * len(rest)))
   return (km * t.reshape(1, *t.shape)).sum(1)
 
 def _winograd_layout(x: Tensor, nsp: int, tail: list[tuple[int, int]]) -> Tensor:

@@ -62,6 +62,22 @@ def test_winograd_gradients_are_winograd_too():
   sizes = {int(np.prod([axis_size(r) or 0 for r in reduce_axes(k)])) for k in (prepare_kernel(si.ast) for si in dx)}
   assert sizes - {0, 1} <= {36, 9, 5}, sizes
 
+def test_a_winograd_training_step_transforms_its_input_once():
+  # the weight gradient's input transform of x is the forward's (its constants one buffer, so one graph): a step that
+  # schedules the output and both gradients together runs the input transform twice (x's and the upstream gradient's),
+  # not three times
+  with Context(WINO=1):
+    x = Tensor(rng.standard_normal((2, 4, 12, 12)).astype(np.float32), requires_grad=True)
+    w = Tensor(rng.standard_normal((5, 4, 3, 3)).astype(np.float32), requires_grad=True)
+    out = x.conv2d(w, padding=1)
+    (out * Tensor(rng.standard_normal((2, 5, 12, 12)).astype(np.float32))).sum().backward()
+    assert x.grad is not None and w.grad is not None
+    sched = Tensor.schedule(out, x.grad, w.grad)
+  # (36 positions, 2 x 3 x 3 tiles, 4 channels of x or 5 of the upstream gradient), a reduce over a 6x6 window
+  transforms = [si for si in sched if (k := prepare_kernel(si.ast)) is not None and
+                int(np.prod([axis_size(r) or 0 for r in reduce_axes(k)])) == 36 and si.bufs[0].size in (36 * 18 * 4, 36 * 18 * 5)]
+  assert len(transforms) == 2, [si.bufs[0].size for si in transforms]
+
 def _kernels(x: Tensor, w: Tensor, **kw) -> int: return len(Tensor.schedule(x.conv2d(w, **kw)))
 
 def test_wino2_takes_winograd_where_it_was_measured_faster():
