@@ -357,7 +357,7 @@ def _winograd_conv(x: Tensor, weight: Tensor, groups: int, pads: list[tuple[int,
     return dx, _winograd_weight_grad(x_, dy, w_.int_shape("conv2d"), groups, pads).cast(w_.dtype)
   return _with_gradient(out, (x, weight), rule)
 
-def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, win: Tensor, k_: tuple[int, ...], s_: tuple[int, ...],
+def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, k_: tuple[int, ...], s_: tuple[int, ...],
                        d_: tuple[int, ...], full: list[tuple[int, int]]) -> Tensor:
   """The gradient of a max pool (ret = win.max over its windows) as the reduce's rule gives it, each window's g shared
   equally by the positions holding its maximum (or its nans), gathered at each input position rather than folded back.
@@ -370,10 +370,30 @@ def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, win: Tensor, k_: tuple
   their stores 2 apart: 43.8); ResNet-18's step at batch 32 over 128x128 1006.6 -> 980.0 ms."""
   n = len(k_)
   lead = x.ndim - n
-  one = (1,) * n
-  hit = (win == ret.reshape(*ret.shape, *one)) | ((win != win) & (ret != ret).reshape(*ret.shape, *one))
-  share = g / hit.cast(g.dtype).sum(tuple(range(-n, 0)))
   sizes, outs = x.int_shape("max_pool2d", n), ret.int_shape("max_pool2d", n)
+  # NOTE: the maxima of each window counted tap by tap, each tap a strided view of x (padded with -inf), not from the
+  # forward's windows: one view shared by the forward's max and this count was stored whole by the scheduler (9 values
+  # an input position for 3x3, then read by both)
+  xp = x.pad([(0, 0)] * lead + full, value=-math.inf)
+  def tap(offs: tuple[int, ...]) -> Tensor:
+    t = xp
+    for j, (k, s, d, o) in enumerate(zip(offs, s_, d_, outs)):
+      ax, start = lead + j, k * d
+      after = [None] * (t.ndim - ax - 1)
+      if (more := start + s * o - t.shape[ax]) > 0:
+        t = t.pad([(0, 0)] * ax + [(0, more)] + [(0, 0)] * len(after), value=-math.inf)
+      t = t.shrink([None] * ax + [(start, start + s * o)] + after)
+      t = t.reshape(*t.shape[:ax], o, s, *t.shape[ax + 1:]).shrink([None] * (ax + 1) + [(0, 1)] + after)
+      t = t.reshape(*t.shape[:ax], o, *t.shape[ax + 2:])
+    return t
+  count: Tensor | None = None
+  for offs in itertools.product(*(range(k) for k in k_)):
+    v = tap(offs)
+    h = ((v == ret) | ((v != v) & (ret != ret))).cast(g.dtype)
+    count = h if count is None else count + h
+  assert count is not None
+  # NOTE: stored: each of the k^2 placed views below reads it (fused, the count's k^2 taps were recomputed k^2 times)
+  share = (g / count).contiguous()
   qs = [ceildiv(i, s) for i, s in zip(sizes, s_)]
   split = (*x.shape[:lead], *flatten((q, s) for q, s in zip(qs, s_)))
   xq = x.pad([(0, 0)] * lead + [(0, q * s - i) for q, s, i in zip(qs, s_, sizes)]).reshape(split)
@@ -2924,12 +2944,20 @@ class Tensor(_CastSugar, MathTrait):
     """Max pooling over the last len(kernel_size) axes (an int kernel: 2), as torch's max_pool1d/2d/3d. return_indices
     also gives, per window, the int32 flat position (over the spatial axes) of its first maximum, for max_unpool2d."""
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
-    win, k_, s_, full, outs = self._pool_windows(kernel_size, stride, dilation, padding, ceil_mode, low, "max_pool2d")
+    # NOTE: an input that a gradient will read is stored first (where it is computed, a batchnorm and a relu before the
+    # pool, the max recomputed it in every window), and the gradient counts the windows' maxima tap by tap
+    # (_max_pool_gradient): the forward's max and that count read one view of the padded windows, which the scheduler
+    # stored whole (k^2 values an input position: 9 for 3x3). Measured (AVX-512, 2 threads, ResNet-18 b32 128x128's
+    # stem: conv, batchnorm, relu, pool and a 1x1 conv, one SGD step, each kernel's best of 5): the pool's kernels 61-73
+    # ms (the stored windows 13-20, their max and count 33-34, the gradient's phases 14-19) -> 24-31 (the input stored
+    # with the next kernel 5-6, the max 4-6, the count 4-6, the phases 10-13); the step's kernels 127-156 -> 66-86 ms
+    src = self.contiguous() if dtypes.is_float(self.dtype) and self.requires_grad else self
+    win, k_, s_, full, outs = src._pool_windows(kernel_size, stride, dilation, padding, ceil_mode, low, "max_pool2d")
     n = len(k_)
     out = win.max(tuple(range(-n, 0)))
     if dtypes.is_float(self.dtype):
       d_ = make_tuple(dilation, n)
-      out = _with_gradient(out, (self,), lambda g, ret, x: (_max_pool_gradient(g, ret, x, win, k_, s_, d_, full),))
+      out = _with_gradient(out, (src,), lambda g, ret, x: (_max_pool_gradient(g, ret, x, k_, s_, d_, full),))
     if not return_indices: return out
     sp = self.shape[-n:]
     # NOTE: flat positions grow along each window, so the first maximum is the one with the least position

@@ -114,6 +114,38 @@ def test_a_max_pool_window_gradient_is_stored_before_its_col2im():
     if not own_rule: assert any(size == 2 * 4 * 8 * 8 * 9 and Ops.CMPEQ in ops for size, ops in ks), ks
     np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
 
+def test_a_training_step_through_a_max_pool_does_not_store_its_windows():
+  # ResNet's stem: conv -> batchnorm (batch statistics) -> relu -> 3x3 stride-2 max pool, in one SGD step. The pool's
+  # forward max and its gradient's maxima count read the same padded windows of the computed input, which were stored
+  # whole (9 values an input position, then read by both). The input is stored and the count reads it tap by tap: no
+  # kernel of the step writes the windows (nor the conv's: the layer after the pool is 1x1). The parameters after the
+  # step are torch's
+  from tinygrad.nn import BatchNorm2d, Conv2d
+  from tinygrad.nn.optim import SGD
+  from tinygrad.uop import hooks
+  x, w1, w2 = rand(40, 2, 3, 32, 32), rand(41, 8, 3, 7, 7) * 0.1, rand(42, 4, 8, 1, 1)
+  c1, bn, c2 = Conv2d(3, 8, 7, 2, 3, bias=False), BatchNorm2d(8), Conv2d(8, 4, 1, bias=False)
+  c1.weight, c2.weight = Tensor(w1), Tensor(w2)
+  opt = SGD([c1.weight, bn.weight, bn.bias, c2.weight], lr=0.1)
+  sizes: list[int] = []
+  def launched(runner, bufs, start, seconds) -> None: sizes.append(bufs[0].size)
+  hooks.launched.append(launched)
+  try:
+    with Tensor.train():
+      opt.zero_grad()
+      c2(bn(c1(Tensor(x))).relu().max_pool2d(3, 2, padding=1)).square().mean().backward()
+      opt.step()
+  finally: hooks.launched.remove(launched)
+  assert sizes and 2 * 8 * 8 * 8 * 9 not in sizes, sizes
+  t1, t2 = torch.from_numpy(w1).requires_grad_(), torch.from_numpy(w2).requires_grad_()
+  tbn = torch.nn.BatchNorm2d(8)
+  tout = torch.nn.functional.conv2d(torch.nn.functional.max_pool2d(tbn(torch.nn.functional.conv2d(
+    torch.from_numpy(x), t1, stride=2, padding=3)).relu(), 3, 2, 1), t2).square().mean()
+  tout.backward()
+  for ours, ref in ((c1.weight, t1), (bn.weight, tbn.weight), (bn.bias, tbn.bias), (c2.weight, t2)):
+    assert ref.grad is not None
+    np.testing.assert_allclose(ours.numpy(), (ref - 0.1 * ref.grad).detach().numpy(), rtol=1e-4, atol=1e-5)
+
 def test_attention_probabilities_are_stored_so_no_matmul_calls_exp2_in_inference_or_training():
   # causal attention, B=2 H=2 T=16, a head of 64 values: probabilities x V reads exp(score - max) / sum 64 times over
   # (RECOMPUTE_SHARED), and the backward's dQ and dK matmuls read the scores' gradient (which holds them) as often. In
