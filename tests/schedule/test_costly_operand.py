@@ -93,26 +93,49 @@ def test_a_conv_input_read_by_its_windows_and_output_channels_is_stored_once():
   assert len(kernels(act.conv2d(Tensor(w[:4]), padding=1))) == 1
 
 def test_a_max_pool_window_gradient_is_stored_before_its_col2im():
-  # the autograd gradient of a max over 3x3 stride-2 windows of relu(affine(x)) (max_pool2d's values, padded with the
-  # least float rather than -inf: not its graph, whose node carries its own gradient rule): per window element the recomputed pool input, the equality test with the window's maximum and the
-  # share (RECOMPUTE_WINDOW) are one stored kernel over the windows (2 x 4 x 8 x 8 x 9 values), and the col2im sum over
-  # the view's 16 copies only loads them (fused, no kernel of the windows' size exists). max_pool2d's own rule gathers
-  # at each input position instead: no kernel of the windows' size at all
+  # the autograd gradient of a max over 4x4 stride-2 windows of relu(affine(x)) (max_pool2d's values, padded with the
+  # least float rather than -inf: not its graph, whose node carries its own gradient rule; 16 taps, past the windows
+  # that Tensor._pool differentiates by phases itself): per window element the recomputed pool input, the equality test
+  # with the window's maximum and the share (RECOMPUTE_WINDOW) are one stored kernel over the windows (2 x 4 x 8 x 8 x
+  # 16 values), and the col2im sum over the view's copies only loads them (fused, no other kernel of the windows' size
+  # exists). max_pool2d's own rule (3x3 here) gathers at each input position instead: no kernel of the windows' size
   x, m, s = rand(20, 2, 4, 16, 16), rand(21, 4, 1, 1), np.abs(rand(22, 4, 1, 1)) + 0.5
   w = rand(23, 2, 4, 8, 8)
-  tx = torch.from_numpy(x).requires_grad_()
-  tout = torch.nn.functional.max_pool2d(((tx - torch.from_numpy(m)) * torch.from_numpy(s)).relu(), 3, 2, 1)
-  tout.backward(torch.from_numpy(w))
-  for own_rule in (False, True):
+  for own_rule, k in ((False, 4), (True, 3)):
+    tx = torch.from_numpy(x).requires_grad_()
+    tout = torch.nn.functional.max_pool2d(((tx - torch.from_numpy(m)) * torch.from_numpy(s)).relu(), k, 2, 1)
+    tout.backward(torch.from_numpy(w))
     xt = Tensor(x, requires_grad=True)
     act = ((xt - Tensor(m)) * Tensor(s)).relu()
-    out = act.max_pool2d(3, 2, padding=1) if own_rule else \
-      act.pad(((0, 0), (0, 0), (1, 1), (1, 1)), value=-3.0e38)._pool((3, 3), 2).max((-2, -1))
+    out = act.max_pool2d(k, 2, padding=1) if own_rule else \
+      act.pad(((0, 0), (0, 0), (1, 1), (1, 1)), value=-3.0e38)._pool((k, k), 2).max((-2, -1))
     (g,) = out.gradient(xt, gradient=Tensor(w))
     ks = kernels(g)
-    assert any(size == 2 * 4 * 8 * 8 * 9 for size, _ in ks) != own_rule, ks
-    if not own_rule: assert any(size == 2 * 4 * 8 * 8 * 9 and Ops.CMPEQ in ops for size, ops in ks), ks
+    assert any(size == 2 * 4 * 8 * 8 * k * k for size, _ in ks) != own_rule, ks
+    if not own_rule: assert [ops for size, ops in ks if size == 2 * 4 * 8 * 8 * k * k and Ops.CMPEQ in ops], ks
     np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+def test_small_windows_gather_their_gradient_by_phases():
+  # the windows of a conv (3x3 at strides 1 and 2, 1x1 at stride 2, dilated) and of an average pool: their gradient
+  # is one elementwise kernel over the input placing each tap's slice by pads (autograd's fold of the windows' copies
+  # was a reduce over them, with division and modulo in its index), and matches torch's
+  def folds(t: Tensor) -> int:
+    return sum(1 for si in t.schedule() if si.ast.op is Ops.SINK and si.bufs[0].size == t.numel() and
+               any(u.op is Ops.REDUCE for u in si.ast.toposort()))
+  x, w3, w1 = rand(50, 2, 3, 11, 11), rand(51, 4, 3, 3, 3), rand(52, 4, 3, 1, 1)
+  for stride, dil, wt in ((1, 1, w3), (2, 1, w3), (2, 2, w3), (2, 1, w1)):
+    tx = torch.from_numpy(x).requires_grad_()
+    torch.nn.functional.conv2d(tx, torch.from_numpy(wt), stride=stride, dilation=dil, padding=1).square().sum().backward()
+    xt = Tensor(x, requires_grad=True)
+    (g,) = xt.conv2d(Tensor(wt), stride=stride, dilation=dil, padding=1).square().sum().gradient(xt)
+    assert folds(g) == 0, (stride, dil)
+    np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+  tx = torch.from_numpy(x).requires_grad_()
+  torch.nn.functional.avg_pool2d(tx, 3, 2, 1).square().sum().backward()
+  xt = Tensor(x, requires_grad=True)
+  (g,) = xt.avg_pool2d(3, 2, 1).square().sum().gradient(xt)
+  assert folds(g) == 0
+  np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
 
 def test_a_training_step_through_a_max_pool_does_not_store_its_windows():
   # ResNet's stem: conv -> batchnorm (batch statistics) -> relu -> 3x3 stride-2 max pool, in one SGD step. The pool's
