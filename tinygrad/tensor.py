@@ -379,11 +379,12 @@ def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, k_: tuple[int, ...], s
     t = xp
     for j, (k, s, d, o) in enumerate(zip(offs, s_, d_, outs)):
       ax, start = lead + j, k * d
-      after = [None] * (t.ndim - ax - 1)
+      after: list[tuple[int, int] | None] = [None] * (t.ndim - ax - 1)
       if (more := start + s * o - t.shape[ax]) > 0:
         t = t.pad([(0, 0)] * ax + [(0, more)] + [(0, 0)] * len(after), value=-math.inf)
-      t = t.shrink([None] * ax + [(start, start + s * o)] + after)
-      t = t.reshape(*t.shape[:ax], o, s, *t.shape[ax + 1:]).shrink([None] * (ax + 1) + [(0, 1)] + after)
+      before: list[tuple[int, int] | None] = [None] * ax
+      t = t.shrink(before + [(start, start + s * o)] + after)
+      t = t.reshape(*t.shape[:ax], o, s, *t.shape[ax + 1:]).shrink(before + [None, (0, 1)] + after)
       t = t.reshape(*t.shape[:ax], o, *t.shape[ax + 2:])
     return t
   count: Tensor | None = None
@@ -429,7 +430,7 @@ def _strided_windows_gradient(g: Tensor, sizes: list[int], k_: tuple[int, ...], 
   GFLOPS)."""
   n = len(k_)
   lead = g.ndim - 2 * n
-  outs = [int(v) for v in g.shape[lead:lead + n]]
+  outs = list(g.int_shape("pool")[lead:lead + n])
   qs = [ceildiv(i, s) for i, s in zip(sizes, s_)]
   dx: Tensor | None = None
   for offs in itertools.product(*(range(k) for k in k_)):
