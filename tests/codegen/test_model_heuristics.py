@@ -247,13 +247,30 @@ def test_convs_over_few_pixels_and_their_weight_gradients_get_packed_vector_lane
     tol(outs[0].numpy(), refs[0], 36)
     tol(outs[1].numpy(), refs[1], 18)
 
+def movement_windows(x: Tensor, k: int, stride: int = 1) -> Tensor:
+  """(N, C, H, W) -> (N, C, oh, ow, k, k) sliding windows from the movement ops Tensor._pool uses: autograd folds their
+  gradient back (col2im), a reduce over each pixel's candidate windows. Tensor._pool's own windows of up to 9 taps are
+  differentiated by phases instead, so the fold these heuristics are for is made here."""
+  n, c, h, w = x.shape
+  o1 = (h - k + 1, w - k + 1)
+  r = (-(-k * (h + 1) // h), -(-k * (w + 1) // w))
+  t = x.reshape(n, c, 1, h, 1, w).expand(n, c, r[0], h, r[1], w).reshape(n, c, r[0] * h, r[1] * w)
+  t = t.shrink((None, None, (0, k * (h + 1)), (0, k * (w + 1)))).reshape(n, c, k, h + 1, k, w + 1)
+  t = t.shrink((None, None, (0, k), (0, o1[0]), (0, k), (0, o1[1])))
+  if stride > 1:
+    o = tuple((v - 1) // stride + 1 for v in o1)
+    t = t.pad(((0, 0), (0, 0), (0, 0), (0, o[0] * stride - o1[0]), (0, 0), (0, o[1] * stride - o1[1])))
+    t = t.reshape(n, c, k, o[0], stride, k, o[1], stride)
+    t = t.shrink((None, None, (0, k), (0, o[0]), (0, 1), (0, k), (0, o[1]), (0, 1))).reshape(n, c, k, o[0], k, o[1])
+  return t.permute(0, 1, 3, 5, 2, 4)
+
 def test_a_tiny_reduce_with_a_heavy_body_is_unrolled_whole():
   # the gradient of a conv's sliding windows (col2im): per pixel, a sum over the 4x4 windows that may hold it, a reduce
   # of 16 whose body is mostly gates and index math, over HEAVY_BODY ALU ops: unrolled whole on both CPU paths
   from tinygrad.codegen.heuristic import HEAVY_BODY, TINY_REDUCE
   xs, gs = rand(40, 2, 8, 10, 10), rand(41, 2, 8, 10, 10, 3, 3)
   x, g = Tensor(xs, requires_grad=True), Tensor(gs)
-  (x.pad((1, 1, 1, 1))._pool((3, 3)) * g).sum().backward()
+  (movement_windows(x.pad((1, 1, 1, 1)), 3) * g).sum().backward()
   assert x.grad is not None
   (k,) = kernels(x.grad)
   assert red_size(k) == TINY_REDUCE and len(reduce_axes(k)) == 2
@@ -274,7 +291,7 @@ def fold(dev: str, b: int, c: int, hw: int, stride: int) -> tuple[Tensor, np.nda
   o = (hw + 2 - 3) // stride + 1
   gs = rand(42, b, c, o, o, 3, 3)
   x = Tensor(rand(43, b, c, hw, hw), device=dev, requires_grad=True)
-  (x.pad((1, 1, 1, 1))._pool((3, 3), stride) * Tensor(gs, device=dev)).sum().backward()
+  (movement_windows(x.pad((1, 1, 1, 1)), 3, stride) * Tensor(gs, device=dev)).sum().backward()
   assert x.grad is not None
   ref = np.zeros((b, c, hw + 2 + stride, hw + 2 + stride), np.float32)
   for i in range(3):
@@ -283,7 +300,8 @@ def fold(dev: str, b: int, c: int, hw: int, stride: int) -> tuple[Tensor, np.nda
 
 @pytest.mark.parametrize("hw, stride", [(16, 2), (8, 1), (4, 2)])
 def test_a_window_gradient_takes_its_whole_row_as_lanes_so_its_gates_fold(hw: int, stride: int):
-  # the fold indexes each pixel's 4x4 candidate windows through % and // of the pixel (ResNet-18's, 16 gated loads for
+  # the fold indexes each pixel's 4x4 candidate windows through % and // of the pixel (autograd's fold of 3x3 windows,
+  # ResNet-18's convs' before Tensor._pool's phases; 16 gated loads for
   # 2-4 real ones): with the whole row as lanes each lane's part of those is a constant and the other gates fold away
   # (AVX2, alone: 6x6 pixels 0.55 -> 0.07-0.11 ms, 10x10 0.72 -> 0.12-0.25, 18x18 1.2 -> 0.26-0.54). On the C path,
   # the LLVM path (AVX-512's and AVX2's renderers), and that program interpreted on PYTHON, against numpy under SPEC=2
