@@ -531,7 +531,7 @@ def test_heuristics_widen_the_register_tile_where_registers_hold_16_lanes():
   opts = hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPUVectorLike())
   assert opts[:3] == [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 0, 8)], opts
   assert not any(o.op is OptOps.PADTO for o in opts) and any(o.op is OptOps.PACK for o in opts), opts
-  # 1000: 48 lanes leave 125 x 21 tiles, which no thread count splits evenly: the 32-lane tile, and THREAD
+  # 1000 (no multiple of 48): the 32-lane tile (padded to 1024: 32 tiles a row), and THREAD
   opts = hand_coded_optimizations(matmul_ast(1000, 1000, 1000), CPUVectorLike())
   assert Opt(OptOps.UPCAST, 1, 2) in opts and any(o.op is OptOps.THREAD for o in opts), opts
   # 256 = 8 x 32: padding to 288 for 48 lanes wastes 1/8: the 32-lane tile; so for a short reduce (storing the tile

@@ -773,8 +773,8 @@ def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
     _tc_blocking(b)
     return b.opts
   _build(b)
-  # NOTE: a 48-lane tile can leave no output axis that splits evenly across the threads (1000^3: 125 x 21 tiles); the
-  # 32-lane tile then (125 x 32 tiles: THREAD splits the 32)
+  # NOTE: a 48-lane tile can leave no output axis that splits evenly across the threads (an odd number of 48-lane
+  # tiles by an odd number of row tiles); the 32-lane tile then, where THREAD may split its axis
   if b.wide and not any(o.op is OptOps.THREAD for o in b.opts) and max_threads(renderer) > 1:
     b = _Builder(ast, renderer, may_widen=False)
     _build(b)
