@@ -357,6 +357,19 @@ def _winograd_conv(x: Tensor, weight: Tensor, groups: int, pads: list[tuple[int,
     return dx, _winograd_weight_grad(x_, dy, w_.int_shape("conv2d"), groups, pads).cast(w_.dtype)
   return _with_gradient(out, (x, weight), rule)
 
+def _placed_by_phase(t: Tensor, lead: int, offs: tuple[int, ...], s_: tuple[int, ...], d_: tuple[int, ...],
+                     befores: Sequence[int], outs: Sequence[int], qs: Sequence[int]) -> Tensor:
+  """The values t (..., *o) of windows' tap offs placed at the input positions they read, each spatial axis of the input
+  split into (i // stride, i % stride) with q = ceil(i / stride): window o of tap k reads i = o * s + k * d - before =
+  s * (o + sh) + r, so t's axis is shifted by sh at phase r, by pads alone (no modular index math): (..., q1, s1,
+  ...)"""
+  for j, (k, s, d, b, o, q) in enumerate(zip(offs, s_, d_, befores, outs, qs)):
+    ax = lead + 2 * j
+    sh, r = divmod(k * d - b, s)
+    t = t.pad([(0, 0)] * ax + [(sh, q - o - sh)] + [(0, 0)] * (t.ndim - ax - 1))
+    t = t.unsqueeze(ax + 1).pad([(0, 0)] * (ax + 1) + [(r, s - 1 - r)] + [(0, 0)] * (t.ndim - ax - 1))
+  return t
+
 def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, k_: tuple[int, ...], s_: tuple[int, ...],
                        d_: tuple[int, ...], full: list[tuple[int, int]]) -> Tensor:
   """The gradient of a max pool (ret = win.max over its windows) as the reduce's rule gives it, each window's g shared
@@ -398,14 +411,9 @@ def _max_pool_gradient(g: Tensor, ret: Tensor, x: Tensor, k_: tuple[int, ...], s
   qs = [ceildiv(i, s) for i, s in zip(sizes, s_)]
   split = (*x.shape[:lead], *flatten((q, s) for q, s in zip(qs, s_)))
   xq = x.pad([(0, 0)] * lead + [(0, q * s - i) for q, s, i in zip(qs, s_, sizes)]).reshape(split)
+  befores = [b for b, _ in full]
   def placed(t: Tensor, offs: tuple[int, ...]) -> Tensor:
-    # window o reads input i = o * s + k * d - before = s * (o + sh) + r: t's axis shifted by sh, at phase r
-    for j, (k, s, d, (b, _), o, q) in enumerate(zip(offs, s_, d_, full, outs, qs)):
-      ax = lead + 2 * j
-      sh, r = divmod(k * d - b, s)
-      t = t.pad([(0, 0)] * ax + [(sh, q - o - sh)] + [(0, 0)] * (t.ndim - ax - 1))
-      t = t.unsqueeze(ax + 1).pad([(0, 0)] * (ax + 1) + [(r, s - 1 - r)] + [(0, 0)] * (t.ndim - ax - 1))
-    return t
+    return _placed_by_phase(t, lead, offs, s_, d_, befores, outs, qs)
   # NOTE: computed with the phases outermost (each phase's positions contiguous), then interleaved by a copy
   pm = list(range(lead)) + [lead + 2 * j + 1 for j in range(n)] + [lead + 2 * j for j in range(n)]
   inv = [pm.index(a) for a in range(len(pm))]
@@ -435,11 +443,7 @@ def _windows_gradient(g: Tensor, sizes: list[int], k_: tuple[int, ...], s_: tupl
   dx: Tensor | None = None
   for offs in itertools.product(*(range(k) for k in k_)):
     t = g.shrink([None] * (lead + n) + [(k, k + 1) for k in offs]).reshape(*g.shape[:lead + n])
-    for j, (k, s, d, o, q) in enumerate(zip(offs, s_, d_, outs, qs)):
-      ax = lead + 2 * j
-      sh, r = divmod(k * d, s)
-      t = t.pad([(0, 0)] * ax + [(sh, q - o - sh)] + [(0, 0)] * (t.ndim - ax - 1))
-      t = t.unsqueeze(ax + 1).pad([(0, 0)] * (ax + 1) + [(r, s - 1 - r)] + [(0, 0)] * (t.ndim - ax - 1))
+    t = _placed_by_phase(t, lead, offs, s_, d_, [0] * n, outs, qs)
     dx = t if dx is None else dx + t
   assert dx is not None
   # NOTE: stored, as autograd's fold (a reduce) was: fused, a batchnorm's backward after it recomputed the k^2 taps
