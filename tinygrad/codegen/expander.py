@@ -64,7 +64,9 @@ class VectorizeCtx:
 def _scalar_store(ctx: VectorizeCtx, s: UOp) -> bool:
   if s.op is not Ops.STORE or len(s.src[0].src) != 2 or s.src[1].dtype.count != 1: return False
   idt = s.src[0].dtype
-  return isinstance(idt, PtrDType) and idt.addrspace is not AddrSpace.REG and bool(ctx.renderer.vector_widths(idt.base))
+  # NOTE: registers hold accumulators (one element each, never packed here) and packed panels (many: their lanes pack)
+  return isinstance(idt, PtrDType) and (idt.addrspace is not AddrSpace.REG or idt.size > 1) and \
+    bool(ctx.renderer.vector_widths(idt.base))
 
 def pack_stores(ctx: VectorizeCtx, g: UOp) -> UOp | None:
   """GROUP of scalar STOREs to consecutive addresses of one buffer -> one vector STORE per run (the widest widths of

@@ -279,7 +279,8 @@ def vectorize_load(ren: Renderer, v: UOp) -> UOp | None:
   for i, ld in enumerate(lds):
     if ld.src[0].src[0] is not buf or _split_offset(ld.src[0].src[1]) != (base, off + i): return None
   vdt = lds[0].dtype.vec(len(lds))
-  if all(len(ld.src) == 1 for ld in lds):
+  # NOTE: a gate that folded to true (a padded panel's lanes short of the padding) reads as a plain lane
+  if all(len(ld.src) == 1 or (ld.src[0].src[2].op is Ops.CONST and ld.src[0].src[2].arg is True) for ld in lds):
     return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1])).load(dtype=vdt)
   gate = UOp.vectorize(*[ld.src[0].src[2] if len(ld.src) == 2 else UOp.const(dtypes.bool, True) for ld in lds])
   alt = UOp.vectorize(*[ld.src[1] if len(ld.src) == 2 else ld.const_like(0) for ld in lds])

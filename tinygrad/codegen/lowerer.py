@@ -4,11 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 from tinygrad.uop import Ops, GroupOp, AxisType
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, identity_element
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, identity_element, graph_rewrite
+from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, Invalid, AddrSpace
 from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod
 from tinygrad.codegen.grid import launch_axes, plan_for, plan_specials, GLOBAL_TYPES, LOCAL_TYPES
+from tinygrad.codegen.expander import lanes
+from tinygrad.codegen.opt import index_stride
 
 # ---- masked (Invalid) indexes into gated INDEX ----
 
@@ -159,9 +162,22 @@ def lower_reduce(ctx: ReduceCtx, red: UOp) -> UOp:
   for r in reversed(rs): body = body.end(r)
   return acc.after(body).index(zero).load()
 
+# the longest innermost fill loop copied as lanes (a 48-lane register tile's panel row is 3 runs of 16)
+FILL_LANES_MAX = 64
+
+def fill_lanes(value: UOp, rngs: list[UOp]) -> UOp | None:
+  """The fill range of a local BUFFERIZE copied as lanes: the innermost one (the buffer's contiguous axis), where the
+  value is a load that reads it unit-stride (a packed panel's rows). Its lanes pack into vector loads (masked where
+  the panel is padded) and vector stores; as a loop of gated scalar copies, LLVM made a gather of every row."""
+  if not rngs or value.op is not Ops.LOAD or value.src[0].op is not Ops.INDEX: return None
+  r = rngs[-1]
+  if not 2 <= r.src[0].arg <= FILL_LANES_MAX: return None
+  return r if index_stride(value.src[0].src[1], r) == 1 else None
+
 def lower_bufferize(ctx: ReduceCtx, idx: UOp, bz: UOp) -> UOp:
   """INDEX(BUFFERIZE(value, *ranges), i): the value is stored over its ranges into a per-thread buffer (row-major in the
-  order of the ranges), then read at the flat offset i."""
+  order of the ranges), then read at the flat offset i. The innermost range is copied as lanes where `fill_lanes`
+  says so."""
   rngs = list(bz.src[1:])
   if not all(r.src[0].op is Ops.CONST for r in rngs): raise ValueError("local BUFFERIZE needs constant-size ranges")
   size = 1
@@ -173,7 +189,12 @@ def lower_bufferize(ctx: ReduceCtx, idx: UOp, bz: UOp) -> UOp:
     flat = UOp.const(dtypes.index, 0)
     for r in rngs: flat = flat * r.src[0] + r
     st = reg.index(flat).store(bz.src[0])
-    for r in reversed(sorted(rngs, key=range_key)): st = st.end(r)
+    loops = rngs
+    if (lane := fill_lanes(bz.src[0], rngs)) is not None:
+      # NOTE: simplified here as the expander's lanes are (index + constant offset: what packs into vectors)
+      st = graph_rewrite(UOp.group(*lanes(st, [lane])), symbolic, name="fill lanes")
+      loops = [r for r in rngs if r is not lane]
+    for r in reversed(sorted(loops, key=range_key)): st = st.end(r)
     ctx.buffers[bz] = buf = reg.after(st)
   return buf.index(*idx.src[1:])
 
