@@ -527,13 +527,23 @@ def test_heuristics_widen_the_register_tile_where_registers_hold_16_lanes():
   opts = hand_coded_optimizations(matmul_ast(768, 768, 768), CPUVectorLike())
   assert opts[:3] == [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 1, 3), Opt(OptOps.UPCAST, 0, 8)], opts
   assert any(o.op is OptOps.THREAD for o in opts) and any(o.op is OptOps.PACK for o in opts), opts
-  # 1024 is not padded to 1056 for 48 lanes (PACK copies a padded panel with scalar loads): the 32-lane tile, packed
+  # 1024 is not padded to 1056 for 48 lanes (the padded work and gates cost more than the wider tile gains): the 32-lane
+  # tile, packed
   opts = hand_coded_optimizations(matmul_ast(1024, 1024, 1024), CPUVectorLike())
   assert opts[:3] == [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 0, 8)], opts
   assert not any(o.op is OptOps.PADTO for o in opts) and any(o.op is OptOps.PACK for o in opts), opts
   # 1000 (no multiple of 48): the 32-lane tile (padded to 1024: 32 tiles a row), and THREAD
   opts = hand_coded_optimizations(matmul_ast(1000, 1000, 1000), CPUVectorLike())
   assert Opt(OptOps.UPCAST, 1, 2) in opts and any(o.op is OptOps.THREAD for o in opts), opts
+  # no axis the threads split evenly: 1008 = 21 x 48 and = 63 x 16 (odd tile counts both), 1040 = 65 x 16, by 125 tiles
+  # of 8 rows; the lanes' axis padded to an even number of 32-lane tiles then (1024, 1088), and threaded
+  for n in (1008, 1040):
+    opts = hand_coded_optimizations(matmul_ast(1000, n, 1000), CPUVectorLike())
+    assert opts[:3] == [Opt(OptOps.PADTO, 1, 64), Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 1, 2)], opts
+    assert any(o.op is OptOps.THREAD for o in opts) and any(o.op is OptOps.PACK for o in opts), opts
+  # but a kernel that an unpadded tile threads is not padded (768 x 1008: 96 tiles of 8 rows)
+  opts = hand_coded_optimizations(matmul_ast(768, 1008, 1000), CPUVectorLike())
+  assert not any(o.op is OptOps.PADTO for o in opts) and any(o.op is OptOps.THREAD for o in opts), opts
   # 256 = 8 x 32: padding to 288 for 48 lanes wastes 1/8: the 32-lane tile; so for a short reduce (storing the tile
   # weighs more than its inner loop)
   assert Opt(OptOps.UPCAST, 1, 3) not in hand_coded_optimizations(matmul_ast(256, 256, 256), CPUVectorLike())

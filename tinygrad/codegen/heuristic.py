@@ -40,11 +40,13 @@ GPU_MIN_BLOCKS = 128
 
 class _Builder:
   """The kernel as opts are added: `try_opt` applies one or leaves everything as it was."""
-  def __init__(self, ast: UOp, renderer: Renderer, may_widen: bool = True):
+  def __init__(self, ast: UOp, renderer: Renderer, may_widen: bool = True, even_tiles: bool = False):
     self.ast, self.renderer = ast, renderer
     self.opts: list[Opt] = []
     # may_widen: a 48-lane register tile may be tried (_wide_tile); wide: one was applied
     self.may_widen, self.wide = may_widen, False
+    # even_tiles: the contiguous axis pads to an even number of 32-lane tiles (a multiple of 64), so THREAD splits it
+    self.even_tiles = even_tiles
     # NOTE: once per kernel: opts never add or remove a transcendental, and the renderer is fixed
     self.tile_budget = _tile_budget(ast, renderer)
   def try_opt(self, opt: Opt) -> bool:
@@ -233,8 +235,8 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # a target with masked vector loads keeps a padded axis' loads vector: the contiguous axis pads to 32 (16 lanes,
     # then 2 more below) rather than taking narrower blocks (measured on AVX-512: 1000 padded to 1024 and blocked 32x8
     # ran 1.8x numpy, 1000 blocked 8x8 0.45x; with the 32-lane axis even, THREAD also splits it)
-    if cpu and contiguous and b.renderer.masked_loads and size % 16 and 16 <= room:
-      got = 16 if _pad_and_upcast(b, i, size, 16, 32) else None
+    if cpu and contiguous and b.renderer.masked_loads and (size % 16 or (b.even_tiles and size % 64)) and 16 <= room:
+      got = 16 if _pad_and_upcast(b, i, size, 16, 64 if b.even_tiles else 32) else None
     if got is None:
       got = next((amt for amt in amts if amt <= room and size % amt == 0 and b.try_opt(Opt(OptOps.UPCAST, i, amt))),
                  None)
@@ -443,11 +445,11 @@ def _wide_tile(b: _Builder, i: int, size: int) -> bool:
   Measured against 32 lanes (8x32 tiles, B packed, 2 threads, AMD Zen 5): 768^3 and 1024x768x2304 1-2% faster; but
   4096x64x4096 -10% on another AVX-512 host (a short reduce: storing the tile weighs more than its inner loop), so only
   from WIDE_MIN_REDUCE steps on. Leaves the kernel as it was when an opt does not fit."""
-  # NOTE: not padded up to 48 (the padded lanes' panel is copied by PACK with scalar loads and a gather a row: their
-  # loads are gated, where an unpadded panel is copied with vector moves). Measured against 32 lanes, unpadded (2
-  # threads, wall, AMD Zen 5): 512^3 0.67 -> 0.60 ms, 1024^3 4.9-7.0 -> 4.5-5.1, 2048x512x1024 7.0 -> 5.5; Winograd's
-  # 36 (32 x 512) @ (512 x 512) (ResNet-18 b32's 512-channel convs) 6.6 -> 2.7. An earlier host (one thread) had
-  # padding 1024 to 1056 6-9% faster
+  # NOTE: not padded up to 48. Measured against 32 lanes, unpadded (2 threads, wall, AMD Zen 5): 512^3 0.67 -> 0.60 ms,
+  # 1024^3 4.9-7.0 -> 4.5-5.1, 2048x512x1024 7.0 -> 5.5; Winograd's 36 (32 x 512) @ (512 x 512) (ResNet-18 b32's
+  # 512-channel convs) 6.6 -> 2.7. That was while PACK copied a padded panel with scalar loads and a gather a row; with
+  # its masked vector copy (lowerer.fill_lanes), 1024^3 padded to 1056 for 48 lanes still took 5.9 ms against 5.3 for
+  # 32 lanes. An earlier host (one thread) had padding 1024 to 1056 6-9% faster
   dt = _reduce_dtype(b)
   if not b.may_widen or dt is None or dt.itemsize != 4 or 16 not in b.renderer.acc_widths(dt)[:1]: return False
   if prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) < WIDE_MIN_REDUCE: return False
@@ -775,9 +777,17 @@ def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   _build(b)
   # NOTE: a 48-lane tile can leave no output axis that splits evenly across the threads (an odd number of 48-lane
   # tiles by an odd number of row tiles); the 32-lane tile then, where THREAD may split its axis
-  if b.wide and not any(o.op is OptOps.THREAD for o in b.opts) and max_threads(renderer) > 1:
+  def threaded(x: _Builder) -> bool: return any(o.op is OptOps.THREAD for o in x.opts)
+  if b.wide and not threaded(b) and max_threads(renderer) > 1:
     b = _Builder(ast, renderer, may_widen=False)
     _build(b)
+  # NOTE: still no output axis the threads split evenly (1000 x 1008: 63 tiles of 16 lanes by 125 tiles of 8 rows): the
+  # contiguous axis padded to an even number of 32-lane tiles, where that threads the kernel. Measured alone (2 threads,
+  # wall, AMD Zen 5): 1000 x 1000 x 1008 10.5 ms on one thread, 5.1 padded to 1024 and threaded (48 lanes padded to
+  # 1056 5.4; the rows padded to 1008 under 48 lanes 7.0)
+  if not threaded(b) and max_threads(renderer) > 1 and renderer.masked_loads and _work(ast) >= THREAD_MIN_WORK:
+    _build(even := _Builder(ast, renderer, may_widen=False, even_tiles=True))
+    if threaded(even): b = even
   return b.opts
 
 def _matvec(b: _Builder) -> bool:
