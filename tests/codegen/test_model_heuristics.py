@@ -695,9 +695,8 @@ def test_winograds_transforms_stream_their_tiles_once_under_the_constants_loop(r
   # channels, 32x32). The loop over the constant's row blocks goes inside the loops the big operand depends on: every
   # block of tiles is read once, the constants again from cache. With it outermost, each of its iterations streamed
   # every tile again (9 times for the input transform). Measured in the step (a conv's forward and backward at
-  # 32x64x32x32, 2 threads, AMD Zen 5, the step's other kernels run between): the input transform 8.8 -> 4.0 ms (its 2
-  # launches), the output transform 4.3 -> 3.0, dy's 1.7 -> 1.3. A small one (batch 8, 16x16: 0.6 MiB of x) keeps its
-  # order
+  # 32x64x32x32, 2 threads, AMD Zen 5, the step's kernels run in order, old and new opts alternated): 31.6 -> 22.5 ms,
+  # the input transform 11.1 -> 3.9 ms (its 2 launches). A small one (batch 8, 16x16: 0.6 MiB of x) keeps its order
   from tinygrad.tensor import _winograd_input, _winograd_lmat, _winograd_output_tiles, _WINO_AT
   r = REN if ren == "C" else Device[llvm512()].renderer
   def transforms(bs: int, hw: int) -> list:
@@ -720,6 +719,24 @@ def test_winograds_transforms_stream_their_tiles_once_under_the_constants_loop(r
       assert len(consts) == 1 and len(own) <= 1, (bs, hw, opts)
       if inside: assert not own or (own[0] is loops[-1] and own[0] is not loops[0]), (bs, hw, loops, opts)
       else: assert own and own[0] is loops[0], (bs, hw, loops, opts)
+  # the filter transform at 512 channels (36 x 9 constants @ 9 x (512 x 512) filters): the rows' loop goes inside the
+  # input channels' but not inside the 16 tiles of 32 output channels, whose rows are then stored whole per plane
+  # (measured in ResNet-18 b32's step: 12.5 ms as it was, 7.9 so, 14.0 inside the tiles' loop too)
+  wk = Tensor.empty(9, 1, 512, 512)
+  from tinygrad.tensor import _WINO_G
+  k = next(k for k in kernels(_winograd_lmat(wk, _WINO_G, 2)) if red_size(k) == 9)
+  tiled = apply_opts(k, opts := hand_coded_optimizations(k, r), r)
+  loops = [x for x in output_axes(tiled) if x.arg[-1] is AxisType.LOOP and (axis_size(x) or 0) > 1]
+  rows = [x for x in loops if any(x in u.src[0]._ranges for u in tiled.toposort() if u.op is Ops.LOAD and
+                                  u.src[0].op is Ops.INDEX and getattr(u.src[0].src[0].dtype, "size", 0) == 36 * 9)]
+  assert len(rows) == 1 and rows[0] is not loops[0] and rows[0] is not loops[-1], (loops, opts)
+  # a packed panel's loop is never moved (its fill would be redone inside the loops it passed): the 7x7 stem conv at
+  # batch 32, 128x128 (its 37 KiB of weights packed with its tile; 6 MiB of input)
+  stem = next(k for k in kernels(Tensor.empty(32, 3, 128, 128).conv2d(Tensor.empty(64, 3, 7, 7), stride=2, padding=3))
+              if red_size(k) == 3 * 7 * 7)
+  opts = hand_coded_optimizations(stem, r)
+  if any(o.op is OptOps.PACK for o in opts):
+    assert not any(o.op is OptOps.SWAP for o in opts[[o.op for o in opts].index(OptOps.PACK):]), opts
 
 def test_a_transpose_takes_a_square_tile_of_vector_loads_and_stores():
   # channels-first to channels-last (Winograd's input copy): the store's contiguous axis (channels) takes 8 lanes and

@@ -47,6 +47,8 @@ class _Builder:
     self.may_widen, self.wide = may_widen, False
     # even_tiles: the contiguous axis pads to an even number of 32-lane tiles (a multiple of 64), so THREAD splits it
     self.even_tiles = even_tiles
+    # streamed: _stream_once moved a loop; _reorder_for_reuse leaves the order as it is then
+    self.streamed = False
     # NOTE: once per kernel: opts never add or remove a transcendental, and the renderer is fixed
     self.tile_budget = _tile_budget(ast, renderer)
   def try_opt(self, opt: Opt) -> bool:
@@ -481,10 +483,14 @@ def _stream_once(b: _Builder) -> None:
   """An outer output loop whose own input is small (its loads depend on no other output loop and read a buffer of up to
   SMALL_OPERAND_BYTES: a constant matrix, Winograd's transforms' B^T (x) B^T) goes inside the loops a big input (over
   BIG_OPERAND_BYTES) depends on: each block of the big input is then read once, and the small one again from cache for
-  every block, where the big one was streamed once per iteration of the outer loop. Measured alone (2 threads, wall,
-  AMD Zen 5) on Winograd's input transform at batch 32, 64 channels, 32x32 (36 x 36 constants @ 36 x (2048 tiles x 64
-  channels), the 36 rows in 9 loops of 4 outermost): 2.7-5.5 ms, 1.8-3.7 inside the tiles' loop"""
-  if b.renderer.has_local or not reduce_axes(b.ast): return
+  every block, where the big one was streamed once per iteration of the outer loop. Measured in the step (2 threads,
+  wall, AMD Zen 5; the step's kernels run in order, the old and new opts alternated): a 3x3 conv's forward and backward
+  at 32x64x32x32 31.6 -> 22.5 ms (Winograd's input transform, 36 x 36 constants @ 36 x (2048 tiles x 64 channels), the
+  36 rows in 9 loops of 4 outermost, 11.1 -> 3.9 ms); ResNet-18 b32 128x128's step 437 -> 407 ms"""
+  # NOTE: not once a panel is packed (a stem conv's weights, PACKed with its register tile): its fill goes in the
+  # innermost loop it depends on, so moving that loop inward fills it again for every iteration of the loops it passes.
+  # Measured in ResNet-18 b32's step: the 7x7 stem conv 9-16 -> 47 ms
+  if b.renderer.has_local or not reduce_axes(b.ast) or any(u.op is Ops.BUFFERIZE for u in b.ast.toposort()): return
   for _ in range(4):
     loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
     lds = _loads(b.ast)
@@ -495,16 +501,24 @@ def _stream_once(b: _Builder) -> None:
       if sum(_buffer_bytes(ld) for ld in own) > SMALL_OPERAND_BYTES: return False
       big = [ld for ld in lds if r not in ld.src[0]._ranges and inner in ld.src[0]._ranges]
       return sum(_buffer_bytes(ld) for ld in big) >= BIG_OPERAND_BYTES
-    i = next((i for i in range(len(loops) - 1) if moves(i)), None)
+    # NOTE: not past an innermost loop of more than 4 iterations (the stores' contiguous run: outside it, each row of
+    # a plane of the small input's rows is written whole in turn; inside it, in pieces of one tile, to every plane in
+    # turn). Measured in ResNet-18 b32's step (2 threads, wall, AMD Zen 5, variants alternated): Winograd's filter
+    # transform at 512 channels (36 x 9 @ 9 x (512 x 512), 16 tiles of 32 lanes innermost) 12.5 ms as it was, 7.9 with
+    # the rows' loop inside the input channels' and outside the tiles', 14.0 inside the tiles' too. Past a short one (2
+    # tiles of the 64 channels of the conv above): the input transform 4.1 ms, 5.0 outside it
+    def inner_ok(i: int) -> bool: return i + 1 < len(loops) - 1 or (axis_size(loops[i + 1]) or 0) <= 4
+    i = next((i for i in range(len(loops) - 1) if inner_ok(i) and moves(i)), None)
     if i is None: return
     outs = output_axes(b.ast)
     if not b.try_opt(Opt(OptOps.SWAP, outs.index(loops[i]), outs.index(loops[i + 1]))): return
+    b.streamed = True
 
 def _reorder_for_reuse(b: _Builder) -> None:
   # a big register-blocked CPU kernel: the innermost output loop should be the one whose own input is read contiguously
   # along the reduce (a matmul's rows of A), so that the block of the other input that each step reuses (a panel of
   # B's columns, read with a stride) stays in cache across that loop instead of being streamed again for every block
-  if b.renderer.has_local or len(reds := reduce_axes(b.ast)) != 1: return
+  if b.renderer.has_local or len(reds := reduce_axes(b.ast)) != 1 or b.streamed: return
   if _work(b.ast) < BIG_BLOCK_MIN_WORK: return
   # NOTE: the two innermost output loops (a batched matmul's batch loop stays outermost)
   outs = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1][-2:]
@@ -780,6 +794,12 @@ def _threads(b: _Builder) -> None:
   # channels, 0.75-0.79 on the lanes' output channels (1.54 on one thread); a 1024^3 matmul the same either way; a GPT-2
   # block's packed matmuls equal or faster (the slowest of its forward 4.5 -> 3.4-4.0 ms, at D256 2.0-2.1 -> 1.6)
   packed = {r for u in b.ast.toposort() if u.op is Ops.BUFFERIZE for r in u.src[0]._ranges}
+  # NOTE: a kernel _stream_once reordered splits its outermost loop (the big input's) first: each thread then reads its
+  # own part of it once; split on the small input's rows, each thread read all of it. Measured in a conv's step
+  # (32x64x32x32, 2 threads): Winograd's output transform 3.7 ms with the threads on its 2 row blocks, 2.8 on the tiles
+  if b.streamed and (loops := [(i, r) for i, r in enumerate(outs) if r.arg[-1] is AxisType.LOOP]):
+    i, r = loops[0]
+    if (axis_size(r) or 0) % nt == 0 and b.try_opt(Opt(OptOps.THREAD, i, nt)): return
   cands = []
   for i, r in enumerate(outs):
     size = axis_size(r) or 0
