@@ -390,15 +390,24 @@ def _kblock_to_fit(b: _Builder, buf: UOp) -> bool:
   (nothing applied) where no block of that axis fits. Measured alone (2 threads): ResNet-18's 64-channel 3x3 weight
   gradient at batch 32, 32x32 pixels, 8x8 scalar tiles 98-101 ms, 32 lanes packed in blocks of 4 images 11.8-12.0"""
   lds = [ld for ld in packable_loads(b.ast) if ld.src[0].src[0] is buf]
-  if len(lds) != 1 or not (reds := reduce_axes(b.ast)) or (size := axis_size(red := reds[0])) is None: return False
-  rs = panel_ranges(lds[0])
-  if red not in rs: return False
-  step_bytes = int(prod(axis_size(r) or 0 for r in rs if r is not red)) * lds[0].dtype.itemsize
-  # NOTE: down to blocks of one step (one image of a weight gradient over 64x64 pixels by 32 lanes is PACK's 512 KiB).
-  # Measured alone (AVX2, 2 threads): ResNet-18's stem weight gradient at batch 32, 128x128, unpacked 8 lanes 131-155
-  # ms; 16 lanes x 3 rows packed by the image 38.8
-  fits = [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step_bytes <= PACK_MAX_BYTES]
-  return bool(fits) and b.try_opt(Opt(OptOps.KBLOCK, 0, fits[0]))
+  if len(lds) != 1 or not (reds := reduce_axes(b.ast)): return False
+  rs, idx = panel_ranges(lds[0]), lds[0].src[0].src[1].get_idx()
+  # NOTE: the reduce axis the load walks with the largest stride (the outermost in memory), so that each block reads
+  # whole cache lines of the input: a conv's reduce is (ky, kx, Cin) where its filters are stored (Cin, ky, kx). Blocks
+  # of one ky read a third of each line of the filters, and each line 3 times. Measured in ResNet-18 b8's step (2
+  # threads, AMD Zen 5): the 512-channel conv over 2x2 pixels (3 launches) 3.46 ms by ky, 2.88 by 256 input channels
+  cands = []
+  for j, red in enumerate(reds):
+    if red not in rs or (size := axis_size(red)) is None: continue
+    step_bytes = int(prod(axis_size(r) or 0 for r in rs if r is not red)) * lds[0].dtype.itemsize
+    # NOTE: down to blocks of one step (one image of a weight gradient over 64x64 pixels by 32 lanes is PACK's 512
+    # KiB). Measured alone (AVX2, 2 threads): ResNet-18's stem weight gradient at batch 32, 128x128, unpacked 8 lanes
+    # 131-155 ms; 16 lanes x 3 rows packed by the image 38.8
+    fits = [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step_bytes <= PACK_MAX_BYTES]
+    if fits: cands.append((index_stride(idx, red) or 0, -j, fits[0]))
+  if not cands: return False
+  _, nj, n = max(cands)
+  return b.try_opt(Opt(OptOps.KBLOCK, -nj, n))
 
 def _pack_lanes(b: _Builder, buf: UOp) -> bool:
   """PACK the reduce load of buffer `buf` (the one varying along the lanes _packed_lanes_axis chose): its panel becomes
