@@ -1,0 +1,154 @@
+"""The kernels of one training step under two versions of the opts (the heuristics of another checkout, saved by `dump`,
+and this tree's), run in the step's order in one process and alternated round by round: for each kernel whose opts
+differ, its best time under each, and the step's total under each.
+
+  git worktree add /tmp/base <commit>
+  python bench/step_ab.py dump /tmp/base.json --root /tmp/base --model resnet18 --batch 32 --hw 128
+  python bench/step_ab.py ab /tmp/base.json --model resnet18 --batch 32 --hw 128 [--rounds 5]
+
+--model resnet18 (--batch, --hw): ResNet-18's SGD step (bench/models.py's rows); --conv NxCxH: a 3x3 conv's forward and
+both gradients (C channels in and out, H x H pixels, padding 1). `dump` imports tinygrad from --root (a checkout of the
+commit to compare against) and writes the opts its heuristics chose for each kernel, keyed by the kernel's pyrender
+text (the same graph gives the same key in both trees where the scheduler did not change). `ab` captures the step here,
+compiles each kernel with both sets of opts, and times whole passes over the step's launches, so each kernel sees the
+caches the kernels before it leave. Profiling two separate runs instead compares two speeds of this machine: on the
+2-core VM of the nineteenth session one kernel's best of 3 profiled steps moved by 2x within minutes.
+"""
+from __future__ import annotations
+import argparse, collections, json, os, sys, time
+
+def parse() -> argparse.Namespace:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("mode", choices=("dump", "ab"))
+  ap.add_argument("opts_file", help="dump: the JSON file to write; ab: the one dump wrote")
+  ap.add_argument("--root", help="dump: the checkout whose tinygrad chooses the opts (default: this tree)")
+  ap.add_argument("--model", choices=("resnet18",))
+  ap.add_argument("--batch", type=int, default=8)
+  ap.add_argument("--hw", type=int, default=64)
+  ap.add_argument("--conv", help="NxCxH: a 3x3 conv's step instead of a model's")
+  ap.add_argument("--rounds", type=int, default=5)
+  args = ap.parse_args()
+  if (args.model is None) == (args.conv is None): ap.error("give one of --model and --conv")
+  return args
+
+ARGS = parse()
+sys.path.insert(0, os.path.abspath(ARGS.root) if ARGS.root else os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np  # noqa: E402
+from tinygrad import Tensor, TinyJit, Device  # noqa: E402
+from tinygrad.uop import hooks  # noqa: E402
+from tinygrad.uop.pyrender import pyrender  # noqa: E402
+
+def make_step():
+  rng = np.random.default_rng(0)
+  if ARGS.conv:
+    n, c, h = (int(v) for v in ARGS.conv.split("x"))
+    x = Tensor(rng.standard_normal((n, c, h, h)).astype(np.float32), requires_grad=True).realize()
+    w = Tensor((rng.standard_normal((c, c, 3, 3)) * 0.05).astype(np.float32), requires_grad=True).realize()
+    g = Tensor(rng.standard_normal((n, c, h, h)).astype(np.float32)).realize()
+    @TinyJit
+    def conv_step():
+      x.grad = w.grad = None
+      o = x.conv2d(w, padding=1)
+      (o * g).sum().backward()
+      return list(Tensor.realize(o, x.grad, w.grad))
+    return conv_step
+  from tinygrad.models.resnet import resnet18
+  from tinygrad.nn.optim import SGD
+  from tinygrad.nn.state import get_parameters
+  Tensor.manual_seed(0)
+  model = resnet18(num_classes=10)
+  opt = SGD(get_parameters(model), lr=0.01)
+  xb = Tensor(rng.standard_normal((ARGS.batch, 3, ARGS.hw, ARGS.hw)).astype(np.float32)).realize()
+  @TinyJit
+  def model_step():
+    with Tensor.train():
+      opt.zero_grad()
+      loss = model(xb).square().mean()
+      loss.backward()
+      opt.step()
+    return loss.realize()
+  return model_step
+
+def capture() -> list:
+  """(runner, buffers) of every compiled kernel's launch in one step, in order (after a warm-up that captures the JIT)."""
+  step = make_step()
+  for _ in range(2): step()
+  seq: list = []
+  def on_launch(runner, bufs, start, seconds):
+    if hasattr(runner, "p"): seq.append((runner, list(bufs)))
+  hooks.launched.append(on_launch)
+  try: step()
+  finally: hooks.launched.remove(on_launch)
+  return seq
+
+class OptsFileError(ValueError): pass
+
+def load_opts(path: str) -> dict[str, list]:
+  """The dumped {kernel key: [[op name, axis, arg], ...]}, checked entry by entry (a damaged file fails here, naming the
+  entry; nothing in it is evaluated)."""
+  from tinygrad.codegen.opt import Opt, OptOps
+  try:
+    with open(path) as f: raw = json.load(f)
+  except (OSError, ValueError) as e: raise OptsFileError(f"{path}: not a readable JSON file ({e})") from e
+  if not isinstance(raw, dict): raise OptsFileError(f"{path}: expected an object of kernel -> opts, got {type(raw).__name__}")
+  out = {}
+  for i, (key, opts) in enumerate(raw.items()):
+    if not isinstance(opts, list): raise OptsFileError(f"{path}: entry {i}: opts must be a list")
+    got = []
+    for j, o in enumerate(opts):
+      if not (isinstance(o, list) and len(o) == 3 and isinstance(o[0], str) and o[0] in OptOps.__members__ and
+              (o[1] is None or isinstance(o[1], int)) and (o[2] is None or isinstance(o[2], (int, str)))):
+        raise OptsFileError(f"{path}: entry {i}, opt {j}: expected [op name, axis or null, arg or null], got {o!r}")
+      got.append(Opt(OptOps[o[0]], o[1], o[2]))
+    out[key] = got
+  return out
+
+def dump() -> None:
+  seq = capture()
+  opts = {pyrender(r.p.ast): [[o.op.name, o.axis, o.arg] for o in r.p.applied_opts] for r, _ in seq}
+  tmp = ARGS.opts_file + ".tmp"
+  with open(tmp, "w") as f: json.dump(opts, f)
+  os.replace(tmp, ARGS.opts_file)
+  print(f"{len(opts)} kernels' opts written to {ARGS.opts_file}")
+
+def ab() -> None:
+  from tinygrad.codegen import get_program
+  base = load_opts(ARGS.opts_file)
+  seq = capture()
+  def build(p, r):
+    dev = Device[r.device]
+    return p, dev.runtime(p.name, dev.compiler.compile_cached(p.src, p.renderer))
+  new, old, keys, diff = {}, {}, {}, []
+  for r, _ in seq:
+    if id(r) in new: continue
+    new[id(r)] = build(r.p, r)
+    keys[id(r)] = key = pyrender(r.p.ast)
+    if key in base and list(base[key]) != list(r.p.applied_opts):
+      old[id(r)] = build(get_program(r.p.ast, Device[r.device].renderer, base[key]), r)
+      diff.append(r)
+    else: old[id(r)] = new[id(r)]
+  missing = sum(keys[k] not in base for k in keys)
+  print(f"{len(diff)} of {len(new)} kernels have other opts here ({missing} not in {ARGS.opts_file}: other graphs)")
+  best = {v: collections.defaultdict(lambda: float("inf")) for v in ("base", "here")}
+  total = {"base": float("inf"), "here": float("inf")}
+  for _ in range(ARGS.rounds):
+    for v, progs in (("base", old), ("here", new)):
+      per: dict[int, float] = collections.defaultdict(float)
+      for r, bufs in seq:
+        p, prg = progs[id(r)]
+        gs, ls = p.launch_dims({})
+        t = time.perf_counter()
+        prg(*[bufs[i]._buf for i in p.globals], global_size=tuple(gs), local_size=tuple(ls) if ls is not None else (1, 1, 1),
+            vals=(), wait=True)
+        per[id(r)] += time.perf_counter() - t
+      total[v] = min(total[v], sum(per.values()))
+      for k, x in per.items(): best[v][k] = min(best[v][k], x)
+  print(f"step (the kernels' launches): base {total['base'] * 1e3:.2f} ms, here {total['here'] * 1e3:.2f} ms")
+  for r in sorted(diff, key=lambda r: best["here"][id(r)] - best["base"][id(r)]):
+    print(f"  {r.display_name:48s} base {best['base'][id(r)] * 1e3:8.3f} ms  here {best['here'][id(r)] * 1e3:8.3f} ms")
+    print(f"    base {' '.join(f'{o.op.name}({o.axis},{o.arg})' for o in base[keys[id(r)]])}")
+    print(f"    here {' '.join(f'{o.op.name}({o.axis},{o.arg})' for o in r.p.applied_opts)}")
+
+if __name__ == "__main__":
+  if ARGS.mode == "dump": dump()
+  else: ab()
