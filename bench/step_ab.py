@@ -6,8 +6,9 @@ differ, its best time under each, and the step's total under each.
   python bench/step_ab.py dump /tmp/base.json --root /tmp/base --model resnet18 --batch 32 --hw 128
   python bench/step_ab.py ab /tmp/base.json --model resnet18 --batch 32 --hw 128 [--rounds 5]
 
---model resnet18 (--batch, --hw): ResNet-18's SGD step (bench/models.py's rows); --conv NxCxH: a 3x3 conv's forward and
-both gradients (C channels in and out, H x H pixels, padding 1). `dump` imports tinygrad from --root (a checkout of the
+--model resnet18 (--batch, --hw): ResNet-18's SGD step; --model block (--dim): a GPT-2 block's SGD step over 8 x 128
+tokens (bench/models.py's rows); --conv NxCxH: a 3x3 conv's forward and both gradients (C channels in and out, H x H
+pixels, padding 1). `dump` imports tinygrad from --root (a checkout of the
 commit to compare against) and writes the opts its heuristics chose for each kernel, keyed by the kernel's pyrender
 text (the same graph gives the same key in both trees where the scheduler did not change). `ab` captures the step here,
 compiles each kernel with both sets of opts, and times whole passes over the step's launches, so each kernel sees the
@@ -22,9 +23,10 @@ def parse() -> argparse.Namespace:
   ap.add_argument("mode", choices=("dump", "ab"))
   ap.add_argument("opts_file", help="dump: the JSON file to write; ab: the one dump wrote")
   ap.add_argument("--root", help="dump: the checkout whose tinygrad chooses the opts (default: this tree)")
-  ap.add_argument("--model", choices=("resnet18",))
+  ap.add_argument("--model", choices=("resnet18", "block"))
   ap.add_argument("--batch", type=int, default=8)
-  ap.add_argument("--hw", type=int, default=64)
+  ap.add_argument("--hw", type=int, default=64, help="resnet18: the images' height and width")
+  ap.add_argument("--dim", type=int, default=256, help="block: the model dimension (heads of 64)")
   ap.add_argument("--conv", help="NxCxH: a 3x3 conv's step instead of a model's")
   ap.add_argument("--rounds", type=int, default=5)
   args = ap.parse_args()
@@ -52,13 +54,17 @@ def make_step():
       (o * g).sum().backward()
       return list(Tensor.realize(o, x.grad, w.grad))
     return conv_step
-  from tinygrad.models.resnet import resnet18
   from tinygrad.nn.optim import SGD
   from tinygrad.nn.state import get_parameters
   Tensor.manual_seed(0)
-  model = resnet18(num_classes=10)
+  if ARGS.model == "block":
+    from tinygrad.models.gpt2 import GPT2Block
+    model, shape = GPT2Block(ARGS.dim, ARGS.dim // 64), (8, 128, ARGS.dim)
+  else:
+    from tinygrad.models.resnet import resnet18
+    model, shape = resnet18(num_classes=10), (ARGS.batch, 3, ARGS.hw, ARGS.hw)
   opt = SGD(get_parameters(model), lr=0.01)
-  xb = Tensor(rng.standard_normal((ARGS.batch, 3, ARGS.hw, ARGS.hw)).astype(np.float32)).realize()
+  xb = Tensor(rng.standard_normal(shape).astype(np.float32)).realize()
   @TinyJit
   def model_step():
     with Tensor.train():
