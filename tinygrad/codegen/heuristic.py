@@ -145,12 +145,27 @@ def _upcast_for_reuse(b: _Builder) -> None:
     # NOTE: the taps as rows where the pixels' loop is short (_sliding_rows; measured on AVX2 only): 16 lanes by them.
     # Alone (one thread, ResNet-18 b8 64x64's 3x3 weight gradients): 2x2 pixels 4.0-4.2 -> 3.3-3.4 ms, 4x4 2.8 -> 2.3
     slide = _sliding_rows(b, axis, gated) if b.renderer.vector_registers == 16 else None
-    wide = long and roomy and (axis_size(axis) or 0) % 32 == 0 and slide is None
+    # NOTE: on 32 registers (AVX-512) the taps as rows only under a short reduce (a weight gradient over 2x2 pixels),
+    # there with 32 lanes and 2 rows of the next reuse axis. Measured in ResNet-18 b8's step (2 threads, AMD Zen 5, its
+    # 512-channel weight gradients' 3 launches, alternated in one process): 16 lanes x 8 input-channel rows 3.8-4.7 ms,
+    # 32 x kx x 2 rows 2.3-2.5, 32 x kx x 4 rows 3.5, 32 x kx 3.0, 16 x kx x 4 rows 3.1-3.3. Over 4x4 pixels (a reduce of
+    # 128, 32 lanes by 8 rows: 1.7 ms) the taps as rows were slower (32 x kx x 2 rows 2.1, 16 x kx x 4 rows 2.8)
+    slide32 = _sliding_rows(b, axis, gated) if b.renderer.vector_registers >= 32 and not long and slide is None and \
+      (axis_size(axis) or 0) % 32 == 0 and 32 * 3 * 2 <= b.tile_budget else None
+    wide = (long and roomy and (axis_size(axis) or 0) % 32 == 0 and slide is None) or slide32 is not None
     for more in ((2, 1) if wide else (1,)):
       before = (b.ast, list(b.opts))
       i = output_axes(b.ast).index(axis)
       if b.try_opt(Opt(OptOps.UPCAST, i, 16)) and (more == 1 or b.try_opt(Opt(OptOps.UPCAST, i, more))):
         if slide is not None: b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(slide), axis_size(slide) or 0))
+        elif slide32 is not None and more == 2 and \
+             b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(slide32), axis_size(slide32) or 0)):
+          # the 2 rows: the longest other output axis that the lanes' load does not depend on (a weight gradient's
+          # input channels)
+          lane_lds = [ld for ld in _loads(b.ast) if ld.src[0].src[0] is buf]
+          rows = [(axis_size(r) or 0, j) for j, r in enumerate(output_axes(b.ast)) if r.arg[0] != axis.arg[0] and
+                  (axis_size(r) or 0) % 2 == 0 and not any(r in ld.src[0]._ranges for ld in lane_lds)]
+          if rows: b.try_opt(Opt(OptOps.UPCAST, max(rows)[1], 2))
         else:
           _upcast_reuse_axes(b, cpu, {axis.arg[0]}, any_vec)
           if b.upcast_total() == 16 * more: _short_rows(b)
