@@ -34,13 +34,17 @@ def parse() -> argparse.Namespace:
   return args
 
 ARGS = parse()
-sys.path.insert(0, os.path.abspath(ARGS.root) if ARGS.root else os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.abspath(ARGS.root) if ARGS.root else _HERE)
 import numpy as np  # noqa: E402
-from tinygrad import Tensor, TinyJit, Device  # noqa: E402
+from tinygrad import Tensor, TinyJit  # noqa: E402
 from tinygrad.uop import hooks  # noqa: E402
 from tinygrad.uop.pyrender import pyrender  # noqa: E402
+# NOTE: after tinygrad is imported from --root: bench/models.py's own path insert then finds it already loaded
+from models import ours_train_step, resnet_loss  # noqa: E402
 
 def make_step():
+  """One step to capture: a 3x3 conv's forward and gradients (--conv), else bench/models.py's SGD step of the model."""
   rng = np.random.default_rng(0)
   if ARGS.conv:
     n, c, h = (int(v) for v in ARGS.conv.split("x"))
@@ -54,8 +58,6 @@ def make_step():
       (o * g).sum().backward()
       return list(Tensor.realize(o, x.grad, w.grad))
     return conv_step
-  from tinygrad.nn.optim import SGD
-  from tinygrad.nn.state import get_parameters
   Tensor.manual_seed(0)
   if ARGS.model == "block":
     from tinygrad.models.gpt2 import GPT2Block
@@ -63,20 +65,13 @@ def make_step():
   else:
     from tinygrad.models.resnet import resnet18
     model, shape = resnet18(num_classes=10), (ARGS.batch, 3, ARGS.hw, ARGS.hw)
-  opt = SGD(get_parameters(model), lr=0.01)
+  step = ours_train_step(model, resnet_loss)
   xb = Tensor(rng.standard_normal(shape).astype(np.float32)).realize()
-  @TinyJit
-  def model_step():
-    with Tensor.train():
-      opt.zero_grad()
-      loss = model(xb).square().mean()
-      loss.backward()
-      opt.step()
-    return loss.realize()
-  return model_step
+  return lambda: step(xb)
 
 def capture() -> list:
-  """(runner, buffers) of every compiled kernel's launch in one step, in order (after a warm-up that captures the JIT)."""
+  """(runner, buffers) of every compiled kernel's launch in one step, in order (after a warm-up that captures the
+  JIT)."""
   step = make_step()
   for _ in range(2): step()
   seq: list = []
@@ -96,7 +91,8 @@ def load_opts(path: str) -> dict[str, list]:
   try:
     with open(path) as f: raw = json.load(f)
   except (OSError, ValueError) as e: raise OptsFileError(f"{path}: not a readable JSON file ({e})") from e
-  if not isinstance(raw, dict): raise OptsFileError(f"{path}: expected an object of kernel -> opts, got {type(raw).__name__}")
+  if not isinstance(raw, dict):
+    raise OptsFileError(f"{path}: expected an object of kernel -> opts, got {type(raw).__name__}")
   out = {}
   for i, (key, opts) in enumerate(raw.items()):
     if not isinstance(opts, list): raise OptsFileError(f"{path}: entry {i}: opts must be a list")
@@ -118,34 +114,33 @@ def dump() -> None:
   print(f"{len(opts)} kernels' opts written to {ARGS.opts_file}")
 
 def ab() -> None:
-  from tinygrad.codegen import get_program
+  from tinygrad.codegen.opt import KernelInfo
+  from tinygrad.engine.realize import CompiledRunner
+  from tinygrad.helpers import Context
   base = load_opts(ARGS.opts_file)
   seq = capture()
-  def build(p, r):
-    dev = Device[r.device]
-    return p, dev.runtime(p.name, dev.compiler.compile_cached(p.src, p.renderer))
-  new, old, keys, diff = {}, {}, {}, []
+  # the captured runners are this tree's programs; a kernel with other opts at the base is compiled again with those
+  # (KernelInfo.opts, or NOOPT where the base had none)
+  old, keys, diff = {}, {}, []
   for r, _ in seq:
-    if id(r) in new: continue
-    new[id(r)] = build(r.p, r)
+    if id(r) in keys: continue
     keys[id(r)] = key = pyrender(r.p.ast)
+    old[id(r)] = r
     if key in base and list(base[key]) != list(r.p.applied_opts):
-      old[id(r)] = build(get_program(r.p.ast, Device[r.device].renderer, base[key]), r)
+      info = r.p.ast.arg if isinstance(r.p.ast.arg, KernelInfo) else KernelInfo()
+      with Context(NOOPT=int(not base[key])):
+        old[id(r)] = CompiledRunner(r.device, r.p.ast.replace(arg=KernelInfo(info.name, tuple(base[key]))))
       diff.append(r)
-    else: old[id(r)] = new[id(r)]
-  missing = sum(keys[k] not in base for k in keys)
-  print(f"{len(diff)} of {len(new)} kernels have other opts here ({missing} not in {ARGS.opts_file}: other graphs)")
+  missing = sum(k not in base for k in keys.values())
+  print(f"{len(diff)} of {len(keys)} kernels have other opts here ({missing} not in {ARGS.opts_file}: other graphs)")
   best = {v: collections.defaultdict(lambda: float("inf")) for v in ("base", "here")}
   total = {"base": float("inf"), "here": float("inf")}
   for _ in range(ARGS.rounds):
-    for v, progs in (("base", old), ("here", new)):
+    for v in ("base", "here"):
       per: dict[int, float] = collections.defaultdict(float)
       for r, bufs in seq:
-        p, prg = progs[id(r)]
-        gs, ls = p.launch_dims({})
         t = time.perf_counter()
-        prg(*[bufs[i]._buf for i in p.globals], global_size=tuple(gs), local_size=tuple(ls) if ls is not None else (1, 1, 1),
-            vals=(), wait=True)
+        (old[id(r)] if v == "base" else r)(bufs, {}, wait=True)
         per[id(r)] += time.perf_counter() - t
       total[v] = min(total[v], sum(per.values()))
       for k, x in per.items(): best[v][k] = min(best[v][k], x)
