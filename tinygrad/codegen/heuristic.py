@@ -144,28 +144,26 @@ def _upcast_for_reuse(b: _Builder) -> None:
     roomy = 32 * 4 <= b.tile_budget or two_rows  # 32 lanes where 4 rows still fit (not on AVX2)
     # NOTE: the taps as rows where the pixels' loop is short (_sliding_rows; measured on AVX2 only): 16 lanes by them.
     # Alone (one thread, ResNet-18 b8 64x64's 3x3 weight gradients): 2x2 pixels 4.0-4.2 -> 3.3-3.4 ms, 4x4 2.8 -> 2.3
-    slide = _sliding_rows(b, axis, gated) if b.renderer.vector_registers == 16 else None
     # NOTE: on 32 registers (AVX-512) the taps as rows only under a short reduce (a weight gradient over 2x2 pixels),
-    # there with 32 lanes and 2 rows of the next reuse axis. Measured in ResNet-18 b8's step (2 threads, AMD Zen 5, its
-    # 512-channel weight gradients' 3 launches, alternated in one process): 16 lanes x 8 input-channel rows 3.8-4.7 ms,
-    # 32 x kx x 2 rows 2.3-2.5, 32 x kx x 4 rows 3.5, 32 x kx 3.0, 16 x kx x 4 rows 3.1-3.3. Over 4x4 pixels (a reduce of
-    # 128, 32 lanes by 8 rows: 1.7 ms) the taps as rows were slower (32 x kx x 2 rows 2.1, 16 x kx x 4 rows 2.8)
-    slide32 = _sliding_rows(b, axis, gated) if b.renderer.vector_registers >= 32 and not long and slide is None and \
-      (axis_size(axis) or 0) % 32 == 0 and 32 * 3 * 2 <= b.tile_budget else None
-    wide = (long and roomy and (axis_size(axis) or 0) % 32 == 0 and slide is None) or slide32 is not None
+    # there with 32 lanes and 2 rows of the next reuse axis (wide_slide). Measured in ResNet-18 b8's step (2 threads,
+    # AMD Zen 5, its 512-channel weight gradients' 3 launches, alternated in one process): 16 lanes x 8 input-channel
+    # rows 3.8-4.7 ms, 32 x kx x 2 rows 2.3-2.5, 32 x kx x 4 rows 3.5, 32 x kx 3.0, 16 x kx x 4 rows 3.1-3.3. Over 4x4
+    # pixels (a reduce of 128, 32 lanes by 8 rows: 1.7 ms) the taps as rows were slower (32 x kx x 2 rows 2.1, 16 x kx
+    # x 4 rows 2.8)
+    wide_slide = b.renderer.vector_registers >= 32 and not long and (axis_size(axis) or 0) % 32 == 0 and \
+      32 * 3 * 2 <= b.tile_budget
+    slide = _sliding_rows(b, axis, gated) if b.renderer.vector_registers == 16 or wide_slide else None
+    wide_slide = wide_slide and slide is not None
+    wide = (long and roomy and (axis_size(axis) or 0) % 32 == 0 and slide is None) or wide_slide
     for more in ((2, 1) if wide else (1,)):
       before = (b.ast, list(b.opts))
       i = output_axes(b.ast).index(axis)
       if b.try_opt(Opt(OptOps.UPCAST, i, 16)) and (more == 1 or b.try_opt(Opt(OptOps.UPCAST, i, more))):
-        if slide is not None: b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(slide), axis_size(slide) or 0))
-        elif slide32 is not None and more == 2 and \
-             b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(slide32), axis_size(slide32) or 0)):
-          # the 2 rows: the longest other output axis that the lanes' load does not depend on (a weight gradient's
-          # input channels)
-          lane_lds = [ld for ld in _loads(b.ast) if ld.src[0].src[0] is buf]
-          rows = [(axis_size(r) or 0, j) for j, r in enumerate(output_axes(b.ast)) if r.arg[0] != axis.arg[0] and
-                  (axis_size(r) or 0) % 2 == 0 and not any(r in ld.src[0]._ranges for ld in lane_lds)]
-          if rows: b.try_opt(Opt(OptOps.UPCAST, max(rows)[1], 2))
+        if slide is not None and not wide_slide:
+          b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(slide), axis_size(slide) or 0))
+        elif slide is not None and more == 2 and \
+             b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(slide), axis_size(slide) or 0)):
+          _two_rows_off_lanes(b, axis, buf)
         else:
           _upcast_reuse_axes(b, cpu, {axis.arg[0]}, any_vec)
           if b.upcast_total() == 16 * more: _short_rows(b)
@@ -317,6 +315,14 @@ def _gated_row_loads(ast: UOp, lanes: UOp) -> list[UOp]:
   reds = set(reduce_axes(ast))
   return [ld for ld in _loads(ast) if lanes not in ld.src[0]._ranges and (idx := ld.src[0].src[1]).is_masked() and
           reds & idx.get_valid()._ranges]
+
+def _two_rows_off_lanes(b: _Builder, lanes: UOp, buf: UOp) -> None:
+  """2 rows on the longest other output axis that the lanes' load (of buffer `buf`) does not depend on (a weight
+  gradient's input channels, under its taps as rows)."""
+  lane_lds = [ld for ld in _loads(b.ast) if ld.src[0].src[0] is buf]
+  rows = [(axis_size(r) or 0, j) for j, r in enumerate(output_axes(b.ast)) if r.arg[0] != lanes.arg[0] and
+          (axis_size(r) or 0) % 2 == 0 and not any(r in ld.src[0]._ranges for ld in lane_lds)]
+  if rows: b.try_opt(Opt(OptOps.UPCAST, max(rows)[1], 2))
 
 def _sliding_rows(b: _Builder, lanes: UOp, gated: list[UOp]) -> UOp | None:
   """An output axis of 3-7 along which one of the gated row loads `gated` (_gated_row_loads) shifts as it does along the
@@ -520,19 +526,19 @@ def _stream_once(b: _Builder) -> None:
     lds = _loads(b.ast)
     def moves(i: int) -> bool:
       r, inner = loops[i], loops[i + 1]
+      # NOTE: not past an innermost loop of more than 4 iterations (the stores' contiguous run: outside it, each row
+      # of a plane of the small input's rows is written whole in turn; inside it, in pieces of one tile, to every plane
+      # in turn). Measured in ResNet-18 b32's step (2 threads, wall, AMD Zen 5, variants alternated): Winograd's filter
+      # transform at 512 channels (36 x 9 @ 9 x (512 x 512), 16 tiles of 32 lanes innermost) 12.5 ms as it was, 7.9
+      # with the rows' loop inside the input channels' and outside the tiles', 14.0 inside the tiles' too. Past a short
+      # one (2 tiles of the 64 channels of the conv above): the input transform 4.1 ms, 5.0 outside it
+      if i + 1 == len(loops) - 1 and (axis_size(inner) or 0) > 4: return False
       own = [ld for ld in lds if r in ld.src[0]._ranges]
       if not own or any(o in ld.src[0]._ranges for ld in own for o in loops if o is not r): return False
       if sum(_buffer_bytes(ld) for ld in own) > SMALL_OPERAND_BYTES: return False
       big = [ld for ld in lds if r not in ld.src[0]._ranges and inner in ld.src[0]._ranges]
       return sum(_buffer_bytes(ld) for ld in big) >= BIG_OPERAND_BYTES
-    # NOTE: not past an innermost loop of more than 4 iterations (the stores' contiguous run: outside it, each row of
-    # a plane of the small input's rows is written whole in turn; inside it, in pieces of one tile, to every plane in
-    # turn). Measured in ResNet-18 b32's step (2 threads, wall, AMD Zen 5, variants alternated): Winograd's filter
-    # transform at 512 channels (36 x 9 @ 9 x (512 x 512), 16 tiles of 32 lanes innermost) 12.5 ms as it was, 7.9 with
-    # the rows' loop inside the input channels' and outside the tiles', 14.0 inside the tiles' too. Past a short one (2
-    # tiles of the 64 channels of the conv above): the input transform 4.1 ms, 5.0 outside it
-    def inner_ok(i: int) -> bool: return i + 1 < len(loops) - 1 or (axis_size(loops[i + 1]) or 0) <= 4
-    i = next((i for i in range(len(loops) - 1) if inner_ok(i) and moves(i)), None)
+    i = next((i for i in range(len(loops) - 1) if moves(i)), None)
     if i is None: return
     outs = output_axes(b.ast)
     if not b.try_opt(Opt(OptOps.SWAP, outs.index(loops[i]), outs.index(loops[i + 1]))): return
