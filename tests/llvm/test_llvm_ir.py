@@ -206,8 +206,8 @@ def test_padded_1023_matmul_inner_loop_is_vector_fmas():
   # the panel of B (data2) is copied through vector loads, masked where its lanes are padded; a loop of gated scalar
   # copies was a select of the index per element, which LLVM made a gather of each row
   geps = dict(re.findall(r"(%p\d+) = getelementptr (?:inbounds )?float, ptr (%\w+),", p.src))
-  from_b = [m for m in re.finditer(r"= (load [^,]+, ptr|call <\d+ x float> @llvm\.masked\.load[^(]*\(ptr align \d+) (%p\d+)",
-                                   p.src) if geps.get(m.group(2)) == "%data2"]
+  access = r"= (load [^,]+, ptr|call <\d+ x float> @llvm\.masked\.load[^(]*\(ptr align \d+) (%p\d+)"
+  from_b = [m for m in re.finditer(access, p.src) if geps.get(m.group(2)) == "%data2"]
   assert from_b and all("<" in m.group(1) for m in from_b), [m.group(0) for m in from_b]
   assert any("masked.load" in m.group(1) for m in from_b) and "gather" not in p.src
   unpacked = get_program(ast, ren, [o for o in p.applied_opts if o.op is not OptOps.PACK])
