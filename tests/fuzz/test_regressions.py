@@ -313,6 +313,21 @@ c2 = (c1 < UOp.const(dtypes.index, 3)).where(c0, UOp.invalid())
 c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.bool.ptr(80), arg=1).index(c2).load()
 c4 = UOp(Ops.DEFINE_GLOBAL, dtypes.float16.ptr(80), arg=0).index(c0).store(c3.where(UOp.const(dtypes.float16, 0.0), UOp.const(dtypes.float16, 1.0)))
 ast = UOp.sink(c4.end(c1, c0))""", [["UPCAST", 1, 4]], seed=624312245)),
+  # LLVM 22's x86 code generator stores the whole wide lane where a one-lane masked store is a truncating one on
+  # AVX-512 (llvm/llvm-project#179489): the loop vectorizer's last masked store of this gated bfloat16 store (lanes of
+  # i32 truncated to i16) wrote element 18 too (3-minute campaign, llvm, 84 -> 29 nodes;
+  # tests/fuzz/llvm22_one_lane_trunc_store.ll is that store alone). The CPU LLVM compiler writes every one-lane masked
+  # store as the scalar store it means before the code generator sees it (compiler_llvm.scalar_one_lane_stores)
+  "llvm_one_lane_truncating_masked_store": (["llvm", "cpu"], state("""
+c0 = UOp.range(27, 1, AxisType.LOOP)
+c1 = UOp.invalid()
+c2 = (c0 < UOp.const(dtypes.index, 18)).where(c0, c1)
+c3 = (c0 < UOp.const(dtypes.index, 1)).ne(UOp.const(dtypes.bool, True))
+c4 = c3.where(c0 + UOp.const(dtypes.index, -1), c1)
+c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.bool.ptr(192), arg=6).index(c4).load()
+c6 = c5.where(UOp.const(dtypes.bfloat16, float('inf')), UOp.const(dtypes.bfloat16, 0.5).reduce(UOp.range(11, 2, AxisType.REDUCE), arg=Ops.ADD))
+c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(64), arg=2).index(c2).store(UOp.const(dtypes.bfloat16, 0.0) + c6)
+ast = UOp.sink(c7.end(c0))""", [], seed=1746481683)),
   # THREAD in a kernel of several store loops splits each of them (a cut kernel's pieces ran whole on every thread):
   # the second loop's only axis was shared with the first, which THREAD had split on its other axis, so the first got
   # two THREAD ranges on the one core_id and stored half its elements (4-minute campaign, cpu and llvm, 98 -> 15 nodes).

@@ -1,7 +1,7 @@
 """The LLVM IR the renderer writes: declared target, SSA loops, gated loads that never touch memory out of bounds,
 vector accumulators with explicit vector FMAs in the matmul `Tensor @` schedules, verifier errors that show the IR lines
 they name, and the JIT's lifetime and cache key."""
-import os, re, subprocess, sys, textwrap
+import ctypes, os, re, subprocess, sys, textwrap
 import numpy as np
 import pytest
 from tinygrad import Tensor
@@ -280,6 +280,50 @@ def test_compile_cache_key_names_llvm_and_the_cpu():
   key = llvm_parts()[1].cachekey
   h = host_target()
   assert "LLVM 22" in key and h.cpu in key and h.features in key and h.triple in key
+
+# (lane type, stored type) pairs the AVX-512 code generator stores as truncating masked stores
+TRUNC_STORES = [("i32", "i16"), ("i32", "i8"), ("i16", "i8"), ("i64", "i32"), ("i64", "i16"), ("i64", "i8")]
+NP_INT = {"i8": np.uint8, "i16": np.uint16, "i32": np.uint32, "i64": np.uint64}
+
+def test_a_one_lane_masked_store_writes_that_lane_only():
+  # LLVM 22 on AVX-512 stores a truncating masked store's one enabled lane at the wide lane's width, over the elements
+  # after it (tests/fuzz/llvm22_one_lane_trunc_store.ll). Every such store, with wide lanes full of ones, into
+  # buffers of a sentinel: only the lane's own element may change. On a host without AVX-512 this is the plain case
+  from tinygrad.runtime.targets import load_shared, host_function
+  cases = [(w, src, dst, k) for w in (4, 8, 16) for src, dst in TRUNC_STORES for k in (0, 1, w - 1)]
+  fns = []
+  for i, (w, src, dst, k) in enumerate(cases):
+    mask = ", ".join(f"i1 {'true' if j == k else 'false'}" for j in range(w))
+    fns.append(f"""define void @f{i}(ptr %p, ptr %v) {{
+  %w = load <{w} x {src}>, ptr %v, align 1
+  %t = trunc <{w} x {src}> %w to <{w} x {dst}>
+  call void @llvm.masked.store.v{w}{dst}.p0(<{w} x {dst}> %t, ptr align 1 %p, <{w} x i1> <{mask}>)
+  ret void
+}}""")
+  decls = {f"declare void @llvm.masked.store.v{w}{dst}.p0(<{w} x {dst}>, ptr, <{w} x i1>)" for w, _, dst, _ in cases}
+  lib = load_shared(llvm_parts()[1].compile("\n".join(fns + sorted(decls))), "one-lane stores")
+  for i, (w, src, dst, k) in enumerate(cases):
+    wide = np.full(w, np.iinfo(NP_INT[src]).max, NP_INT[src])
+    out = np.full(8 * w + 8, 0x5A, np.uint8)
+    host_function(lib, f"f{i}")(out.ctypes.data_as(ctypes.c_void_p), wide.ctypes.data_as(ctypes.c_void_p))
+    want = np.full(8 * w + 8, 0x5A, np.uint8)
+    size = np.dtype(NP_INT[dst]).itemsize
+    want[k * size:(k + 1) * size] = 0xFF
+    assert out.tolist() == want.tolist(), f"<{w} x {src}> -> {dst}, lane {k}: {out.tolist()}"
+
+def test_one_lane_stores_are_rewritten_and_others_kept():
+  from tinygrad.runtime.support.compiler_llvm import scalar_one_lane_stores
+  one = ("  tail call void @llvm.masked.store.v4i16.p0(<4 x i16> %t, ptr align 8 %q, <4 x i1> <i1 false, i1 false, "
+         "i1 true, i1 false>), !alias.scope !5, !noalias !2")
+  two = "  call void @llvm.masked.store.v4i16.p0(<4 x i16> %t, ptr align 8 %q, <4 x i1> <i1 true, i1 false, i1 true, i1 false>)"
+  var = "  call void @llvm.masked.store.v4i16.p0(<4 x i16> %t, ptr align 8 %q, <4 x i1> %m)"
+  out = scalar_one_lane_stores("\n".join([one, two, var]))
+  lines = out.split("\n")
+  assert lines[0] == "  %tg.mst0.e = extractelement <4 x i16> %t, i64 2"
+  assert lines[1] == "  %tg.mst0.p = getelementptr i16, ptr %q, i64 2"
+  # lane 2 of an 8-aligned vector of i16 is 4-aligned; the call's alias metadata stays on the store
+  assert lines[2] == "  store i16 %tg.mst0.e, ptr %tg.mst0.p, align 4, !alias.scope !5, !noalias !2"
+  assert lines[3:] == [two, var]
 
 JIT_CHURN = textwrap.dedent('''
   import gc, numpy as np

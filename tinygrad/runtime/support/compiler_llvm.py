@@ -83,6 +83,8 @@ class HostTarget:
     self.features = b.get_host_cpu_features().flatten()
     feats = set(self.features.split(","))
     self.vector_bits = 512 if "+avx512f" in feats else 256 if "+avx2" in feats or "+avx" in feats else 128
+    # LLVM 22's truncating masked stores exist only with AVX-512 (scalar_one_lane_stores, below)
+    self.one_lane_store_fix = "+avx512f" in feats
     # glibc's vector math library computes float32 exp2/log2/sin 8 lanes a call (renderer/llvmir.py, LIBMVEC); its
     # AVX2 functions need AVX2 and FMA (without them glibc runs other code, with other bits)
     self.vector_math = "+avx2" in feats and "+fma" in feats and libmvec_present()
@@ -145,6 +147,64 @@ def link_shared(objs: Sequence[bytes], what: str = "kernels") -> bytes:
       raise CompileError(f"CPU (LLVM): linking {what} failed ({' '.join(cmd)}, exit {proc.returncode}):\n{msg}")
     with open(out, "rb") as f: return f.read()
 
+# ---- LLVM 22's one-lane masked stores on AVX-512 ----
+
+# NOTE: LLVM 22's x86 code generator turns a masked store whose constant mask enables one lane into a scalar store of
+# that lane, and gets its width wrong where AVX-512 made the store a truncating one (a trunc of i32 lanes to i16 or
+# i8, of i64 to narrower ints): it stores the whole wide lane, so the elements after it are overwritten
+# (llvm/llvm-project#179489, fixed after LLVM 22). The loop vectorizer makes such stores from a gated store in a loop
+# once its last iteration is unrolled. The fuzzer found it (docs/fuzz.md): a bfloat16 store gated to 18 of 27 elements
+# also wrote element 18. So after the optimizer, and before the code generator, every masked store with a one-lane
+# constant mask becomes the scalar store it means, which the code generator keeps at the element's width.
+_MASKED_STORE = re.compile(r"^(\s*)(?:(?:tail|notail|musttail) )?call void @llvm\.masked\.store\.[\w.]+\((.*)\)"
+                           r"((?: #\d+)*)((?:, ![\w.]+ ![\w.]+)*)$")
+_PTR_ATTR = re.compile(r"^(?:align \d+|noundef|nonnull|writeonly|noalias|captures\([\w, ]*\)|dereferenceable\(\d+\)) ")
+
+def _top_level_split(args: str) -> list[str]:
+  """`args` split at the commas outside any <>, (), [] or {} (an argument list of LLVM IR)."""
+  out, depth, start = [], 0, 0
+  for i, c in enumerate(args):
+    if c in "<([{": depth += 1
+    elif c in ">)]}": depth -= 1
+    elif c == "," and depth == 0:
+      out.append(args[start:i].strip())
+      start = i + 1
+  out.append(args[start:].strip())
+  return out
+
+def _one_lane_store(line: str, n: int) -> str | None:
+  """The scalar store (extractelement, getelementptr, store) a masked store with one enabled constant lane means, or
+  None where `line` is not one."""
+  if (m := _MASKED_STORE.match(line)) is None: return None
+  indent, args, meta = m.group(1), _top_level_split(m.group(2)), m.group(4)
+  if len(args) != 3 or (vm := re.match(r"^<(\d+) x ([^<>]+)> (.+)$", args[0])) is None: return None
+  if (mm := re.match(r"^<\d+ x i1> <(.*)>$", args[2])) is None: return None
+  lanes = [x.strip() for x in mm.group(1).split(",")]
+  if any(x not in ("i1 true", "i1 false") for x in lanes) or lanes.count("i1 true") != 1: return None
+  k, ety, vec = lanes.index("i1 true"), vm.group(2), vm.group(3)
+  if (pm := re.match(r"^(ptr(?: addrspace\(\d+\))?) (.+)$", args[1])) is None: return None
+  pty, rest, align = pm.group(1), pm.group(2) + " ", 1
+  while (am := _PTR_ATTR.match(rest)) is not None:
+    if am.group(0).startswith("align "): align = int(am.group(0).split()[1])
+    rest = rest[am.end():]
+  ptr = rest.strip()
+  # NOTE: lane k's address is the vector's plus k elements: aligned to the vector's alignment and to k * its size
+  esize = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}.get(ety)
+  if esize is None: return None
+  ealign = align if k == 0 else min(align, (k * esize) & -(k * esize))
+  e, p = f"%tg.mst{n}.e", f"%tg.mst{n}.p"
+  return (f"{indent}{e} = extractelement <{vm.group(1)} x {ety}> {vec}, i64 {k}\n"
+          f"{indent}{p} = getelementptr {ety}, {pty} {ptr}, i64 {k}\n"
+          f"{indent}store {ety} {e}, {pty} {p}, align {ealign}{meta}")
+
+def scalar_one_lane_stores(src: str) -> str:
+  """`src` (LLVM IR text) with every masked store whose constant mask enables one lane written as a scalar store."""
+  if "@llvm.masked.store." not in src: return src
+  lines = src.split("\n")
+  for i, line in enumerate(lines):
+    if "@llvm.masked.store." in line and (new := _one_lane_store(line, i)) is not None: lines[i] = new
+  return "\n".join(lines)
+
 class LLVMCompiler(Compiler):
   """LLVM IR -> a shared object for the host CPU: the O`opt` pipeline, the code generator's object file
   (`compile_object`), linked by `link_shared`. The cache key holds the LLVM version, the triple, the CPU and its
@@ -154,18 +214,22 @@ class LLVMCompiler(Compiler):
     self.host, self.opt = host_target(), opt
     ld = host_linker()
     super().__init__(f"llvm-cpu|{llvm_version()}|{self.host.triple}|{self.host.cpu}|{self.host.features}|O{opt}|"
-                     f"so:{ld}|{cc_version(ld)}")
+                     f"so:{ld}|{cc_version(ld)}{'|one-lane-stores' if self.host.one_lane_store_fix else ''}")
     self.tm = self.host.machine(opt)
   def compile_object(self, src: str) -> bytes:
     """The relocatable object file of `src` (what `compile` links; a fuzz batch links many into one)."""
     mod = parse_and_verify(src, "CPU (LLVM)")
     with llvm_lock:
       optimize(mod, self.tm, self.opt)
+      if self.host.one_lane_store_fix:
+        text = str(mod)
+        if (fixed := scalar_one_lane_stores(text)) != text: mod = parse_and_verify(fixed, "CPU (LLVM), one-lane stores")
       return bytes(self.tm.emit_object(mod))
   def compile(self, src: str) -> bytes: return link_shared([self.compile_object(src)])
   def disassemble(self, lib: bytes) -> str:
     from tinygrad.runtime.support.compiler_cpu import objdump
     return objdump(lib)
 
-__all__ = ["llvm", "llvm_lock", "llvm_version", "explain_error", "parse_and_verify", "optimize", "HostTarget",
-           "host_target", "host_linker", "link_shared", "LLVMCompiler", "LIBMVEC_SONAME", "libmvec_present"]
+__all__ = ["llvm", "llvm_lock", "llvm_version", "explain_error", "parse_and_verify", "optimize",
+           "scalar_one_lane_stores", "HostTarget", "host_target", "host_linker", "link_shared", "LLVMCompiler",
+           "LIBMVEC_SONAME", "libmvec_present"]
