@@ -312,13 +312,25 @@ def rule_key(rule: str) -> str:
 # the packages whose modules hold the rewrite rules a kernel goes through (symbolic, codegen's passes, the renderers')
 RULE_PACKAGES = ("tinygrad.uop", "tinygrad.codegen", "tinygrad.renderer")
 
+# the matchers a renderer makes for itself (llvm_matcher: its extra_matcher), made by import_rule_tables and kept
+# alive here: live_matchers holds matchers weakly
+_RENDERER_MATCHERS: list[Any] = []
+
 def import_rule_tables() -> None:
-  """Import every module of RULE_PACKAGES, so rule_ops and rule_patterns see every rule a case may try (a process that
-  has lowered nothing yet, such as a campaign's parent, has not imported the renderers)."""
+  """Import every module of RULE_PACKAGES, and make the matchers the LLVM renderers make per instance, so rule_ops and
+  rule_patterns see every rule a case may try, in every process alike. A process that has lowered nothing yet (a
+  campaign's parent, a worker's first job) has not imported the renderers nor built one: its rules would be fewer
+  than those of a process that has, and a worker would not know a rule the parent directed it at."""
   import importlib, pkgutil
   for name in RULE_PACKAGES:
     pkg = importlib.import_module(name)
     for m in pkgutil.iter_modules(pkg.__path__): importlib.import_module(f"{name}.{m.name}")
+  if not _RENDERER_MATCHERS:
+    from tinygrad.renderer.llvmir import CPULLVMRenderer, AMDLLVMRenderer
+    # NOTE: the rules that exist only for some targets: vector accumulators (wide vector registers), batched libmvec
+    # calls (vector_math); no llvmlite is needed to build a renderer
+    rens = (CPULLVMRenderer(vector_bits=512, vector_math=True), CPULLVMRenderer(vector_bits=256), AMDLLVMRenderer())
+    _RENDERER_MATCHERS.extend(ren.extra_matcher for ren in rens)
 
 def rule_ops(key: Callable[[str], str]) -> dict[str, Aim]:
   """rule key -> the Ops and DTypes its pattern names and whether it binds a name twice, for every rule of every

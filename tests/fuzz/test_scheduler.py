@@ -190,6 +190,32 @@ def test_rule_ops_know_the_symbolic_rules_by_their_hit_key():
   self_div = [k for k in ops if k.startswith("fold_self_div (symbolic.py:")]
   assert self_div and ops[self_div[0]][2] and not ops[div_div[0]][2]
 
+RULE_KEYS = """
+import json
+from fuzz.campaign.levels import DirectedLevels, KernelLevel
+lower = __import__("sys").argv[1] == "1"
+if lower:
+  # a process that has lowered a kernel on the LLVM path: its renderer made its own matcher
+  from tinygrad.renderer.llvmir import CPULLVMRenderer
+  from tinygrad.codegen import get_program
+  from tinygrad.uop import Ops
+  from tinygrad.uop.ops import UOp
+  from tinygrad.dtype import dtypes
+  out, a = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(64), arg=0), UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(64), arg=1)
+  r = UOp.range(64, 0)
+  keep = CPULLVMRenderer(vector_bits=512, vector_math=True)
+  get_program(UOp.sink(out.index(r).store(a.index(r).load() * 2).end(r)), keep)
+print(json.dumps(sorted(DirectedLevels(KernelLevel()).aims)))
+"""
+
+def test_a_fresh_process_knows_the_rules_a_process_that_lowered_on_llvm_knows():
+  # a campaign's parent that had built an LLVM renderer directed inputs at a rule of its matcher (a lambda of
+  # llvm_matcher), which a fresh worker did not have: "a directed input names rule ..., which this process has not"
+  got = [json.loads(subprocess.run([sys.executable, "-c", RULE_KEYS, flag], capture_output=True, text=True, check=True,
+                                   timeout=300).stdout) for flag in ("0", "1")]
+  assert any("llvm_vectorize.py" in k for k in got[0])
+  assert got[0] == got[1]
+
 def test_director_aims_at_tried_unmatched_rules_and_tires_of_one_that_never_comes():
   from tinygrad.uop import Ops
   from fuzz.campaign.scheduler import Director
