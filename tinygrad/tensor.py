@@ -438,14 +438,6 @@ def _windows_gradient(g: Tensor, sizes: list[int], k_: tuple[int, ...], s_: tupl
   GFLOPS)."""
   n = len(k_)
   lead = g.ndim - 2 * n
-  if all(s == 1 for s in s_):
-    # NOTE: g stored taps outermost (the kernel that computes it writes that order): each tap's slice is then
-    # contiguous along the output's last axis, and the sum below reads it with vector loads, where with the taps
-    # innermost it gathered every 9th element. Measured (2 threads, AMD Zen 5, ResNet-18 b8 64x64's step): its
-    # stride-1 3x3 convs' windows gradients at 64 and 128 channels 2.07 -> 1.92 and 1.87 -> 1.62 ms. Not for strided
-    # windows: a stride-2 conv's sum by phases got slower (b32's 64-channel one 4.1 -> 7.0 ms)
-    order = [*range(lead), *range(lead + n, lead + 2 * n), *range(lead, lead + n)]
-    g = g.permute(order).contiguous().permute([order.index(i) for i in range(len(order))])
   outs = list(g.int_shape("pool")[lead:lead + n])
   qs = [ceildiv(i, s) for i, s in zip(sizes, s_)]
   dx: Tensor | None = None

@@ -137,25 +137,6 @@ def test_small_windows_gather_their_gradient_by_phases():
   assert folds(g) == 0
   np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
 
-def test_a_stride_1_windows_gradient_reads_each_tap_along_the_rows():
-  # the sum of a stride-1 conv's windows gradient (9 taps' slices) reads its stored taps with unit stride along the
-  # input's last axis (g stored taps outermost); with the taps innermost every load read every 9th element
-  from tinygrad.codegen.opt import output_axes
-  from tinygrad.codegen.heuristic import index_stride
-  x, w = rand(53, 2, 4, 12, 12), rand(54, 4, 4, 3, 3)
-  xt = Tensor(x, requires_grad=True)
-  (g,) = xt.conv2d(Tensor(w), padding=1).square().sum().gradient(xt)
-  from tinygrad.codegen.program import prepare_kernel
-  ks = [prepare_kernel(si.ast) for si in g.schedule() if si.ast.op is Ops.SINK]
-  (fold,) = [k for k in ks if len([u for u in k.toposort() if u.op is Ops.LOAD]) == 9]
-  st = [u for u in fold.toposort() if u.op is Ops.STORE][0].src[0].src[1].get_idx()
-  (inner,) = [r for r in output_axes(fold) if index_stride(st, r) == 1]
-  for ld in (u for u in fold.toposort() if u.op is Ops.LOAD):
-    assert index_stride(ld.src[0].src[1].get_idx(), inner) == 1
-  tx = torch.from_numpy(x).requires_grad_()
-  torch.nn.functional.conv2d(tx, torch.from_numpy(w), padding=1).square().sum().backward()
-  np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
-
 def test_a_training_step_through_a_max_pool_does_not_store_its_windows():
   # ResNet's stem: conv -> batchnorm (batch statistics) -> relu -> 3x3 stride-2 max pool, in one SGD step. The pool's
   # forward max and its gradient's maxima count read the same padded windows of the computed input, which were stored
