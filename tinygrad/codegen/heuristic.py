@@ -658,20 +658,31 @@ def _upcast_strided_reduce(b: _Builder) -> None:
 # and index math the heavy part) ran 1.4-1.7x faster unrolled (ResNet-18's, LLVM path: 1.80 -> 1.06 ms, 1.08 -> 0.78)
 TINY_REDUCE = 16
 
+def _vector_unroll(b: _Builder) -> bool:
+  """A renderer that builds its own vector accumulators (LLVM on the CPU) unrolls by 16 the reduce axis its loads walk
+  with stride 1, where no register tile took the lanes: vector loads into vector accumulators. Every REDUCE of the
+  kernel gets its own (a fused batchnorm backward sums over two sizes of image), and a heavy body too: its lanes are
+  one vector op each, not copies. Measured alone (AVX2, 2 threads): a batchnorm's sum of squares over 32 x 32 x 32 of
+  (32, 64, 32, 32), the batch's axis unrolled by 4 (the first) with 4 channel lanes 1.78 ms, the pixels' by 16 0.11,
+  by 8 0.17. AVX-512 (AMD Zen 5): ResNet-18 b32's fused batchnorm backward sums of its first stage (two reduces, 37 ALU
+  ops a step, 13 images) 7.9 ms with no unroll (its body counted as too heavy) -> 3.4 with both unrolled."""
+  if not _own_vector_accs(b) or axes_of(b.ast, AxisType.UPCAST): return False
+  done: set[UOp] = set()
+  for red in (u for u in b.ast.toposort() if u.op is Ops.REDUCE):
+    for r in red.src[1:]:
+      if (size := axis_size(r)) is None or size < 32 or size % 16 or not _reduce_is_contiguous(b, r): continue
+      if r in (reds := reduce_axes(b.ast)) and b.try_opt(Opt(OptOps.UNROLL, reds.index(r), 16)):
+        done.add(r)
+        break
+  return bool(done)
+
 def _unroll_reduce(b: _Builder) -> None:
+  if _vector_unroll(b): return
   if (body := _reduce_body_alu(b.ast)) > HEAVY_BODY:
     reds = reduce_axes(b.ast)
     if reds and body <= 2 * HEAVY_BODY and prod(axis_size(r) or TINY_REDUCE + 1 for r in reds) <= TINY_REDUCE:
       while reduce_axes(b.ast) and b.try_opt(Opt(OptOps.UNROLL, 0, 0)): pass
     return
-  # NOTE: a renderer that builds its own vector accumulators (LLVM on the CPU) unrolls a reduce axis its loads walk with
-  # stride 1 by 16 first, where no register tile took the lanes: vector loads into vector accumulators. Measured alone
-  # (AVX2, 2 threads): a batchnorm's sum of squares over 32 x 32 x 32 of (32, 64, 32, 32), the batch's axis unrolled by
-  # 4 (the first) with 4 channel lanes 1.78 ms, the pixels' by 16 0.11, by 8 0.17
-  if _own_vector_accs(b) and not axes_of(b.ast, AxisType.UPCAST):
-    for i, r in enumerate(reduce_axes(b.ast)):
-      if (size := axis_size(r)) is not None and size >= 32 and size % 16 == 0 and _reduce_is_contiguous(b, r) and \
-         b.try_opt(Opt(OptOps.UNROLL, i, 16)): return
   for i, r in enumerate(reduce_axes(b.ast)):
     size = axis_size(r)
     if size is None: continue
