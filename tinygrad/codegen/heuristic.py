@@ -664,8 +664,8 @@ def _vector_unroll(b: _Builder) -> bool:
   kernel gets its own (a fused batchnorm backward sums over two sizes of image), and a heavy body too: its lanes are
   one vector op each, not copies. Measured alone (AVX2, 2 threads): a batchnorm's sum of squares over 32 x 32 x 32 of
   (32, 64, 32, 32), the batch's axis unrolled by 4 (the first) with 4 channel lanes 1.78 ms, the pixels' by 16 0.11,
-  by 8 0.17. AVX-512 (AMD Zen 5): ResNet-18 b32's fused batchnorm backward sums of its first stage (two reduces, 37 ALU
-  ops a step, 13 images) 7.9 ms with no unroll (its body counted as too heavy) -> 3.4 with both unrolled."""
+  by 8 0.17. AVX-512 (AMD Zen 5): ResNet-18 b32's fused batchnorm backward sums of its first stage (two reduces, over
+  32x32 and 64x64 images, 22 loads) 7.9 ms alone with no unroll (its body counted as too heavy) -> 3.4 with both."""
   if not _own_vector_accs(b) or axes_of(b.ast, AxisType.UPCAST): return False
   done: set[UOp] = set()
   for red in (u for u in b.ast.toposort() if u.op is Ops.REDUCE):
