@@ -328,6 +328,20 @@ c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.bool.ptr(192), arg=6).index(c4).load()
 c6 = c5.where(UOp.const(dtypes.bfloat16, float('inf')), UOp.const(dtypes.bfloat16, 0.5).reduce(UOp.range(11, 2, AxisType.REDUCE), arg=Ops.ADD))
 c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.bfloat16.ptr(64), arg=2).index(c2).store(UOp.const(dtypes.bfloat16, 0.0) + c6)
 ast = UOp.sink(c7.end(c0))""", [], seed=1746481683)),
+  # a local BUFFERIZE over a range whose value reads another local BUFFERIZE computed from that range: PACK's fill-as-
+  # lanes (lowerer.fill_lanes) copied it as lanes, substituting the range in the inner buffer's already lowered loop,
+  # so both lanes stored into the one inner buffer and the last won (3-minute campaign, cpu, llvm and python alike, 40
+  # -> 17 nodes). Only a copy of a global buffer (a panel of an input) is filled as lanes
+  "fill_lanes_of_a_buffer_computed_from_the_lane": (["cpu", "llvm", "python"], state("""
+c0 = UOp.const(dtypes.index, 0)
+c1 = UOp.range(2, 0, AxisType.LOOP)
+c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(9), arg=1).index(c1).load()
+c3 = UOp(Ops.BUFFERIZE, dtypes.int64, (c2, UOp.range(2, 1, AxisType.LOOP)))
+c4 = UOp(Ops.INDEX, dtypes.int64.ptr(3), (c3, c1))
+c5 = UOp(Ops.BUFFERIZE, dtypes.int64, (c4.load(), c1))
+c6 = UOp(Ops.INDEX, dtypes.int64.ptr(3), (c5, c0))
+c7 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(1), arg=0).index(c0).store(c6.load())
+ast = UOp.sink(c7)""", [], seed=46600848)),
   # THREAD in a kernel of several store loops splits each of them (a cut kernel's pieces ran whole on every thread):
   # the second loop's only axis was shared with the first, which THREAD had split on its other axis, so the first got
   # two THREAD ranges on the one core_id and stored half its elements (4-minute campaign, cpu and llvm, 98 -> 15 nodes).

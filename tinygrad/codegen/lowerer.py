@@ -170,6 +170,9 @@ def fill_lanes(value: UOp, rngs: list[UOp]) -> UOp | None:
   value is a load that reads it unit-stride (a packed panel's rows). Its lanes pack into vector loads (masked where
   the panel is padded) and vector stores; as a loop of gated scalar copies, LLVM made a gather of every row."""
   if not rngs or value.op is not Ops.LOAD or value.src[0].op is not Ops.INDEX: return None
+  # NOTE: only a copy of a global buffer (a panel of an input): a load from another local buffer, computed in the fill's
+  # loop from the lane's range, would be computed once with every lane's stores into it (the last lane's won)
+  if value.src[0].src[0].op is not Ops.DEFINE_GLOBAL: return None
   r = rngs[-1]
   if not 2 <= r.src[0].arg <= FILL_LANES_MAX: return None
   return r if index_stride(value.src[0].src[1], r) == 1 else None
