@@ -667,17 +667,15 @@ def _vector_unroll(b: _Builder) -> bool:
   by 8 0.17. AVX-512 (AMD Zen 5): ResNet-18 b32's fused batchnorm backward sums of its first stage (two reduces, over
   32x32 and 64x64 images, 22 loads) 7.9 ms alone with no unroll (its body counted as too heavy) -> 3.4 with both."""
   if not _own_vector_accs(b) or axes_of(b.ast, AxisType.UPCAST): return False
-  done: set[UOp] = set()
+  done = False
   for red in (u for u in b.ast.toposort() if u.op is Ops.REDUCE):
-    for r in red.src[1:]:
-      if (size := axis_size(r)) is None or not _reduce_is_contiguous(b, r): continue
-      if size < 32 or size % 16:
-        if _unroll_short_run(b, red, r, size): done.add(r)
-        break
-      if r in (reds := reduce_axes(b.ast)) and b.try_opt(Opt(OptOps.UNROLL, reds.index(r), 16)):
-        done.add(r)
-        break
-  return bool(done)
+    # NOTE: the first contiguous axis of each REDUCE, whether or not its unroll takes
+    r = next((r for r in red.src[1:] if axis_size(r) is not None and _reduce_is_contiguous(b, r)), None)
+    if r is None: continue
+    size = axis_size(r) or 0
+    if size < 32 or size % 16: done |= _unroll_short_run(b, red, r, size)
+    elif r in (reds := reduce_axes(b.ast)): done |= b.try_opt(Opt(OptOps.UNROLL, reds.index(r), 16))
+  return done
 
 def _unroll_short_run(b: _Builder, red: UOp, r: UOp, size: int) -> bool:
   """A reduce's contiguous axis shorter than the 16 lanes (a per-channel sum over 8x8 or 4x4 pixels): it is unrolled
