@@ -331,12 +331,14 @@ def test_a_window_gradient_takes_its_whole_row_as_lanes_so_its_gates_fold(hw: in
 def test_a_transcendental_shared_by_the_lanes_gets_the_whole_axis(monkeypatch):
   # causal attention in inference (B=8 H=4 T=128, a head of 64) with probabilities x V computing exp(score - max) / sum
   # per (query, key), fused, shared by the head's 64 values: they take 16 x 4 lanes, so the exp2 is computed once per
-  # (query, key), not once per 32 of them. The scheduler stores those probabilities now (rangeify._broadcast_calls), so
-  # the fused kernel is made with that rule off: the form any exp broadcast fewer than RECOMPUTE_SHARED times over
-  # still takes. Values against torch on the LLVM path, under SPEC=2, with the rule on
+  # (query, key), not once per 32 of them. The scheduler stores those probabilities now (rangeify._broadcast_calls, and
+  # _store_shared_calls: the sum and the product both compute them), so the fused kernel is made with those rules off:
+  # the form any exp broadcast fewer than RECOMPUTE_SHARED times over and computed in one kernel (or of fewer than
+  # RECOMPUTE_CALLS_MIN elements) still takes. Values against torch on the LLVM path, under SPEC=2, with the rules on
   q, k, v = (rand(50 + i, 8, 4, 128, 64) for i in range(3))
   with monkeypatch.context() as m:
     m.setattr(rangeify, "_broadcast_calls", lambda *args: [])
+    m.setattr(rangeify, "_store_shared_calls", lambda *args: False)
     out = Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True)
     (pv,) = [x for x in kernels(out) if 64 in out_sizes(x) and red_size(x) == 128]
   assert any(u.op is Ops.EXP2 for u in pv.toposort())
@@ -646,10 +648,12 @@ def test_avx2_tiles_fit_its_16_registers_and_a_transcendental_tile_does_not_need
     with Context(SPEC=2): tol(out.numpy(), a @ b, 256)
   # attention's probabilities x V with its exp fused: each exp is a call that clobbers every vector register, so the
   # budget does not apply (GPT-2's, on AVX2: 64 lanes x 1 row 4.8 ms, x 4 rows 3.6): the whole head's 64 lanes, 4 rows
-  # (the fused form, made with rangeify._broadcast_calls off: the scheduler stores these probabilities now)
+  # (the fused form, made with rangeify._broadcast_calls and _store_shared_calls off: the scheduler stores these
+  # probabilities now)
   q, kk, v = (rand(32 + i, 1, 4, 256, 64) for i in range(3))
   with monkeypatch.context() as m:
     m.setattr(rangeify, "_broadcast_calls", lambda *args: [])
+    m.setattr(rangeify, "_store_shared_calls", lambda *args: False)
     fused = Tensor(q, device=dev).scaled_dot_product_attention(Tensor(kk, device=dev), Tensor(v, device=dev),
                                                                 is_causal=True)
     (pv,) = [x for x in kernels(fused) if red_size(x) == 256 and 64 in out_sizes(x) and

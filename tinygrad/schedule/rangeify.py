@@ -332,7 +332,8 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
   matmul's operand), or RECOMPUTE_SHARED times where another node reads it too (a training step's attention) or where it
   calls a transcendental (an inference attention's probabilities, with the exps its softmax's sum reads:
   _broadcast_calls); and an elementwise node computed more than once whose expression reads RECOMPUTE_CHAIN buffers or
-  more (a residual stream: _store_shared_chains)."""
+  more (a residual stream: _store_shared_chains), or whose expression calls a transcendental and has
+  RECOMPUTE_CALLS_MIN elements or more (a SiLU's derivative under a GroupNorm's backward: _store_shared_calls)."""
   topo = sink.toposort()
   realizes: dict[UOp, None] = {}
   for s in sink.src:
@@ -383,6 +384,7 @@ def find_realizes(sink: UOp) -> dict[UOp, None]:
     for r, n in users.items():
       if n > 1 and store(r): realizes[r] = None; changed = True
     if not changed: changed = _store_shared_chains(topo, realizes, readers, regions)
+    if not changed: changed = _store_shared_calls(topo, realizes, readers, regions)
     # NOTE: last, when the reduces the rules above store already cut the fused expressions short
     if not changed: changed = _limit_fused_reads(topo, realizes)
   return {u: None for u in topo if u in realizes}
@@ -428,6 +430,43 @@ def _store_shared_chains(topo: dict[UOp, None], realizes: dict[UOp, None], reade
     if u.op in GroupOp.Elementwise and again and len(got) >= RECOMPUTE_CHAIN and not _is_buffer_view(u):
       realizes[u] = None
       big[u], added = frozenset((k,)), True
+  return added
+
+# NOTE: an elementwise node of at least RECOMPUTE_CALLS_MIN elements whose fused expression (up to stored nodes) calls a
+# transcendental (CALL_OPS), computed in two kernels or more and read by nodes of two kernels or more, is stored: each
+# of them called it again for every element. A GroupNorm's backward through a SiLU reads the SiLU's derivative (an exp2
+# and a reciprocal of the normalised input, recomputed from the conv's output and the group statistics) in its two group
+# sums, the scale's and the shift's sums and the input gradient; a first conv's weight gradient (3 input channels, a
+# broadcast of 27, under RECOMPUTE_SHARED) called it 27 times per element. Measured on the LLVM path (2 threads, AMD Zen
+# 5, both schedules built in one process and alternated): tinygrad/models/unet.py's SGD step (base 32, depth 3, 8
+# groups, batch 8 of 64x64) 341-391 ms -> 145-171 ms (torch: 118); a GPT-2 block's step (D256, D768), a BERT layer's
+# (D768), GPT-2's forward and ResNet-18's step the same within the noise. Under the size (an LSTM's 16 x 256 gates, 16
+# steps) it stays fused: stored, each gate was a launch of its own (118 -> 421 launches, 34.7 -> 37.2 ms)
+RECOMPUTE_CALLS_MIN = 1 << 16
+
+def _store_shared_calls(topo: dict[UOp, None], realizes: dict[UOp, None], readers: dict[UOp, list[UOp]],
+                        regions: dict[UOp, list[UOp]]) -> bool:
+  """Store each elementwise node of RECOMPUTE_CALLS_MIN elements or more whose expression up to stored nodes calls a
+  transcendental (CALL_OPS), that the kernels of `regions` (each stored node's nodes) compute two times or more and
+  whose readers are in two kernels or more; True if it stored any. One pass from the graph's end: a node stored, the
+  nodes of its expression are computed in its kernel instead of its readers' (the kernels it was in no longer count
+  for them)."""
+  kernels: dict[UOp, set[UOp]] = {}
+  for root, region in regions.items():
+    for x in region: kernels.setdefault(x, set()).add(root)
+  added = False
+  for u in reversed(list(topo)):
+    if u in realizes or u.op not in GroupOp.Elementwise or _is_buffer_view(u) or len(kernels.get(u, ())) < 2: continue
+    if _size(shape_of(u)) < RECOMPUTE_CALLS_MIN: continue
+    rk: set[UOp] = set()
+    for r in readers.get(u, []): rk |= {r} if r in realizes else kernels.get(r, set())
+    if len(rk) < 2: continue
+    region = _kernel_region(u, realizes, (u,))
+    if not any(x.op in CALL_OPS for x in region): continue
+    realizes[u] = None
+    added = True
+    gone = kernels[u]
+    for x in region: kernels[x] = (kernels.get(x, set()) - gone) | {u}
   return added
 
 # NOTE: the distinct reads (a buffer element at one index expression) one element of a fused expression may make before
