@@ -22,7 +22,8 @@ X4 = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
   ("embedding_large_vocab", nn.Embedding(3000, 4), Tensor(np.array([[1, 2999]], np.int32)), 1),
   ("linear", nn.Linear(8, 5), Tensor(np.ones((4, 8), np.float32)), 1),
   ("conv2d_same", nn.Conv2d(3, 4, 3, padding="same"), Tensor(X4), 1),
-  ("conv_transpose2d", nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1), Tensor(X4), 1),
+  # NOTE: by phases (Tensor._conv_transpose_by_phase): 4 stride-1 convs and the copy that interleaves them
+  ("conv_transpose2d", nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1), Tensor(X4), 5),
   ("batchnorm_eval", nn.BatchNorm2d(3), Tensor(X4), 1),
   ("rmsnorm", nn.RMSNorm(6), Tensor(X4), 2),
   ("layernorm", nn.LayerNorm(6), Tensor(X4), 3),

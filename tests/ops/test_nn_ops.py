@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from tinygrad import Tensor
+from tinygrad.uop import Ops
 from tests.ops.helpers import check, raises_like_torch, kernels
 
 # ---- conv_transpose ----
@@ -26,9 +27,29 @@ def test_conv_transpose_half_and_size_one():
   check([(1, 2, 1, 1), (2, 3, 3, 3)], lambda x, w: F.conv_transpose2d(x, w, stride=2),
         lambda x, w: x.conv_transpose2d(w, stride=2), dtype="float16", atol=1e-2, rtol=1e-2, grad_atol=5e-2)
 
-def test_conv_transpose_is_one_kernel():
+@pytest.mark.parametrize("k,stride,padding,output_padding", [(2, 2, 0, 0), (3, 2, 1, 1), (1, 2, 0, 1), (4, 3, 2, 2),
+                                                               (5, 2, 2, 0)])
+def test_strided_conv_transpose_by_phases_matches_torch(k, stride, padding, output_padding):
+  # one stride-1 conv per output phase (Tensor._conv_transpose_by_phase), a kernel narrower than the stride too (its
+  # phases with no tap are zeros), differentiated as the adjoint of the strided conv
+  check([(2, 4, 5, 6), (4, 3, k, k), (3,)],
+        lambda x, w, b: F.conv_transpose2d(x, w, b, stride, padding, output_padding),
+        lambda x, w, b: x.conv_transpose2d(w, b, stride=stride, padding=padding, output_padding=output_padding),
+        atol=1e-4, rtol=1e-4, grad_atol=1e-3)
+
+def test_strided_conv_transpose_multiplies_no_zeros():
+  # the input spread out with zeros made 3/4 of a stride-2 2-d transposed conv's products multiply them (gated loads):
+  # N * Cout * 16 * 16 outputs * Cin * 3 * 3 taps = 55,296 multiply-adds here. By phases, 4 stride-1 convs (2x2, 2x1,
+  # 1x2 and 1x1 taps) and the copy that interleaves them: each phase over 9 x 9 positions (17 = padding + 16 outputs
+  # need 9 per axis; the 9th is one phase's only), 17,496, against the 13,824 products of the input's 8 x 8
   x, w = Tensor.rand(2, 3, 8, 8).realize(), Tensor.rand(3, 4, 3, 3).realize()
-  assert kernels(x.conv_transpose2d(w, stride=2, padding=1, output_padding=1)) == 1
+  out = x.conv_transpose2d(w, stride=2, padding=1, output_padding=1)
+  sched = [si for si in out.schedule() if si.ast.op is Ops.SINK]
+  assert len(sched) == 5
+  def macs(ast) -> int:
+    if not any(u.op is Ops.REDUCE for u in ast.toposort()): return 0
+    return math.prod(u.src[0].arg for u in ast.toposort() if u.op is Ops.RANGE)
+  assert sum(macs(si.ast) for si in sched) == 2 * 4 * 9 * 9 * 3 * (4 + 2 + 2 + 1)
 
 def test_conv_transpose_errors_match_torch():
   raises_like_torch(RuntimeError, lambda: F.conv_transpose2d(torch.zeros(1, 3, 4, 4), torch.zeros(2, 2, 3, 3)),
