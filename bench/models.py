@@ -4,7 +4,7 @@ installed, else C; --both adds the other path) against torch (eager, 2 threads) 
 same run; then, per workload, the 10 kernels of our step that take the longest, with their GFLOPS and their share of
 the step.
 
-  python bench/models.py [--quick] [--both] [--big] [--only resnet,block,gpt2] [--steps 3]
+  python bench/models.py [--quick] [--both] [--big] [--only resnet,block,gpt2,unet] [--steps 3]
 
 Rows (--quick: the first row of each workload, fewer steps):
   resnet18 b8 64x64      ResNet-18 (width 64, 10 classes), batch 8, 64x64 images; --big adds batch 32 at 128x128
@@ -12,14 +12,17 @@ Rows (--quick: the first row of each workload, fewer steps):
                          block D768 H12 the same at D=768 H=12
   gpt2 fwd T256          12 GPT-2 blocks D=768 H=12 (GPT-2 small without its embeddings and LM head), B=1, T=256,
                          forward only (--quick: 2 blocks)
-The torch models are written here with the same layers (no torchvision); weights are random on both sides (the bench
-times, it does not compare values). Times are the best of --steps steps after a warm-up and a capture step; on a
-shared machine compare the ratios, not the milliseconds. torch is timed with 2 threads and again with 1 (an
-oversubscribed machine slows its 2 OpenMP threads most), and our time is given as a ratio to each. The kernel table
-comes from a separate set of profiled steps (each launch waits for its kernel through the `launched` hook; each
-kernel's best of as many steps as are timed), so its total can differ from the timed step. Last, the issue's goal
-for kernels: every matmul-shaped kernel (matmul_macs) of the profiled steps with 256^3 multiply-adds or more against
-half the 1024^3 matmul's GFLOPS, profiled the same way in the same run; those under it are listed.
+  unet b8 64x64          tinygrad/models/unet.py (base 32, depth 3, GroupNorm of 8 groups, SiLU), batch 8, 64x64 images
+The torch models are written here with the same layers (no torchvision; the UNet's is the model zoo's torch twin,
+tests/models/twins.py); weights are random on both sides (the bench times, it does not compare values). Times are the
+best of --steps steps after a warm-up and a capture step; on a shared machine compare the ratios, not the milliseconds.
+torch is timed with 2 threads and again with 1 (an oversubscribed machine slows its 2 OpenMP threads most), and our time
+is given as a ratio to each. The kernel table comes from a separate set of profiled steps (each launch waits for its
+kernel through the `launched` hook; each kernel's best of as many steps as are timed), so its total can differ from the
+timed step. Last, the issue's goal for kernels: every matmul-shaped kernel (matmul_macs) of the profiled steps with
+256^3 multiply-adds or more against half the 1024^3 matmul's GFLOPS, profiled the same way in the same run; those under
+it are listed, each with its memory roofline: the GFLOPS it would reach moving each of its buffers once at the rate of a
+64 MiB copy profiled in the same run (where that is under the line too, only moving fewer bytes gets it there, no opt).
 """
 from __future__ import annotations
 import argparse, os, sys, time
@@ -35,11 +38,14 @@ from tinygrad.nn.optim import SGD
 from tinygrad.nn.state import get_parameters
 from tinygrad.models.resnet import resnet18
 from tinygrad.models.gpt2 import GPT2Block
+from tinygrad.models.unet import UNet
 from tinygrad.nn import LayerNorm
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.codegen.opt import output_axes, axis_size
 from tinygrad.helpers import prod
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "models"))
+from twins import UNet as TUNet  # noqa: E402
 
 # ---- torch twins of the models (the reference side of the timing only) ----
 
@@ -153,17 +159,22 @@ def workloads(args: argparse.Namespace) -> list[tuple[str, str, Callable[[], tup
   rows.append(("block D256 H4", "block", block(256, 4)))
   if not args.quick: rows.append(("block D768 H12", "block", block(768, 12)))
   rows.append((f"gpt2 fwd T256 x{2 if args.quick else 12}", "gpt2", gpt2(2 if args.quick else 12)))
+  def unet() -> tuple[Any, Any, tuple[int, ...]]:
+    return (lambda: ours_train_step(UNet(3, 3, base=32, depth=3, groups=8), resnet_loss),
+            torch_train_step(TUNet(3, 3, 32, 3, 8), torch_resnet_loss), (8, 3, 64, 64))
+  rows.append(("unet b8 64x64", "unet", unet))
   return [r for r in rows if r[1] in args.only.split(",")]
 
 # ---- timing ----
 
 def profile_step(fn: Callable[[], Any]) -> dict[str, list[Any]]:
   """One step with every launch timed: kernel name -> [seconds, ops, launches, multiply-adds of one launch where the
-  kernel is matmul-shaped (matmul_macs), else 0]."""
+  kernel is matmul-shaped (matmul_macs), else 0, bytes of the buffers one launch reads or writes (each once)]."""
   per: dict[str, list[Any]] = {}
   def on_launch(runner: Any, bufs: Any, start: float, seconds: float | None) -> None:
     if not hasattr(runner, "p"): return
-    e = per.setdefault(runner.display_name, [0.0, 0.0, 0, matmul_macs(runner.p.ast)])
+    e = per.setdefault(runner.display_name, [0.0, 0.0, 0, matmul_macs(runner.p.ast),
+                                             sum({id(b): b.nbytes for b in bufs if b is not None}.values())])
     e[0] += seconds if seconds is not None else time.perf_counter() - start
     e[1] += runner.work({})[0]
     e[2] += 1
@@ -197,6 +208,16 @@ def matmul_path_gflops(device: str, steps: int) -> float:
   best = min(sum(v[0] for v in profile_step(mm).values()) for _ in range(steps))
   return 2 * 1024 ** 3 / best * 1e-9
 
+def copy_gbps(device: str, steps: int) -> float:
+  """GB/s of a copy of 64 MiB (read and written once each, counted as 128 MiB moved) on `device`, profiled as the
+  steps are: the rate at which the goal's check says how fast a kernel could be that moved each of its buffers once."""
+  Device.DEFAULT = device
+  a = Tensor.randn(1 << 24, device=device).realize()
+  cp = TinyJit(lambda: (a + 1.0).realize())
+  for _ in range(2): cp()
+  best = min(sum(v[0] for v in profile_step(cp).values()) for _ in range(steps))
+  return 2 * a.nbytes() / best * 1e-9
+
 def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], steps: int) -> tuple[float, dict]:
   Device.DEFAULT = device
   Tensor.manual_seed(0)
@@ -221,7 +242,7 @@ def main() -> int:
   ap.add_argument("--quick", action="store_true", help="the first row of each workload, 2 timed steps")
   ap.add_argument("--both", action="store_true", help="also ours on the other CPU path (C where the default is LLVM)")
   ap.add_argument("--big", action="store_true", help="add ResNet-18 at batch 32, 128x128")
-  ap.add_argument("--only", default="resnet,block,gpt2", help="comma-separated workload groups")
+  ap.add_argument("--only", default="resnet,block,gpt2,unet", help="comma-separated workload groups")
   ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 3, --quick 2)")
   ap.add_argument("--top", type=int, default=10, help="slowest kernels listed per row")
   args = ap.parse_args()
@@ -234,7 +255,7 @@ def main() -> int:
   print(f"torch {torch.__version__} with {torch.get_num_threads()} threads; ours: TinyJit, "
         f"{Device['CPU'].threads} threads; best of {steps} steps", flush=True)
   results = []
-  goal: dict[str, list[tuple[str, str, float, int, int]]] = {p: [] for p in paths}
+  goal: dict[str, list[tuple[str, str, float, int, int, int]]] = {p: [] for p in paths}
   for name, _, build in workloads(args):
     make, tstep, shape = build()
     tx = torch.from_numpy(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
@@ -255,18 +276,28 @@ def main() -> int:
       total = sum(v[0] for v in per.values())
       print(f"  slowest kernels ({pname}, profiled step (each kernel's best) {total*1e3:.1f} ms, "
             f"{sum(int(v[2]) for v in per.values())} launches):")
-      for kname, (sec, ops, n, _) in sorted(per.items(), key=lambda kv: -kv[1][0])[:args.top]:
+      for kname, (sec, ops, n, _, _) in sorted(per.items(), key=lambda kv: -kv[1][0])[:args.top]:
         print(f"    {kname:40s} x{int(n):<3d} {sec*1e3:8.2f} ms {ops/max(sec, 1e-9)*1e-9:7.1f} GFLOPS "
               f"{100*sec/total:5.1f}%")
-      goal[pname].extend((name, kname, sec, n, macs) for kname, (sec, _, n, macs) in per.items() if macs >= 256 ** 3)
+      goal[pname].extend((name, kname, sec, n, macs, nbytes) for kname, (sec, _, n, macs, nbytes) in per.items()
+                         if macs >= 256 ** 3)
   # the goal: every matmul-shaped kernel over 256^3 multiply-adds at half the 1024^3 matmul path's GFLOPS or more
   for pname, ks in goal.items():
-    ref = matmul_path_gflops(paths[pname], steps)
-    rate = [(2 * macs * n / max(sec, 1e-9) * 1e-9, row, kname) for row, kname, sec, n, macs in ks]
+    ref, bw = matmul_path_gflops(paths[pname], steps), copy_gbps(paths[pname], steps)
+    # NOTE: the most a kernel's multiply-adds could run at if it moved each of its buffers once at the copy's rate (a
+    # roofline of its compulsory traffic): under half of `ref`, no opt gets it there, only moving fewer bytes. Not a
+    # hard bound: a buffer its producer just wrote can come from the last-level cache, faster than the copy's 128 MiB
+    rate = [(2 * macs * n / max(sec, 1e-9) * 1e-9, row, kname, 2 * macs / (nbytes / (bw * 1e9)) * 1e-9)
+            for row, kname, sec, n, macs, nbytes in ks]
     under = sorted(r for r in rate if r[0] < ref / 2)
     print(f"\nmatmul-shaped kernels over 256^3 multiply-adds ({pname}; 2 flops a multiply-add): "
           f"{len(rate) - len(under)} of {len(rate)} at half the 1024^3 matmul's {ref:.1f} GFLOPS or more")
-    for gf, row, kname in under: print(f"  under: {row:22s} {kname:40s} {gf:7.1f} GFLOPS ({gf / ref:.2f} of it)")
+    bound = [r for r in under if r[3] < ref / 2]
+    print(f"  of the {len(under)} under it, {len(bound)} could not reach it moving each of their buffers once at the "
+          f"copy's {bw:.1f} GB/s (their memory roofline, the last column, is under it too)")
+    for gf, row, kname, roof in under:
+      print(f"  under: {row:22s} {kname:40s} {gf:7.1f} GFLOPS ({gf / ref:.2f} of it), roofline {roof:8.1f} "
+            f"({roof / ref:.2f}){'  memory-bound' if roof < ref / 2 else ''}")
   Device.DEFAULT = "CPU"
   print("\n| workload | torch 2 threads ms | torch 1 thread ms | " +
         " | ".join(f"ours {p} ms | {p} / torch 2 thr | {p} / torch 1 thr" for p in paths) + " |")
