@@ -3130,6 +3130,7 @@ class Tensor(_CastSugar, MathTrait):
     for r in itertools.product(*(range(s) for s in s_)):
       taps = [ceildiv(k - ri, s) if ri < k else 0 for k, ri, s in zip(k_, r, s_)]
       if 0 in taps:
+        # NOTE: phase (0, ..., 0) comes first and always has a tap (k >= 1): its conv gives the shape and dtype
         ys.append(ys[0].zeros_like())
         continue
       # NOTE: phase r's taps r + s*j, flipped: those of the flipped kernel at k-1-r-s*(taps-1), every s-th on

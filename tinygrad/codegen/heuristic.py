@@ -685,13 +685,13 @@ def _unroll_short_run(b: _Builder, red: UOp, r: UOp, size: int) -> bool:
   KiB apart) -> 0.004; in b32's step (bench/step_ab.py) its sums over 8x8 and 4x4 pixels about 9.5 -> 3.7 ms."""
   if 16 % size: return False
   idxs = [idx for ld in _loads(b.ast) if r in (idx := ld.src[0].src[1].get_idx())._ranges]
-  nxt = [x for x in red.src[1:] if x is not r and all(index_stride(idx, x) == size for idx in idxs)]
-  if not nxt or (nsize := axis_size(nxt[0])) is None: return False
+  nxt = next((x for x in red.src[1:] if x is not r and all(index_stride(idx, x) == size for idx in idxs)), None)
+  if nxt is None or (nsize := axis_size(nxt)) is None: return False
   # the next axis by the lanes' rest, or whole where it is no longer than that
   if nsize * size <= 16: amt = 0
   elif nsize % (amt := 16 // size): return False
   before = (b.ast, list(b.opts))
-  for x, a in ((r, 0), (nxt[0], amt)):
+  for x, a in ((r, 0), (nxt, amt)):
     if x not in (reds := reduce_axes(b.ast)) or not b.try_opt(Opt(OptOps.UNROLL, reds.index(x), a)):
       b.ast, b.opts = before
       return False
