@@ -179,6 +179,61 @@ def _edges_toposort(root: UOp, through_detach: bool = False) -> dict[UOp, None]:
 
 _LEAVES = {Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CONST, Ops.DEVICE, Ops.UNIQUE, Ops.DEFINE_VAR, Ops.BIND}
 
+# A node that several broadcast products reach (the weight of a recurrence unrolled over its steps: each step's matmul
+# gives its gradient dG_t^T H_t) got the sum of those products: one kernel reading 2 inputs a step, its reduce only the
+# batch. STACK_MIN_PRODUCTS or more of them, alike, of STACK_MIN_ELEMENTS or more each, are one product of the stacked
+# operands instead, reduced over the stack (and, where the node's own gradient is a reduce, over its axes in the same
+# reduce: _merge_stacked_reduces): a matmul over steps x batch. Measured (2 threads, AMD Zen 5): an LSTM's weight_hh
+# gradient over 32 steps of a batch of 16, 1024 x 256, 15.1 ms summed, 1.1 ms stacked
+STACK_MIN_PRODUCTS, STACK_MIN_ELEMENTS = 4, 1 << 16
+# the reduces over a stack made here (the inner reduce _merge_stacked_reduces joins with the node's own)
+_stack_reduces: weakref.WeakSet[UOp] = weakref.WeakSet()
+
+def _broadcast_product(u: UOp) -> tuple[UOp, UOp] | None:
+  """u's two operands' unexpanded sources where u is a product of two broadcasts (EXPAND x EXPAND), else None."""
+  if u.op is not Ops.MUL or any(s.op is not Ops.EXPAND for s in u.src): return None
+  return u.src[0].src[0], u.src[1].src[0]
+
+def _sum_contributions(parts: list[UOp]) -> UOp:
+  """The sum of a node's gradient contributions, with STACK_MIN_PRODUCTS or more alike broadcast products stacked into
+  one product reduced over the stack."""
+  groups: dict[tuple[Any, ...], list[UOp]] = {}
+  for p in parts:
+    # NOTE: concrete shapes on one device only (a sharded tensor's products are summed as before)
+    if (ops := _broadcast_product(p)) is not None and isinstance(p.device, str) and \
+       all(isinstance(d, int) for o in (p, *ops) for d in o.shape) and math.prod(p.shape) >= STACK_MIN_ELEMENTS:
+      groups.setdefault((p.dtype, p.shape, ops[0].shape, ops[1].shape), []).append(p)
+  out: list[UOp] = []
+  stacked: set[UOp] = set()
+  for key, group in groups.items():
+    if len(group) < STACK_MIN_PRODUCTS: continue
+    n, shape = len(group), key[1]
+    def stack(us: list[UOp]) -> UOp:
+      rows = [u.reshape((1, *u.shape)).pad(((i, n - 1 - i),) + ((0, 0),) * len(u.shape)) for i, u in enumerate(us)]
+      tot = rows[0]
+      for r in rows[1:]: tot = _add(tot, r)
+      return tot.contiguous()
+    a, b = (stack([g.src[k].src[0] for g in group]) for k in (0, 1))
+    red = _mul(a.expand((n, *shape)), b.expand((n, *shape))).r(Ops.ADD, (0,))
+    _stack_reduces.add(red)
+    out.append(red.reshape(shape))
+    stacked.update(group)
+  out += [p for p in parts if p not in stacked]
+  tot = out[0]
+  for o in out[1:]: tot = _add(tot, o)
+  return tot
+
+def _merge_stacked_reduces(g: UOp) -> UOp:
+  """g with each sum over the axes A of a stack's reduce (reshaped to drop its stack axis) as one reduce over the stack
+  and A, so the stacked product is one matmul-shaped kernel."""
+  subs: dict[UOp, UOp] = {}
+  for u in g.toposort():
+    if u.op is Ops.REDUCE_AXIS and u.arg[0] is Ops.ADD and u.src[0].op is Ops.RESHAPE and \
+       (inner := u.src[0].src[0]) in _stack_reduces:
+      z = inner.src[0]
+      subs[u] = z.r(Ops.ADD, (0, *(a + 1 for a in u.arg[1]))).reshape(u.shape)
+  return substitute(g, subs) if subs else g
+
 def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
   """Gradients of `root` (seeded with `root_grad`, same shape) with respect to each target it depends on, as tensor
   graphs. Targets `root` does not depend on are absent from the result."""
@@ -186,9 +241,13 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   # only nodes on a path to a target carry gradient
   on_path: dict[UOp, bool] = {}
   for u in topo: on_path[u] = u in targets or (u.op is not Ops.DETACH and any(on_path.get(s, False) for s in _edges(u)))
-  grads: dict[UOp, UOp] = {root: root_grad}
+  # every node's contributions, summed when the walk reaches it (_sum_contributions)
+  parts: dict[UOp, list[UOp]] = {root: [root_grad]}
+  grads: dict[UOp, UOp] = {}
   for u in reversed(topo):
-    if (g := grads.get(u)) is None or not on_path[u] or u.op in _LEAVES: continue
+    if (ps := parts.pop(u, None)) is None: continue
+    grads[u] = g = _sum_contributions(ps)
+    if not on_path[u] or u.op in _LEAVES: continue
     if (custom := _custom_rules.get(u)) is not None: src_grads: Any = custom[1](g, u, custom[0])
     else: src_grads = pm_gradient.rewrite(u, ctx=g)
     if src_grads is None:
@@ -198,7 +257,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
       if sg.shape != s.shape:
         raise RuntimeError(f"compute_gradient: the rule for {u.op} gave a gradient of shape {sg.shape} to a "
                                                  f"source of shape {s.shape}")
-      grads[s] = sg if s not in grads else _add(grads[s], sg)
-  return {t: grads[t] for t in targets if t in grads}
+      parts.setdefault(s, []).append(sg)
+  return {t: _merge_stacked_reduces(grads[t]) for t in targets if t in grads}
 
 __all__ = ["compute_gradient", "pm_gradient", "custom_gradient", "substitute"]

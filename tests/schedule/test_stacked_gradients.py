@@ -1,0 +1,107 @@
+"""Gradient contributions that are alike broadcast products are summed as one product of their stacked operands
+(gradient._sum_contributions): the weight of a recurrence unrolled over T steps got T products dG_t^T H_t, summed in one
+kernel that read 2T inputs and reduced only over the batch; stacked, it is one matmul over steps x batch. And an
+embedding's weight gradient is a plain matmul of a stored one-hot (Tensor.embedding). The gradients are torch's."""
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, nn
+from tinygrad.uop import Ops
+import tinygrad.gradient as gradient
+import tinygrad.tensor as tensor_mod
+
+def _reduce_kernels(sched: list) -> list:
+  return [si.ast for si in sched if si.ast.op is Ops.SINK and any(u.op is Ops.REDUCE for u in si.ast.toposort())]
+
+def _reduce_size(ast) -> int:
+  return int(np.prod([u.src[0].arg for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1].name == "REDUCE"]))
+
+def recurrence(steps: int, batch: int, n: int, k: int):
+  """h_t = tanh(x_t + h_{t-1} @ W^T)[:, :k] over `steps` steps, loss sum(h_T * g): W's gradient (its schedule and value)
+  and torch's."""
+  rng = np.random.default_rng(0)
+  wn = (rng.standard_normal((n, k)) * 0.1).astype(np.float32)
+  xs = [rng.standard_normal((batch, n)).astype(np.float32) for _ in range(steps)]
+  h0, g = rng.standard_normal((batch, k)).astype(np.float32), rng.standard_normal((batch, k)).astype(np.float32)
+  w, h = Tensor(wn, requires_grad=True), Tensor(h0)
+  for x in xs: h = (Tensor(x) + h.matmul(w.T))[:, :k].tanh()
+  (h * Tensor(g)).sum().backward()
+  assert w.grad is not None
+  tw, th = torch.tensor(wn, requires_grad=True), torch.tensor(h0)
+  for x in xs: th = (torch.tensor(x) + th @ tw.T)[:, :k].tanh()
+  (th * torch.tensor(g)).sum().backward()
+  assert tw.grad is not None
+  return w.grad.schedule(), w.grad, tw.grad.numpy()
+
+def test_a_recurrent_weight_gradient_is_one_matmul_over_steps_and_batch():
+  steps, batch, n, k = 8, 16, 512, 128
+  assert batch * n * k >= gradient.STACK_MIN_ELEMENTS and steps >= gradient.STACK_MIN_PRODUCTS
+  sched, got, ref = recurrence(steps, batch, n, k)
+  # NOTE: summed, the gradient's kernel reduced over the batch (16) and read every step's two operands; stacked, one
+  # kernel reduces over the steps and the batch together (the stack's reduce merged with the weight's own)
+  assert any(_reduce_size(ast) == steps * batch for ast in _reduce_kernels(sched)), \
+    [_reduce_size(a) for a in _reduce_kernels(sched)]
+  np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+def test_few_or_small_products_are_summed_as_before():
+  for steps, batch, n, k in ((gradient.STACK_MIN_PRODUCTS - 1, 16, 512, 128), (6, 2, 16, 8)):
+    sched, got, ref = recurrence(steps, batch, n, k)
+    assert not any(_reduce_size(ast) == steps * batch for ast in _reduce_kernels(sched))
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+def test_stacking_off_gives_the_same_gradient(monkeypatch):
+  steps, batch, n, k = 6, 16, 512, 128
+  _, on, ref = recurrence(steps, batch, n, k)
+  monkeypatch.setattr(gradient, "STACK_MIN_PRODUCTS", 1 << 30)
+  sched, off, _ = recurrence(steps, batch, n, k)
+  assert not any(_reduce_size(ast) == steps * batch for ast in _reduce_kernels(sched))
+  np.testing.assert_allclose(on.numpy(), off.numpy(), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(on.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+def test_an_lstm_matches_torch():
+  # NOTE: nn.LSTM over 4 steps: its weight_hh's gradient is 4 products of 16 x 256 x 64 (2^16) elements, stacked
+  rng = np.random.default_rng(1)
+  xn = rng.standard_normal((4, 16, 32)).astype(np.float32)
+  assert 16 * 256 * 64 >= gradient.STACK_MIN_ELEMENTS and 4 >= gradient.STACK_MIN_PRODUCTS
+  ours, theirs = nn.LSTM(32, 64), torch.nn.LSTM(32, 64)
+  for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+    setattr(ours, name, Tensor(getattr(theirs, name).detach().numpy(), requires_grad=True))
+  out, _ = ours(Tensor(xn))
+  out.square().sum().backward()
+  tout, _ = theirs(torch.tensor(xn))
+  tout.square().sum().backward()
+  for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+    np.testing.assert_allclose(getattr(ours, name).grad.numpy(), getattr(theirs, name).grad.numpy(), rtol=2e-4,
+                               atol=2e-4, err_msg=name)
+
+def embedding_grad(vocab: int, dim: int, shape: tuple[int, ...], padding_idx: int | None = None):
+  rng = np.random.default_rng(2)
+  idx = rng.integers(0, vocab, shape).astype(np.int32)
+  wn, g = rng.standard_normal((vocab, dim)).astype(np.float32), rng.standard_normal((*shape, dim)).astype(np.float32)
+  emb = nn.Embedding(vocab, dim, padding_idx=padding_idx)
+  emb.weight = Tensor(wn, requires_grad=True)
+  (emb(Tensor(idx)) * Tensor(g)).sum().backward()
+  assert emb.weight.grad is not None
+  temb = torch.nn.Embedding(vocab, dim, padding_idx=padding_idx)
+  temb.weight = torch.nn.Parameter(torch.tensor(wn))
+  (temb(torch.tensor(idx.astype(np.int64))) * torch.tensor(g)).sum().backward()
+  return emb.weight.grad.schedule(), emb.weight.grad, temb.weight.grad.numpy()
+
+def _compares_in_reduce(sched: list) -> int:
+  """Kernels that compare inside a reduce's body (a one-hot computed in the matmul; the padding row's select after it
+  does not count)."""
+  return sum(1 for ast in _reduce_kernels(sched)
+             if any(r.op is Ops.REDUCE and any(u.op is Ops.CMPEQ for u in r.src[0].toposort()) for r in ast.toposort()))
+
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_an_embedding_gradient_is_a_matmul_of_a_stored_one_hot(padding_idx):
+  sched, got, ref = embedding_grad(300, 64, (4, 8), padding_idx)
+  # NOTE: the one-hot's compare is in the kernel that stores it, not in the matmul's reduce
+  assert _compares_in_reduce(sched) == 0
+  np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+def test_a_big_one_hot_stays_fused(monkeypatch):
+  monkeypatch.setattr(tensor_mod, "EMBEDDING_STORED_ONE_HOT_MAX", 300 * 32 - 1)
+  sched, got, ref = embedding_grad(300, 64, (4, 8))
+  assert _compares_in_reduce(sched) == 1
+  np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
