@@ -4,7 +4,7 @@ installed, else C; --both adds the other path) against torch (eager, 2 threads) 
 same run; then, per workload, the 10 kernels of our step that take the longest, with their GFLOPS and their share of
 the step.
 
-  python bench/models.py [--quick] [--both] [--big] [--only resnet,block,gpt2,unet] [--steps 3]
+  python bench/models.py [--quick] [--both] [--big] [--only resnet,block,gpt2,unet,lstm] [--steps 3]
 
 Rows (--quick: the first row of each workload, fewer steps):
   resnet18 b8 64x64      ResNet-18 (width 64, 10 classes), batch 8, 64x64 images; --big adds batch 32 at 128x128
@@ -13,9 +13,12 @@ Rows (--quick: the first row of each workload, fewer steps):
   gpt2 fwd T256          12 GPT-2 blocks D=768 H=12 (GPT-2 small without its embeddings and LM head), B=1, T=256,
                          forward only (--quick: 2 blocks)
   unet b8 64x64          tinygrad/models/unet.py (base 32, depth 3, GroupNorm of 8 groups, SiLU), batch 8, 64x64 images
-The torch models are written here with the same layers (no torchvision; the UNet's is the model zoo's torch twin,
-tests/models/twins.py); weights are random on both sides (the bench times, it does not compare values). Times are the
-best of --steps steps after a warm-up and a capture step; on a shared machine compare the ratios, not the milliseconds.
+  lstm b16 T32           tinygrad/models/lstm.py (a 2,000-token vocabulary, embedding and hidden 256, one layer), batch
+                         16 of 32 random tokens, the loss on its logits
+The torch models are written here with the same layers (no torchvision; the UNet's and the LSTM's are the model
+zoo's torch twins, tests/models/twins.py); weights are random on both sides (the bench times, it does not compare
+values). Times are the best of --steps steps after a warm-up and a capture step; on a shared machine compare the
+ratios, not the milliseconds.
 torch is timed with 2 threads and again with 1 (an oversubscribed machine slows its 2 OpenMP threads most), and our time
 is given as a ratio to each. The kernel table comes from a separate set of profiled steps (each launch waits for its
 kernel through the `launched` hook; each kernel's best of as many steps as are timed), so its total can differ from the
@@ -39,13 +42,14 @@ from tinygrad.nn.state import get_parameters
 from tinygrad.models.resnet import resnet18
 from tinygrad.models.gpt2 import GPT2Block
 from tinygrad.models.unet import UNet
+from tinygrad.models.lstm import LSTMLanguageModel
 from tinygrad.nn import LayerNorm
 from tinygrad.uop import hooks
 from tinygrad.uop.ops import UOp, Ops
 from tinygrad.codegen.opt import output_axes, axis_size
 from tinygrad.helpers import prod
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "models"))
-from twins import UNet as TUNet  # noqa: E402
+from twins import UNet as TUNet, LSTMLanguageModel as TLSTM  # noqa: E402
 
 # ---- torch twins of the models (the reference side of the timing only) ----
 
@@ -142,27 +146,38 @@ def torch_forward(model: torch.nn.Module) -> Callable[..., Any]:
 
 def resnet_loss(out: Tensor) -> Tensor: return out.square().mean()
 def torch_resnet_loss(out: torch.Tensor) -> torch.Tensor: return out.square().mean()
+def lm_loss(out: tuple[Tensor, Any]) -> Tensor: return out[0].square().mean()
+def torch_lm_loss(out: tuple[torch.Tensor, Any]) -> torch.Tensor: return out[0].square().mean()
 
-def workloads(args: argparse.Namespace) -> list[tuple[str, str, Callable[[], tuple[Any, Any, tuple[int, ...]]]]]:
-  """(row name, group, build) where build() -> (our step maker, torch step, input shape)."""
-  rows: list[tuple[str, str, Callable[[], tuple[Any, Any, tuple[int, ...]]]]] = []
-  def resnet(b: int, hw: int) -> Callable[[], tuple[Any, Any, tuple[int, ...]]]:
+# a workload: (our step maker, torch step, input shape, vocabulary size where the input is tokens (ints below it), else
+# None: standard normal floats)
+Build = Callable[[], tuple[Any, Any, tuple[int, ...], int | None]]
+
+def workloads(args: argparse.Namespace) -> list[tuple[str, str, Build]]:
+  """(row name, group, build)."""
+  rows: list[tuple[str, str, Build]] = []
+  def resnet(b: int, hw: int) -> Build:
     return lambda: (lambda: ours_train_step(resnet18(num_classes=10), resnet_loss),
-                    torch_train_step(TResNet18(), torch_resnet_loss), (b, 3, hw, hw))
-  def block(d: int, h: int) -> Callable[[], tuple[Any, Any, tuple[int, ...]]]:
+                    torch_train_step(TResNet18(), torch_resnet_loss), (b, 3, hw, hw), None)
+  def block(d: int, h: int) -> Build:
     return lambda: (lambda: ours_train_step(GPT2Block(d, h), resnet_loss),
-                    torch_train_step(TBlock(d, h), torch_resnet_loss), (8, 128, d))
-  def gpt2(layers: int) -> Callable[[], tuple[Any, Any, tuple[int, ...]]]:
-    return lambda: (lambda: ours_forward(Stack(768, 12, layers)), torch_forward(TStack(768, 12, layers)), (1, 256, 768))
+                    torch_train_step(TBlock(d, h), torch_resnet_loss), (8, 128, d), None)
+  def gpt2(layers: int) -> Build:
+    return lambda: (lambda: ours_forward(Stack(768, 12, layers)), torch_forward(TStack(768, 12, layers)), (1, 256, 768),
+                    None)
   rows.append(("resnet18 b8 64x64", "resnet", resnet(8, 64)))
   if args.big: rows.append(("resnet18 b32 128x128", "resnet", resnet(32, 128)))
   rows.append(("block D256 H4", "block", block(256, 4)))
   if not args.quick: rows.append(("block D768 H12", "block", block(768, 12)))
   rows.append((f"gpt2 fwd T256 x{2 if args.quick else 12}", "gpt2", gpt2(2 if args.quick else 12)))
-  def unet() -> tuple[Any, Any, tuple[int, ...]]:
+  def unet() -> tuple[Any, Any, tuple[int, ...], int | None]:
     return (lambda: ours_train_step(UNet(3, 3, base=32, depth=3, groups=8), resnet_loss),
-            torch_train_step(TUNet(3, 3, 32, 3, 8), torch_resnet_loss), (8, 3, 64, 64))
+            torch_train_step(TUNet(3, 3, 32, 3, 8), torch_resnet_loss), (8, 3, 64, 64), None)
   rows.append(("unet b8 64x64", "unet", unet))
+  def lstm() -> tuple[Any, Any, tuple[int, ...], int | None]:
+    return (lambda: ours_train_step(LSTMLanguageModel(2000, 256, 256, nlayers=1), lm_loss),
+            torch_train_step(TLSTM(2000, 256, 256, 1), torch_lm_loss), (16, 32), 2000)
+  rows.append(("lstm b16 T32", "lstm", lstm))
   return [r for r in rows if r[1] in args.only.split(",")]
 
 # ---- timing ----
@@ -218,11 +233,17 @@ def copy_gbps(device: str, steps: int) -> float:
   best = min(sum(v[0] for v in profile_step(cp).values()) for _ in range(steps))
   return 2 * a.nbytes() / best * 1e-9
 
-def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], steps: int) -> tuple[float, dict]:
+def bench_input(shape: tuple[int, ...], vocab: int | None) -> np.ndarray:
+  """The step's input, the same for both sides: tokens below `vocab` (int32), else standard normal floats."""
+  rng = np.random.default_rng(0)
+  return rng.standard_normal(shape).astype(np.float32) if vocab is None else rng.integers(0, vocab, shape, np.int32)
+
+def run_ours(device: str, make: Callable[[], Any], shape: tuple[int, ...], vocab: int | None,
+             steps: int) -> tuple[float, dict]:
   Device.DEFAULT = device
   Tensor.manual_seed(0)
   step = make()
-  x = Tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32), device=device).realize()
+  x = Tensor(bench_input(shape, vocab), device=device).realize()
   def one() -> None: step(x).numpy()
   for _ in range(2): one()  # warm-up and capture
   t = best_of(one, steps)
@@ -242,7 +263,7 @@ def main() -> int:
   ap.add_argument("--quick", action="store_true", help="the first row of each workload, 2 timed steps")
   ap.add_argument("--both", action="store_true", help="also ours on the other CPU path (C where the default is LLVM)")
   ap.add_argument("--big", action="store_true", help="add ResNet-18 at batch 32, 128x128")
-  ap.add_argument("--only", default="resnet,block,gpt2,unet", help="comma-separated workload groups")
+  ap.add_argument("--only", default="resnet,block,gpt2,unet,lstm", help="comma-separated workload groups")
   ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 3, --quick 2)")
   ap.add_argument("--top", type=int, default=10, help="slowest kernels listed per row")
   args = ap.parse_args()
@@ -257,8 +278,9 @@ def main() -> int:
   results = []
   goal: dict[str, list[tuple[str, str, float, int, int, int]]] = {p: [] for p in paths}
   for name, _, build in workloads(args):
-    make, tstep, shape = build()
-    tx = torch.from_numpy(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    make, tstep, shape, vocab = build()
+    # NOTE: torch's embedding takes int64 indices
+    tx = torch.from_numpy(bench_input(shape, vocab).astype(np.float32 if vocab is None else np.int64))
     tstep(tx)
     t_torch = best_of(lambda: tstep(tx), steps)
     # NOTE: torch's OpenMP threads wait on each other on an oversubscribed machine: one thread is the steadier reference
@@ -268,7 +290,7 @@ def main() -> int:
     row = {"torch": t_torch, "torch1": t_torch1}
     profs = {}
     for pname, dev in paths.items():
-      row[pname], profs[pname] = run_ours(dev, make, shape, steps)
+      row[pname], profs[pname] = run_ours(dev, make, shape, vocab, steps)
     results.append((name, row))
     cells = "  ".join(f"{p} {row[p]*1e3:9.1f} ms ({row[p]/t_torch:5.1f}x, {row[p]/t_torch1:5.1f}x)" for p in paths)
     print(f"{name:22s} torch {t_torch*1e3:8.1f} ms, 1 thread {t_torch1*1e3:8.1f} ms  {cells}", flush=True)

@@ -7,7 +7,8 @@ differ, its best time under each, and the step's total under each.
   python bench/step_ab.py ab /tmp/base.json --model resnet18 --batch 32 --hw 128 [--rounds 5]
 
 --model resnet18 (--batch, --hw): ResNet-18's SGD step; --model block (--dim): a GPT-2 block's SGD step over 8 x 128
-tokens (bench/models.py's rows); --conv NxCxH: a 3x3 conv's forward and both gradients (C channels in and out, H x H
+tokens; --model unet (--batch, --hw): tinygrad/models/unet.py's SGD step (base 32, depth 3, 8 groups) (bench/models.py's
+rows); --conv NxCxH: a 3x3 conv's forward and both gradients (C channels in and out, H x H
 pixels, padding 1). `dump` imports tinygrad from --root (a checkout of the
 commit to compare against) and writes the opts its heuristics chose for each kernel, keyed by the kernel's pyrender
 text (the same graph gives the same key in both trees where the scheduler did not change). `ab` captures the step here,
@@ -23,9 +24,9 @@ def parse() -> argparse.Namespace:
   ap.add_argument("mode", choices=("dump", "ab"))
   ap.add_argument("opts_file", help="dump: the JSON file to write; ab: the one dump wrote")
   ap.add_argument("--root", help="dump: the checkout whose tinygrad chooses the opts (default: this tree)")
-  ap.add_argument("--model", choices=("resnet18", "block"))
+  ap.add_argument("--model", choices=("resnet18", "block", "unet"))
   ap.add_argument("--batch", type=int, default=8)
-  ap.add_argument("--hw", type=int, default=64, help="resnet18: the images' height and width")
+  ap.add_argument("--hw", type=int, default=64, help="resnet18, unet: the images' height and width")
   ap.add_argument("--dim", type=int, default=256, help="block: the model dimension (heads of 64)")
   ap.add_argument("--conv", help="NxCxH: a 3x3 conv's step instead of a model's")
   ap.add_argument("--rounds", type=int, default=5)
@@ -62,6 +63,9 @@ def make_step():
   if ARGS.model == "block":
     from tinygrad.models.gpt2 import GPT2Block
     model, shape = GPT2Block(ARGS.dim, ARGS.dim // 64), (8, 128, ARGS.dim)
+  elif ARGS.model == "unet":
+    from tinygrad.models.unet import UNet
+    model, shape = UNet(3, 3, base=32, depth=3, groups=8), (ARGS.batch, 3, ARGS.hw, ARGS.hw)
   else:
     from tinygrad.models.resnet import resnet18
     model, shape = resnet18(num_classes=10), (ARGS.batch, 3, ARGS.hw, ARGS.hw)
