@@ -945,3 +945,25 @@ def test_a_per_channel_sum_over_few_pixels_unrolls_its_contiguous_run_into_16_la
   assert [o.op for o in opts].count(OptOps.UNROLL) == 2 and opts[0] == Opt(OptOps.UNROLL, 2, 0), opts
   assert opts[1] == Opt(OptOps.UNROLL, 1, 0 if hw * hw <= 16 else 16 // hw), opts
   with Context(SPEC=2): tol(out.numpy(), (x * 2).sum((0, 2, 3)), 8 * hw * hw)
+
+@pytest.mark.parametrize("dev", ["C", *(["LLVM"] if HAS_LLVM else [])])
+def test_a_mid_size_matmul_takes_one_vector_register_of_lanes_by_4_rows(dev):
+  # an LSTM step's dH = dG @ W_hh (16 x 1024 @ 1024 x 256): 4.2M multiply-adds, under the big tiles' 2^24 but over
+  # MID_BLOCK_MIN_WORK: 16 lanes on W's contiguous axis by 4 rows, no unrolled reduce (4 x 4 and an unroll by 4 ran 2.6x
+  # slower). x @ W^T at that size has no axis W is read along with vector loads: no 16 lanes there (they would gather)
+  from tinygrad.codegen.heuristic import MID_BLOCK_MIN_WORK, BIG_BLOCK_MIN_WORK
+  dev = {"C": c_cpu_device, "LLVM": llvm512}[dev]()
+  m, k_, n = 16, 1024, 256
+  assert MID_BLOCK_MIN_WORK <= m * k_ * n < BIG_BLOCK_MIN_WORK
+  g, w = rand(40, m, k_), rand(41, k_, n) / k_ ** 0.5
+  out = Tensor(g, device=dev) @ Tensor(w, device=dev)
+  k = the_kernel([out], {m, n}, k_)
+  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  assert wide_axis(opts) is not None and axis_size(output_axes(k)[wide_axis(opts)]) == n, opts
+  assert Opt(OptOps.UPCAST, 0, 4) in opts and not any(o.op is OptOps.UNROLL for o in opts), opts
+  tol(out.numpy(), g @ w, k_)
+  h, w2 = rand(42, m, n), rand(43, k_, n) / n ** 0.5
+  out2 = Tensor(h, device=dev) @ Tensor(w2, device=dev).T
+  k2 = the_kernel([out2], {m, k_}, n)
+  assert wide_axis(hand_coded_optimizations(k2, Device[dev].renderer)) is None
+  tol(out2.numpy(), h @ w2.T, n)

@@ -27,6 +27,9 @@ MAX_CPU_UPCAST = 384
 WIDE_MIN_REDUCE = 256  # the 48-lane tile (_wide_tile) only for reduces at least this long
 PACKED_32_MIN_REDUCE = 128  # the packed lanes of a conv (_upcast_for_reuse) take 32 for reduces at least this long
 BIG_BLOCK_MIN_WORK = 1 << 24
+# a CPU kernel from this much work up to BIG_BLOCK_MIN_WORK gets one vector register of lanes by 4 rows (MID_TILE lanes
+# in all; _upcast_reuse_axes), where smaller ones get 4 x 4 and a reduce unrolled by 4
+MID_BLOCK_MIN_WORK, MID_TILE = 1 << 20, 64
 # KBLOCK: a reduce whose input rows are a multiple of a page apart is blocked into this many steps per block
 PAGE_BYTES = 4096
 KBLOCK_STEPS = 256
@@ -49,6 +52,8 @@ class _Builder:
     self.even_tiles = even_tiles
     # streamed: _stream_once moved a loop; _reorder_for_reuse leaves the order as it is then
     self.streamed = False
+    # mid_lanes: a mid-size CPU kernel's vector axis took 16 lanes (_upcast_reuse_axes); its rows get MID_TILE's room
+    self.mid_lanes = False
     # NOTE: once per kernel: opts never add or remove a transcendental, and the renderer is fixed
     self.tile_budget = _tile_budget(ast, renderer)
   def try_opt(self, opt: Opt) -> bool:
@@ -222,7 +227,21 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
        b.try_opt(Opt(OptOps.SWAP, 0, i)):
       i = 0
     done.add(rid := output_axes(b.ast)[i].arg[0])
-    amts: tuple[int, ...] = ((16, 8, 4) if contiguous else (8, 4)) if cpu else (4, 2)
+    # NOTE: a CPU kernel under BIG_BLOCK_MIN_WORK but not tiny (an LSTM step's 16 x 1024 @ 1024 x 256: 4.2M
+    # multiply-adds) takes 16 lanes (a vector register) by 4 rows, not 4 x 4 with the reduce unrolled by 4. Measured
+    # alone (2 threads, AMD Zen 5, LLVM) on that kernel: 4 x 4 0.141 ms, 63 ms to compile; 16 x 4 0.054, 78 ms; 16 x 8
+    # 0.034, 397 ms; 32 x 8 0.025, 562 ms: the bigger tiles' compile pays only for a kernel launched thousands of times.
+    # In the steps (bench/step_ab.py): the LSTM's 31 launches of it 0.15 -> 0.055 ms each, the UNet's Winograd
+    # transforms at 32-64 channels 0.13-2.6 ms -> 0.06-1.3 (its step's launches 140.9 -> 132.5 ms), ResNet-18 b8's 3
+    # such kernels 0.09-0.24 -> 0.05-0.10 ms
+    heavy = _reduce_body_alu(b.ast, values_only=b.renderer.has_threads) > HEAVY_BODY
+    mid = not cpu and not heavy and b.renderer.has_threads and not b.renderer.has_local and \
+      MID_BLOCK_MIN_WORK <= _work(b.ast) < BIG_BLOCK_MIN_WORK
+    # NOTE: the 16 lanes only on an axis its loads are vector loads along (not A @ W^T's store axis, whose W rows would
+    # be gathered 16 at a time: a 16 x 256 @ (1024 x 256)^T in the LSTM's step 2.4 -> 14.6 ms)
+    vec_lanes = mid and _vector_axis(b.ast, output_axes(b.ast)[i])
+    amts: tuple[int, ...] = ((16, 8, 4) if contiguous else (8, 4)) if cpu else \
+      ((16, 4, 2) if vec_lanes else (4, 2)) if mid else (4, 2)
     # NOTE: the rows of a weight gradient's tile (dY^T X, its lanes' axis swapped outermost, so the store runs along the
     # rows) under 48 lanes (3 vector registers a row) are 6: with 8, LLVM kept a third of the 24 accumulators on the
     # stack, loaded and stored on every reduce step (a matmul storing along its lanes did not). Measured alone (2
@@ -233,8 +252,8 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # NOTE: a small kernel's tile is 4 lanes where its values' ops are many, not where its index math is (Winograd's
     # input transform at batch 8 over 16x16 pixels, 64 channels, its reduce over a padded 6x6 window: 4 lanes 5.0 ms,
     # 1.4 ms with 4 tile positions by 4 lanes by 2 tiles)
-    heavy = _reduce_body_alu(b.ast, values_only=b.renderer.has_threads) > HEAVY_BODY
-    room = (b.tile_budget if cpu else 4 if heavy else MAX_HEURISTIC_UPCAST) // b.upcast_total()
+    room = (b.tile_budget if cpu else 4 if heavy else MID_TILE if vec_lanes or (mid and b.mid_lanes) else
+            MAX_HEURISTIC_UPCAST) // b.upcast_total()
     # NOTE: where the budget leaves room for fewer than 8 rows (AVX2's 16 registers: 12 accumulators, 6 rows of 16
     # lanes), 6 rows where 6 divides the axis, else 4 (_tile_budget has the measurements)
     if cpu and 4 <= room < 8: amts = (6, 4)
@@ -255,6 +274,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     if got is None:
       got = next((amt for amt in amts if amt <= room and size % amt == 0 and b.try_opt(Opt(OptOps.UPCAST, i, amt))),
                  None)
+      if vec_lanes and got == 16: b.mid_lanes = True
     # NOTE: padding only where no amount divides: without masked loads the padded lanes' gated loads are scalar
     # (measured: 1000 padded to 1024 runs at a sixth of 1000 blocked 8x8), but a 1023 matmul with no blocking at all is
     # 20x slower still. The contiguous axis pads to 32 (16 lanes, then 2 more below)
