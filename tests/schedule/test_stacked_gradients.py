@@ -16,6 +16,11 @@ def _reduce_kernels(sched: list) -> list:
 def _reduce_size(ast) -> int:
   return int(np.prod([u.src[0].arg for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1].name == "REDUCE"]))
 
+def _reduces(sched: list) -> list[int]:
+  """The length of every reduce in the schedule (the product of its ranges' sizes)."""
+  return [int(np.prod([r.src[0].arg for r in red.src[1:]])) for ast in _reduce_kernels(sched) for red in ast.toposort()
+          if red.op is Ops.REDUCE]
+
 def recurrence(steps: int, batch: int, n: int, k: int):
   """h_t = tanh(x_t + h_{t-1} @ W^T)[:, :k] over `steps` steps, loss sum(h_T * g): W's gradient (its schedule and value)
   and torch's."""
@@ -34,13 +39,22 @@ def recurrence(steps: int, batch: int, n: int, k: int):
   return w.grad.schedule(), w.grad, tw.grad.numpy()
 
 def test_a_recurrent_weight_gradient_is_one_matmul_over_steps_and_batch():
-  steps, batch, n, k = 8, 16, 512, 128
+  steps, batch, n, k = 8, 16, 512, 96
   assert batch * n * k >= gradient.STACK_MIN_ELEMENTS and steps >= gradient.STACK_MIN_PRODUCTS
   sched, got, ref = recurrence(steps, batch, n, k)
   # NOTE: summed, the gradient's kernel reduced over the batch (16) and read every step's two operands; stacked, one
   # kernel reduces over the steps and the batch together (the stack's reduce merged with the weight's own)
   assert any(_reduce_size(ast) == steps * batch for ast in _reduce_kernels(sched)), \
     [_reduce_size(a) for a in _reduce_kernels(sched)]
+  np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+def test_more_products_than_a_stack_takes_are_several_stacks(monkeypatch):
+  # NOTE: a stack's cat is branch-free up to CUT's 32 pieces: 8 products at most 4 a stack are 2 stacks of 4, each one
+  # reduce over its 4 steps x the batch (the scheduler puts both in one kernel)
+  monkeypatch.setattr(gradient, "STACK_MAX_PRODUCTS", 4)
+  steps, batch, n, k = 8, 16, 512, 96
+  sched, got, ref = recurrence(steps, batch, n, k)
+  assert _reduces(sched).count(4 * batch) == 2 and steps * batch not in _reduces(sched), _reduces(sched)
   np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4, atol=1e-4)
 
 def test_few_or_small_products_are_summed_as_before():
@@ -50,7 +64,7 @@ def test_few_or_small_products_are_summed_as_before():
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4, atol=1e-4)
 
 def test_stacking_off_gives_the_same_gradient(monkeypatch):
-  steps, batch, n, k = 6, 16, 512, 128
+  steps, batch, n, k = 5, 16, 512, 96
   _, on, ref = recurrence(steps, batch, n, k)
   monkeypatch.setattr(gradient, "STACK_MIN_PRODUCTS", 1 << 30)
   sched, off, _ = recurrence(steps, batch, n, k)
