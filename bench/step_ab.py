@@ -7,9 +7,9 @@ differ, its best time under each, and the step's total under each.
   python bench/step_ab.py ab /tmp/base.json --model resnet18 --batch 32 --hw 128 [--rounds 5]
 
 --model resnet18 (--batch, --hw): ResNet-18's SGD step; --model block (--dim): a GPT-2 block's SGD step over 8 x 128
-tokens; --model unet (--batch, --hw): tinygrad/models/unet.py's SGD step (base 32, depth 3, 8 groups) (bench/models.py's
-rows); --conv NxCxH: a 3x3 conv's forward and both gradients (C channels in and out, H x H
-pixels, padding 1). `dump` imports tinygrad from --root (a checkout of the
+tokens; --model unet (--batch, --hw): tinygrad/models/unet.py's SGD step (base 32, depth 3, 8 groups); --model lstm
+(--batch): tinygrad/models/lstm.py's over 32 tokens (bench/models.py's rows); --conv NxCxH: a 3x3 conv's forward and
+both gradients (C channels in and out, H x H pixels, padding 1). `dump` imports tinygrad from --root (a checkout of the
 commit to compare against) and writes the opts its heuristics chose for each kernel, keyed by the kernel's pyrender
 text (the same graph gives the same key in both trees where the scheduler did not change). `ab` captures the step here,
 compiles each kernel with both sets of opts, and times whole passes over the step's launches, so each kernel sees the
@@ -24,7 +24,7 @@ def parse() -> argparse.Namespace:
   ap.add_argument("mode", choices=("dump", "ab"))
   ap.add_argument("opts_file", help="dump: the JSON file to write; ab: the one dump wrote")
   ap.add_argument("--root", help="dump: the checkout whose tinygrad chooses the opts (default: this tree)")
-  ap.add_argument("--model", choices=("resnet18", "block", "unet"))
+  ap.add_argument("--model", choices=("resnet18", "block", "unet", "lstm"))
   ap.add_argument("--batch", type=int, default=8)
   ap.add_argument("--hw", type=int, default=64, help="resnet18, unet: the images' height and width")
   ap.add_argument("--dim", type=int, default=256, help="block: the model dimension (heads of 64)")
@@ -42,7 +42,7 @@ from tinygrad import Tensor, TinyJit  # noqa: E402
 from tinygrad.uop import hooks  # noqa: E402
 from tinygrad.uop.pyrender import pyrender  # noqa: E402
 # NOTE: after tinygrad is imported from --root: bench/models.py's own path insert then finds it already loaded
-from models import ours_train_step, resnet_loss  # noqa: E402
+from models import ours_train_step, resnet_loss, lm_loss, bench_input  # noqa: E402
 
 def make_step():
   """One step to capture: a 3x3 conv's forward and gradients (--conv), else bench/models.py's SGD step of the model."""
@@ -60,6 +60,11 @@ def make_step():
       return list(Tensor.realize(o, x.grad, w.grad))
     return conv_step
   Tensor.manual_seed(0)
+  if ARGS.model == "lstm":
+    from tinygrad.models.lstm import LSTMLanguageModel
+    step = ours_train_step(LSTMLanguageModel(2000, 256, 256, nlayers=1), lm_loss)
+    tokens = Tensor(bench_input((ARGS.batch, 32), 2000)).realize()
+    return lambda: step(tokens)
   if ARGS.model == "block":
     from tinygrad.models.gpt2 import GPT2Block
     model, shape = GPT2Block(ARGS.dim, ARGS.dim // 64), (8, 128, ARGS.dim)
