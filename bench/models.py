@@ -150,6 +150,11 @@ def torch_resnet_loss(out: torch.Tensor) -> torch.Tensor: return out.square().me
 def lm_loss(out: tuple[Tensor, Any]) -> Tensor: return out[0].square().mean()
 def torch_lm_loss(out: tuple[torch.Tensor, Any]) -> torch.Tensor: return out[0].square().mean()
 
+# the UNet's and the LSTM's rows (bench/step_ab.py builds the same models)
+LSTM_VOCAB, LSTM_TOKENS = 2000, 32
+def unet_model() -> UNet: return UNet(3, 3, base=32, depth=3, groups=8)
+def lstm_model() -> LSTMLanguageModel: return LSTMLanguageModel(LSTM_VOCAB, 256, 256, nlayers=1)
+
 # a workload: (our step maker, torch step, input shape, vocabulary size where the input is tokens (ints below it), else
 # None: standard normal floats)
 Build = Callable[[], tuple[Any, Any, tuple[int, ...], int | None]]
@@ -172,12 +177,12 @@ def workloads(args: argparse.Namespace) -> list[tuple[str, str, Build]]:
   if not args.quick: rows.append(("block D768 H12", "block", block(768, 12)))
   rows.append((f"gpt2 fwd T256 x{2 if args.quick else 12}", "gpt2", gpt2(2 if args.quick else 12)))
   def unet() -> tuple[Any, Any, tuple[int, ...], int | None]:
-    return (lambda: ours_train_step(UNet(3, 3, base=32, depth=3, groups=8), resnet_loss),
+    return (lambda: ours_train_step(unet_model(), resnet_loss),
             torch_train_step(TUNet(3, 3, 32, 3, 8), torch_resnet_loss), (8, 3, 64, 64), None)
   rows.append(("unet b8 64x64", "unet", unet))
   def lstm() -> tuple[Any, Any, tuple[int, ...], int | None]:
-    return (lambda: ours_train_step(LSTMLanguageModel(2000, 256, 256, nlayers=1), lm_loss),
-            torch_train_step(TLSTM(2000, 256, 256, 1), torch_lm_loss), (16, 32), 2000)
+    return (lambda: ours_train_step(lstm_model(), lm_loss),
+            torch_train_step(TLSTM(LSTM_VOCAB, 256, 256, 1), torch_lm_loss), (16, LSTM_TOKENS), LSTM_VOCAB)
   rows.append(("lstm b16 T32", "lstm", lstm))
   return [r for r in rows if r[1] in args.only.split(",")]
 

@@ -42,7 +42,8 @@ from tinygrad import Tensor, TinyJit  # noqa: E402
 from tinygrad.uop import hooks  # noqa: E402
 from tinygrad.uop.pyrender import pyrender  # noqa: E402
 # NOTE: after tinygrad is imported from --root: bench/models.py's own path insert then finds it already loaded
-from models import ours_train_step, resnet_loss, lm_loss, bench_input  # noqa: E402
+from models import ours_train_step, resnet_loss, lm_loss, bench_input, unet_model, lstm_model, LSTM_VOCAB, \
+  LSTM_TOKENS  # noqa: E402
 
 def make_step():
   """One step to capture: a 3x3 conv's forward and gradients (--conv), else bench/models.py's SGD step of the model."""
@@ -61,16 +62,14 @@ def make_step():
     return conv_step
   Tensor.manual_seed(0)
   if ARGS.model == "lstm":
-    from tinygrad.models.lstm import LSTMLanguageModel
-    step = ours_train_step(LSTMLanguageModel(2000, 256, 256, nlayers=1), lm_loss)
-    tokens = Tensor(bench_input((ARGS.batch, 32), 2000)).realize()
+    step = ours_train_step(lstm_model(), lm_loss)
+    tokens = Tensor(bench_input((ARGS.batch, LSTM_TOKENS), LSTM_VOCAB)).realize()
     return lambda: step(tokens)
   if ARGS.model == "block":
     from tinygrad.models.gpt2 import GPT2Block
     model, shape = GPT2Block(ARGS.dim, ARGS.dim // 64), (8, 128, ARGS.dim)
   elif ARGS.model == "unet":
-    from tinygrad.models.unet import UNet
-    model, shape = UNet(3, 3, base=32, depth=3, groups=8), (ARGS.batch, 3, ARGS.hw, ARGS.hw)
+    model, shape = unet_model(), (ARGS.batch, 3, ARGS.hw, ARGS.hw)
   else:
     from tinygrad.models.resnet import resnet18
     model, shape = resnet18(num_classes=10), (ARGS.batch, 3, ARGS.hw, ARGS.hw)

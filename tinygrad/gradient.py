@@ -4,7 +4,7 @@ output. `compute_gradient` walks the graph from the root back to the targets and
 A front-end op whose composed graph has a poor or undefined gradient somewhere (pow at a zero base) registers a rule for
 its output node with `custom_gradient`: the walk then sends that node's gradient straight to the op's inputs."""
 from __future__ import annotations
-import math, weakref
+import functools, math, weakref
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
@@ -20,6 +20,7 @@ def _full(like: UOp, v: ConstType) -> UOp:
 
 def _mul(a: UOp, b: UOp) -> UOp: return a.alu(Ops.MUL, b)
 def _add(a: UOp, b: UOp) -> UOp: return a.alu(Ops.ADD, b)
+def _sum(us: list[UOp]) -> UOp: return functools.reduce(_add, us)  # ((u0 + u1) + u2) + ...
 def _scale(a: UOp, v: float) -> UOp: return _mul(a, _full(a, v))
 def _recip(a: UOp) -> UOp: return a.alu(Ops.RECIPROCAL)
 def _where(c: UOp, a: UOp, b: UOp) -> UOp: return c.alu(Ops.WHERE, a, b)
@@ -189,31 +190,28 @@ STACK_MIN_PRODUCTS, STACK_MIN_ELEMENTS = 4, 1 << 16
 # NOTE: a stack is a cat, stored by one kernel that CUT makes branch-free up to its MAX_PIECES (32) pieces; past that
 # each of its elements would test every piece's gate. So at most this many products a stack: more are several, summed
 STACK_MAX_PRODUCTS = 32
-# the reduces over a stack made here (the inner reduce _merge_stacked_reduces joins with the node's own)
-_stack_reduces: weakref.WeakSet[UOp] = weakref.WeakSet()
 
 def _broadcast_product(u: UOp) -> tuple[UOp, UOp] | None:
   """u's two operands' unexpanded sources where u is a product of two broadcasts (EXPAND x EXPAND), else None."""
   if u.op is not Ops.MUL or any(s.op is not Ops.EXPAND for s in u.src): return None
   return u.src[0].src[0], u.src[1].src[0]
 
-def _stacked_product(group: list[UOp], shape: tuple[int, ...]) -> UOp:
+def _stacked_product(group: list[UOp], shape: tuple[int, ...], stacks: set[UOp]) -> UOp:
   """The sum of the broadcast products in group (each EXPAND(a_i) * EXPAND(b_i) of `shape`) as the product of the stored
-  stacks of the a_i and of the b_i, reduced over the stack."""
+  stacks of the a_i and of the b_i, reduced over the stack (that reduce added to `stacks`)."""
   n = len(group)
   def stack(us: list[UOp]) -> UOp:
-    rows = [u.reshape((1, *u.shape)).pad(((i, n - 1 - i),) + ((0, 0),) * len(u.shape)) for i, u in enumerate(us)]
-    tot = rows[0]
-    for r in rows[1:]: tot = _add(tot, r)
-    return tot.contiguous()
+    return _sum([u.reshape((1, *u.shape)).pad(((i, n - 1 - i),) + ((0, 0),) * len(u.shape))
+                 for i, u in enumerate(us)]).contiguous()
   a, b = (stack([g.src[k].src[0] for g in group]) for k in (0, 1))
   red = _mul(a.expand((n, *shape)), b.expand((n, *shape))).r(Ops.ADD, (0,))
-  _stack_reduces.add(red)
+  stacks.add(red)
   return red.reshape(shape)
 
-def _sum_contributions(parts: list[UOp]) -> UOp:
+def _sum_contributions(parts: list[UOp], stacks: set[UOp]) -> UOp:
   """The sum of a node's gradient contributions, with STACK_MIN_PRODUCTS or more alike broadcast products stacked into
-  one product reduced over the stack."""
+  one product reduced over the stack (the stacks' reduces added to `stacks`)."""
+  if len(parts) < STACK_MIN_PRODUCTS: return _sum(parts)
   groups: dict[tuple[Any, ...], list[UOp]] = {}
   for p in parts:
     # NOTE: concrete shapes on one device only (a sharded tensor's products are summed as before)
@@ -226,27 +224,20 @@ def _sum_contributions(parts: list[UOp]) -> UOp:
     if len(group) < STACK_MIN_PRODUCTS: continue
     chunks = -(-len(group) // STACK_MAX_PRODUCTS)
     for c in range(chunks):
-      out.append(_stacked_product(group[c * len(group) // chunks:(c + 1) * len(group) // chunks], key[1]))
+      out.append(_stacked_product(group[c * len(group) // chunks:(c + 1) * len(group) // chunks], key[1], stacks))
     stacked.update(group)
-  out += [p for p in parts if p not in stacked]
-  tot = out[0]
-  for o in out[1:]: tot = _add(tot, o)
-  return tot
+  return _sum(out + [p for p in parts if p not in stacked])
 
-def _merge_stacked_reduces(g: UOp) -> UOp:
-  """g with each sum over the axes A of a stack's reduce (reshaped to drop its stack axis) as one reduce over the stack
-  and A, so the stacked product is one matmul-shaped kernel."""
+def _merge_stacked_reduces(g: UOp, stacks: set[UOp]) -> UOp:
+  """g with each sum over the axes A of a stack's reduce (one of `stacks`, reshaped to drop its stack axis) as one
+  reduce over the stack and A, so the stacked product is one matmul-shaped kernel."""
   def leaves(x: UOp) -> list[UOp]: return [y for s in x.src for y in leaves(s)] if x.op is Ops.ADD else [x]
   subs: dict[UOp, UOp] = {}
   for u in g.toposort():
     if u.op is not Ops.REDUCE_AXIS or u.arg[0] is not Ops.ADD: continue
     # NOTE: the sum of several stacks (over STACK_MAX_PRODUCTS products) too, each stack's reduce joined with u's
-    if not (terms := leaves(u.src[0])) or not all(t.op is Ops.RESHAPE and t.src[0] in _stack_reduces for t in terms):
-      continue
-    merged = [t.src[0].src[0].r(Ops.ADD, (0, *(a + 1 for a in u.arg[1]))).reshape(u.shape) for t in terms]
-    tot = merged[0]
-    for m in merged[1:]: tot = _add(tot, m)
-    subs[u] = tot
+    if not (terms := leaves(u.src[0])) or not all(t.op is Ops.RESHAPE and t.src[0] in stacks for t in terms): continue
+    subs[u] = _sum([t.src[0].src[0].r(Ops.ADD, (0, *(a + 1 for a in u.arg[1]))).reshape(u.shape) for t in terms])
   return substitute(g, subs) if subs else g
 
 def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
@@ -259,9 +250,10 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   # every node's contributions, summed when the walk reaches it (_sum_contributions)
   parts: dict[UOp, list[UOp]] = {root: [root_grad]}
   grads: dict[UOp, UOp] = {}
+  stacks: set[UOp] = set()  # the reduces over stacked products made on this walk (_merge_stacked_reduces joins them)
   for u in reversed(topo):
     if (ps := parts.pop(u, None)) is None: continue
-    grads[u] = g = _sum_contributions(ps)
+    grads[u] = g = _sum_contributions(ps, stacks)
     if not on_path[u] or u.op in _LEAVES: continue
     if (custom := _custom_rules.get(u)) is not None: src_grads: Any = custom[1](g, u, custom[0])
     else: src_grads = pm_gradient.rewrite(u, ctx=g)
@@ -273,6 +265,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
         raise RuntimeError(f"compute_gradient: the rule for {u.op} gave a gradient of shape {sg.shape} to a "
                                                  f"source of shape {s.shape}")
       parts.setdefault(s, []).append(sg)
-  return {t: _merge_stacked_reduces(grads[t]) for t in targets if t in grads}
+  # NOTE: the whole graph is walked again only where this walk stacked something
+  return {t: _merge_stacked_reduces(grads[t], stacks) if stacks else grads[t] for t in targets if t in grads}
 
 __all__ = ["compute_gradient", "pm_gradient", "custom_gradient", "substitute"]
