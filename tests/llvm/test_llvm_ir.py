@@ -475,3 +475,33 @@ def test_a_register_tile_over_a_packed_panel_keeps_whole_vector_accumulators():
   accs = re.findall(r"alloca \[1 x ([^\]]+)\]", src)
   assert accs == ["<8 x float>"] * 32, sorted(set(accs))
   assert_vector_fma_loop(src, 8, 32)
+
+def _transpose_ast(shape, step=1):
+  x = Tensor.empty(*shape)
+  src = x[..., ::step] if step > 1 else x
+  return src.permute(0, 2, 3, 1).contiguous().schedule()[-1].ast
+
+@pytest.mark.parametrize("bits,lanes", [(512, 16), (256, 8)])
+def test_a_transposed_tile_reads_its_rows_as_vectors(bits, lanes, run_kernel):
+  # NCHW -> NHWC: the heuristics' tile stores along C and loads along W. Every row of W the tile reads whole is one
+  # vector load (the store vectors built by shuffles), where each element was a scalar load and an insertelement
+  ren = CPULLVMRenderer("x86_64-unknown-linux-gnu", llvm_parts()[0].datalayout, bits, 2)
+  ast = _transpose_ast((2, 32, 4, 64))
+  src = get_program(ast, ren).src
+  assert re.search(rf"load <{lanes} x float>, ptr %p\d+", src) and not re.search(r"= load float, ", src)
+  if bits == llvm_parts()[0].vector_bits:
+    x = np.random.default_rng(0).standard_normal((2, 32, 4, 64), dtype=np.float32)
+    out = np.zeros(x.size, np.float32)
+    run_kernel(ast, [out, x.reshape(-1)])
+    np.testing.assert_array_equal(out.reshape(2, 4, 64, 32), x.transpose(0, 2, 3, 1))
+
+def test_rows_a_tile_reads_in_part_stay_scalar_loads(run_kernel):
+  # every other element of W: no run of consecutive elements is read whole, so none is read as a vector (that would
+  # read elements the kernel never reads, past the end of the buffer for the last row)
+  ast = _transpose_ast((2, 32, 4, 64), step=2)
+  p = get_program(ast, llvm_parts()[0])
+  assert not re.search(r"load <\d+ x float>", p.src)
+  x = np.random.default_rng(1).standard_normal((2, 32, 4, 64), dtype=np.float32)
+  out = np.zeros(x.size // 2, np.float32)
+  run_kernel(ast, [out, x.reshape(-1)])
+  np.testing.assert_array_equal(out.reshape(2, 4, 32, 32), x[..., ::2].transpose(0, 2, 3, 1))

@@ -249,6 +249,42 @@ def pack_calls(ops: tuple[Ops, ...], sink: UOp) -> UOp | None:
     flush(run)
   return sink.substitute(subs) if subs else None
 
+# ---- rows of a transposed tile read as vectors ----
+
+def _scalar_global_load(x: UOp) -> bool:
+  """LOAD(INDEX(buf, idx)) of one element of a global buffer, ungated."""
+  return x.op is Ops.LOAD and len(x.src) == 1 and x.src[0].op is Ops.INDEX and len(x.src[0].src) == 2 and \
+    x.dtype.count == 1 and isinstance(bt := x.src[0].src[0].dtype, PtrDType) and bt.addrspace is AddrSpace.GLOBAL and \
+    bt.base.count == 1
+
+def row_loads(ren: Renderer, sink: UOp) -> UOp | None:
+  """SINK rule: scalar loads that feed vectors (VECTORIZE lanes: a store's or an op's) and read, between them, every
+  element of a run of `width` consecutive elements of one buffer (at one base index) become one vector load of the run
+  and a lane (GEP) each. A transposed tile (its lanes along the store's axis, its loads contiguous along another: NCHW
+  to NHWC) then reads its input as whole vectors and builds its store vectors by shuffles, where it read every element
+  alone and inserted it. Only runs the kernel reads whole, so no element it would not read is read; not where a load
+  may sit under an IF."""
+  topo = sink.toposort()
+  if any(u.op is Ops.IF for u in topo): return None
+  fed = {s for u in topo if u.op is Ops.VECTORIZE for s in u.src if _scalar_global_load(s)}
+  groups: dict[tuple[UOp, UOp | None, DType], dict[int, UOp]] = {}
+  for ld in fed:
+    if not _vec_ok(ren, ld.dtype) or not ren.acc_widths(ld.dtype): continue
+    base, off = _split_offset(ld.src[0].src[1])
+    groups.setdefault((ld.src[0].src[0], base, ld.dtype), {})[off] = ld
+  subs: dict[UOp, UOp] = {}
+  for (buf, base, dt), offs in groups.items():
+    width = ren.acc_widths(dt)[0]
+    if len(offs) < 2 * width: continue
+    taken: set[int] = set()
+    for start in sorted(offs):
+      if start in taken or not all(start + j in offs and start + j not in taken for j in range(width)): continue
+      idx = offs[start].src[0].src[1]
+      vec = UOp(Ops.INDEX, buf.dtype.vec(width), (buf, idx)).load(dtype=dt.vec(width))
+      subs.update({offs[start + j]: vec.gep(j) for j in range(width)})
+      taken.update(range(start, start + width))
+  return sink.substitute(subs) if subs else None
+
 # ---- lanes into vector ops (any width: the target legalizes what its registers do not hold) ----
 
 def _vec_ok(ren: Renderer, dt: DType) -> bool: return dt.scalar() in ren.vectors
@@ -313,6 +349,8 @@ def llvm_matcher(ren: Renderer) -> PatternMatcher:
   if ren.acc_widths(dtypes.float32):
     rules.insert(0, (UPat(Ops.SINK, name="sink"),
                      lambda sink: pack_accumulators(ren, sink) if DEVECTORIZE < 1 else None))
+  if ren.acc_widths(dtypes.float32):
+    rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: row_loads(ren, sink) if DEVECTORIZE < 1 else None))
   if calls := batched_calls(ren):
     rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: pack_calls(calls, sink) if DEVECTORIZE < 1 else None))
   return PatternMatcher(rules)
