@@ -262,8 +262,10 @@ def row_loads(ren: Renderer, sink: UOp) -> UOp | None:
   element of a run of `width` consecutive elements of one buffer (at one base index) become one vector load of the run
   and a lane (GEP) each. A transposed tile (its lanes along the store's axis, its loads contiguous along another: NCHW
   to NHWC) then reads its input as whole vectors and builds its store vectors by shuffles, where it read every element
-  alone and inserted it. Only runs the kernel reads whole, so no element it would not read is read; not where a load
-  may sit under an IF."""
+  alone and inserted it. Only runs the kernel reads whole, so no element it would not read is read; only where a
+  buffer's loads at one base hold two runs or more (a tile, not a stray run); not where a load may sit under an IF.
+  `width` is the widest vector of the renderer's (16 float32 lanes on AVX-512, 8 on AVX2): runs of 8 and 4 as well
+  changed 39 of a UNet step's kernels for 1% of their time, one of them 2x slower."""
   topo = sink.toposort()
   if any(u.op is Ops.IF for u in topo): return None
   fed = {s for u in topo if u.op is Ops.VECTORIZE for s in u.src if _scalar_global_load(s)}
@@ -349,7 +351,6 @@ def llvm_matcher(ren: Renderer) -> PatternMatcher:
   if ren.acc_widths(dtypes.float32):
     rules.insert(0, (UPat(Ops.SINK, name="sink"),
                      lambda sink: pack_accumulators(ren, sink) if DEVECTORIZE < 1 else None))
-  if ren.acc_widths(dtypes.float32):
     rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: row_loads(ren, sink) if DEVECTORIZE < 1 else None))
   if calls := batched_calls(ren):
     rules.insert(0, (UPat(Ops.SINK, name="sink"), lambda sink: pack_calls(calls, sink) if DEVECTORIZE < 1 else None))
