@@ -253,9 +253,8 @@ def pack_calls(ops: tuple[Ops, ...], sink: UOp) -> UOp | None:
 
 def _scalar_global_load(x: UOp) -> bool:
   """LOAD(INDEX(buf, idx)) of one element of a global buffer, ungated."""
-  return x.op is Ops.LOAD and len(x.src) == 1 and x.src[0].op is Ops.INDEX and len(x.src[0].src) == 2 and \
-    x.dtype.count == 1 and isinstance(bt := x.src[0].src[0].dtype, PtrDType) and bt.addrspace is AddrSpace.GLOBAL and \
-    bt.base.count == 1
+  return _plain_or_gated_load(x) and len(x.src) == 1 and x.dtype.count == 1 and \
+    isinstance(bt := x.src[0].src[0].dtype, PtrDType) and bt.addrspace is AddrSpace.GLOBAL and bt.base.count == 1
 
 def row_loads(ren: Renderer, sink: UOp) -> UOp | None:
   """SINK rule: scalar loads that feed vectors (VECTORIZE lanes: a store's or an op's) and read, between them, every
@@ -282,7 +281,7 @@ def row_loads(ren: Renderer, sink: UOp) -> UOp | None:
     for start in sorted(offs):
       if start in taken or not all(start + j in offs and start + j not in taken for j in range(width)): continue
       idx = offs[start].src[0].src[1]
-      vec = UOp(Ops.INDEX, buf.dtype.vec(width), (buf, idx)).load(dtype=dt.vec(width))
+      vec = _vector_load(buf, idx, dt, width)
       subs.update({offs[start + j]: vec.gep(j) for j in range(width)})
       taken.update(range(start, start + width))
   return sink.substitute(subs) if subs else None
@@ -306,6 +305,10 @@ def _plain_or_gated_load(x: UOp) -> bool:
   if x.op is not Ops.LOAD or x.src[0].op is not Ops.INDEX or len(x.src) != len(x.src[0].src) - 1: return False
   return len(x.src) == 1 or (len(x.src) == 2 and x.src[0].src[2].dtype.count == 1)
 
+def _vector_load(buf: UOp, idx: UOp, dt: DType, width: int) -> UOp:
+  """One load of `width` consecutive elements of buf from idx on."""
+  return UOp(Ops.INDEX, buf.dtype.vec(width), (buf, idx)).load(dtype=dt.vec(width))
+
 def vectorize_load(ren: Renderer, v: UOp) -> UOp | None:
   """VECTORIZE of loads of consecutive elements of one buffer -> one vector load; where some lanes are gated (a padded
   axis' lanes), a masked vector load with a gate per lane (true where the lane's load has none)."""
@@ -319,7 +322,7 @@ def vectorize_load(ren: Renderer, v: UOp) -> UOp | None:
   vdt = lds[0].dtype.vec(len(lds))
   # NOTE: a gate that folded to true (a padded panel's lanes short of the padding) reads as a plain lane
   if all(len(ld.src) == 1 or (ld.src[0].src[2].op is Ops.CONST and ld.src[0].src[2].arg is True) for ld in lds):
-    return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1])).load(dtype=vdt)
+    return _vector_load(buf, lds[0].src[0].src[1], lds[0].dtype, len(lds))
   gate = UOp.vectorize(*[ld.src[0].src[2] if len(ld.src) == 2 else UOp.const(dtypes.bool, True) for ld in lds])
   alt = UOp.vectorize(*[ld.src[1] if len(ld.src) == 2 else ld.const_like(0) for ld in lds])
   return UOp(Ops.INDEX, buf.dtype.vec(len(lds)), (buf, lds[0].src[0].src[1], gate)).load(alt, dtype=vdt)
