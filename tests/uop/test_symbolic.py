@@ -125,6 +125,20 @@ def test_divmod_recombines():
   assert simp(e) is x * 4 + r
   assert simp(y // 3 * 3 + y % 3) is y
 
+def test_divmod_joins_the_digits_of_a_merged_axis():
+  # a (c, 3, 3) view reshaped to 9c is read back as (i//9)*9 + ((i//3)%3)*3 + i%3: that is i again
+  i = UOp.range(36, 2)
+  assert simp(i // 9 * 9 + (i // 3 % 3) * 3 + i % 3) is i
+  assert simp((i // 3 % 3) * 3 + i % 3) is simp(i % 9)
+  assert simp((i // 4 % 2) * 8 + (i % 4) * 2) is simp((i % 8) * 2)
+  # truncating: the identity holds for negative numerators too
+  w = UOp.variable("w", -40, 40)
+  assert simp(w // 9 * 9 + (w // 3 % 3) * 3 + w % 3) is w
+  assert_same_everywhere((w // 3 % 3) * 3 + w % 3, simp((w // 3 % 3) * 3 + w % 3))
+  assert check_expression((w // 3 % 3) * 3 + w % 3).ok
+  # not where the coefficients do not match the digits
+  assert simp((i // 3 % 3) * 4 + i % 3) is not simp(i % 9)
+
 # ---- division and remainder (C truncation) ----
 
 def test_divmod_by_bounds():

@@ -102,14 +102,29 @@ def build_sum(terms: dict[UOp, int], const: int, dtype: DType) -> UOp:
   return ret if dtypes.as_const(const, dtype) == 0 else UOp(Ops.ADD, dtype, (ret, UOp.const(dtype, const)))
 
 def _recombine_divmod(terms: dict[UOp, int]) -> bool:
-  """(x//c)*c*k + (x%c)*k -> x*k, in place. Sound in C: x == (x/c)*c + x%c always."""
+  """(x//c)*c*k + (x%c)*k -> x*k, and ((x//a)%b)*a*k + (x%a)*k -> (x%(a*b))*k (a, b > 0), in place. Sound in C: x ==
+  (x/c)*c + x%c always, and x%(a*b) == x - (x/(a*b))*a*b == ((x/a)%b)*a + x%a, as (x/a)/b == x/(a*b) truncating too.
+  The second joins the digits of a merged axis (a reshape of (c, 3, 3) to 9c, read back as (i//9)*9 + ((i//3)%3)*3 +
+  i%3), so the first then gives back i."""
   for t, k in list(terms.items()):
     if t.op is not Ops.MOD or not _is_const(t.src[1]) or k == 0 or t not in terms: continue
     q = UOp(Ops.IDIV, t.dtype, t.src)
-    if terms.get(q) != k * t.src[1].arg or has_invalid(t): continue
-    del terms[t], terms[q]
-    terms[t.src[0]] = terms.get(t.src[0], 0) + k
-    return True
+    if terms.get(q) == k * t.src[1].arg and not has_invalid(t):
+      del terms[t], terms[q]
+      terms[t.src[0]] = terms.get(t.src[0], 0) + k
+      return True
+    if (a := t.src[1].arg) <= 0 or has_invalid(t): continue
+    for m, km in terms.items():
+      if km != k * a or m.op is not Ops.MOD or not _is_const(m.src[1]) or m.src[1].arg <= 0: continue
+      # NOTE: a*b must be a value of the dtype (int8's 16 * 16 would wrap to 0); where it is not, the remainder by b was
+      # already folded away by its bounds, so this only keeps the rule sound on its own
+      if dtypes.as_const(a * m.src[1].arg, t.dtype) != a * m.src[1].arg: continue
+      if (d := m.src[0]).op is not Ops.IDIV or d.src[0] is not t.src[0] or not _is_const(d.src[1]) or d.src[1].arg != a:
+        continue
+      del terms[t], terms[m]
+      joined = UOp(Ops.MOD, t.dtype, (t.src[0], UOp.const(t.dtype, a * m.src[1].arg)))
+      terms[joined] = terms.get(joined, 0) + k
+      return True
   return False
 
 def fold_sum(x: UOp) -> UOp | None:
