@@ -80,8 +80,17 @@ class DB:
     if not create and not os.path.exists(path):
       raise FileNotFoundError(f"replay database {path} does not exist: capture first (python -m replay capture -- "
                               "<command>), or name another with --db / REPLAY_DB")
-    try: self._open(create)
-    except sqlite3.Error as e: raise self.error(e) from None
+    # NOTE: workers opening one new file at once: switching it to WAL can meet another's lock, and sqlite then says
+    # "database is locked" at once, whatever the busy timeout (seen 1 in ~300 opens of 8 at a time): open again
+    for attempt in range(5):
+      try:
+        self._open(create)
+        return
+      except sqlite3.OperationalError as e:
+        if hasattr(self, "conn"): self.conn.close()
+        if "locked" not in str(e) or attempt == 4: raise self.error(e) from None
+        time.sleep(0.2 * (attempt + 1))
+      except sqlite3.Error as e: raise self.error(e) from None
 
   def error(self, e: BaseException, what: str = "") -> DBError:
     msg = " ".join(str(e).split())
@@ -98,18 +107,29 @@ class DB:
       uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro"
       self.conn = sqlite3.connect(uri, uri=True, timeout=120, isolation_level=None, check_same_thread=False)
     self.conn.execute("PRAGMA busy_timeout=120000")
-    tables = {str(r[0]) for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if (tables or not create) and not set(TABLES) <= tables:
-      raise DBError(f"{self.path} is not a replay database: it has the table(s) {sorted(tables)[:8]}, a replay "
-                    f"database has {list(TABLES)}")
+    # NOTE: a capture's workers open one new file at once: the check and the schema are one write transaction, so no
+    # opener sees another's tables half made (executescript committed each CREATE on its own: a worker saw meta, runs
+    # and records but not the rest, refused the file and lost its records)
+    if create: self.conn.execute("BEGIN IMMEDIATE")
+    try:
+      tables = {str(r[0]) for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+      if (tables or not create) and not set(TABLES) <= tables:
+        raise DBError(f"{self.path} is not a replay database: it has the table(s) {sorted(tables)[:8]}, a replay "
+                      f"database has {list(TABLES)}")
+      if create:
+        for stmt in (x.strip() for x in SCHEMA.split(";")):
+          if stmt: self.conn.execute(stmt)
+        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        self.conn.execute("COMMIT")
+    except BaseException:
+      if self.conn.in_transaction: self.conn.execute("ROLLBACK")
+      raise
     if create:
       self.conn.execute("PRAGMA journal_mode=WAL")
       # NOTE: in WAL mode, synchronous=NORMAL keeps every commit of a process that is killed (it is in the WAL file, in
       # the OS's cache); only an OS crash or power loss can lose the latest ones. FULL would fsync each record: about
       # 6 ms a record, most of the capture's cost
       self.conn.execute("PRAGMA synchronous=NORMAL")
-      self.conn.executescript(SCHEMA)
-      self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     got = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     if got is None or str(got[0]) != str(SCHEMA_VERSION):
       raise DBError(f"replay database {self.path} has schema version {None if got is None else got[0]}; this replay "
