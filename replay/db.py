@@ -81,7 +81,7 @@ class DB:
       raise FileNotFoundError(f"replay database {path} does not exist: capture first (python -m replay capture -- "
                               "<command>), or name another with --db / REPLAY_DB")
     # NOTE: workers opening one new file at once: switching it to WAL can meet another's lock, and sqlite then says
-    # "database is locked" at once, whatever the busy timeout (seen 1 in ~300 opens of 8 at a time): open again
+    # "database is locked" at once, whatever the busy timeout (1-3 of 800 opens, 8 at a time): open again
     for attempt in range(5):
       try:
         self._open(create)

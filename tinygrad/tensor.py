@@ -2969,8 +2969,8 @@ class Tensor(_CastSugar, MathTrait):
       if WINO.value == 1 or self._winograd_pays(weight, groups, pads):
         out = _winograd_conv(self, weight, groups, pads)
         return out if bias is None else out + bias.reshape(1, -1, *([1] * nsp))
-    # NOTE: (N, Cin, *o, *k); a product where each group has more than one output channel (a depthwise conv's windows
-    # are multiplied, not summed: their gradient fuses into its fold)
+    # NOTE: (N, Cin, *o, *k); their gradient a matmul only where each group has more than one output channel (a
+    # depthwise conv's has no sum over them: an elementwise product, left as it was)
     rcout = cout // groups
     x = self._pad2d(padding, nsp, op="conv2d")._pool(tuple(hw), stride, dilation, op="conv2d", product=rcout > 1)
     oyx = x.shape[2:2 + nsp]
