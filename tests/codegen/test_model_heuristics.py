@@ -399,7 +399,7 @@ def test_a_conv_input_gradient_is_a_matmul_along_the_filters_rows(c: int, hw: in
   # dy^T @ W (cout, cin x 9), whose cin x 9 axis the filters and the store both walk with stride 1 (the reshape's digits
   # (i//9)*9 + ((i//3)%3)*3 + i%3 fold back to i): its lanes are vector loads and stores, as a plain matmul's. In the
   # windows' own order the lanes were cin, 9 apart in both, each (y, x, ky, kx) a matmul of its own over a packed panel
-  # (alone in ResNet-18 b8's step, 2 threads: 256 over 4x4 pixels 0.69 -> 0.32 ms). Values against torch under SPEC=2
+  # (in a 3x3 conv's step alone, 2 threads: 256 over 4x4 pixels 0.69 -> 0.32 ms). Values against torch under SPEC=2
   from tinygrad.codegen.heuristic import _vector_axis
   b = 8
   dev = llvm512()
@@ -433,7 +433,7 @@ def test_a_conv_input_gradient_is_a_matmul_along_the_filters_rows(c: int, hw: in
 @pytest.mark.parametrize("groups, stride, dilation", [(1, 1, 1), (2, 2, 1), (3, 1, 2), (6, 1, 1)])
 def test_conv_input_gradients_stored_pixels_first_match_torch(groups: int, stride: int, dilation: int):
   # the windows' gradient stored pixels-first, as every conv with more than one output channel a group gets it (a
-  # depthwise conv, one a group, keeps its fused form): grouped, strided and dilated, 1-d and 3-d too, on the PYTHON
+  # depthwise conv, one a group, keeps autograd's form): grouped, strided and dilated, 1-d and 3-d too, on the PYTHON
   # interpreter and both CPU paths, against torch under SPEC=2
   devs = ["PYTHON", c_cpu_device()] + ([llvm512()] if HAS_LLVM else [])
   for nd, (hw, k) in ((2, (7, 3)), (1, (9, 3)), (3, (5, 2))):
