@@ -9,6 +9,7 @@ import importlib.util
 import numpy as np
 import pytest
 import torch
+import tinygrad.tensor as tinygrad_tensor
 from tinygrad import Tensor, Device
 from tinygrad.helpers import Context
 from tinygrad.uop import Ops, AxisType, GroupOp
@@ -220,11 +221,15 @@ def conv_step(dev: str, b: int, cin: int, cout: int, hw: int, k: int = 3,
   return [out, tw.grad], [rout.detach().numpy(), rw.grad.numpy()]
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
-def test_convs_over_few_pixels_and_their_weight_gradients_get_packed_vector_lanes_on_llvm():
+def test_convs_over_few_pixels_and_their_weight_gradients_get_packed_vector_lanes_on_llvm(monkeypatch):
   # ResNet's last stages: a 3x3 conv over a 4x4 image has no output axis of 8+ that an operand or the store walks with
   # stride 1, so its tile was 8x8 scalar lanes. The out-channel axis takes 16 lanes and the weights' panel is packed
   # ([taps x cin][16 channels]: one vector load per step); the weight gradient likewise on its out-channel axis, with
   # the upstream gradient packed. Values against torch under SPEC=2 on both CPU paths
+  # NOTE: the autograd form of the weight gradient, which the CPU default takes over more than 16 output pixels only
+  # (over fewer, a matmul of the stored windows: test_a_conv_weight_gradient_over_few_pixels_is_a_matmul_of_its_stored_
+  # windows); these rules still tile that form wherever it comes
+  monkeypatch.setattr(tinygrad_tensor, "CONV_IM2COL_WGRAD_PIXELS", 0)
   dev = llvm512()
   ren = Device[dev].renderer
   b, cin, cout, hw = 8, 128, 128, 4
@@ -431,36 +436,66 @@ def test_a_conv_input_gradient_is_a_matmul_along_the_filters_rows(c: int, hw: in
     with Context(SPEC=2): tol(grad(d).numpy(), rx.grad.numpy(), 9 * c)
 
 @pytest.mark.parametrize("groups, stride, dilation", [(1, 1, 1), (2, 2, 1), (3, 1, 2), (6, 1, 1)])
-def test_conv_input_gradients_stored_pixels_first_match_torch(groups: int, stride: int, dilation: int):
+def test_conv_gradients_stored_pixels_first_match_torch(groups: int, stride: int, dilation: int):
   # the windows' gradient stored pixels-first, as every conv with more than one output channel a group gets it (a
-  # depthwise conv, one a group, keeps autograd's form): grouped, strided and dilated, 1-d and 3-d too, on the PYTHON
-  # interpreter and both CPU paths, against torch under SPEC=2
+  # depthwise conv, one a group, keeps autograd's form), and over at most 16 output pixels on the CPU the filters'
+  # gradient from the windows stored pixels-first too: grouped, strided and dilated, 1-d and 3-d too, over many pixels
+  # and over few, on the PYTHON interpreter and both CPU paths, against torch under SPEC=2
   devs = ["PYTHON", c_cpu_device()] + ([llvm512()] if HAS_LLVM else [])
-  for nd, (hw, k) in ((2, (7, 3)), (1, (9, 3)), (3, (5, 2))):
+  for nd, (hw, k) in ((2, (7, 3)), (2, (3, 3)), (1, (9, 3)), (1, (4, 3)), (3, (5, 2)), (3, (1, 2))):
     x, w = rand(80 + nd, 2, 6, *(hw,) * nd), rand(90 + nd, 12 if groups != 6 else 6, 6 // groups, *(k,) * nd)
     g = None
     for d in devs:
-      tx = Tensor(x, device=d, requires_grad=True)
+      tx, tw = Tensor(x, device=d, requires_grad=True), Tensor(w, device=d, requires_grad=True)
       with Context(WINO=0):
-        out = tx.conv2d(Tensor(w, device=d), groups=groups, stride=stride, dilation=dilation, padding=1)
+        out = tx.conv2d(tw, groups=groups, stride=stride, dilation=dilation, padding=1)
         if g is None: g = rand(100 + nd, *out.shape)
         (out * Tensor(g, device=d)).sum().backward()
-      rx = torch.from_numpy(x).requires_grad_()
+      rx, rw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
       conv = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d, 3: torch.nn.functional.conv3d}[nd]
-      rout = conv(rx, torch.from_numpy(w), groups=groups, stride=stride, dilation=dilation, padding=1)
+      rout = conv(rx, rw, groups=groups, stride=stride, dilation=dilation, padding=1)
       (rout * torch.from_numpy(g)).sum().backward()
-      assert tx.grad is not None and rx.grad is not None
-      with Context(SPEC=2): tol(tx.grad.numpy(), rx.grad.numpy(), w.shape[0] // groups * k ** nd)
+      assert tx.grad is not None and rx.grad is not None and tw.grad is not None and rw.grad is not None
+      with Context(SPEC=2):
+        tol(tx.grad.numpy(), rx.grad.numpy(), w.shape[0] // groups * k ** nd)
+        tol(tw.grad.numpy(), rw.grad.numpy(), 2 * int(np.prod(g.shape[2:])))
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_a_conv_weight_gradient_over_few_pixels_is_a_matmul_of_its_stored_windows():
+  # the weight gradient of a 3x3 conv over 4x4 pixels (16 outputs) at batch 8: dy^T (Cout, 8 x 16) @ the windows
+  # stored pixels-first (8 x 16, Cin x 9), kept in that shape (the filters' shape a reshape of its buffer, not a copy),
+  # its lanes along Cin x 9 (the windows and the store with stride 1). Autograd's form read the padded windows in place,
+  # its lanes on Cout stored 2,304 apart (alone, 2 threads: 0.93 -> 0.79 ms at 256 channels, 0.84 -> 0.40 at 512 over
+  # 2x2). Over 8x8 pixels autograd's form stays (it was faster there). Values against torch under SPEC=2
+  from tinygrad.codegen.heuristic import _vector_axis
+  dev = llvm512()
+  for c, hw, merged in ((256, 4, True), (64, 8, False)):
+    outs, refs = conv_step(dev, 8, c, c, hw)
+    ks = kernels(outs[1])
+    mm = [k for k in ks if set(out_sizes(k)) == {c, 9 * c} and red_size(k) == 8 * hw * hw]
+    assert len(mm) == int(merged), [(out_sizes(k), red_size(k)) for k in ks]
+    # no kernel copies the gradient into the filters' shape
+    assert not any(red_size(k) == 1 and int(np.prod(out_sizes(k))) == 9 * c * c for k in ks)
+    if merged:
+      cols = next(r for r in output_axes(mm[0]) if axis_size(r) == 9 * c)
+      opts = hand_coded_optimizations(mm[0], Device[dev].renderer)
+      assert _vector_axis(mm[0], cols) and output_axes(mm[0])[wide_axis(opts)] is cols, opts
+    with Context(SPEC=2): tol(outs[1].numpy(), refs[1], 8 * hw * hw)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 @pytest.mark.parametrize("c, hw, want", [(128, 4, 32), (256, 2, 32)])
-def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_long_reduce(c: int, hw: int, want: int):
+def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_long_reduce(c: int, hw: int, want: int,
+                                                                                         monkeypatch):
   # a 3x3 conv's weight gradient (cout, cin, 3, 3), reduced over batch x pixels: 32 lanes on cout with the upstream
   # gradient packed, by 8 rows of cin where that reduce is 128+ long (8 x 4 x 4 here). Over 8 x 2 x 2 (storing the tile
   # weighs more) the rows are the 3 kx taps whole (the input's row of one tap is the next tap's after one step of the
   # pixels' loop) by 2 of cin: ResNet-18 b8's 512-channel gradients in the step 3.6-4.7 -> 2.3-2.5 ms for their 3
   # launches (16 lanes by 8 rows before). The threads split the lanes' axis, so each packs only its own panels (alone,
   # 2 threads, ResNet-18's: 0.93-0.98 ms with the threads on cin, 0.75-0.79 on cout). Values against torch under SPEC=2
+  # NOTE: the autograd form of the weight gradient, which the CPU default takes over more than 16 output pixels only
+  # (over fewer, a matmul of the stored windows: test_a_conv_weight_gradient_over_few_pixels_is_a_matmul_of_its_stored_
+  # windows); these rules still tile that form wherever it comes
+  monkeypatch.setattr(tinygrad_tensor, "CONV_IM2COL_WGRAD_PIXELS", 0)
   dev = llvm512()
   b = 8
   outs, refs = conv_step(dev, b, c, c, hw)
@@ -566,7 +601,7 @@ def test_a_conv_over_8x8_pixels_takes_packed_channel_lanes_on_avx2():
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 @pytest.mark.parametrize("hw,stride,rows,tap", [(2, 1, 3, True), (4, 1, 3, True), (4, 2, 2, False)])
 def test_small_weight_gradients_on_avx2_take_their_taps_or_2_rows_under_16_packed_lanes(hw: int, stride: int, rows: int,
-                                                                                        tap: bool):
+                                                                                        tap: bool, monkeypatch):
   # ResNet-18 b8 64x64's 3x3 weight gradients over 2x2 and 4x4 pixels (256 channels), 16 packed output-channel lanes.
   # Over a reduce of 32 (batch 8 x 2 x 2) 4 input-channel rows (AVX2's budget) took 2.8-2.9 ms, 2 rows 2.0 (alone, 2
   # threads, the 512-channel stage; 256 channels 2.2 -> 1.7). With the pixels' loop 4 steps or fewer, the kernel's 3 taps
@@ -574,6 +609,10 @@ def test_small_weight_gradients_on_avx2_take_their_taps_or_2_rows_under_16_packe
   # each input is loaded once for the taps that share it (alone, one thread: 2x2 4.0-4.2 -> 3.3-3.4 ms, 4x4 2.8 -> 2.3;
   # 2 threads 2.2 -> 1.7 and 2.8 -> 2.2). A stride-2 conv's gradient (its input 2 apart a step, no tap shares it) keeps 2
   # rows under its short reduce. Values against torch under SPEC=2
+  # NOTE: the autograd form of the weight gradient, which the CPU default takes over more than 16 output pixels only
+  # (over fewer, a matmul of the stored windows: test_a_conv_weight_gradient_over_few_pixels_is_a_matmul_of_its_stored_
+  # windows); these rules still tile that form wherever it comes
+  monkeypatch.setattr(tinygrad_tensor, "CONV_IM2COL_WGRAD_PIXELS", 0)
   dev = llvm_cpu_device_at(256)
   ren = Device[dev].renderer
   outs, refs = conv_step(dev, 8, 256, 256, hw, stride=stride)
