@@ -2959,6 +2959,9 @@ class Tensor(_CastSugar, MathTrait):
   def pad2d(self, padding: Sequence[int], value: ConstType = 0.0) -> Tensor:
     """Pad the last len(padding)//2 axes with torch's flat (left, right, top, bottom, ...) amounts (negative crops)."""
     return self.pad(tuple(padding), value=value)
+  def _concrete_on_cpu(self) -> bool:
+    """On one CPU device, of a concrete shape: where the conv rules below were measured."""
+    return isinstance(self.device, str) and self.device.split(":")[0] == "CPU" and all_concrete(self.shape)
   def _winograd_pays(self, weight: Tensor, groups: int, pads: list[tuple[int, int]]) -> bool:
     """WINO=2: whether F(4, 3) beats the direct sum for this stride-1 3-wide convolution, by the rule measured on the
     CPU (bench/winograd.py: a step of forward and both gradients under TinyJit, AVX2, 2 threads; Winograd / direct,
@@ -2970,8 +2973,7 @@ class Tensor(_CastSugar, MathTrait):
     0.88), at 128 it lost (8x512x4x4 0.86-1.45). Outputs filling under half of the 4-wide tiles lost at any size
     (8x512x2x2 2.64). Not measured, so never taken: under 16 channels a group (the products are no longer a matmul;
     depthwise convs), 1-d and 3-d convolutions (6 and 216 tile positions: other trade-offs), and other devices."""
-    if not isinstance(self.device, str) or self.device.split(":")[0] != "CPU" or not all_concrete(self.shape):
-      return False
+    if not self._concrete_on_cpu(): return False
     if (nsp := weight.ndim - 2) != 2: return False
     cout, cin_g = weight.int_shape("conv2d")[:2]
     if cin_g < WINO_MIN_CHANNELS or cout // groups < WINO_MIN_CHANNELS: return False
@@ -2983,8 +2985,7 @@ class Tensor(_CastSugar, MathTrait):
     """Whether a direct conv over these windows (self: (N, Cin, *o, *k)) takes its weight gradient from the windows
     stored pixels-first (_conv_gradients): on the CPU, over at most CONV_IM2COL_WGRAD_PIXELS output pixels, with more
     than one tap and more than one output channel a group."""
-    if not isinstance(self.device, str) or self.device.split(":")[0] != "CPU" or not all_concrete(self.shape):
-      return False
+    if not self._concrete_on_cpu(): return False
     return prod(hw) > 1 and rcout > 1 and prod(self.int_shape("conv2d")[2:2 + len(hw)]) <= CONV_IM2COL_WGRAD_PIXELS
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride: int | tuple[int, ...] = 1,
              dilation: int | tuple[int, ...] = 1, padding: int | Sequence[int] | str = 0) -> Tensor:
