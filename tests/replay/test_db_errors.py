@@ -108,3 +108,26 @@ def test_workers_creating_one_new_database_at_once_all_open_it(tmp_path):
   conn = sqlite3.connect(str(tmp_path / "new0.db"))
   assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")} >= \
     {"meta", "runs", "records", "capture_skips", "capture_errors"}
+
+def test_a_capture_into_a_file_that_is_not_a_new_or_replay_database_refuses_it_and_leaves_it_as_it_was(tmp_path):
+  # the capture opens its database in one write transaction (check, then schema): a file that is not sqlite, or
+  # another program's sqlite file, is refused with DBError and left byte for byte as it was (no table added, its
+  # journal mode not switched to WAL), and nothing of it is run
+  from replay.db import DB, DBError
+  text = tmp_path / "notes.db"
+  text.write_bytes(b"SQLite format 3\x00 but not really; __import__('os').system('touch pwned')\n" * 20)
+  other = tmp_path / "other.db"
+  conn = sqlite3.connect(str(other))
+  conn.execute("CREATE TABLE meta (k TEXT)")
+  conn.execute("CREATE TABLE runs (x INTEGER)")
+  conn.commit()
+  conn.close()
+  for path in (text, other):
+    before = path.read_bytes()
+    with pytest.raises(DBError) as e: DB(str(path), create=True)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+    assert path.read_bytes() == before
+  assert not (tmp_path / "pwned").exists() and not (tmp_path / "other.db-wal").exists()
+  conn = sqlite3.connect(str(other))
+  assert conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"
+  assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")} == {"meta", "runs"}
