@@ -133,6 +133,10 @@ def _np_cast(x: np.ndarray, to: Any) -> np.ndarray:
 def _np_pad(x: np.ndarray, pads: Sequence[tuple[int, int]], value: Any) -> np.ndarray:
   return np.pad(x, pads, constant_values=value)
 
+def _np_relu(x: np.ndarray) -> np.ndarray:
+  # NOTE: <= 0, not > 0: torch's relu passes a NaN through (a mean over no elements is one)
+  return np.where(x <= 0, 0, x)
+
 def _np_sigmoid(x: np.ndarray) -> np.ndarray:
   with np.errstate(all="ignore"): return (1 / (1 + np.exp(-x))).astype(x.dtype)
 
@@ -196,7 +200,8 @@ def _np_torch_grad(src: str, out: Any, x: Any, w: Any, *rest: Any) -> np.ndarray
 
 NP_NAMESPACE: dict[str, Any] = {"np": np, "_setitem": _np_setitem, "_softmax": _np_softmax, "_reduce": _np_reduce,
                                 "_floordiv": _np_floordiv, "_mod": _np_mod, "_cast": _np_cast, "_pad": _np_pad,
-                                "_sigmoid": _np_sigmoid, "_torch": _np_torch, "_torch_grad": _np_torch_grad}
+                                "_sigmoid": _np_sigmoid, "_relu": _np_relu, "_torch": _np_torch,
+                                "_torch_grad": _np_torch_grad}
 
 # ---- the builder ----
 
@@ -290,7 +295,7 @@ class _Builder:
     # (tensor, numpy, bound, error): the error is the input's error times the op's Lipschitz constant plus its rounding
     ops: list[tuple[str, str, float, float]] = [
       ("-{x}", "-{x}", B, E), ("{x}.abs()", "np.abs({x})", B, E),
-      ("{x}.relu()", "np.where({x} > 0, {x}, 0)", B, E),
+      ("{x}.relu()", "_relu({x})", B, E),
       ("({x}.abs() + 1).sqrt()", "np.sqrt(np.abs({x}) + 1)", math.sqrt(B + 1), E / 2 + 4 * eps * (B + 2)),
       ("({x}.abs() + 1).log2()", "np.log2(np.abs({x}) + 1)", math.log2(B + 1) + 1, 1.5 * E + 8 * eps * (B + 2)),
       ("({x}.abs() + 1).reciprocal()", "1 / (np.abs({x}) + 1)", 1.0, E + 4 * eps * (B + 1)),

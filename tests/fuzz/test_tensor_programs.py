@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from tinygrad.dtype import dtypes
 from fuzz.strategies import RandomChooser
 from fuzz.gen.tensor_programs import (TensorProgram, Val, ProgramMismatch, build_tensor_program, check_program, run_numpy,
-                                  tensor_programs)
+                                  tensor_programs, NP_NAMESPACE)
 
 # NOTE: bounded for CI (the `ci` profile derandomizes it); run it hard with `python -m fuzz.gen.tensor_programs -n 5000`
 @settings(max_examples=80)
@@ -31,6 +31,22 @@ def test_check_program_catches_a_wrong_value():
   check_program(_prog("v0.sum(1, keepdim=False)", "v0.sum(1)", Val((2,), dtypes.float32, 30.0), a))
   with pytest.raises(ProgramMismatch, match="output v1"):
     check_program(_prog("v0.sum(1, keepdim=False)", "v0.sum(1) + 1", Val((2,), dtypes.float32, 30.0), a))
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+def test_the_relu_reference_passes_a_nan_through_as_torch_does():
+  # a campaign finding (seed 28, bd50d4488bcf): a mean over no elements is NaN, and the numpy reference's relu
+  # (np.where(x > 0, x, 0)) made it 0 where torch's relu and ours keep the NaN
+  import torch
+  for dt in (np.float32, np.float16):
+    x = np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, -1, 2], dtype=dt)
+    got = NP_NAMESPACE["_relu"](x)
+    assert got.dtype == dt
+    np.testing.assert_array_equal(got, torch.relu(torch.from_numpy(x)).numpy())
+  empty = np.zeros((0,), np.float16)
+  for shard in (None, {0: None}, {0: 0}):
+    p = _prog("v0.mean((0,), keepdim=False).relu()", "_relu(np.mean(v0, axis=(0,)))", Val((), dtypes.float16, 1.0), empty)
+    p.shard = shard
+    check_program(p, devices=("CPU",))
 
 def test_check_program_catches_a_wrong_dtype_or_shape():
   a = np.arange(6, dtype=np.float32).reshape(2, 3)
