@@ -33,6 +33,8 @@ MID_BLOCK_MIN_WORK, MID_TILE = 1 << 20, 64
 # KBLOCK: a reduce whose input rows are a multiple of a page apart is blocked into this many steps per block
 PAGE_BYTES = 4096
 KBLOCK_STEPS = 256
+# a reduce this short or shorter keeps its output loops' own order (_reorder_for_reuse): its stores cost most
+SHORT_REDUCE = 32
 TRANSCENDENTAL = (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW)
 HEAVY_BODY = 24  # ALU ops in a reduce body above which it is not copied per lane
 # GPU: threads that keep a big GPU busy (an H100 runs 132 SMs x 2048 threads; a quarter of that hides latency well
@@ -576,6 +578,13 @@ def _reorder_for_reuse(b: _Builder) -> None:
   # B's columns, read with a stride) stays in cache across that loop instead of being streamed again for every block
   if b.renderer.has_local or len(reds := reduce_axes(b.ast)) != 1 or b.streamed: return
   if _work(b.ast) < BIG_BLOCK_MIN_WORK: return
+  # NOTE: not over a short reduce (a conv's weight gradient over few pixels: dy^T @ its stored windows, 512 x 4608 over
+  # 32 pixels): each output element is 32 multiply-adds, so its stores are what costs, and in the kernel's own order
+  # the innermost loop walks them along the output's rows, where swapped each tile's 8 rows are a row apart. Measured in
+  # ResNet-18 b8's step (bench/step_ab.py, Intel Xeon, 2 threads, alternated): that gradient (3 launches) 5.8 swapped,
+  # 3.2 ms in its own order, the 512 x 2304 one 1.3 -> 0.6; over 128 pixels (256 x 2304 and 256 x 1152) swapped was
+  # faster (3.2 against 4.3 ms, 0.56 against 0.80), as it is alone for 512 x 4608 over 128 (3.6 against 10.0 ms)
+  if (axis_size(reds[0]) or 0) <= SHORT_REDUCE: return
   # NOTE: the two innermost output loops (a batched matmul's batch loop stays outermost)
   outs = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1][-2:]
   if len(outs) != 2 or not axes_of(b.ast, AxisType.UPCAST): return
