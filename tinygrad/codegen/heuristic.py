@@ -584,7 +584,7 @@ def _reorder_for_reuse(b: _Builder) -> None:
   # ResNet-18 b8's step (bench/step_ab.py, Intel Xeon, 2 threads, alternated): that gradient (3 launches) 5.8 swapped,
   # 3.2 ms in its own order, the 512 x 2304 one 1.3 -> 0.6; over 128 pixels (256 x 2304 and 256 x 1152) swapped was
   # faster (3.2 against 4.3 ms, 0.56 against 0.80), as it is alone for 512 x 4608 over 128 (3.6 against 10.0 ms)
-  if (axis_size(reds[0]) or 0) <= SHORT_REDUCE: return
+  if (rsize := axis_size(reds[0])) is not None and rsize <= SHORT_REDUCE: return
   # NOTE: the two innermost output loops (a batched matmul's batch loop stays outermost)
   outs = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1][-2:]
   if len(outs) != 2 or not axes_of(b.ast, AxisType.UPCAST): return
@@ -631,6 +631,8 @@ def _big_panel_outer(b: _Builder) -> None:
   # step (bench/step_ab.py, Intel Xeon, 2 threads): its output layer's 2000 x 256 weight gradient over 512 tokens (the
   # big one 4 MB, read along the tokens) 2.3 ms in that order, 2.6 with the big one's loop outermost
   if any(index_stride(ld.src[0].src[1].get_idx(), reds[0]) == 1 for ld in big): return
+  # NOTE: its panel must be one PACK can copy (a buffer the kernel also stores to is not)
+  if big[0] not in packable_loads(b.ast): return
   loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
   mine = {r for ld in big for r in ld.src[0]._ranges}
   if not any(r not in mine and any(o in mine for o in loops[i + 1:]) for i, r in enumerate(loops)): return
