@@ -397,6 +397,25 @@ def packed_panel_ranges(k, opts: list[Opt]) -> tuple[set, list]:
   assert len(bzs) == 1, opts
   return set(bzs[0].src[0]._ranges), output_axes(ast)
 
+def chained_conv_input_grad(seed: int, b: int, c: int, hw: int):
+  """Two 3x3 convs (c channels, padding 1) with a relu between, as in ResNet, by the direct sum (WINO=0), and the input
+  gradient against a random upstream one: (a function of the device giving ours, torch's as an array)."""
+  x, w1, w2 = rand(seed, b, c, hw, hw), *(rand(seed + 1 + i, c, c, 3, 3) / (9 * c) ** 0.5 for i in range(2))
+  g = rand(seed + 3, b, c, hw, hw)
+  def grad(d: str) -> Tensor:
+    tx = Tensor(x, device=d, requires_grad=True)
+    with Context(WINO=0):
+      out = tx.conv2d(Tensor(w1, device=d), padding=1).relu().conv2d(Tensor(w2, device=d), padding=1)
+      (out * Tensor(g, device=d)).sum().backward()
+    assert tx.grad is not None
+    return tx.grad
+  rx = torch.from_numpy(x).requires_grad_()
+  rout = torch.nn.functional.conv2d(torch.nn.functional.conv2d(rx, torch.from_numpy(w1), padding=1).relu(),
+                                    torch.from_numpy(w2), padding=1)
+  (rout * torch.from_numpy(g)).sum().backward()
+  assert rx.grad is not None
+  return grad, rx.grad.numpy()
+
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 @pytest.mark.parametrize("c, hw", [(256, 4), (128, 8)])
 def test_a_conv_input_gradient_is_a_matmul_along_the_filters_rows(c: int, hw: int):
@@ -409,14 +428,7 @@ def test_a_conv_input_gradient_is_a_matmul_along_the_filters_rows(c: int, hw: in
   from tinygrad.codegen.heuristic import _vector_axis
   b = 8
   dev = llvm512()
-  x, w1, w2, g = rand(70, b, c, hw, hw), *(rand(71 + i, c, c, 3, 3) / (9 * c) ** 0.5 for i in range(2)), rand(73, b, c, hw, hw)
-  def grad(d: str) -> Tensor:
-    tx = Tensor(x, device=d, requires_grad=True)
-    with Context(WINO=0):
-      out = tx.conv2d(Tensor(w1, device=d), padding=1).relu().conv2d(Tensor(w2, device=d), padding=1)
-      (out * Tensor(g, device=d)).sum().backward()
-    assert tx.grad is not None
-    return tx.grad
+  grad, ref = chained_conv_input_grad(70, b, c, hw)
   # NOTE: both convs' input gradients have this form
   ks = [k for k in kernels(grad(dev)) if set(out_sizes(k)) == {b, hw, 9 * c} and red_size(k) == c]
   assert len(ks) == 2, [(out_sizes(k), red_size(k)) for k in kernels(grad(dev))]
@@ -428,13 +440,8 @@ def test_a_conv_input_gradient_is_a_matmul_along_the_filters_rows(c: int, hw: in
     # no division left in its index math: each lane's filter load is a fixed offset from the tile's
     src = get_program(k, Device[dev].renderer, opts).src
     assert not any(op in src for op in ("sdiv", "srem", "udiv", "urem")), src
-  rx = torch.from_numpy(x).requires_grad_()
-  rout = torch.nn.functional.conv2d(torch.nn.functional.conv2d(rx, torch.from_numpy(w1), padding=1).relu(),
-                                    torch.from_numpy(w2), padding=1)
-  (rout * torch.from_numpy(g)).sum().backward()
-  assert rx.grad is not None
   for d in (dev, c_cpu_device()):
-    with Context(SPEC=2): tol(grad(d).numpy(), rx.grad.numpy(), 9 * c)
+    with Context(SPEC=2): tol(grad(d).numpy(), ref, 9 * c)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 @pytest.mark.parametrize("form", ["conv input gradient", "matmul"])
@@ -448,16 +455,9 @@ def test_a_small_operand_times_a_big_one_packs_the_big_ones_panel_outside_the_sm
   # (Intel Xeon, 2 threads, old and new opts alternated): its three launches 9.4 -> 4.4 ms; 256 channels over 4x4
   # 6.3 -> 3.1
   dev, b, c, hw = llvm512(), 8, 512, 2
-  x, w1, w2, g = rand(80, b, c, hw, hw), *(rand(81 + i, c, c, 3, 3) / (9 * c) ** 0.5 for i in range(2)), rand(83, b, c, hw, hw)
+  grad, conv_ref = chained_conv_input_grad(80, b, c, hw)
   a, wm = rand(84, b * hw * hw, c), rand(85, c, 9 * c) / c ** 0.5
-  def out(d: str) -> Tensor:
-    if form == "matmul": return Tensor(a, device=d) @ Tensor(wm, device=d)
-    tx = Tensor(x, device=d, requires_grad=True)
-    with Context(WINO=0):
-      o = tx.conv2d(Tensor(w1, device=d), padding=1).relu().conv2d(Tensor(w2, device=d), padding=1)
-      (o * Tensor(g, device=d)).sum().backward()
-    assert tx.grad is not None
-    return tx.grad
+  def out(d: str) -> Tensor: return Tensor(a, device=d) @ Tensor(wm, device=d) if form == "matmul" else grad(d)
   ks = [k for k in kernels(out(dev)) if 9 * c in out_sizes(k) and red_size(k) == c]
   assert ks, [(out_sizes(k), red_size(k)) for k in kernels(out(dev))]
   for k in ks:
@@ -470,14 +470,7 @@ def test_a_small_operand_times_a_big_one_packs_the_big_ones_panel_outside_the_sm
     threads = [r for r in panel if r.arg[-1] is AxisType.THREAD]
     assert loops[0] in panel and all(r not in panel for r in loops[1:]), (loops, panel)
     assert len(threads) == 1 and (axis_size(threads[0]) or 0) * (axis_size(loops[0]) or 0) * 48 == 9 * c, panel
-  if form == "matmul": ref, k_ = a @ wm, c
-  else:
-    rx = torch.from_numpy(x).requires_grad_()
-    ro = torch.nn.functional.conv2d(torch.nn.functional.conv2d(rx, torch.from_numpy(w1), padding=1).relu(),
-                                    torch.from_numpy(w2), padding=1)
-    (ro * torch.from_numpy(g)).sum().backward()
-    assert rx.grad is not None
-    ref, k_ = rx.grad.numpy(), 9 * c
+  ref, k_ = (a @ wm, c) if form == "matmul" else (conv_ref, 9 * c)
   for d in (dev, c_cpu_device()):
     with Context(SPEC=2): tol(out(d).numpy(), ref, k_)
 
