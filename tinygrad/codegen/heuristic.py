@@ -961,12 +961,22 @@ def _threads(b: _Builder) -> None:
   if b.streamed and (loops := [(i, r) for i, r in enumerate(outs) if r.arg[-1] is AxisType.LOOP]):
     i, r = loops[0]
     if (axis_size(r) or 0) % nt == 0 and b.try_opt(Opt(OptOps.THREAD, i, nt)): return
+  # NOTE: among those, an axis that every big input (BIG_OPERAND_BYTES or more) depends on: split on another, each
+  # thread reads all of an input that does not depend on it (a batched product split on one operand's rows reads the
+  # other operand twice). Measured in the steps (bench/step_ab.py, Intel Xeon, 2 threads, alternated, three runs for
+  # the UNet): the UNet's 8 batched products of its Winograd gradients (36 positions) 21.7 -> 17.8 ms, ResNet-18 b32
+  # 128x128's 4 56.2 -> 41.7, the attention's batched products of the D256 block 2.83 -> 2.47, D768 6.72 -> 6.05. Before
+  # the packed axis it cost: the UNet's 2x2 stride-2 convs (their 8 MB input split on the pixels, the packed weights on
+  # the output channels) 3.2 -> 3.5 ms
+  lds = _loads(b.ast)
+  def splits_big(r: UOp) -> bool:
+    return all(r in ld.src[0]._ranges for ld in lds if _buffer_bytes(ld) >= BIG_OPERAND_BYTES)
   cands = []
   for i, r in enumerate(outs):
     size = axis_size(r) or 0
     amt = max((t for t in range(2, nt + 1) if size % t == 0), default=0)
-    if amt: cands.append((amt, r in packed, all(r not in idx._ranges for idx in vec_idxs), size, -i))
-  for amt, _, _, _, ni in sorted(cands, reverse=True):
+    if amt: cands.append((amt, r in packed, splits_big(r), all(r not in idx._ranges for idx in vec_idxs), size, -i))
+  for amt, _, _, _, _, ni in sorted(cands, reverse=True):
     if b.try_opt(Opt(OptOps.THREAD, -ni, amt)): return
 
 def _tc_blocking(b: _Builder) -> None:
