@@ -1116,7 +1116,7 @@ def test_a_batched_product_of_two_big_operands_splits_its_batch_across_the_threa
   # Winograd's weight gradient: for each of the 36 tile positions, A^T @ B over 2048 tiles (A, B: 36 x 2048 x 32, 9.4 MB
   # each). The threads split the packed operand's rows (its panel per thread), so each thread read all of B; split on
   # the positions, each reads its half of both. Measured in the UNet's step (Intel Xeon, 2 threads, alternated): this
-  # kernel's 2 launches 4.1-5.2 -> 2.8-4.0 ms, the step's 7 other batched products of its Winograd gradients 15%-45% each
+  # kernel's 2 launches 4.1-5.2 -> 2.8-4.0 ms, the step's 7 other batched products of its Winograd gradients 9%-48% each (three runs)
   dev, p, t, c = llvm512(), 36, 2048, 32
   a, bm = rand(90, p, t, c), rand(91, p, t, c)
   out = Tensor(a, device=dev).transpose(1, 2) @ Tensor(bm, device=dev)
