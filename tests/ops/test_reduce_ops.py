@@ -116,3 +116,35 @@ def test_var_is_accurate_when_the_spread_is_small_next_to_the_mean():
   got = Tensor(x.numpy()).var(1).numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5)
   assert (Tensor(np.full((2, 7), 0.1, np.float32)).std(1).numpy() == 0).all()
+
+# ---- the compare-everything ops (sort, topk, kthvalue, median, mode) on an input fused lazily ----
+
+@pytest.mark.parametrize("device", ["C", "LLVM"])
+@pytest.mark.parametrize("n", [8, 16, 33])
+def test_sort_of_a_lazily_computed_input_is_a_permutation_of_it(device, n):
+  # fuzz finding 1c056b6edf78 (campaign seed 30): Tensor.linspace(2, -2, 8).sort() gave 0.0 and 1.142857 among its
+  # values: each element was compared with the others' linspace values folded to constants (an unrolled reduce) and
+  # with its own computed at run time, one bit apart, so two elements took one rank and the other rank stayed empty.
+  # The compare-everything ops store their input once now. The reference: torch on the stored input's values
+  from tests.llvm_device import llvm_cpu_device, c_cpu_device
+  if device == "LLVM":
+    import importlib.util
+    if importlib.util.find_spec("llvmlite") is None: pytest.skip("the LLVM path needs llvmlite (the llvm extra)")
+  from tinygrad.helpers import Context
+  dev = llvm_cpu_device() if device == "LLVM" else c_cpu_device()
+  with Context(SPEC=2): _check_lazy_sorts(dev, n)
+
+def _check_lazy_sorts(dev: str, n: int) -> None:
+  # each op gets a fresh lazy linspace (a realized one is a buffer already); the reference reads another one's values
+  def lazy() -> Tensor: return Tensor.linspace(2, -2, n, device=dev)
+  stored = torch.from_numpy(lazy().numpy())
+  vals, idx = lazy().sort()
+  tv, ti = torch.sort(stored, stable=True)
+  np.testing.assert_array_equal(vals.numpy(), tv.numpy())
+  np.testing.assert_array_equal(idx.numpy(), ti.numpy())
+  np.testing.assert_array_equal(lazy().topk(3)[0].numpy(), torch.topk(stored, 3)[0].numpy())
+  np.testing.assert_array_equal(lazy().kthvalue(2)[0].numpy(), torch.kthvalue(stored, 2)[0].numpy())
+  np.testing.assert_array_equal(lazy().median().numpy(), stored.median().numpy())
+  # mode counts equal elements: the linspace's values rounded to 3 levels, fused into the compares
+  def levels() -> Tensor: return (lazy() * 0.6).round()
+  np.testing.assert_array_equal(levels().mode()[0].numpy(), torch.mode(torch.from_numpy(levels().numpy()))[0].numpy())
