@@ -194,15 +194,15 @@ def profile_step(fn: Callable[[], Any]) -> dict[str, list[Any]]:
   per: dict[str, list[Any]] = {}
   # NOTE: two kernels can share a display name (the same axes after their opts): the second seen is "name~2" and so on,
   # in launch order (the same in every step of a jitted function), so that each keeps its own time and multiply-adds
-  programs: dict[str, list[int]] = {}
+  keys: dict[int, str] = {}  # id of a program -> its key
+  named: dict[str, int] = {}  # display name -> programs seen with it
   def on_launch(runner: Any, bufs: Any, start: float, seconds: float | None) -> None:
     if not hasattr(runner, "p"): return
-    same = programs.setdefault(runner.display_name, [])
-    if id(runner.p) not in same: same.append(id(runner.p))
-    n = same.index(id(runner.p))
-    e = per.setdefault(runner.display_name if n == 0 else f"{runner.display_name}~{n + 1}",
-                       [0.0, 0.0, 0, matmul_macs(runner.p.ast),
-                        sum({id(b): b.nbytes for b in bufs if b is not None}.values())])
+    if (key := keys.get(id(runner.p))) is None:
+      n = named[runner.display_name] = named.get(runner.display_name, 0) + 1
+      key = keys[id(runner.p)] = runner.display_name if n == 1 else f"{runner.display_name}~{n}"
+    e = per.setdefault(key, [0.0, 0.0, 0, matmul_macs(runner.p.ast),
+                             sum({id(b): b.nbytes for b in bufs if b is not None}.values())])
     e[0] += seconds if seconds is not None else time.perf_counter() - start
     e[1] += runner.work({})[0]
     e[2] += 1

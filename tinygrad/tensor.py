@@ -2495,13 +2495,6 @@ class Tensor(_CastSugar, MathTrait):
     return self._scatter(dim, index, src, reduce, include_self, "scatter_reduce")
   def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return self._scatter(dim, index, src, "sum", True, "scatter_add")
-  def _stored(self) -> Tensor:
-    """self as one stored buffer (contiguous): for the ops that compare each element with every other (sort, topk, the
-    ranked picks, mode). Fused lazily, an element is computed once per place it is read, and where the compiler folds
-    one place to a constant (an unrolled reduce over a closed form: linspace) and evaluates the other at run time (an
-    FMA, another order) the two can differ in the last bit: an element then ranks above itself, two share a rank and
-    one rank is empty. Stored, every compare reads the same bits. A realized contiguous tensor is left as it is."""
-    return self.contiguous()
   def _zero_with_grad(self) -> Tensor:
     """Zeros (for finite values) that pass the gradient on to self: `y.detach() + x._zero_with_grad()` is y in value
     with x's gradient."""
@@ -2532,7 +2525,12 @@ class Tensor(_CastSugar, MathTrait):
     descending), as torch. Built from a comparison count, not one kernel per element; the values have a gradient."""
     if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
-    x = self.transpose(d, -1)._stored()
+    # NOTE: the ops that compare each element with every other (sort, topk, the ranked picks, mode) compare a stored
+    # copy (contiguous: none is made for a realized contiguous tensor). Fused lazily, an element is computed once per
+    # place it is read, and where the compiler folds one place to a constant (an unrolled reduce over a closed form:
+    # linspace) and evaluates the other at run time (an FMA, another order) the two can differ in the last bit: an
+    # element then ranks above itself, two share a rank and one rank is empty
+    x = self.transpose(d, -1).contiguous()
     vals, pos = x._take_ranked(x._sort_rank(descending), _int(x.shape[-1], "sort"))
     return ValuesIndices(vals.transpose(d, -1), pos.transpose(d, -1))
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
@@ -2549,7 +2547,7 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(dim)
     if not 0 <= k <= self.shape[d]:
       raise ArgumentError(f"topk: k={k} is out of range for axis {d} of size {self.shape[d]} (shape {self.shape})")
-    x = self.transpose(d, -1)._stored()
+    x = self.transpose(d, -1).contiguous()  # NOTE: stored: see sort
     vals, pos = x._take_ranked(x._sort_rank(largest), k)
     return ValuesIndices(vals.transpose(d, -1), pos.transpose(d, -1))
   def _ranked_at(self, dim: int, keepdim: bool, op: str, rank: Callable[[Tensor], Tensor]) -> ValuesIndices:
@@ -2558,7 +2556,7 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
     if self.shape[d] == 0: raise IndexError(f"{op}: axis {d} of {self.shape} is empty: there is no element to return")
-    x = self.transpose(d, -1)._stored()
+    x = self.transpose(d, -1).contiguous()  # NOTE: stored: see sort
     r = x._sort_rank(False)
     pick = r == rank(x).unsqueeze(-1)
     vals = pick.where(x, _zero_of(x.dtype)).sum(-1, keepdim=True).cast(x.dtype).transpose(d, -1)
@@ -2602,7 +2600,7 @@ class Tensor(_CastSugar, MathTrait):
     if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
     if self.shape[d] == 0: raise IndexError(f"mode: axis {d} of {self.shape} is empty: there is no element to return")
-    x = self._stored()
+    x = self.contiguous()  # NOTE: stored: see sort
     cnt = (x.unsqueeze(d + 1) == x.unsqueeze(d)).sum(d + 1)  # cnt[i]: how often element i occurs
     best = cnt == cnt.max(d, keepdim=True)
     big = math.inf if dtypes.is_float(self.dtype) else dtypes.max(self.dtype)

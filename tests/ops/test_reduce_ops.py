@@ -1,12 +1,14 @@
 """Reductions, scans and contractions at the inputs torch's OpInfo samples found wrong: zeros in a product's gradient,
 nan in max/argmax, a 0-d argmax with a dim, softmax's dtype, logsumexp of unsigned ints, std's gradient at a constant
 input, a fractional correction, and a float16 matmul whose products cancel."""
-import math
+import importlib.util, math
 import numpy as np
 import pytest
 import torch
 from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
 from tests.ops.helpers import check_op, check_raises
+from tests.llvm_device import llvm_cpu_device, c_cpu_device
 
 # ---- prod and cumprod: the gradient is the product of the other elements, also where some are zero ----
 
@@ -126,11 +128,8 @@ def test_sort_of_a_lazily_computed_input_is_a_permutation_of_it(device, n):
   # values: each element was compared with the others' linspace values folded to constants (an unrolled reduce) and
   # with its own computed at run time, one bit apart, so two elements took one rank and the other rank stayed empty.
   # The compare-everything ops store their input once now. The reference: torch on the stored input's values
-  from tests.llvm_device import llvm_cpu_device, c_cpu_device
-  if device == "LLVM":
-    import importlib.util
-    if importlib.util.find_spec("llvmlite") is None: pytest.skip("the LLVM path needs llvmlite (the llvm extra)")
-  from tinygrad.helpers import Context
+  if device == "LLVM" and importlib.util.find_spec("llvmlite") is None:
+    pytest.skip("the LLVM path needs llvmlite (the llvm extra)")
   dev = llvm_cpu_device() if device == "LLVM" else c_cpu_device()
   with Context(SPEC=2): _check_lazy_sorts(dev, n)
 

@@ -947,7 +947,8 @@ def _threads(b: _Builder) -> None:
   # an upcast axis walks with stride 1) depends on: a thread offset in that load's index hides from the C compiler that
   # its lanes are adjacent (the index math wraps), and it stops vectorizing the loop
   outs = output_axes(b.ast)
-  idxs = [ld.src[0].src[1].get_idx() for ld in _loads(b.ast)]
+  lds = _loads(b.ast)
+  idxs = [ld.src[0].src[1].get_idx() for ld in lds]
   ups = axes_of(b.ast, AxisType.UPCAST, AxisType.UNROLL)
   vec_idxs = [idx for idx in idxs if any(index_stride(idx, u) == 1 for u in ups)]
   # NOTE: where a panel is packed (PACK), an axis it depends on first: each thread packs only its own panels. Measured
@@ -968,7 +969,6 @@ def _threads(b: _Builder) -> None:
   # 128x128's 4 56.2 -> 41.7, the attention's batched products of the D256 block 2.83 -> 2.47, D768 6.72 -> 6.05. Before
   # the packed axis it cost: the UNet's 2x2 stride-2 convs (their 8 MB input split on the pixels, the packed weights on
   # the output channels) 3.2 -> 3.5 ms
-  lds = _loads(b.ast)
   def splits_big(r: UOp) -> bool:
     return all(r in ld.src[0]._ranges for ld in lds if _buffer_bytes(ld) >= BIG_OPERAND_BYTES)
   cands = []
