@@ -2090,8 +2090,9 @@ class Tensor(_CastSugar, MathTrait):
                        "(symbolic slices are not clipped)")
     return b, e
   def _advanced_index(self, adv: list[tuple[int, Tensor, sint]]) -> Tensor:
-    """numpy advanced indexing by one-hot compare and sum: the index tensors broadcast together; their dims replace the
-    indexed axes in place when those are adjacent, else they go first."""
+    """numpy advanced indexing by one-hot compare and sum (which codegen turns into loads of the picked elements:
+    codegen/gather.py): the index tensors broadcast together; their dims replace the indexed axes in place when those
+    are adjacent, else they go first."""
     dims = [a[0] for a in adv]
     idxs = [(i < 0).where(i + n, i) if not dtypes.is_unsigned(i.dtype) else i for _, i, n in adv]
     bshape = broadcast_shape(*(i.shape for i in idxs), op="index")
@@ -3628,10 +3629,12 @@ class Tensor(_CastSugar, MathTrait):
     if p == 1: return self * 0
     return self * (self.rand_like(dtype=dtypes.default_float) >= p).cast(self.dtype) * (1 / (1 - p))
   def embedding(self, weight: Tensor) -> Tensor:
-    """Rows of `weight` (vocab, dim) picked by the int indices in self, via a one-hot matmul (so it has a gradient)."""
+    """Rows of `weight` (vocab, dim) picked by the int indices in self (a zero row for an index outside the table)."""
     if not dtypes.is_int(self.dtype): raise DTypeError(f"embedding: indices must be an int tensor, got {self.dtype}")
-    oh = (self.unsqueeze(-1) == Tensor._arange_index(weight.shape[0], self.device)).cast(weight.dtype)
-    out = oh @ weight
+    # NOTE: a select summed over the rows, not a one-hot product: codegen collapses it to a load of the picked row
+    # (codegen/gather.py), where a product would also sum 0 * the other rows (NaN where one holds an inf)
+    mask = self.unsqueeze(-1).unsqueeze(-1) == Tensor._arange_index(weight.shape[0], self.device).unsqueeze(-1)
+    out = mask.where(weight, 0).sum(-2).cast(weight.dtype)
     vocab, n = weight.shape[0], prod(self.shape)
     if not isinstance(vocab, int) or not isinstance(n, int) or vocab * n > EMBEDDING_STORED_ONE_HOT_MAX: return out
     idx = self.reshape(1, n)

@@ -7,7 +7,8 @@ fp8e5m2, float32, float64): loads through affine, flipped, shifted-and-masked (p
 data-dependent (gather) indices, constants with edge values, casts and bitcasts between dtypes, comparisons, sums
 compared with constants (wrapping ones in narrow unsigned dtypes), integer index arithmetic (loop indices times small
 coefficients plus a constant, divided or taken modulo constants: never-positive sums too), WHERE, MULACC, THREEFRY,
-transcendentals, REDUCE ADD/MUL/MAX over new reduce ranges, local BUFFERIZEs, and now and then an operand that is the
+transcendentals, REDUCE ADD/MUL/MAX over new reduce ranges, one-hot select sums (a gather as the Tensor front end
+writes it), local BUFFERIZEs, and now and then an operand that is the
 one before it (one node used twice). Masks include window coordinates (`r + w + s`, a padded convolution's) and
 triangular store masks (`r + k*r2 < d`). `directed_config` weighs the op tables towards what a rewrite rule's pattern
 is made of (the rule-guided scheduler's directed inputs).
@@ -36,10 +37,10 @@ TILE_SIZES = (31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
 # op name -> weight, per kind of dtype; "load" and "const" are leaves, the rest build trees
 FLOAT_OPS = {"load": 8, "const": 3, "range": 1, "add": 4, "sub": 2, "mul": 4, "max": 2, "neg": 1, "fdiv": 2, "recip": 1,
              "sqrt": 1, "exp2": 1, "log2": 1, "sin": 1, "trunc": 1, "mulacc": 1, "where": 2, "cast": 3, "bitcast": 1,
-             "reduce": 3, "pow": 1, "bufferize": 1}
+             "reduce": 3, "pow": 1, "bufferize": 1, "selectsum": 1}
 INT_OPS = {"load": 8, "const": 3, "range": 2, "add": 4, "sub": 2, "mul": 3, "max": 2, "neg": 1, "idiv": 2, "mod": 2,
            "shl": 1, "shr": 1, "and": 1, "or": 1, "xor": 1, "mulacc": 1, "where": 2, "cast": 3, "bitcast": 1,
-           "reduce": 3, "threefry": 1, "bufferize": 1, "affine": 5}
+           "reduce": 3, "threefry": 1, "bufferize": 1, "affine": 5, "selectsum": 1}
 BOOL_OPS = {"load": 6, "const": 2, "cmp": 6, "cmpsum": 3, "and": 2, "or": 2, "xor": 1, "add": 1, "mul": 1, "max": 1,
             "where": 1, "cast": 2, "bitcast": 1, "reduce": 1}
 # integer index arithmetic in ALU code: coefficients of loop indices (their signs are drawn per sum) and divisors
@@ -258,6 +259,7 @@ class _KernelBuilder:
       if (src := self.other_dtype(dt, same_size=True)) is None: return self.leaf(dt, ranges, depth)
       return self.expr(src, sub, ranges).bitcast(dt)
     if op == "reduce": return self.reduce(dt, sub, ranges)
+    if op == "selectsum": return self.select_sum(dt, sub, ranges)
     if op == "bufferize": return self.bufferize(dt, sub, ranges)
     if op == "threefry":
       if dt is not dtypes.uint64: return self.leaf(dt, ranges, depth)
@@ -365,6 +367,26 @@ class _KernelBuilder:
       rrs.append(r)
     val = self.expr(dt, depth, [*ranges, *rrs])
     return val.reduce(*rrs, arg=self.ch.choice([Ops.ADD, Ops.MUL, Ops.MAX]))
+
+  def select_sum(self, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp:
+    """A gather as the Tensor front end writes it (an embedding, an advanced index): a sum over a new reduce range r of
+    `where(x == r + c, g(r), 0)`, x an int that does not depend on r, r + c as the front end's arange is (index math
+    cast to x's dtype: r itself, or split as (r // k) * k + r % k), one time in three with a second condition over r.
+    Codegen collapses the sum to g(x - c) (tinygrad/codegen/gather.py); the reference sums it."""
+    ints = [d for d in self.cfg.dtypes if d is not dtypes.bool and dtypes.is_int(d)]
+    if dt is dtypes.bool or not ints: return self.reduce(dt, depth, ranges)
+    outer = math.prod(max(1, self.extent(r)) for r in ranges)
+    r = self.new_range(max(1, self.cfg.max_points // outer), AxisType.REDUCE)
+    xdt = self.ch.choice(ints)
+    x = self.load(xdt, ranges, depth) if self.coin(0.6) else self.expr(xdt, depth, ranges)
+    k = self.ch.choice((2, 3, 7))
+    v = r // k * k + r % k if self.coin(0.3) else r
+    c = self.ch.choice((0, 0, 0, 1, 2, -1, -3))
+    e = (v + c if c else v).cast(xdt)
+    cond = UOp(Ops.CMPEQ, dtypes.bool, (x, e) if self.coin(0.5) else (e, x))
+    if self.coin(0.33): cond = cond & self.expr(dtypes.bool, depth, [*ranges, r])
+    g = self.expr(dt, depth, [*ranges, r])
+    return UOp(Ops.WHERE, dt, (cond, g, UOp.const(dt, 0))).reduce(r, arg=Ops.ADD)
 
   def bufferize(self, dt: DType, depth: int, ranges: Sequence[UOp]) -> UOp:
     """A value materialised per thread over a new small range (a local BUFFERIZE), read back at some offset."""
@@ -490,7 +512,7 @@ OP_NAMES: dict[Ops, tuple[str, ...]] = {
   Ops.ADD: ("add", "affine", "cmpsum"), Ops.SUB: ("sub",), Ops.MUL: ("mul", "affine"), Ops.MAX: ("max",),
   Ops.NEG: ("neg",), Ops.FDIV: ("fdiv",), Ops.RECIPROCAL: ("recip",), Ops.SQRT: ("sqrt",), Ops.EXP2: ("exp2",),
   Ops.LOG2: ("log2",), Ops.SIN: ("sin",), Ops.TRUNC: ("trunc",), Ops.MULACC: ("mulacc",), Ops.WHERE: ("where",),
-  Ops.CAST: ("cast",), Ops.BITCAST: ("bitcast",), Ops.REDUCE: ("reduce",), Ops.POW: ("pow",),
+  Ops.CAST: ("cast",), Ops.BITCAST: ("bitcast",), Ops.REDUCE: ("reduce", "selectsum"), Ops.POW: ("pow",),
   Ops.BUFFERIZE: ("bufferize",), Ops.IDIV: ("idiv", "affine"), Ops.MOD: ("mod", "affine"), Ops.SHL: ("shl",),
   Ops.SHR: ("shr",), Ops.AND: ("and",), Ops.OR: ("or",), Ops.XOR: ("xor",), Ops.THREEFRY: ("threefry",),
   Ops.CMPLT: ("cmp", "cmpsum"), Ops.CMPNE: ("cmp", "cmpsum"), Ops.CMPEQ: ("cmp", "cmpsum"), Ops.CONST: ("const",),

@@ -24,6 +24,9 @@ def features(ast):
       if idx.op is Ops.WHERE and isinstance(idx.src[2].arg, InvalidType):
         f["gather" if any(x.op is Ops.LOAD for x in idx.toposort()) else "masked"] += 1
     if u.op is Ops.REDUCE: f[f"reduce {u.arg}"] += 1
+    if u.op is Ops.REDUCE and u.arg is Ops.ADD and u.src[0].op is Ops.WHERE and u.src[0].src[2].op is Ops.CONST and \
+       any(c.op is Ops.CMPEQ and any(r in c._ranges for r in u.src[1:]) for c in u.src[0].src[0].toposort()):
+      f["select sum"] += 1
     if u.op in (Ops.CAST, Ops.BITCAST) and u.dtype is not dtypes.index: f[str(u.op)] += 1
     if u.op is Ops.DEFINE_VAR: f["var"] += 1
     if u.op is Ops.BUFFERIZE: f["bufferize"] += 1
@@ -56,7 +59,7 @@ def test_every_kernel_runs_on_the_reference():
 
 def test_the_features_all_show_up():
   f: Counter = sum((features(c.ast) for c in CASES), Counter())
-  for k in ("masked", "gather", "reduce Ops.ADD", "reduce Ops.MUL", "reduce Ops.MAX", "Ops.CAST", "Ops.BITCAST", "var",
+  for k in ("masked", "gather", "select sum", "reduce Ops.ADD", "reduce Ops.MUL", "reduce Ops.MAX", "Ops.CAST", "Ops.BITCAST", "var",
             "bufferize", "tile", "empty", "masked store", "stores 2", "stores 3", "never-positive divmod",
             "nested divmod", "wrapping unsigned sum < const", "range sum mask"):
     assert f[k] > 0, (k, f)

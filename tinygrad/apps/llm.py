@@ -310,15 +310,13 @@ class Transformer:
   def _hidden(self, tokens: Tensor | tuple[UOp, ...], start: sint, writes: list[Tensor]) -> Tensor:
     """The final normed hidden states (C, dim) of tokens (C,) int32 at positions start + 0..C-1; the cache writes of
     their rows are appended to `writes`, to be realized with the result. Tokens given as bound variables (a jitted
-    step) are each the one row of the table, read in one kernel; a tensor of tokens is a one-hot product over the
-    vocabulary (C x vocab x dim multiply-adds: the unjitted forward only)."""
+    step) are each the one row of the table, read in one kernel; a tensor of tokens is an embedding (a select summed
+    over the vocabulary, which codegen turns into a load of each token's row: tinygrad/codegen/gather.py)."""
     if isinstance(tokens, tuple):
       table = self.embed.matrix()
       rows = [table[t:t + 1] for t in tokens]
       x = rows[0].cat(*rows[1:]) if len(rows) > 1 else rows[0]
-    else: x = (tokens.to(self.device).reshape(-1, 1) == Tensor.arange(self.c.vocab, dtype=dtypes.int32,
-                                                                      device=self.device).reshape(1, -1)) \
-      .cast(dtypes.float32).matmul(self.embed.matrix())
+    else: x = tokens.to(self.device).reshape(-1).embedding(self.embed.matrix())
     for i, b in enumerate(self.blocks): x = self._block(b, i, x, start, writes)
     return _rms_norm(x, self.norm.matrix(), self.c.norm_eps)
 

@@ -14,6 +14,7 @@ from tinygrad.helpers import DEBUG, TRANSCENDENTAL, DEVECTORIZE
 from tinygrad.renderer import Renderer, ProgramSpec
 from tinygrad.codegen.opt import Opt, KernelInfo, apply_opts, kernel_name
 from tinygrad.codegen.late import lower_index_dtype
+from tinygrad.codegen.gather import pm_collapse_one_hot
 from tinygrad.codegen.lowerer import pm_lower_invalid, pm_grid, grid_specials, pm_reduce, ReduceCtx, pm_split_ends
 from tinygrad.codegen.lowerer import merge_ends
 from tinygrad.codegen.expander import pm_expand, pm_vectorize, VectorizeCtx
@@ -25,9 +26,10 @@ def is_optimized(ast: UOp) -> bool:
   return isinstance(ast.arg, KernelInfo) and bool(ast.arg.applied_opts)
 
 def prepare_kernel(ast: UOp) -> UOp:
-  """The AST the opts are chosen for and applied to: the scheduler's index math folded. (On CPU the heuristics' first
-  opt is usually CUT: opt.py.)"""
-  return graph_rewrite(ast, symbolic, name="simplify index math")
+  """The AST the opts are chosen for and applied to: the scheduler's index math folded, a one-hot sum over a table's
+  rows collapsed to a load of the row (gather.py). (On CPU the heuristics' first opt is usually CUT: opt.py.)"""
+  ast = graph_rewrite(ast, symbolic, name="simplify index math")
+  return graph_rewrite(ast, symbolic + pm_collapse_one_hot, name="one-hot sums to gathered loads")
 
 def lower_kernel(ast: UOp, prepared: UOp, renderer: Renderer,
                  opts: tuple[Opt, ...]) -> tuple[UOp, str, tuple[Opt, ...]]:

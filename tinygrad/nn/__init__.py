@@ -54,9 +54,10 @@ class Linear:
     return x.linear(self.weight.T, self.bias)
 
 class Embedding:
-  """Rows of a (vocab_size, embed_size) table picked by integer indices (one kernel: a one-hot compare fused into the
-  sum). torch's initialisation: N(0, 1). With padding_idx that row starts at zero and gets no gradient. An index
-  outside [0, vocab_size) gives a row of zeros (it cannot be checked without reading the indices on the host)."""
+  """Rows of a (vocab_size, embed_size) table picked by integer indices (one kernel, which loads each index's row:
+  Tensor.embedding). torch's initialisation: N(0, 1). With padding_idx that row starts at zero and gets no gradient.
+  An index outside [0, vocab_size) gives a row of zeros (it cannot be checked without reading the indices on the
+  host)."""
   def __init__(self, vocab_size: int, embed_size: int, padding_idx: int | None = None):
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
     if padding_idx is not None:

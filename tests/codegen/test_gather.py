@@ -1,0 +1,117 @@
+"""One-hot select sums collapse to gathered loads (tinygrad/codegen/gather.py): an embedding, an advanced index and a
+gather keep no reduce over the table's rows once their kernel is prepared, and give torch's values on C, LLVM and the
+PYTHON interpreter under SPEC=2. Forms the collapse must leave alone (a compare that is not one-to-one, an arange
+that wraps in its dtype, a one-hot product) keep their reduce and their values."""
+import importlib.util
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.codegen.program import prepare_kernel
+from tests.llvm_device import llvm_cpu_device, c_cpu_device
+
+DEVICES = ["C", *(["LLVM"] if importlib.util.find_spec("llvmlite") is not None else []), "PYTHON"]
+
+def device(kind: str) -> str: return c_cpu_device() if kind == "C" else llvm_cpu_device() if kind == "LLVM" else "PYTHON"
+
+def reduces(t: Tensor) -> list[int]:
+  """The REDUCEs of each kernel t's schedule runs, after prepare_kernel."""
+  return [sum(u.op is Ops.REDUCE for u in prepare_kernel(si.ast).toposort()) for si in t.schedule()]
+
+def realized(t: Tensor) -> np.ndarray:
+  with Context(SPEC=2): return t.numpy()
+
+@pytest.mark.parametrize("kind", DEVICES)
+def test_embedding_reads_the_picked_rows(kind):
+  dev = device(kind)
+  rng = np.random.default_rng(0)
+  w = rng.standard_normal((300, 24)).astype(np.float32)
+  w[7] = np.inf  # a row no index picks: a one-hot product would sum 0 * inf = NaN into every output
+  ids = rng.integers(0, 300, (4, 9)).astype(np.int32)
+  ids[ids == 7] = 8
+  out = Tensor(ids, device=dev).embedding(Tensor(w, device=dev))
+  assert reduces(out) == [0]
+  ref = torch.nn.functional.embedding(torch.tensor(ids, dtype=torch.int64), torch.tensor(w)).numpy()
+  np.testing.assert_array_equal(realized(out), ref)
+
+@pytest.mark.parametrize("kind", DEVICES)
+def test_embedding_index_outside_the_table_gives_zeros(kind):
+  # NOTE: as Tensor.embedding documents (torch raises; a check would read the indices back on the host)
+  dev = device(kind)
+  w = np.arange(5 * 3, dtype=np.float32).reshape(5, 3) + 1
+  ids = np.array([[-1, 0, 4, 5, 2**31 - 1, -2**31]], dtype=np.int32)
+  out = realized(Tensor(ids, device=dev).embedding(Tensor(w, device=dev)))
+  np.testing.assert_array_equal(out, np.stack([np.zeros(3), w[0], w[4], np.zeros(3), np.zeros(3), np.zeros(3)])[None])
+
+@pytest.mark.parametrize("kind", DEVICES)
+def test_advanced_index_by_two_tensors_collapses_both(kind):
+  dev = device(kind)
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((5, 6, 1100)).astype(np.float32)  # 1100 rows: the front end's arange is split (a*b + c)
+  i, j = rng.integers(-5, 5, (3, 4)), rng.integers(-1100, 1100, (3, 4))
+  out = Tensor(x, device=dev)[Tensor(i, device=dev), 1:5, Tensor(j, device=dev)]
+  assert reduces(out) == [0]
+  np.testing.assert_array_equal(realized(out), torch.tensor(x)[torch.tensor(i), 1:5, torch.tensor(j)].numpy())
+
+@pytest.mark.parametrize("kind", DEVICES)
+def test_gather_along_a_middle_axis(kind):
+  dev = device(kind)
+  rng = np.random.default_rng(2)
+  x = rng.standard_normal((4, 7, 5)).astype(np.float32)
+  idx = rng.integers(0, 7, (4, 3, 5))
+  out = Tensor(x, device=dev).gather(1, Tensor(idx.astype(np.int32), device=dev))
+  assert reduces(out) == [0]
+  np.testing.assert_array_equal(realized(out), torch.gather(torch.tensor(x), 1, torch.tensor(idx)).numpy())
+
+@pytest.mark.parametrize("kind", DEVICES)
+def test_forms_that_are_not_a_gather_keep_their_reduce(kind):
+  dev = device(kind)
+  rng = np.random.default_rng(3)
+  w = rng.standard_normal((200, 4)).astype(np.float32)
+  ids = np.array([3, 0, 99, -100, 56, -57, 127], dtype=np.int8)
+  wt, it = Tensor(w, device=dev), Tensor(ids, device=dev)
+  # r // 2 matches two rows: their sum
+  half = (it.cast(dtypes.int32).reshape(-1, 1, 1) == (Tensor.arange(200, device=dev) // 2).reshape(200, 1)) \
+    .where(wt, 0).sum(1)
+  assert reduces(half) == [1]
+  ref = np.stack([w[2 * v:2 * v + 2].sum(0) if 0 <= v < 100 else np.zeros(4, np.float32) for v in ids.astype(int)])
+  np.testing.assert_allclose(realized(half), ref, rtol=1e-6, atol=1e-6)
+  # an arange of 200 compared as int8 wraps (128..199 are -128..-57): -100 picks row 156, -57 row 199
+  wrapped = (it.reshape(-1, 1, 1) == Tensor.arange(200, device=dev).cast(dtypes.int8).reshape(200, 1)).where(wt, 0) \
+    .sum(1)
+  assert reduces(wrapped) == [1]
+  ref = np.stack([w[(np.arange(200).astype(np.int8) == v)].sum(0) for v in ids])
+  np.testing.assert_array_equal(realized(wrapped), ref)
+  # a one-hot product sums 0 * every other row (NaN where one is inf), which a gathered load would not
+  prod = (it.cast(dtypes.int32).reshape(-1, 1) == Tensor.arange(200, device=dev).reshape(1, 200)).cast(dtypes.float32) \
+    @ wt
+  assert reduces(prod) == [1]
+  np.testing.assert_allclose(realized(prod), np.stack([w[v] if 0 <= v < 200 else np.zeros(4, np.float32) for v in
+                                                       ids.astype(int)]), rtol=1e-6, atol=1e-6)
+
+def test_generated_select_sums_agree_with_the_reference():
+  """The kernel fuzzer's select sums (fuzz/gen/kernels.py, `select_sum`: any dtype, x loaded or computed, r + c written
+  as the front end's arange or split as (r // k) * k + r % k, a second condition, symbolic sizes), weighted up: the
+  collapsed kernel against the reference interpreter's sum, on each CPU path and the PYTHON interpreter."""
+  from fuzz.strategies import build_kernel, RandomChooser, KernelConfig
+  from fuzz.gen.kernels import FLOAT_OPS, INT_OPS
+  from fuzz.oracles.kernel_ref import run_kernel
+  from fuzz.oracles.differential import kernel_inputs, run_ast_on, compare_outputs, kernel_buffers
+  cfg = KernelConfig(float_ops=dict(FLOAT_OPS, selectsum=25), int_ops=dict(INT_OPS, selectsum=25))
+  collapsed = 0
+  for seed in range(40):
+    c = build_kernel(RandomChooser(seed), cfg)
+    if sum(u.op is Ops.REDUCE for u in prepare_kernel(c.ast).toposort()) == sum(u.op is Ops.REDUCE for u in
+                                                                               c.ast.toposort()): continue
+    collapsed += 1
+    inputs = kernel_inputs(c.ast, c.seed)
+    ref = {k: v.copy() for k, v in inputs.items()}
+    run_kernel(c.ast, ref, c.var_vals)
+    bufs = kernel_buffers(c.ast)
+    written = {u.src[0].src[0].arg for u in c.ast.toposort() if u.op is Ops.STORE}
+    for kind in DEVICES:
+      with Context(SPEC=2): out = run_ast_on(device(kind), c.ast, inputs, c.var_vals)
+      for n in written: assert compare_outputs(out[n], ref[n], bufs[n].base) is None, (seed, kind, n)
+  assert collapsed >= 20, collapsed
