@@ -29,6 +29,13 @@ c4 = (c3 < UOp.const(dtypes.index, 0)).ne(UOp.const(dtypes.bool, True)) & (c3 < 
 c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(2), arg=1).index(c4.where(c3, UOp.invalid())).load()
 c6 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(2), arg=0).index(c0).store(c5)
 ast = UOp.sink(c6.end(c0))""", [], seed=3)),
+  # a one-hot select sum collapsed to its picked value (codegen/gather.py) kept a picked -0.0, where the sum (from +0.0)
+  # gives +0.0: bfloat16's bits 0x8000 against 0 (campaign seed 32); the collapse adds 0.0 to a float now
+  "select_sum_of_a_negative_zero": (["cpu", "llvm", "python"], state("""
+c0 = UOp.range(2, 0, AxisType.REDUCE)
+c1 = UOp.const(dtypes.int32, 0).eq(c0.cast(dtypes.int32)).where(UOp.const(dtypes.bfloat16, -0.0), UOp.const(dtypes.bfloat16, 0.0))
+c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint16.ptr(1), arg=0).index(UOp.const(dtypes.index, 0)).store(c1.reduce(c0, arg=Ops.ADD).bitcast(dtypes.uint16))
+ast = UOp.sink(c2)""", [], seed=1929646246)),
   # AMD had no POW (the renderer refused it: the campaign's most frequent finding); codegen decomposes it now
   "pow_on_amd": (["amd"], state("""
 c0 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(2), arg=1).index(UOp.const(dtypes.index, 1)).load()

@@ -79,7 +79,10 @@ def collapse_one_hot(red: UOp) -> UOp | None:
         ret = keep.where(picked, picked.const_like(0))
         for cst in casts: ret = ret.cast(cst.dtype)
         rest = tuple(s for s in red.src[1:] if s is not r)
-        return UOp(Ops.REDUCE, red.dtype, (ret,) + rest, Ops.ADD) if rest else ret
+        if rest: return UOp(Ops.REDUCE, red.dtype, (ret,) + rest, Ops.ADD)
+        # NOTE: the sum starts at +0.0, so a picked -0.0 sums to +0.0: adding 0.0 does the same (symbolic keeps a float
+        # x + 0.0)
+        return ret + ret.const_like(0.0) if dtypes.is_float(ret.dtype) else ret
   return None
 
 pm_collapse_one_hot = PatternMatcher([(UPat(Ops.REDUCE, name="red"), collapse_one_hot)])
