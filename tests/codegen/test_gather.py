@@ -115,3 +115,30 @@ def test_generated_select_sums_agree_with_the_reference():
       with Context(SPEC=2): out = run_ast_on(device(kind), c.ast, inputs, c.var_vals)
       for n in written: assert compare_outputs(out[n], ref[n], bufs[n].base) is None, (seed, kind, n)
   assert collapsed >= 20, collapsed
+
+@pytest.mark.parametrize("kind", DEVICES)
+@pytest.mark.parametrize("dt", [dtypes.int64, dtypes.int8, dtypes.uint64])
+def test_an_index_at_its_dtypes_edge_is_outside_the_table(kind, dt):
+  """sum over r < n of where(r + c == x, v, 0) picks v where x - c is in [0, n): an int64 x near its top, offset before
+  the range check, would wrap into the table (int64 is the widest index math). c = -3, and 0 for uint64 (r - 3 does not
+  fit it), whose values over int64's top leave it a reduce."""
+  from tinygrad.uop import AxisType
+  from tinygrad.uop.ops import UOp
+  from fuzz.oracles.kernel_ref import run_kernel
+  from fuzz.oracles.differential import run_ast_on
+  c = 0 if dt is dtypes.uint64 else -3
+  i = UOp.range(6, 0, AxisType.LOOP)
+  r = UOp.range(UOp.variable("n", 1, 17), 1, AxisType.REDUCE)
+  x = UOp(Ops.DEFINE_GLOBAL, dt.ptr(6), arg=1).index(i).load()
+  v = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(6), arg=2).index(i).load()
+  pick = (r + UOp.const(dtypes.index, c) if c else r).cast(dt).eq(x).where(v, UOp.const(dtypes.float32, 0.0))
+  ast = UOp.sink(UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(6), arg=0).index(i).store(pick.reduce(r, arg=Ops.ADD)).end(i))
+  assert sum(u.op is Ops.REDUCE for u in prepare_kernel(ast).toposort()) == (1 if dt is dtypes.uint64 else 0)
+  top, low = int(dtypes.max(dt)), int(dtypes.min(dt))
+  xs = np.array([top - 1, top, low, low + 2, 5, 7], dtype=np.dtype(dt.fmt))
+  inputs = {0: np.zeros(6, np.float32), 1: xs, 2: np.arange(1, 7, dtype=np.float32)}
+  ref = {k: a.copy() for k, a in inputs.items()}
+  run_kernel(ast, ref, {"n": 11})
+  with Context(SPEC=2): out = run_ast_on(device(kind), ast, inputs, {"n": 11})
+  np.testing.assert_array_equal(out[0], ref[0])
+  np.testing.assert_array_equal(ref[0], [k + 1 if 0 <= int(v) - c < 11 else 0 for k, v in enumerate(xs)])

@@ -68,12 +68,14 @@ def collapse_one_hot(red: UOp) -> UOp | None:
       if r.op is not Ops.RANGE: continue
       for x, e in (cmp.src, cmp.src[::-1]):
         if r in x._ranges or not dtypes.is_int(x.dtype) or x.dtype.count != 1 or (c := _offset(e, r)) is None: continue
-        n = r.src[0]
-        at = x.cast(dtypes.index) - c if c else x.cast(dtypes.index)
+        # NOTE: index math is lowered to int64 at most: x (a uint64 can be over it) is compared and clamped as it is,
+        # never offset before the clamp (x - c could leave int64 and wrap)
+        if not (dtypes.min(dtypes.int64) <= x.vmin and x.vmax <= dtypes.max(dtypes.int64)): continue
+        n, xi = r.src[0], x.cast(dtypes.index)
         # NOTE: the row read is clamped into the table, so every load stays in bounds; where x is outside, the select
         # gives 0 (the sum's value: no r passed the compare)
-        row = {r: at.maximum(0).minimum(n - 1)}
-        keep = (at >= 0) & (at < n)
+        row = {r: xi.maximum(c).minimum(n - 1 + c) - c if c else xi.maximum(0).minimum(n - 1)}
+        keep = (xi >= c) & (xi < n + c)
         for other in conds[:k] + conds[k + 1:]: keep = keep & other.substitute(row)
         picked = g.substitute(row)
         ret = keep.where(picked, picked.const_like(0))
