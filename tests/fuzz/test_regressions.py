@@ -36,6 +36,14 @@ c0 = UOp.range(2, 0, AxisType.REDUCE)
 c1 = UOp.const(dtypes.int32, 0).eq(c0.cast(dtypes.int32)).where(UOp.const(dtypes.bfloat16, -0.0), UOp.const(dtypes.bfloat16, 0.0))
 c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint16.ptr(1), arg=0).index(UOp.const(dtypes.index, 0)).store(c1.reduce(c0, arg=Ops.ADD).bitcast(dtypes.uint16))
 ast = UOp.sink(c2)""", [], seed=1929646246)),
+  # the CUDA renderer wrote float64's -inf as `-__longlong_as_double(...)` without the parentheses the C renderers put
+  # around a negative constant, so x - (-inf) was `x--__longlong_as_double(...)` and NVRTC refused it (a directed run
+  # of the kernel fuzzer's select sums)
+  "cuda_float64_negative_infinity_subtracted": (["nv"], state("""
+c0 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(2), arg=1).index(UOp.const(dtypes.index, 1)).load()
+c1 = UOp(Ops.SUB, dtypes.float64, (c0, UOp.const(dtypes.float64, float('-inf'))))
+c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(1), arg=0).index(UOp.const(dtypes.index, 0)).store(c1.exp2())
+ast = UOp.sink(c2)""", [], seed=0)),
   # AMD had no POW (the renderer refused it: the campaign's most frequent finding); codegen decomposes it now
   "pow_on_amd": (["amd"], state("""
 c0 = UOp(Ops.DEFINE_GLOBAL, dtypes.float64.ptr(2), arg=1).index(UOp.const(dtypes.index, 1)).load()

@@ -204,7 +204,8 @@ class CUDARenderer(CStyleLanguage):
     return f"tg_{s}{'x' if s[-1].isdigit() else ''}{dt.count}"
   def render_vector(self, dt: DType, elems: list[str]) -> str:
     return f"{self.vector_name(dt)}{{{{{', '.join(elems)}}}}}"
-  def render_const(self, x: object, dt: DType) -> str:
+  def _render_const(self, x: object, dt: DType) -> str:
+    # NOTE: the base's render_const puts a negative one in parentheses (`a-(-inf)`, never `a--inf`)
     if dt.count > 1: return self.render_vector(dt, [self.render_const(x, dt.scalar())] * dt.count)
     if dt is dtypes.bool: return "true" if x else "false"
     if dt is dtypes.float64 and isinstance(x, float) and not math.isfinite(x):
@@ -215,7 +216,7 @@ class CUDARenderer(CStyleLanguage):
       return f"__ushort_as_half({int(np.array(float(x)).astype(np.float16).view(np.uint16)):#06x}u)"  # type: ignore[arg-type]
     if dt is dtypes.bfloat16: return f"__ushort_as_bfloat16({float_to_bf16(float(x)):#06x}u)"  # type: ignore[arg-type]
     if dt in _FP8: return f"tg_fp8{_FP8[dt][0]}_bits({float_to_fp8(float(x), dt):#04x}u)"  # type: ignore[arg-type]
-    return super().render_const(x, dt)
+    return super()._render_const(x, dt)
 
   def _as_float(self, x: str, src: DType) -> str:
     """`x` of an emulated type (half, bfloat16, fp8) as an exact float expression."""
