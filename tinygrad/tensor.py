@@ -17,7 +17,7 @@ from tinygrad.uop.sint import render_shape, render_sint, variables, shape_eq
 from tinygrad.dtype import DType, dtypes, least_upper_dtype, least_upper_float, sum_acc_dtype, to_np_dtype
 from tinygrad.dtype import from_np_dtype, to_dtype, DTypeLike, PtrDType
 from tinygrad.dtype import to_storage_np, from_storage_np, ConstType
-from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten, WINO
+from tinygrad.helpers import prod, argfix, make_tuple, ceildiv, flatten, all_int, WINO
 from tinygrad.gradient import compute_gradient, custom_gradient, substitute
 from tinygrad.schedule.multi import MultiDeviceError, check_assign_target, is_multi_device, multi, split_bounds
 from tinygrad.schedule.multi import check_layout, layout_of
@@ -846,8 +846,10 @@ class Tensor(_CastSugar, MathTrait):
     if isinstance(n, UOp): return _shrink_to(Tensor._arange_index(vmax(n), device), (n,))
     if n == 0: return Tensor.zeros(0, dtype=dtypes.int32, device=device)
     if n <= 1024: return Tensor.ones(n, device=device, dtype=dtypes.int32).cumsum() - 1
-    b = math.isqrt(n - 1) + 1
-    a = ceildiv(n, b)
+    # NOTE: a square split (a == b), so both parts are the one cumsum: two different ones are two padded views, which
+    # the scheduler takes for a concatenation and stores where a broadcast reads it 128 times or more
+    # (rangeify._store_broadcast_source), and a stored arange hides the compare a gather's select is collapsed by
+    a = b = math.isqrt(n - 1) + 1
     hi = Tensor._arange_index(a, device) * b
     return (hi.reshape(a, 1) + Tensor._arange_index(b, device).reshape(1, b)).flatten().shrink(((0, n),))
   @staticmethod
@@ -2099,19 +2101,27 @@ class Tensor(_CastSugar, MathTrait):
     rest = [k for k in range(self.ndim) if k not in dims]
     xp = self.permute(rest + dims)
     rshape, nshape = tuple(self.shape[k] for k in rest), tuple(self.shape[k] for k in dims)
-    mask: Tensor | None = None
-    for j, (i, n) in enumerate(zip(idxs, nshape)):
-      one: list[sint] = [1] * len(nshape)
-      one[j] = n
-      ar = Tensor._arange_index(n, self.device).reshape((1,) * len(bshape) + tuple(one))
-      m = i._broadcast_to(bshape, "index").cast(dtypes.int32).reshape(bshape + (1,) * len(nshape)) == ar
-      mask = m if mask is None else mask & m
-    assert mask is not None
-    xe = xp.reshape(rshape + (1,) * len(bshape) + nshape)
-    mask = mask.reshape((1,) * len(rshape) + bshape + nshape)
-    nk = len(nshape)
-    picked = mask.where(xe, 0)
-    out = picked.sum(tuple(range(-nk, 0))).cast(self.dtype)
+    # NOTE: several index tensors are one row-major index into the indexed axes flattened (-1 where any is out of its
+    # range), compared with one arange: a single select over one range, which codegen loads directly (a mask of one
+    # compare per axis, their AND over every combination, was stored by the scheduler and summed over all of them)
+    # NOTE: in int64 where an index is 64-bit (cast to int32, 2^32 + 5 would wrap to 5 and pick it) or the axes'
+    # product is over int32
+    wide = dtypes.int64 if not all_int(nshape) or prod(cast(tuple[int, ...], nshape)) > dtypes.max(dtypes.int32) or \
+      any(i.dtype.itemsize > 4 for i in idxs) else dtypes.int32
+    flat: Tensor | None = None
+    ok: Tensor | None = None
+    for i, n in zip(idxs, nshape):
+      ib = i._broadcast_to(bshape, "index").cast(wide)
+      inside = (ib >= 0) & (ib < n)
+      flat = ib if flat is None else flat * n + ib
+      ok = inside if ok is None else ok & inside
+    assert flat is not None and ok is not None
+    total = prod(nshape)
+    flat = ok.where(flat, -1)
+    ar = Tensor._arange_index(total, self.device).cast(wide)
+    xe = xp.reshape(rshape + (1,) * len(bshape) + (total,))
+    mask = flat.reshape((1,) * len(rshape) + bshape + (1,)) == ar.reshape((1,) * (len(rshape) + len(bshape)) + (total,))
+    out = mask.where(xe, 0).sum(-1).cast(self.dtype)
     # the index dims go where the indexed axes were when those are adjacent, else first (numpy's rule)
     p = dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
     nb = len(bshape)

@@ -142,3 +142,30 @@ def test_an_index_at_its_dtypes_edge_is_outside_the_table(kind, dt):
   with Context(SPEC=2): out = run_ast_on(device(kind), ast, inputs, {"n": 11})
   np.testing.assert_array_equal(out[0], ref[0])
   np.testing.assert_array_equal(ref[0], [k + 1 if 0 <= int(v) - c < 11 else 0 for k, v in enumerate(xs)])
+
+@pytest.mark.parametrize("vocab", [1025, 32768, 50257])
+def test_an_embedding_of_any_vocabulary_size_is_one_kernel_of_loads(vocab):
+  """The front end's arange over more than 1024 rows is split square (Tensor._arange_index), so the scheduler keeps it
+  fused (two different cumsums were two padded views, stored as a concatenation) and its compare is there to collapse:
+  one kernel and no reduce for the GGUF models' vocabularies too."""
+  rng = np.random.default_rng(vocab)
+  w = rng.standard_normal((vocab, 64)).astype(np.float32)
+  ids = rng.integers(-2, vocab + 2, (256,)).astype(np.int32)
+  out = Tensor(ids).embedding(Tensor(w))
+  assert reduces(out) == [0]
+  want = np.where(((ids >= 0) & (ids < vocab))[:, None], w[np.clip(ids, 0, vocab - 1)], 0)
+  np.testing.assert_array_equal(realized(out), want)
+
+def test_an_index_by_two_tensors_broadcast_wide_is_one_kernel_of_loads():
+  """x[i, :, j] with the middle axis 128 wide: the index tensors make one flat index into the indexed axes (a mask of
+  one compare per axis ANDed over every combination was stored by the scheduler and summed); 64-bit indices past
+  int32 pick nothing (cast to int32 they wrapped into the table)."""
+  rng = np.random.default_rng(4)
+  x = rng.standard_normal((16, 128, 96)).astype(np.float32)
+  i, j = rng.integers(-16, 16, (200,)), rng.integers(-96, 96, (200,))
+  out = Tensor(x)[Tensor(i.astype(np.int32)), :, Tensor(j.astype(np.int32))]
+  assert reduces(out) == [0]
+  np.testing.assert_array_equal(realized(out), torch.tensor(x)[torch.tensor(i), :, torch.tensor(j)].numpy())
+  far = np.array([2**32 + 1, 3, 1], dtype=np.int64), np.array([0, 2**33 + 3, 5], dtype=np.int64)
+  got = realized(Tensor(x)[Tensor(far[0]), :, Tensor(far[1])])
+  np.testing.assert_array_equal(got, np.stack([np.zeros(128, np.float32), np.zeros(128, np.float32), x[1, :, 5]]))
