@@ -8,8 +8,13 @@ import pytest
 import torch
 from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp
 from tinygrad.codegen.program import prepare_kernel
+from fuzz.strategies import build_kernel, RandomChooser, KernelConfig
+from fuzz.gen.kernels import FLOAT_OPS, INT_OPS
+from fuzz.oracles.kernel_ref import run_kernel
+from fuzz.oracles.differential import kernel_inputs, run_ast_on, compare_outputs, kernel_buffers
 from tests.llvm_device import llvm_cpu_device, c_cpu_device
 
 DEVICES = ["C", *(["LLVM"] if importlib.util.find_spec("llvmlite") is not None else []), "PYTHON"]
@@ -95,10 +100,6 @@ def test_generated_select_sums_agree_with_the_reference():
   """The kernel fuzzer's select sums (fuzz/gen/kernels.py, `select_sum`: any dtype, x loaded or computed, r + c written
   as the front end's arange or split as (r // k) * k + r % k, a second condition, symbolic sizes), weighted up: the
   collapsed kernel against the reference interpreter's sum, on each CPU path and the PYTHON interpreter."""
-  from fuzz.strategies import build_kernel, RandomChooser, KernelConfig
-  from fuzz.gen.kernels import FLOAT_OPS, INT_OPS
-  from fuzz.oracles.kernel_ref import run_kernel
-  from fuzz.oracles.differential import kernel_inputs, run_ast_on, compare_outputs, kernel_buffers
   cfg = KernelConfig(float_ops=dict(FLOAT_OPS, selectsum=25), int_ops=dict(INT_OPS, selectsum=25))
   collapsed = 0
   for seed in range(40):
@@ -122,10 +123,6 @@ def test_an_index_at_its_dtypes_edge_is_outside_the_table(kind, dt):
   """sum over r < n of where(r + c == x, v, 0) picks v where x - c is in [0, n): an int64 x near its top, offset before
   the range check, would wrap into the table (int64 is the widest index math). c = -3, and 0 for uint64 (r - 3 does not
   fit it), whose values over int64's top leave it a reduce."""
-  from tinygrad.uop import AxisType
-  from tinygrad.uop.ops import UOp
-  from fuzz.oracles.kernel_ref import run_kernel
-  from fuzz.oracles.differential import run_ast_on
   c = 0 if dt is dtypes.uint64 else -3
   i = UOp.range(6, 0, AxisType.LOOP)
   r = UOp.range(UOp.variable("n", 1, 17), 1, AxisType.REDUCE)

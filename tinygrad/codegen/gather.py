@@ -11,6 +11,7 @@ load would not see, so it is left as the reduce it is.
 fit its dtype) and simplifying it: the Tensor front end's aranges are int32 sums of index terms
 (`Tensor._arange_index`)."""
 from __future__ import annotations
+from typing import Iterator
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
@@ -33,7 +34,7 @@ def _exact_index(e: UOp) -> UOp | None:
 
 def _offset(e: UOp, r: UOp) -> int | None:
   """c where e == r + c for every r (e read as exact index math and simplified), else None."""
-  if (ex := _exact_index(e)) is None or r not in ex._ranges: return None
+  if r not in e._ranges or (ex := _exact_index(e)) is None: return None
   s = graph_rewrite(ex, symbolic, name="compared value as index math")
   if s is r: return 0
   if s.op is Ops.ADD and s.src[0] is r and s.src[1].op is Ops.CONST and isinstance(c := s.src[1].arg, int): return c
@@ -56,35 +57,38 @@ def _select(src: UOp) -> tuple[list[UOp], UOp, list[UOp]] | None:
   if cond.op is Ops.CMPNE and zero(a): return [cond.src[0].eq(cond.src[1])], b, casts
   return None
 
+def _picks(red: UOp, conds: list[UOp]) -> Iterator[tuple[int, UOp, UOp, int]]:
+  """(k, r, x, c) for each conjunct conds[k] that is `x == r + c` over a range r of the reduce, x an int scalar that
+  does not depend on r and whose values fit int64 (index math is lowered to int64 at most: a uint64 one could wrap)."""
+  for k, cmp in enumerate(conds):
+    if cmp.op is not Ops.CMPEQ: continue
+    for r in (r for r in red.src[1:] if r.op is Ops.RANGE):
+      for x, e in (cmp.src, cmp.src[::-1]):
+        if r in x._ranges or not dtypes.is_int(x.dtype) or x.dtype.count != 1: continue
+        if not (dtypes.min(dtypes.int64) <= x.vmin and x.vmax <= dtypes.max(dtypes.int64)): continue
+        if (c := _offset(e, r)) is not None: yield k, r, x, c
+
 def collapse_one_hot(red: UOp) -> UOp | None:
   """A sum over r of a select `x == r + c` (and any other conditions) of g(r) as g(x - c) inside the range, 0 outside;
   the reduce's other ranges stay (a select over two ranges collapses one, then the other). None where the reduce is not
   of that form."""
   if red.arg is not Ops.ADD or (sel := _select(red.src[0])) is None: return None
   conds, g, casts = sel
-  for k, cmp in enumerate(conds):
-    if cmp.op is not Ops.CMPEQ: continue
-    for r in red.src[1:]:
-      if r.op is not Ops.RANGE: continue
-      for x, e in (cmp.src, cmp.src[::-1]):
-        if r in x._ranges or not dtypes.is_int(x.dtype) or x.dtype.count != 1 or (c := _offset(e, r)) is None: continue
-        # NOTE: index math is lowered to int64 at most: x (a uint64 can be over it) is compared and clamped as it is,
-        # never offset before the clamp (x - c could leave int64 and wrap)
-        if not (dtypes.min(dtypes.int64) <= x.vmin and x.vmax <= dtypes.max(dtypes.int64)): continue
-        n, xi = r.src[0], x.cast(dtypes.index)
-        # NOTE: the row read is clamped into the table, so every load stays in bounds; where x is outside, the select
-        # gives 0 (the sum's value: no r passed the compare)
-        row = {r: xi.maximum(c).minimum(n - 1 + c) - c if c else xi.maximum(0).minimum(n - 1)}
-        keep = (xi >= c) & (xi < n + c)
-        for other in conds[:k] + conds[k + 1:]: keep = keep & other.substitute(row)
-        picked = g.substitute(row)
-        ret = keep.where(picked, picked.const_like(0))
-        for cst in casts: ret = ret.cast(cst.dtype)
-        rest = tuple(s for s in red.src[1:] if s is not r)
-        if rest: return UOp(Ops.REDUCE, red.dtype, (ret,) + rest, Ops.ADD)
-        # NOTE: the sum starts at +0.0, so a picked -0.0 sums to +0.0: adding 0.0 does the same (symbolic keeps a float
-        # x + 0.0)
-        return ret + ret.const_like(0.0) if dtypes.is_float(ret.dtype) else ret
-  return None
+  if (pick := next(_picks(red, conds), None)) is None: return None
+  k, r, x, c = pick
+  n, xi = r.src[0], x.cast(dtypes.index)
+  # NOTE: x is range-checked and clamped into the table as it is, and offset only after the clamp (x - c could leave
+  # int64 and wrap): every load stays in bounds, and where x is outside, the select gives 0 (no r passed the compare)
+  row = {r: xi.maximum(c).minimum(n - 1 + c) - c if c else xi.maximum(0).minimum(n - 1)}
+  keep = (xi >= c) & (xi < n + c)
+  for other in conds[:k] + conds[k + 1:]: keep = keep & other.substitute(row)
+  picked = g.substitute(row)
+  ret = keep.where(picked, picked.const_like(0))
+  for cst in casts: ret = ret.cast(cst.dtype)
+  rest = tuple(s for s in red.src[1:] if s is not r)
+  if rest: return UOp(Ops.REDUCE, red.dtype, (ret,) + rest, Ops.ADD)
+  # NOTE: the sum starts at +0.0, so a picked -0.0 sums to +0.0: adding 0.0 does the same (symbolic keeps a float
+  # x + 0.0)
+  return ret + ret.const_like(0.0) if dtypes.is_float(ret.dtype) else ret
 
 pm_collapse_one_hot = PatternMatcher([(UPat(Ops.REDUCE, name="red"), collapse_one_hot)])
