@@ -294,6 +294,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # the contiguous axis of a big CPU kernel takes 2 more lanes: 32 (two cache lines of each input row per reduce step)
     # by 8 on the other axis is 256 accumulators; measured ~1.3x faster than 16x8 on a 1024 matmul (AVX-512 machine)
     # NOTE: an upcast of the whole axis retypes it, so it leaves the output axes; a split keeps it at index i
+    if cpu and contiguous and got == 16 and _table_rows(b): return
     kept = [r for r in output_axes(b.ast) if r.arg[0] == rid]
     if cpu and contiguous and got == 16 and kept:
       # NOTE: where a transcendental of each reduce step is shared by the axis' lanes (an attention's exp of a score,
@@ -306,6 +307,36 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
         if more: b.try_opt(Opt(OptOps.UPCAST, i, more))
       # NOTE: 32 lanes only where 4 rows of them still fit the budget (not on AVX2: 16 lanes by 6 rows there)
       elif rest >= 4 and 2 * b.upcast_total() * 4 <= b.tile_budget: b.try_opt(Opt(OptOps.UPCAST, i, 2))
+
+def _table_rows(b: _Builder) -> bool:
+  """A constant table's rows against a big input (a product of a small matrix, Winograd's filter-gradient transform
+  G^T dU G: 9 x 36 constants @ 36 x (Cin x Cout)): output axes under 8 that only small loads (SMALL_OPERAND_BYTES) vary
+  along, while a big one (BIG_OPERAND_BYTES) is broadcast along them, are upcast whole after the 16 lanes, so that each
+  vector load of the big input serves every row of the table (as the loops they were, each row read the big input's
+  tile again). The big input is then read once, so the loop it walks with the shortest stride goes innermost: the
+  kernel streams it. The rows take no more lanes and no other rows where they fill the tile's budget. Measured in the
+  step (2 threads, Intel Xeon, AVX-512; ResNet-18 b32 128x128's 512-channel transform, 3 launches, alternated):
+  32 lanes x 8 input-channel rows with the 3 x 3 taps as loops 10.5-11.4 ms, 16 lanes x the 9 taps with the lanes'
+  loop innermost 6.5-7.5 (alone 3.1-3.4 -> 1.7-2.5), the same with the input channels' loop innermost 8.0"""
+  lds = _loads(b.ast)
+  rows = [r for r in output_axes(b.ast) if 1 < (axis_size(r) or 0) < 8 and
+          all(_buffer_bytes(ld) <= SMALL_OPERAND_BYTES for ld in lds if r in ld.src[0]._ranges) and
+          any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)]
+  if not rows or b.upcast_total() * prod(axis_size(r) or 0 for r in rows) > b.tile_budget: return False
+  big = max(lds, key=_buffer_bytes)
+  before = (b.ast, list(b.opts))
+  for r in rows:
+    if not b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(r), axis_size(r) or 0)):
+      b.ast, b.opts = before
+      return False
+  loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
+  idx = next(ld for ld in _loads(b.ast) if ld.src[0].src[0] is big.src[0].src[0]).src[0].src[1].get_idx()
+  walks = [(abs(st), i) for i, r in enumerate(loops) if (st := index_stride(idx, r))]
+  if walks and (inner := min(walks)[1]) != len(loops) - 1:
+    outs = output_axes(b.ast)
+    b.try_opt(Opt(OptOps.SWAP, outs.index(loops[inner]), outs.index(loops[-1])))
+  b.streamed = True
+  return True
 
 def _aliased_rows(ast: UOp, r: UOp) -> bool:
   """Does some load step along output axis r by a multiple of a page (each row in the same cache sets)?"""
