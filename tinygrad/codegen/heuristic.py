@@ -294,7 +294,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # the contiguous axis of a big CPU kernel takes 2 more lanes: 32 (two cache lines of each input row per reduce step)
     # by 8 on the other axis is 256 accumulators; measured ~1.3x faster than 16x8 on a 1024 matmul (AVX-512 machine)
     # NOTE: an upcast of the whole axis retypes it, so it leaves the output axes; a split keeps it at index i
-    if cpu and contiguous and got == 16 and _table_rows(b): return
+    if cpu and contiguous and got == 16 and _table_rows(b, rid): return
     kept = [r for r in output_axes(b.ast) if r.arg[0] == rid]
     if cpu and contiguous and got == 16 and kept:
       # NOTE: where a transcendental of each reduce step is shared by the axis' lanes (an attention's exp of a score,
@@ -308,7 +308,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       # NOTE: 32 lanes only where 4 rows of them still fit the budget (not on AVX2: 16 lanes by 6 rows there)
       elif rest >= 4 and 2 * b.upcast_total() * 4 <= b.tile_budget: b.try_opt(Opt(OptOps.UPCAST, i, 2))
 
-def _table_rows(b: _Builder) -> bool:
+def _table_rows(b: _Builder, lanes: int) -> bool:
   """A constant table's rows against a big input (a product of a small matrix, Winograd's filter-gradient transform
   G^T dU G: 9 x 36 constants @ 36 x (Cin x Cout)): output axes under 8 that only small loads (SMALL_OPERAND_BYTES) vary
   along, while a big one (BIG_OPERAND_BYTES) is broadcast along them, are upcast whole after the 16 lanes, so that each
@@ -319,7 +319,8 @@ def _table_rows(b: _Builder) -> bool:
   32 lanes x 8 input-channel rows with the 3 x 3 taps as loops 10.5-11.4 ms, 16 lanes x the 9 taps with the lanes'
   loop innermost 6.5-7.5 (alone 3.1-3.4 -> 1.7-2.5), the same with the input channels' loop innermost 8.0"""
   lds = _loads(b.ast)
-  rows = [r for r in output_axes(b.ast) if 1 < (axis_size(r) or 0) < 8 and
+  # NOTE: not what is left of the lanes' axis (range id `lanes`): a weight gradient's 32 lanes over 2 x 16
+  rows = [r for r in output_axes(b.ast) if r.arg[0] != lanes and 1 < (axis_size(r) or 0) < 8 and
           all(_buffer_bytes(ld) <= SMALL_OPERAND_BYTES for ld in lds if r in ld.src[0]._ranges) and
           any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)]
   if not rows or b.upcast_total() * prod(axis_size(r) or 0 for r in rows) > b.tile_budget: return False
@@ -885,15 +886,18 @@ def _transpose_tile(b: _Builder, lanes: int) -> None:
     idx = ld.src[0].src[1].get_idx()
     for j, r in enumerate(output_axes(b.ast)):
       size = axis_size(r) or 0
-      if index_stride(sidx, r) == 1 or index_stride(idx, r) != 1: continue
-      if size % lanes or size < 2 * lanes:
+      # NOTE: a short axis read backwards (stride -1: a flipped input) is taken whole too (below); a long one is not
+      if index_stride(sidx, r) == 1 or (st := index_stride(idx, r)) not in (1, -1): continue
+      if st == -1 or size % lanes or size < 2 * lanes:
         if 2 <= size <= MAX_UPCAST: short.append((j, size))
         continue
       if b.upcast_total() * lanes <= MAX_UPCAST_TOTAL and b.try_opt(Opt(OptOps.UPCAST, j, lanes)): return
   # NOTE: an input contiguous along a short axis (a conv's 3x3 taps: the weights' Winograd layout, (Cout, Cin, 9) ->
   # (9, Cin, Cout)) takes it whole: each lane's taps are read together, where a loop over the taps outermost swept the
   # whole input once per tap with gathers. Measured in ResNet-18 b32's step (2 threads, AMD Zen 5, its 6 launches at
-  # 256 and 512 channels): 16.0 -> 7.1 ms
+  # 256 and 512 channels): 16.0 -> 7.1 ms. Also where the taps are read backwards (a conv's input gradient by Winograd:
+  # the transposed filters flipped, (Cout, Cin, 9) -> (9, Cout, Cin) reading tap 8 - t). Measured in ResNet-18 b32's
+  # step (2 threads, Intel Xeon, alternated): its 512-channel copy's 3 launches 8.6 -> 2.9 ms
   for j, size in short:
     if b.upcast_total() * size <= MAX_UPCAST_TOTAL and b.try_opt(Opt(OptOps.UPCAST, j, size)): return
 
