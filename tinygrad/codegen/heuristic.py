@@ -313,8 +313,9 @@ def _short_pixel_rows(b: _Builder, done: set[int]) -> bool:
   """The rows of a packed-lanes conv over few pixels (_upcast_for_reuse): where every long row axis' loads are a page
   apart (the batch: its rows share their cache sets) and the pixels' axes are short (under 8: a conv over 4x4 outputs),
   the rows are 8 pixels from the short axes, innermost first (each whole while the rows stay within 8, the next by what
-  is left), not 8 of the batch. Measured in ResNet-18 b32 128x128's step (2 threads, Intel Xeon, alternated): its 1x1
-  stride-2 conv to 512 channels over 4x4 pixels 2.0 -> 0.9-1.2 ms, its 3x3 conv over them 13.8 -> 9.9-11.5"""
+  is left), not 8 of the batch. Measured in ResNet-18 b32 128x128's step (2 threads, Intel Xeon, AVX-512, alternated):
+  its 3x3 stride-2 conv to 512 channels over 4x4 pixels 12.6 -> 9.1 ms, its 1x1 stride-2 one 2.1 -> 1.2; b8's convs
+  over 4x4 1.01 -> 0.78 and 5.8 -> 5.6; over 2x2 (4 rows) 1.28 -> 1.24 and 7.47 -> 7.46, within noise"""
   cands = [r for r in output_axes(b.ast) if r.arg[0] not in done and (axis_size(r) or 0) >= 2 and
            _broadcast_loads(b.ast, r)]
   long = [r for r in cands if (axis_size(r) or 0) >= 8]
