@@ -69,6 +69,16 @@ class _Builder:
     self.ast = ast
     self.opts.append(opt)
     return True
+  def try_upcasts(self, ups: list[tuple[UOp, int]]) -> bool:
+    """UPCAST each output axis (found by its range id, where it is then) by its amount, in order: all of them, or
+    none (everything as it was)."""
+    before = (self.ast, list(self.opts))
+    for r, amt in ups:
+      i = next((i for i, o in enumerate(output_axes(self.ast)) if o.arg[0] == r.arg[0]), None)
+      if i is None or not self.try_opt(Opt(OptOps.UPCAST, i, amt)):
+        self.ast, self.opts = before
+        return False
+    return True
   def try_local(self, opt: Opt) -> bool:
     """try_opt for an opt that adds a local axis, kept only where every local axis keeps a workgroup dimension of its
     own (grid.py's identity plan): the heuristics never ask the lowering to merge or split them."""
@@ -324,19 +334,14 @@ def _short_pixel_rows(b: _Builder, done: set[int]) -> bool:
     return False
   if b.upcast_total() * 8 > b.tile_budget: return False
   short.sort(key=lambda r: abs(index_stride(sidx, r) or 1 << 30))
-  before, rows = (b.ast, list(b.opts)), 1
+  ups: list[tuple[UOp, int]] = []
   for r in short:
-    size = axis_size(r) or 0
+    size, rows = axis_size(r) or 0, prod(amt for _, amt in ups)
+    # each axis whole while the rows stay within 8, then the next by what is left where that divides it
     amt = size if rows * size <= 8 else 8 // rows if size % (8 // rows) == 0 else 1
-    if amt > 1 and not b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(r), amt)):
-      b.ast, b.opts = before
-      return False
-    rows *= amt
-    if rows == 8: break
-  if rows < 4:
-    b.ast, b.opts = before
-    return False
-  return True
+    if amt > 1: ups.append((r, amt))
+    if rows * amt == 8: break
+  return prod(amt for _, amt in ups) >= 4 and b.try_upcasts(ups)
 
 def _table_rows(b: _Builder, lanes: int) -> bool:
   """A constant table's rows against a big input (a product of a small matrix, Winograd's filter-gradient transform
@@ -354,14 +359,10 @@ def _table_rows(b: _Builder, lanes: int) -> bool:
           all(_buffer_bytes(ld) <= SMALL_OPERAND_BYTES for ld in lds if r in ld.src[0]._ranges) and
           any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)]
   if not rows or b.upcast_total() * prod(axis_size(r) or 0 for r in rows) > b.tile_budget: return False
-  big = max(lds, key=_buffer_bytes)
-  before = (b.ast, list(b.opts))
-  for r in rows:
-    if not b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(r), axis_size(r) or 0)):
-      b.ast, b.opts = before
-      return False
+  buf = max(lds, key=_buffer_bytes).src[0].src[0]
+  if not b.try_upcasts([(r, axis_size(r) or 0) for r in rows]): return False
   loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
-  idx = next(ld for ld in _loads(b.ast) if ld.src[0].src[0] is big.src[0].src[0]).src[0].src[1].get_idx()
+  idx = next(ld for ld in _loads(b.ast) if ld.src[0].src[0] is buf).src[0].src[1].get_idx()
   walks = [(abs(st), i) for i, r in enumerate(loops) if (st := index_stride(idx, r))]
   if walks and (inner := min(walks)[1]) != len(loops) - 1:
     outs = output_axes(b.ast)
@@ -898,11 +899,7 @@ def _upcast_run(b: _Builder, sidx: UOp, first: UOp, lanes: int) -> None:
     run.append(nxt[0])
     span *= size
   if b.upcast_total() * span * lanes > MAX_UPCAST_TOTAL: return
-  before = (b.ast, list(b.opts))
-  for r in [nxt[0], *run]:
-    if not b.try_opt(Opt(OptOps.UPCAST, output_axes(b.ast).index(r), lanes if r is nxt[0] else axis_size(r))):
-      b.ast, b.opts = before
-      return
+  b.try_upcasts([(nxt[0], lanes), *((r, axis_size(r) or 0) for r in run)])
 
 def _transpose_tile(b: _Builder, lanes: int) -> None:
   """CPU: an elementwise kernel that stores along one axis and loads some input contiguously along another (a
