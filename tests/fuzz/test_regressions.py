@@ -254,6 +254,19 @@ c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(868), arg=2).index(c2).load()
 c4 = c1.load().cast(dtypes.uint8) * (c3 % UOp.const(dtypes.uint8, 7))
 c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint8.ptr(651), arg=0).index(c0).store(c4)
 ast = UOp.sink(c5.end(c0))""", [], {"n4": 3}, seed=1965087873)),
+  # LLVM 22's loop vectorizer read x[(i % 4) * 272 + r % 4] for r < 17 as 16 consecutive int16 from the row's start
+  # (r % 4 taken as r; campaign seed 36, 4 of 15 rows 1 where the reference has 0; tests/fuzz/
+  # llvm22_vectorized_mod_of_index.ll is a sum of that shape alone). The LLVM renderer marks a loop whose index an
+  # integer MOD or AND computes from with llvm.loop.vectorize.enable = false (renderer/llvmir.py, _wrapping_ranges)
+  "llvm_vectorizer_mod_of_index": (["llvm", "cpu"], state("""
+c0 = UOp.range(UOp.variable('n0', 4, 15), 0, AxisType.LOOP)
+c1 = UOp.const(dtypes.index, 4)
+c2 = UOp.range(17, 1, AxisType.REDUCE)
+c3 = ((c0 % c1) * UOp.const(dtypes.index, 272)) + (c2 % c1)
+c4 = UOp(Ops.DEFINE_GLOBAL, dtypes.int16.ptr(4080), arg=1).index(c3).load()
+c5 = UOp.const(dtypes.int16, 0).eq(c4).where(UOp.const(dtypes.int64, 1), UOp.const(dtypes.int64, 0))
+c6 = UOp(Ops.DEFINE_GLOBAL, dtypes.int64.ptr(120), arg=0).index(c0).store(c5.reduce(c2, arg=Ops.MAX))
+ast = UOp.sink(c6.end(c0))""", [], {"n0": 15}, seed=87424520)),
   # PADTO then UPCAST: in the lane where log2(2) = 1 folded the fp8 product to cast(load), that lane's CAST read the
   # float64 LOAD while the others' read a float32 MUL (fp8 emulated through float32); pm_vectorize's ALU packing
   # compared only the lanes' own dtypes, so the CAST's operand became a float32.vec(4) VECTORIZE holding a float64

@@ -9,7 +9,7 @@ from tinygrad.codegen import get_program
 from tinygrad.device import CompileError, DeviceOpenError
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.renderer.llvmir import CPULLVMRenderer
 from tests.llvm.conftest import llvm_parts, run_program
@@ -51,6 +51,43 @@ def test_symbolic_loop_bound_is_a_parameter(run_kernel):
   with Context(NOOPT=1): prg = run_kernel(ast, bufs, var_vals={"n": 11})
   np.testing.assert_array_equal(bufs[0], np.where(np.arange(32) < 11, np.arange(32) * 3, -1))
   assert "i32 %n" in prg.src
+
+@pytest.mark.parametrize("n,mod,step,off", [(17, 4, 1, 0), (33, 8, 1, 1), (131, 4, 1, 0), (131, 16, 2, 1),
+                                             (257, 32, 1, 0), (65, 64, 1, 1)])
+def test_loop_over_a_power_of_two_modulus_of_its_index_is_right(run_kernel, n, mod, step, off):
+  # LLVM 22's loop vectorizer widened x[b + r % 4] past the modulus, reading consecutive elements as if r % 4 were r
+  # (tests/fuzz/llvm22_vectorized_mod_of_index.ll): a loop whose index some integer MOD or AND computes from carries
+  # llvm.loop.vectorize.enable = false; the row loop of this sum takes r from the modulus, the store loop too
+  out, a = dg(0, dtypes.int32, 15), dg(1, dtypes.int32, 256)
+  i, r = UOp.range(15, 0), UOp.range(n, 1, AxisType.REDUCE)
+  ast = UOp.sink(out.index(i).store(a.index((i % 4) * 64 + (r * step + off) % mod).load().reduce(r, arg=Ops.ADD)).end(i))
+  x = np.random.default_rng(n * mod).integers(-1000, 1000, 256).astype(np.int32)
+  bufs = [np.zeros(15, np.int32), x]
+  prg = run_kernel(ast, bufs)
+  want = [x[(k % 4) * 64 + (np.arange(n) * step + off) % mod].sum() for k in range(15)]
+  np.testing.assert_array_equal(bufs[0], want)
+  assert len(re.findall(r"br label %loop\d+, !llvm.loop !\d+", prg.src)) == 2
+  assert '!{!"llvm.loop.vectorize.enable", i1 false}' in prg.src
+
+def test_loops_without_a_modulus_keep_the_vectorizer():
+  out, a = dg(0, dtypes.float32, 64), dg(1, dtypes.float32, 64 * 40)
+  i, r = UOp.range(64, 0), UOp.range(40, 1, AxisType.REDUCE)
+  ast = UOp.sink(out.index(i).store(a.index(i * 40 + r).load().reduce(r, arg=Ops.ADD)).end(i))
+  with Context(NOOPT=1): src = get_program(ast, llvm_parts()[0]).src
+  assert "llvm.loop" not in src
+
+def test_no_vectorize_metadata_numbers_after_the_module_flags():
+  # AMD's module has its code object version as module flag !0: the loops' nodes come after it, and the module parses
+  # (AMD lowers a MOD by a constant to a multiply and shifts: the index is an AND here)
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  from tinygrad.runtime.support.compiler_llvm import parse_and_verify
+  out, a = dg(0, dtypes.int32, 16), dg(1, dtypes.int32, 64)
+  r = UOp.range(37, 0, AxisType.REDUCE)
+  ast = UOp.sink(out.index(UOp.const(dtypes.index, 0)).store(a.index((r * 3) & 7).load().reduce(r, arg=Ops.ADD)))
+  with Context(NOOPT=1): src = get_program(ast, AMDLLVMRenderer()).src
+  assert "!0 = !{i32 1, !\"amdhsa_code_object_version\"" in src
+  assert '!1 = !{!"llvm.loop.vectorize.enable", i1 false}' in src and "!llvm.loop !2" in src
+  parse_and_verify(src, "AMD")
 
 GUARD_PAGES = textwrap.dedent('''
   import ctypes, mmap, numpy as np

@@ -36,6 +36,24 @@ from tinygrad.codegen.llvm_vectorize import llvm_matcher
 DIV_BY_ZERO = {Ops.IDIV: "zero", Ops.MOD: "dividend"}
 EMULATED = (dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 
+# NOTE: LLVM 22's loop vectorizer miscompiles an address that takes a loop's index modulo a power of two, `x[b + r % 4]`
+# with b invariant in the loop (instcombine makes the add a disjoint or, the mod an and): lanes it widens past the
+# modulus read consecutive elements (r % 4 taken as r) or one hoisted vector for every iteration. 242 of 480 sums
+# `x[(i % 4) * m + (r * s + o) % c]` with r over 33..257 steps (not a multiple of c) gave wrong values at O2, none with
+# the loop vectorizer off (docs/fuzz.md; tests/fuzz/llvm22_vectorized_mod_of_index.ll). Such loops are marked with
+# llvm.loop.vectorize.enable = false: codegen's own vectors (UPCAST) are unaffected, and the kernels of the bench's
+# training steps that get the mark ran as fast with it.
+def _wrapping_ranges(uops: list[UOp]) -> set[UOp]:
+  """The RANGEs some integer MOD or AND computes from through index arithmetic (ALU ops and casts, not loads)."""
+  reads: dict[UOp, frozenset[UOp]] = {}
+  out: set[UOp] = set()
+  for u in uops:
+    if u.op is Ops.RANGE: reads[u] = frozenset((u,))
+    elif u.op in GroupOp.ALU or u.op is Ops.CAST:
+      reads[u] = frozenset().union(*(reads.get(s, frozenset()) for s in u.src))
+      if u.op in (Ops.MOD, Ops.AND) and dtypes.is_int(u.dtype.scalar()): out |= reads[u]
+  return out
+
 # ---- types ----
 
 _INT_T = {1: "i8", 2: "i16", 4: "i32", 8: "i64"}
@@ -112,8 +130,19 @@ class _State:
   loops: list[_Loop] = field(default_factory=list)
   ifs: list[tuple[str, str]] = field(default_factory=list)
   helpers: set[str] = field(default_factory=set)
+  # loops LLVM's loop vectorizer must leave scalar (_wrapping_ranges), and the metadata nodes that say so, numbered
+  # from meta_base (after the module flags)
+  no_vectorize: set[UOp] = field(default_factory=set)
+  meta_base: int = 0
+  meta: list[str] = field(default_factory=list)
   n: int = 0
   block: str = "entry"
+  def no_vectorize_loop(self) -> str:
+    """The `!llvm.loop` node of one more loop whose vectorization is disabled (each loop has its own, distinct node)."""
+    if not self.meta: self.meta.append(f'!{self.meta_base} = !{{!"llvm.loop.vectorize.enable", i1 false}}')
+    k = self.meta_base + len(self.meta)
+    self.meta.append(f"!{k} = distinct !{{!{k}, !{self.meta_base}}}")
+    return f"!{k}"
   def fresh(self, prefix: str = "v") -> str:
     self.n += 1
     return f"%{prefix}{self.n}"
@@ -179,7 +208,8 @@ class LLVMRenderer(Renderer):
   def render(self, uops: list[UOp], name: str = "kernel") -> str:
     """The module: one kernel `name` whose parameters are the buffers in DEFINE_GLOBAL order, then the DEFINE_VARs by
     name, then what the target adds (the CPU's core_id)."""
-    st = _State()
+    flags = self.module_flags()
+    st = _State(no_vectorize=_wrapping_ranges(uops), meta_base=len(flags))
     for u in uops:
       if u.op in (Ops.SINK, Ops.GROUP): continue
       if (h := _HANDLERS.get(u.op)) is not None: h(self, st, u)
@@ -193,10 +223,10 @@ class LLVMRenderer(Renderer):
     body = [f'define {cc}void @"{name}"({", ".join(self.kernel_params(st))}) #0 {{', "entry:",
             *["  " + a for a in st.allocas], *st.lines, "}"]
     helpers = [HELPER_IR[h] for h in sorted(st.helpers)]
-    flags = self.module_flags()
     tail = [f"attributes #0 = {{ {self.kernel_attrs(uops)} }}"]
     if flags: tail += [f"!llvm.module.flags = !{{{', '.join(f'!{i}' for i in range(len(flags)))}}}"] + \
                       [f"!{i} = {f}" for i, f in enumerate(flags)]
+    tail += st.meta
     return "\n".join(head + st.globals + ([""] if st.globals else []) + body + [""] + helpers +
                      sorted(st.decls.values()) + [""] + tail) + "\n"
 
@@ -244,7 +274,8 @@ class LLVMRenderer(Renderer):
     t = ltype(u.src[1].dtype)
     nxt = st.fresh()
     st.emit(f"{nxt} = add {t} {loop.var}, 1")
-    st.emit(f"br label %{loop.header}")
+    meta = f", !llvm.loop {st.no_vectorize_loop()}" if u.src[1] in st.no_vectorize else ""
+    st.emit(f"br label %{loop.header}{meta}")
     st.lines[loop.phi_at] += f", [ {nxt}, %{st.block} ]"
     st.start_block(loop.exit)
   def _if(self, st: _State, u: UOp) -> None:
