@@ -1106,13 +1106,52 @@ def _matvec(b: _Builder) -> bool:
     any(size % amt == 0 and b.try_opt(Opt(OptOps.UPCAST, -ni, amt)) for amt in (8, 4, 2))
   return True
 
+# a contraction whose reduce axes together are at least this long, into at most this many outputs (_contraction_lanes)
+CONTRACTION_MIN_REDUCE, CONTRACTION_MAX_OUT = 1 << 12, 1 << 12
+
+def _contraction_lanes(b: _Builder) -> bool:
+  """An outer product summed over a long reduce that both its loads walk with stride 1, into few outputs: the weight
+  gradient of a conv over 3 input channels, dW (32, 3, 3, 3) = dY (32 channels; 8 x 64 x 64) against the padded
+  input's 27 shifted windows. No output axis of 16 or more reads an input with stride 1, so the register tile took 16
+  output channels as lanes gathered 4096 floats apart (a packed panel) and the 3 x 3 x 3 taps as short rows. Here the
+  reduce's innermost axis is unrolled by 16 into vector accumulators (vector loads of both inputs), and the tile is x
+  steps of an axis one load varies along by y of one the other varies along: x * y accumulators within the budget, as
+  many FMAs a load as that allows (x * y / (x + y)), the axis each load reads with the shortest stride (a shifted window
+  of the same cache lines). Measured in the UNet's step (bench/step_ab.py, alternated; Intel Xeon, AVX-512, 2 threads):
+  its first conv's weight gradient 1.75 -> 1.00 ms (8 output channels x 3 taps; 4 x 3 was 0.77 where 8 x 3 was 0.64,
+  2 x 3 x 3 1.60), its last conv's (1x1, 32 -> 3 channels: 3 x 8 accumulators) 1.14 -> 0.17."""
+  if b.renderer.has_local or not _own_vector_accs(b): return False
+  reds, outs = reduce_axes(b.ast), output_axes(b.ast)
+  sizes = {r: axis_size(r) for r in reds + outs}
+  if not reds or not outs or any(s is None for s in sizes.values()): return False
+  size = {r: int(s) for r, s in sizes.items() if s is not None}
+  if prod(size[r] for r in reds) < CONTRACTION_MIN_REDUCE or prod(size[r] for r in outs) > CONTRACTION_MAX_OUT:
+    return False
+  big = [idx for ld in _loads(b.ast) if set(reds) & (idx := ld.src[0].src[1].get_idx())._ranges]
+  inner = reds[-1]
+  if len(big) != 2 or size[inner] % 16 or not all(index_stride(idx, inner) == 1 for idx in big): return False
+  # an outer product: every output axis (of more than one step) varies exactly one of the two loads
+  long = [r for r in outs if size[r] > 1]
+  if any((r in big[0]._ranges) == (r in big[1]._ranges) for r in long): return False
+  sides = [[r for r in long if r in idx._ranges] for idx in big]
+  if not all(sides) or any(size[r] >= 16 and _vector_axis(b.ast, r) for r in long): return False
+  accs = b.tile_budget // 16
+  def steps(side: list[UOp], idx: UOp) -> list[tuple[UOp, int, int]]:
+    return [(r, a, abs(index_stride(idx, r) or 1 << 30)) for r in side for a in range(1, min(size[r], accs) + 1)
+            if size[r] % a == 0]
+  pairs = [(x, y) for x in steps(sides[0], big[0]) for y in steps(sides[1], big[1]) if x[1] * y[1] <= accs]
+  if not pairs or not b.try_opt(Opt(OptOps.UNROLL, reds.index(inner), 16)): return False
+  x, y = max(pairs, key=lambda p: (p[0][1] * p[1][1] / (p[0][1] + p[1][1]), p[0][1] * p[1][1], -p[0][2] - p[1][2]))
+  b.try_upcasts([(r, a) for r, a, _ in (x, y) if a > 1])
+  return True
+
 def _build(b: _Builder) -> None:
   # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else.
   # NOTE: not a matmul-like reduce (the weight gradient of a chunked projection: a cat of matmuls): the opt limits
   # count the upcasts of every piece together, so only one piece would get register tiles (measured: the 768x256x1024
   # gradient of a fused qkv projection ran 14x slower cut than whole, its gated loads blocked 32x8)
   if b.renderer.has_threads and not _reuse_reduce(b.ast): b.try_opt(Opt(OptOps.CUT))
-  if _matvec(b):
+  if _matvec(b) or _contraction_lanes(b):
     _threads(b)
     return
   _upcast_for_reuse(b)
