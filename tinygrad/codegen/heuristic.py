@@ -1074,7 +1074,8 @@ def hand_coded_optimizations(ast: UOp, renderer: Renderer) -> list[Opt]:
   # NOTE: still unthreaded, the tile having taken every axis the threads could split (the weight gradient of a conv
   # over 3 input channels: its 32 output channels whole as lanes, the 3 x 3 x 3 taps left): the tile again, no upcast
   # taking an output axis' last factor the threads need. Measured alone (2 threads, AMD Zen 5, LLVM; the UNet's first
-  # conv, 3 -> 32 channels over batch 8 of 64x64): 32 lanes on one thread 1.13 ms, 16 lanes on each of two 0.58
+  # conv, 3 -> 32 channels over batch 8 of 64x64): 32 lanes on one thread 1.13 ms, 16 lanes on each of two 0.58. (On
+  # the LLVM path that kernel now takes _contraction_lanes; the C path, with no vector accumulators of its own, this.)
   if not threaded(b) and (nt := max_threads(renderer)) > 1 and _work(ast) >= THREAD_MIN_WORK and output_axes(ast):
     _build(spare := _Builder(ast, renderer, may_widen=False, spare_threads=nt))
     if threaded(spare): b = spare
