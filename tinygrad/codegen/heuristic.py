@@ -1123,9 +1123,8 @@ def _contraction_lanes(b: _Builder) -> bool:
   2 x 3 x 3 1.60), its last conv's (1x1, 32 -> 3 channels: 3 x 8 accumulators) 1.14 -> 0.17."""
   if b.renderer.has_local or not _own_vector_accs(b): return False
   reds, outs = reduce_axes(b.ast), output_axes(b.ast)
-  sizes = {r: axis_size(r) for r in reds + outs}
-  if not reds or not outs or any(s is None for s in sizes.values()): return False
-  size = {r: int(s) for r, s in sizes.items() if s is not None}
+  if not reds or not outs or any(axis_size(r) is None for r in reds + outs): return False
+  size = {r: int(axis_size(r) or 0) for r in reds + outs}
   if prod(size[r] for r in reds) < CONTRACTION_MIN_REDUCE or prod(size[r] for r in outs) > CONTRACTION_MAX_OUT:
     return False
   big = [idx for ld in _loads(b.ast) if set(reds) & (idx := ld.src[0].src[1].get_idx())._ranges]
