@@ -4,7 +4,8 @@ gelu recomputed in it), the weight gradient of a fused qkv projection of a layer
 (both operands read along the reduce with a row stride). On the C path and the LLVM path at sizes where the CPU's
 register blocking applies, and on the PYTHON interpreter at small sizes, all under SPEC=2. The opts the CPU heuristics
 choose for these forms (and for a gelu-fed A @ W^T and a batch-broadcast matmul) are checked for the structure that makes
-them fast: register tiles, no cut of a matmul into pieces, the wide lanes where the costly operand is reused."""
+them fast: register tiles, no cut of a matmul into pieces, the wide lanes where the costly operand is reused (a
+transcendental) or along the operand whose fused ops are cheap (a bias add, a scale and shift)."""
 import importlib.util
 import numpy as np
 import pytest
