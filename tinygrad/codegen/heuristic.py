@@ -4,6 +4,7 @@ Every opt is tried on the kernel as it stands and kept only if it applies: an op
 KernelOptError, which is caught here, so the heuristics never fail a compile.
 """
 from __future__ import annotations
+from collections.abc import Iterable
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
 from tinygrad.codegen.opt import max_threads, packable_loads, panel_ranges, index_stride, PACK_MAX_BYTES, MAX_UPCAST
 from tinygrad.codegen.opt import MAX_UPCAST_TOTAL
@@ -122,13 +123,17 @@ def _store_idx(ast: UOp) -> UOp | None:
   stores = [u for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
   return stores[0].src[0].src[1].get_idx() if stores else None
 
+def _index_math(nodes: Iterable[UOp]) -> set[UOp]:
+  """The nodes that compute the index or the gate of a load or store among `nodes` (its INDEX's sources, all below)."""
+  return {y for x in nodes if x.op is Ops.INDEX for s in x.src[1:] for y in s.toposort()}
+
 def _reduce_body_alu(ast: UOp, values_only: bool = False) -> int:
   """ALU ops in the longest reduce body of the kernel (0 without a reduce). values_only leaves out those that compute
   load indices and their gates (a padded window's bounds): each lane of an upcast copies the values' ops, where the
   index math of the lanes is shared."""
   def body(red: UOp) -> int:
     ops = red.src[0].toposort()
-    idx = {y for x in ops if x.op is Ops.INDEX for s in x.src[1:] for y in s.toposort()} if values_only else set()
+    idx = _index_math(ops) if values_only else set()
     return sum(1 for x in ops if x.op in GroupOp.ALU and x not in idx)
   return max((body(u) for u in ast.toposort() if u.op is Ops.REDUCE), default=0)
 
@@ -564,9 +569,9 @@ def _broadcast_value_cost(ast: UOp, r: UOp) -> int:
   a load's index or gate) weigh for those lanes: positive where they hold a transcendental (computed once per row and
   reused by every lane, rather than as vector ops once per row tile: _upcast_reuse_axes), negative where they are
   cheap (a vector op each along the lanes beats a scalar op and a broadcast per row)."""
-  idx = {y for x in ast.toposort() if x.op is Ops.INDEX for s in x.src[1:] for y in s.toposort()}
-  n = sum(1 for u in _reused_body(ast, r) if u.op in GroupOp.ALU and u not in idx)
-  return n if _reused_transcendental(ast, r) else -n
+  body, idx = _reused_body(ast, r), _index_math(ast.toposort())
+  n = sum(1 for u in body if u.op in GroupOp.ALU and u not in idx)
+  return n if any(u.op in TRANSCENDENTAL for u in body) else -n
 def _reused_transcendental(ast: UOp, r: UOp) -> bool:
   return any(u.op in TRANSCENDENTAL for u in _reused_body(ast, r))
 
