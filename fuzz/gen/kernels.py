@@ -485,12 +485,13 @@ def grid_stress_opts(ch: Chooser, ast: UOp) -> list[Any]:
 def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
   """Candidate opts for a kernel: each target keeps those that fit it, in order (see
   fuzz.campaign.backends.fit_opts)."""
-  from tinygrad.codegen.opt import Opt, OptOps
+  from tinygrad.codegen.opt import Opt, OptOps, PACK_OPERAND
   n_out = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.LOOP])
   n_red = len([u for u in ast.toposort() if u.op is Ops.RANGE and u.arg[-1] is AxisType.REDUCE])
   out_ops = [OptOps.UPCAST, OptOps.LOCAL, OptOps.THREAD, OptOps.PADTO, OptOps.UPCAST, OptOps.SWAP]
   # NOTE: KBLOCK (CPU cache blocking of a reduce) and PACK (a reused load's panel staged in a per-thread buffer; its
-  # axis picks a load, no arg) make iterations depend on each other through memory: the campaign must reach them too
+  # axis picks a load, its arg the load's panel or its operand's, PACK_OPERAND) make iterations depend on each other
+  # through memory: the campaign must reach them too
   red_ops = [OptOps.UNROLL, OptOps.GROUP, OptOps.GROUPTOP, OptOps.UNROLL, OptOps.KBLOCK, OptOps.PACK]
   # NOTE: CUT (the CPU's cut of store loops compared against constants) must be the first opt; other targets drop it
   opts = [Opt(OptOps.CUT)] if n_out and ch.integer(0, 3) == 0 else []
@@ -499,7 +500,7 @@ def random_opts(ch: Chooser, ast: UOp, n_max: int = 4) -> tuple[Any, ...]:
     elif n_out: op, axis = ch.choice(out_ops), ch.integer(0, n_out - 1)
     else: break
     if op is OptOps.PACK:
-      opts.append(Opt(op, ch.integer(0, 2), None))
+      opts.append(Opt(op, ch.integer(0, 2), ch.choice([None, PACK_OPERAND])))
       continue
     # NOTE: KBLOCK also by 1 (a block per step of the axis)
     args = {OptOps.PADTO: [2, 4, 8, 16, 32], OptOps.KBLOCK: [1, 2, 3, 4, 8, 16]}.get(op, [0, 2, 3, 4, 8, 16])

@@ -137,6 +137,40 @@ def test_heuristics_put_the_wide_lanes_along_an_operand_with_cheap_fused_ops(for
   for dev in [c_cpu_device(), *([llvm512()] if HAS_LLVM else [])]:
     with Context(SPEC=2): tol(prod(dev).numpy(), ref, k_)
 
+@pytest.mark.parametrize("form", ["attention", "biased input"])
+def test_a_computed_broadcast_operand_is_packed_with_its_ops_in_the_fill(form: str):
+  # an attention's (Q + bias) K^T and (x + b) @ W^T: the lanes go on the other operand (K's tokens, W's rows, read with
+  # the packed panel's vector loads), and each of the tile's 8 rows computed its operand's value, a scalar add and a
+  # splat from a register, every reduce step (measured 1.2-1.4x slower). On the LLVM renderer (its own vector
+  # accumulators) PACK_OPERAND stages the operand with its bias, in the input's order; not on the C path (no PACK).
+  # Values against numpy under SPEC=2 on the C and LLVM paths
+  if form == "attention":
+    b_, t, h = 4, 128, 4
+    xq, xk, bq = rand(30, b_, t, h * 64), rand(31, b_, t, h * 64), rand(32, h * 64)
+    def heads(x: Tensor) -> Tensor: return x.reshape(b_, t, h, 64).permute(0, 2, 1, 3)
+    def prod(dev: str) -> Tensor:
+      q, k = heads(Tensor(xq, device=dev) + Tensor(bq, device=dev)), heads(Tensor(xk, device=dev))
+      return q @ k.transpose(-1, -2)
+    def np_heads(x: np.ndarray) -> np.ndarray: return x.reshape(b_, t, h, 64).transpose(0, 2, 1, 3)
+    ref, red, outs, bias_elems = np_heads(xq + bq) @ np_heads(xk).transpose(0, 1, 3, 2), 64, {b_, h, t}, h * 64
+  else:
+    m, k_, n = 256, 512, 384
+    x, w, bb = rand(33, m, k_), rand(34, n, k_), rand(35, k_)
+    def prod(dev: str) -> Tensor: return (Tensor(x, device=dev) + Tensor(bb, device=dev)) @ Tensor(w, device=dev).T
+    ref, red, outs, bias_elems = (x + bb) @ w.T, k_, {m, n}, k_
+  k = the_kernel([prod("CPU")], outs, red)
+  assert not any(o.op is OptOps.PACK for o in hand_coded_optimizations(k, REN))
+  if HAS_LLVM:
+    opts = hand_coded_optimizations(k, Device[llvm512()].renderer)
+    packs = [o for o in opts if o.op is OptOps.PACK]
+    assert [o.arg for o in packs] == [None, 1], opts
+    # the operand packed is the one with the bias: its fill reads the bias, the product's loop does not
+    new = apply_opts(k, opts, Device[llvm512()].renderer)
+    bz = [u for u in new.toposort() if u.op is Ops.BUFFERIZE and u.src[0].op is Ops.ADD]
+    assert len(bz) == 1 and any(u.op is Ops.LOAD and u.src[0].src[0].dtype.size == bias_elems for u in bz[0].toposort())
+  for dev in [c_cpu_device(), *([llvm512()] if HAS_LLVM else [])]:
+    with Context(SPEC=2): tol(prod(dev).numpy(), ref, red)
+
 def test_heuristics_keep_a_cat_of_weight_gradients_whole_and_blocked():
   # the (3d, d) gradient of a chunked qkv projection: one register-blocked loop nest, not three cut pieces of which only
   # the first gets tiles (the opt limits count every piece's upcasts together)

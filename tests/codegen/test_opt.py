@@ -54,6 +54,16 @@ def inplace_matmul_ast(N=4, K=8):
   acc = (out.index(i * K + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
   return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
 
+def operand_matmul_ast(M=8, N=16, K=8, form="bias", a_rows=True):
+  # out[i, j] = sum_k f(a[i, k]) * b[k, j], f a bias add (c[k]), a scale and shift or an exp2: A's operand is computed
+  # in the product's loop. a_rows=False: A stored [k, i] (its rows contiguous) and the bias along i
+  i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
+  out, a, b, c = _g(0, M * N), _g(1, M * K), _g(2, K * N), _g(3, K if a_rows else M)
+  x, cv = a.index(i * K + k if a_rows else k * M + i).load(), c.index(k if a_rows else i).load()
+  v = {"bias": lambda: x + cv, "affine": lambda: x * cv + 1.0, "exp": lambda: (x * 0.25).exp2()}[form]()
+  acc = (v * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
+  return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
+
 def _bufs(ast, seed=0):
   rng = np.random.default_rng(seed)
   gs = sorted([u for u in ast.toposort() if u.op is Ops.DEFINE_GLOBAL], key=lambda u: u.arg)
@@ -397,6 +407,21 @@ PACKED = [
   (lambda: matmul_ast(K=12), [Opt(OptOps.PACK, 1), Opt(OptOps.KBLOCK, 0, 3)], CPULike),
   # any target: the buffer is per thread (GPU-style: per lane of the grid)
   (matmul_ast, [Opt(OptOps.PACK, 1), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUPTOP, 0, 2)], GPULike),
+  # PACK_OPERAND (arg 1): A's operand (a in operand_matmul_ast is packable load 0) with its bias, scale and shift or exp2
+  # computed in the fill, in A's own order; B's panel (load 2) packed too
+  (operand_matmul_ast, [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.PACK, 0, 1)], CPULike),
+  (lambda: operand_matmul_ast(form="affine"), [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.PACK, 2),
+                                               Opt(OptOps.PACK, 0, 1)], CPULike),
+  (lambda: operand_matmul_ast(form="exp"), [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.PACK, 0, 1), Opt(OptOps.THREAD, 1, 2)],
+   CPULike),
+  # A read along its rows: the fill's innermost range is the tile's rows
+  (lambda: operand_matmul_ast(a_rows=False), [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.PACK, 0, 1)], CPULike),
+  # a reduce of more than 64 steps along A's rows: filled in runs of 16
+  (lambda: operand_matmul_ast(K=96), [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.PACK, 0, 1)], CPULike),
+  (lambda: operand_matmul_ast(M=5, K=12), [Opt(OptOps.PADTO, 0, 4), Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.PACK, 0, 1),
+                                           Opt(OptOps.KBLOCK, 0, 3)], CPULike),
+  (operand_matmul_ast, [Opt(OptOps.PACK, 0, 1), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.UPCAST, 0, 2)], CPULike),
+  (operand_matmul_ast, [Opt(OptOps.PACK, 0, 1), Opt(OptOps.LOCAL, 0, 2)], GPULike),
 ]
 
 @pytest.mark.parametrize("mk,opts,ren", PACKED, ids=[" ".join(f"{o.op.name}{o.axis}" for o in os) for _, os, _ in PACKED])
@@ -417,12 +442,26 @@ def test_pack_layout_is_contiguous_in_stride_order():
   from tinygrad.uop.symbolic import simplify
   assert simplify(rd.src[1].substitute({k: k.const_like(2), lane: lane.const_like(3)})).arg == 2 * 4 + 3
 
+def test_pack_operand_holds_the_computed_operand_in_the_inputs_order():
+  # A's operand a[i, k] + c[k] with i upcast by 2: the buffer is [2][K] (A's order: its rows, each contiguous along k)
+  # and holds the sums; the product's loop reads no c any more
+  new = apply_opts(operand_matmul_ast(M=8, N=16, K=8), [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.PACK, 0, 1)], CPULike())
+  bz = [u for u in new.toposort() if u.op is Ops.BUFFERIZE]
+  assert len(bz) == 1 and [axis_size(r) for r in bz[0].src[1:]] == [2, 8] and bz[0].src[0].op is Ops.ADD
+  red = [u for u in new.toposort() if u.op is Ops.REDUCE][0]
+  assert {ld.src[0].src[0].arg for ld in red.toposort() if ld.op is Ops.LOAD and ld.src[0].src[0].op is Ops.DEFINE_GLOBAL
+          and ld not in bz[0].toposort()} == {2}
+  # more than 64 steps along the rows: the fill's innermost range is split into runs of 16 lanes, the layout unchanged
+  new = apply_opts(operand_matmul_ast(K=96), [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.PACK, 0, 1)], CPULike())
+  bz = [u for u in new.toposort() if u.op is Ops.BUFFERIZE]
+  assert [axis_size(r) for r in bz[0].src[1:]] == [2, 6, 16]
+
 PACK_ILLEGAL = [
   (elementwise_ast, Opt(OptOps.PACK, 0), "0 packable load"),
   # the output buffer is never packed (a copy would miss what the kernel stores into it)
   (inplace_matmul_ast, Opt(OptOps.PACK, 1), "1 packable load"),
   (reduce_ast, Opt(OptOps.PACK, 0), "depends on every output axis"),
-  (matmul_ast, Opt(OptOps.PACK, 1, 2), "takes no arg"),
+  (matmul_ast, Opt(OptOps.PACK, 1, 2), "PACK's arg is 0"),
   (symbolic_matmul_ast, Opt(OptOps.PACK, 1), "symbolic size"),
   (lambda: matmul_ast(M=2, N=2, K=1 << 18), Opt(OptOps.PACK, 1), "over PACK's limit"),
 ]

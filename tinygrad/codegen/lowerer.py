@@ -167,15 +167,19 @@ FILL_LANES_MAX = 64
 
 def fill_lanes(value: UOp, rngs: list[UOp]) -> UOp | None:
   """The fill range of a local BUFFERIZE copied as lanes: the innermost one (the buffer's contiguous axis), where the
-  value is a load that reads it unit-stride (a packed panel's rows). Its lanes pack into vector loads (masked where
-  the panel is padded) and vector stores; as a loop of gated scalar copies, LLVM made a gather of every row."""
-  if not rngs or value.op is not Ops.LOAD or value.src[0].op is not Ops.INDEX: return None
-  # NOTE: only a copy of a global buffer (a panel of an input): a load from another local buffer, computed in the fill's
+  value is a load that reads it unit-stride (a packed panel's rows), or elementwise ops of loads that read it
+  unit-stride or not at all (a packed operand's rows plus a bias). Its lanes pack into vector loads (masked where the
+  panel is padded), vector ops and vector stores; as a loop of gated scalar copies, LLVM made a gather of every row."""
+  if not rngs: return None
+  lds = [u for u in value.toposort() if u.op is Ops.LOAD]
+  # NOTE: only loads of a global buffer (a panel of an input): a load from another local buffer, computed in the fill's
   # loop from the lane's range, would be computed once with every lane's stores into it (the last lane's won)
-  if value.src[0].src[0].op is not Ops.DEFINE_GLOBAL: return None
+  if not lds or any(u.src[0].op is not Ops.INDEX or u.src[0].src[0].op is not Ops.DEFINE_GLOBAL for u in lds):
+    return None
   r = rngs[-1]
   if not 2 <= r.src[0].arg <= FILL_LANES_MAX: return None
-  return r if index_stride(value.src[0].src[1], r) == 1 else None
+  strides = [index_stride(u.src[0].src[1], r) for u in lds]
+  return r if all(st in (0, 1) for st in strides) and any(st == 1 for st in strides) else None
 
 def lower_bufferize(ctx: ReduceCtx, idx: UOp, bz: UOp) -> UOp:
   """INDEX(BUFFERIZE(value, *ranges), i): the value is stored over its ranges into a per-thread buffer (row-major in the

@@ -27,7 +27,7 @@ kernel's matmul-like reduce computed by a tensor core (apply_tc; docs/ir.md "Ten
 from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
-from tinygrad.uop import Ops, AxisType, FastEnum
+from tinygrad.uop import Ops, GroupOp, AxisType, FastEnum
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import simplify
 from tinygrad.dtype import DType, dtypes
@@ -473,15 +473,40 @@ def packable_loads(ast: UOp) -> list[UOp]:
           and u.src[0].src[0] not in stored and u not in inside
           and any(r.arg[-1] in (AxisType.REDUCE, AxisType.UNROLL) for r in u.src[0].src[1]._ranges)]
 
-def panel_ranges(ld: UOp) -> list[UOp]:
+def panel_ranges(ld: UOp, stored_order: bool = False) -> list[UOp]:
   """The ranges of a load's index that a PACK copies over (reduce and vector-lane ranges), in the packed buffer's
   order: the reduce ranges outermost, then by stride in the input, largest first (so the innermost lanes are contiguous
-  for each reduce step, also where the input is read along the reduce: W of x @ W^T), then by id."""
+  for each reduce step, also where the input is read along the reduce: W of x @ W^T), then by id. `stored_order`: by
+  stride in the input only, largest first (the input's own order: its contiguous range innermost, so the fill copies
+  whole rows)."""
   idx = ld.src[0].src[1]
   rs = [r for r in idx._ranges if r.arg[-1] in PANEL_AXES]
   flat = idx.get_idx()
-  return sorted(rs, key=lambda r: (r.arg[-1] is not AxisType.REDUCE,
+  return sorted(rs, key=lambda r: (not stored_order and r.arg[-1] is not AxisType.REDUCE,
                                    -(st if (st := index_stride(flat, r)) is not None else 1 << 62), r.arg[0]))
+
+# PACK's arg: what the panel holds and in which order
+PACK_LOAD, PACK_OPERAND = 0, 1
+
+def pack_operand(ast: UOp, ld: UOp) -> UOp:
+  """The value of load `ld` as its product reads it: the load with the elementwise ops fused around it that read only
+  ranges the load reads (a bias add, a scale, a gelu of the operand), up to the first op that reads another range (the
+  product with the other operand) or that something else also reads. Their other loads are of global buffers the
+  kernel never stores to."""
+  users: dict[UOp, list[UOp]] = {}
+  for u in ast.toposort():
+    for s in u.src: users.setdefault(s, []).append(u)
+  own = set(ld._ranges)
+  stored = {u.src[0].src[0] for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX}
+  def pure(x: UOp) -> bool:
+    return all(u.op not in (Ops.REDUCE, Ops.BUFFERIZE, Ops.DEFINE_REG) and
+               (u.op is not Ops.LOAD or (u.src[0].op is Ops.INDEX and u.src[0].src[0].op is Ops.DEFINE_GLOBAL and
+                                         u.src[0].src[0] not in stored)) for u in x.toposort())
+  cur = ld
+  while len(ps := users.get(cur, [])) == 1 and (p := ps[0]).op in GroupOp.Elementwise and p.dtype.count == 1 and \
+        set(p._ranges) <= own and pure(p):
+    cur = p
+  return cur
 
 def pack_load(ast: UOp, opt: Opt) -> UOp:
   """OptOps.PACK: axis = which of `packable_loads`. The load's panel (its index over the reduce and lane ranges, for
@@ -489,26 +514,39 @@ def pack_load(ast: UOp, opt: Opt) -> UOp:
   LOOP ranges, row-major in `panel_ranges` order), and the load reads that buffer instead. Codegen fills the buffer in
   the innermost loop the panel depends on, so every iteration of the output loops it does not depend on (a matmul's
   rows, for B's panel) reads it unit-stride from cache, not with the input's stride. Masked (padded) elements are copied
-  as 0, which is what the masked load read."""
+  as 0, which is what the masked load read.
+  arg PACK_OPERAND (1): the panel holds the load's operand (`pack_operand`: with its fused elementwise ops computed in
+  the fill, not once per reduce step in the product's loop), in the input's own order (`panel_ranges` stored_order: the
+  fill reads whole rows, as lanes). For an operand the product reads one element of per row and step (the rows of a
+  register tile, A of A @ B): each step then splats a stored value, not one computed in scalar ops."""
   lds = packable_loads(ast)
   ld = _pick(lds, opt, "packable load")
-  _check(opt.arg is None or opt.arg == 0, f"{opt}: PACK takes no arg")
-  rs = panel_ranges(ld)
+  _check(opt.arg in (None, PACK_LOAD, PACK_OPERAND),
+         f"{opt}: PACK's arg is {PACK_LOAD} (the load's panel) or {PACK_OPERAND} (its operand's, in the input's order)")
+  operand = opt.arg == PACK_OPERAND
+  rs = panel_ranges(ld, stored_order=operand)
+  value = pack_operand(ast, ld) if operand else ld
   sizes = [axis_size(r) for r in rs]
   _check(all(s is not None for s in sizes), f"{opt}: the panel has a range of symbolic size")
   n = prod(s or 0 for s in sizes)
-  _check(n * ld.dtype.itemsize <= PACK_MAX_BYTES,
-         f"{opt}: a panel of {n} x {ld.dtype.itemsize} bytes is over PACK's limit of {PACK_MAX_BYTES} bytes")
+  _check(n * value.dtype.itemsize <= PACK_MAX_BYTES,
+         f"{opt}: a panel of {n} x {value.dtype.itemsize} bytes is over PACK's limit of {PACK_MAX_BYTES} bytes")
   outs = [r for r in output_axes(ast) if (axis_size(r) or 0) > 1]
   _check(any(r not in ld.src[0].src[1]._ranges for r in outs),
          f"{opt}: the load depends on every output axis, so no output loop reuses its panel")
   nid = _next_id(ast)
   fill = [UOp.range(s or 0, nid + i, AxisType.LOOP, dtype=r.dtype) for i, (r, s) in enumerate(zip(rs, sizes))]
-  value = ld.substitute(dict(zip(rs, fill)))
+  at = dict(zip(rs, fill))
+  # NOTE: an operand's innermost range of more than 64 (a long reduce along its rows) is filled in runs of 16, so that
+  # each run goes as lanes (lowerer.fill_lanes)
+  if operand and (last := sizes[-1] or 0) > 64 and last % 16 == 0:
+    fill[-1:] = [UOp.range(last // 16, nid + len(rs) - 1, AxisType.LOOP, dtype=rs[-1].dtype),
+                 UOp.range(16, nid + len(rs), AxisType.LOOP, dtype=rs[-1].dtype)]
+    at[rs[-1]] = fill[-2] * 16 + fill[-1]
   flat = UOp.const(dtypes.index, 0)
   for r, s in zip(rs, sizes): flat = flat * s + r
-  bz = UOp(Ops.BUFFERIZE, ld.dtype, (value, *fill))
-  return ast.substitute({ld: UOp(Ops.INDEX, ld.dtype.ptr(n), (bz, flat)).load()})
+  bz = UOp(Ops.BUFFERIZE, value.dtype, (value.substitute(at), *fill))
+  return ast.substitute({value: UOp(Ops.INDEX, value.dtype.ptr(n), (bz, flat)).load()})
 
 def cut_kernel(ast: UOp, opt: Opt, renderer: Renderer, applied: tuple[Opt, ...]) -> UOp:
   _check(renderer.has_threads, f"{opt}: store loops are cut on CPU targets only (has_threads)")

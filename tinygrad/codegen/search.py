@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 import numpy as np
-from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt
+from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, PACK_OPERAND
 from tinygrad.codegen.heuristic import hand_coded_optimizations
 from tinygrad.codegen.program import build_program
 from tinygrad.device import Buffer, CompileOnlyAllocator, Device, DeviceOpenError
@@ -37,7 +37,7 @@ ACTIONS: list[Opt] = [
   *[Opt(OptOps.SWAP, axis, other) for axis in range(4) for other in range(axis + 1, 5)],
   *[Opt(OptOps.PADTO, axis, amt) for amt in (4, 16, 32) for axis in range(3)],
   *[Opt(OptOps.KBLOCK, axis, amt) for amt in (64, 128, 256, 512) for axis in range(2)],
-  *[Opt(OptOps.PACK, axis) for axis in range(3)],
+  *[Opt(OptOps.PACK, axis, arg) for arg in (None, PACK_OPERAND) for axis in range(3)],
   Opt(OptOps.NOLOCALS), Opt(OptOps.CUT),
 ]
 
