@@ -228,7 +228,11 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       # lanes, vector ops once per 16 lanes, where in the broadcast operand each row computes them alone and moves the
       # result into a vector register (a shuffle, on a port the FMAs use) every reduce step; a transcendental (a fused
       # gelu) stays in the broadcast operand, computed once per row and reused by every lane. Then to the one whose
-      # broadcast operand costs more index math per step (every lane reuses it); else to the one whose operand walks
+      # broadcast operand costs more index math per step (every lane reuses it); in a product into two axes, then to
+      # the one whose operand is 4x the other's or more where the other stays in L2 (_rows_stay_cached: the rows'
+      # operand is read again for every lane tile; an LSTM's (1024, 256) gate weight gradient over 32 x 16 tokens 1.88
+      # -> 0.89 ms in its step with the lanes on its 2 MiB upstream gradient, (2000, 256) 2.88 -> 2.01); else to the
+      # one whose operand walks
       # the reduce with the longer stride (the bigger matrix, whose rows a page or more apart alias in the cache: its
       # panel is the one PACK copies), and that axis loops outermost (below). Measured in the steps (bench/step_ab.py,
       # 2 threads, AVX-512, alternated): an attention's probabilities^T x (V + its bias) with the lanes on V's head
@@ -247,11 +251,11 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
       # rows of 2,048 tiles, 5.0 ms with 6 rows of the 36 tile positions (16 x 6 lanes)
       reuse = sum(1 for ld in lane_loads if r not in ld.src[0]._ranges)
       cands.append((vec or (store and not any_vec), _broadcast_value_cost(b.ast, r) if vec else 0,
-                    _reused_alu(b.ast, r) if vec else 0,
+                    _reused_alu(b.ast, r) if vec else 0, vec and not done and _rows_stay_cached(b.ast, r),
                     _step_stride(b.ast, r) if vec else 0, -i if vec else 0, store, not _aliased_rows(b.ast, r), n,
                     reuse, size, i))
     if not cands: return
-    contiguous, _, _, _, _, store, _, _, _, size, i = max(cands)
+    contiguous, _, _, _, _, _, store, _, _, _, size, i = max(cands)
     ties = len({c[1:3] for c in cands if c[0]}) == 1
     # NOTE: both output axes of a weight gradient (dY^T X) read their operand with vector loads: the lanes' axis loops
     # outermost (SWAP), so the operand of the other axis is streamed once per 48 rows of the output rather than per 8,
@@ -563,6 +567,18 @@ def _reused_body(ast: UOp, r: UOp) -> list[UOp]:
   reds = set(reduce_axes(ast))
   body = {u for red in ast.toposort() if red.op is Ops.REDUCE for u in red.src[0].toposort()}
   return [u for u in body if r not in u._ranges and reds & u._ranges]
+
+def _rows_stay_cached(ast: UOp, r: UOp) -> bool:
+  """With the lanes on output axis r, is the operand of the tile's rows (the loads that vary along another output axis
+  and not along r) small enough to stay in L2 (PACK_MAX_BYTES, a core's share) while the lanes' operand is 4x or more
+  its bytes? The rows' operand is read again for every tile of the lanes, the lanes' panel once (packed)."""
+  # NOTE: a product into two output axes (a weight gradient dY^T X); not a batched one (Winograd's products over their
+  # 36 tile positions took lanes on the small operand's axis for it: ResNet-18 b32's 4.66 -> 5.42 ms)
+  if len(outs := [a for a in output_axes(ast) if (axis_size(a) or 0) > 1]) != 2: return False
+  lds = [ld for ld in _loads(ast) if any(a in ld.src[0]._ranges for a in outs)]
+  lanes = sum(_buffer_bytes(ld) for ld in lds if r in ld.src[0]._ranges)
+  rows = sum(_buffer_bytes(ld) for ld in lds if r not in ld.src[0]._ranges)
+  return 0 < rows <= PACK_MAX_BYTES and lanes >= 4 * rows
 
 def _reused_alu(ast: UOp, r: UOp) -> int: return sum(1 for u in _reused_body(ast, r) if u.op in GroupOp.ALU)
 def _broadcast_value_cost(ast: UOp, r: UOp) -> int:

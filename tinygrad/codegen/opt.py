@@ -17,8 +17,10 @@ masks of cat and pad) becomes several branch-free loops (cutting.py). Each piece
 name the pieces' axes. Being an opt, a cut is chosen (heuristics, BEAM) and recorded like any other: the applied opts
 of a program rebuild it exactly, and explicit opts without CUT leave the loops whole.
 
-PACK (any target; axis which of `packable_loads`, no arg): the load's panel (its index over the reduce and lane ranges)
-is copied into a contiguous per-thread buffer (a local BUFFERIZE over fresh LOOP ranges) that the load then reads.
+PACK (any target; axis which of `packable_loads`, arg None/0 or PACK_OPERAND): the load's panel (its index over the
+reduce and lane ranges) is copied into a contiguous per-thread buffer (a local BUFFERIZE over fresh LOOP ranges) that
+the load then reads. PACK_OPERAND: the panel of the load's operand (the load and its fused elementwise ops,
+`pack_operand`), computed in the fill, in the input's order.
 
 TC (GPU targets with tensor cores, first opt only; arg the instruction's name, axis which (m, n, k) candidate): the
 kernel's matmul-like reduce computed by a tensor core (apply_tc; docs/ir.md "Tensor cores"). Its lanes are a WARP range
