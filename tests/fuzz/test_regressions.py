@@ -380,6 +380,18 @@ c1 = UOp.range(4, 1, AxisType.LOOP)
 c2 = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(32), arg=0).index(c0 + c1).store(UOp.const(dtypes.float32, 0.0))
 c3 = UOp(Ops.DEFINE_GLOBAL, dtypes.int8.ptr(4), arg=1).index(c0).store(UOp.const(dtypes.int8, 0))
 ast = UOp.sink(c2.end(c0, c1), c3.end(c0))""", [["THREAD", 1, 2]], seed=1474058478)),
+  # gcc 12.2's loop if-conversion with AVX-512 (-O2 -march=native): two uint64 accumulators over a gated load (the
+  # window's rows under 5 of 8) summed twice by an inner loop of 2: the first accumulator also summed row 5 (60 for 40
+  # on 0..15; 3-minute campaign, cpu, 110 -> 20 nodes). The rendered C is right: -fno-tree-loop-if-convert in CFLAGS
+  # (runtime/support/compiler_cpu.py). It reproduces only on an AVX-512 host
+  "gcc12_avx512_if_converted_gated_load": (["cpu"], state("""
+c0 = UOp.range(2, 0, AxisType.LOOP)
+c1 = UOp.range(8, 1, AxisType.REDUCE)
+c2 = (c1 * UOp.const(dtypes.index, 2)) + c0
+c3 = (c1 < UOp.const(dtypes.index, 5)).where(c2, UOp.invalid())
+c4 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint64.ptr(16), arg=1).index(c3).load()
+c5 = UOp(Ops.DEFINE_GLOBAL, dtypes.uint64.ptr(2), arg=0).index(c0).store(c4.reduce(c1, UOp.range(2, 2, AxisType.REDUCE), arg=Ops.ADD))
+ast = UOp.sink(c5.end(c0))""", [["UPCAST", 0, 2]], seed=385567069)),
 }
 
 @pytest.mark.parametrize("name", sorted(FIXED))

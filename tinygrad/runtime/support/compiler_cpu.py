@@ -9,8 +9,14 @@ from tinygrad.helpers import CC
 # it so, the PYTHON backend and numpy compute it so); without it the C compiler may assume signed overflow never
 # happens and fold (x+1) > x to true or (x*2)/2 to x.
 # NOTE: -mprefer-vector-width=512 lets gcc use whole AVX-512 registers where the machine has them (a no-op elsewhere)
+# NOTE: -fno-tree-loop-if-convert: gcc 12.2 (Debian 12's) at -O2 with AVX-512 (-march=native on an AVX-512 host,
+# x86-64-v4) miscompiled a loop of gated loads into two accumulators: one summed a row its gate excluded (found by the
+# fuzzer; tests/fuzz/test_regressions.py). The rendered C is right; -fno-tree-loop-vectorize or -mno-avx512f also fix
+# it.
+# Measured on the C path's steps (bench/models.py --quick --both, one run each, Intel Xeon): ResNet-18 b8 250.9 ->
+# 240.7 ms, the D256 block 395.6 -> 345.6, the UNet 1322 -> 1144: no slower
 CFLAGS = ("-O2", "-march=native", "-mprefer-vector-width=512", "-fPIC", "-shared", "-fno-math-errno", "-fwrapv",
-          "-std=gnu11", "-Wno-unused-function")
+          "-std=gnu11", "-Wno-unused-function", "-fno-tree-loop-if-convert")
 
 def find_cc() -> str:
   """The C compiler to use: CC= if set, else the first of cc, clang, gcc on PATH."""
