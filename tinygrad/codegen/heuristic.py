@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
 from tinygrad.codegen.opt import max_threads, packable_loads, panel_ranges, index_stride, pack_operand, \
-  PACK_MAX_BYTES, PACK_OPERAND, MAX_UPCAST
+  fills_as_lanes, PACK_MAX_BYTES, PACK_OPERAND, MAX_UPCAST
 from tinygrad.codegen.opt import MAX_UPCAST_TOTAL
 from tinygrad.codegen.grid import LOCAL_TYPES, grid_plan, is_identity
 from tinygrad.renderer import Renderer
@@ -128,14 +128,17 @@ def _index_math(nodes: Iterable[UOp]) -> set[UOp]:
   """The nodes that compute the index or the gate of a load or store among `nodes` (its INDEX's sources, all below)."""
   return {y for x in nodes if x.op is Ops.INDEX for s in x.src[1:] for y in s.toposort()}
 
+def _value_alu(nodes: Iterable[UOp], index_math: set[UOp]) -> int:
+  """ALU ops among `nodes` that are not in `index_math` (_index_math: what computes a load's index or gate)."""
+  return sum(1 for x in nodes if x.op in GroupOp.ALU and x not in index_math)
+
 def _reduce_body_alu(ast: UOp, values_only: bool = False) -> int:
   """ALU ops in the longest reduce body of the kernel (0 without a reduce). values_only leaves out those that compute
   load indices and their gates (a padded window's bounds): each lane of an upcast copies the values' ops, where the
   index math of the lanes is shared."""
   def body(red: UOp) -> int:
     ops = red.src[0].toposort()
-    idx = _index_math(ops) if values_only else set()
-    return sum(1 for x in ops if x.op in GroupOp.ALU and x not in idx)
+    return _value_alu(ops, _index_math(ops) if values_only else set())
   return max((body(u) for u in ast.toposort() if u.op is Ops.REDUCE), default=0)
 
 def _heavy_reduce(ast: UOp) -> bool:
@@ -586,8 +589,8 @@ def _broadcast_value_cost(ast: UOp, r: UOp) -> int:
   a load's index or gate) weigh for those lanes: positive where they hold a transcendental (computed once per row and
   reused by every lane, rather than as vector ops once per row tile: _upcast_reuse_axes), negative where they are
   cheap (a vector op each along the lanes beats a scalar op and a broadcast per row)."""
-  body, idx = _reused_body(ast, r), _index_math(ast.toposort())
-  n = sum(1 for u in body if u.op in GroupOp.ALU and u not in idx)
+  body = _reused_body(ast, r)
+  n = _value_alu(body, _index_math(ast.toposort()))
   return n if any(u.op in TRANSCENDENTAL for u in body) else -n
 def _reused_transcendental(ast: UOp, r: UOp) -> bool:
   return any(u.op in TRANSCENDENTAL for u in _reused_body(ast, r))
@@ -799,12 +802,11 @@ def _pack_operand(b: _Builder) -> None:
   for i, ld in enumerate(packable_loads(b.ast)):
     if wide in (idx := ld.src[0].src[1])._ranges or not any(u in idx._ranges for u in ups): continue
     operand = pack_operand(b.ast, ld)
-    if not any(u.op in GroupOp.ALU and u not in idx_math for u in operand.toposort()): continue
+    if not _value_alu(operand.toposort(), idx_math): continue
     # NOTE: only where the fill's rows go as lanes: every load of the operand reads the panel's innermost range (in the
     # input's order) unit-stride or not at all; a strided fill computes the values in scalar ops, as the loop did
-    inner = panel_ranges(ld, stored_order=True)[-1]
-    strides = [index_stride(x.src[0].src[1].get_idx(), inner) for x in operand.toposort() if x.op is Ops.LOAD]
-    if all(st in (0, 1) for st in strides) and 1 in strides and b.try_opt(Opt(OptOps.PACK, i, PACK_OPERAND)): return
+    if fills_as_lanes(operand, panel_ranges(ld, stored_order=True)[-1]) and \
+       b.try_opt(Opt(OptOps.PACK, i, PACK_OPERAND)): return
 
 def _kblock_reduce(b: _Builder) -> None:
   # a big CPU reduce that walks an input with a stride that is a multiple of a page (B of a 1024 matmul: each reduce

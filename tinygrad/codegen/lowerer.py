@@ -11,7 +11,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.helpers import prod
 from tinygrad.codegen.grid import launch_axes, plan_for, plan_specials, GLOBAL_TYPES, LOCAL_TYPES
 from tinygrad.codegen.expander import lanes
-from tinygrad.codegen.opt import index_stride
+from tinygrad.codegen.opt import fills_as_lanes
 
 # ---- masked (Invalid) indexes into gated INDEX ----
 
@@ -178,8 +178,7 @@ def fill_lanes(value: UOp, rngs: list[UOp]) -> UOp | None:
     return None
   r = rngs[-1]
   if not 2 <= r.src[0].arg <= FILL_LANES_MAX: return None
-  strides = [index_stride(u.src[0].src[1], r) for u in lds]
-  return r if all(st in (0, 1) for st in strides) and any(st == 1 for st in strides) else None
+  return r if fills_as_lanes(value, r) else None
 
 def lower_bufferize(ctx: ReduceCtx, idx: UOp, bz: UOp) -> UOp:
   """INDEX(BUFFERIZE(value, *ranges), i): the value is stored over its ranges into a per-thread buffer (row-major in the

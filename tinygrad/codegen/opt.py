@@ -487,6 +487,12 @@ def panel_ranges(ld: UOp, stored_order: bool = False) -> list[UOp]:
   return sorted(rs, key=lambda r: (not stored_order and r.arg[-1] is not AxisType.REDUCE,
                                    -(st if (st := index_stride(flat, r)) is not None else 1 << 62), r.arg[0]))
 
+def fills_as_lanes(value: UOp, r: UOp) -> bool:
+  """Do the loads of `value` read range r unit-stride or not at all, one of them unit-stride? Then a fill of `value`
+  along r goes as vector lanes (lowerer.fill_lanes), its ops as vector ops."""
+  strides = [index_stride(u.src[0].src[1].get_idx(), r) for u in value.toposort() if u.op is Ops.LOAD]
+  return all(st in (0, 1) for st in strides) and 1 in strides
+
 # PACK's arg: what the panel holds and in which order
 PACK_LOAD, PACK_OPERAND = 0, 1
 
