@@ -378,9 +378,17 @@ def _table_rows(b: _Builder, lanes: int) -> bool:
   32 lanes x 8 input-channel rows with the 3 x 3 taps as loops 10.5-11.4 ms, 16 lanes x the 9 taps with the lanes'
   loop innermost 6.5-7.5 (alone 3.1-3.4 -> 1.7-2.5), the same with the input channels' loop innermost 8.0"""
   lds = _loads(b.ast)
+  outs = output_axes(b.ast)
+  def table(r: UOp) -> bool:
+    # NOTE: a table varies along its rows and the reduce only; a small input that also varies along another output
+    # axis of 8 or more is data (a conv's upstream gradient over 2x2 pixels, 64 KiB at batch 8: its rows' loop is the
+    # batch, and _big_panel_outer's order reads the 9.4 MB filters once instead of once per image). Measured in
+    # ResNet-18 b8's step (AMD Zen 2, AVX2, 2 threads, alternated): that input gradient's 3 launches 8.5 -> 5.8 ms
+    mine = [ld for ld in lds if r in ld.src[0]._ranges]
+    return all(_buffer_bytes(ld) <= SMALL_OPERAND_BYTES and
+               not any(o in ld.src[0]._ranges for o in outs if o is not r and (axis_size(o) or 0) >= 8) for ld in mine)
   # NOTE: not what is left of the lanes' axis (range id `lanes`): a weight gradient's 32 lanes over 2 x 16
-  rows = [r for r in output_axes(b.ast) if r.arg[0] != lanes and 1 < (axis_size(r) or 0) < 8 and
-          all(_buffer_bytes(ld) <= SMALL_OPERAND_BYTES for ld in lds if r in ld.src[0]._ranges) and
+  rows = [r for r in outs if r.arg[0] != lanes and 1 < (axis_size(r) or 0) < 8 and table(r) and
           any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)]
   if not rows or b.upcast_total() * prod(axis_size(r) or 0 for r in rows) > b.tile_budget: return False
   buf = max(lds, key=_buffer_bytes).src[0].src[0]
