@@ -1219,13 +1219,49 @@ def _contraction_lanes(b: _Builder) -> bool:
   b.try_upcasts([(r, a) for r, a, _ in (x, y) if a > 1])
   return True
 
+def _dot_tile(b: _Builder) -> bool:
+  """A mid-size A @ W^T (MID_BLOCK_MIN_WORK up to BIG_BLOCK_MIN_WORK) on a renderer that builds its own vector
+  accumulators: both loads walk the one reduce with stride 1, and no output axis reads an input with stride 1 (no
+  vector axis: a register tile's lanes would be scalar loads, and at this size PACK's transposed panel costs as much as
+  the product). The reduce is unrolled by one vector register's lanes into vector accumulators (vector loads of both
+  inputs, each accumulator summed across its lanes once at the end), and the tile is x rows of one input's axis by y of
+  the other's: x * y accumulators in half the vector registers (the rest hold the x + y loads of a step), as many FMAs
+  a load as that allows, the more rows on the smaller input's axis (each load of the bigger one serves them all).
+  Measured in the LSTM's step (bench/step_ab.py's capture, AMD Zen 2, AVX2, 2 threads): its recurrent h @ W_hh^T, 16 x
+  256 @ (1024 x 256)^T, 31 launches: a 4 x 4 tile with the reduce unrolled by 4 5.25 ms; 8 lanes by 4 h rows x 2 W
+  rows 2.99-3.06; 2 x 4 3.19; 8 x 1 3.25; 4 x 4 3.70 (16 accumulators: spilled); 16 lanes by 4 x 2 3.99."""
+  if b.renderer.has_local or len(reds := reduce_axes(b.ast)) != 1: return False
+  if (dt := _reduce_dtype(b)) is None or not (ws := b.renderer.acc_widths(dt)) or not b.renderer.vector_registers:
+    return False
+  if not MID_BLOCK_MIN_WORK <= _work(b.ast) < BIG_BLOCK_MIN_WORK: return False
+  red, lanes = reds[0], ws[0]
+  if (rsize := axis_size(red)) is None or rsize % lanes or rsize < 2 * lanes: return False
+  outs = [r for r in output_axes(b.ast) if axis_size(r) != 1]
+  if not outs or any(axis_size(r) is None or _vector_axis(b.ast, r) for r in outs): return False
+  lds = [ld for ld in _loads(b.ast) if red in ld.src[0]._ranges]
+  idxs = [ld.src[0].src[1].get_idx() for ld in lds]
+  if len(lds) != 2 or not all(index_stride(idx, red) == 1 for idx in idxs): return False
+  # an outer product: every output axis varies exactly one of the two loads
+  if any((r in idxs[0]._ranges) == (r in idxs[1]._ranges) for r in outs): return False
+  # each side's rows from its longest axis; the smaller input's side first (it takes the larger factor on a tie)
+  sides = sorted(((_buffer_bytes(ld), max((r for r in outs if r in idx._ranges), key=lambda r: axis_size(r) or 0))
+                  for ld, idx in zip(lds, idxs)), key=lambda s: s[0])
+  (_, rx), (_, ry) = sides
+  accs = b.renderer.vector_registers // 2
+  def amts(r: UOp) -> list[int]: return [a for a in range(1, accs + 1) if (axis_size(r) or 0) % a == 0]
+  pairs = [(x, y) for x in amts(rx) for y in amts(ry) if x * y <= accs]
+  x, y = max(pairs, key=lambda p: (p[0] * p[1] / (p[0] + p[1]), p[0] * p[1], p[0]))
+  if not b.try_opt(Opt(OptOps.UNROLL, 0, lanes)): return False
+  b.try_upcasts([(r, a) for r, a in ((rx, x), (ry, y)) if a > 1])
+  return True
+
 def _build(b: _Builder) -> None:
   # CPU: a store loop compared against constants (cat, pad) becomes several branch-free loops, before anything else.
   # NOTE: not a matmul-like reduce (the weight gradient of a chunked projection: a cat of matmuls): the opt limits
   # count the upcasts of every piece together, so only one piece would get register tiles (measured: the 768x256x1024
   # gradient of a fused qkv projection ran 14x slower cut than whole, its gated loads blocked 32x8)
   if b.renderer.has_threads and not _reuse_reduce(b.ast): b.try_opt(Opt(OptOps.CUT))
-  if _matvec(b) or _contraction_lanes(b):
+  if _matvec(b) or _contraction_lanes(b) or _dot_tile(b):
     _threads(b)
     return
   _upcast_for_reuse(b)
