@@ -185,16 +185,18 @@ class CapturedJit:
                        f"{'are not' if self.aliases[i] != i else 'are'} now; the captured kernels assume the "
                        "sharing they saw (call reset() to capture again)")
     slot_bufs = [self._unowned(i, b) for i, b in enumerate(slot_bufs)]
+    # NOTE: read once, not per launch (a Context variable's comparison is a call)
+    dbg = DEBUG >= 2
     for k, ln in enumerate(self.launches):
       bufs = list(ln.bufs)
       for pos, s, view in ln.patches: bufs[pos] = slot_bufs[s] if view is None else slot_bufs[s].view(*view)
       run_bufs = cast(list[Buffer], bufs)
-      var_vals = {k: (vals or {}).get(k, v) for k, v in ln.var_vals.items()}
-      try: et = launch(ln.runner, run_bufs, var_vals, wait=DEBUG >= 2)
+      var_vals = {k: (vals or {}).get(k, v) for k, v in ln.var_vals.items()} if ln.var_vals else ln.var_vals
+      try: et = launch(ln.runner, run_bufs, var_vals, wait=dbg)
       except Exception as e:
         raise RuntimeError(f"TinyJit replay: launch {k} ({ln.runner.display_name}) failed: {type(e).__name__}: "
                            f"{e}") from e
-      if DEBUG >= 2: print(_fmt_line(k, ln.runner, run_bufs, et, var_vals) + "  (jit)")
+      if dbg: print(_fmt_line(k, ln.runner, run_bufs, et, var_vals) + "  (jit)")
     return self.ret
 
 def _buffers_of(base: UOp) -> list[Buffer]:
