@@ -307,7 +307,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
        prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) < PACKED_32_MIN_REDUCE: amts = (2,)
     # NOTE: 2 rows under 32 packed lanes where 4 do not fit (_upcast_for_reuse: AVX2's gated rows)
     if cpu and packed and 2 <= room < 4: amts = (2,)
-    got = None
+    got, untiled = None, (b.ast, list(b.opts))
     if cpu and contiguous and _wide_tile(b, i, size): continue
     # a target with masked vector loads keeps a padded axis' loads vector: the contiguous axis pads to 32 (16 lanes,
     # then 2 more below) rather than taking narrower blocks (measured on AVX-512: 1000 padded to 1024 and blocked 32x8
@@ -329,7 +329,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # the contiguous axis of a big CPU kernel takes 2 more lanes: 32 (two cache lines of each input row per reduce step)
     # by 8 on the other axis is 256 accumulators; measured ~1.3x faster than 16x8 on a 1024 matmul (AVX-512 machine)
     # NOTE: an upcast of the whole axis retypes it, so it leaves the output axes; a split keeps it at index i
-    if cpu and contiguous and got == 16 and _table_rows(b, rid): return
+    if cpu and contiguous and got == 16 and _table_rows(b, rid, untiled): return
     kept = [r for r in output_axes(b.ast) if r.arg[0] == rid]
     if cpu and contiguous and got == 16 and kept:
       # NOTE: where a transcendental of each reduce step is shared by the axis' lanes (an attention's exp of a score,
@@ -367,7 +367,7 @@ def _short_pixel_rows(b: _Builder, done: set[int]) -> bool:
     if rows * amt == 8: break
   return prod(amt for _, amt in ups) >= 4 and b.try_upcasts(ups)
 
-def _table_rows(b: _Builder, lanes: int) -> bool:
+def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None = None) -> bool:
   """A constant table's rows against a big input (a product of a small matrix, Winograd's filter-gradient transform
   G^T dU G: 9 x 36 constants @ 36 x (Cin x Cout)): output axes under 8 that only small loads (SMALL_OPERAND_BYTES) vary
   along, while a big one (BIG_OPERAND_BYTES) is broadcast along them, are upcast whole after the 16 lanes, so that each
@@ -390,7 +390,19 @@ def _table_rows(b: _Builder, lanes: int) -> bool:
   # NOTE: not what is left of the lanes' axis (range id `lanes`): a weight gradient's 32 lanes over 2 x 16
   rows = [r for r in outs if r.arg[0] != lanes and 1 < (axis_size(r) or 0) < 8 and table(r) and
           any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)]
-  if not rows or b.upcast_total() * prod(axis_size(r) or 0 for r in rows) > b.tile_budget: return False
+  if not rows: return False
+  if b.upcast_total() * (n := prod(axis_size(r) or 0 for r in rows)) > b.tile_budget:
+    # NOTE: where the rows do not fit under 16 lanes but do under one vector register's 8 (AVX2's 96 lanes: the 9 taps
+    # of a 3 x 3 filter gradient), 8 lanes by the rows (taken again from the tile as it was before the 16 lanes).
+    # Measured in ResNet-18 b32 128x128's step (AMD Zen 2, AVX2, 2 threads, alternated): its 512-channel transform's 3
+    # launches 14.7 ms with 16 lanes x 4 input-channel rows (dU read again for each tap), 8.3 with 8 lanes x the 9
+    # taps and the lanes' loop innermost (16 lanes x the 3 taps of x: 14.4); the 256-channel one's 2.8 -> 1.5
+    vec = b.renderer.acc_widths(dtypes.float32)
+    half = b.upcast_total() // 2
+    if untiled is None or not vec or half != vec[0] or half * n > b.tile_budget: return False
+    b.ast, b.opts = untiled
+    lane_axis = next((i for i, o in enumerate(output_axes(b.ast)) if o.arg[0] == lanes), None)
+    if lane_axis is None or not b.try_opt(Opt(OptOps.UPCAST, lane_axis, half)): return False
   buf = max(lds, key=_buffer_bytes).src[0].src[0]
   if not b.try_upcasts([(r, axis_size(r) or 0) for r in rows]): return False
   loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
