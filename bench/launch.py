@@ -37,11 +37,10 @@ def main() -> None:
   calls = []
   arg = buffer_of(base_buffer(x0.uop))._buf
   for ln in launches:
-    prg = ln.runner.prg
     bufs = [b._buf if b is not None else arg for b in ln.bufs]
-    n = prg._cores.get(((1, 1, 1), (1, 1, 1)), 1) if hasattr(prg, "_cores") else 1
-    if n != 1: sys.exit(f"kernel {ln.runner.display_name} runs on {n} cores; choose a smaller --n")
-    calls.append((prg.fxn, [bufs[i] for i in ln.runner.p.globals]))
+    if (n := ln.runner.p.launch_dims({})[0][0]) != 1:
+      sys.exit(f"kernel {ln.runner.display_name} runs on {n} cores; choose a smaller --n")
+    calls.append((ln.runner.prg.fxn, [bufs[i] for i in ln.runner.p.globals]))
   core0 = ctypes.c_int32(0)
   def direct() -> None:
     for fxn, bufs in calls: fxn(*bufs, core0)

@@ -383,7 +383,7 @@ def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None =
     # NOTE: a table varies along its rows and the reduce only; a small input that also varies along another output
     # axis of 8 or more is data (a conv's upstream gradient over 2x2 pixels, 64 KiB at batch 8: its rows' loop is the
     # batch, and _big_panel_outer's order reads the 9.4 MB filters once instead of once per image). Measured in
-    # ResNet-18 b8's step (AMD Zen 2, AVX2, 2 threads, alternated): that input gradient's 3 launches 8.5 -> 5.8 ms
+    # ResNet-18 b8's step (AMD Zen 2, AVX2, 2 threads, alternated): that input gradient's 3 launches 8.4 -> 4.7 ms
     mine = [ld for ld in lds if r in ld.src[0]._ranges]
     return all(_buffer_bytes(ld) <= SMALL_OPERAND_BYTES and
                not any(o in ld.src[0]._ranges for o in outs if o is not r and (axis_size(o) or 0) >= 8) for ld in mine)
@@ -391,6 +391,7 @@ def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None =
   rows = [r for r in outs if r.arg[0] != lanes and 1 < (axis_size(r) or 0) < 8 and table(r) and
           any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)]
   if not rows: return False
+  tiled = (b.ast, list(b.opts))
   if b.upcast_total() * (n := prod(axis_size(r) or 0 for r in rows)) > b.tile_budget:
     # NOTE: where the rows do not fit under 16 lanes but do under one vector register's 8 (AVX2's 96 lanes: the 9 taps
     # of a 3 x 3 filter gradient), 8 lanes by the rows (taken again from the tile as it was before the 16 lanes).
@@ -402,9 +403,14 @@ def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None =
     if untiled is None or not vec or half != vec[0] or half * n > b.tile_budget: return False
     b.ast, b.opts = untiled
     lane_axis = next((i for i, o in enumerate(output_axes(b.ast)) if o.arg[0] == lanes), None)
-    if lane_axis is None or not b.try_opt(Opt(OptOps.UPCAST, lane_axis, half)): return False
+    if lane_axis is None or not b.try_opt(Opt(OptOps.UPCAST, lane_axis, half)):
+      b.ast, b.opts = tiled
+      return False
   buf = max(lds, key=_buffer_bytes).src[0].src[0]
-  if not b.try_upcasts([(r, axis_size(r) or 0) for r in rows]): return False
+  # NOTE: the caller goes on with the 16-lane tile it made where the rows do not take
+  if not b.try_upcasts([(r, axis_size(r) or 0) for r in rows]):
+    b.ast, b.opts = tiled
+    return False
   loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
   idx = next(ld for ld in _loads(b.ast) if ld.src[0].src[0] is buf).src[0].src[1].get_idx()
   walks = [(abs(st), i) for i, r in enumerate(loops) if (st := index_stride(idx, r))]
@@ -1196,6 +1202,14 @@ def _matvec(b: _Builder) -> bool:
 # a contraction whose reduce axes together are at least this long, into at most this many outputs (_contraction_lanes)
 CONTRACTION_MIN_REDUCE, CONTRACTION_MAX_OUT = 1 << 12, 1 << 12
 
+def _outer_product_loads(ast: UOp, reds: list[UOp], inner: UOp, outs: list[UOp]) -> list[UOp] | None:
+  """The two loads of a reduce over `reds` where both read `inner` with stride 1 and every output axis in `outs` varies
+  exactly one of them (an outer product summed along the reduce: _contraction_lanes, _dot_tile); None otherwise."""
+  lds = [ld for ld in _loads(ast) if set(reds) & ld.src[0].src[1].get_idx()._ranges]
+  idxs = [ld.src[0].src[1].get_idx() for ld in lds]
+  if len(idxs) != 2 or not all(index_stride(idx, inner) == 1 for idx in idxs): return None
+  return None if any((r in idxs[0]._ranges) == (r in idxs[1]._ranges) for r in outs) else lds
+
 def _contraction_lanes(b: _Builder) -> bool:
   """An outer product summed over a long reduce that both its loads walk with stride 1, into few outputs: the weight
   gradient of a conv over 3 input channels, dW (32, 3, 3, 3) = dY (32 channels; 8 x 64 x 64) against the padded
@@ -1213,12 +1227,10 @@ def _contraction_lanes(b: _Builder) -> bool:
   size = {r: int(axis_size(r) or 0) for r in reds + outs}
   if prod(size[r] for r in reds) < CONTRACTION_MIN_REDUCE or prod(size[r] for r in outs) > CONTRACTION_MAX_OUT:
     return False
-  big = [idx for ld in _loads(b.ast) if set(reds) & (idx := ld.src[0].src[1].get_idx())._ranges]
-  inner = reds[-1]
-  if len(big) != 2 or size[inner] % 16 or not all(index_stride(idx, inner) == 1 for idx in big): return False
+  inner, long = reds[-1], [r for r in outs if size[r] > 1]
   # an outer product: every output axis (of more than one step) varies exactly one of the two loads
-  long = [r for r in outs if size[r] > 1]
-  if any((r in big[0]._ranges) == (r in big[1]._ranges) for r in long): return False
+  if size[inner] % 16 or (lds := _outer_product_loads(b.ast, reds, inner, long)) is None: return False
+  big = [ld.src[0].src[1].get_idx() for ld in lds]
   sides = [[r for r in long if r in idx._ranges] for idx in big]
   if not all(sides) or any(size[r] >= 16 and _vector_axis(b.ast, r) for r in long): return False
   accs = b.tile_budget // 16
@@ -1250,11 +1262,9 @@ def _dot_tile(b: _Builder) -> bool:
   if (rsize := axis_size(red)) is None or rsize % lanes or rsize < 2 * lanes: return False
   outs = [r for r in output_axes(b.ast) if axis_size(r) != 1]
   if not outs or any(axis_size(r) is None or _vector_axis(b.ast, r) for r in outs): return False
-  lds = [ld for ld in _loads(b.ast) if red in ld.src[0]._ranges]
-  idxs = [ld.src[0].src[1].get_idx() for ld in lds]
-  if len(lds) != 2 or not all(index_stride(idx, red) == 1 for idx in idxs): return False
   # an outer product: every output axis varies exactly one of the two loads
-  if any((r in idxs[0]._ranges) == (r in idxs[1]._ranges) for r in outs): return False
+  if (lds := _outer_product_loads(b.ast, reds, red, outs)) is None: return False
+  idxs = [ld.src[0].src[1].get_idx() for ld in lds]
   # each side's rows from its longest axis; the smaller input's side first (it takes the larger factor on a tie)
   sides = sorted(((_buffer_bytes(ld), max((r for r in outs if r in idx._ranges), key=lambda r: axis_size(r) or 0))
                   for ld, idx in zip(lds, idxs)), key=lambda s: s[0])

@@ -28,9 +28,9 @@ class CPUProgram:
   def __call__(self, *bufs: Any, global_size: tuple[int, ...] | None = (1, 1, 1),
                local_size: tuple[int, ...] | None = (1, 1, 1), vals: tuple[int, ...] = (),
                wait: bool = False) -> float | None:
-    try: n = self._cores[key := (global_size, local_size)]
-    except KeyError: n = self._cores[key] = targets.host_cores(self.name, global_size, local_size)
-    except TypeError: n = targets.host_cores(self.name, global_size, local_size)  # sizes given as lists: not kept
+    # NOTE: tuple() of a tuple is the tuple itself; a caller's lists become a key
+    if (n := self._cores.get(key := (tuple(global_size or ()), tuple(local_size or ())))) is None:
+      n = self._cores[key] = targets.host_cores(self.name, global_size, local_size)
     st = time.perf_counter()
     # NOTE: one core: a direct call, the buffers (ctypes arrays) passed as the pointers they are (no address lookups and
     # no c_void_p objects: a TinyJit replay's launch of a 16 x 16 product 9.8 -> 7.0 us, bench/launch.py)
