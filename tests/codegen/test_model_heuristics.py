@@ -1267,6 +1267,37 @@ def test_a_constant_tables_rows_are_upcast_whole_and_the_big_input_streamed_alon
     with Context(SPEC=2): tol(dw(d).numpy(), ref, p)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+@pytest.mark.parametrize("mat", ["AT", "BT"])
+def test_a_constant_table_of_two_register_blocks_of_rows_takes_8_lanes_by_8_rows_unpacked_on_avx2(mat: str):
+  # Winograd's output transform (16 x 36 constants @ 36 x (tiles x channels)) on AVX2 (16 registers): the 16 lanes
+  # took 4 of the table's 16 rows and PACK copied the tiles' panel (36 rows 256 KiB apart here) for the 4 row blocks
+  # that read it. Now 8 lanes by 8 rows, the rows' loop innermost, no PACK. Measured in ResNet-18 b32 128x128's step
+  # (AMD Zen 2, 2 threads, alternated): over 2048 tiles x 64 channels (8 launches) 20.6 -> 14.0 ms. The input
+  # transform's 36 rows keep their 16 lanes by 6 rows (8 x 12 was slower there). Values against numpy under SPEC=2 on
+  # LLVM and C
+  dev, t, c = llvm_cpu_device_at(256), 1024, 64
+  m = {"AT": tinygrad_tensor._WINO_AT, "BT": tinygrad_tensor._WINO_BT}[mat]
+  q = len(m) ** 2
+  x = rand(93, 36, t, c)
+  def tr(d: str) -> Tensor: return tinygrad_tensor._winograd_lmat(Tensor(x, device=d), m, 2)
+  k = the_kernel([tr(dev)], {q, t, c}, 36)
+  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  ast = apply_opts(k, opts, Device[dev].renderer)
+  ups = sorted(axis_size(r) or 0 for r in axes_of(ast, AxisType.UPCAST))
+  if mat == "BT": assert ups == [6, 16] and any(o.op is OptOps.PACK for o in opts), opts
+  else:
+    assert ups == [8, 8] and not any(o.op is OptOps.PACK for o in opts), opts
+    # the rows' loop (2 blocks: only the table's load varies along it) innermost
+    loops = [r for r in output_axes(ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
+    assert axis_size(loops[-1]) == 2, opts
+    lds = [u for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+    assert len(lds) == 2 and sum(loops[-1] in ld.src[0]._ranges for ld in lds) == 1, opts
+  kr = np.kron(np.array(m, dtype=np.float64), np.array(m, dtype=np.float64))
+  ref = np.einsum("qp,ptc->qtc", kr, x.astype(np.float64))
+  for d in (dev, c_cpu_device()):
+    with Context(SPEC=2): tol(tr(d).numpy(), ref, 36)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 @pytest.mark.parametrize("b, k, stride, hw", [(16, 3, 1, 4), (32, 1, 2, 8)])
 def test_a_packed_conv_over_4x4_pixels_takes_its_rows_from_the_pixels_not_the_batch(b: int, k: int, stride: int, hw: int):
   # a conv over 4x4 output pixels (ResNet-18 b32's last stage: a 3x3 conv, a 1x1 stride-2 one): its rows were 8 of the

@@ -61,6 +61,8 @@ class _Builder:
     self.streamed = False
     # mid_lanes: a mid-size CPU kernel's vector axis took 16 lanes (_upcast_reuse_axes); its rows get MID_TILE's room
     self.mid_lanes = False
+    # table_tile: _long_table_rows made the tile (one register's lanes by a long table's rows): no PACK of the big input
+    self.table_tile = False
     # NOTE: once per kernel: opts never add or remove a transcendental, and the renderer is fixed
     self.tile_budget = _tile_budget(ast, renderer)
   def try_opt(self, opt: Opt) -> bool:
@@ -388,9 +390,12 @@ def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None =
     return all(_buffer_bytes(ld) <= SMALL_OPERAND_BYTES and
                not any(o in ld.src[0]._ranges for o in outs if o is not r and (axis_size(o) or 0) >= 8) for ld in mine)
   # NOTE: not what is left of the lanes' axis (range id `lanes`): a weight gradient's 32 lanes over 2 x 16
-  rows = [r for r in outs if r.arg[0] != lanes and 1 < (axis_size(r) or 0) < 8 and table(r) and
-          any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)]
-  if not rows: return False
+  def against_big(r: UOp) -> bool:
+    return any(_buffer_bytes(ld) >= BIG_OPERAND_BYTES for ld in lds if r not in ld.src[0]._ranges)
+  rows = [r for r in outs if r.arg[0] != lanes and 1 < (axis_size(r) or 0) < 8 and table(r) and against_big(r)]
+  if not rows:
+    long = [r for r in outs if r.arg[0] != lanes and (axis_size(r) or 0) >= 8 and table(r) and against_big(r)]
+    return len(long) == 1 and _long_table_rows(b, lanes, long[0], untiled)
   tiled = (b.ast, list(b.opts))
   if b.upcast_total() * (n := prod(axis_size(r) or 0 for r in rows)) > b.tile_budget:
     # NOTE: where the rows do not fit under 16 lanes but do under one vector register's 8 (AVX2's 96 lanes: the 9 taps
@@ -418,6 +423,39 @@ def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None =
     outs = output_axes(b.ast)
     b.try_opt(Opt(OptOps.SWAP, outs.index(loops[inner]), outs.index(loops[-1])))
   b.streamed = True
+  return True
+
+def _long_table_rows(b: _Builder, lanes: int, rows: UOp, untiled: tuple[UOp, list[Opt]] | None) -> bool:
+  """A constant table whose rows are two blocks of one vector register's lanes (16 on AVX2: Winograd's output
+  transform, 16 x 36 constants @ 36 x (tiles x channels)) against a big input, on a 16-register renderer: 8 lanes by
+  8 rows (8 accumulators), the rows' loop innermost, and the big input's panel not packed (read by two row blocks, the
+  copy cost more than it saved). The 16 lanes took 4 rows there, with the panel (36 rows 512 KiB apart) packed for
+  the 4 row blocks. Measured in the steps (AMD Zen 2, AVX2, 2 threads, bench/step_ab.py, alternated): ResNet-18 b32
+  128x128's output transforms over 2048 tiles x 64 channels (8 launches) 20.6 -> 14.0 ms, over 512 x 128 7.1 -> 6.0,
+  over 128 x 256 4.7 -> 2.9 (in tryk-style candidates: 16 lanes x 4 rows unpacked 17.8 against 21.0, 8 x 8 packed
+  21.5, 8 x 8 with the channels' loop innermost 16.0); the UNet's 0.56 -> 0.41, 2.47 -> 2.35 and 0.37-0.42 -> 0.35-0.38.
+  Not other tables, where it was slower: 36 rows (the input transform, 8 lanes x 12 rows: 31.4 -> 33.6 ms, 0.94 ->
+  1.43 for the weight gradient's 36 x 16; the filter transform's 36 x 9 2.6 -> 5.8), a 1x1 conv's 128 x 64 weights
+  (1.6 -> 10.5 ms) or 8 rows (an input gradient's dy over 2 x 2 pixels at batch 8, 4.7 -> 7.8)"""
+  if untiled is None or b.renderer.vector_registers != 16 or not (vec := b.renderer.acc_widths(dtypes.float32)):
+    return False
+  amt = vec[0]
+  if axis_size(rows) != 2 * amt or amt * vec[0] > b.tile_budget: return False
+  tiled = (b.ast, list(b.opts))
+  b.ast, b.opts = untiled
+  lane = next((o for o in output_axes(b.ast) if o.arg[0] == lanes), None)
+  if lane is None or not b.try_upcasts([(lane, vec[0]), (rows, amt)]):
+    b.ast, b.opts = tiled
+    return False
+  # the rows' loop innermost, the others in their order (each SWAP trades two loops' places, so the rows' loop moves
+  # one place inward each time): each vector load of the big input serves both row blocks from cache
+  def loops() -> list[UOp]:
+    return [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
+  start = next((i for i, r in enumerate(loops()) if r.arg[0] == rows.arg[0]), len(loops()))
+  for i in range(start, len(loops()) - 1):
+    ls, outs = loops(), output_axes(b.ast)
+    if not b.try_opt(Opt(OptOps.SWAP, outs.index(ls[i]), outs.index(ls[i + 1]))): break
+  b.streamed = b.table_tile = True
   return True
 
 def _aliased_rows(ast: UOp, r: UOp) -> bool:
@@ -800,7 +838,7 @@ def _pack_panel(b: _Builder) -> None:
   # NOTE: only where the renderer builds the vector accumulators and the panel's vector loads itself (acc_widths: the
   # CPU LLVM renderer): the C path leaves vectorization to gcc, which vectorized the packed kernel's reduce loop across
   # K with gathers from the panel (1.8 GFLOPS, 24 unpacked)
-  if not _own_vector_accs(b) or (cand := _pack_candidate(b)) is None: return
+  if not _own_vector_accs(b) or b.table_tile or (cand := _pack_candidate(b)) is None: return
   if cand[1] <= PACK_MAX_BYTES:
     b.try_opt(Opt(OptOps.PACK, cand[0]))
     return
