@@ -441,6 +441,9 @@ def _long_table_rows(b: _Builder, lanes: int, rows: UOp, untiled: tuple[UOp, lis
     return False
   amt = vec[0]
   if axis_size(rows) != 2 * amt or amt * vec[0] > b.tile_budget: return False
+  # NOTE: a table that stays in L1 (16 x 36 floats, 2.3 KiB), not a small matmul's A (16 rows x 512, 64 KiB at batch 2:
+  # its 16 lanes by 4 rows with B's panel packed are the matmul path's tile)
+  if any(_buffer_bytes(ld) > TABLE_MAX_BYTES for ld in _loads(b.ast) if rows in ld.src[0]._ranges): return False
   tiled = (b.ast, list(b.opts))
   b.ast, b.opts = untiled
   lane = next((o for o in output_axes(b.ast) if o.arg[0] == lanes), None)
@@ -703,6 +706,8 @@ def _pad_and_upcast(b: _Builder, i: int, size: int, amt: int, pad_to: int) -> bo
 
 # a buffer this small stays in a core's L1/L2 cache whichever output loop reads it; one this big does not stay in L2
 SMALL_OPERAND_BYTES, BIG_OPERAND_BYTES = 64 * 1024, 2 * 1024 * 1024
+# a constant table that stays in L1 beside the lines of the big input it multiplies (_long_table_rows)
+TABLE_MAX_BYTES = 16 * 1024
 
 def _buffer_bytes(ld: UOp) -> int:
   buf = ld.src[0].src[0]
