@@ -431,10 +431,10 @@ def _long_table_rows(b: _Builder, lanes: int, rows: UOp, untiled: tuple[UOp, lis
   8 rows (8 accumulators), the rows' loop innermost, and the big input's panel not packed (read by two row blocks, the
   copy cost more than it saved). The 16 lanes took 4 rows there, with the panel (36 rows 512 KiB apart) packed for
   the 4 row blocks. Measured in the steps (AMD Zen 2, AVX2, 2 threads, bench/step_ab.py, alternated): ResNet-18 b32
-  128x128's output transforms over 2048 tiles x 64 channels (8 launches) 20.6 -> 14.0 ms, over 512 x 128 7.1 -> 6.0,
-  over 128 x 256 4.7 -> 2.9 (in tryk-style candidates: 16 lanes x 4 rows unpacked 17.8 against 21.0, 8 x 8 packed
-  21.5, 8 x 8 with the channels' loop innermost 16.0); the UNet's 0.56 -> 0.41, 2.47 -> 2.35 and 0.37-0.42 -> 0.35-0.38.
-  Not other tables, where it was slower: 36 rows (the input transform, 8 lanes x 12 rows: 31.4 -> 33.6 ms, 0.94 ->
+  128x128's output transforms over 2048 tiles x 64 channels (8 launches) 20.6 -> 14.2 ms, over 512 x 128 7.4 -> 5.4,
+  over 128 x 256 4.6 -> 3.0 (candidates timed in the step: 16 lanes x 4 rows unpacked 17.8 against 21.0, 8 x 8 packed
+  21.5, 8 x 8 with the channels' loop innermost 16.0); the UNet's 4.2 -> 3.3, 1.36 -> 1.11, 0.64 -> 0.43, two others
+  within 2%. Not other tables, where it was slower: 36 rows (the input transform, 8 lanes x 12 rows: 31.4 -> 33.6 ms, 0.94 ->
   1.43 for the weight gradient's 36 x 16; the filter transform's 36 x 9 2.6 -> 5.8), a 1x1 conv's 128 x 64 weights
   (1.6 -> 10.5 ms) or 8 rows (an input gradient's dy over 2 x 2 pixels at batch 8, 4.7 -> 7.8)"""
   if untiled is None or b.renderer.vector_registers != 16 or not (vec := b.renderer.acc_widths(dtypes.float32)):
@@ -744,8 +744,8 @@ def _stream_once(b: _Builder) -> None:
       # NOTE: a big input over L2's share (PACK_MAX_BYTES), not only over BIG_OPERAND_BYTES: Winograd's input
       # transform over 32 tiles x 512 channels (its 1 MiB input) kept its 6 row blocks outermost and split them across
       # the threads, each thread reading the whole input 3 times. Measured in the steps (AMD Zen 2, 2 threads, L2 512
-      # KiB, candidates alternated): ResNet-18 b32 128x128's 4.0 -> 3.2 ms, the UNet's over 128 tiles x 128 channels
-      # 4.0 -> 3.4
+      # KiB, bench/step_ab.py, alternated): ResNet-18 b32 128x128's 4.85 -> 3.89 ms, the UNet's over 128 tiles x 128
+      # channels 4.33 -> 3.57, three of its small output transforms 0.61 -> 0.43, 0.32 -> 0.18, 0.20 -> 0.09
       return sum(_buffer_bytes(ld) for ld in big) > PACK_MAX_BYTES
     i = next((i for i in range(len(loops) - 1) if moves(i)), None)
     if i is None: return
