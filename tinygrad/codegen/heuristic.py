@@ -434,9 +434,9 @@ def _long_table_rows(b: _Builder, lanes: int, rows: UOp, untiled: tuple[UOp, lis
   128x128's output transforms over 2048 tiles x 64 channels (8 launches) 20.6 -> 14.2 ms, over 512 x 128 7.4 -> 5.4,
   over 128 x 256 4.6 -> 3.0 (candidates timed in the step: 16 lanes x 4 rows unpacked 17.8 against 21.0, 8 x 8 packed
   21.5, 8 x 8 with the channels' loop innermost 16.0); the UNet's 4.2 -> 3.3, 1.36 -> 1.11, 0.64 -> 0.43, two others
-  within 2%. Not other tables, where it was slower: 36 rows (the input transform, 8 lanes x 12 rows: 31.4 -> 33.6 ms, 0.94 ->
-  1.43 for the weight gradient's 36 x 16; the filter transform's 36 x 9 2.6 -> 5.8), a 1x1 conv's 128 x 64 weights
-  (1.6 -> 10.5 ms) or 8 rows (an input gradient's dy over 2 x 2 pixels at batch 8, 4.7 -> 7.8)"""
+  within 2%. Not other tables, where it was slower: 36 rows (the input transform, 8 lanes x 12 rows: 31.4 -> 33.6
+  ms, 0.94 -> 1.43 for the weight gradient's 36 x 16; the filter transform's 36 x 9 2.6 -> 5.8), a 1x1 conv's 128 x 64
+  weights (1.6 -> 10.5 ms) or 8 rows (an input gradient's dy over 2 x 2 pixels at batch 8, 4.7 -> 7.8)"""
   if untiled is None or b.renderer.vector_registers != 16 or not (vec := b.renderer.acc_widths(dtypes.float32)):
     return False
   amt = vec[0]
