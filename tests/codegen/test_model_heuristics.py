@@ -1273,7 +1273,7 @@ def test_a_constant_table_of_two_register_blocks_of_rows_takes_8_lanes_by_8_rows
   # Winograd's output transform (16 x 36 constants @ 36 x (tiles x channels)) on AVX2 (16 registers): the 16 lanes
   # took 4 of the table's 16 rows and PACK copied the tiles' panel (36 rows 256 KiB apart here) for the 4 row blocks
   # that read it. Now 8 lanes by 8 rows, the rows' loop innermost, no PACK. Measured in ResNet-18 b32 128x128's step
-  # (AMD Zen 2, 2 threads, alternated): over 2048 tiles x 64 channels (8 launches) 20.6 -> 14.0 ms. The input
+  # (AMD Zen 2, 2 threads, alternated): over 2048 tiles x 64 channels (8 launches) 20.6 -> 14.2 ms. The input
   # transform's 36 rows keep their 16 lanes by 6 rows (8 x 12 was slower there). Values against numpy under SPEC=2 on
   # LLVM and C
   dev, t, c = llvm_cpu_device_at(256), 1024, 64
