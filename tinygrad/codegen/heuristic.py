@@ -4,7 +4,8 @@ Every opt is tried on the kernel as it stands and kept only if it applies: an op
 KernelOptError, which is caught here, so the heuristics never fail a compile.
 """
 from __future__ import annotations
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, apply_opt, output_axes, reduce_axes, axis_size, axes_of
 from tinygrad.codegen.opt import max_threads, packable_loads, panel_ranges, index_stride, pack_operand, \
   fills_as_lanes, PACK_MAX_BYTES, PACK_OPERAND, MAX_UPCAST
@@ -396,8 +397,8 @@ def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None =
   if not rows:
     long = [r for r in outs if r.arg[0] != lanes and (axis_size(r) or 0) >= 8 and table(r) and against_big(r)]
     return len(long) == 1 and _long_table_rows(b, lanes, long[0], untiled)
-  tiled = (b.ast, list(b.opts))
-  if b.upcast_total() * (n := prod(axis_size(r) or 0 for r in rows)) > b.tile_budget:
+  ups = [(r, axis_size(r) or 0) for r in rows]
+  if b.upcast_total() * (n := prod(amt for _, amt in ups)) > b.tile_budget:
     # NOTE: where the rows do not fit under 16 lanes but do under one vector register's 8 (AVX2's 96 lanes: the 9 taps
     # of a 3 x 3 filter gradient), 8 lanes by the rows (taken again from the tile as it was before the 16 lanes).
     # Measured in ResNet-18 b32 128x128's step (AMD Zen 2, AVX2, 2 threads, alternated): its 512-channel transform's 3
@@ -405,17 +406,11 @@ def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None =
     # taps and the lanes' loop innermost (16 lanes x the 3 taps of x: 14.4); the 256-channel one's 2.8 -> 1.5
     vec = b.renderer.acc_widths(dtypes.float32)
     half = b.upcast_total() // 2
-    if untiled is None or not vec or half != vec[0] or half * n > b.tile_budget: return False
-    b.ast, b.opts = untiled
-    lane_axis = next((i for i, o in enumerate(output_axes(b.ast)) if o.arg[0] == lanes), None)
-    if lane_axis is None or not b.try_opt(Opt(OptOps.UPCAST, lane_axis, half)):
-      b.ast, b.opts = tiled
-      return False
-  buf = max(lds, key=_buffer_bytes).src[0].src[0]
+    if untiled is None or not vec or half != vec[0] or half * n > b.tile_budget or \
+       not _retile(b, untiled, lanes, half, ups): return False
   # NOTE: the caller goes on with the 16-lane tile it made where the rows do not take
-  if not b.try_upcasts([(r, axis_size(r) or 0) for r in rows]):
-    b.ast, b.opts = tiled
-    return False
+  elif not b.try_upcasts(ups): return False
+  buf = max(lds, key=_buffer_bytes).src[0].src[0]
   loops = [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
   idx = next(ld for ld in _loads(b.ast) if ld.src[0].src[0] is buf).src[0].src[1].get_idx()
   walks = [(abs(st), i) for i, r in enumerate(loops) if (st := index_stride(idx, r))]
@@ -437,29 +432,29 @@ def _long_table_rows(b: _Builder, lanes: int, rows: UOp, untiled: tuple[UOp, lis
   within 2%. Not other tables, where it was slower: 36 rows (the input transform, 8 lanes x 12 rows: 31.4 -> 33.6
   ms, 0.94 -> 1.43 for the weight gradient's 36 x 16; the filter transform's 36 x 9 2.6 -> 5.8), a 1x1 conv's 128 x 64
   weights (1.6 -> 10.5 ms) or 8 rows (an input gradient's dy over 2 x 2 pixels at batch 8, 4.7 -> 7.8)"""
-  if untiled is None or b.renderer.vector_registers != 16 or not (vec := b.renderer.acc_widths(dtypes.float32)):
-    return False
+  if b.renderer.vector_registers != 16 or not (vec := b.renderer.acc_widths(dtypes.float32)): return False
+  # one register's lanes by as many rows: half the table's rows a block
   amt = vec[0]
-  if axis_size(rows) != 2 * amt or amt * vec[0] > b.tile_budget: return False
+  if axis_size(rows) != 2 * amt or amt * amt > b.tile_budget: return False
   # NOTE: a table that stays in L1 (16 x 36 floats, 2.3 KiB), not a small matmul's A (16 rows x 512, 64 KiB at batch 2:
   # its 16 lanes by 4 rows with B's panel packed are the matmul path's tile)
   if any(_buffer_bytes(ld) > TABLE_MAX_BYTES for ld in _loads(b.ast) if rows in ld.src[0]._ranges): return False
+  if untiled is None or not _retile(b, untiled, lanes, amt, [(rows, amt)]): return False
+  # the rows' loop innermost, the others in their order: each vector load of the big input serves both row blocks
+  # from cache
+  _sort_loops(b, lambda r: r.arg[0] == rows.arg[0])
+  b.streamed = b.table_tile = True
+  return True
+
+def _retile(b: _Builder, untiled: tuple[UOp, list[Opt]], lanes: int, amt: int, ups: list[tuple[UOp, int]]) -> bool:
+  """The register tile made again from `untiled` (the kernel before its 16 lanes, _upcast_reuse_axes): the lanes' axis
+  (range id `lanes`) by amt, then each of ups (try_upcasts); or the kernel as it was (False)."""
   tiled = (b.ast, list(b.opts))
   b.ast, b.opts = untiled
   lane = next((o for o in output_axes(b.ast) if o.arg[0] == lanes), None)
-  if lane is None or not b.try_upcasts([(lane, vec[0]), (rows, amt)]):
-    b.ast, b.opts = tiled
-    return False
-  # the rows' loop innermost, the others in their order (each SWAP trades two loops' places, so the rows' loop moves
-  # one place inward each time): each vector load of the big input serves both row blocks from cache
-  def loops() -> list[UOp]:
-    return [r for r in output_axes(b.ast) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
-  start = next((i for i, r in enumerate(loops()) if r.arg[0] == rows.arg[0]), len(loops()))
-  for i in range(start, len(loops()) - 1):
-    ls, outs = loops(), output_axes(b.ast)
-    if not b.try_opt(Opt(OptOps.SWAP, outs.index(ls[i]), outs.index(ls[i + 1]))): break
-  b.streamed = b.table_tile = True
-  return True
+  if lane is not None and b.try_upcasts([(lane, amt), *ups]): return True
+  b.ast, b.opts = tiled
+  return False
 
 def _aliased_rows(ast: UOp, r: UOp) -> bool:
   """Does some load step along output axis r by a multiple of a page (each row in the same cache sets)?"""
@@ -574,18 +569,26 @@ def _panel_loops_outer(b: _Builder, buf: UOp) -> bool:
   kernel as it was) where the innermost loop still reads it."""
   before = (b.ast, list(b.opts))
   ld = next(ld for ld in packable_loads(b.ast) if ld.src[0].src[0] is buf)
+  if _sort_loops(b, lambda r: r not in ld.src[0].src[1]._ranges) and not _inner_loop_reads(b, buf): return True
+  b.ast, b.opts = before
+  return False
+
+def _sort_loops(b: _Builder, key: Callable[[UOp], Any]) -> bool:
+  """SWAP the output loops (of more than one iteration) into the order of key, a stable sort (loops that tie keep
+  their order); False (the kernel as it was) where a SWAP is refused."""
+  before = (b.ast, list(b.opts))
   outs = output_axes(b.ast)
   loops = [i for i, r in enumerate(outs) if r.arg[-1] is AxisType.LOOP and (axis_size(r) or 0) > 1]
-  want = sorted(loops, key=lambda i: outs[i] not in ld.src[0].src[1]._ranges)
+  want = sorted(loops, key=lambda i: key(outs[i]))
   at = list(loops)  # at[k]: the original index of the axis now at position loops[k]
   for k, w in enumerate(want):
     if at[k] == w: continue
     j = at.index(w)
-    if not b.try_opt(Opt(OptOps.SWAP, loops[k], loops[j])): break
+    if not b.try_opt(Opt(OptOps.SWAP, loops[k], loops[j])):
+      b.ast, b.opts = before
+      return False
     at[k], at[j] = at[j], at[k]
-  if at == want and not _inner_loop_reads(b, buf): return True
-  b.ast, b.opts = before
-  return False
+  return True
 
 def _kblock_to_fit(b: _Builder, buf: UOp) -> bool:
   """KBLOCK the outermost reduce axis into the longest blocks whose panel of buffer `buf`'s load fits PACK's limit (a
