@@ -602,6 +602,53 @@ def test_conv_gradients_stored_pixels_first_match_torch(groups: int, stride: int
         tol(tx.grad.numpy(), rx.grad.numpy(), w.shape[0] // groups * k ** nd)
         tol(tw.grad.numpy(), rw.grad.numpy(), 2 * int(np.prod(g.shape[2:])))
 
+def gated_loads(ast) -> int:
+  """How many of a kernel's loads are gated (read through a padding's bounds)."""
+  return sum(ld.src[0].src[1].is_masked() for ld in ast.toposort() if ld.op is Ops.LOAD and ld.src[0].op is Ops.INDEX)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+@pytest.mark.parametrize("b, cin, cout, hw, k, stride", [(2, 3, 16, 16, 7, 2), (2, 8, 16, 16, 3, 2), (2, 16, 16, 4, 3, 1)])
+def test_a_padded_direct_conv_reads_its_input_padded_and_stored_on_llvm(b, cin, cout, hw, k, stride, monkeypatch):
+  # a stem's 7x7 stride-2 conv, a stride-2 3x3 and a 3x3 over 4x4 pixels: on the LLVM path the padded input is stored
+  # once (one copy of b x cin x (hw + 2 pad)^2) and the forward and the weight gradient read it with no gate; through
+  # the padding every one of their window loads was gated (ResNet-18 b32's stem 66.1 -> 49.5 ms alone). The C path
+  # keeps the gated windows (its kernels were slower on the stored copy). Values against torch under SPEC=2 on both
+  # paths and the PYTHON interpreter, the input's gradient too
+  # NOTE: these convs are under the rule's size (CONV_PADDING_STORED_MIN_MACS, where a launch outweighs the gates)
+  monkeypatch.setattr(tinygrad_tensor, "CONV_PADDING_STORED_MIN_MACS", 0)
+  def step(dev: str, stored: bool):
+    monkeypatch.setattr(tinygrad_tensor, "CONV_PADDING_STORED", stored)
+    x, w = rand(40, b, cin, hw, hw), rand(41, cout, cin, k, k) / (k * k * cin) ** 0.5
+    tx, tw = Tensor(x, device=dev, requires_grad=True), Tensor(w, device=dev, requires_grad=True)
+    with Context(WINO=0):
+      out = tx.conv2d(tw, padding=k // 2, stride=stride)
+      g = rand(42, *out.shape)
+      (out * Tensor(g, device=dev)).sum().backward()
+    assert tx.grad is not None and tw.grad is not None
+    rx, rw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
+    rout = torch.nn.functional.conv2d(rx, rw, padding=k // 2, stride=stride)
+    (rout * torch.from_numpy(g)).sum().backward()
+    return [out, tx.grad, tw.grad], [rout.detach().numpy(), rx.grad.numpy(), rw.grad.numpy()]
+  pad = hw + 2 * (k // 2)
+  oh = (hw + 2 * (k // 2) - k) // stride + 1
+  dev = llvm_cpu_device()
+  for stored in (True, False):
+    ts, _ = step(dev, stored)
+    ks = kernels(ts[0], ts[2])
+    copies = [q for q in ks if red_size(q) == 1 and int(np.prod(out_sizes(q))) == b * cin * pad * pad]
+    fwd = [q for q in ks if int(np.prod(out_sizes(q))) == b * cout * oh * oh and red_size(q) == cin * k * k]
+    wgrad = [q for q in ks if int(np.prod(out_sizes(q))) == cout * cin * k * k and red_size(q) == b * oh * oh]
+    assert len(copies) == int(stored) and len(fwd) == 1 and len(wgrad) <= 1, [(out_sizes(q), red_size(q)) for q in ks]
+    gates = [gated_loads(q) for q in fwd + wgrad]
+    # over 16 pixels or fewer the weight gradient is a matmul of the windows' own stored copy (no gate either way)
+    assert all(n == 0 for n in gates) if stored else gates[0] > 0 and all(n > 0 for n in gates[1:] if oh * oh > 16), gates
+  n = {0: cin * k * k, 1: cout * k * k, 2: b * oh * oh}
+  for d in (dev, c_cpu_device(), "PYTHON"):
+    if d == "PYTHON" and hw > 8: continue
+    outs, refs = step(d, True)
+    with Context(SPEC=2):
+      for i, (o, r) in enumerate(zip(outs, refs)): tol(o.numpy(), r, n[i])
+
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_a_conv_weight_gradient_over_few_pixels_is_a_matmul_of_its_stored_windows():
   # the weight gradient of a 3x3 conv over 4x4 pixels (16 outputs) at batch 8: dy^T (Cout, 8 x 16) @ the windows
@@ -659,8 +706,10 @@ def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_lon
   # 2 threads, ResNet-18's: 0.93-0.98 ms with the threads on cin, 0.75-0.79 on cout). Values against torch under SPEC=2
   # NOTE: the autograd form of the weight gradient, which the CPU default takes over more than 16 output pixels only
   # (over fewer, a matmul of the stored windows: test_a_conv_weight_gradient_over_few_pixels_is_a_matmul_of_its_stored_
-  # windows); these rules still tile that form wherever it comes
+  # windows); these rules still tile that form wherever it comes, here as it reads the windows through the padding (the
+  # C path's form: the LLVM path's reads them stored padded, Tensor._padding_stored)
   monkeypatch.setattr(tinygrad_tensor, "CONV_IM2COL_WGRAD_PIXELS", 0)
+  monkeypatch.setattr(tinygrad_tensor, "CONV_PADDING_STORED", False)
   dev = llvm512()
   b = 8
   outs, refs = conv_step(dev, b, c, c, hw)
@@ -776,8 +825,10 @@ def test_small_weight_gradients_on_avx2_take_their_taps_or_2_rows_under_16_packe
   # rows under its short reduce. Values against torch under SPEC=2
   # NOTE: the autograd form of the weight gradient, which the CPU default takes over more than 16 output pixels only
   # (over fewer, a matmul of the stored windows: test_a_conv_weight_gradient_over_few_pixels_is_a_matmul_of_its_stored_
-  # windows); these rules still tile that form wherever it comes
+  # windows); these rules still tile that form wherever it comes, here as it reads the windows through the padding (the
+  # gated rows these rules are for: the LLVM path reads a conv's input stored padded, Tensor._padding_stored)
   monkeypatch.setattr(tinygrad_tensor, "CONV_IM2COL_WGRAD_PIXELS", 0)
+  monkeypatch.setattr(tinygrad_tensor, "CONV_PADDING_STORED", False)
   dev = llvm_cpu_device_at(256)
   ren = Device[dev].renderer
   outs, refs = conv_step(dev, 8, 256, 256, hw, stride=stride)
@@ -1078,7 +1129,7 @@ def test_a_1x1_conv_weight_gradient_packs_the_operand_of_its_lanes(stride: int):
   with Context(SPEC=2): tol(outs[1].numpy(), refs[1], 2 * (4 // stride) ** 2)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
-def test_gated_rows_take_32_packed_lanes_by_2_rows_on_avx2():
+def test_gated_rows_take_32_packed_lanes_by_2_rows_on_avx2(monkeypatch):
   # AVX2's 96 lanes of budget hold 16 packed lanes by 4 rows, or 32 by 2. Where the rows' loads are gated along the
   # reduce (a padded conv's input: a bounds check per row and step), 2 rows of 32 cost less (alone, one thread, ResNet-18
   # b8 64x64: the 3x3 weight gradients over 16x16 and 8x8 pixels 3.7 -> 2.5-2.7 and 2.2 -> 1.4 ms; the 3x3 convs over
@@ -1086,6 +1137,9 @@ def test_gated_rows_take_32_packed_lanes_by_2_rows_on_avx2():
   # limit, keeps 16 lanes rather than cache blocking them; its input gradient is a plain matmul (stored pixels-first,
   # no gates: test_a_conv_input_gradient_is_a_matmul_along_the_filters_rows). AVX-512 keeps its 32 by 4+. Values
   # against torch under SPEC=2
+  # NOTE: the convs here read their input through the padding (gated), as the C path's do: the LLVM path's read it
+  # stored padded (Tensor._padding_stored), with no gate
+  monkeypatch.setattr(tinygrad_tensor, "CONV_PADDING_STORED", False)
   dev = llvm_cpu_device_at(256)
   ren = Device[dev].renderer
   def tile(k) -> tuple[int, list[int]]:
