@@ -1164,7 +1164,9 @@ def test_gated_rows_take_32_packed_lanes_by_2_rows_on_avx2(monkeypatch):
   assert axis_size(output_axes(windows[0])[wide_axis(wopts)]) == 9 * 512, wopts
   outs3, _ = conv_step(dev, 8, 512, 512, 2)
   big = the_kernel([outs3[0]], {8, 512, 2}, 9 * 512)
-  assert tile(big) == (16, [4])
+  # NOTE: its 4 rows are the 2x2 pixels, not 4 of the batch (_short_pixel_rows; in ResNet-18 b8's step, its input stored
+  # padded: 4.65 -> 4.51 ms)
+  assert tile(big) == (16, [2, 2])
   with Context(SPEC=2):
     tol(outs[1].numpy(), refs[1], 8 * 16 * 16)
     tol(outs2[0].numpy(), refs2[0], 9 * 128)
