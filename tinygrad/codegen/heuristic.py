@@ -223,8 +223,10 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # NOTE: so are the rows under lanes along a vector axis (a 1x1 stride-2 conv's input gradient over 4x4 pixels, its
     # lanes on the weights' contiguous channels). Measured in ResNet-18 b32 128x128's step (AMD Zen 2, AVX2, 2
     # threads, alternated): 4 rows of the batch 1.80 ms, the 4 pixels of a row 1.21; b8's 3x3 convs' input gradients
-    # over 4x4 pixels (3 launches) 5.86 -> 3.30
-    if cpu and done and not packed and b.upcast_total() >= 16 and _short_pixel_rows(b, done): return
+    # over 4x4 pixels (3 launches) 5.86 -> 3.30. Not on the C path (no vector accumulators of its own): there the
+    # 512-channel ones over 2x2 pixels went 7.4 -> 57.1 ms (b32's 1x1 over 4x4 12.9 -> 2.2)
+    if cpu and done and not packed and b.upcast_total() >= 16 and _own_vector_accs(b) and _short_pixel_rows(b, done):
+      return
     sidx = _store_idx(b.ast)
     # the loads that vary along the lanes already taken: an axis along which they are broadcast reuses them (a vector
     # load each) in every row, where one along which they vary reuses only the other operand
