@@ -3010,9 +3010,9 @@ class Tensor(_CastSugar, MathTrait):
     Measured (AVX2, 2 threads, LLVM; a conv's forward and gradients under TinyJit, alone): ResNet-18's stem at batch 32,
     128x128, 66.1 -> 49.5 ms (its forward 25.8 -> 17.9, its weight gradient 35.2 -> 25.7, the copy 1.0); a 3-channel
     3x3 conv at batch 8, 64x64, 4.8 -> 3.2; 256 channels over 4x4 pixels 5.2 -> 4.7; a depthwise 3x3 over 64 channels
-    7.7 -> 7.3. In the steps (alternated): ResNet-18 b8 91.8 -> 83.7 ms, b32 629.9 -> 582.3. On the C path
-    (CPU_LLVM=0) its kernels took other opts and ResNet-18 b8's step went 303 -> 510 ms: there the windows read
-    through the padding."""
+    7.7 -> 7.3. In the steps (one run of each, every kernel's best of 3): ResNet-18 b8 91.8 -> 83.7 ms, b32 629.9 ->
+    582.3. On the C path (CPU_LLVM=0) its kernels took other opts and ResNet-18 b8's step went 303 -> 510 ms: there
+    the windows read through the padding."""
     if not CONV_PADDING_STORED or not any(b > 0 or a > 0 for b, a in pads) or not self._concrete_on_cpu(): return False
     hw, nsp = weight.int_shape("conv2d")[2:], len(pads)
     outs = [(s + b + a - d * (k - 1) - 1) // t + 1 for s, (b, a), k, t, d in
