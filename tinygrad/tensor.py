@@ -3001,24 +3001,19 @@ class Tensor(_CastSugar, MathTrait):
     if any(o <= 0 for o in outs) or 2 * prod(outs) < prod(4 * ceildiv(o, 4) for o in outs): return False
     pixels = self.int_shape("conv2d")[0] * prod(outs)
     return pixels >= WINO_MIN_PIXELS and pixels * cout * cin_g * 3 ** nsp >= WINO_MIN_MACS
-  def _padding_stored(self, pads: list[tuple[int, int]], weight: Tensor, stride: int | tuple[int, ...],
-                      dilation: int | tuple[int, ...]) -> bool:
-    """Whether a direct conv reads its input padded and stored (one copy of it, CONV_PADDING_STORED) rather than through
-    the padding: on the CPU compiled through LLVM, where it pads and takes CONV_PADDING_STORED_MIN_MACS multiply-adds or
-    more (under that, about 10 us of work, the copy's launch costs about what the gates do). Through the padding, every
-    load of the windows, in the forward and in the weight gradient, is gated by its bounds on each spatial axis.
-    Measured (AVX2, 2 threads, LLVM; a conv's forward and gradients under TinyJit, alone): ResNet-18's stem at batch 32,
-    128x128, 66.1 -> 49.5 ms (its forward 25.8 -> 17.9, its weight gradient 35.2 -> 25.7, the copy 1.0); a 3-channel
-    3x3 conv at batch 8, 64x64, 4.8 -> 3.2; 256 channels over 4x4 pixels 5.2 -> 4.7; a depthwise 3x3 over 64 channels
-    7.7 -> 7.3. In the steps (one run of each, every kernel's best of 3): ResNet-18 b8 91.8 -> 83.7 ms, b32 629.9 ->
-    582.3. On the C path (CPU_LLVM=0) its kernels took other opts and ResNet-18 b8's step went 303 -> 510 ms: there
-    the windows read through the padding."""
+  def _padding_stored(self, pads: list[tuple[int, int]], macs: sint) -> bool:
+    """Whether a direct conv of `macs` multiply-adds reads its input padded and stored (one copy of it,
+    CONV_PADDING_STORED) rather than through the padding: on the CPU compiled through LLVM, where it pads and takes
+    CONV_PADDING_STORED_MIN_MACS multiply-adds or more (under that, about 10 us of work, the copy's launch costs
+    about what the gates do). Through the padding, every load of the windows, in the forward and in the weight
+    gradient, is gated by its bounds on each spatial axis. Measured (AVX2, 2 threads, LLVM; a conv's forward and
+    gradients under TinyJit, alone): ResNet-18's stem at batch 32, 128x128, 66.1 -> 49.5 ms (its forward 25.8 ->
+    17.9, its weight gradient 35.2 -> 25.7, the copy 1.0); a 3-channel 3x3 conv at batch 8, 64x64, 4.8 -> 3.2; 256
+    channels over 4x4 pixels 5.2 -> 4.7; a depthwise 3x3 over 64 channels 7.7 -> 7.3. In the steps (one run of each,
+    every kernel's best of 3): ResNet-18 b8 91.8 -> 83.7 ms, b32 629.9 -> 582.3. On the C path (CPU_LLVM=0) its
+    kernels took other opts and ResNet-18 b8's step went 303 -> 510 ms: there the windows read through the padding."""
     if not CONV_PADDING_STORED or not any(b > 0 or a > 0 for b, a in pads) or not self._concrete_on_cpu(): return False
-    hw, nsp = weight.int_shape("conv2d")[2:], len(pads)
-    outs = [(s + b + a - d * (k - 1) - 1) // t + 1 for s, (b, a), k, t, d in
-            zip(self.int_shape("conv2d")[2:], pads, hw, make_tuple(stride, nsp), make_tuple(dilation, nsp))]
-    if self.shape[0] * prod(weight.int_shape("conv2d")[:2]) * prod(outs) * prod(hw) < CONV_PADDING_STORED_MIN_MACS:
-      return False
+    if not isinstance(macs, int) or macs < CONV_PADDING_STORED_MIN_MACS: return False
     from tinygrad.device import Device
     return bool(getattr(Device[self.device], "llvm", False))
   def _im2col_weight_gradient(self, hw: tuple[int, ...], rcout: int) -> bool:
@@ -3060,9 +3055,10 @@ class Tensor(_CastSugar, MathTrait):
     # depthwise conv's has no sum over them: an elementwise product, left as it was)
     rcout = cout // groups
     xin = self._pad2d(padding, nsp, op="conv2d")
-    if self._padding_stored(self._pool_pairs(padding, nsp, "conv2d"), weight, stride, dilation): xin = xin.contiguous()
     win = xin._pool(tuple(hw), stride, dilation, op="conv2d", product=rcout > 1)
     oyx = win.shape[2:2 + nsp]
+    if self._padding_stored(self._pool_pairs(padding, nsp, "conv2d"), bs * cout * cin_g * sym_prod(oyx) * prod(hw)):
+      win = xin.contiguous()._pool(tuple(hw), stride, dilation, op="conv2d", product=rcout > 1)
     x = win.reshape(bs, groups, 1, cin_g, *oyx, *hw).expand(bs, groups, rcout, cin_g, *oyx, *hw)
     w = weight.reshape(1, groups, rcout, cin_g, *([1] * nsp), *hw)
     red = tuple([3] + [4 + nsp + j for j in range(nsp)])
