@@ -1063,6 +1063,25 @@ def test_a_transpose_takes_a_square_tile_of_vector_loads_and_stores():
     with Context(SPEC=2):
       np.testing.assert_equal(Tensor(x, device=dev).permute(0, 2, 3, 1).contiguous().numpy(), x.transpose(0, 2, 3, 1))
 
+def test_a_per_channel_broadcast_is_no_transpose_and_splits_no_stream():
+  # a batchnorm's backward over (N, C, H, W): two big inputs and the output contiguous along the pixels, and per-channel
+  # scales contiguous along the channels but broadcast along the pixels. The scales are not a transposed input: lanes
+  # on the channels (a "transpose tile" of 8 x 8) split each big input and the output into 8 streams a plane apart
+  # (ResNet-18 b32's step, AMD Zen 2, 2 threads: its (32, 64, 64, 64) one 16.2 -> 2.4 ms with the pixels' lanes alone).
+  # The store's lanes are on the pixels only; values against numpy on C and LLVM under SPEC=2
+  from tinygrad.codegen.opt import index_stride
+  g, x, s, m = rand(43, 2, 32, 16, 16), rand(44, 2, 32, 16, 16), rand(45, 1, 32, 1, 1), rand(46, 1, 32, 1, 1)
+  def f(d: str) -> Tensor:
+    return ((Tensor(g, device=d) * Tensor(s, device=d)) * (Tensor(x, device=d) - Tensor(m, device=d))).contiguous()
+  ref = (g * s) * (x - m)
+  k = kernels(f("CPU"))[0]
+  tiled = apply_opts(k, opts := hand_coded_optimizations(k, REN), REN)
+  st = [u for u in tiled.toposort() if u.op is Ops.STORE][0].src[0].src[1].get_idx()
+  ups = axes_of(tiled, AxisType.UPCAST)
+  assert ups and all(index_stride(st, r) == 1 for r in ups), opts
+  for dev in [c_cpu_device(), *([llvm_cpu_device()] if HAS_LLVM else [])]:
+    with Context(SPEC=2): np.testing.assert_allclose(f(dev).numpy(), ref, rtol=1e-6, atol=1e-6)
+
 def test_a_transpose_from_a_short_contiguous_axis_takes_that_axis_whole():
   # the filters' Winograd layout, (Cout, Cin, 3, 3) -> (9, Cin, Cout): the store's lanes on Cout, and the 9 taps (along
   # which the filters are contiguous, too short for a square tile) whole, so each lane's taps are read together; with

@@ -1063,8 +1063,18 @@ def _transpose_tile(b: _Builder, lanes: int) -> None:
   1.8); a plain copy of its 8 MB 0.9-1.0."""
   if not b.renderer.has_threads or (sidx := _store_idx(b.ast)) is None: return
   short: list[tuple[int, int]] = []
+  stores = [u.src[0].src[1].get_idx() for u in b.ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
+  ups = axes_of(b.ast, AxisType.UPCAST)
   for ld in _loads(b.ast):
     idx = ld.src[0].src[1].get_idx()
+    # the lanes of the stores in the load's own loops (a cut kernel's piece)
+    inner = [r for st in stores if set(st._ranges) & set(idx._ranges) for r in ups if index_stride(st, r) == 1]
+    # NOTE: only an input that varies along the store's lanes (read along them it would be a gather): one broadcast
+    # along them (a batchnorm's per-channel scale, contiguous along the channels) is one splat a vector as it is, and
+    # lanes on its axis split every big input and the output into that many streams a plane apart. Measured in
+    # ResNet-18 b32's step (bench/step_ab.py's capture, AMD Zen 2, 2 threads): a batchnorm's backward over (32, 64, 64,
+    # 64), 8 channels x 8 pixels 16.2 ms, 8 pixels alone 2.4
+    if inner and all(index_stride(idx, r) == 0 for r in inner): continue
     for j, r in enumerate(output_axes(b.ast)):
       size = axis_size(r) or 0
       # NOTE: a short axis read backwards (stride -1: a flipped input) is taken whole too (below); a long one is not
