@@ -998,6 +998,26 @@ def _modular_reads(ast: UOp, r: UOp) -> bool:
   """Does a load's index or gate take `r` modulo or divided by something (a strided window's fold: `(4*y + j) % 19`)?"""
   return any(u.op in (Ops.MOD, Ops.IDIV) and r in u._ranges for ld in _loads(ast) for u in ld.src[0].src[1].toposort())
 
+def _transposed_load(ast: UOp, lanes: UOp) -> bool:
+  """Does an input vary along the store's lanes (not contiguously) and lie contiguous along another output axis (a
+  transpose: _transpose_tile's square tile makes both sides vector loads)?"""
+  for ld in _loads(ast):
+    idx = ld.src[0].src[1].get_idx()
+    if index_stride(idx, lanes) in (0, 1): continue
+    if any(r is not lanes and index_stride(idx, r) == 1 for r in output_axes(ast)): return True
+  return False
+
+def _upcast_row(b: _Builder, i: int, size: int) -> bool:
+  """_upcast_inner's lanes for a row whose loads take it modulo or divided: the whole row (up to 2 * MAX_UPCAST). A
+  longer row that 4 does not divide (a stride-2 conv's input gradient folded into its padded 34-wide rows) takes its
+  largest divisor up to MAX_UPCAST, where the plain lanes would be 2 alone. Measured in ResNet-18 b32's step
+  (bench/step_ab.py ab, AMD Zen 2, 2 threads, 3 rounds): the 3x3 stride-2 conv's fold over (32, 64, 34, 34) 6.0 -> 4.1
+  ms (2 lanes and the rows by 2, against 2 lanes)."""
+  if 2 < size <= 2 * MAX_UPCAST: return _upcast_whole(b, i, size)
+  if size <= 2 * MAX_UPCAST or size % 4 == 0: return False
+  d = max((d for d in range(2, MAX_UPCAST + 1) if size % d == 0), default=0)
+  return d > 0 and b.try_opt(Opt(OptOps.UPCAST, i, d))
+
 def _upcast_whole(b: _Builder, i: int, size: int) -> bool:
   """Upcast output axis i whole (two opts where it is over MAX_UPCAST), so every lane's index is a constant plus the
   outer loops' part."""
@@ -1021,8 +1041,13 @@ def _upcast_inner(b: _Builder) -> None:
   # gates of the other lanes fold away; the next axis by 2 as well where it fits. Measured (AVX2, ResNet-18's folds, 4x4
   # candidates): 6x6 pixels 0.53-0.54 -> 0.07-0.11 ms, 10x10 0.72 -> 0.12-0.25, 18x18 1.15-1.17 -> 0.26-0.54 (an init
   # kernel's random weights, its row of 3 taps: 13.9 -> 8.9). Rows up to 32, the longest measured
-  if b.renderer.has_threads and 2 < size <= 2 * MAX_UPCAST and _modular_reads(b.ast, outs[inner[0]]) and \
-     _upcast_whole(b, inner[0], size):
+  # NOTE: not where an input is contiguous along another axis (a transpose, _transpose_tile): the % or // there is a
+  # layout's (a group norm's groups of channels, Winograd's tiles back to pixels), no gate folds, and the whole axis as
+  # lanes leaves that input's loads gathers. Measured in the steps (bench/step_ab.py ab, AMD Zen 2, 2 threads, 3
+  # rounds): the UNet's group norm over (8, 64, 64, 32) channels-last 9.4 -> 1.6 ms with the 8 x 8 tile, its step's
+  # launches 194.5 -> 184.5 ms; ResNet-18 b32's Winograd outputs to (N, C, H, W) 9.7 -> 5.5 and 4.6 -> 2.1
+  if b.renderer.has_threads and not _transposed_load(b.ast, outs[inner[0]]) and \
+     _modular_reads(b.ast, outs[inner[0]]) and _upcast_row(b, inner[0], size):
     nxt = [j for j, r in enumerate(output_axes(b.ast))
            if index_stride(sidx, r) == size and (axis_size(r) or 0) % 2 == 0]
     if nxt and b.upcast_total() * 2 <= MAX_UPCAST_TOTAL: b.try_opt(Opt(OptOps.UPCAST, nxt[0], 2))
