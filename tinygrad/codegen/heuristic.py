@@ -123,9 +123,12 @@ def _work(ast: UOp) -> int:
   """Iterations of the kernel's innermost body: the product of its range sizes (a symbolic one counts 1)."""
   return prod(axis_size(r) or 1 for r in ast.toposort() if r.op is Ops.RANGE)
 
+def _store_idxs(ast: UOp) -> list[UOp]:
+  """The index of every store to a buffer (a cut kernel has one a piece)."""
+  return [u.src[0].src[1].get_idx() for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
+
 def _store_idx(ast: UOp) -> UOp | None:
-  stores = [u for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
-  return stores[0].src[0].src[1].get_idx() if stores else None
+  return idxs[0] if (idxs := _store_idxs(ast)) else None
 
 def _index_math(nodes: Iterable[UOp]) -> set[UOp]:
   """The nodes that compute the index or the gate of a load or store among `nodes` (its INDEX's sources, all below)."""
@@ -1001,11 +1004,9 @@ def _modular_reads(ast: UOp, r: UOp) -> bool:
 def _transposed_load(ast: UOp, lanes: UOp) -> bool:
   """Does an input vary along the store's lanes (not contiguously) and lie contiguous along another output axis (a
   transpose: _transpose_tile's square tile makes both sides vector loads)?"""
-  for ld in _loads(ast):
-    idx = ld.src[0].src[1].get_idx()
-    if index_stride(idx, lanes) in (0, 1): continue
-    if any(r is not lanes and index_stride(idx, r) == 1 for r in output_axes(ast)): return True
-  return False
+  others = [r for r in output_axes(ast) if r is not lanes]
+  idxs = [ld.src[0].src[1].get_idx() for ld in _loads(ast)]
+  return any(index_stride(idx, lanes) not in (0, 1) and any(index_stride(idx, r) == 1 for r in others) for idx in idxs)
 
 def _upcast_row(b: _Builder, i: int, size: int) -> bool:
   """_upcast_inner's lanes for a row whose loads take it modulo or divided: the whole row (up to 2 * MAX_UPCAST). A
@@ -1013,8 +1014,8 @@ def _upcast_row(b: _Builder, i: int, size: int) -> bool:
   largest divisor up to MAX_UPCAST, where the plain lanes would be 2 alone. Measured in ResNet-18 b32's step
   (bench/step_ab.py ab, AMD Zen 2, 2 threads, 3 rounds): the 3x3 stride-2 conv's fold over (32, 64, 34, 34) 6.0 -> 4.1
   ms (2 lanes and the rows by 2, against 2 lanes)."""
-  if 2 < size <= 2 * MAX_UPCAST: return _upcast_whole(b, i, size)
-  if size <= 2 * MAX_UPCAST or size % 4 == 0: return False
+  if size <= 2 * MAX_UPCAST: return size > 2 and _upcast_whole(b, i, size)
+  if size % 4 == 0: return False
   d = max((d for d in range(2, MAX_UPCAST + 1) if size % d == 0), default=0)
   return d > 0 and b.try_opt(Opt(OptOps.UPCAST, i, d))
 
@@ -1046,8 +1047,8 @@ def _upcast_inner(b: _Builder) -> None:
   # lanes leaves that input's loads gathers. Measured in the steps (bench/step_ab.py ab, AMD Zen 2, 2 threads, 3
   # rounds): the UNet's group norm over (8, 64, 64, 32) channels-last 9.4 -> 1.6 ms with the 8 x 8 tile, its step's
   # launches 194.5 -> 184.5 ms; ResNet-18 b32's Winograd outputs to (N, C, H, W) 9.7 -> 5.5 and 4.6 -> 2.1
-  if b.renderer.has_threads and not _transposed_load(b.ast, outs[inner[0]]) and \
-     _modular_reads(b.ast, outs[inner[0]]) and _upcast_row(b, inner[0], size):
+  if b.renderer.has_threads and _modular_reads(b.ast, outs[inner[0]]) and \
+     not _transposed_load(b.ast, outs[inner[0]]) and _upcast_row(b, inner[0], size):
     nxt = [j for j, r in enumerate(output_axes(b.ast))
            if index_stride(sidx, r) == size and (axis_size(r) or 0) % 2 == 0]
     if nxt and b.upcast_total() * 2 <= MAX_UPCAST_TOTAL: b.try_opt(Opt(OptOps.UPCAST, nxt[0], 2))
@@ -1086,9 +1087,8 @@ def _transpose_tile(b: _Builder, lanes: int) -> None:
   registers, so the loads are vector loads too rather than one gather per lane. Measured (AVX2, 2 threads, LLVM path):
   (32, 64, 32, 32) -> (32, 32, 32, 64) 4.3 ms with the store's 8 lanes alone, 1.2-1.5 with 8 x 8 (8 x 4 1.7-2.0, 16 x 8
   1.8); a plain copy of its 8 MB 0.9-1.0."""
-  if not b.renderer.has_threads or (sidx := _store_idx(b.ast)) is None: return
-  short: list[tuple[int, int]] = []
-  stores = [u.src[0].src[1].get_idx() for u in b.ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
+  if not b.renderer.has_threads or not (stores := _store_idxs(b.ast)): return
+  sidx, short = stores[0], []
   ups = axes_of(b.ast, AxisType.UPCAST)
   for ld in _loads(b.ast):
     idx = ld.src[0].src[1].get_idx()
