@@ -10,12 +10,14 @@ def compile_c(src: str) -> ctypes.CDLL:
   """gcc straight to a shared object (the tests do not depend on the runtime's compiler)."""
   key = hashlib.sha256(src.encode()).hexdigest()
   if key in _LIBS: return _LIBS[key]
-  d = tempfile.mkdtemp(prefix="tg-codegen-test-")
-  cpath, sopath = os.path.join(d, "k.c"), os.path.join(d, "k.so")
-  with open(cpath, "w") as f: f.write(src)
-  res = subprocess.run(["cc", "-shared", "-O2", "-fPIC", "-Werror=implicit-function-declaration", "-o", sopath, cpath], capture_output=True, text=True)
-  if res.returncode != 0: raise RuntimeError(f"cc failed:\n{res.stderr}\n{src}")
-  _LIBS[key] = lib = ctypes.CDLL(sopath)
+  # the directory goes when the library is loaded (its mapping stays): a suite run leaves nothing in /tmp
+  with tempfile.TemporaryDirectory(prefix="tg-codegen-test-") as d:
+    cpath, sopath = os.path.join(d, "k.c"), os.path.join(d, "k.so")
+    with open(cpath, "w") as f: f.write(src)
+    res = subprocess.run(["cc", "-shared", "-O2", "-fPIC", "-Werror=implicit-function-declaration", "-o", sopath, cpath],
+                         capture_output=True, text=True)
+    if res.returncode != 0: raise RuntimeError(f"cc failed:\n{res.stderr}\n{src}")
+    _LIBS[key] = lib = ctypes.CDLL(sopath)
   return lib
 
 def run_program(prg, bufs: list[np.ndarray], var_vals: dict | None = None) -> None:
