@@ -318,10 +318,19 @@ def test_heuristics_upcast_contiguous_output_of_strided_reduce():
   # a row sum reads along its reduce: no upcast there, an unroll instead
   rows = hand_coded_optimizations(reduce_ast(4096, 4096), CPULike())
   assert not any(o.op is OptOps.UPCAST for o in rows) and Opt(OptOps.UNROLL, 0, 4) in rows
-  # small: 4 lanes, and the same result
+  # under BIG_BLOCK_MIN_WORK too: whole cache lines, and 4 of them where each thread still gets a tile (it took 4 lanes
+  # unrolled by 4 there, each line read 4 times over: a (256, 4096) sum 0.89 -> 0.08 ms)
+  mid = hand_coded_optimizations(colsum_ast(256, 4096), CPULike())
+  assert mid[:2] == [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 4)]
+  _check_same(colsum_ast(256, 4096), mid)
+  # 96 columns: one line each, 6 tiles for the threads; 16 columns: the whole row is one tile
+  few = hand_coded_optimizations(colsum_ast(64, 96), CPULike())
+  assert few[0] == Opt(OptOps.UPCAST, 0, 16) and Opt(OptOps.UPCAST, 0, 4) not in few
   small = hand_coded_optimizations(colsum_ast(8, 16), CPULike())
-  assert small[0] == Opt(OptOps.UPCAST, 0, 4)
+  assert small[0] == Opt(OptOps.UPCAST, 0, 16) and Opt(OptOps.UPCAST, 0, 4) not in small
   _check_same(colsum_ast(8, 16), small)
+  # a GPU's threads take the columns: 4 lanes
+  assert hand_coded_optimizations(colsum_ast(256, 4096), GPULike())[0] == Opt(OptOps.UPCAST, 0, 4)
 
 def test_symbolic_axis_is_left_alone():
   from tinygrad.codegen.heuristic import hand_coded_optimizations
