@@ -114,8 +114,35 @@ def test_an_embedding_gradient_is_a_matmul_of_a_stored_one_hot(padding_idx):
   assert _compares_in_reduce(sched) == 0
   np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
 
-def test_a_big_one_hot_stays_fused(monkeypatch):
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_a_one_hot_too_big_to_store_is_segment_sums(monkeypatch, padding_idx):
+  # fused into the product, the one-hot's compares were vocab x tokens x dim (GPT-2's 50257-row table over 2048 tokens:
+  # 25.7 s); as segment sums, tokens x tokens (the sort) + vocab x tokens (the runs' ends) + vocab x dim (the loads)
+  from tinygrad.codegen import get_program
+  from tinygrad.device import Device
   monkeypatch.setattr(tensor_mod, "EMBEDDING_STORED_ONE_HOT_MAX", 300 * 32 - 1)
-  sched, got, ref = embedding_grad(300, 64, (4, 8))
-  assert _compares_in_reduce(sched) == 1
+  sched, got, ref = embedding_grad(300, 64, (4, 8), padding_idx)
+  ops = sum(get_program(si.ast, Device[got.device].renderer, []).estimates.ops for si in sched)
+  assert ops < 300 * 32 * 64, ops
   np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_segment_sums_take_repeated_indices_and_none_outside_the_table(monkeypatch, device):
+  import importlib.util
+  from tinygrad.helpers import Context
+  from tests.llvm_device import llvm_cpu_device, c_cpu_device
+  if device == "LLVM" and importlib.util.find_spec("llvmlite") is None: pytest.skip("the LLVM path needs llvmlite")
+  dev = {"C": c_cpu_device, "LLVM": llvm_cpu_device}[device]() if device != "PYTHON" else "PYTHON"
+  monkeypatch.setattr(tensor_mod, "EMBEDDING_STORED_ONE_HOT_MAX", 0)
+  rng = np.random.default_rng(4)
+  # few rows, so most are repeated; -1, 40 and 57 are outside the table (a zero row, no gradient)
+  idx = rng.integers(0, 9, (3, 11)).astype(np.int32)
+  idx[0, 2], idx[1, 5], idx[2, 0] = -1, 40, 57
+  wn, g = rng.standard_normal((40, 24)).astype(np.float32), rng.standard_normal((3, 11, 24)).astype(np.float32)
+  want = np.zeros((40, 24), np.float64)
+  keep = (idx >= 0) & (idx < 40)
+  np.add.at(want, idx[keep], g[keep].astype(np.float64))
+  with Context(SPEC=2):
+    w = Tensor(wn, device=dev, requires_grad=True)
+    got, = Tensor(idx, device=dev).embedding(w).gradient(w, gradient=Tensor(g, device=dev))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
