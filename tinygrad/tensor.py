@@ -2894,7 +2894,7 @@ class Tensor(_CastSugar, MathTrait):
     return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
   def _window_scan(self, op: str, ident: ConstType) -> Tensor:
     """The inclusive scan along the last axis as one window reduce: element i reduces the n elements up to it."""
-    n = self.shape[-1]
+    n = _int(self.shape[-1], "scan")
     return getattr(self.pad([(0, 0)] * (self.ndim - 1) + [(n - 1, 0)], value=ident)._pool((n,)), op)(-1)
   def _cumulative_symbolic(self, a: int, op: str, n: UOp, ident: ConstType) -> Tensor:
     """The scan along a symbolic axis: element i reduces the elements j <= i of the axis (n*n work, as the window)."""
