@@ -2593,7 +2593,9 @@ class Tensor(_CastSugar, MathTrait):
     candidates' own topk). The candidates keep the order of the positions they came from (block by block, each block's
     in rank order), so ties still go to the earlier position."""
     n, b = self.shape[-1], _topk_block(k)
-    if k == 1 and isinstance(n, int) and n > 1 and (dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype)):
+    if not isinstance(n, int) or not (dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype)):
+      return self._take_ranked(self._sort_rank(largest), k)
+    if k == 1 and n > 1:
       # the first position of the max: argmax takes the first nan, as the rank does. Of the min: the first one equal to
       # the least number (nan is above them all; argmin would take it), or where every element is nan the first. The
       # value is gathered from there, so the gradient goes to that one position (a max's is shared among ties)
@@ -2602,8 +2604,7 @@ class Tensor(_CastSugar, MathTrait):
       else: at = (self == self.isnan().where(math.inf, self).min(-1, keepdim=True)).argmax(-1, keepdim=True)
       at = at.cast(dtypes.int32)
       return self.gather(-1, at), at
-    if not isinstance(n, int) or n < 2 * b or not (dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype)):
-      return self._take_ranked(self._sort_rank(largest), k)
+    if n < 2 * b: return self._take_ranked(self._sort_rank(largest), k)
     nb = ceildiv(n, b)
     # NOTE: the padding ranks after every element (ties go to the earlier position, and it is last): -inf or the
     # least int when largest, else nan (which sorts above every number) or the greatest int
@@ -2871,9 +2872,9 @@ class Tensor(_CastSugar, MathTrait):
     x = x - x.max(axis, keepdim=True).detach()
     return x - x.exp().sum(axis, keepdim=True).log()
   def _cumulative(self, axis: int, op: str) -> Tensor:
-    """Inclusive scan along axis with op "sum", "prod" or "max": a window reduce (n*n work) where that work is small
-    (_scan_by_window), else a scan inside blocks of about sqrt(n) combined with a scan of the block totals, each by the
-    same rule (n*log(n) work or so)."""
+    """Inclusive scan along axis with op "sum", "prod", "max" or "logsumexp": a window reduce (n*n work) where that
+    work is small (_scan_by_window), else a scan inside blocks of about sqrt(n) combined with a scan of the block
+    totals, each by the same rule (n*log(n) work or so)."""
     if self.ndim == 0: return self.reshape(1)._cumulative(0, op).reshape(())
     a = self._axis(axis)
     n = self.shape[a]
@@ -2890,7 +2891,8 @@ class Tensor(_CastSugar, MathTrait):
     # the scan of the totals of the blocks before each block (the identity before the first)
     tot = inner[..., -1].shrink([None] * (self.ndim - 1) + [(0, nb - 1)]).pad(keep + [(1, 0)], value=ident)
     before = tot._cumulative(-1, op).unsqueeze(-1)
-    out = inner + before if op == "sum" else inner * before if op == "prod" else inner.maximum(before)
+    out = inner + before if op == "sum" else inner * before if op == "prod" else \
+      inner.logaddexp(before) if op == "logsumexp" else inner.maximum(before)
     return out.reshape(*x.shape[:-1], nb * b).shrink([None] * (self.ndim - 1) + [(0, n)]).transpose(a, -1)
   def _window_scan(self, op: str, ident: ConstType) -> Tensor:
     """The inclusive scan along the last axis as one window reduce: element i reduces the n elements up to it."""
@@ -2914,24 +2916,14 @@ class Tensor(_CastSugar, MathTrait):
     if not isinstance(x.shape[a := x._axis(ax)], int): return out
     return _with_gradient(out, (x,), lambda up, ret, xi: (up.flip(a)._cumulative(a, "sum").flip(a).cast(xi.dtype),))
   def logcumsumexp(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None) -> Tensor:
-    """log(cumsum(exp(x))) along axis, never through the exp of a large prefix: a logsumexp over each prefix window
-    where that work is small (_scan_by_window), else a scan inside blocks of about sqrt(n) combined with a scan of the
-    block totals by logaddexp."""
+    """log(cumsum(exp(x))) along axis, never through the exp of a large prefix: the scan of _cumulative by logsumexp
+    (each prefix window's, or the blocks' combined with their totals' scan by logaddexp)."""
     axis = _axis_or_dim(axis, dim, "logcumsumexp", 0)
     x = self._float()
     if x.ndim == 0: return x
     a = x._axis(axis)
-    n = _int(x.shape[a], "logcumsumexp")
-    if n == 0: return x
-    xt, keep = x.transpose(a, -1), [(0, 0)] * (x.ndim - 1)
-    if _scan_by_window(x.shape, n):
-      return xt.pad(keep + [(n - 1, 0)], value=-math.inf)._pool((n,)).logsumexp(-1).transpose(a, -1)
-    b = _scan_block(n)
-    nb = ceildiv(n, b)
-    inner = xt.pad(keep + [(0, nb * b - n)], value=-math.inf).reshape(*xt.shape[:-1], nb, b).logcumsumexp(-1)
-    tot = inner[..., -1].shrink([None] * (x.ndim - 1) + [(0, nb - 1)]).pad(keep + [(1, 0)], value=-math.inf)
-    out = inner.logaddexp(tot.logcumsumexp(-1).unsqueeze(-1))
-    return out.reshape(*xt.shape[:-1], nb * b).shrink([None] * (x.ndim - 1) + [(0, n)]).transpose(a, -1)
+    if _int(x.shape[a], "logcumsumexp") == 0: return x
+    return x._cumulative(a, "logsumexp")
   def cumprod(self, axis: int = _AXIS_DEFAULT, *, dim: int | None = None, dtype: DTypeLike | None = None) -> Tensor:
     x = self.cast(_tensor_dtype(dtype)) if dtype is not None else self
     return x._cumulative(_axis_or_dim(axis, dim, "cumprod", 0), "prod")
