@@ -155,6 +155,10 @@ ALLREDUCE = ContextVar("ALLREDUCE", "", "allreduce of a multi-device tensor: nai
                        "partial) or ring (reduce-scatter, then allgather, in chunks); empty chooses by size",
                        allowed=Matching(r"(?i)(naive|ring)?", "empty, naive or ring", ("tree", "naive,ring")),
                        schedule=True)
+SCHEDULE_CACHE = ContextVar("SCHEDULE_CACHE", 1, "1 keeps the kernel graphs of the last tensor graphs scheduled and "
+                            "reuses one for the same graph under the same flags and scheduler code (an eager loop "
+                            "schedules the same graph every step); 0 schedules every graph afresh (the fuzz campaign's "
+                            "workers, whose rule coverage counts what each case fires)", allowed=Ints(0, 1))
 TRACK_MATCH_STATS = ContextVar("TRACK_MATCH_STATS", 0,
                                "1 records per-pass, per-rule match counts and time; 2 prints them at exit",
                                allowed=Ints(0, 2))

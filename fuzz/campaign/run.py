@@ -140,7 +140,10 @@ def resident_mb(pid: int) -> tuple[float, float]:
 
 def worker_env(cfg: CampaignConfig) -> dict[str, str]:
   env = dict(os.environ)
+  # NOTE: SCHEDULE_CACHE=0: a case scheduled from the kernel graph cache would fire none of the scheduler's rules, so
+  # its coverage (and the corpus it grows) would depend on which graphs came before it
   env.update({"SPEC": str(cfg.spec), "IGNORE_OOB": "0" if cfg.bounds else "1", "TRACK_MATCH_STATS": "1",
+              "SCHEDULE_CACHE": "0",
               "PYTHONPATH": REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")})
   env.update(cfg.env)
   return env

@@ -208,8 +208,10 @@ def main(level_name: str, argv: list[str]) -> None:
   mode = "unguided" if _opt(own, "unguided") is not None else "scheduled" if _opt(own, "scheduled") is not None \
     else "atheris"
   stats = Stats(_opt(own, "stats"), mode, level_name)
-  # NOTE: set before tinygrad is imported (its flags are read at import); nothing above imports it
+  # NOTE: set before tinygrad is imported (its flags are read at import); nothing above imports it. SCHEDULE_CACHE=0:
+  # an input whose graph was scheduled before would fire none of the scheduler's rules (its coverage)
   os.environ["TRACK_MATCH_STATS"] = "1"
+  os.environ["SCHEDULE_CACHE"] = "0"
   if mode != "atheris":
     return unguided(level_name, backends, lib, stats, _opt(own, "setup"), _opt(own, "mutant"),
                     _opt(own, "stop-at-kill") is not None, scheduled=mode == "scheduled")

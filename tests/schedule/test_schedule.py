@@ -243,3 +243,42 @@ def test_run_reads_buffer_view():
   (out,), items = run(out_u, data={})
   assert items[0].bufs[1].base is buffer_of(bufuop(x))
   np.testing.assert_allclose(out, nx[3:7] * 2, rtol=1e-6)
+
+# ---- the kernel graph cache ----
+
+def test_the_same_graph_is_rangeified_once_per_flags_and_code_and_the_cache_is_bounded(monkeypatch):
+  from tinygrad import Tensor
+  from tinygrad.helpers import Context
+  import tinygrad.engine.schedule as sched
+  import tinygrad.schedule.rangeify as rangeify_mod
+  calls: list[UOp] = []
+  real = sched.kernel_graph
+  monkeypatch.setattr(sched, "kernel_graph", lambda csink: calls.append(csink) or real(csink))
+  monkeypatch.setattr(sched, "SCHEDULE_CACHE_SIZE", 2)
+  sched.kernel_graph_cache.clear()
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  def step(x: Tensor) -> Tensor: return ((x + 1).contiguous() * 2).sum(1)
+  # two eager steps of new tensors over new buffers: one graph once canonical, so one rangeify and the same kernels
+  outs = [step(Tensor(a + k)) for k in range(2)]
+  items = [Tensor.schedule(o) for o in outs]
+  assert len(calls) == 1 and [si.ast for si in items[0]] == [si.ast for si in items[1]]
+  for k, o in enumerate(outs): np.testing.assert_array_equal(o.numpy(), ((a + k + 1) * 2).sum(1))
+  # the scheduler's code is part of the key: a global of its modules replaced (a planted bug, a patched constant)
+  # schedules afresh, and put back, finds its graph again
+  monkeypatch.setattr(rangeify_mod, "RECOMPUTE_CHAIN", rangeify_mod.RECOMPUTE_CHAIN + 1)
+  step(Tensor(a)).realize()
+  assert len(calls) == 2
+  monkeypatch.setattr(rangeify_mod, "RECOMPUTE_CHAIN", rangeify_mod.RECOMPUTE_CHAIN - 1)
+  step(Tensor(a)).realize()
+  assert len(calls) == 2
+  # so is a flag: another value schedules again (and is cached under it)
+  with Context(DEBUG=1): step(Tensor(a)).realize()
+  assert len(calls) == 3
+  # at SCHEDULE_CACHE_SIZE graphs the least recently used goes
+  step(Tensor(a)).realize()
+  Tensor(a).exp().realize()
+  assert len(calls) == 4 and len(sched.kernel_graph_cache) == 2
+  step(Tensor(a)).realize()
+  assert len(calls) == 4
+  with Context(DEBUG=1): step(Tensor(a)).realize()
+  assert len(calls) == 5

