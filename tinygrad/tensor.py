@@ -245,6 +245,9 @@ def _with_gradient(out: Tensor, inputs: tuple[Tensor, ...],
   def uop_rule(ctx: UOp, ret: UOp, srcs: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
     return tuple(None if g is None else g.uop for g in rule(Tensor(ctx), Tensor(ret), *(Tensor(s) for s in srcs)))
   custom_gradient(out.uop, tuple(t.uop for t in inputs), uop_rule)
+  # NOTE: out may come from its inputs through ops that do not pass requires_grad on (a bitcast, an int compare); marked
+  # as their result, it keeps its lazy graph (and so this rule) when it is realized before the gradient is asked
+  if not Tensor.no_grad and any(t.requires_grad for t in inputs): out.requires_grad = out._nonleaf = True
   return out
 
 # The weight gradient of an embedding is one-hot^T @ dY: with the one-hot's compare fused into that matmul (its rows the
@@ -253,6 +256,11 @@ def _with_gradient(out: Tensor, inputs: tuple[Tensor, ...],
 # over 16 x 32 tokens 29.6 ms fused, 1.3 ms stored. Up to this many one-hot elements (64 MiB of float32); a bigger
 # one-hot (GPT-2's 50257-token vocabulary over 1024 tokens: 206 MB) stays fused
 EMBEDDING_STORED_ONE_HOT_MAX = 1 << 24
+# advanced indexing (x[idx], x[i, j]) differentiates as segment sums (Tensor._segment_sums) where its select's gradient
+# (a compare of each index with every position of the indexed axes, for each element of the others) is over this many
+# compares and the other axes are not one element. Measured (LLVM path, 2 threads, TinyJit, AMD Zen 2), forward and
+# gradient, select -> segment sums: a (5000, 256) table over 1024 indices 630 -> TBD ms
+ADVANCED_INDEX_SEGMENT_WORK = 1 << 24
 
 # Winograd's minimal filtering F(4, 3) (Lavin & Gray): 4 outputs of a 3-tap correlation from a 6-wide tile,
 # y = AT @ ((G @ g) * (BT @ d)), with the interpolation points 0, 1, -1, 2, -2 and infinity
@@ -283,6 +291,19 @@ def _scan_by_window(shape: tuple[sint, ...], n: int) -> bool:
 TOPK_BLOCK_MIN = 32
 
 def _topk_block(k: int) -> int: return max(TOPK_BLOCK_MIN, 1 << max(4 * k - 1, 0).bit_length())
+
+# sort and argsort (and kthvalue, median) of elements of at most 32 bits rank every element against its whole row in
+# one reduce where rows * n * n is at most SORT_RANK_MAX_WORK, and run a bitonic network over packed keys above it
+# (Tensor._bitonic_sort: n log2(n)**2 / 4 compare-exchanges in log2(n) * (log2(n) + 1) / 2 kernels). Measured (LLVM
+# path, 2 threads, TinyJit, AMD Zen 2), rank -> network: (64, 32) 0.17 -> 0.18 ms, (1, 512) 0.24 -> 0.33, (64, 64)
+# 0.28 -> 0.24, (8, 256) 0.40 -> 0.31, (1, 1024) 0.66 -> 0.41, (4096, 32) 4.5 -> 0.72, (1, 4096) 12.1 -> 0.63 (torch
+# 0.25), (64, 1024) 42.3 -> 1.96 (torch 1.74)
+SORT_RANK_MAX_WORK = 1 << 19
+_U32 = 0xFFFFFFFF
+
+def _sorts_by_keys(dtype: DType) -> bool:
+  """A dtype whose values (and a position) pack into Tensor._sort_keys's uint64 keys."""
+  return dtype.itemsize <= 4 and (dtypes.is_float(dtype) or dtypes.is_int(dtype) or dtype is dtypes.bool)
 
 def _scan_block(n: int) -> int:
   """A blocked scan's block: the power of two at or above sqrt(n)."""
@@ -2148,6 +2169,17 @@ class Tensor(_CastSugar, MathTrait):
     xe = xp.reshape(rshape + (1,) * len(bshape) + (total,))
     mask = flat.reshape((1,) * len(rshape) + bshape + (1,)) == ar.reshape((1,) * (len(rshape) + len(bshape)) + (total,))
     out = mask.where(xe, 0).sum(-1).cast(self.dtype)
+    rb = rshape + bshape
+    if dtypes.is_float(self.dtype) and all_int(rb + nshape) and total < dtypes.max(dtypes.int32) and \
+       (rows := prod(cast(tuple[int, ...], rshape))) > 1 and rows * prod(bshape) * total > ADVANCED_INDEX_SEGMENT_WORK:
+      # the gradient as the segment sums of the upstream rows by their flat index, not the select's (a compare of each
+      # index with every position, for each element of the rest)
+      nr, big = len(rshape), prod(cast(tuple[int, ...], bshape))
+      fi = flat.reshape(big)
+      def rule(up: Tensor, _ret: Tensor, x: Tensor) -> tuple[Tensor]:
+        v = up.permute(list(range(nr, len(rb))) + list(range(nr))).reshape(big, rows)
+        return (Tensor._segment_sums(fi, v, cast(int, total)).cast(x.dtype).permute(1, 0).reshape(x.shape),)
+      out = _with_gradient(out, (xp,), rule)
     # the index dims go where the indexed axes were when those are adjacent, else first (numpy's rule)
     p = dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
     nb = len(bshape)
@@ -2557,9 +2589,104 @@ class Tensor(_CastSugar, MathTrait):
     vals = pick.where(self.unsqueeze(-2), _zero_of(self.dtype)).sum(-1).cast(self.dtype)
     pos = pick.where(Tensor._arange_index(n, self.device), 0).sum(-1).cast(dtypes.int32)
     return vals, pos
+  def _sorts_by_network(self) -> bool:
+    """Whether sort (of this stored tensor, along its last axis) runs the bitonic network over packed keys rather than
+    the rank count (SORT_RANK_MAX_WORK)."""
+    n = self.shape[-1]
+    return isinstance(n, int) and n > 1 and all_int(self.shape) and _sorts_by_keys(self.dtype) and \
+      prod(cast(tuple[int, ...], self.shape)) * n > SORT_RANK_MAX_WORK
+  def _sort_keys(self, descending: bool) -> Tensor:
+    """uint64 keys whose ascending order is sort's order along the last axis. The high word is the value as an
+    unsigned int in the same order (a float's sign flips it, or its other bits where negative; nan above every number,
+    -0.0 as 0.0; descending, its complement), the low word the position times 2 plus 1 for a -0.0 (which the order so
+    ignores, and the value keeps). No two keys are equal, so a network that is not stable sorts equal values stably."""
+    n = _int(self.shape[-1], "sort")
+    low = Tensor._arange_index(n, self.device).cast(dtypes.uint32) << 1
+    if dtypes.is_float(self.dtype):
+      f = self.cast(dtypes.float32)
+      bits = f.bitcast(dtypes.uint32)
+      negz = bits == 0x80000000
+      bits = f.isnan().where(0x7FC00000, negz.where(0, bits)).cast(dtypes.uint32)
+      u = (bits >= 0x80000000).where(bits ^ _U32, bits | 0x80000000).cast(dtypes.uint32)
+      low = low | negz.cast(dtypes.uint32)
+    elif dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: u = self.cast(dtypes.uint32)
+    else: u = self.cast(dtypes.int32).bitcast(dtypes.uint32) ^ 0x80000000
+    if descending: u = u ^ _U32
+    return (u.cast(dtypes.uint64) << 32) | low.cast(dtypes.uint64)
+  @staticmethod
+  def _from_sort_keys(keys: Tensor, dtype: DType, descending: bool) -> tuple[Tensor, Tensor]:
+    """The values (in dtype) and int32 positions that _sort_keys packed."""
+    u, low = (keys >> 32).cast(dtypes.uint32), (keys & _U32).cast(dtypes.uint32)
+    if descending: u = u ^ _U32
+    if dtypes.is_float(dtype):
+      bits = (u >= 0x80000000).where(u & 0x7FFFFFFF, u ^ _U32).cast(dtypes.uint32)
+      bits = (low & 1).cast(dtypes.bool).where(0x80000000, bits).cast(dtypes.uint32)
+      vals = bits.bitcast(dtypes.float32).cast(dtype)
+    elif dtypes.is_unsigned(dtype) or dtype is dtypes.bool: vals = u.cast(dtype)
+    else: vals = (u ^ 0x80000000).bitcast(dtypes.int32).cast(dtype)
+    return vals, (low >> 1).cast(dtypes.int32)
+  def _bitonic_sort(self) -> Tensor:
+    """The uint64 keys along the last axis (ints, all shapes concrete) in ascending order, by a bitonic network: padded
+    to a power of two with the greatest key, blocks of 2, 4, .. merged, each merge's first step comparing a block's
+    first half with its second half reversed (so every block sorts ascending and no step needs a direction), each of
+    its other steps the halves of half as big blocks (_bitonic_halves). Every step is one stored kernel: two steps
+    fused in one kernel recompute the first (each output reads 4 keys) and measured slower ((64, 1024): 3.0 -> 4.6
+    ms)."""
+    *rows, n = cast(tuple[int, ...], self.shape)
+    size = 1 << (n - 1).bit_length()
+    x = (self.pad([(0, 0)] * len(rows) + [(0, size - n)], value=(1 << 64) - 1) if size != n else self).contiguous()
+    block = 2
+    while block <= size:
+      # the first step compares each key with the one at the mirrored place in its block
+      x = x._bitonic_halves(block, x.reshape(*rows, size // block, 2, block // 2).flip((-2, -1)))
+      block *= 2
+    return x[..., :n]
+  def _bitonic_halves(self, block: int, other: Tensor | None = None) -> Tensor:
+    """Keys (..., size) whose blocks of `block` are each bitonic, sorted ascending by the steps of a bitonic merge:
+    each key against the one at the same place in the other half of its block, then of half as big blocks, the lower
+    half keeping the smaller key. `other`: the first step's partners (..., size // block, 2, block // 2) in place of
+    the other half's."""
+    *rows, size = self.shape
+    lower = Tensor._arange_index(2, self.device).reshape(2, 1) == 0
+    x, half = self, block // 2
+    while half:
+      y = x.reshape(*rows, size // (2 * half), 2, half)
+      o = y.flip(-2) if other is None else other
+      x = ((y < o) == lower).where(y, o).reshape(*rows, size).contiguous()
+      half, other = half // 2, None
+    return x
+  def _network_topk(self, k: int, largest: bool) -> tuple[Tensor, Tensor]:
+    """topk (k > 1) along the last axis of a stored tensor by bitonic networks over _sort_keys: every block of K keys
+    (the power of two at or above k) sorted, then rounds that halve the blocks: of each pair, the K least of the first
+    block against the second reversed (a bitonic block, sorted by a merge's halves). The values are gathered at the
+    positions (their gradient: the gather's)."""
+    *rows, n = cast(tuple[int, ...], self.shape)
+    kk, size = 1 << (k - 1).bit_length(), 1 << (n - 1).bit_length()
+    # NOTE: stored before its padding: padded and reshaped, the positions' arange (above 1024, a split of two) was not
+    # folded to a closed form and summed in a loop ((4, 100000) k = 5: 108 ms)
+    keys = self._sort_keys(largest).contiguous()
+    if size != n: keys = keys.pad([(0, 0)] * len(rows) + [(0, size - n)], value=(1 << 64) - 1)
+    keys = keys.reshape(*rows, size // kk, kk)._bitonic_sort()
+    while (nb := keys.shape[-2]) > 1:
+      y = keys.reshape(*rows, nb // 2, 2, kk)
+      a, b = y[..., 0, :], y[..., 1, :].flip(-1)
+      keys = (a < b).where(a, b)._bitonic_halves(kk)
+    _, pos = Tensor._from_sort_keys(keys.reshape(*rows, kk)[..., :k], self.dtype, largest)
+    return self.gather(-1, pos), pos
+  def _network_sort(self, descending: bool) -> tuple[Tensor, Tensor]:
+    """sort along the last axis of a stored tensor by the bitonic network over _sort_keys. The values' gradient is
+    the upstream one put back at the positions: sorted by (position, its bits) the same way."""
+    vals, pos = Tensor._from_sort_keys(self._sort_keys(descending)._bitonic_sort(), self.dtype, descending)
+    if not dtypes.is_float(self.dtype): return vals, pos
+    def rule(up: Tensor, _ret: Tensor, x: Tensor) -> tuple[Tensor]:
+      bits = up.cast(dtypes.float32).bitcast(dtypes.uint32).cast(dtypes.uint64)
+      keys = ((pos.cast(dtypes.uint32).cast(dtypes.uint64) << 32) | bits)._bitonic_sort()
+      return ((keys & _U32).cast(dtypes.uint32).bitcast(dtypes.float32).cast(x.dtype),)
+    return _with_gradient(vals, (self,), rule), pos
   def sort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> ValuesIndices:
     """(values, int32 indices) sorted along dim, ties in their original order (always stable) and nan last (first when
-    descending), as torch. Built from a comparison count, not one kernel per element; the values have a gradient."""
+    descending), as torch. A comparison count (rank) for a small sort, a bitonic network over packed keys for a big one
+    of values of 32 bits or less (SORT_RANK_MAX_WORK); the values have a gradient."""
     if self.ndim == 0: return ValuesIndices(self, Tensor(_const_uop(0, dtypes.int32, self.device)))
     d = self._axis(dim)
     # NOTE: the ops that compare each element with every other (sort, topk, the ranked picks, mode) compare a stored
@@ -2568,7 +2695,8 @@ class Tensor(_CastSugar, MathTrait):
     # linspace) and evaluates the other at run time (an FMA, another order) the two can differ in the last bit: an
     # element then ranks above itself, two share a rank and one rank is empty
     x = self.transpose(d, -1).contiguous()
-    vals, pos = x._take_ranked(x._sort_rank(descending), _int(x.shape[-1], "sort"))
+    if x._sorts_by_network(): vals, pos = x._network_sort(descending)
+    else: vals, pos = x._take_ranked(x._sort_rank(descending), _int(x.shape[-1], "sort"))
     return ValuesIndices(vals.transpose(d, -1), pos.transpose(d, -1))
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """int32 positions that sort self along dim (stable, as sort)."""
@@ -2590,8 +2718,9 @@ class Tensor(_CastSugar, MathTrait):
   def _topk_last(self, k: int, largest: bool) -> tuple[Tensor, Tensor]:
     """topk along the last axis of a stored tensor: the rank of every element among all n (n*n compares), or where n
     holds 2 blocks or more (_topk_block), the top k of each block and then the top k of those candidates (n*B + the
-    candidates' own topk). The candidates keep the order of the positions they came from (block by block, each block's
-    in rank order), so ties still go to the earlier position."""
+    candidates' own topk), or where those ranks are more than SORT_RANK_MAX_WORK compares, bitonic networks
+    (_network_topk). The candidates keep the order of the positions they came from (block by block, each block's in
+    rank order), so ties still go to the earlier position."""
     n, b = self.shape[-1], _topk_block(k)
     if not isinstance(n, int) or not (dtypes.is_float(self.dtype) or dtypes.is_int(self.dtype)):
       return self._take_ranked(self._sort_rank(largest), k)
@@ -2605,6 +2734,11 @@ class Tensor(_CastSugar, MathTrait):
       at = at.cast(dtypes.int32)
       return self.gather(-1, at), at
     if n < 2 * b: return self._take_ranked(self._sort_rank(largest), k)
+    # NOTE: where the blocks' ranks would take more than SORT_RANK_MAX_WORK compares, the bitonic networks: (64, 4096)
+    # k = 8 4.2 -> 1.2 ms, (1, 50257) k = 40 3.3 -> 1.5, (8, 32000) k = 50 20.8 -> 2.8, (64, 1024) k = 100 10.2 -> 1.4
+    # (LLVM path, 2 threads, AMD Zen 2); (64, 256) k = 4 0.25 -> 0.23 and (1, 4096) k = 16 0.35 both ways
+    if _sorts_by_keys(self.dtype) and all_int(self.shape) and \
+       prod(cast(tuple[int, ...], self.shape)) * b > SORT_RANK_MAX_WORK: return self._network_topk(k, largest)
     nb = ceildiv(n, b)
     # NOTE: the padding ranks after every element (ties go to the earlier position, and it is last): -inf or the
     # least int when largest, else nan (which sorts above every number) or the greatest int
@@ -2622,10 +2756,13 @@ class Tensor(_CastSugar, MathTrait):
     d = self._axis(dim)
     if self.shape[d] == 0: raise IndexError(f"{op}: axis {d} of {self.shape} is empty: there is no element to return")
     x = self.transpose(d, -1).contiguous()  # NOTE: stored: see sort
-    r = x._sort_rank(False)
+    # the element at that rank: of the sorted row where sort runs its network, else of the ranks' one-hot
+    at = Tensor._arange_index(x.shape[-1], x.device)
+    if x._sorts_by_network(): (src, at), r = x._network_sort(False), at
+    else: src, r = x, x._sort_rank(False)
     pick = r == rank(x).unsqueeze(-1)
-    vals = pick.where(x, _zero_of(x.dtype)).sum(-1, keepdim=True).cast(x.dtype).transpose(d, -1)
-    pos = pick.where(Tensor._arange_index(x.shape[-1], x.device), 0).sum(-1, keepdim=True).cast(dtypes.int32)
+    vals = pick.where(src, _zero_of(x.dtype)).sum(-1, keepdim=True).cast(x.dtype).transpose(d, -1)
+    pos = pick.where(at, 0).sum(-1, keepdim=True).cast(dtypes.int32)
     pos = pos.transpose(d, -1)
     return ValuesIndices(vals, pos) if keepdim else ValuesIndices(vals.squeeze(d), pos.squeeze(d))
   def kthvalue(self, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
@@ -3728,21 +3865,30 @@ class Tensor(_CastSugar, MathTrait):
       return ((oht @ dy.reshape(n, dy.shape[-1])).cast(w.dtype),)
     return _with_gradient(out, (weight,), rule)
   def _embedding_segment_rule(self, vocab: int) -> Callable[..., tuple[Tensor]]:
-    """The weight gradient of an embedding whose one-hot is too big to store, as segment sums: the upstream rows in
-    the order of their indices (a stable sort), their running sum (float64: a row's sum is the difference of two
-    prefixes, whose rounding grows with them), and each vocabulary row's sum the difference of the prefixes at the
-    ends of its run (the count of indices up to it, one compare per index and row). n*n + vocab*n compares and
-    vocab*dim loads, where the compares fused into the products were vocab*n*dim (GPT-2's 50257 rows, 768 wide, over
-    2048 tokens: 25.7 s; now 22 ms, torch's backward 33 ms). An index outside the table is in no run."""
+    """The weight gradient of an embedding whose one-hot is too big to store: the segment sums (_segment_sums) of the
+    upstream rows by their indices. GPT-2's 50257 rows, 768 wide, over 2048 tokens: 25.7 s as the forward's select's
+    gradient (vocab*n*dim compares fused into its products), 22 ms (torch's backward 33 ms)."""
     n = prod(self.shape)
     idx = self.reshape(n)
-    def rule(dy: Tensor, _out: Tensor, w: Tensor) -> tuple[Tensor]:
-      _, perm = idx.sort()
-      csum = dy.reshape(n, dy.shape[-1])[perm].cast(dtypes.float64).cumsum(0).pad(((1, 0), (0, 0))).contiguous()
-      upto = Tensor._arange_index(vocab + 1, idx.device) - 1
-      ends = (idx.reshape(1, n) <= upto.reshape(vocab + 1, 1)).sum(1)
-      return ((csum[ends[1:]] - csum[ends[:-1]]).cast(w.dtype),)
-    return rule
+    return lambda dy, _out, w: (Tensor._segment_sums(idx, dy.reshape(n, dy.shape[-1]), vocab).cast(w.dtype),)
+  @staticmethod
+  def _segment_sums(idx: Tensor, vals: Tensor, total: int) -> Tensor:
+    """out[t] = the sum of the rows vals[j] (vals (n, R)) whose idx[j] (an int (n,)) is t, for t in [0, total); an
+    index outside it is in no sum. The rows in the order of their indices (a stable sort), their running sum
+    (float64: a row's sum is the difference of two prefixes, whose rounding grows with them), and each sum the
+    difference of the prefixes at the ends of its run (the count of indices up to it, one compare per index and
+    target). The sort's work (its network's n log2(n)**2 / 4 compare-exchanges, or n*n ranked) + total*n compares and
+    total*R loads, where a one-hot's compares fused into the sums are total*n*R. Float64 (out's dtype)."""
+    n = idx.shape[0]
+    # NOTE: sorted as int32 (which sort packs into its network's keys; an int64 would be ranked, n*n compares), each
+    # index outside the targets clipped to -1 or total: still in no run, and ties keep their order
+    key = idx if idx.dtype.itemsize <= 4 else \
+      (idx.minimum(total) if dtypes.is_unsigned(idx.dtype) else idx.clip(-1, total)).cast(dtypes.int32)
+    _, perm = key.sort()
+    csum = vals[perm].cast(dtypes.float64).cumsum(0).pad(((1, 0), (0, 0))).contiguous()
+    upto = Tensor._arange_index(total + 1, idx.device) - 1
+    ends = (idx.reshape(1, n) <= upto.reshape(total + 1, 1)).sum(1)
+    return csum[ends[1:]] - csum[ends[:-1]]
   # ---- losses (torch's definitions; reduction "mean", "sum" or "none") ----
   @staticmethod
   def _reduce_loss(loss: Tensor, reduction: str, name: str, divisor: Tensor | None = None) -> Tensor:

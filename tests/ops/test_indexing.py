@@ -74,6 +74,56 @@ def test_getitem_errors_match_torch():
   # NOTE: torch takes two ellipses; numpy does not, and neither do we
   with pytest.raises(IndexError, match="single ellipsis"): x[..., ...]
 
+@pytest.mark.parametrize("name,idx", READS, ids=[r[0] for r in READS])
+def test_getitem_gradient_as_segment_sums_matches_torch(name, idx, monkeypatch):
+  # every read here with an index tensor and more than one element in its other axes differentiates as segment sums
+  import tinygrad.tensor as tensor_mod
+  monkeypatch.setattr(tensor_mod, "ADVANCED_INDEX_SEGMENT_WORK", 0)
+  check([(3, 4, 5, 6)], lambda x: x[idx(_ti)], lambda x: x[idx(_ty)])
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_getitem_segment_sums_take_repeats_wraps_and_nothing_outside(device, monkeypatch):
+  import importlib.util
+  import tinygrad.tensor as tensor_mod
+  from tinygrad.helpers import Context
+  from tests.llvm_device import llvm_cpu_device, c_cpu_device
+  if device == "LLVM" and importlib.util.find_spec("llvmlite") is None: pytest.skip("the LLVM path needs llvmlite")
+  dev = {"C": c_cpu_device, "LLVM": llvm_cpu_device}[device]() if device != "PYTHON" else "PYTHON"
+  monkeypatch.setattr(tensor_mod, "ADVANCED_INDEX_SEGMENT_WORK", 0)
+  used: list[int] = []
+  seg = Tensor._segment_sums
+  monkeypatch.setattr(Tensor, "_segment_sums", staticmethod(lambda i, v, t: used.append(t) or seg(i, v, t)))
+  rng = np.random.default_rng(2)
+  xn = rng.standard_normal((7, 3, 4)).astype(np.float32)
+  # rows and columns picked many times over, negative ones wrapped; as int64, 2**33 + 1 and 3 - 2**32 are outside the
+  # axes (a zero, as a read outside gives, and no gradient) though their low 32 bits are inside
+  a, b = rng.integers(-7, 7, (5, 6)).astype(np.int64), rng.integers(-4, 4, (5, 6)).astype(np.int64)
+  a[0, 0], b[1, 2] = 2**33 + 1, 3 - 2**32
+  up = rng.standard_normal((5, 6, 3)).astype(np.float32)
+  inside = (a >= -7) & (a < 7) & (b >= -4) & (b < 4)
+  want = np.zeros((7, 3, 4), np.float64)
+  np.add.at(want, (a[inside] % 7, slice(None), b[inside] % 4), up[inside].astype(np.float64))
+  want_fwd = np.where(inside[..., None], xn[a % 7, :, b % 4], 0)
+  with Context(SPEC=2):
+    x = Tensor(xn, device=dev, requires_grad=True)
+    out = x[Tensor(a, device=dev), :, Tensor(b, device=dev)]
+    out.backward(Tensor(up, device=dev))
+    np.testing.assert_array_equal(out.numpy(), want_fwd)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6, atol=1e-6)
+  assert used == [28]
+
+def test_getitem_gradient_work_is_segment_sums_not_the_selects():
+  # a (5000, 64) table over 1024 indices: the select's gradient compares each index with every row for each column
+  # (5000 * 1024 * 64); the segment sums, 1024 * 5000 compares for the runs' ends (counted with their sums), the sort
+  # and the loads
+  from tinygrad.codegen import get_program
+  from tinygrad.device import Device
+  w = Tensor.rand(5000, 64, requires_grad=True).realize()
+  idx = Tensor.randint(1024, high=5000).realize()
+  g, = w[idx].gradient(w, gradient=Tensor.rand(1024, 64).realize())
+  ops = sum(get_program(si.ast, Device[w.device].renderer, []).estimates.ops for si in Tensor.schedule(g))
+  assert ops < 5000 * 1024 * 16, ops
+
 def test_getitem_advanced_is_one_kernel():
   x = Tensor.rand(4, 5, 6).realize()
   assert kernels(x[[0, 1], :, [2, 3]]) == 1

@@ -146,6 +146,98 @@ def test_sort_empty_size_one_and_scalar(shape):
   check([shape], lambda x: x.sort(stable=True), lambda x: x.sort())
   check([shape], lambda x: x.argsort(stable=True), lambda x: x.argsort())
 
+def _sort_device(device: str) -> str:
+  import importlib.util
+  from tests.llvm_device import llvm_cpu_device, c_cpu_device
+  if device == "LLVM" and importlib.util.find_spec("llvmlite") is None: pytest.skip("the LLVM path needs llvmlite")
+  return {"C": c_cpu_device, "LLVM": llvm_cpu_device}[device]() if device != "PYTHON" else "PYTHON"
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_sort_by_network_matches_torch_stable(device, monkeypatch):
+  # every sort here runs the bitonic network over packed keys (the rank count's limit set to 0): ties everywhere (their
+  # order torch's stable one), nan, +-inf, -0.0 beside 0.0 (equal: their order is their positions', and each keeps its
+  # sign), the ints' extremes; n not a power of two (padded), and a sort along the first axis
+  import tinygrad.tensor as tensor_mod
+  from tinygrad.helpers import Context
+  monkeypatch.setattr(tensor_mod, "SORT_RANK_MAX_WORK", 0)
+  dev = _sort_device(device)
+  rng = np.random.default_rng(7)
+  f = rng.integers(-3, 4, (3, 37)).astype(np.float32)
+  f[:, ::6], f[:, 1::5], f[0, 2::9], f[1, 3::7], f[2, 4::8] = 0.0, -0.0, np.nan, np.inf, -np.inf
+  i32 = rng.integers(-3, 4, (2, 21)).astype(np.int32)
+  i32[:, ::4], i32[:, 1::5] = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+  u32 = rng.integers(0, 3, (2, 19)).astype(np.uint32) * np.uint32(0x7FFFFFFF)
+  cases = [(f, -1), (f.T.copy(), 0), (f.astype(np.float16), -1), (i32, -1), (u32, -1),
+           (rng.integers(-128, 128, (2, 30)).astype(np.int8), -1), (rng.integers(0, 2, (2, 13)).astype(bool), -1)]
+  with Context(SPEC=2):
+    for a, dim in cases:
+      for desc in (False, True):
+        x = Tensor(a, device=dev)
+        assert x.transpose(dim, -1).contiguous()._sorts_by_network()
+        v, p = x.sort(dim, descending=desc)
+        tv, tp = torch.sort(torch.tensor(a), dim=dim, descending=desc, stable=True)
+        what = f"{a.dtype} {a.shape} dim={dim} descending={desc}"
+        np.testing.assert_array_equal(v.numpy(), tv.numpy(), err_msg=what)
+        np.testing.assert_array_equal(p.numpy(), tp.numpy(), err_msg=what)
+        if a.dtype.kind == "f": np.testing.assert_array_equal(np.signbit(v.numpy()), np.signbit(tv.numpy()), err_msg=what)
+        np.testing.assert_array_equal(x.argsort(dim, descending=desc).numpy(), tp.numpy(), err_msg=what)
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_sort_by_network_gradient_median_and_kthvalue_match_torch(device, monkeypatch):
+  import tinygrad.tensor as tensor_mod
+  from tinygrad.helpers import Context
+  monkeypatch.setattr(tensor_mod, "SORT_RANK_MAX_WORK", 0)
+  dev = _sort_device(device)
+  rng = np.random.default_rng(8)
+  a, up = rng.standard_normal((3, 45)).astype(np.float32), rng.standard_normal((3, 45)).astype(np.float32)
+  with Context(SPEC=2):
+    # the values' gradient is the upstream one put back where each value came from
+    for desc in (False, True):
+      x = Tensor(a, device=dev, requires_grad=True)
+      x.sort(1, descending=desc)[0].backward(Tensor(up, device=dev))
+      xt = torch.tensor(a, requires_grad=True)
+      torch.sort(xt, dim=1, descending=desc, stable=True)[0].backward(torch.tensor(up))
+      np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    # the values realized before the gradient is asked (the values come from int keys, which pass no requires_grad on:
+    # the gradient was 0 once they were realized)
+    x = Tensor(a, device=dev, requires_grad=True)
+    v = x.sort(1)[0]
+    v.numpy()
+    g, = (v * Tensor(up, device=dev)).sum().gradient(x)
+    xt = torch.tensor(a, requires_grad=True)
+    tg, = torch.autograd.grad(torch.sort(xt, dim=1, stable=True)[0], xt, torch.tensor(up))
+    np.testing.assert_array_equal(g.numpy(), tg.numpy())
+    x, xt = Tensor(a, device=dev, requires_grad=True), torch.tensor(a, requires_grad=True)
+    v, p = x.median(dim=1)
+    tv, tp = xt.median(dim=1)
+    v.backward(Tensor(up[:, 0], device=dev)); tv.backward(torch.tensor(up[:, 0]))
+    np.testing.assert_array_equal(v.numpy(), tv.detach().numpy())
+    np.testing.assert_array_equal(p.numpy(), tp.numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    kv, kp = Tensor(a, device=dev).kthvalue(5, 1)
+    tkv, tkp = torch.tensor(a).kthvalue(5, 1)
+    np.testing.assert_array_equal(kv.numpy(), tkv.numpy())
+    np.testing.assert_array_equal(kp.numpy(), tkp.numpy())
+    b = a.copy()
+    b[0, ::3], b[2, :] = np.nan, np.nan
+    nv, npos = Tensor(b, device=dev).nanmedian(dim=1)
+    tnv, tnp = torch.tensor(b).nanmedian(dim=1)
+    np.testing.assert_array_equal(nv.numpy(), tnv.numpy())
+    np.testing.assert_array_equal(npos.numpy()[:2], tnp.numpy()[:2])  # torch's position of an all-nan row is its own
+
+def test_big_sort_runs_the_network_in_log_squared_steps():
+  from tinygrad.codegen import get_program
+  from tinygrad.device import Device
+  x = Tensor.rand(4, 4096).realize()
+  assert x._sorts_by_network()
+  # 4096: 12 merges, 78 compare-exchange steps (one kernel each), the keys' kernel and the values' and positions'
+  # decoding. Ranked, one kernel of 4096 compares an element and a pick of as many (38 ms for (64, 1024) on 2 threads,
+  # torch 1.8; by the network 3.0)
+  sched = Tensor.schedule(*x.sort(-1))
+  assert len(sched) == 78 + 3, len(sched)
+  ops = sum(get_program(si.ast, Device[x.device].renderer, []).estimates.ops for si in sched)
+  assert ops < 4 * 4096 * 78 * 8, ops
+
 @pytest.mark.parametrize("largest", [True, False])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_topk_matches_torch(largest, dtype):
@@ -214,3 +306,35 @@ def test_topk_by_blocks_matches_a_stable_reference(device):
 def test_topk_by_blocks_gradient_matches_torch(k):
   # distinct values (torch's order of ties is its own); 100 of them hold blocks of 32 and of 20
   check([(3, 100)], lambda x: x.topk(k, largest=k == 1), lambda x: x.topk(k, largest=k == 1))
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_topk_by_networks_matches_a_stable_reference_and_torch_gradient(device, monkeypatch):
+  # every topk here with n of 2 blocks or more runs the bitonic networks (the ranks' limit set to 0): ties everywhere,
+  # nan and +-inf, n not a power of two, k not a power of two
+  import tinygrad.tensor as tensor_mod
+  from tinygrad.helpers import Context
+  monkeypatch.setattr(tensor_mod, "SORT_RANK_MAX_WORK", 0)
+  ran: list[int] = []
+  net = Tensor._network_topk
+  monkeypatch.setattr(Tensor, "_network_topk", lambda self, k, largest: ran.append(k) or net(self, k, largest))
+  dev = _sort_device(device)
+  rng = np.random.default_rng(4)
+  f = rng.integers(-4, 5, (3, 150)).astype(np.float32)
+  f[0, rng.integers(0, 150, 9)], f[1, rng.integers(0, 150, 5)], f[2, rng.integers(0, 150, 7)] = np.nan, np.inf, -np.inf
+  i = rng.integers(-4, 5, (2, 150)).astype(np.int32)
+  with Context(SPEC=2):
+    for a, k in ((f, 3), (f, 5), (i, 3), (i[:, :70], 8)):
+      for largest in (True, False):
+        v, p = Tensor(a, device=dev).topk(k, largest=largest)
+        want_v, want_p = _stable_topk(a, k, largest)
+        what = f"{a.dtype} k={k} largest={largest}"
+        np.testing.assert_array_equal(v.numpy(), want_v, err_msg=what)
+        np.testing.assert_array_equal(p.numpy(), want_p, err_msg=what)
+        assert ran.pop() == k and not ran, what
+    # the gradient goes to the picked positions (distinct values: torch's order of ties is its own)
+    a = rng.permutation(300).reshape(3, 100).astype(np.float32)
+    up = rng.standard_normal((3, 5)).astype(np.float32)
+    x, xt = Tensor(a, device=dev, requires_grad=True), torch.tensor(a, requires_grad=True)
+    x.topk(5, largest=False)[0].backward(Tensor(up, device=dev))
+    xt.topk(5, largest=False)[0].backward(torch.tensor(up))
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())

@@ -134,15 +134,20 @@ def test_segment_sums_take_repeated_indices_and_none_outside_the_table(monkeypat
   if device == "LLVM" and importlib.util.find_spec("llvmlite") is None: pytest.skip("the LLVM path needs llvmlite")
   dev = {"C": c_cpu_device, "LLVM": llvm_cpu_device}[device]() if device != "PYTHON" else "PYTHON"
   monkeypatch.setattr(tensor_mod, "EMBEDDING_STORED_ONE_HOT_MAX", 0)
+  monkeypatch.setattr(tensor_mod, "SORT_RANK_MAX_WORK", 0)  # the indices' sort by its network
   rng = np.random.default_rng(4)
-  # few rows, so most are repeated; -1, 40 and 57 are outside the table (a zero row, no gradient)
-  idx = rng.integers(0, 9, (3, 11)).astype(np.int32)
+  # few rows, so most are repeated; -1, 40 and 57 are outside the table (a zero row, no gradient), and as int64 so are
+  # 2**33 + 3 and 5 - 2**32 (3 and 5 in their low 32 bits: sorted as int32, they must not wrap into the table)
+  idx = rng.integers(0, 9, (3, 11)).astype(np.int64)
   idx[0, 2], idx[1, 5], idx[2, 0] = -1, 40, 57
   wn, g = rng.standard_normal((40, 24)).astype(np.float32), rng.standard_normal((3, 11, 24)).astype(np.float32)
-  want = np.zeros((40, 24), np.float64)
-  keep = (idx >= 0) & (idx < 40)
-  np.add.at(want, idx[keep], g[keep].astype(np.float64))
-  with Context(SPEC=2):
-    w = Tensor(wn, device=dev, requires_grad=True)
-    got, = Tensor(idx, device=dev).embedding(w).gradient(w, gradient=Tensor(g, device=dev))
-    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+  idx64 = idx.copy()
+  idx64[0, 3], idx64[1, 0] = 2**33 + 3, 5 - 2**32
+  for ix in (idx.astype(np.int32), idx64):
+    want = np.zeros((40, 24), np.float64)
+    keep = (ix >= 0) & (ix < 40)
+    np.add.at(want, ix[keep], g[keep].astype(np.float64))
+    with Context(SPEC=2):
+      w = Tensor(wn, device=dev, requires_grad=True)
+      got, = Tensor(ix, device=dev).embedding(w).gradient(w, gradient=Tensor(g, device=dev))
+      np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6, err_msg=str(ix.dtype))
