@@ -259,8 +259,13 @@ EMBEDDING_STORED_ONE_HOT_MAX = 1 << 24
 # advanced indexing (x[idx], x[i, j]) differentiates as segment sums (Tensor._segment_sums) where its select's gradient
 # (a compare of each index with every position of the indexed axes, for each element of the others) is over this many
 # compares and the other axes are not one element. Measured (LLVM path, 2 threads, TinyJit, AMD Zen 2), forward and
-# gradient, select -> segment sums: a (5000, 256) table over 1024 indices 630 -> TBD ms
+# gradient, select -> segment sums: a (5000, 256) table over 1024 indices 316 -> 2.0 ms (torch 1.2)
 ADVANCED_INDEX_SEGMENT_WORK = 1 << 24
+# segment sums (Tensor._segment_sums) find the ends of the runs by a compare of every index with every end up to this
+# many compares, and above it by two sorts of the indices and the ends together. Measured (LLVM path, 2 threads, AMD
+# Zen 2, TinyJit; the whole segment sums of rows of 64 to 768, ends x indices), compares -> sorts: 5000 x 1024 0.99 ->
+# 2.39 ms, 32000 x 512 8.2 -> 12.4, 50257 x 2048 41.1 -> 33.7, 50257 x 8192 116 -> 60, 100000 x 4096 68 -> 16
+SEGMENT_ENDS_MAX_COMPARES = 1 << 26
 
 # Winograd's minimal filtering F(4, 3) (Lavin & Gray): 4 outputs of a 3-tap correlation from a 6-wide tile,
 # y = AT @ ((G @ g) * (BT @ d)), with the interpolation points 0, 1, -1, 2, -2 and infinity
@@ -2634,7 +2639,10 @@ class Tensor(_CastSugar, MathTrait):
     ms)."""
     *rows, n = cast(tuple[int, ...], self.shape)
     size = 1 << (n - 1).bit_length()
-    x = (self.pad([(0, 0)] * len(rows) + [(0, size - n)], value=(1 << 64) - 1) if size != n else self).contiguous()
+    # NOTE: stored before its padding: padded, the positions' arange in the keys (above 1024, a split of two) was not
+    # folded to a closed form and summed in a loop (6025 keys: 7.5 ms)
+    x = (self.contiguous().pad([(0, 0)] * len(rows) + [(0, size - n)], value=(1 << 64) - 1) if size != n else self)
+    x = x.contiguous()
     block = 2
     while block <= size:
       # the first step compares each key with the one at the mirrored place in its block
@@ -2662,8 +2670,7 @@ class Tensor(_CastSugar, MathTrait):
     positions (their gradient: the gather's)."""
     *rows, n = cast(tuple[int, ...], self.shape)
     kk, size = 1 << (k - 1).bit_length(), 1 << (n - 1).bit_length()
-    # NOTE: stored before its padding: padded and reshaped, the positions' arange (above 1024, a split of two) was not
-    # folded to a closed form and summed in a loop ((4, 100000) k = 5: 108 ms)
+    # NOTE: stored before its padding (as in _bitonic_sort: (4, 100000) k = 5 took 108 ms)
     keys = self._sort_keys(largest).contiguous()
     if size != n: keys = keys.pad([(0, 0)] * len(rows) + [(0, size - n)], value=(1 << 64) - 1)
     keys = keys.reshape(*rows, size // kk, kk)._bitonic_sort()
@@ -3886,8 +3893,19 @@ class Tensor(_CastSugar, MathTrait):
       (idx.minimum(total) if dtypes.is_unsigned(idx.dtype) else idx.clip(-1, total)).cast(dtypes.int32)
     _, perm = key.sort()
     csum = vals[perm].cast(dtypes.float64).cumsum(0).pad(((1, 0), (0, 0))).contiguous()
-    upto = Tensor._arange_index(total + 1, idx.device) - 1
-    ends = (idx.reshape(1, n) <= upto.reshape(total + 1, 1)).sum(1)
+    at = Tensor._arange_index(total + 1, idx.device)
+    if n * total <= SEGMENT_ENDS_MAX_COMPARES or total >= 1 << 29:
+      ends = (idx.reshape(1, n) <= (at - 1).reshape(total + 1, 1)).sum(1)
+    else:
+      # the ends by two sorts, not n * total compares: the indices (2u + 2 for index u) and one marker per end (2t + 1
+      # for ends[t], the count of indices up to t - 1) sorted together; a marker's sorted position less t (the markers
+      # before it) is the count of the indices before it
+      # NOTE: every index clipped to [-1, total] (in int32, 2u + 2 does not overflow), and the markers stored before the
+      # concatenation, as the keys before their padding (_bitonic_sort)
+      k32 = (idx.minimum(total) if dtypes.is_unsigned(idx.dtype) else idx.clip(-1, total)).cast(dtypes.int32)
+      order = (k32 * 2 + 2).cat((at * 2 + 1).contiguous()).argsort()
+      # NOTE: stored: fused into the gathers below, the decoded keys were not collapsed to loads (a select of every row)
+      ends = (order.argsort()[n:] - at).contiguous()
     return csum[ends[1:]] - csum[ends[:-1]]
   # ---- losses (torch's definitions; reduction "mean", "sum" or "none") ----
   @staticmethod

@@ -104,13 +104,16 @@ def test_getitem_segment_sums_take_repeats_wraps_and_nothing_outside(device, mon
   want = np.zeros((7, 3, 4), np.float64)
   np.add.at(want, (a[inside] % 7, slice(None), b[inside] % 4), up[inside].astype(np.float64))
   want_fwd = np.where(inside[..., None], xn[a % 7, :, b % 4], 0)
-  with Context(SPEC=2):
-    x = Tensor(xn, device=dev, requires_grad=True)
-    out = x[Tensor(a, device=dev), :, Tensor(b, device=dev)]
-    out.backward(Tensor(up, device=dev))
-    np.testing.assert_array_equal(out.numpy(), want_fwd)
-    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6, atol=1e-6)
-  assert used == [28]
+  # the runs' ends by a compare of every index with every end, and by the two sorts
+  for ends_max in (1 << 62, 0):
+    monkeypatch.setattr(tensor_mod, "SEGMENT_ENDS_MAX_COMPARES", ends_max)
+    with Context(SPEC=2):
+      x = Tensor(xn, device=dev, requires_grad=True)
+      out = x[Tensor(a, device=dev), :, Tensor(b, device=dev)]
+      out.backward(Tensor(up, device=dev))
+      np.testing.assert_array_equal(out.numpy(), want_fwd)
+      np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6, atol=1e-6)
+  assert used == [28, 28]
 
 def test_getitem_gradient_work_is_segment_sums_not_the_selects():
   # a (5000, 64) table over 1024 indices: the select's gradient compares each index with every row for each column
