@@ -188,3 +188,31 @@ def _check_lazy_sorts(dev: str, n: int) -> None:
   # mode counts equal elements: the linspace's values rounded to 3 levels, fused into the compares
   def levels() -> Tensor: return (lazy() * 0.6).round()
   np.testing.assert_array_equal(levels().mode()[0].numpy(), torch.mode(torch.from_numpy(levels().numpy()))[0].numpy())
+
+# ---- a sum to one element in two kernels: partial sums over padded rows, then their sum ----
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_a_full_sum_by_partial_sums_matches_numpy_and_torch(device, monkeypatch):
+  import tinygrad.tensor as tensor_mod
+  if device == "LLVM" and importlib.util.find_spec("llvmlite") is None: pytest.skip("the LLVM path needs llvmlite")
+  dev = {"C": c_cpu_device, "LLVM": llvm_cpu_device}[device]() if device != "PYTHON" else "PYTHON"
+  monkeypatch.setattr(tensor_mod, "FULL_SUM_SPLIT_MIN", 1)
+  rng = np.random.default_rng(5)
+  # odd sizes (the rows padded with zeros), a size of whole rows, ints (exact), keepdim, a sum over every axis named
+  a = rng.standard_normal((37, 61)).astype(np.float32)
+  b = rng.standard_normal((4, 8, 64)).astype(np.float32)
+  i = rng.integers(-1000, 1000, (129, 3)).astype(np.int32)
+  with Context(SPEC=2):
+    for x, kw in ((a, {}), (b, {}), (b, {"axis": (0, 1, 2), "keepdim": True}), (a, {"keepdim": True})):
+      got = Tensor(x, device=dev).sum(**kw)
+      sched = got.schedule()
+      assert len(sched) == 2, len(sched)
+      want = x.astype(np.float64).sum(axis=kw.get("axis"), keepdims=kw.get("keepdim", False))
+      assert got.shape == want.shape
+      np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-4)
+    assert Tensor(i, device=dev).sum().item() == int(i.astype(np.int64).sum())
+    # the gradient is the upstream broadcast, as one sum's; mean divides the same sum
+    x, xt = Tensor(a, device=dev, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (x.mean() * 3).backward()
+    (xt.mean() * 3).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
