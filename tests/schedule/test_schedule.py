@@ -282,3 +282,8 @@ def test_the_same_graph_is_rangeified_once_per_flags_and_code_and_the_cache_is_b
   assert len(calls) == 4
   with Context(DEBUG=1): step(Tensor(a)).realize()
   assert len(calls) == 5
+  # a graph of more than SCHEDULE_CACHE_NODES nodes is not kept (a training step's kernels hold tens of MB)
+  monkeypatch.setattr(sched, "SCHEDULE_CACHE_NODES", limit := len(calls[-1].toposort()) - 1)
+  step(Tensor(a)).realize()
+  step(Tensor(a)).realize()
+  assert len(calls) == 7 and len(calls[-1].toposort()) > limit

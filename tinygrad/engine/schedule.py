@@ -145,15 +145,19 @@ def kernel_graph(csink: UOp) -> KernelGraph:
 # NOTE: a kernel graph is a function of the canonical tensor graph, the flags and the scheduler's code (replay rebuilds
 # one from a record's graph and flags), and an eager loop schedules the same graph every step: rangeify was 70-85% of an
 # eager realize (a chain of 20 elementwise kernels 1.22 -> 0.22 ms a kernel; a (64, 1024) sort by its network, 57
-# kernels, 313 -> 27 ms). The last SCHEDULE_CACHE_SIZE graphs are kept, keyed by the graph, the value of every flag and
-# the identity of every global of the scheduler's modules (SCHEDULER_MODULES), so a function or constant replaced there
-# (a test's monkeypatch, a planted bug) schedules afresh. A change made inside an object (a PatternMatcher's rules
+# kernels, 313 -> 27 ms; a ResNet-18 b8 training step 1938 -> 366 ms). The last graphs are kept (SCHEDULE_CACHE_SIZE,
+# SCHEDULE_CACHE_NODES), keyed by the graph, the value of every flag and the identity of every global of the
+# scheduler's modules (SCHEDULER_MODULES), so a function or constant replaced there (a test's monkeypatch, a planted
+# bug) schedules afresh. A change made inside an object (a PatternMatcher's rules
 # edited in place) is not seen: clear the cache with `kernel_graph_cache.clear()` after one. SCHEDULE_CACHE=0 turns it
 # off (the fuzz campaign's workers: a case's rule coverage is what scheduling it fires)
-SCHEDULE_CACHE_SIZE = 256
+SCHEDULE_CACHE_SIZE, SCHEDULE_CACHE_NODES = 256, 1 << 15
 SCHEDULER_MODULES = ("tinygrad.engine.schedule", "tinygrad.schedule.rangeify", "tinygrad.schedule.multi",
                      "tinygrad.schedule.unbind", "tinygrad.uop.ops", "tinygrad.uop.symbolic", "tinygrad.uop.sint")
-kernel_graph_cache: OrderedDict[tuple, KernelGraph] = OrderedDict()
+# key -> (the kernel graph, the nodes of its tensor graph). NOTE: a graph's kernels (their ASTs) are what it holds: a
+# ResNet-18 training step's (3978 nodes) about 30 MB, so the cache keeps at most SCHEDULE_CACHE_NODES tensor graph nodes
+# (about 250 MB of such graphs) as well as at most SCHEDULE_CACHE_SIZE graphs
+kernel_graph_cache: OrderedDict[tuple, tuple[KernelGraph, int]] = OrderedDict()
 
 def cached_kernel_graph(csink: UOp) -> KernelGraph:
   """kernel_graph(csink), from kernel_graph_cache where the same graph was scheduled under the same flags and code
@@ -161,11 +165,15 @@ def cached_kernel_graph(csink: UOp) -> KernelGraph:
   if not SCHEDULE_CACHE.value: return kernel_graph(csink)
   code = tuple(id(v) for name in SCHEDULER_MODULES for v in vars(sys.modules[name]).values())
   key = (csink, tuple((k, v.value) for k, v in ContextVar._registry.items()), code)
-  if (kg := kernel_graph_cache.get(key)) is not None:
+  if (hit := kernel_graph_cache.get(key)) is not None:
     kernel_graph_cache.move_to_end(key)
-    return kg
-  kg = kernel_graph_cache[key] = kernel_graph(csink)
-  while len(kernel_graph_cache) > SCHEDULE_CACHE_SIZE: kernel_graph_cache.popitem(last=False)
+    return hit[0]
+  kg = kernel_graph(csink)
+  if (nodes := len(csink.toposort())) > SCHEDULE_CACHE_NODES: return kg
+  kernel_graph_cache[key] = (kg, nodes)
+  total = sum(n for _, n in kernel_graph_cache.values())
+  while len(kernel_graph_cache) > SCHEDULE_CACHE_SIZE or total > SCHEDULE_CACHE_NODES:
+    total -= kernel_graph_cache.popitem(last=False)[1][1]
   return kg
 
 def create_schedule_with_vars(sink: UOp) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
