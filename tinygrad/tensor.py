@@ -266,8 +266,8 @@ ADVANCED_INDEX_SEGMENT_WORK = 1 << 24
 # Zen 2, TinyJit; the whole segment sums of rows of 64 to 768, ends x indices), compares -> sorts: 5000 x 1024 0.99 ->
 # 2.39 ms, 32000 x 512 8.2 -> 12.4, 50257 x 2048 41.1 -> 33.7, 50257 x 8192 116 -> 60, 100000 x 4096 68 -> 16
 SEGMENT_ENDS_MAX_COMPARES = 1 << 26
-# a sum of this many elements or more to one element runs as FULL_SUM_PARTS partial sums over rows padded to a multiple
-# of 64, stored, then their sum (Tensor._reduce). Measured (LLVM path, 2 threads, TinyJit, AMD Zen 2), one kernel ->
+# on a CPU device, a sum of this many elements or more to one element runs as FULL_SUM_PARTS partial sums over rows
+# padded to a multiple of 64, stored, then their sum (Tensor._reduce). Measured (LLVM path, 2 threads, TinyJit, AMD Zen 2), one kernel ->
 # two (torch): 2^20 0.146 -> 0.164 ms (0.074), (1000, 1001) 0.31 -> 0.16 (0.07), 2^21 0.233 -> 0.218 (0.128), 2^22 0.84
 # -> 0.44 (0.36), (2001, 2003) 3.85 -> 0.35 (0.30), 2^24 4.2 -> 2.3 (2.6), 8192^2 15.6 -> 6.1 (8.2)
 FULL_SUM_SPLIT_MIN, FULL_SUM_PARTS = 1 << 21, 64
@@ -2827,10 +2827,11 @@ class Tensor(_CastSugar, MathTrait):
   # ---- reductions ----
   def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool) -> Tensor:
     axes = self._axes(axis)
-    if op is Ops.ADD and axes and all_int(self.shape) and \
+    if op is Ops.ADD and axes and self._concrete_on_cpu() and \
        (n := prod(cast(tuple[int, ...], self.shape))) >= max(FULL_SUM_SPLIT_MIN, 2 * FULL_SUM_PARTS) and \
        prod(cast(int, s) for k, s in enumerate(self.shape) if k not in axes) == 1:
-      # NOTE: a sum to one element in two kernels: FULL_SUM_PARTS partial sums (an output axis the heuristics thread)
+      # NOTE: a sum to one element on the CPU (where it was measured; a GPU's heuristics spread it over a workgroup)
+      # in two kernels: FULL_SUM_PARTS partial sums (an output axis the heuristics thread)
       # over rows of a multiple of 64 (an odd row length was not vectorized: (2001, 2003) 3.9 ms by rows of 2003),
       # stored, then their sum. In one kernel its one output has no axis for threads
       m = ceildiv(ceildiv(n, FULL_SUM_PARTS), 64) * 64

@@ -21,10 +21,17 @@ RENDERERS = {"sm_90": lambda: CUDARenderer("sm_90"), "gfx1100": lambda: AMDLLVMR
              "gfx942": lambda: AMDLLVMRenderer("gfx942")}
 
 def _f32(*shape): return Tensor(np.zeros(shape, np.float32))
+def _one_sum(t: Tensor) -> Tensor:
+  # NOTE: one reduce kernel, as a GPU device schedules it: on the CPU device (where these ASTs are scheduled) a sum this
+  # big to one element is split into partial sums (tensor.FULL_SUM_SPLIT_MIN)
+  import tinygrad.tensor as tensor_mod
+  was, tensor_mod.FULL_SUM_SPLIT_MIN = tensor_mod.FULL_SUM_SPLIT_MIN, 1 << 62
+  try: return t.sum()
+  finally: tensor_mod.FULL_SUM_SPLIT_MIN = was
 SHAPES = {
   "elementwise": lambda: _f32(4096, 4096) + _f32(4096, 4096),
   "sum_long_axis": lambda: _f32(4096, 4096).sum(1),
-  "sum_all": lambda: _f32(1 << 22).sum(),
+  "sum_all": lambda: _one_sum(_f32(1 << 22)),
   "sum_strided": lambda: _f32(4096, 4096).sum(0),
   "matmul_512": lambda: _f32(512, 512) @ _f32(512, 512),
   "gemv": lambda: _f32(1, 4096) @ _f32(4096, 4096),
