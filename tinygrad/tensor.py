@@ -267,9 +267,10 @@ ADVANCED_INDEX_SEGMENT_WORK = 1 << 24
 # 2.39 ms, 32000 x 512 8.2 -> 12.4, 50257 x 2048 41.1 -> 33.7, 50257 x 8192 116 -> 60, 100000 x 4096 68 -> 16
 SEGMENT_ENDS_MAX_COMPARES = 1 << 26
 # on a CPU device, a sum of this many elements or more to one element runs as FULL_SUM_PARTS partial sums over rows
-# padded to a multiple of 64, stored, then their sum (Tensor._reduce). Measured (LLVM path, 2 threads, TinyJit, AMD Zen 2), one kernel ->
-# two (torch): 2^20 0.146 -> 0.164 ms (0.074), (1000, 1001) 0.31 -> 0.16 (0.07), 2^21 0.233 -> 0.218 (0.128), 2^22 0.84
-# -> 0.44 (0.36), (2001, 2003) 3.85 -> 0.35 (0.30), 2^24 4.2 -> 2.3 (2.6), 8192^2 15.6 -> 6.1 (8.2)
+# padded to a multiple of 64, stored, then their sum (Tensor._reduce). Measured (LLVM path, 2 threads, TinyJit, AMD
+# Zen 2), one kernel -> two (torch): 2^20 0.146 -> 0.164 ms (0.074), (1000, 1001) 0.31 -> 0.16 (0.07), 2^21 0.233 ->
+# 0.218 (0.128), 2^22 0.84 -> 0.44 (0.36), (2001, 2003) 3.85 -> 0.35 (0.30), 2^24 4.2 -> 2.3 (2.6), 8192^2 15.6 -> 6.1
+# (8.2)
 FULL_SUM_SPLIT_MIN, FULL_SUM_PARTS = 1 << 21, 64
 
 # Winograd's minimal filtering F(4, 3) (Lavin & Gray): 4 outputs of a 3-tap correlation from a 6-wide tile,
