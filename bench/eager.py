@@ -7,27 +7,13 @@ steps after two warm steps (and one warm step after each switch of the cache).
 """
 from __future__ import annotations
 import argparse, os, sys, time
-from typing import Any, Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 from tinygrad import Tensor
 from tinygrad.helpers import Context
-from tinygrad.nn.optim import SGD
-from tinygrad.nn.state import get_parameters
 from models import (resnet18, TResNet18, GPT2Block, TBlock, resnet_loss, torch_resnet_loss, lstm_model, TLSTM, lm_loss,
-                    torch_lm_loss, torch_train_step, LSTM_VOCAB, LSTM_TOKENS)
-
-def eager_step(model: Any, loss_fn: Callable[[Any], Tensor]) -> Callable[[Tensor], Tensor]:
-  opt = SGD(get_parameters(model), lr=0.01)
-  def step(x: Tensor) -> Tensor:
-    with Tensor.train():
-      opt.zero_grad()
-      loss = loss_fn(model(x))
-      loss.backward()
-      opt.step()
-    return loss.realize()
-  return step
+                    torch_lm_loss, torch_train_step, ours_train_step, LSTM_VOCAB, LSTM_TOKENS)
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -35,11 +21,11 @@ def main() -> None:
   ap.add_argument("--only", default="resnet,block,lstm")
   a = ap.parse_args()
   torch.set_num_threads(2)
-  rows = {"resnet": ("resnet18 b8 64x64", lambda: eager_step(resnet18(num_classes=10), resnet_loss),
+  rows = {"resnet": ("resnet18 b8 64x64", lambda: ours_train_step(resnet18(num_classes=10), resnet_loss, jit=False),
                      lambda: torch_train_step(TResNet18(), torch_resnet_loss), (8, 3, 64, 64)),
-          "block": ("block D256 H4", lambda: eager_step(GPT2Block(256, 4), resnet_loss),
+          "block": ("block D256 H4", lambda: ours_train_step(GPT2Block(256, 4), resnet_loss, jit=False),
                     lambda: torch_train_step(TBlock(256, 4), torch_resnet_loss), (8, 128, 256)),
-          "lstm": ("lstm b16 T32", lambda: eager_step(lstm_model(), lm_loss),
+          "lstm": ("lstm b16 T32", lambda: ours_train_step(lstm_model(), lm_loss, jit=False),
                    lambda: torch_train_step(TLSTM(LSTM_VOCAB, 256, 256, 1), torch_lm_loss), None)}
   print(f"torch {torch.__version__} with {torch.get_num_threads()} threads; ours eager (no TinyJit), best of "
         f"{a.rounds}")

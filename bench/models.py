@@ -107,9 +107,9 @@ class Stack:
 
 # ---- one workload: how to build each side's step ----
 
-def ours_train_step(model: Any, loss_fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+def ours_train_step(model: Any, loss_fn: Callable[[Tensor], Tensor], jit: bool = True) -> Callable[[Tensor], Tensor]:
+  """One SGD step of model under loss_fn, captured by TinyJit (jit=False: eager, as bench/eager.py times it)."""
   opt = SGD(get_parameters(model), lr=0.01)
-  @TinyJit
   def step(x: Tensor) -> Tensor:
     with Tensor.train():
       opt.zero_grad()
@@ -117,7 +117,7 @@ def ours_train_step(model: Any, loss_fn: Callable[[Tensor], Tensor]) -> Callable
       loss.backward()
       opt.step()
     return loss.realize()
-  return step
+  return TinyJit(step) if jit else step
 
 def ours_forward(model: Any) -> Callable[[Tensor], Tensor]:
   # NOTE: the weights are made before the step (as torch's are, or as loading a checkpoint makes them): a tensor graph
