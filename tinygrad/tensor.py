@@ -2644,17 +2644,20 @@ class Tensor(_CastSugar, MathTrait):
     fused in one kernel recompute the first (each output reads 4 keys) and measured slower ((64, 1024): 3.0 -> 4.6
     ms)."""
     *rows, n = cast(tuple[int, ...], self.shape)
-    size = 1 << (n - 1).bit_length()
-    # NOTE: stored before its padding: padded, the positions' arange in the keys (above 1024, a split of two) was not
-    # folded to a closed form and summed in a loop (6025 keys: 7.5 ms)
-    x = (self.contiguous().pad([(0, 0)] * len(rows) + [(0, size - n)], value=(1 << 64) - 1) if size != n else self)
-    x = x.contiguous()
+    x = self._pad_keys(size := 1 << (n - 1).bit_length()).contiguous()
     block = 2
     while block <= size:
       # the first step compares each key with the one at the mirrored place in its block
       x = x._bitonic_halves(block, x.reshape(*rows, size // block, 2, block // 2).flip((-2, -1)))
       block *= 2
     return x[..., :n]
+  def _pad_keys(self, size: int) -> Tensor:
+    """The uint64 keys along the last axis padded to `size` with the greatest key. NOTE: stored before the padding:
+    padded, the positions' arange in the keys (above 1024, a split of two) was not folded to a closed form and was
+    summed in a loop (6025 keys: 7.5 ms; a topk of (4, 100000): 108 ms)"""
+    n = cast(int, self.shape[-1])
+    return self.contiguous().pad([(0, 0)] * (self.ndim - 1) + [(0, size - n)], value=(1 << 64) - 1) if size != n \
+      else self
   def _bitonic_halves(self, block: int, other: Tensor | None = None) -> Tensor:
     """Keys (..., size) whose blocks of `block` are each bitonic, sorted ascending by the steps of a bitonic merge:
     each key against the one at the same place in the other half of its block, then of half as big blocks, the lower
@@ -2676,10 +2679,7 @@ class Tensor(_CastSugar, MathTrait):
     positions (their gradient: the gather's)."""
     *rows, n = cast(tuple[int, ...], self.shape)
     kk, size = 1 << (k - 1).bit_length(), 1 << (n - 1).bit_length()
-    # NOTE: stored before its padding (as in _bitonic_sort: (4, 100000) k = 5 took 108 ms)
-    keys = self._sort_keys(largest).contiguous()
-    if size != n: keys = keys.pad([(0, 0)] * len(rows) + [(0, size - n)], value=(1 << 64) - 1)
-    keys = keys.reshape(*rows, size // kk, kk)._bitonic_sort()
+    keys = self._sort_keys(largest)._pad_keys(size).reshape(*rows, size // kk, kk)._bitonic_sort()
     while (nb := keys.shape[-2]) > 1:
       y = keys.reshape(*rows, nb // 2, 2, kk)
       a, b = y[..., 0, :], y[..., 1, :].flip(-1)
@@ -2832,16 +2832,14 @@ class Tensor(_CastSugar, MathTrait):
        (n := prod(cast(tuple[int, ...], self.shape))) >= max(FULL_SUM_SPLIT_MIN, 2 * FULL_SUM_PARTS) and \
        prod(cast(int, s) for k, s in enumerate(self.shape) if k not in axes) == 1:
       # NOTE: a sum to one element on the CPU (where it was measured; a GPU's heuristics spread it over a workgroup)
-      # in two kernels: FULL_SUM_PARTS partial sums (an output axis the heuristics thread)
-      # over rows of a multiple of 64 (an odd row length was not vectorized: (2001, 2003) 3.9 ms by rows of 2003),
-      # stored, then their sum. In one kernel its one output has no axis for threads
+      # in two kernels: FULL_SUM_PARTS partial sums (an output axis the heuristics thread) over rows of a multiple of
+      # 64 (an odd row length was not vectorized: (2001, 2003) 3.9 ms by rows of 2003), stored, then their sum. In one
+      # kernel its one output has no axis for threads
       m = ceildiv(ceildiv(n, FULL_SUM_PARTS), 64) * 64
       parts = self.reshape(n).pad(((0, m * FULL_SUM_PARTS - n),)).reshape(FULL_SUM_PARTS, m)._reduce(op, 1, False)
-      ret = parts.contiguous()._reduce(op, 0, False)
-      return ret.reshape(tuple(1 for _ in self.shape)) if keepdim else ret.reshape(tuple(s for k, s in enumerate(
-        self.shape) if k not in axes))
+      ret = parts.contiguous()._reduce(op, 0, False).reshape((1,) * self.ndim)
     # NOTE: a reduction over an empty axis is its identity (the kernel's reduce loop runs zero times)
-    ret = self._new(self.uop.r(op, axes)) if axes else self
+    else: ret = self._new(self.uop.r(op, axes)) if axes else self
     return ret if keepdim else ret.reshape(tuple(s for k, s in enumerate(self.shape) if k not in axes))
   def sum(self, axis: int | Sequence[int] | None = _AXIS_DEFAULT, keepdim: bool = False,
           dtype: DTypeLike | None = None, *, dim: int | Sequence[int] | None = None,
@@ -3905,23 +3903,23 @@ class Tensor(_CastSugar, MathTrait):
     target). The sort's work (its network's n log2(n)**2 / 4 compare-exchanges, or n*n ranked) + total*n compares and
     total*R loads, where a one-hot's compares fused into the sums are total*n*R. Float64 (out's dtype)."""
     n = idx.shape[0]
-    # NOTE: sorted as int32 (which sort packs into its network's keys; an int64 would be ranked, n*n compares), each
-    # index outside the targets clipped to -1 or total: still in no run, and ties keep their order
-    key = idx if idx.dtype.itemsize <= 4 else \
-      (idx.minimum(total) if dtypes.is_unsigned(idx.dtype) else idx.clip(-1, total)).cast(dtypes.int32)
+    # NOTE: the indices sorted as int32 (which sort packs into its network's keys; an int64 would be ranked, n*n
+    # compares), each outside the targets clipped to -1 or total: still in no run, ties keep their order, and 2u + 2
+    # below does not overflow. Targets of 2^29 or more keep the indices as they are (and the ends' compares)
+    narrow = total < 1 << 29
+    key = (idx.minimum(total) if dtypes.is_unsigned(idx.dtype) else idx.clip(-1, total)).cast(dtypes.int32) \
+      if narrow else idx
     _, perm = key.sort()
     csum = vals[perm].cast(dtypes.float64).cumsum(0).pad(((1, 0), (0, 0))).contiguous()
     at = Tensor._arange_index(total + 1, idx.device)
-    if n * total <= SEGMENT_ENDS_MAX_COMPARES or total >= 1 << 29:
+    if n * total <= SEGMENT_ENDS_MAX_COMPARES or not narrow:
       ends = (idx.reshape(1, n) <= (at - 1).reshape(total + 1, 1)).sum(1)
     else:
       # the ends by two sorts, not n * total compares: the indices (2u + 2 for index u) and one marker per end (2t + 1
       # for ends[t], the count of indices up to t - 1) sorted together; a marker's sorted position less t (the markers
-      # before it) is the count of the indices before it
-      # NOTE: every index clipped to [-1, total] (in int32, 2u + 2 does not overflow), and the markers stored before the
-      # concatenation, as the keys before their padding (_bitonic_sort)
-      k32 = (idx.minimum(total) if dtypes.is_unsigned(idx.dtype) else idx.clip(-1, total)).cast(dtypes.int32)
-      order = (k32 * 2 + 2).cat((at * 2 + 1).contiguous()).argsort()
+      # before it) is the count of the indices before it. The markers are stored before the concatenation, as the keys
+      # before their padding (_pad_keys)
+      order = (key * 2 + 2).cat((at * 2 + 1).contiguous()).argsort()
       # NOTE: stored: fused into the gathers below, the decoded keys were not collapsed to loads (a select of every row)
       ends = (order.argsort()[n:] - at).contiguous()
     return csum[ends[1:]] - csum[ends[:-1]]

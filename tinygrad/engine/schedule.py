@@ -148,9 +148,9 @@ def kernel_graph(csink: UOp) -> KernelGraph:
 # kernels, 313 -> 27 ms; a ResNet-18 b8 training step 1938 -> 366 ms). The last graphs are kept (SCHEDULE_CACHE_SIZE,
 # SCHEDULE_CACHE_NODES), keyed by the graph, the value of every flag and the identity of every global of the
 # scheduler's modules (SCHEDULER_MODULES), so a function or constant replaced there (a test's monkeypatch, a planted
-# bug) schedules afresh. A change made inside an object (a PatternMatcher's rules
-# edited in place) is not seen: clear the cache with `kernel_graph_cache.clear()` after one. SCHEDULE_CACHE=0 turns it
-# off (the fuzz campaign's workers: a case's rule coverage is what scheduling it fires)
+# bug) schedules afresh. A change made inside an object (a PatternMatcher's rules edited in place) is not seen: clear
+# the cache with `kernel_graph_cache.clear()` after one. SCHEDULE_CACHE=0 turns it off (the fuzz campaign's workers: a
+# case's rule coverage is what scheduling it fires)
 SCHEDULE_CACHE_SIZE, SCHEDULE_CACHE_NODES = 256, 1 << 15
 SCHEDULER_MODULES = ("tinygrad.engine.schedule", "tinygrad.schedule.rangeify", "tinygrad.schedule.multi",
                      "tinygrad.schedule.unbind", "tinygrad.uop.ops", "tinygrad.uop.symbolic", "tinygrad.uop.sint")
