@@ -58,7 +58,10 @@ def make_step():
       x.grad = w.grad = None
       o = x.conv2d(w, padding=1)
       (o * g).sum().backward()
-      return list(Tensor.realize(o, x.grad, w.grad))
+      # NOTE: the three tensors, not list(Tensor.realize(...)): realize returns o, whose list is its images (one copy
+      # kernel each in the captured step)
+      Tensor.realize(o, x.grad, w.grad)
+      return [o, x.grad, w.grad]
     return conv_step
   Tensor.manual_seed(0)
   if ARGS.model == "lstm":
