@@ -1,9 +1,9 @@
 """Common ops outside the bench's models against torch (2 threads), measured in the same run: scans, topk, sort,
-column and full sums, an embedding's gradient over a big vocabulary, scatter, pooling, norms, odd matmuls. Each op runs
-under TinyJit on the default device (the CPU's LLVM path where llvmlite is installed); "+grad" rows take the gradient
-of every input with a random upstream gradient (torch.autograd.grad with the same one). Prints each op's best wall
-time of `--runs`, torch's, and the ratio (ours / torch: under 1 is faster). It found the scans, topk and the embedding's
-gradient 6x to 4600x slower than torch (docs/perf.md, thirty-sixth session).
+column and full sums, an embedding's gradient over a big vocabulary, scatter and index_add, searchsorted, pooling,
+norms, odd matmuls. Each op runs under TinyJit on the default device (the CPU's LLVM path where llvmlite is installed);
+"+grad" rows take the gradient of every input with a random upstream gradient (torch.autograd.grad with the same one).
+Prints each op's best wall time of `--runs`, torch's, and the ratio (ours / torch: under 1 is faster). It found the
+scans, topk and the embedding's gradient 6x to 4600x slower than torch (docs/perf.md, thirty-sixth session).
 
   python bench/ops.py [--only SUBSTRING] [--runs 8]
 """
@@ -42,6 +42,13 @@ CASES: list[tuple[str, list[tuple[int, ...]], Callable[..., Any], Callable[..., 
   ("scatter_add 1024x1024 from 1024x64", [(1024, 64)],
    lambda s, i: Tensor.zeros(1024, 1024).scatter_reduce(1, i, s, "sum"),
    lambda s, i: torch.zeros(1024, 1024).scatter_add(1, i, s), False, (1024, (1024, 64))),
+  ("scatter_add by a shared index 10000x64 from 50000 rows +grad", [(50000, 64)],
+   lambda s, i: Tensor.zeros(10000, 64).scatter_add(0, i.unsqueeze(1).expand(50000, 64), s),
+   lambda s, i: torch.zeros(10000, 64).scatter_add(0, i.unsqueeze(1).expand(50000, 64), s), True, (10000, (50000,))),
+  ("index_add 10000x64 from 50000 rows +grad", [(10000, 64), (50000, 64)], lambda x, s, i: x.index_add(0, i, s),
+   lambda x, s, i: x.index_add(0, i, s), True, (10000, (50000,))),
+  ("searchsorted 1024x64 rows by 1024x1024", [(1024, 64), (1024, 1024)], lambda a, v: a.sort(1)[0].searchsorted(v),
+   lambda a, v: torch.searchsorted(a.sort(1)[0], v), False, None),
   ("cross_entropy 1024x32000 +grad", [(1024, 32000)], lambda x, i: x.cross_entropy(i),
    lambda x, i: F.cross_entropy(x, i), True, (32000, (1024,))),
   ("layernorm 8192x768 +grad", [(8192, 768)], lambda x: x.layernorm(), lambda x: F.layer_norm(x, (768,)), True, None),

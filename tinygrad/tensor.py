@@ -262,10 +262,19 @@ EMBEDDING_STORED_ONE_HOT_MAX = 1 << 24
 # gradient, select -> segment sums: a (5000, 256) table over 1024 indices 316 -> 2.0 ms (torch 1.2)
 ADVANCED_INDEX_SEGMENT_WORK = 1 << 24
 # segment sums (Tensor._segment_sums) find the ends of the runs by a compare of every index with every end up to this
-# many compares, and above it by two sorts of the indices and the ends together. Measured (LLVM path, 2 threads, AMD
-# Zen 2, TinyJit; the whole segment sums of rows of 64 to 768, ends x indices), compares -> sorts: 5000 x 1024 0.99 ->
-# 2.39 ms, 32000 x 512 8.2 -> 12.4, 50257 x 2048 41.1 -> 33.7, 50257 x 8192 116 -> 60, 100000 x 4096 68 -> 16
-SEGMENT_ENDS_MAX_COMPARES = 1 << 26
+# many compares, and above it by a binary search of the sorted indices (Tensor.searchsorted: log2(indices) steps, a
+# kernel each). Measured (LLVM path, 2 threads, AMD Zen 4, TinyJit; the whole segment sums, ends x indices, rows of R),
+# compares -> search: 5000 x 1024 (R 64) 0.77 -> 0.95 ms, 32000 x 512 (256) 3.39 -> 3.83; and two sorts of the indices
+# and the ends together (the search's predecessor above 2^26 compares) -> search: 50257 x 2048 (768) 26.2 -> 22.3,
+# 50257 x 8192 (768) 49.7 -> 37.3, 100000 x 4096 (64) 11.7 -> 5.6
+SEGMENT_ENDS_MAX_COMPARES = 1 << 24
+# a sum or mean scatter whose index is one 1-d index broadcast over the other axes (_shared_scatter_index), and an
+# accumulating index_put of rows (_rows_index), run as segment sums above this many one-hot compares (index elements x
+# targets). Measured (LLVM path, 2 threads, AMD Zen 4, TinyJit; scatter_add of E rows of D into N and its gradient),
+# one-hot -> segment sums: N 64, E 256, D 16 (2^18) 0.115 -> 0.196 ms; 256, 256, 8 (2^19) 0.126 -> 0.101; 128, 512,
+# 16 (2^20) 0.229 -> 0.148; 256, 512, 32 (2^22) 1.04 -> 0.22; 1000, 2000, 64 19.9 -> 1.14; 2000, 8000, 64 156 -> 5.3
+# (torch 0.65)
+SCATTER_SEGMENT_WORK = 1 << 19
 # on a CPU device, a sum of this many elements or more to one element runs as FULL_SUM_PARTS partial sums over rows
 # padded to a multiple of 64, stored, then their sum (Tensor._reduce). Measured (LLVM path, 2 threads, TinyJit, AMD
 # Zen 2), one kernel -> two (torch): 2^20 0.146 -> 0.164 ms (0.074), (1000, 1001) 0.31 -> 0.16 (0.07), 2^21 0.233 ->
@@ -2267,6 +2276,19 @@ class Tensor(_CastSugar, MathTrait):
     if not isinstance(v, Tensor): return isinstance(v, (bool, int, float))
     rest = self.shape[m.ndim:]
     return v.ndim <= len(rest) and all(a in (1, b) for a, b in zip(v.shape[::-1], rest[::-1]))
+  def _rows_index(self, indices: Any) -> Tensor | None:
+    """The rows an index write names, wrapped (a negative index counts from the end), where its indices are one 1-d int
+    tensor over the first axis (x[idx], or x[idx, :, ...]) of a float tensor of 32 bits or less on one device, and a
+    one-hot compare of every index with every row, for each element of the rest, is over SCATTER_SEGMENT_WORK."""
+    idx = indices[0] if isinstance(indices, tuple) and indices else indices
+    rest = indices[1:] if isinstance(indices, tuple) else ()
+    if not isinstance(idx, Tensor) or idx.ndim != 1 or not dtypes.is_int(idx.dtype) or self.ndim == 0: return None
+    if any(not (isinstance(r, slice) and r == slice(None)) for r in rest): return None
+    if not isinstance(self.device, str) or not dtypes.is_float(self.dtype) or self.dtype.itemsize > 4: return None
+    if not all_int(self.shape) or not all_int(idx.shape): return None
+    if prod(cast(tuple[int, ...], self.shape)) * cast(int, idx.shape[0]) <= SCATTER_SEGMENT_WORK: return None
+    n = cast(int, self.shape[0])
+    return idx if dtypes.is_unsigned(idx.dtype) else (idx < 0).where(idx + n, idx)
   def _index_write(self, indices: Any, v: Any, accumulate: bool) -> Tensor:
     """self with the elements self[indices] replaced by v (accumulate: v added to them, repeats adding up), lazily: a
     one-hot compare of the written positions with every position."""
@@ -2277,6 +2299,10 @@ class Tensor(_CastSugar, MathTrait):
       raise ShapeMismatchError(f"index write: a value of shape {vt.shape} cannot be broadcast to the indexed shape "
                                f"{pos.shape} (tensor {self.shape})")
     vt = vt.cast(self.dtype)._broadcast_to(pos.shape, "setitem")
+    if accumulate and (rows := self._rows_index(indices)) is not None:
+      # one index tensor of rows (index_put's accumulate): their segment sums, not the one-hot's compares of every
+      # written element with every element
+      return self._scatter_by_segments(0, rows, vt, "sum", True)
     k = pos.numel()
     hit = pos.flatten().unsqueeze(-1) == Tensor._arange_index(n, self.device).unsqueeze(0)  # (k, n)
     if accumulate:
@@ -2527,6 +2553,8 @@ class Tensor(_CastSugar, MathTrait):
     d, idx, src_t = self._scatter_target(dim, index, src, op)
     x = self.reshape(self.shape if self.ndim else (1,))
     n, m = x.shape[d], idx.shape[d]
+    if reduce in ("sum", "mean") and (shared := self._shared_scatter_index(d, index)) is not None:
+      return x._scatter_by_segments(d, shared, src_t, reduce, include_self).reshape(self.shape)
     # everything with the scattered axis last: hit[..., t, j] = index[..., j] == t
     xl, il, sl = x.transpose(d, -1), idx.transpose(d, -1), src_t.transpose(d, -1)
     hit = il.unsqueeze(-2) == Tensor._arange_index(n, self.device).reshape(n, 1)
@@ -2561,6 +2589,63 @@ class Tensor(_CastSugar, MathTrait):
       out = red if include_self else (cnt > 0).where(red, xl)
     else: raise ArgumentError(f"{op}: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', got {reduce!r}")
     return out.transpose(d, -1).reshape(self.shape)
+  def _shared_scatter_index(self, d: int, index: Tensor) -> Tensor | None:
+    """The 1-d index along axis d where a sum or mean scatter's index is that one broadcast over the other axes (an
+    expand of it, as `idx.unsqueeze(1).expand_as(src)` makes: a graph's scatter of messages to its nodes, index_add)
+    and the one-hot compare of every target with every source, for each element of the other axes, is over
+    SCATTER_SEGMENT_WORK; else None. Floats of 32 bits or less on one device only (the segment sums add in float64)."""
+    if not isinstance(self.device, str) or not dtypes.is_float(self.dtype) or self.dtype.itemsize > 4: return None
+    if not all_int(self.shape) or not all_int(index.shape) or index.uop.op is not Ops.EXPAND: return None
+    if any(a != b for k, (a, b) in enumerate(zip(index.shape, self.shape)) if k != d): return None
+    if any(s != 1 for k, s in enumerate(index.uop.src[0].shape) if k != d): return None
+    if prod(cast(tuple[int, ...], index.shape)) * cast(int, self.shape[d]) <= SCATTER_SEGMENT_WORK: return None
+    return Tensor(index.uop.src[0]).reshape(-1)
+  def _scatter_by_segments(self, d: int, idx: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
+    """A sum or mean scatter along axis d of src (self's shape outside d) by one 1-d index shared by every element of
+    the other axes: the segment sums of src's rows (Tensor._segment_sums) and their counts, with the gradient of
+    each source the upstream one at its target (a gather of rows, not the one-hot's compares)."""
+    n, m = cast(int, self.shape[d]), idx.shape[0]
+    xl, sl = self.transpose(d, 0), src.transpose(d, 0)
+    rest = xl.shape[1:]
+    rows, ones = prod(cast(tuple[int, ...], rest)), (1,) * len(rest)
+    vals = sl.reshape(m, rows)
+    # the counts (a column of ones summed alongside) where a mean or a scatter that leaves unnamed targets needs them
+    counted = reduce == "mean" or not include_self
+    if counted: vals = vals.cat(Tensor.ones(m, 1, dtype=vals.dtype, device=self.device), dim=1)
+    seg = Tensor._segment_sums(idx, vals, n)
+    tot = seg[:, :rows].cast(self.dtype).reshape(n, *rest)
+    cnt = seg[:, rows:].cast(self.dtype).reshape(n, *ones) if counted else None
+    # the factor each target's sum is taken with: 1 for a sum, 1 / the count for a mean (self counted if included)
+    scale = None if cnt is None or reduce == "sum" else 1 / (cnt + 1) if include_self else 1 / cnt.maximum(1)
+    out = xl + tot if include_self else tot
+    if scale is not None: out = out * scale
+    hit = None if include_self else cast(Tensor, cnt) > 0
+    if hit is not None: out = hit.where(out, xl)
+    ok = (idx >= 0) & (idx < n)
+    at = ok.where(idx, 0).cast(dtypes.int32)
+    def rule(up: Tensor, _out: Tensor, x_: Tensor, s_: Tensor) -> tuple[Tensor, Tensor]:
+      per = up if scale is None else up * scale
+      dx = per if hit is None else hit.where(0, up)
+      # each source's gradient: its target's (scaled) upstream gradient, a gather of rows; none outside the targets
+      ds = ok.reshape(m, *ones).where(per.reshape(n, rows)[at].reshape(m, *rest), 0)
+      return dx.cast(x_.dtype), ds.cast(s_.dtype)
+    return _with_gradient(out, (xl, sl), rule).transpose(d, 0)
+  def index_add(self, dim: int, index: Tensor, source: Tensor, alpha: ConstType = 1) -> Tensor:
+    """torch.index_add: self with source's slices along dim added (times alpha) at the positions index (1-d ints)
+    names, repeated positions adding up. A scatter_add of index broadcast over source's other axes (segment sums
+    where that is much work); an index outside the axis adds nothing (torch raises)."""
+    d = self._axis(dim)
+    if index.ndim > 1 or not dtypes.is_int(index.dtype):
+      raise ArgumentError(f"index_add: index must be a 0-d or 1-d int tensor, got {index.shape} {index.dtype}")
+    idx = index.reshape(-1)
+    want = tuple(idx.shape[0] if k == d else s for k, s in enumerate(self.shape)) if self.ndim else idx.shape
+    if source.shape != want:
+      raise ShapeMismatchError(f"index_add: source {source.shape} must be self's shape with dim {d} the index's length "
+                               f"{idx.shape[0]}: {want}")
+    src = source if alpha == 1 else source * alpha
+    if self.ndim == 0: return self.reshape(1).index_add(0, idx, src.reshape(-1)).reshape(())
+    view = tuple(-1 if k == d else 1 for k in range(self.ndim))
+    return self.scatter_add(d, idx.reshape(view).expand(want), src)
   def scatter(self, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
     """torch.scatter: self with self[..index[..j..]..] = src[..j..] along dim (a scalar src fills). reduce "add" or
     "multiply" combines instead of replacing. Lazy (a one-hot compare of index with each position, so an index out of
@@ -2714,6 +2799,59 @@ class Tensor(_CastSugar, MathTrait):
   def argsort(self, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
     """int32 positions that sort self along dim (stable, as sort)."""
     return self.sort(dim, descending)[1]
+  def searchsorted(self, values: Tensor | ConstType, out_int32: bool = False, right: bool = False,
+                   side: str | None = None, sorter: Tensor | None = None) -> Tensor:
+    """torch.searchsorted with self the sorted sequence: for each value, the index where it would be inserted along the
+    last axis to keep it sorted, the first such (right=False, side="left": the count of elements less than it) or the
+    last (right=True, side="right": less or equal). self 1-d searches for values of any shape; else values (..., k) are
+    searched in the row of self (..., m) with the same leading axes. sorter: the int positions that sort each row
+    (argsort's). int64 (out_int32: int32). A binary search of the midpoints (the same probes as torch's, so a nan in
+    the sequence gives torch's answer too): bit_length(m) steps, each a gathered load per value."""
+    if side is not None:
+      if side not in ("left", "right"):
+        raise ArgumentError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+      if right and side == "left": raise ArgumentError("searchsorted: side='left' and right=True contradict each other")
+      right = side == "right"
+    if self.ndim == 0: raise ShapeMismatchError("searchsorted: the sorted sequence must have at least one dimension")
+    seq = self.detach()
+    if sorter is not None:
+      if sorter.shape != self.shape or not dtypes.is_int(sorter.dtype):
+        raise ShapeMismatchError(f"searchsorted: sorter must be ints of the sequence's shape {self.shape}, got "
+                                 f"{sorter.shape} {sorter.dtype}")
+      seq = seq.gather(-1, sorter)
+    v = (values if isinstance(values, Tensor) else self._scalar_operand(values, "searchsorted")).detach()
+    if self.ndim > 1 and (v.ndim != self.ndim or v.shape[:-1] != self.shape[:-1]):
+      raise ShapeMismatchError(f"searchsorted: values {v.shape} need the sequence's leading axes {self.shape[:-1]} "
+                               "(or a 1-d sequence)")
+    if seq.dtype is not v.dtype:
+      dt = least_upper_dtype(seq.dtype, v.dtype)
+      seq, v = seq.cast(dt), v.cast(dt)
+    m = _int(self.shape[-1], "searchsorted")
+    out_dt = dtypes.int32 if out_int32 else dtypes.int64
+    if m == 0 or v.numel() == 0: return Tensor.zeros(*v.shape, dtype=out_dt, device=self.device)
+    rows, vals = (seq.reshape(1, m), v.reshape(1, -1)) if self.ndim == 1 else (seq, v)
+    # NOTE: torch's predicates: a step right unless the probe is >= (>, for right) the value, so a nan probe steps right
+    def go(probe: Tensor) -> Tensor: return (probe > vals if right else probe >= vals).logical_not()
+    if not dtypes.is_float(seq.dtype):
+      # no nan: the predicate holds on a prefix of the row, whose length is found by steps of the powers of two below
+      # m (one int state a value, one kernel a step)
+      pos = vals.zeros_like(dtype=dtypes.int32)
+      for b in reversed(range(m.bit_length())):
+        nxt = pos + (1 << b)
+        pos = ((nxt <= m) & go(rows.gather(-1, (nxt - 1).minimum(m - 1)))).where(nxt, pos)
+      return pos.reshape(v.shape).cast(out_dt)
+    start = vals.zeros_like(dtype=dtypes.int32)
+    end = start + m
+    for _ in range(m.bit_length()):
+      mid = start + ((end - start) >> 1)
+      g, live = go(rows.gather(-1, mid.minimum(m - 1))), start < end
+      start, end = (live & g).where(mid + 1, start), (live & g.logical_not()).where(mid, end)
+    return start.reshape(v.shape).cast(out_dt)
+  def bucketize(self, boundaries: Tensor, out_int32: bool = False, right: bool = False) -> Tensor:
+    """torch.bucketize: for each element of self, the index of its bucket among the sorted 1-d boundaries
+    (boundaries.searchsorted(self, right=right))."""
+    if boundaries.ndim != 1: raise ShapeMismatchError(f"bucketize: boundaries must be 1-d, got {boundaries.shape}")
+    return boundaries.searchsorted(self, out_int32=out_int32, right=right)
   def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
            sorted_: bool = True) -> ValuesIndices:
     """The k largest (or smallest) elements along dim and their int32 positions, in sorted order; among equal values
@@ -3899,29 +4037,23 @@ class Tensor(_CastSugar, MathTrait):
     """out[t] = the sum of the rows vals[j] (vals (n, R)) whose idx[j] (an int (n,)) is t, for t in [0, total); an
     index outside it is in no sum. The rows in the order of their indices (a stable sort), their running sum
     (float64: a row's sum is the difference of two prefixes, whose rounding grows with them), and each sum the
-    difference of the prefixes at the ends of its run (the count of indices up to it, one compare per index and
-    target). The sort's work (its network's n log2(n)**2 / 4 compare-exchanges, or n*n ranked) + total*n compares and
-    total*R loads, where a one-hot's compares fused into the sums are total*n*R. Float64 (out's dtype)."""
-    n = idx.shape[0]
+    difference of the prefixes at the ends of its run, found by a binary search of the sorted indices (searchsorted).
+    The sort's work (its network's n log2(n)**2 / 4 compare-exchanges, or n*n ranked) + total*log2(n) loads for the
+    ends + total*R loads for the sums, where a one-hot's compares fused into the sums are total*n*R. Float64 (out's
+    dtype)."""
     # NOTE: the indices sorted as int32 (which sort packs into its network's keys; an int64 would be ranked, n*n
-    # compares), each outside the targets clipped to -1 or total: still in no run, ties keep their order, and 2u + 2
-    # below does not overflow. Targets of 2^29 or more keep the indices as they are (and the ends' compares)
+    # compares), each outside the targets clipped to -1 or total: still in no run, and ties keep their order. Targets of
+    # 2^29 or more keep the indices as they are
     narrow = total < 1 << 29
     key = (idx.minimum(total) if dtypes.is_unsigned(idx.dtype) else idx.clip(-1, total)).cast(dtypes.int32) \
       if narrow else idx
-    _, perm = key.sort()
+    skey, perm = key.sort()
     csum = vals[perm].cast(dtypes.float64).cumsum(0).pad(((1, 0), (0, 0))).contiguous()
+    # ends[t]: the count of indices below t, for t in [0, total]: one compare of each index with each end where that is
+    # little work, else a binary search of the sorted indices (a kernel a step, a load a step and end)
     at = Tensor._arange_index(total + 1, idx.device)
-    if n * total <= SEGMENT_ENDS_MAX_COMPARES or not narrow:
-      ends = (idx.reshape(1, n) <= (at - 1).reshape(total + 1, 1)).sum(1)
-    else:
-      # the ends by two sorts, not n * total compares: the indices (2u + 2 for index u) and one marker per end (2t + 1
-      # for ends[t], the count of indices up to t - 1) sorted together; a marker's sorted position less t (the markers
-      # before it) is the count of the indices before it. The markers are stored before the concatenation, as the keys
-      # before their padding (_pad_keys)
-      order = (key * 2 + 2).cat((at * 2 + 1).contiguous()).argsort()
-      # NOTE: stored: fused into the gathers below, the decoded keys were not collapsed to loads (a select of every row)
-      ends = (order.argsort()[n:] - at).contiguous()
+    if idx.shape[0] * total <= SEGMENT_ENDS_MAX_COMPARES: ends = (idx.reshape(1, -1) <= (at - 1).reshape(-1, 1)).sum(1)
+    else: ends = skey.contiguous().searchsorted(at, out_int32=True).contiguous()
     return csum[ends[1:]] - csum[ends[:-1]]
   # ---- losses (torch's definitions; reduction "mean", "sum" or "none") ----
   @staticmethod

@@ -104,7 +104,7 @@ def test_getitem_segment_sums_take_repeats_wraps_and_nothing_outside(device, mon
   want = np.zeros((7, 3, 4), np.float64)
   np.add.at(want, (a[inside] % 7, slice(None), b[inside] % 4), up[inside].astype(np.float64))
   want_fwd = np.where(inside[..., None], xn[a % 7, :, b % 4], 0)
-  # the runs' ends by a compare of every index with every end, and by the two sorts
+  # the runs' ends by a compare of every index with every end, and by a binary search of the sorted indices
   for ends_max in (1 << 62, 0):
     monkeypatch.setattr(tensor_mod, "SEGMENT_ENDS_MAX_COMPARES", ends_max)
     with Context(SPEC=2):

@@ -120,6 +120,95 @@ def test_scatter_matches_torch():
   check([(3, 5), (2, 4)], lambda x, s: x.scatter(0, ti, s), lambda x, s: x.scatter(0, ty, s), dtype="float16")
   check([(3, 5), (2, 4)], lambda x, s: x.scatter_add(1, ti, s), lambda x, s: x.scatter_add(1, ty, s))
 
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_scatter_by_a_shared_index_is_segment_sums_as_torch(device, monkeypatch):
+  # an index broadcast over the other axes (a graph's messages summed or averaged into its nodes, index_add) scatters
+  # as segment sums (the one-hot's limit set to 0): values and both gradients against torch for every reduce that takes
+  # it, along the first and the last axis of 2-d and 3-d tensors, targets named many times and targets named by none
+  import tinygrad.tensor as tensor_mod
+  from tinygrad.helpers import Context
+  monkeypatch.setattr(tensor_mod, "SCATTER_SEGMENT_WORK", 0)
+  used = []
+  seg = tensor_mod.Tensor._segment_sums
+  monkeypatch.setattr(Tensor, "_segment_sums", staticmethod(lambda i, v, t: used.append(t) or seg(i, v, t)))
+  dev = _sort_device(device)
+  rng = np.random.default_rng(12)
+  with Context(SPEC=2):
+    for shape, d in [((7, 5), 0), ((5, 7), 1), ((6, 3, 4), 0), ((3, 4, 6), 2)]:
+      n, m = shape[d], 11
+      ishape = tuple(m if k == d else s for k, s in enumerate(shape))
+      idx = rng.integers(0, n - 1, m)  # the last target is named by none
+      view = tuple(m if k == d else 1 for k in range(len(shape)))
+      xs, ss = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(ishape).astype(np.float32)
+      up = rng.standard_normal(shape).astype(np.float32)
+      for reduce in ("sum", "mean"):
+        for inc in (True, False):
+          tx, ts = torch.tensor(xs, requires_grad=True), torch.tensor(ss, requires_grad=True)
+          to = tx.scatter_reduce(d, torch.tensor(idx).reshape(view).expand(ishape), ts, reduce, include_self=inc)
+          to.backward(torch.tensor(up))
+          x, s = Tensor(xs, device=dev, requires_grad=True), Tensor(ss, device=dev, requires_grad=True)
+          yi = Tensor(idx.astype(np.int32), device=dev).reshape(view).expand(ishape)
+          out = x.scatter_reduce(d, yi, s, reduce, include_self=inc)
+          out.backward(Tensor(up, device=dev))
+          what = f"{shape} dim={d} {reduce} include_self={inc}"
+          np.testing.assert_allclose(out.numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=what)
+          np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=what)
+          np.testing.assert_allclose(s.grad.numpy(), ts.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=what)
+    # scatter_add and index-outside-the-targets (torch raises; none is summed here, and its source gets no gradient)
+    idx = np.array([0, -1, 3, 9, 3, 2, 0])
+    ss = rng.standard_normal((7, 4)).astype(np.float32)
+    s = Tensor(ss, device=dev, requires_grad=True)
+    yi = Tensor(idx.astype(np.int32), device=dev).unsqueeze(1).expand(7, 4)
+    out = Tensor.ones(4, 4, device=dev).scatter_add(0, yi, s)
+    out.backward(Tensor.arange(16, device=dev).reshape(4, 4).float())
+    want = np.ones((4, 4), np.float32)
+    np.add.at(want, idx[(idx >= 0) & (idx < 4)], ss[(idx >= 0) & (idx < 4)])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    gw = np.where(((idx >= 0) & (idx < 4))[:, None], np.arange(16).reshape(4, 4)[np.clip(idx, 0, 3)], 0)
+    np.testing.assert_array_equal(s.grad.numpy(), gw)
+  assert len(used) == 4 * 4 + 1, used
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+@pytest.mark.parametrize("segments", [False, True])
+def test_index_add_and_accumulating_index_put_match_torch(device, segments, monkeypatch):
+  # by the one-hot and by segment sums (the limit set to 0): repeated and negative (index_put) positions, alpha, a
+  # middle axis; values and both gradients
+  import tinygrad.tensor as tensor_mod
+  from tinygrad.helpers import Context
+  monkeypatch.setattr(tensor_mod, "SCATTER_SEGMENT_WORK", 0 if segments else 1 << 62)
+  used = []
+  seg = tensor_mod.Tensor._segment_sums
+  monkeypatch.setattr(Tensor, "_segment_sums", staticmethod(lambda i, v, t: used.append(t) or seg(i, v, t)))
+  dev = _sort_device(device)
+  rng = np.random.default_rng(13)
+  xs, up = rng.standard_normal((4, 6, 3)).astype(np.float32), rng.standard_normal((4, 6, 3)).astype(np.float32)
+  with Context(SPEC=2):
+    for dim, idx, alpha in [(0, [3, 0, 3, 1, 3], 1), (1, [5, 0, 2, 0], -0.5)]:
+      ss = rng.standard_normal(tuple(len(idx) if k == dim else s for k, s in enumerate(xs.shape))).astype(np.float32)
+      tx, ts = torch.tensor(xs, requires_grad=True), torch.tensor(ss, requires_grad=True)
+      to = tx.index_add(dim, torch.tensor(idx), ts, alpha=alpha)
+      to.backward(torch.tensor(up))
+      x, s = Tensor(xs, device=dev, requires_grad=True), Tensor(ss, device=dev, requires_grad=True)
+      out = x.index_add(dim, Tensor(idx, device=dev), s, alpha=alpha)
+      out.backward(Tensor(up, device=dev))
+      np.testing.assert_allclose(out.numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+      np.testing.assert_allclose(s.grad.numpy(), ts.grad.numpy(), rtol=1e-6)
+    idx = [2, -1, 2, 0, -4]
+    vs = rng.standard_normal((5, 6, 3)).astype(np.float32)
+    tx, tv = torch.tensor(xs, requires_grad=True), torch.tensor(vs, requires_grad=True)
+    to = tx.index_put((torch.tensor(idx),), tv, accumulate=True)
+    to.backward(torch.tensor(up))
+    x, v = Tensor(xs, device=dev, requires_grad=True), Tensor(vs, device=dev, requires_grad=True)
+    out = x.index_put((Tensor(idx, device=dev),), v, accumulate=True)
+    out.backward(Tensor(up, device=dev))
+    np.testing.assert_allclose(out.numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(v.grad.numpy(), tv.grad.numpy(), rtol=1e-6)
+  assert len(used) == (3 if segments else 0), used
+  with pytest.raises(ValueError, match="source"): Tensor.zeros(3, 4).index_add(0, Tensor([0, 1]), Tensor.ones(3, 4))
+  with pytest.raises(ValueError, match="index"): Tensor.zeros(3, 4).index_add(0, Tensor([[0]]), Tensor.ones(1, 4))
+
 def test_scatter_errors_match_torch():
   raises_like_torch(RuntimeError, lambda: torch.zeros(3, 4).scatter(0, torch.zeros(3, 5, dtype=torch.long), torch.ones(3, 5)),
                     lambda: Tensor.zeros(3, 4).scatter(0, Tensor.zeros(3, 5, dtype=dtypes.int32), Tensor.ones(3, 5)))
@@ -181,6 +270,52 @@ def test_sort_by_network_matches_torch_stable(device, monkeypatch):
         np.testing.assert_array_equal(p.numpy(), tp.numpy(), err_msg=what)
         if a.dtype.kind == "f": np.testing.assert_array_equal(np.signbit(v.numpy()), np.signbit(tv.numpy()), err_msg=what)
         np.testing.assert_array_equal(x.argsort(dim, descending=desc).numpy(), tp.numpy(), err_msg=what)
+
+@pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
+def test_searchsorted_and_bucketize_match_torch(device):
+  # sorted rows with ties, +-inf and values between, on, below and above them; a 1-d sequence against values of any
+  # shape and rows against rows; both sides; ints (the search by powers of two) and floats (torch's midpoints, so a
+  # nan in the sequence or among the values lands where torch's probes put it); sizes 1 and not a power of two
+  from tinygrad.helpers import Context
+  dev = _sort_device(device)
+  rng = np.random.default_rng(11)
+  f = np.sort(rng.integers(-4, 5, (3, 13)).astype(np.float32), -1)
+  f[0, -1], f[1, 0] = np.inf, -np.inf
+  fv = rng.integers(-6, 7, (3, 9)).astype(np.float32)
+  fv[0, :3] = np.nan, np.inf, -np.inf
+  fn = np.array([1.0, 2.0, 2.0, 3.0, np.nan], np.float32)
+  i32 = np.sort(rng.integers(-50, 50, (2, 1, 100)).astype(np.int32), -1)
+  cases = [(f, fv), (f[0], fv), (fn, np.array([np.nan, 2.0, -np.inf, np.inf, 5.0, 3.0], np.float32)), (f[:, :1], fv),
+           (i32, rng.integers(-60, 60, (2, 1, 37)).astype(np.int32)), (i32[0, 0], rng.integers(-60, 60, (4, 5, 6)))]
+  with Context(SPEC=2):
+    for seq, vals in cases:
+      for right in (False, True):
+        got = Tensor(seq, device=dev).searchsorted(Tensor(vals, device=dev), right=right)
+        want = torch.searchsorted(torch.tensor(seq), torch.tensor(vals).to(torch.tensor(seq).dtype), right=right)
+        assert got.dtype == dtypes.int64 and got.shape == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=f"{seq.dtype} {seq.shape} right={right}")
+    seq, vals = Tensor(f[0], device=dev), Tensor(fv, device=dev)
+    np.testing.assert_array_equal(vals.bucketize(seq, right=True).numpy(),
+                                  torch.bucketize(torch.tensor(fv), torch.tensor(f[0]), right=True).numpy())
+    out = seq.searchsorted(vals, side="right", out_int32=True)
+    assert out.dtype == dtypes.int32
+    np.testing.assert_array_equal(out.numpy(), torch.searchsorted(torch.tensor(f[0]), torch.tensor(fv), side="right"))
+    # an unsorted sequence with the positions that sort it; a Python scalar; an empty sequence
+    u = rng.permutation(np.arange(10, dtype=np.float32))
+    srt = np.argsort(u).astype(np.int64)
+    np.testing.assert_array_equal(
+      Tensor(u, device=dev).searchsorted(Tensor(fv[0], device=dev), sorter=Tensor(srt, device=dev)).numpy(),
+      torch.searchsorted(torch.tensor(u), torch.tensor(fv[0]), sorter=torch.tensor(srt)).numpy())
+    assert Tensor([1, 3, 5], device=dev).searchsorted(4).item() == 2
+    np.testing.assert_array_equal(Tensor.zeros(0, device=dev).searchsorted(Tensor([1.0, 2.0], device=dev)).numpy(), [0, 0])
+
+def test_searchsorted_errors():
+  from tinygrad.tensor import ShapeMismatchError, ArgumentError
+  with pytest.raises(ShapeMismatchError, match="leading axes"): Tensor.zeros(2, 3).searchsorted(Tensor.zeros(3, 1))
+  with pytest.raises(ArgumentError, match="contradict"): Tensor.zeros(3).searchsorted(1.0, right=True, side="left")
+  with pytest.raises(ArgumentError, match="side"): Tensor.zeros(3).searchsorted(1.0, side="middle")
+  with pytest.raises(ShapeMismatchError, match="sorter"): Tensor.zeros(3).searchsorted(1.0, sorter=Tensor([0, 1]))
+  with pytest.raises(ShapeMismatchError, match="1-d"): Tensor.zeros(3).bucketize(Tensor.zeros(2, 2))
 
 @pytest.mark.parametrize("device", ["C", "LLVM", "PYTHON"])
 def test_sort_by_network_gradient_median_and_kthvalue_match_torch(device, monkeypatch):
