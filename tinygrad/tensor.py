@@ -1640,12 +1640,14 @@ class Tensor(_CastSugar, MathTrait):
     return neg.where((neg.where(self, 0) * (1 / alpha)).expm1() * alpha, self)
   def selu(self) -> Tensor: return self.elu(_SELU_ALPHA) * _SELU_SCALE
   def sigmoid(self) -> Tensor:
-    """1/(1 + e**-x) for x >= 0, e**x/(1 + e**x) below: e**-|x| never overflows, so values and gradients stay finite."""
+    """1/(1 + e**-x) for x >= 0, e**x/(1 + e**x) below: e**-|x| never overflows, so values and gradients stay finite.
+    The gradient, sigmoid(x) sigmoid(-x), is e**-|x| / (1 + e**-|x|)**2 from the forward's own two terms: no
+    cancellation in 1 - sigmoid(x) near 1 (torch's form), and no graph of the select's gradient to build."""
     x = self._float()
     neg, ax = x._odd_fold()
     z = (-ax).exp()
     r = (z + 1).reciprocal()
-    return neg.where(z * r, r)
+    return _with_gradient(neg.where(z * r, r), (x,), lambda ctx, ret, xi: (ctx * (z * r * r),))
   def logsigmoid(self) -> Tensor:
     x = self._float()
     return x.minimum(0) - (-x.abs()).exp().log1p()
@@ -1662,13 +1664,16 @@ class Tensor(_CastSugar, MathTrait):
     return lo.where(0, hi.where(x, xm * (xm + 3) * (1 / 6)))
   def softsign(self) -> Tensor: return self / (self.abs() + 1)
   def tanh(self) -> Tensor:
-    """-expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no cancellation near 0, no overflow at large |x|."""
+    """-expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: no cancellation near 0, no overflow at large |x|. The
+    gradient is torch's, (1 - tanh(x)) (1 + tanh(x)), from the output: differentiated through its ~30 ops, a backward
+    graph several times the size (each op another node to build in an eager step, and more ALU in its kernels)."""
     def f(x: Tensor) -> Tensor:
       neg, ax = x._odd_fold()
       e = (ax * -2).expm1()
       t = -e / (e + 2)
       return neg.where(-t, t)
-    return self._in_float32(f)
+    xf = self._float()
+    return _with_gradient(xf._in_float32(f), (xf,), lambda ctx, ret, x: (ctx * ((1 - ret) * (1 + ret)),))
   def gelu(self, approximate: str = "tanh") -> Tensor:
     """approximate="tanh" (the default here): x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x**3)); "none": x * Phi(x) with
     erf, torch's default."""
