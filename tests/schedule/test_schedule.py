@@ -287,3 +287,34 @@ def test_the_same_graph_is_rangeified_once_per_flags_and_code_and_the_cache_is_b
   step(Tensor(a)).realize()
   step(Tensor(a)).realize()
   assert len(calls) == 7 and len(calls[-1].toposort()) > limit
+
+def test_an_eager_training_loop_schedules_its_step_from_the_cache(monkeypatch):
+  # an SGD step with momentum over a conv, a BatchNorm (its running statistics are writes the forward queues) and a
+  # linear layer, eager: after the warm-up steps (the first makes the momentum buffers), every step is the same graph.
+  # The step's outputs include tensors taken from all_tensors and backward_roots (WeakSets, whose order follows the
+  # tensors' addresses): in any other order than the tensors' own, the graph differs each step and misses the cache
+  from tinygrad import Tensor, nn
+  from tinygrad.nn.optim import SGD
+  from tinygrad.nn.state import get_parameters
+  import tinygrad.engine.schedule as sched
+  calls: list[UOp] = []
+  real = sched.kernel_graph
+  monkeypatch.setattr(sched, "kernel_graph", lambda csink: calls.append(csink) or real(csink))
+  sched.kernel_graph_cache.clear()
+  Tensor.manual_seed(0)
+  conv, bn, lin = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Linear(4 * 6 * 6, 5)
+  opt = SGD(get_parameters([conv, bn, lin]), lr=0.01, momentum=0.9)
+  x = Tensor.randn(2, 3, 8, 8).realize()
+  losses, keep = [], []
+  for k in range(6):
+    with Tensor.train():
+      opt.zero_grad()
+      loss = lin(bn(conv(x)).relu().flatten(1)).square().mean()
+      loss.backward()
+      opt.step()
+    losses.append(loss.item())
+    if k == 2: warm = len(calls)
+    # other tensors made and kept between steps move the next step's tensors to other addresses
+    keep += [Tensor.ones(k + 1) for _ in range(7 * k + 3)]
+  assert len(calls) == warm, [len(c.toposort()) for c in calls]
+  assert losses[-1] < losses[0]
