@@ -594,6 +594,12 @@ all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
 # step's graph comes with its outputs in another order each time and the scheduler's cache misses it
 _tensor_seq = itertools.count()
 
+def _wide_index(idx: Tensor) -> Tensor:
+  """An int index in a dtype that holds any axis length too (int8/16 and their unsigned -> int32, uint32 -> int64), so
+  it compares with one and adds one without overflow."""
+  if idx.dtype in (dtypes.int32, dtypes.int64, dtypes.uint64): return idx
+  return idx.cast(dtypes.int64 if idx.dtype is dtypes.uint32 else dtypes.int32)
+
 def in_creation_order(ts: Iterable[Tensor]) -> list[Tensor]:
   """ts (from all_tensors, backward_roots) in the order the tensors were made."""
   return sorted(ts, key=lambda t: t._seq)
@@ -2177,7 +2183,9 @@ class Tensor(_CastSugar, MathTrait):
     codegen/gather.py): the index tensors broadcast together; their dims replace the indexed axes in place when those
     are adjacent, else they go first."""
     dims = [a[0] for a in adv]
-    idxs = [(i < 0).where(i + n, i) if not dtypes.is_unsigned(i.dtype) else i for _, i, n in adv]
+    # NOTE: a narrow index (int8, uint16) widened first: `i + n` with an axis longer than its dtype would not fit
+    idxs = [(w < 0).where(w + n, w) if not dtypes.is_unsigned(i.dtype) else w
+            for _, i, n in adv for w in (_wide_index(i),)]
     bshape = broadcast_shape(*(i.shape for i in idxs), op="index")
     rest = [k for k in range(self.ndim) if k not in dims]
     xp = self.permute(rest + dims)
@@ -2301,8 +2309,8 @@ class Tensor(_CastSugar, MathTrait):
     if not isinstance(self.device, str) or not dtypes.is_float(self.dtype) or self.dtype.itemsize > 4: return None
     if not all_int(self.shape) or not all_int(idx.shape): return None
     if prod(cast(tuple[int, ...], self.shape)) * cast(int, idx.shape[0]) <= SCATTER_SEGMENT_WORK: return None
-    n = cast(int, self.shape[0])
-    return idx if dtypes.is_unsigned(idx.dtype) else (idx < 0).where(idx + n, idx)
+    n, wide = cast(int, self.shape[0]), _wide_index(idx)
+    return wide if dtypes.is_unsigned(idx.dtype) else (wide < 0).where(wide + n, wide)
   def _index_write(self, indices: Any, v: Any, accumulate: bool) -> Tensor:
     """self with the elements self[indices] replaced by v (accumulate: v added to them, repeats adding up), lazily: a
     one-hot compare of the written positions with every position."""
@@ -2613,7 +2621,7 @@ class Tensor(_CastSugar, MathTrait):
     if any(a != b for k, (a, b) in enumerate(zip(index.shape, self.shape)) if k != d): return None
     if any(s != 1 for k, s in enumerate(index.uop.src[0].shape) if k != d): return None
     if prod(cast(tuple[int, ...], index.shape)) * cast(int, self.shape[d]) <= SCATTER_SEGMENT_WORK: return None
-    return Tensor(index.uop.src[0]).reshape(-1)
+    return _wide_index(Tensor(index.uop.src[0]).reshape(-1))
   def _scatter_by_segments(self, d: int, idx: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
     """A sum or mean scatter along axis d of src (self's shape outside d) by one 1-d index shared by every element of
     the other axes: the segment sums of src's rows (Tensor._segment_sums) and their counts, with the gradient of

@@ -205,7 +205,17 @@ def test_index_add_and_accumulating_index_put_match_torch(device, segments, monk
     np.testing.assert_allclose(out.numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
     np.testing.assert_allclose(v.grad.numpy(), tv.grad.numpy(), rtol=1e-6)
-  assert len(used) == (3 if segments else 0), used
+    # narrow index dtypes (an int8 index compared with 300 rows, a uint8 one wrapped) on either path
+    for dt, idx in ((dtypes.int8, [5, 100, -1, 5]), (dtypes.uint8, [5, 250, 5, 0])):
+      want = np.zeros((300, 2), np.float32)
+      np.add.at(want, np.array(idx) % 300, np.arange(8, dtype=np.float32).reshape(4, 2))
+      vals = Tensor(np.arange(8, dtype=np.float32).reshape(4, 2), device=dev)
+      got = Tensor.zeros(300, 2, device=dev).index_put((Tensor(idx, dtype=dt, device=dev),), vals, accumulate=True)
+      np.testing.assert_array_equal(got.numpy(), want)
+      if dt is dtypes.uint8:
+        np.testing.assert_array_equal(Tensor.zeros(300, 2, device=dev).index_add(
+          0, Tensor(idx, dtype=dt, device=dev), vals).numpy(), want)
+  assert len(used) == (6 if segments else 0), used
   with pytest.raises(ValueError, match="source"): Tensor.zeros(3, 4).index_add(0, Tensor([0, 1]), Tensor.ones(3, 4))
   with pytest.raises(ValueError, match="index"): Tensor.zeros(3, 4).index_add(0, Tensor([[0]]), Tensor.ones(1, 4))
 
