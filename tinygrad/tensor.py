@@ -2311,9 +2311,7 @@ class Tensor(_CastSugar, MathTrait):
     rest = indices[1:] if isinstance(indices, tuple) else ()
     if not isinstance(idx, Tensor) or idx.ndim != 1 or not dtypes.is_int(idx.dtype) or self.ndim == 0: return None
     if any(not (isinstance(r, slice) and r == slice(None)) for r in rest): return None
-    if not isinstance(self.device, str) or not dtypes.is_float(self.dtype) or self.dtype.itemsize > 4: return None
-    if not all_int(self.shape) or not all_int(idx.shape): return None
-    if prod(cast(tuple[int, ...], self.shape)) * cast(int, idx.shape[0]) <= SCATTER_SEGMENT_WORK: return None
+    if not self._segments_pay(idx.shape[0] * prod(self.shape[1:]), 0): return None
     n, wide = cast(int, self.shape[0]), _wide_index(idx)
     return wide if dtypes.is_unsigned(idx.dtype) else (wide < 0).where(wide + n, wide)
   def _index_write(self, indices: Any, v: Any, accumulate: bool) -> Tensor:
@@ -2620,13 +2618,19 @@ class Tensor(_CastSugar, MathTrait):
     """The 1-d index along axis d where a sum or mean scatter's index is that one broadcast over the other axes (an
     expand of it, as `idx.unsqueeze(1).expand_as(src)` makes: a graph's scatter of messages to its nodes, index_add)
     and the one-hot compare of every target with every source, for each element of the other axes, is over
-    SCATTER_SEGMENT_WORK; else None. Floats of 32 bits or less on one device only (the segment sums add in float64)."""
-    if not isinstance(self.device, str) or not dtypes.is_float(self.dtype) or self.dtype.itemsize > 4: return None
-    if not all_int(self.shape) or not all_int(index.shape) or index.uop.op is not Ops.EXPAND: return None
-    if any(a != b for k, (a, b) in enumerate(zip(index.shape, self.shape)) if k != d): return None
+    SCATTER_SEGMENT_WORK; else None."""
+    if index.uop.op is not Ops.EXPAND or any(a != b for k, (a, b) in enumerate(zip(index.shape, self.shape)) if k != d):
+      return None
     if any(s != 1 for k, s in enumerate(index.uop.src[0].shape) if k != d): return None
-    if prod(cast(tuple[int, ...], index.shape)) * cast(int, self.shape[d]) <= SCATTER_SEGMENT_WORK: return None
+    if not self._segments_pay(prod(index.shape), d): return None
     return _wide_index(Tensor(index.uop.src[0]).reshape(-1))
+  def _segments_pay(self, index_elements: sint, d: int) -> bool:
+    """Whether a sum scatter of index_elements index elements into self's axis d runs as segment sums
+    (_scatter_by_segments): floats of 32 bits or less (the sums add in float64) on one device, concrete shapes, and
+    over SCATTER_SEGMENT_WORK one-hot compares (index elements x positions of the axis)."""
+    if not isinstance(self.device, str) or not dtypes.is_float(self.dtype) or self.dtype.itemsize > 4: return False
+    if not all_int(self.shape) or not isinstance(index_elements, int): return False
+    return index_elements * cast(int, self.shape[d]) > SCATTER_SEGMENT_WORK
   def _scatter_by_segments(self, d: int, idx: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
     """A sum or mean scatter along axis d of src (self's shape outside d) by one 1-d index shared by every element of
     the other axes: the segment sums of src's rows (Tensor._segment_sums) and their counts, with the gradient of
