@@ -1,10 +1,13 @@
 """Benchmark: codegen time per kernel (kernel AST -> rendered program, no C compiler) on the kernels of a few real
 models, against the time the scheduler took to produce those kernels (measured in the same run, same process).
 
-  python bench/codegen.py [--repeat 3]
+  python bench/codegen.py [--repeat 3] [--model resnet18|lstm]
 
 Prints ms per kernel for codegen (get_program: opts, lowering, linearize, render) and for scheduling, and their ratio.
 Every repeat lowers fresh copies of the ASTs (the kernel-name arg is changed so no cache inside codegen can help).
+--model: instead, the kernels of one training step of bench/models.py's ResNet-18 (batch 8, 64x64) or LSTM (batch 16),
+captured as one eager step compiles them, and the seconds their codegen takes per repeat (what the first step of a
+model pays before its C or LLVM compile). No scheduling reference there.
 """
 from __future__ import annotations
 import argparse, gc, time
@@ -22,10 +25,49 @@ def workloads() -> list:
   cat = Tensor.randn(7, 5).cat(Tensor.randn(3, 5)).pad(((1, 2), (0, 3))).cumsum(0)
   return [loss, x.grad, w1.grad, conv, attn, cat]
 
+def model_kernels(model: str) -> list:
+  """The ASTs of every kernel one eager training step of `model` compiles (bench/models.py's step), in launch order."""
+  import os, sys
+  import numpy as np
+  from tinygrad import Tensor
+  from tinygrad.uop import hooks
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+  from models import ours_train_step, resnet_loss, lm_loss, bench_input, lstm_model, LSTM_VOCAB, LSTM_TOKENS
+  Tensor.manual_seed(0)
+  if model == "lstm":
+    step = ours_train_step(lstm_model(), lm_loss, jit=False)
+    x = Tensor(bench_input((16, LSTM_TOKENS), LSTM_VOCAB)).realize()
+  else:
+    from tinygrad.models.resnet import resnet18
+    step = ours_train_step(resnet18(num_classes=10), resnet_loss, jit=False)
+    x = Tensor(np.random.default_rng(0).standard_normal((8, 3, 64, 64)).astype(np.float32)).realize()
+  asts: dict = {}
+  def on_launch(runner, bufs, start, seconds):
+    if hasattr(runner, "p"): asts.setdefault(runner.p.ast, None)
+  hooks.launched.append(on_launch)
+  try: step(x)
+  finally: hooks.launched.remove(on_launch)
+  return list(asts)
+
 def main() -> None:
   ap = argparse.ArgumentParser()
   ap.add_argument("--repeat", type=int, default=3)
+  ap.add_argument("--model", choices=("resnet18", "lstm"))
   args = ap.parse_args()
+  if args.model:
+    from tinygrad import Device
+    from tinygrad.uop.ops import UOp
+    from tinygrad.codegen import get_program
+    base, ren, best = model_kernels(args.model), Device["CPU"].renderer, float("inf")
+    for rep in range(args.repeat):
+      asts = [UOp(a.op, a.dtype, a.src, a.arg, tag=("bench", rep)) for a in base]
+      gc.collect()
+      st = time.perf_counter()
+      for a in asts: get_program(a, ren)
+      best = min(best, time.perf_counter() - st)
+    print(f"{args.model}: {len(base)} kernels of one training step, best of {args.repeat}: codegen {best:.2f} s "
+          f"({best / max(len(base), 1) * 1e3:.1f} ms/kernel)")
+    return
   from tinygrad import Device
   from tinygrad.uop import Ops
   from tinygrad.uop.ops import UOp

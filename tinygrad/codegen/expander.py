@@ -18,7 +18,23 @@ def lanes(x: UOp, rngs: list[UOp]) -> list[UOp]:
   for r in rngs:
     if r.src[0].op is not Ops.CONST: raise ValueError(f"expander: UPCAST/UNROLL range {r.arg} needs a constant size")
   pts = itertools.product(*[range(r.src[0].arg) for r in rngs])
-  return [x.substitute({r: r.const_like(i) for r, i in zip(rngs, pt)}) for pt in pts]
+  # NOTE: one walk for all the lanes (x.substitute once per lane walked all of x each time): only the nodes that depend
+  # on an expanded range are rebuilt per lane, sources first; the rest is the same node in every lane. The nodes made
+  # and their order are substitute's
+  rset = set(rngs)
+  dep: set[UOp] = set()
+  order = []
+  for u in x.toposort(gate=lambda u: u not in rset):
+    if u in rset or any(s in dep for s in u.src):
+      dep.add(u)
+      order.append(u)
+  out = []
+  for pt in pts:
+    new = {r: r.const_like(i) for r, i in zip(rngs, pt)}
+    for u in order:
+      if u not in new: new[u] = UOp(u.op, u.dtype, tuple([new.get(s, s) for s in u.src]), u.arg, u.tag)
+    out.append(new.get(x, x))
+  return out
 
 def expand_end(e: UOp) -> UOp | None:
   ex = [r for r in e.src[1:] if _is_expand(r)]

@@ -617,9 +617,12 @@ class PatternMatcher:
   def _rewrite(self, uop: UOp, ctx: Any) -> tuple[UOp | None, int]:
     rules = self.pdict.get(uop.op)
     if rules is None: return None, -1
-    ler = {u.op for u in uop.src}
+    # NOTE: the sources' ops only once a rule needs them (most have no early reject)
+    ler: set[Ops] | None = None
     for p, fn, er, has_ctx, i in rules:
-      if not er <= ler: continue
+      if er:
+        if ler is None: ler = {u.op for u in uop.src}
+        if not er <= ler: continue
       for m in p.match(uop, {}):
         if (ret := fn(ctx=ctx, **m) if has_ctx else fn(**m)) is not None and ret is not uop: return ret, i
     return None, -1
@@ -753,7 +756,10 @@ class _Rewriter:
           continue
         # NOTE: an op without rules in the matcher is not an attempt (apply would return None without counting)
         if cur.op not in pdict or (ret := apply(cur)) is None:
-          self.finish(n, cur)
+          # NOTE: finish(n, cur) inline: the path most nodes take
+          replace[n] = cur
+          replace.setdefault(cur, cur)
+          on_stack.discard(n)
           continue
         if ret in replace:
           self.finish(n, replace[ret], cur)
