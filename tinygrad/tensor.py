@@ -7,7 +7,7 @@ later ops read the buffer. `assign()` on a realized tensor builds `ASSIGN(buffer
 """
 from __future__ import annotations
 import math, weakref, functools, contextlib, itertools
-from typing import Any, Callable, Iterable, NamedTuple, Sequence, cast
+from typing import Any, Callable, Iterator, NamedTuple, Sequence, cast
 import numpy as np
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -588,11 +588,28 @@ def _bce_gradient(ctx: Tensor, ret: Tensor, p: Tensor, y: Tensor) -> tuple[Tenso
   gy = (1 - p).log() - p.log()
   return ctx * gp, ctx * gy
 
-all_tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
-# every Tensor's number in the order they were made: a WeakSet iterates in the order of its members' addresses, so
-# tensors taken from all_tensors (or backward_roots) into a schedule go in this order (in_creation_order), or the same
-# step's graph comes with its outputs in another order each time and the scheduler's cache misses it
+# every Tensor's number in the order they were made (its `_seq`)
 _tensor_seq = itertools.count()
+
+class CreationOrderedTensors:
+  """A weak set of Tensors that iterates in the order they were made (their `_seq`), not by address as a WeakSet does.
+  Every walk over the live tensors (backward's targets, the optimizer's pending writes, the readers of an overwritten
+  buffer, the jit's pending assigns, the realized graphs' rewiring) then builds its graph and its new tensors in one
+  order from step to step: in address order the same step's graph came with its outputs in another order each time and
+  the scheduler's cache missed it. A member leaves when it is collected."""
+  __slots__ = ("_members", "__weakref__")
+  def __init__(self) -> None: self._members: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+  def add(self, t: Tensor) -> None: self._members[t._seq] = t
+  def discard(self, t: Tensor) -> None:
+    if self._members.get(t._seq) is t: del self._members[t._seq]
+  def clear(self) -> None: self._members.clear()
+  def __contains__(self, t: object) -> bool: return isinstance(t, Tensor) and self._members.get(t._seq) is t
+  def __len__(self) -> int: return len(self._members)
+  def __iter__(self) -> Iterator[Tensor]:
+    # NOTE: a snapshot, in key order (the dict keeps insertion order, and _seq grows with each Tensor made)
+    return iter([t for _, t in sorted(self._members.items())])
+
+all_tensors = CreationOrderedTensors()
 
 def _wide_index(idx: Tensor) -> Tensor:
   """An int index in a dtype that holds any axis length too (int8/16 and their unsigned -> int32, uint32 -> int64), so
@@ -600,12 +617,9 @@ def _wide_index(idx: Tensor) -> Tensor:
   if idx.dtype in (dtypes.int32, dtypes.int64, dtypes.uint64): return idx
   return idx.cast(dtypes.int64 if idx.dtype is dtypes.uint32 else dtypes.int32)
 
-def in_creation_order(ts: Iterable[Tensor]) -> list[Tensor]:
-  """ts (from all_tensors, backward_roots) in the order the tensors were made."""
-  return sorted(ts, key=lambda t: t._seq)
 # outputs backward() ran from: an optimizer step realizes them with its update, so a loss read after the step still
 # holds the value from before the parameters changed
-backward_roots: weakref.WeakSet[Tensor] = weakref.WeakSet()
+backward_roots = CreationOrderedTensors()
 # the realized view of a tensor that required grad -> the lazy graph that computed it, for as long as a graph reads it,
 # so autograd can look through values realized in the middle of a forward pass (even once their Tensor is gone)
 _realized_graphs: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
@@ -4542,7 +4556,7 @@ def _readers_of_overwritten(todo: list[Tensor]) -> list[Tensor]:
   old: dict[UOp, bool] = {}
   for u in UOp.sink(*[t.uop for t in cands]).toposort(gate=lambda n: n.op is not Ops.ASSIGN):
     old[u] = u in overwritten or (u.op is not Ops.ASSIGN and any(old.get(x, False) for x in u.src))
-  return in_creation_order(t for t in cands if old[t.uop])
+  return [t for t in cands if old[t.uop]]
 
 def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
   """Point every live tensor at the buffers its graph was realized into. Tensors that autograd may still differentiate
@@ -4562,4 +4576,4 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
       t.uop = substitute(t.uop, becomes)
 
 __all__ = ["Tensor", "broadcast_shape", "ShapeMismatchError", "base_buffer", "all_tensors", "backward_roots",
-           "in_creation_order"]
+           "CreationOrderedTensors"]

@@ -288,11 +288,37 @@ def test_the_same_graph_is_rangeified_once_per_flags_and_code_and_the_cache_is_b
   step(Tensor(a)).realize()
   assert len(calls) == 7 and len(calls[-1].toposort()) > limit
 
+def test_the_live_tensor_sets_iterate_in_creation_order():
+  # all_tensors and backward_roots are walked into schedules and new tensors (backward's targets, the optimizer's
+  # pending writes): they iterate in the order the tensors were made, whatever their addresses, and drop collected ones
+  import gc
+  from tinygrad import Tensor
+  from tinygrad.tensor import all_tensors, backward_roots, CreationOrderedTensors
+  made = [Tensor.full((i % 3 + 1,), float(i)) for i in range(40)]
+  kept = made[1::2]
+  del made
+  gc.collect()
+  # the newer tensors reuse the freed slots, below the kept ones' addresses
+  kept += [Tensor.full((i % 3 + 1,), float(i)) for i in range(20)]
+  mine = [t for t in all_tensors if any(t is k for k in kept)]
+  assert [id(t) for t in mine] == [id(t) for t in kept]
+  del mine
+  roots = CreationOrderedTensors()
+  for t in reversed(kept): roots.add(t)
+  assert [id(t) for t in roots] == [id(t) for t in kept] and len(roots) == len(kept) and kept[4] in roots
+  roots.discard(kept[4])
+  assert kept[4] not in roots and len(roots) == len(kept) - 1 and kept[4] in all_tensors
+  gone = kept.pop()
+  del gone
+  gc.collect()
+  assert len(roots) == len(kept) - 1 and all(t in all_tensors for t in kept)
+  assert isinstance(backward_roots, CreationOrderedTensors) and "x" not in roots
+
 def test_an_eager_training_loop_schedules_its_step_from_the_cache(monkeypatch):
   # an SGD step with momentum over a conv, a BatchNorm (its running statistics are writes the forward queues) and a
   # linear layer, eager: after the warm-up steps (the first makes the momentum buffers), every step is the same graph.
-  # The step's outputs include tensors taken from all_tensors and backward_roots (WeakSets, whose order follows the
-  # tensors' addresses): in any other order than the tensors' own, the graph differs each step and misses the cache
+  # The step's outputs include tensors taken from all_tensors and backward_roots: in their addresses' order (as a WeakSet
+  # iterates) rather than the tensors' own, the graph differs each step and misses the cache
   from tinygrad import Tensor, nn
   from tinygrad.nn.optim import SGD
   from tinygrad.nn.state import get_parameters

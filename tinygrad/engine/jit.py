@@ -21,7 +21,7 @@ from tinygrad.dtype import DType
 from tinygrad.device import Device, Buffer, buffer_of
 from tinygrad.helpers import DEBUG
 from tinygrad.engine.realize import ExecItem, Runner, CompiledRunner, launch, capture_launches, _fmt_line
-from tinygrad.tensor import Tensor, all_tensors, base_buffer, in_creation_order
+from tinygrad.tensor import Tensor, all_tensors, base_buffer
 
 R = TypeVar("R")
 
@@ -226,7 +226,7 @@ def _written(r: Runner) -> tuple[int, ...]:
 def _realize_with_pending_assigns(tensors: list[Tensor]) -> None:
   """Realize `tensors` and every pending assign (a lazily assigned learning rate, BatchNorm statistics): the captured
   kernels read buffers, so a write still queued in a lazy graph must land in its buffer first."""
-  todo = tensors + in_creation_order(t for t in list(all_tensors) if t.uop.op is Ops.ASSIGN)
+  todo = tensors + [t for t in all_tensors if t.uop.op is Ops.ASSIGN]
   if todo: todo[0].realize(*todo[1:])
 
 class TinyJit(Generic[R]):

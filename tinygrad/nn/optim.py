@@ -99,14 +99,14 @@ def _run_steps(name: str, opts: list[Optimizer]) -> None:
   # NOTE: the gradients (and the losses backward() ran from) read the old parameter values, so they are realized in
   # the same schedule as the update, which orders every read of a buffer before the write that replaces it; with
   # several optimizers that is also why their updates share one schedule (one's gradients read another's parameters)
-  from tinygrad.tensor import backward_roots, all_tensors, in_creation_order
+  from tinygrad.tensor import backward_roots, all_tensors
   from tinygrad.uop import Ops
   grads = [p.grad for o in opts for p in o.params if p.grad is not None]
-  roots = in_creation_order(t for t in list(backward_roots) if base_buffer(t.uop) is None)
+  roots = [t for t in backward_roots if base_buffer(t.uop) is None]
   backward_roots.clear()
   # NOTE: writes the forward pass queued (BatchNorm running statistics) run with the step; left lazy they would chain
   # one more step per iteration and keep every batch alive
-  pending = in_creation_order(t for t in list(all_tensors) if t.uop.op is Ops.ASSIGN)
+  pending = [t for t in all_tensors if t.uop.op is Ops.ASSIGN]
   updates = [u for o in opts for u in o._step()]
   Tensor.realize(*updates, *[b for o in opts for b in o.buffers], *grads, *roots, *pending)
 
