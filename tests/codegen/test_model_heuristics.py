@@ -750,16 +750,33 @@ def test_a_conv_whose_packed_filters_are_cache_blocked_blocks_its_input_channels
   with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 9 * c)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
-def test_conv_rows_go_on_pixels_not_on_a_batch_a_page_apart():
-  # a 3x3 conv over 8x8 pixels: 8 pixel lanes (x) by 8 output channels, and 4 rows: on the batch, whose images are 64
-  # KiB apart (the same cache sets for every row), they ran 3.4x slower than on the pixel rows (y), 32 bytes apart
-  # (alone, 2 threads, ResNet-18 at batch 32: 38 -> 11.2 ms). Values against torch under SPEC=2
-  b, c, hw = 16, 256, 8
+@pytest.mark.parametrize("b, c", [(16, 256), (8, 64)])
+def test_a_padded_conv_over_8x8_pixels_takes_a_vector_of_channel_rows_on_avx512(b: int, c: int):
+  # a 3x3 conv over 8x8 pixels: its 8 pixel lanes are half an AVX-512 register, and its input is stored padded (rows
+  # 10 apart), so no pixel row continues them: 8 channels by 4 pixel rows were 32 half-register accumulators that
+  # spilled (in the steps: 10.2 -> 6.2 ms at b16 c256, 0.33 -> 0.18 at b8 c64); the channel axis takes 16 rows, which
+  # LLVM packs into 16 full vectors over the packed filters. No rows go on the batch either (its images are a page apart,
+  # the same cache sets in every row). Values against torch under SPEC=2
+  hw = 8
   outs, refs, k, opts = conv_forward(b, c, hw)
   sizes = out_sizes(k)
-  rows = [o for o in opts if o.op is OptOps.UPCAST and o.arg == 4]
-  assert len(rows) == 1 and rows[0].axis == 2 and sizes[2] == hw, opts
+  ups = [o for o in opts if o.op is OptOps.UPCAST]
+  assert [sizes[o.axis] for o in ups] == [hw, c] and [o.arg for o in ups] == [8, 16], opts
+  assert any(o.op is OptOps.PACK for o in opts), opts
   with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 9 * c)
+
+@pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
+def test_a_1x1_conv_over_8x8_pixels_keeps_its_pixel_rows():
+  # unpadded, its next pixel row continues the 8 lanes' run (8 apart): 4 rows make 2 full vectors, and 16 channel rows
+  # instead were slower (the UNet's 1x1 convs: 0.17 -> 0.20 ms). Values against torch under SPEC=2
+  dev = llvm512()
+  outs, refs = conv_step(dev, 8, 256, 128, 8, k=1)
+  k = the_kernel([outs[0]], {8, 128}, 256)
+  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  sizes = out_sizes(k)
+  ups = [o for o in opts if o.op is OptOps.UPCAST]
+  assert [(sizes[o.axis], o.arg) for o in ups][:1] == [(8, 8)] and not any(o.arg == 16 for o in ups), opts
+  with Context(SPEC=2): tol(outs[0].numpy(), refs[0], 256)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_a_weight_gradient_over_many_pixels_is_cache_blocked_to_pack_its_lanes():

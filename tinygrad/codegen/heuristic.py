@@ -313,6 +313,16 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # NOTE: where the budget leaves room for fewer than 8 rows (AVX2's 16 registers: 12 accumulators, 6 rows of 16
     # lanes), 6 rows where 6 divides the axis, else 4 (_tile_budget has the measurements)
     if cpu and 4 <= room < 8: amts = (6, 4)
+    # NOTE: lanes half a vector wide (an 8-pixel row on AVX-512's 16 float32 lanes) fill half a register each where
+    # no row axis continues their run (a padded input's rows are 10 apart, not 8): the first row axis then takes a
+    # whole vector's worth (16), so the accumulators pack into full vectors along it (a conv's output channels, over
+    # the packed weights: llvm_vectorize.pack_accumulators), not into 8-lane halves, 32 of which spilled with the
+    # operands. Measured in the steps (bench/step_ab.py, Intel Xeon, AVX-512, 2 threads, alternated): ResNet-18 b8
+    # 64x64's 128-channel 3x3 convs over 8x8 pixels (3 launches), 8 channels x 4 pixel rows 3.9 ms (176 stack moves in
+    # the kernel), 16 channels 2.2. Where the rows continue the run (the UNet's 1x1 convs over 8x8: rows 8 apart, 4 of
+    # them make 2 full vectors) the rows stay: 16 channels there 0.17 -> 0.20 ms
+    # (ResNet-18 b32's 1x1 stride-2 conv over 8x8, its lanes' loads 2 apart: 16 channels 0.67 -> 0.93 ms)
+    if cpu and done and not contiguous and room >= 16 and size % 16 == 0 and _half_vector_lanes(b, done): amts = (16,)
     # NOTE: 2 rows under packed lanes whose reduce is short (a weight gradient over 2x2 pixels: 32 steps a tile) on a
     # 16-register renderer. Measured alone (AVX2, 2 threads, ResNet-18 b8 64x64's 3x3 weight gradients over 2x2 pixels):
     # 512 channels 16 lanes x 4 rows 2.8-2.9 ms, x 2 rows 2.0, x 1 row 2.6; 256 channels 2.2 -> 1.7
@@ -355,6 +365,18 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
         if more: b.try_opt(Opt(OptOps.UPCAST, i, more))
       # NOTE: 32 lanes only where 4 rows of them still fit the budget (not on AVX2: 16 lanes by 6 rows there)
       elif rest >= 4 and 2 * b.upcast_total() * 4 <= b.tile_budget: b.try_opt(Opt(OptOps.UPCAST, i, 2))
+
+def _half_vector_lanes(b: _Builder, done: set[int]) -> bool:
+  """Are the lanes taken half a vector register (8 float32 lanes of AVX-512's 16), read by vector loads (every load that
+  varies along them is contiguous along them), with no output axis not yet tiled that continues their run (steps
+  every such load by exactly the lanes' count, as an unpadded image's next row does)?"""
+  # NOTE: 16-lane vectors only (measured on AVX-512; AVX2's 4-lane halves were not)
+  if (dt := _reduce_dtype(b)) is None or b.renderer.acc_widths(dt)[:1] != (16,) or b.upcast_total() != 8: return False
+  if not (lls := _lane_loads(b.ast)): return False
+  ups = axes_of(b.ast, AxisType.UPCAST)
+  if not all(index_stride(ld.src[0].src[1].get_idx(), u) in (0, 1) for ld in lls for u in ups): return False
+  return not any(r.arg[0] not in done and all(index_stride(ld.src[0].src[1].get_idx(), r) == b.upcast_total()
+                                              for ld in lls) for r in output_axes(b.ast))
 
 def _short_pixel_rows(b: _Builder, done: set[int]) -> bool:
   """The rows of a packed-lanes conv over few pixels (_upcast_for_reuse): where every long row axis' loads are a page
