@@ -743,6 +743,8 @@ def _pad_and_upcast(b: _Builder, i: int, size: int, amt: int, pad_to: int) -> bo
   b.ast, b.opts = before
   return False
 
+# the most rows a transposed elementwise tile takes (_transpose_tile)
+TRANSPOSE_MAX_ROWS = 8
 # a buffer this small stays in a core's L1/L2 cache whichever output loop reads it; one this big does not stay in L2
 SMALL_OPERAND_BYTES, BIG_OPERAND_BYTES = 64 * 1024, 2 * 1024 * 1024
 # a constant table that stays in L1 beside the lines of the big input it multiplies (_long_table_rows)
@@ -1086,9 +1088,19 @@ def _upcast_inner(b: _Builder) -> None:
   ws = b.renderer.acc_widths(dtypes.float32)
   amts = ((ws[0],) if ws and ws[0] > 4 else ()) + (4, 2)
   for amt in amts:
-    if size % amt == 0 and size >= amt * 2 and b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)):
-      _transpose_tile(b, amt)
-      return
+    if size % amt or size < amt * 2: continue
+    before = (b.ast, list(b.opts))
+    if not b.try_opt(Opt(OptOps.UPCAST, inner[0], amt)): continue
+    # NOTE: a transposed tile is square at TRANSPOSE_MAX_ROWS (8 x 8 on AVX-512, its 16 store lanes otherwise); the 16
+    # lanes stay where no long axis is read contiguously (a short one is taken whole, _transpose_tile)
+    if amt > TRANSPOSE_MAX_ROWS and size % TRANSPOSE_MAX_ROWS == 0:
+      wide = (b.ast, list(b.opts))
+      b.ast, b.opts = before
+      if b.try_opt(Opt(OptOps.UPCAST, inner[0], TRANSPOSE_MAX_ROWS)) and \
+         _transpose_tile(b, TRANSPOSE_MAX_ROWS, square_only=True): return
+      b.ast, b.opts = wide
+    _transpose_tile(b, amt)
+    return
   if b.renderer.has_threads and 2 <= size < 2 * amts[0]: _upcast_run(b, sidx, outs[inner[0]], amts[0])
 
 def _upcast_run(b: _Builder, sidx: UOp, first: UOp, lanes: int) -> None:
@@ -1109,13 +1121,20 @@ def _upcast_run(b: _Builder, sidx: UOp, first: UOp, lanes: int) -> None:
   if b.upcast_total() * span * lanes > MAX_UPCAST_TOTAL: return
   b.try_upcasts([(nxt[0], lanes), *((r, axis_size(r) or 0) for r in run)])
 
-def _transpose_tile(b: _Builder, lanes: int) -> None:
+def _transpose_tile(b: _Builder, lanes: int, square_only: bool = False) -> bool:
   """CPU: an elementwise kernel that stores along one axis and loads some input contiguously along another (a
   transpose, channels-first to channels-last): that axis takes as many lanes, a square tile the compiler transposes in
   registers, so the loads are vector loads too rather than one gather per lane. Measured (AVX2, 2 threads, LLVM path):
   (32, 64, 32, 32) -> (32, 32, 32, 64) 4.3 ms with the store's 8 lanes alone, 1.2-1.5 with 8 x 8 (8 x 4 1.7-2.0, 16 x 8
-  1.8); a plain copy of its 8 MB 0.9-1.0."""
-  if not b.renderer.has_threads or not (stores := _store_idxs(b.ast)): return
+  1.8); a plain copy of its 8 MB 0.9-1.0. True where it took a long axis (square_only: nothing else)."""
+  if not b.renderer.has_threads or not (stores := _store_idxs(b.ast)): return False
+  # NOTE: at most 8 rows (AVX-512's 16 store lanes by 8, not 16 x 16; _upcast_inner tries 8 x 8 first): 16 rows of 16
+  # lanes spilled (160-250 stack moves in a kernel), and rows a plane apart (16 KiB for 64x64 images) share an L1 set,
+  # 16 of them over its 12 ways. Measured in the UNet b8 64x64 step (Intel Xeon, AVX-512, 2 threads, alternated):
+  # (8, 32, 64, 64) to channels-last 16 x 16 1.78 ms, 16 x 8 1.46, 8 x 8 1.41; (8, 64, 32, 32) 16 x 16 1.52, 16 x 8
+  # 1.25; a GroupNorm's scale and shift into a transposed store (2 launches) 2.66 -> 1.69. ResNet-18 b8's (128, 2304)
+  # filters transposed: 16 x 16 0.25 ms, 16 x 8 0.41, 8 x 8 0.25
+  lanes = min(lanes, TRANSPOSE_MAX_ROWS)
   sidx, short = stores[0], []
   ups = axes_of(b.ast, AxisType.UPCAST)
   for ld in _loads(b.ast):
@@ -1135,7 +1154,8 @@ def _transpose_tile(b: _Builder, lanes: int) -> None:
       if st == -1 or size % lanes or size < 2 * lanes:
         if 2 <= size <= MAX_UPCAST: short.append((j, size))
         continue
-      if b.upcast_total() * lanes <= MAX_UPCAST_TOTAL and b.try_opt(Opt(OptOps.UPCAST, j, lanes)): return
+      if b.upcast_total() * lanes <= MAX_UPCAST_TOTAL and b.try_opt(Opt(OptOps.UPCAST, j, lanes)): return True
+  if square_only: return False
   # NOTE: an input contiguous along a short axis (a conv's 3x3 taps: the weights' Winograd layout, (Cout, Cin, 9) ->
   # (9, Cin, Cout)) takes it whole: each lane's taps are read together, where a loop over the taps outermost swept the
   # whole input once per tap with gathers. Measured in ResNet-18 b32's step (2 threads, AMD Zen 5, its 6 launches at
@@ -1143,7 +1163,8 @@ def _transpose_tile(b: _Builder, lanes: int) -> None:
   # the transposed filters flipped, (Cout, Cin, 9) -> (9, Cout, Cin) reading tap 8 - t). Measured in ResNet-18 b32's
   # step (2 threads, Intel Xeon, alternated): its 512-channel copy's 3 launches 8.6 -> 2.9 ms
   for j, size in short:
-    if b.upcast_total() * size <= MAX_UPCAST_TOTAL and b.try_opt(Opt(OptOps.UPCAST, j, size)): return
+    if b.upcast_total() * size <= MAX_UPCAST_TOTAL and b.try_opt(Opt(OptOps.UPCAST, j, size)): return False
+  return False
 
 # ---- GPU targets (a launch grid and workgroups: NV, AMD, the PYTHON backend's emulation of them) ----
 
