@@ -60,11 +60,8 @@ def promote_emulated(a: UOp) -> UOp | None:
   ret = UOp(a.op, out, nsrc, a.arg)
   return ret if out is a.dtype else ret.cast(a.dtype)
 
-# NOTE: an ALU op of an emulated dtype, or a comparison of them (bool out): every other ALU op's sources have its dtype
-# (WHERE's condition is bool, and WHERE stays as it is). Matching every ALU op cost a call each on a kernel with none
 pm_emulated_dtypes = PatternMatcher([
-  (UPat(GroupOp.ALU, dtype=EMULATED, name="a"), promote_emulated),
-  (UPat(GroupOp.Comparison, name="a"), promote_emulated),
+  (UPat(GroupOp.ALU, name="a"), promote_emulated),
 ])
 
 # ---- ops with a simpler spelling ----

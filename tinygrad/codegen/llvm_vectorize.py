@@ -267,15 +267,25 @@ def row_loads(ren: Renderer, sink: UOp) -> UOp | None:
   changed 39 of a UNet step's kernels for 1% of their time, one of them 2x slower."""
   topo = sink.toposort()
   if any(u.op is Ops.IF for u in topo): return None
-  fed = {s for u in topo if u.op is Ops.VECTORIZE for s in u.src if _scalar_global_load(s)}
+  # each load fed into vectors, and the widest vector it feeds
+  fed: dict[UOp, int] = {}
+  for u in topo:
+    if u.op is not Ops.VECTORIZE: continue
+    for s in u.src:
+      if _scalar_global_load(s): fed[s] = max(fed.get(s, 0), len(u.src))
   groups: dict[tuple[UOp, UOp | None, DType], dict[int, UOp]] = {}
-  for ld in fed:
+  feeds: dict[tuple[UOp, UOp | None, DType], int] = {}
+  for ld, n in fed.items():
     if not _vec_ok(ren, ld.dtype) or not ren.acc_widths(ld.dtype): continue
     base, off = _split_offset(ld.src[0].src[1])
-    groups.setdefault((ld.src[0].src[0], base, ld.dtype), {})[off] = ld
+    groups.setdefault(key := (ld.src[0].src[0], base, ld.dtype), {})[off] = ld
+    feeds[key] = max(feeds.get(key, 0), n)
   subs: dict[UOp, UOp] = {}
   for (buf, base, dt), offs in groups.items():
-    width = ren.acc_widths(dt)[0]
+    # NOTE: runs of half the widest where every vector the loads feed is that narrow (an 8 x 8 transposed tile on
+    # AVX-512: its 8-lane store vectors from rows of 8); runs of 8 everywhere changed many kernels for 1% (above)
+    ws = ren.acc_widths(dt)
+    width = ws[1] if len(ws) > 1 and feeds[(buf, base, dt)] == ws[1] == ws[0] // 2 else ws[0]
     if len(offs) < 2 * width: continue
     taken: set[int] = set()
     for start in sorted(offs):
