@@ -597,17 +597,27 @@ class CreationOrderedTensors:
   buffer, the jit's pending assigns, the realized graphs' rewiring) then builds its graph and its new tensors in one
   order from step to step: in address order the same step's graph came with its outputs in another order each time and
   the scheduler's cache missed it. A member leaves when it is collected."""
-  __slots__ = ("_members", "__weakref__")
-  def __init__(self) -> None: self._members: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
-  def add(self, t: Tensor) -> None: self._members[t._seq] = t
+  __slots__ = ("_members", "_last", "_in_order", "__weakref__")
+  def __init__(self) -> None:
+    self._members: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+    # NOTE: the dict keeps insertion order, which is creation order while every member added is newer than the last
+    # (all_tensors: each Tensor as it is made); only an older one added later (backward_roots) needs a sort
+    self._last, self._in_order = -1, True
+  def add(self, t: Tensor) -> None:
+    if t._seq in self._members: return
+    if t._seq < self._last: self._in_order = False
+    self._last = max(self._last, t._seq)
+    self._members[t._seq] = t
   def discard(self, t: Tensor) -> None:
     if self._members.get(t._seq) is t: del self._members[t._seq]
-  def clear(self) -> None: self._members.clear()
+  def clear(self) -> None:
+    self._members.clear()
+    self._last, self._in_order = -1, True
   def __contains__(self, t: object) -> bool: return isinstance(t, Tensor) and self._members.get(t._seq) is t
   def __len__(self) -> int: return len(self._members)
   def __iter__(self) -> Iterator[Tensor]:
-    # NOTE: a snapshot, in key order (the dict keeps insertion order, and _seq grows with each Tensor made)
-    return iter([t for _, t in sorted(self._members.items())])
+    # NOTE: a snapshot (members may be collected while the caller walks it)
+    return iter(list(self._members.values()) if self._in_order else [t for _, t in sorted(self._members.items())])
 
 all_tensors = CreationOrderedTensors()
 

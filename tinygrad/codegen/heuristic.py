@@ -372,11 +372,9 @@ def _half_vector_lanes(b: _Builder, done: set[int]) -> bool:
   every such load by exactly the lanes' count, as an unpadded image's next row does)?"""
   # NOTE: 16-lane vectors only (measured on AVX-512; AVX2's 4-lane halves were not)
   if (dt := _reduce_dtype(b)) is None or b.renderer.acc_widths(dt)[:1] != (16,) or b.upcast_total() != 8: return False
-  if not (lls := _lane_loads(b.ast)): return False
-  ups = axes_of(b.ast, AxisType.UPCAST)
-  if not all(index_stride(ld.src[0].src[1].get_idx(), u) in (0, 1) for ld in lls for u in ups): return False
-  return not any(r.arg[0] not in done and all(index_stride(ld.src[0].src[1].get_idx(), r) == b.upcast_total()
-                                              for ld in lls) for r in output_axes(b.ast))
+  if not (idxs := [ld.src[0].src[1].get_idx() for ld in _lane_loads(b.ast)]): return False
+  if not all(index_stride(idx, u) in (0, 1) for idx in idxs for u in axes_of(b.ast, AxisType.UPCAST)): return False
+  return not any(r.arg[0] not in done and all(index_stride(idx, r) == 8 for idx in idxs) for r in output_axes(b.ast))
 
 def _short_pixel_rows(b: _Builder, done: set[int]) -> bool:
   """The rows of a packed-lanes conv over few pixels (_upcast_for_reuse): where every long row axis' loads are a page
