@@ -351,17 +351,22 @@ def _wrap_int(bits: int, signed: bool) -> Any:
     return v - (1 << bits) if signed and v >> (bits - 1) else v
   return f
 
+def _as_float(x: Any) -> float:
+  """float(x), where an int past float64's range rounds to the infinity of its sign (IEEE's overflow) and does not raise"""
+  try: return float(x)
+  except OverflowError: return math.inf if x > 0 else -math.inf
+
 def _trunc_float(x: Any, fmt: str) -> float:
-  x = float(x)
+  x = _as_float(x)
   return x if math.isnan(x) or math.isinf(x) else _round_float(fmt, x)
 
 truncate: dict[DType, Any] = {
   dtypes.bool: bool, dtypes.index: int,
   dtypes.float16: lambda x: _trunc_float(x, "<e"), dtypes.float32: lambda x: _trunc_float(x, "<f"),
-  dtypes.float64: float,
-  dtypes.bfloat16: lambda x: bf16_to_float(float_to_bf16(float(x))),
-  dtypes.fp8e4m3: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e4m3), dtypes.fp8e4m3),
-  dtypes.fp8e5m2: lambda x: fp8_to_float(float_to_fp8(float(x), dtypes.fp8e5m2), dtypes.fp8e5m2),
+  dtypes.float64: _as_float,
+  dtypes.bfloat16: lambda x: bf16_to_float(float_to_bf16(_as_float(x))),
+  dtypes.fp8e4m3: lambda x: fp8_to_float(float_to_fp8(_as_float(x), dtypes.fp8e4m3), dtypes.fp8e4m3),
+  dtypes.fp8e5m2: lambda x: fp8_to_float(float_to_fp8(_as_float(x), dtypes.fp8e5m2), dtypes.fp8e5m2),
   **{d: _wrap_int(8 * d.itemsize, d in dtypes.sints) for d in dtypes.ints}}
 
 def to_storage_np(x: Any, dt: DType) -> np.ndarray:

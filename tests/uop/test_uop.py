@@ -212,6 +212,15 @@ def test_bounds_of_a_cast_into_a_float_are_the_rounded_bounds(dt):
     assert (c.vmin, c.vmax) == (fold_cast(lo, dtypes.int64, d), fold_cast(hi, dtypes.int64, d))
   assert UOp.variable(f"cf_{dt}_e", 0, 248, dtypes.int64).cast(dtypes.fp8e4m3).vmax == 256.0
 
+@pytest.mark.parametrize("dt", ["fp8e5m2", "float16", "bfloat16", "float32", "float64"])
+def test_bounds_of_a_cast_of_an_int_past_float_range_are_infinite(dt):
+  # an index's bounds are Python ints and may pass float64's range (the fuzz ledger's prover built one: a product of
+  # wide variables); a cast into a float overflowed in float() where IEEE rounds it to the infinity of its sign
+  d = getattr(dtypes, dt)
+  v = UOp.variable(f"cfi_{dt}", -(10**400), 10**400, dtypes.index)
+  assert (v.cast(d).vmin, v.cast(d).vmax) == (-math.inf, math.inf)
+  assert UOp.const(dtypes.index, 10**400).cast(d).vmax == math.inf
+
 # ---- metadata ----
 
 def test_metadata_is_outside_the_key():
