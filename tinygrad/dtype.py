@@ -352,7 +352,7 @@ def _wrap_int(bits: int, signed: bool) -> Any:
   return f
 
 def _as_float(x: Any) -> float:
-  """float(x), where an int past float64's range rounds to the infinity of its sign (IEEE's overflow) and does not raise"""
+  """float(x), where an int past float64's range rounds to the infinity of its sign (IEEE's overflow), not raises"""
   try: return float(x)
   except OverflowError: return math.inf if x > 0 else -math.inf
 

@@ -380,9 +380,10 @@ def _short_pixel_rows(b: _Builder, done: set[int]) -> bool:
   """The rows of a packed-lanes conv over few pixels (_upcast_for_reuse): where every long row axis' loads are a page
   apart (the batch: its rows share their cache sets) and the pixels' axes are short (under 8: a conv over 4x4 outputs),
   the rows are 8 pixels from the short axes, innermost first (each whole while the rows stay within 8, the next by what
-  is left), not 8 of the batch. Measured in ResNet-18 b32 128x128's step (2 threads, Intel Xeon, AVX-512, alternated):
-  its 3x3 stride-2 conv to 512 channels over 4x4 pixels 12.6 -> 9.1 ms, its 1x1 stride-2 one 2.1 -> 1.2; b8's convs
-  over 4x4 1.01 -> 0.78 and 5.8 -> 5.6; over 2x2 (4 rows) 1.28 -> 1.24 and 7.47 -> 7.46, within noise"""
+  is left), not 8 of the batch; fewer pixels than that (2x2) are made up to 8 by the batch (below). Measured in
+  ResNet-18 b32 128x128's step (2 threads, Intel Xeon, AVX-512, alternated): its 3x3 stride-2 conv to 512 channels over
+  4x4 pixels 12.6 -> 9.1 ms, its 1x1 stride-2 one 2.1 -> 1.2; b8's convs over 4x4 1.01 -> 0.78 and 5.8 -> 5.6; over
+  2x2 (4 rows of pixels against 4 of the batch) 1.28 -> 1.24 and 7.47 -> 7.46, within noise"""
   cands = [r for r in output_axes(b.ast) if r.arg[0] not in done and (axis_size(r) or 0) >= 2 and
            _broadcast_loads(b.ast, r)]
   long = [r for r in cands if (axis_size(r) or 0) >= 8]
@@ -402,6 +403,17 @@ def _short_pixel_rows(b: _Builder, done: set[int]) -> bool:
     amt = size if rows * size <= cap else cap // rows if size % (cap // rows) == 0 else 1
     if amt > 1: ups.append((r, amt))
     if rows * amt == cap: break
+  # NOTE: pixels fewer than the cap (a conv over 2x2 outputs: 4 rows, 8 or 12 accumulators on AVX-512, each FMA's
+  # accumulator reused every 4-6 FMAs, under their latency x throughput) are made up to it from the nearest long axis
+  # (the batch: 2 images a page apart, one pair of cache sets, not 8). Measured in the steps (bench/step_ab.py, Intel
+  # Xeon, AVX-512, 2 threads, alternated, two runs): ResNet-18 b8 64x64's 512-channel input gradients over 2x2 (3
+  # launches) 3.83 -> 3.54 and 4.12 -> 4.02 ms, the 256-channel one 0.61 -> 0.61 and 0.70 -> 0.55, its 3x3 convs over
+  # 2x2 3.41 -> 3.26 and 3.78 -> 3.73, 0.54 -> 0.51 and 0.63 -> 0.57; the UNet's two convs over 2x2 groups 0.87 -> 0.75
+  # and 1.03 -> 0.92 ms
+  if cap // (rows := prod(amt for _, amt in ups)) >= 2:
+    long.sort(key=lambda r: abs(index_stride(sidx, r) or 1 << 30))
+    if (more := next((r for r in long if (axis_size(r) or 0) % (cap // rows) == 0), None)) is not None:
+      ups.append((more, cap // rows))
   return prod(amt for _, amt in ups) >= 4 and b.try_upcasts(ups)
 
 def _table_rows(b: _Builder, lanes: int, untiled: tuple[UOp, list[Opt]] | None = None) -> bool:
