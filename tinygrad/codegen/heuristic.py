@@ -23,6 +23,7 @@ from tinygrad.dtype import DType, PtrDType, dtypes
 # Measured then (LLVM path, 2 threads, one process each): an LLM decode (Q8_0, 8 layers) 71.8 tok/s at 1 << 19, 76.7 at
 # 1 << 17, 76.6 at 1 << 15; bench/models.py's ResNet-18, D256 block and GPT-2 rows within 3% of each other at all three
 THREAD_MIN_WORK = 1 << 17
+ROOM_ROWS_MIN_REDUCE = 64  # _upcast_reuse_axes' 2 more rows only over a reduce this long
 MAX_HEURISTIC_UPCAST = 32
 # the most lanes of a CPU register tile (_tile_budget): 8 rows x 48 lanes, 24 accumulators of 16 lanes (AVX-512 has 32
 # registers); a renderer that says how many vector registers it has gets 3/4 of them (AVX2: 12 of 16, 96 lanes)
@@ -330,6 +331,17 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
        prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) < PACKED_32_MIN_REDUCE: amts = (2,)
     # NOTE: 2 rows under 32 packed lanes where 4 do not fit (_upcast_for_reuse: AVX2's gated rows)
     if cpu and packed and 2 <= room < 4: amts = (2,)
+    # NOTE: 2 more rows where the budget has room for 2-3 times the tile (16 lanes by 8 rows: 8 of AVX-512's 24
+    # accumulators) and only the lanes' vector loads vary along the axis: each step's broadcasts (a 1x1 conv's 8
+    # filter values) are then reused by twice the rows (the pixels of the next image row), for one more vector load.
+    # Not where a broadcast operand varies along it (more rows of A in A @ B^T, each its own broadcast and stream: an
+    # LSTM's logits 2.96 -> 3.17 ms), nor over short reduces (Winograd's transforms over 36 and 9 steps, 5-14% slower).
+    # Measured in the steps (bench/step_ab.py, Intel Xeon, AVX-512, 2 threads, alternated): the UNet's 1x1 convs at 32
+    # x 32 and 16 x 16 pixels 0.20-0.37 -> 0.17-0.29 ms each, its 10 changed kernels 4.13 -> 3.44 ms
+    if cpu and not packed and 2 <= room < 4 and _own_vector_accs(b) and _reduce_dtype(b) is not None and \
+       b.renderer.acc_widths(_reduce_dtype(b))[:1] == (16,) and \
+       prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) >= ROOM_ROWS_MIN_REDUCE and \
+       _only_vector_loads_along(b, output_axes(b.ast)[i]): amts = (2,)
     got, untiled = None, (b.ast, list(b.opts))
     if cpu and contiguous and _wide_tile(b, i, size): continue
     # a target with masked vector loads keeps a padded axis' loads vector: the contiguous axis pads to 32 (16 lanes,
@@ -365,6 +377,14 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
         if more: b.try_opt(Opt(OptOps.UPCAST, i, more))
       # NOTE: 32 lanes only where 4 rows of them still fit the budget (not on AVX2: 16 lanes by 6 rows there)
       elif rest >= 4 and 2 * b.upcast_total() * 4 <= b.tile_budget: b.try_opt(Opt(OptOps.UPCAST, i, 2))
+
+def _only_vector_loads_along(b: _Builder, r: UOp) -> bool:
+  """Is every load that varies along output axis r a vector load along the tile's widest lanes (unit-stride along
+  them)? Then more rows of r reuse each reduce step's broadcasts (_upcast_reuse_axes)."""
+  if not (ups := axes_of(b.ast, AxisType.UPCAST)): return False
+  wide = max(ups, key=lambda u: axis_size(u) or 0)
+  lds = [ld for ld in _loads(b.ast) if r in ld.src[0]._ranges]
+  return bool(lds) and all(index_stride(ld.src[0].src[1].get_idx(), wide) == 1 for ld in lds)
 
 def _half_vector_lanes(b: _Builder, done: set[int]) -> bool:
   """Are the lanes taken half a vector register (8 float32 lanes of AVX-512's 16), read by vector loads (every load that
