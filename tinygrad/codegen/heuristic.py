@@ -338,8 +338,8 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # LSTM's logits 2.96 -> 3.17 ms), nor over short reduces (Winograd's transforms over 36 and 9 steps, 5-14% slower).
     # Measured in the steps (bench/step_ab.py, Intel Xeon, AVX-512, 2 threads, alternated): the UNet's 1x1 convs at 32
     # x 32 and 16 x 16 pixels 0.20-0.37 -> 0.17-0.29 ms each, its 10 changed kernels 4.13 -> 3.44 ms
-    if cpu and not packed and 2 <= room < 4 and _own_vector_accs(b) and _reduce_dtype(b) is not None and \
-       b.renderer.acc_widths(_reduce_dtype(b))[:1] == (16,) and \
+    if cpu and not packed and 2 <= room < 4 and _own_vector_accs(b) and (rdt := _reduce_dtype(b)) is not None and \
+       b.renderer.acc_widths(rdt)[:1] == (16,) and \
        prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) >= ROOM_ROWS_MIN_REDUCE and \
        _only_vector_loads_along(b, output_axes(b.ast)[i]): amts = (2,)
     got, untiled = None, (b.ast, list(b.opts))
