@@ -726,13 +726,13 @@ def test_a_conv_weight_gradient_takes_32_packed_lanes_threads_on_them_over_a_lon
   assert len(thread) == 1 and loops[thread[0].axis] in panel, opts
   with Context(SPEC=2): tol(outs[1].numpy(), refs[1], b * hw * hw)
 
-def conv_forward(b: int, c: int, hw: int):
-  """A 3x3 conv's step (c channels in and out, over hw x hw pixels) on the LLVM path: (its outputs, torch's, the
-  forward conv's kernel, the heuristics' opts for it)."""
-  dev = llvm512()
-  outs, refs = conv_step(dev, b, c, c, hw)
-  k = the_kernel([outs[0]], {b, c, hw}, 9 * c)
-  return outs, refs, k, hand_coded_optimizations(k, Device[dev].renderer)
+def conv_forward(b: int, c: int, hw: int, k: int = 3, cout: int | None = None):
+  """A k x k conv's step (c channels in, cout out (default c), over hw x hw pixels) on the LLVM path with AVX-512's
+  registers: (its outputs, torch's, the forward conv's kernel, the heuristics' opts for it)."""
+  dev, cout = llvm512(), cout or c
+  outs, refs = conv_step(dev, b, c, cout, hw, k=k)
+  kern = the_kernel([outs[0]], {b, cout, hw}, k * k * c)
+  return outs, refs, kern, hand_coded_optimizations(kern, Device[dev].renderer)
 
 @pytest.mark.skipif(not HAS_LLVM, reason="the LLVM path needs llvmlite (the llvm extra)")
 def test_a_conv_whose_packed_filters_are_cache_blocked_blocks_its_input_channels():
@@ -769,10 +769,7 @@ def test_a_padded_conv_over_8x8_pixels_takes_a_vector_of_channel_rows_on_avx512(
 def test_a_1x1_conv_over_8x8_pixels_keeps_its_pixel_rows():
   # unpadded, its next pixel row continues the 8 lanes' run (8 apart): 4 rows make 2 full vectors, and 16 channel rows
   # instead were slower (the UNet's 1x1 convs: 0.17 -> 0.20 ms). Values against torch under SPEC=2
-  dev = llvm512()
-  outs, refs = conv_step(dev, 8, 256, 128, 8, k=1)
-  k = the_kernel([outs[0]], {8, 128}, 256)
-  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  outs, refs, k, opts = conv_forward(8, 256, 8, k=1, cout=128)
   sizes = out_sizes(k)
   ups = [o for o in opts if o.op is OptOps.UPCAST]
   assert [(sizes[o.axis], o.arg) for o in ups][:1] == [(8, 8)] and not any(o.arg == 16 for o in ups), opts
@@ -829,9 +826,7 @@ def test_a_1x1_conv_whose_tile_leaves_room_takes_2_more_pixel_rows_reusing_its_b
   # W^T over 256 into 2000 words, 16 lanes of words by 8 of the batch): more rows of x there are more broadcasts, each
   # its own stream. Values against torch and numpy under SPEC=2
   dev = llvm512()
-  outs, refs = conv_step(dev, 8, 64, 32, 32, k=1)
-  k = the_kernel([outs[0]], {8, 32}, 64)
-  opts = hand_coded_optimizations(k, Device[dev].renderer)
+  outs, refs, _, opts = conv_forward(8, 64, 32, k=1, cout=32)
   ups = [o.arg for o in opts if o.op is OptOps.UPCAST]
   assert sorted(ups) == [2, 8, 16], opts
   h, w = rand(63, 16, 32, 256), rand(64, 2000, 256) / 16

@@ -338,8 +338,7 @@ def _upcast_reuse_axes(b: _Builder, cpu: bool, done: set[int], any_vec: bool) ->
     # LSTM's logits 2.96 -> 3.17 ms), nor over short reduces (Winograd's transforms over 36 and 9 steps, 5-14% slower).
     # Measured in the steps (bench/step_ab.py, Intel Xeon, AVX-512, 2 threads, alternated): the UNet's 1x1 convs at 32
     # x 32 and 16 x 16 pixels 0.20-0.37 -> 0.17-0.29 ms each, its 10 changed kernels 4.13 -> 3.44 ms
-    if cpu and not packed and 2 <= room < 4 and _own_vector_accs(b) and (rdt := _reduce_dtype(b)) is not None and \
-       b.renderer.acc_widths(rdt)[:1] == (16,) and \
+    if cpu and not packed and 2 <= room < 4 and _vector_lanes(b) == 16 and \
        prod(axis_size(r) or 0 for r in reduce_axes(b.ast)) >= ROOM_ROWS_MIN_REDUCE and \
        _only_vector_loads_along(b, output_axes(b.ast)[i]): amts = (2,)
     got, untiled = None, (b.ast, list(b.opts))
@@ -391,7 +390,7 @@ def _half_vector_lanes(b: _Builder, done: set[int]) -> bool:
   varies along them is contiguous along them), with no output axis not yet tiled that continues their run (steps
   every such load by exactly the lanes' count, as an unpadded image's next row does)?"""
   # NOTE: 16-lane vectors only (measured on AVX-512; AVX2's 4-lane halves were not)
-  if (dt := _reduce_dtype(b)) is None or b.renderer.acc_widths(dt)[:1] != (16,) or b.upcast_total() != 8: return False
+  if _vector_lanes(b) != 16 or b.upcast_total() != 8: return False
   if not (idxs := [ld.src[0].src[1].get_idx() for ld in _lane_loads(b.ast)]): return False
   if not all(index_stride(idx, u) in (0, 1) for idx in idxs for u in axes_of(b.ast, AxisType.UPCAST)): return False
   return not any(r.arg[0] not in done and all(index_stride(idx, r) == 8 for idx in idxs) for r in output_axes(b.ast))
@@ -668,15 +667,21 @@ def _kblock_to_fit(b: _Builder, buf: UOp) -> bool:
   # whole cache lines of the input: a conv's reduce is (ky, kx, Cin) where its filters are stored (Cin, ky, kx). Blocks
   # of one ky read a third of each line of the filters, and each line 3 times. Measured in ResNet-18 b8's step (2
   # threads, AMD Zen 5): the 512-channel conv over 2x2 pixels (3 launches) 3.46 ms by ky, 2.88 by 256 input channels
-  cands = []
-  for j, red in enumerate(reds):
-    if red not in rs or (size := axis_size(red)) is None: continue
-    step_bytes = int(prod(axis_size(r) or 0 for r in rs if r is not red)) * lds[0].dtype.itemsize
-    # NOTE: down to blocks of one step (one image of a weight gradient over 64x64 pixels by 32 lanes is PACK's 512
-    # KiB). Measured alone (AVX2, 2 threads): ResNet-18's stem weight gradient at batch 32, 128x128, unpacked 8 lanes
-    # 131-155 ms; 16 lanes x 3 rows packed by the image 38.8
-    fits = [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step_bytes <= PACK_MAX_BYTES]
-    if fits: cands.append((index_stride(idx, red) or 0, -j, fits[0]))
+  # NOTE: down to blocks of one step (one image of a weight gradient over 64x64 pixels by 32 lanes is PACK's 512
+  # KiB). Measured alone (AVX2, 2 threads): ResNet-18's stem weight gradient at batch 32, 128x128, unpacked 8 lanes
+  # 131-155 ms; 16 lanes x 3 rows packed by the image 38.8
+  return _kblock_longest(b, [(j, int(prod(axis_size(r) or 0 for r in rs if r is not red)) * lds[0].dtype.itemsize,
+                              index_stride(idx, red) or 0) for j, red in enumerate(reds) if red in rs], PACK_MAX_BYTES)
+
+def _kblock_longest(b: _Builder, steps: list[tuple[int, int, int]], limit: int) -> bool:
+  """KBLOCK, of `steps` ((index among the reduce axes, bytes one step of that axis reads, its stride in the input)), the
+  axis with the largest stride (the outermost in memory) into the longest blocks (of fewer steps than the axis) whose
+  bytes are within `limit`. False (nothing applied) where no block fits."""
+  reds, cands = reduce_axes(b.ast), []
+  for j, step, stride in steps:
+    if (size := axis_size(reds[j])) is None: continue
+    if fits := [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step <= limit]:
+      cands.append((stride, -j, fits[0]))
   if not cands: return False
   _, nj, n = max(cands)
   return b.try_opt(Opt(OptOps.KBLOCK, -nj, n))
@@ -738,9 +743,14 @@ def _reuse_reduce(ast: UOp) -> bool:
 def _reduce_dtype(b: _Builder) -> DType | None:
   return next((u.dtype for u in b.ast.toposort() if u.op is Ops.REDUCE), None)
 
+def _vector_lanes(b: _Builder) -> int:
+  """The lanes of the widest vector accumulator the renderer builds for the reduce's dtype (0: it builds none, the C
+  path leaves vectors to its compiler)."""
+  return ws[0] if (dt := _reduce_dtype(b)) is not None and (ws := b.renderer.acc_widths(dt)) else 0
+
 def _own_vector_accs(b: _Builder) -> bool:
   """Does the renderer pack the reduce's lanes into vector accumulators itself (not a C compiler's choice)?"""
-  return (dt := _reduce_dtype(b)) is not None and bool(b.renderer.acc_widths(dt))
+  return _vector_lanes(b) > 0
 
 def _wide_tile(b: _Builder, i: int, size: int) -> bool:
   """The contiguous axis of a big float32 CPU matmul on a renderer whose vector registers hold 16 lanes (AVX-512,
@@ -920,18 +930,10 @@ def _kblock_streamed_rows(b: _Builder) -> None:
   footprint = sum(int(prod(axis_size(r) or 0 for r in ld.src[0].src[1]._ranges if r in inside)) * ld.dtype.itemsize
                   for ld in rows)
   if footprint <= ROWS_BLOCK_BYTES: return
-  # NOTE: the reduce axis the rows walk with the largest stride (the outermost in memory: a weight gradient's batch),
-  # in the longest blocks that fit
-  cands = []
-  for j, red in enumerate(reds):
-    if (size := axis_size(red)) is None: continue
-    step = footprint // size
-    fits = [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step <= ROWS_BLOCK_BYTES]
-    stride = max(abs(index_stride(ld.src[0].src[1].get_idx(), red) or 0) for ld in rows)
-    if fits: cands.append((stride, -j, fits[0]))
-  if cands:
-    _, nj, n = max(cands)
-    b.try_opt(Opt(OptOps.KBLOCK, -nj, n))
+  # NOTE: the reduce axis the rows walk with the largest stride (the outermost in memory: a weight gradient's batch)
+  idxs = [ld.src[0].src[1].get_idx() for ld in rows]
+  _kblock_longest(b, [(j, footprint // size, max(abs(index_stride(idx, red) or 0) for idx in idxs))
+                      for j, red in enumerate(reds) if (size := axis_size(red))], ROWS_BLOCK_BYTES)
 
 def _pack_candidate(b: _Builder) -> tuple[int, int] | None:
   """(index among packable_loads, panel bytes) of the load a big register-blocked CPU kernel should PACK: one that the
