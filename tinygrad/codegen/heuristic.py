@@ -65,6 +65,8 @@ class _Builder:
     self.mid_lanes = False
     # table_tile: _long_table_rows made the tile (one register's lanes by a long table's rows): no PACK of the big input
     self.table_tile = False
+    # tile_blocked: _kblock_tile_stream blocked the reduce for L1: no PACK of a panel then
+    self.tile_blocked = False
     # NOTE: once per kernel: opts never add or remove a transcendental, and the renderer is fixed
     self.tile_budget = _tile_budget(ast, renderer)
   def try_opt(self, opt: Opt) -> bool:
@@ -935,6 +937,47 @@ def _kblock_streamed_rows(b: _Builder) -> None:
   _kblock_longest(b, [(j, footprint // size, max(abs(index_stride(idx, red) or 0) for idx in idxs))
                       for j, red in enumerate(reds) if (size := axis_size(red))], ROWS_BLOCK_BYTES)
 
+# the most bytes of its operands one output tile may stream over its whole reduce before the tiles after it no longer
+# find them in L2 (_kblock_tile_stream), and the most one block of it reads (each tile's block then stays in L1)
+TILE_STREAM_BYTES = PACK_MAX_BYTES // 4
+TILE_BLOCK_BYTES = 16 * 1024
+CACHE_LINE = 64
+
+def _tile_step_bytes(b: _Builder, ld: UOp) -> int:
+  """The bytes of whole cache lines one output tile's load `ld` reads per reduce step: its run along the tile's unit-
+  stride upcast axis in lines, once for each step of its other upcast axes."""
+  idx, size = ld.src[0].src[1].get_idx(), ld.dtype.itemsize
+  run, rows = size, 1
+  for u in axes_of(b.ast, AxisType.UPCAST):
+    if u not in idx._ranges: continue
+    if index_stride(idx, u) == 1: run *= axis_size(u) or 1
+    else: rows *= axis_size(u) or 1
+  return -(-run // CACHE_LINE) * CACHE_LINE * rows
+
+def _kblock_tile_stream(b: _Builder) -> None:
+  """KBLOCK a big register-blocked CPU reduce whose operands are all walked across their rows (each reduce step a row
+  or more apart, the weight-gradient form X^T dY) where one output tile's reduce streams over TILE_STREAM_BYTES of
+  their cache lines: Winograd's dU = V^T dM per tile position, over 2048 tiles, each 16 x 4 tile reading a 64-byte line
+  of each operand per step (256 KiB a tile), the next tile found none of it in L2 (512 KiB, with the rest of both
+  operands) and streamed them from L3 again. Blocks of TILE_BLOCK_BYTES a tile (128 steps) stay in L1 across the tiles
+  of the block; no PACK then (a packed panel per block ran 2.5x slower). Measured in the steps (bench's kernels,
+  AMD Zen 3, AVX2, 2 threads, whole-step passes alternated): the UNet's 32 x 32 over 2048 tiles 4.83 -> 3.71 and 5.23
+  -> 4.76 ms (blocks of 64 steps 4.18, 256 4.61), its 64 x 32 4.95 -> 3.90, ResNet-18 b32's 64 x 64 35.8 -> 27.4 (4
+  launches; 64 steps 31.8, 256 31.7). Not where a tile streams less: over 512 tiles (64 KiB a tile) 4.18 -> 4.32-4.43
+  and 22.1 -> 23.0-24.8 ms."""
+  if b.renderer.has_local or not _own_vector_accs(b) or _work(b.ast) < BIG_BLOCK_MIN_WORK: return
+  if any(o.op in (OptOps.PACK, OptOps.KBLOCK) for o in b.opts) or not axes_of(b.ast, AxisType.UPCAST): return
+  if len(reds := reduce_axes(b.ast)) != 1 or (size := axis_size(reds[0])) is None: return
+  lds = [ld for ld in _loads(b.ast) if reds[0] in ld.src[0]._ranges]
+  if not lds: return
+  for ld in lds:
+    st = index_stride(ld.src[0].src[1].get_idx(), reds[0])
+    if st is None or abs(st) * ld.dtype.itemsize < CACHE_LINE: return
+  step = sum(_tile_step_bytes(b, ld) for ld in lds)
+  if size * step <= TILE_STREAM_BYTES: return
+  if fits := [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step <= TILE_BLOCK_BYTES]:
+    if b.try_opt(Opt(OptOps.KBLOCK, 0, fits[0])): b.tile_blocked = True
+
 def _pack_candidate(b: _Builder) -> tuple[int, int] | None:
   """(index among packable_loads, panel bytes) of the load a big register-blocked CPU kernel should PACK: one that the
   innermost output loop does not read (every iteration of that loop reuses its panel), read with a layout that is not
@@ -964,7 +1007,7 @@ def _pack_panel(b: _Builder) -> None:
   # NOTE: only where the renderer builds the vector accumulators and the panel's vector loads itself (acc_widths: the
   # CPU LLVM renderer): the C path leaves vectorization to gcc, which vectorized the packed kernel's reduce loop across
   # K with gathers from the panel (1.8 GFLOPS, 24 unpacked)
-  if not _own_vector_accs(b) or b.table_tile or (cand := _pack_candidate(b)) is None: return
+  if not _own_vector_accs(b) or b.table_tile or b.tile_blocked or (cand := _pack_candidate(b)) is None: return
   if cand[1] <= PACK_MAX_BYTES:
     b.try_opt(Opt(OptOps.PACK, cand[0]))
     return
@@ -1512,6 +1555,7 @@ def _build(b: _Builder) -> None:
   _reorder_for_reuse(b)
   _big_panel_outer(b)
   _kblock_streamed_rows(b)
+  _kblock_tile_stream(b)
   _pack_panel(b)
   _kblock_reduce(b)
   _pack_operand(b)
