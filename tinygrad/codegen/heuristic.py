@@ -969,14 +969,10 @@ def _kblock_tile_stream(b: _Builder) -> None:
   if any(o.op in (OptOps.PACK, OptOps.KBLOCK) for o in b.opts) or not axes_of(b.ast, AxisType.UPCAST): return
   if len(reds := reduce_axes(b.ast)) != 1 or (size := axis_size(reds[0])) is None: return
   lds = [ld for ld in _loads(b.ast) if reds[0] in ld.src[0]._ranges]
-  if not lds: return
-  for ld in lds:
-    st = index_stride(ld.src[0].src[1].get_idx(), reds[0])
-    if st is None or abs(st) * ld.dtype.itemsize < CACHE_LINE: return
+  if not lds or not all(abs(index_stride(ld.src[0].src[1].get_idx(), reds[0]) or 0) * ld.dtype.itemsize >= CACHE_LINE
+                        for ld in lds): return
   step = sum(_tile_step_bytes(b, ld) for ld in lds)
-  if size * step <= TILE_STREAM_BYTES: return
-  if fits := [n for n in range(size - 1, 0, -1) if size % n == 0 and n * step <= TILE_BLOCK_BYTES]:
-    if b.try_opt(Opt(OptOps.KBLOCK, 0, fits[0])): b.tile_blocked = True
+  if size * step > TILE_STREAM_BYTES: b.tile_blocked = _kblock_longest(b, [(0, step, 0)], TILE_BLOCK_BYTES)
 
 def _pack_candidate(b: _Builder) -> tuple[int, int] | None:
   """(index among packable_loads, panel bytes) of the load a big register-blocked CPU kernel should PACK: one that the
