@@ -1,4 +1,4 @@
-import random
+import random, re
 import numpy as np
 import pytest
 from tinygrad.codegen.opt import Opt, OptOps, KernelOptError, KernelInfo, apply_opts, output_axes, reduce_axes, axes_of, axis_size
@@ -38,6 +38,13 @@ def matmul_ast(M=8, N=8, K=8, dt=dtypes.float32):
   i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
   out, a, b = _g(0, M * N, dt), _g(1, M * K, dt), _g(2, K * N, dt)
   acc = (a.index(i * K + k).load() * b.index(k * N + j).load()).reduce(k, arg=Ops.ADD)
+  return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
+
+def wt_matmul_ast(M=2, N=4, K=2048):
+  # out[i, j] = sum_k a[i, k] * w[j, k]: W of x @ W^T, its rows (the lanes) each contiguous along the reduce
+  i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
+  out, a, w = _g(0, M * N), _g(1, M * K), _g(2, N * K)
+  acc = (a.index(i * K + k).load() * w.index(j * K + k).load()).reduce(k, arg=Ops.ADD)
   return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
 
 def relu_matmul_ast(M=4, N=4, K=8):
@@ -414,6 +421,10 @@ PACKED = [
   # cache blocked first: the panel is one block of K
   (lambda: matmul_ast(K=12), [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 3), Opt(OptOps.PACK, 1)], CPULike),
   (lambda: matmul_ast(K=12), [Opt(OptOps.PACK, 1), Opt(OptOps.KBLOCK, 0, 3)], CPULike),
+  # W of x @ W^T cut by KBLOCK: its rows are separate runs of 4 KiB, filled run by run (fill_by_runs)
+  (wt_matmul_ast, [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 1024), Opt(OptOps.PACK, 1)], CPULike),
+  (lambda: wt_matmul_ast(M=3, N=5, K=2048), [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 1024),
+                                            Opt(OptOps.PACK, 1), Opt(OptOps.THREAD, 0, 3)], CPULike),
   # any target: the buffer is per thread (GPU-style: per lane of the grid)
   (matmul_ast, [Opt(OptOps.PACK, 1), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUPTOP, 0, 2)], GPULike),
   # PACK_OPERAND (arg 1): A's operand (a in operand_matmul_ast is packable load 0) with its bias, scale and shift or exp2
@@ -450,6 +461,30 @@ def test_pack_layout_is_contiguous_in_stride_order():
   lane, k = axes_of(new, AxisType.UPCAST)[0], reduce_axes(new)[0]
   from tinygrad.uop.symbolic import simplify
   assert simplify(rd.src[1].substitute({k: k.const_like(2), lane: lane.const_like(3)})).arg == 2 * 4 + 3
+
+def _fill(new):
+  bz = [u for u in new.toposort() if u.op is Ops.BUFFERIZE]
+  assert len(bz) == 1
+  # the fill's loops nest by range id (lowerer.range_key): the innermost is the range of the highest id
+  return [axis_size(r) for r in bz[0].src[1:]], axis_size(max(bz[0].src[1:], key=lambda r: r.arg[0]))
+
+def test_pack_fills_a_panel_of_separate_long_runs_of_its_input_run_by_run():
+  # W[j, k] of x @ W^T cut by KBLOCK into blocks of 1024 of its 2048 steps: the panel's 4 rows are runs of 4 KiB, 8 KiB
+  # apart in W. The layout stays [1024][4] (the product reads 4 lanes a step); the fill's innermost loop is the run's
+  opts = [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 1024), Opt(OptOps.PACK, 1)]
+  assert _fill(_check_same(wt_matmul_ast(), opts)) == ([1024, 4], 1024)
+  # whole rows of W (adjacent: one run of the input), runs under FILL_RUN_BYTES, and B of A @ B (read along the lanes):
+  # filled in the panel's order, its lanes innermost
+  assert _fill(apply_opts(wt_matmul_ast(), opts[:1] + opts[2:], CPULike())) == ([2048, 4], 4)
+  assert _fill(apply_opts(wt_matmul_ast(K=1024), [*opts[:1], Opt(OptOps.KBLOCK, 0, 512), opts[2]], CPULike())) == \
+    ([512, 4], 4)
+  assert _fill(apply_opts(matmul_ast(M=2, N=4, K=2048), opts, CPULike())) == ([1024, 4], 4)
+  # the lowered program: the fill's loop over 1024 steps inside its loop over the 4 rows, on the C path
+  from tinygrad.codegen import get_program
+  from tinygrad.renderer.cstyle import CRenderer
+  src = get_program(wt_matmul_ast(), CRenderer(threads=2), opts).src
+  loops = re.findall(r"for \(int \w+ = 0; \w+ < (\d+);", src)
+  assert loops[:3] == ["2", "4", "1024"], loops
 
 def test_pack_operand_holds_the_computed_operand_in_the_inputs_order():
   # A's operand a[i, k] + c[k] with i upcast by 2: the buffer is [2][K] (A's order: its rows, each contiguous along k)

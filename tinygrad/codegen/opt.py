@@ -487,6 +487,22 @@ def panel_ranges(ld: UOp, stored_order: bool = False) -> list[UOp]:
   return sorted(rs, key=lambda r: (not stored_order and r.arg[-1] is not AxisType.REDUCE,
                                    -(st if (st := index_stride(flat, r)) is not None else 1 << 62), r.arg[0]))
 
+# a panel row's contiguous run of the input at least this long, apart from the next row's, is filled run by run
+FILL_RUN_BYTES = 4096
+
+def fill_by_runs(ld: UOp) -> bool:
+  """Does a PACK of load `ld` fill its panel run by run, in the input's own order (`panel_ranges` stored_order), not in
+  the panel's? Where the input's innermost range is a reduce read unit-stride for FILL_RUN_BYTES or more and the next
+  range steps past the end of that run: the panel's rows are separate long runs of the input (W of x @ W^T cut by
+  KBLOCK: 48 runs of 1024 floats, 12 KiB apart). Filled in the panel's order, every step reads one element of each of
+  the 48 runs, 48 streams the hardware prefetcher does not follow (GPT-2's (768, 3072) product, 48.0 -> 30.0 ms); where
+  the rows are adjacent (a whole row of W, one run) or the runs are short, the panel's order was as fast or faster."""
+  so = panel_ranges(ld, stored_order=True)
+  if len(so) < 2 or so[-1].arg[-1] not in (AxisType.REDUCE, AxisType.UNROLL): return False
+  flat, size = ld.src[0].src[1].get_idx(), axis_size(so[-1])
+  if index_stride(flat, so[-1]) != 1 or size is None or size * ld.dtype.itemsize < FILL_RUN_BYTES: return False
+  return (st := index_stride(flat, so[-2])) is not None and st > size
+
 def fills_as_lanes(value: UOp, r: UOp) -> bool:
   """Do the loads of `value` read range r unit-stride or not at all, one of them unit-stride? Then a fill of `value`
   along r goes as vector lanes (lowerer.fill_lanes), its ops as vector ops."""
@@ -522,7 +538,8 @@ def pack_load(ast: UOp, opt: Opt) -> UOp:
   LOOP ranges, row-major in `panel_ranges` order), and the load reads that buffer instead. Codegen fills the buffer in
   the innermost loop the panel depends on, so every iteration of the output loops it does not depend on (a matmul's
   rows, for B's panel) reads it unit-stride from cache, not with the input's stride. Masked (padded) elements are copied
-  as 0, which is what the masked load read.
+  as 0, which is what the masked load read. Where `fill_by_runs`, the fill's loops go in the input's order (each of the
+  panel's rows, a separate run of the input, copied in turn) into the same layout.
   arg PACK_OPERAND (1): the panel holds the load's operand (`pack_operand`: with its fused elementwise ops computed in
   the fill, not once per reduce step in the product's loop), in the input's own order (`panel_ranges` stored_order: the
   fill reads whole rows, as lanes). For an operand the product reads one element of per row and step (the rows of a
@@ -543,7 +560,10 @@ def pack_load(ast: UOp, opt: Opt) -> UOp:
   _check(any(r not in ld.src[0].src[1]._ranges for r in outs),
          f"{opt}: the load depends on every output axis, so no output loop reuses its panel")
   nid = _next_id(ast)
-  fill = [UOp.range(s or 0, nid + i, AxisType.LOOP, dtype=r.dtype) for i, (r, s) in enumerate(zip(rs, sizes))]
+  # NOTE: the fill's loops nest by range id (lowerer.range_key) and the buffer's layout follows `rs`: ids in the input's
+  # order fill run by run into the same layout
+  order = panel_ranges(ld, stored_order=True) if not operand and fill_by_runs(ld) else rs
+  fill = [UOp.range(s or 0, nid + order.index(r), AxisType.LOOP, dtype=r.dtype) for r, s in zip(rs, sizes)]
   at = dict(zip(rs, fill))
   # NOTE: an operand's innermost range of more than 64 (a long reduce along its rows) is filled in runs of 16, so that
   # each run goes as lanes (lowerer.fill_lanes)
