@@ -47,6 +47,15 @@ def wt_matmul_ast(M=2, N=4, K=2048):
   acc = (a.index(i * K + k).load() * w.index(j * K + k).load()).reduce(k, arg=Ops.ADD)
   return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
 
+def wt_conv_ast(M=2, N=4, C=256, T=9):
+  # out[i, j] = sum_c sum_t a[i, c, t] * w[j, c, t]: a conv's filters W[cout, cin, taps] read along two reduce ranges,
+  # one contiguous stretch of each filter
+  i, j = UOp.range(M, 0), UOp.range(N, 1)
+  c, t = UOp.range(C, 2, AxisType.REDUCE), UOp.range(T, 3, AxisType.REDUCE)
+  out, a, w = _g(0, M * N), _g(1, M * C * T), _g(2, N * C * T)
+  acc = (a.index(i * C * T + c * T + t).load() * w.index(j * C * T + c * T + t).load()).reduce(c, t, arg=Ops.ADD)
+  return UOp.sink(out.index(i * N + j).store(acc).end(i, j))
+
 def relu_matmul_ast(M=4, N=4, K=8):
   # out = relu(a @ b): the sum of relus of partial sums is not the relu of the sum, so KBLOCK must refuse it
   i, j, k = UOp.range(M, 0), UOp.range(N, 1), UOp.range(K, 2, AxisType.REDUCE)
@@ -421,10 +430,12 @@ PACKED = [
   # cache blocked first: the panel is one block of K
   (lambda: matmul_ast(K=12), [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 3), Opt(OptOps.PACK, 1)], CPULike),
   (lambda: matmul_ast(K=12), [Opt(OptOps.PACK, 1), Opt(OptOps.KBLOCK, 0, 3)], CPULike),
-  # W of x @ W^T cut by KBLOCK: its rows are separate runs of 4 KiB, filled run by run (fill_by_runs)
+  # W of x @ W^T cut by KBLOCK: its rows are separate runs of 4 KiB, filled run by run (fill_run)
   (wt_matmul_ast, [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 1024), Opt(OptOps.PACK, 1)], CPULike),
   (lambda: wt_matmul_ast(M=3, N=5, K=2048), [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 1024),
                                             Opt(OptOps.PACK, 1), Opt(OptOps.THREAD, 0, 3)], CPULike),
+  # filters cut by KBLOCK over their input channels: runs of 128 channels x 9 taps, filled as one loop each
+  (wt_conv_ast, [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 128), Opt(OptOps.PACK, 1)], CPULike),
   # any target: the buffer is per thread (GPU-style: per lane of the grid)
   (matmul_ast, [Opt(OptOps.PACK, 1), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.GROUPTOP, 0, 2)], GPULike),
   # PACK_OPERAND (arg 1): A's operand (a in operand_matmul_ast is packable load 0) with its bias, scale and shift or exp2
@@ -485,6 +496,15 @@ def test_pack_fills_a_panel_of_separate_long_runs_of_its_input_run_by_run():
   src = get_program(wt_matmul_ast(), CRenderer(threads=2), opts).src
   loops = re.findall(r"for \(int \w+ = 0; \w+ < (\d+);", src)
   assert loops[:3] == ["2", "4", "1024"], loops
+  # a run over two reduce ranges (128 input channels x 9 taps of each filter, 4.5 KiB, 9 KiB apart): one fill loop of
+  # 1152 at their place in the layout, its index folded back to the run's offset (no division in the fill)
+  opts = [Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.KBLOCK, 0, 128), Opt(OptOps.PACK, 1)]
+  assert _fill(_check_same(wt_conv_ast(), opts)) == ([1152, 4], 1152)
+  src = get_program(wt_conv_ast(), CRenderer(threads=2), opts).src
+  fill = src[src.index("< 1152;"):src.index("}")]
+  assert "/" not in fill and "%" not in fill, fill
+  # 64 channels x 9 taps (2.25 KiB): under FILL_RUN_BYTES
+  assert _fill(apply_opts(wt_conv_ast(), [*opts[:1], Opt(OptOps.KBLOCK, 0, 64), opts[2]], CPULike()))[1] == 4
 
 def test_pack_operand_holds_the_computed_operand_in_the_inputs_order():
   # A's operand a[i, k] + c[k] with i upcast by 2: the buffer is [2][K] (A's order: its rows, each contiguous along k)

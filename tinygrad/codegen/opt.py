@@ -490,18 +490,25 @@ def panel_ranges(ld: UOp, stored_order: bool = False) -> list[UOp]:
 # a panel row's contiguous run of the input at least this long, apart from the next row's, is filled run by run
 FILL_RUN_BYTES = 4096
 
-def fill_by_runs(ld: UOp) -> bool:
-  """Does a PACK of load `ld` fill its panel run by run, in the input's own order (`panel_ranges` stored_order), not in
-  the panel's? Where the input's innermost range is a reduce read unit-stride for FILL_RUN_BYTES or more and the next
-  range steps past the end of that run: the panel's rows are separate long runs of the input (W of x @ W^T cut by
-  KBLOCK: 48 runs of 1024 floats, 12 KiB apart). Filled in the panel's order, every step reads one element of each of
-  the 48 runs, 48 streams the hardware prefetcher does not follow (GPT-2's (768, 3072) product, 48.0 -> 30.0 ms); where
-  the rows are adjacent (a whole row of W, one run) or the runs are short, the panel's order was as fast or faster."""
-  so = panel_ranges(ld, stored_order=True)
-  if len(so) < 2 or so[-1].arg[-1] not in (AxisType.REDUCE, AxisType.UNROLL): return False
-  flat, size = ld.src[0].src[1].get_idx(), axis_size(so[-1])
-  if index_stride(flat, so[-1]) != 1 or size is None or size * ld.dtype.itemsize < FILL_RUN_BYTES: return False
-  return (st := index_stride(flat, so[-2])) is not None and st > size
+def fill_run(ld: UOp) -> list[UOp]:
+  """The ranges a PACK of load `ld` fills as one run each time, outermost first, where its panel's rows are separate
+  runs of the input of FILL_RUN_BYTES or more; [] elsewhere. A run: the input's innermost ranges (in `panel_ranges`
+  stored_order) that are reduce ranges of one contiguous stretch of it, the innermost read unit-stride (a row of W of
+  x @ W^T; a filter's input channels x 3 x 3 taps), the range outside them stepping past its end (W cut by KBLOCK: 48
+  runs of 1024 floats, 12 KiB apart). Filled in the panel's order, every step read one element of each of the 48 runs,
+  48 streams the hardware prefetcher did not follow (the D768 block's (768, 3072) product 46.2 -> 28.3 ms filled run by
+  run); where the rows are adjacent (whole rows of W: one run) or the runs short, the panel's order was as fast or
+  faster."""
+  so, flat = panel_ranges(ld, stored_order=True), ld.src[0].src[1].get_idx()
+  run: list[UOp] = []
+  length = 1
+  for r in reversed(so):
+    if r.arg[-1] not in (AxisType.REDUCE, AxisType.UNROLL) or index_stride(flat, r) != length or \
+       (size := axis_size(r)) is None: break
+    run.insert(0, r)
+    length *= size
+  if not run or len(run) == len(so) or length * ld.dtype.itemsize < FILL_RUN_BYTES: return []
+  return run if (st := index_stride(flat, so[-len(run) - 1])) is not None and st > length else []
 
 def fills_as_lanes(value: UOp, r: UOp) -> bool:
   """Do the loads of `value` read range r unit-stride or not at all, one of them unit-stride? Then a fill of `value`
@@ -538,8 +545,8 @@ def pack_load(ast: UOp, opt: Opt) -> UOp:
   LOOP ranges, row-major in `panel_ranges` order), and the load reads that buffer instead. Codegen fills the buffer in
   the innermost loop the panel depends on, so every iteration of the output loops it does not depend on (a matmul's
   rows, for B's panel) reads it unit-stride from cache, not with the input's stride. Masked (padded) elements are copied
-  as 0, which is what the masked load read. Where `fill_by_runs`, the fill's loops go in the input's order (each of the
-  panel's rows, a separate run of the input, copied in turn) into the same layout.
+  as 0, which is what the masked load read. Where `fill_run` finds runs, the fill's loops go in the input's order,
+  each of the panel's rows (a separate run of the input) copied in turn by one loop, into the same layout.
   arg PACK_OPERAND (1): the panel holds the load's operand (`pack_operand`: with its fused elementwise ops computed in
   the fill, not once per reduce step in the product's loop), in the input's own order (`panel_ranges` stored_order: the
   fill reads whole rows, as lanes). For an operand the product reads one element of per row and step (the rows of a
@@ -560,11 +567,24 @@ def pack_load(ast: UOp, opt: Opt) -> UOp:
   _check(any(r not in ld.src[0].src[1]._ranges for r in outs),
          f"{opt}: the load depends on every output axis, so no output loop reuses its panel")
   nid = _next_id(ast)
-  # NOTE: the fill's loops nest by range id (lowerer.range_key) and the buffer's layout follows `rs`: ids in the input's
-  # order fill run by run into the same layout
-  order = panel_ranges(ld, stored_order=True) if not operand and fill_by_runs(ld) else rs
-  fill = [UOp.range(s or 0, nid + order.index(r), AxisType.LOOP, dtype=r.dtype) for r, s in zip(rs, sizes)]
-  at = dict(zip(rs, fill))
+  run = [] if operand else fill_run(ld)
+  k = rs.index(run[0]) if run else 0
+  if run and rs[k:k + len(run)] == run:
+    # NOTE: the fill's loops nest by range id (lowerer.range_key) and the buffer's layout follows its ranges' order: the
+    # run's ranges become one loop, the innermost (the highest id), at their place in the layout (the same offsets), the
+    # others nest in the input's order
+    outer = [r for r in panel_ranges(ld, stored_order=True) if r not in run]
+    f = UOp.range(prod(axis_size(r) or 0 for r in run), nid + len(outer), AxisType.LOOP, dtype=run[-1].dtype)
+    at, inner = {}, 1
+    for r in reversed(run):
+      at[r] = q = f // inner if inner > 1 else f
+      if r is not run[0]: at[r] = q % (axis_size(r) or 1)
+      inner *= axis_size(r) or 1
+    at.update({r: UOp.range(axis_size(r) or 0, nid + outer.index(r), AxisType.LOOP, dtype=r.dtype) for r in outer})
+    fill = [at[r] for r in rs[:k]] + [f] + [at[r] for r in rs[k + len(run):]]
+  else:
+    fill = [UOp.range(s or 0, nid + i, AxisType.LOOP, dtype=r.dtype) for i, (r, s) in enumerate(zip(rs, sizes))]
+    at = dict(zip(rs, fill))
   # NOTE: an operand's innermost range of more than 64 (a long reduce along its rows) is filled in runs of 16, so that
   # each run goes as lanes (lowerer.fill_lanes)
   if operand and (last := sizes[-1] or 0) > 64 and last % 16 == 0:
