@@ -574,12 +574,13 @@ def pack_load(ast: UOp, opt: Opt) -> UOp:
     # run's ranges become one loop, the innermost (the highest id), at their place in the layout (the same offsets), the
     # others nest in the input's order
     outer = [r for r in panel_ranges(ld, stored_order=True) if r not in run]
-    f = UOp.range(prod(axis_size(r) or 0 for r in run), nid + len(outer), AxisType.LOOP, dtype=run[-1].dtype)
+    run_sizes = sizes[k:k + len(run)]
+    f = UOp.range(prod(s or 0 for s in run_sizes), nid + len(outer), AxisType.LOOP, dtype=run[-1].dtype)
     at, inner = {}, 1
-    for r in reversed(run):
-      at[r] = q = f // inner if inner > 1 else f
-      if r is not run[0]: at[r] = q % (axis_size(r) or 1)
-      inner *= axis_size(r) or 1
+    for i in reversed(range(len(run))):
+      q = f // inner if inner > 1 else f
+      at[run[i]] = q % (run_sizes[i] or 1) if i else q
+      inner *= run_sizes[i] or 1
     at.update({r: UOp.range(axis_size(r) or 0, nid + outer.index(r), AxisType.LOOP, dtype=r.dtype) for r in outer})
     fill = [at[r] for r in rs[:k]] + [f] + [at[r] for r in rs[k + len(run):]]
   else:
