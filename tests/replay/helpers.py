@@ -44,3 +44,30 @@ def copy_db(db: str | pathlib.Path, dst: pathlib.Path) -> pathlib.Path:
   src.backup(out)
   src.close(); out.close()
   return dst
+
+def _open_new(path: str, q: Any) -> None:
+  from replay.db import DB
+  try:
+    DB(path, create=True).close()
+    q.put(None)
+  except Exception as e: q.put(f"{type(e).__name__}: {e}")
+
+def open_new_at_once(folder: str, files: int, procs: int) -> list[str]:
+  """`procs` forked processes open each of `files` new databases in `folder` at the same moment (as a capture's xdist
+  workers do); the errors they met. Run in a fresh interpreter (`python -m tests.replay.helpers`): forked from a test
+  worker late in the suite, the same 800 opens took 100 s against 4-11 s from a fresh one."""
+  import multiprocessing as mp
+  import replay.db  # noqa: F401  # NOTE: imported once here, not in each of the forked processes
+  ctx = mp.get_context("fork")
+  errors: list[str] = []
+  for i in range(files):
+    q = ctx.Queue()
+    ps = [ctx.Process(target=_open_new, args=(str(pathlib.Path(folder) / f"new{i}.db"), q)) for _ in range(procs)]
+    for p in ps: p.start()
+    errors += [e for e in (q.get(timeout=60) for _ in ps) if e]
+    for p in ps: p.join()
+  return errors
+
+if __name__ == "__main__":
+  import json, sys
+  print(json.dumps(open_new_at_once(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))))

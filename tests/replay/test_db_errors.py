@@ -84,26 +84,17 @@ def test_malformed_rows_are_bad_records_or_one_line_errors(base, tmp_path, capsy
   conn.close()
   assert "runs" in _one_line_error(capsys, copy)
 
-def _open_new(path: str, q) -> None:
-  from replay.db import DB
-  try:
-    DB(path, create=True).close()
-    q.put(None)
-  except Exception as e: q.put(f"{type(e).__name__}: {e}")
-
 def test_workers_creating_one_new_database_at_once_all_open_it(tmp_path):
   # a capture's xdist workers open one new file at the same moment: each CREATE used to commit on its own, so a worker
   # could see some of the tables, call the file "not a replay database" and lose its records (8 at a time over 100 new
-  # files: 25-45 refused); the schema is one transaction now, and an open that meets the switch to WAL is tried again
-  import multiprocessing as mp
-  ctx = mp.get_context("fork")
-  errors: list[str] = []
-  for i in range(100):
-    q = ctx.Queue()
-    ps = [ctx.Process(target=_open_new, args=(str(tmp_path / f"new{i}.db"), q)) for _ in range(8)]
-    for p in ps: p.start()
-    errors += [e for e in (q.get(timeout=60) for _ in ps) if e]
-    for p in ps: p.join()
+  # files: 25-45 refused); the schema is one transaction now, and an open that meets the switch to WAL is tried again.
+  # The processes fork from a fresh interpreter, not from this test worker (helpers.open_new_at_once)
+  import json, subprocess, sys
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  out = subprocess.run([sys.executable, "-m", "tests.replay.helpers", str(tmp_path), "100", "8"], cwd=root,
+                       capture_output=True, text=True, timeout=600)
+  assert out.returncode == 0, out.stderr[-2000:]
+  errors = json.loads(out.stdout.splitlines()[-1])
   assert not errors, errors[:3]
   conn = sqlite3.connect(str(tmp_path / "new0.db"))
   assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")} >= \
