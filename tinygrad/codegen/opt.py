@@ -490,7 +490,7 @@ def panel_ranges(ld: UOp, stored_order: bool = False) -> list[UOp]:
 # a panel row's contiguous run of the input at least this long, apart from the next row's, is filled run by run
 FILL_RUN_BYTES = 4096
 
-def fill_run(ld: UOp) -> list[UOp]:
+def fill_run(ld: UOp, so: list[UOp]) -> list[UOp]:
   """The ranges a PACK of load `ld` fills as one run each time, outermost first, where its panel's rows are separate
   runs of the input of FILL_RUN_BYTES or more; [] elsewhere. A run: the input's innermost ranges (in `panel_ranges`
   stored_order) that are reduce ranges of one contiguous stretch of it, the innermost read unit-stride (a row of W of
@@ -498,8 +498,8 @@ def fill_run(ld: UOp) -> list[UOp]:
   runs of 1024 floats, 12 KiB apart). Filled in the panel's order, every step read one element of each of the 48 runs,
   48 streams the hardware prefetcher did not follow (the D768 block's (768, 3072) product 46.2 -> 28.3 ms filled run by
   run); where the rows are adjacent (whole rows of W: one run) or the runs short, the panel's order was as fast or
-  faster."""
-  so, flat = panel_ranges(ld, stored_order=True), ld.src[0].src[1].get_idx()
+  faster. `so`: the load's `panel_ranges` in stored_order."""
+  flat = ld.src[0].src[1].get_idx()
   run: list[UOp] = []
   length = 1
   for r in reversed(so):
@@ -567,13 +567,14 @@ def pack_load(ast: UOp, opt: Opt) -> UOp:
   _check(any(r not in ld.src[0].src[1]._ranges for r in outs),
          f"{opt}: the load depends on every output axis, so no output loop reuses its panel")
   nid = _next_id(ast)
-  run = [] if operand else fill_run(ld)
+  so = rs if operand else panel_ranges(ld, stored_order=True)
+  run = [] if operand else fill_run(ld, so)
   k = rs.index(run[0]) if run else 0
   if run and rs[k:k + len(run)] == run:
     # NOTE: the fill's loops nest by range id (lowerer.range_key) and the buffer's layout follows its ranges' order: the
     # run's ranges become one loop, the innermost (the highest id), at their place in the layout (the same offsets), the
     # others nest in the input's order
-    outer = [r for r in panel_ranges(ld, stored_order=True) if r not in run]
+    outer = [r for r in so if r not in run]
     run_sizes = sizes[k:k + len(run)]
     f = UOp.range(prod(s or 0 for s in run_sizes), nid + len(outer), AxisType.LOOP, dtype=run[-1].dtype)
     at, inner = {}, 1
